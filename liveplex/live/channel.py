@@ -1,0 +1,387 @@
+"""The channel between front end and engine: submissions in, caller audio in, outputs out.
+
+live-contract §4. The front end lives on an asyncio loop; the engine's `drive` loop runs on its own
+thread. Crossing threads:
+
+- Submissions go through a bounded queue (`LiveHandle.start` never blocks; a full queue is
+  `Rejected.FULL`).
+- Caller audio goes through a `deque` per session (`AudioSender.send` appends, the engine drains).
+- Outputs are appended to a `deque` per session from the engine thread; the pipes written to are
+  collected in a `Handoff`, and `drive` flushes it once per tick with **one**
+  `loop.call_soon_threadsafe` that wakes every waiting receiver (§4.5). Never one wake-up per
+  session per tick from the engine thread.
+
+Ending is ownership (§4.4): the front end closes its `AudioSender` (a hangup) or its
+`OutputReceiver` (lost interest); the engine sends `Closed` and drops its `OutputSink`. Senders and
+sinks close themselves when garbage-collected, so a crashed handler still frees its session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import itertools
+import threading
+import weakref
+from collections import deque
+from dataclasses import dataclass
+
+from liveplex.live import contract
+from liveplex.live.pulse import Pulse
+
+DEFAULT_QUEUE = 65_536
+"""Submissions the engine queue holds before `start` answers `Rejected.FULL`."""
+
+
+class Signal(enum.Enum):
+    """What `LiveInbox.get` returns instead of a submission."""
+
+    CLOSED = "closed"
+    """Every handle is closed and the queue is empty."""
+    TIMEOUT = "timeout"
+    """Nothing arrived within the timeout."""
+
+
+CLOSED = Signal.CLOSED
+TIMEOUT = Signal.TIMEOUT
+
+
+class Rejected(enum.Enum):
+    """Why `LiveHandle.start` refused without queueing."""
+
+    FULL = "the engine queue is full"
+    STOPPED = "the engine has stopped"
+
+
+# --- caller audio -------------------------------------------------------------------------------
+
+class _AudioPipe:
+    __slots__ = ("chunks", "closed", "__weakref__")
+
+    def __init__(self) -> None:
+        self.chunks: deque[bytes] = deque()
+        self.closed = False
+
+
+def _close_audio(pipe: _AudioPipe) -> None:
+    pipe.closed = True
+
+
+class AudioSender:
+    """The front end's end of a session's caller audio; closing it hangs the session up."""
+
+    __slots__ = ("_pipe", "_finalizer", "__weakref__")
+
+    def __init__(self, pipe: _AudioPipe) -> None:
+        self._pipe = pipe
+        self._finalizer = weakref.finalize(self, _close_audio, pipe)
+
+    def send(self, data: bytes) -> None:
+        """Queue caller bytes (any size); ignored once closed."""
+        if not self._pipe.closed:
+            self._pipe.chunks.append(data)
+
+    def close(self) -> None:
+        self._pipe.closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._pipe.closed
+
+
+class AudioReceiver:
+    """The engine's end of a session's caller audio."""
+
+    __slots__ = ("_pipe",)
+
+    def __init__(self, pipe: _AudioPipe) -> None:
+        self._pipe = pipe
+
+    @property
+    def closed(self) -> bool:
+        """True once the front end hung up; read it before draining (live-contract §9)."""
+        return self._pipe.closed
+
+    def drain(self) -> list[bytes]:
+        """Every chunk queued so far, oldest first."""
+        chunks = self._pipe.chunks
+        out = []
+        while chunks:
+            out.append(chunks.popleft())
+        return out
+
+
+# --- outputs ------------------------------------------------------------------------------------
+
+class Handoff:
+    """Collects the output pipes written during a tick and wakes their receivers in one go.
+
+    With a `loop`, waking happens on the loop through one `call_soon_threadsafe` per flush;
+    without one (pure tests), receivers are only ever drained, never awaited.
+    """
+
+    __slots__ = ("_loop", "_dirty", "_lock")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        self._loop = loop
+        self._dirty: list[_OutputPipe] = []
+        self._lock = threading.Lock()
+
+    def mark(self, pipe: _OutputPipe) -> None:
+        if not pipe.marked:
+            pipe.marked = True
+            with self._lock:
+                self._dirty.append(pipe)
+
+    def flush(self) -> None:
+        """Wake every receiver written to since the last flush (call from the engine thread)."""
+        with self._lock:
+            if not self._dirty:
+                return
+            pipes, self._dirty = self._dirty, []
+        for pipe in pipes:
+            pipe.marked = False
+        if self._loop is None:
+            return
+        try:
+            self._loop.call_soon_threadsafe(_wake_all, pipes)
+        except RuntimeError:  # the loop is closed: nobody is listening any more
+            pass
+
+
+def _wake_all(pipes: list[_OutputPipe]) -> None:
+    for pipe in pipes:
+        waiter = pipe.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+class _OutputPipe:
+    __slots__ = ("items", "receiver_closed", "sink_gone", "waiter", "marked", "handoff",
+                 "__weakref__")
+
+    def __init__(self, handoff: Handoff) -> None:
+        self.items: deque[contract.Output] = deque()
+        self.receiver_closed = False
+        self.sink_gone = False
+        self.waiter: asyncio.Future[None] | None = None
+        self.marked = False
+        self.handoff = handoff
+
+
+def _drop_sink(pipe: _OutputPipe) -> None:
+    if not pipe.sink_gone:
+        pipe.sink_gone = True
+        pipe.handoff.mark(pipe)
+
+
+class OutputSink:
+    """The engine's end of a session's outputs. Unbounded: the engine never waits on a client."""
+
+    __slots__ = ("_pipe", "_finalizer", "__weakref__")
+
+    def __init__(self, pipe: _OutputPipe) -> None:
+        self._pipe = pipe
+        self._finalizer = weakref.finalize(self, _drop_sink, pipe)
+
+    def send(self, output: contract.Output) -> bool:
+        """Queue one output; False once the receiver is closed (the engine then drops the line)."""
+        pipe = self._pipe
+        if pipe.receiver_closed or pipe.sink_gone:
+            return False
+        pipe.items.append(output)
+        if not pipe.marked:
+            pipe.handoff.mark(pipe)
+        return True
+
+    def drop(self) -> None:
+        """The engine is done with this session; the receiver sees the end of its outputs."""
+        _drop_sink(self._pipe)
+
+
+class OutputReceiver:
+    """The front end's end of a session's outputs; awaited on the loop."""
+
+    __slots__ = ("_pipe",)
+
+    def __init__(self, pipe: _OutputPipe) -> None:
+        self._pipe = pipe
+
+    def drain(self) -> list[contract.Output]:
+        """Everything delivered so far, in order; never waits."""
+        items = self._pipe.items
+        out = []
+        while items:
+            out.append(items.popleft())
+        return out
+
+    @property
+    def ended(self) -> bool:
+        """The sink is gone and every output was drained: nothing more will ever arrive."""
+        return self._pipe.sink_gone and not self._pipe.items
+
+    async def next(self) -> list[contract.Output]:
+        """Wait for outputs; an empty list means the sink is gone and nothing more will come."""
+        pipe = self._pipe
+        while not pipe.items and not pipe.sink_gone:
+            loop = asyncio.get_running_loop()
+            pipe.waiter = loop.create_future()
+            try:
+                if pipe.items or pipe.sink_gone:  # delivered between the check and the future
+                    break
+                await pipe.waiter
+            finally:
+                pipe.waiter = None
+        return self.drain()
+
+    def close(self) -> None:
+        """Lose interest: from now on the engine's sends return False."""
+        self._pipe.receiver_closed = True
+
+
+# --- submissions --------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class LiveSubmission:
+    """A session on its way to the engine."""
+
+    id: int
+    session: contract.Session
+    input: AudioReceiver
+    sink: OutputSink
+
+    def refuse(self, reason: contract.CloseReason) -> None:
+        self.sink.send(contract.Closed.refused(reason))
+        self.sink.drop()
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """A queued session: the front end's ends of its two pipes."""
+
+    id: int
+    session: contract.Session
+    audio: AudioSender
+    output: OutputReceiver
+
+
+class _Queue:
+    """The bounded submission queue plus the bookkeeping shared by handles and the inbox."""
+
+    def __init__(self, info: contract.LiveInfo, capacity: int, handoff: Handoff) -> None:
+        self.info = info
+        self.capacity = capacity
+        self.handoff = handoff
+        self.pulse = Pulse()
+        self.ids = itertools.count(1)
+        self.items: deque[LiveSubmission] = deque()
+        self.cond = threading.Condition()
+        self.handles = 0
+        self.stopped = False
+
+
+class LiveHandle:
+    """The front end's way in: `start` a session without ever blocking."""
+
+    def __init__(self, queue: _Queue) -> None:
+        self._q = queue
+        self._closed = False
+        with queue.cond:
+            queue.handles += 1
+
+    @property
+    def info(self) -> contract.LiveInfo:
+        return self._q.info
+
+    @property
+    def pulse(self) -> Pulse:
+        return self._q.pulse
+
+    @property
+    def stopped(self) -> bool:
+        return self._q.stopped
+
+    def start(self, session: contract.Session) -> Opened | Rejected:
+        q = self._q
+        with q.cond:
+            if q.stopped or self._closed:
+                return Rejected.STOPPED
+            if len(q.items) >= q.capacity:
+                return Rejected.FULL
+            audio_pipe, output_pipe = _AudioPipe(), _OutputPipe(q.handoff)
+            sub = LiveSubmission(next(q.ids), session, AudioReceiver(audio_pipe),
+                                 OutputSink(output_pipe))
+            q.items.append(sub)
+            q.cond.notify()
+        return Opened(sub.id, session, AudioSender(audio_pipe), OutputReceiver(output_pipe))
+
+    def clone(self) -> LiveHandle:
+        """Another handle on the same engine; the engine ends when every handle is closed."""
+        return LiveHandle(self._q)
+
+    def close(self) -> None:
+        q = self._q
+        with q.cond:
+            if not self._closed:
+                self._closed = True
+                q.handles -= 1
+                q.cond.notify()
+
+
+class LiveInbox:
+    """The engine's way in: submissions, in order, and the flush of outputs."""
+
+    def __init__(self, queue: _Queue) -> None:
+        self._q = queue
+
+    @property
+    def info(self) -> contract.LiveInfo:
+        return self._q.info
+
+    @property
+    def pulse(self) -> Pulse:
+        return self._q.pulse
+
+    def get(self, timeout_ns: int | None = None) -> LiveSubmission | Signal:
+        """The next submission; `CLOSED` once every handle is gone; `TIMEOUT` after `timeout_ns`."""
+        q = self._q
+        timeout = None if timeout_ns is None else timeout_ns / 1e9
+        with q.cond:
+            ready = q.cond.wait_for(lambda: q.items or q.handles == 0, timeout)
+            if q.items:
+                return q.items.popleft()
+            return CLOSED if ready else TIMEOUT
+
+    def drain_nowait(self) -> list[LiveSubmission]:
+        q = self._q
+        with q.cond:
+            out = list(q.items)
+            q.items.clear()
+        return out
+
+    def flush(self) -> None:
+        """Hand every output written since the last flush to the front end."""
+        self._q.handoff.flush()
+
+    def stop(self) -> None:
+        """The engine is gone: refuse what is queued with ABORTED and every later start."""
+        with self._q.cond:
+            self._q.stopped = True
+        for sub in self.drain_nowait():
+            sub.refuse(contract.CloseReason.ABORTED)
+        self.flush()
+
+
+def live_channel(
+    info: contract.LiveInfo,
+    queue: int = DEFAULT_QUEUE,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> tuple[LiveHandle, LiveInbox]:
+    """A handle and an inbox sharing one queue of `queue` submissions, one `Pulse`, one id counter.
+
+    `loop` is the front end's event loop; outputs wake receivers awaited on it.
+    """
+    if queue <= 0:
+        raise ValueError(f"queue must be > 0 submissions, got {queue}")
+    q = _Queue(info, queue, Handoff(loop))
+    return LiveHandle(q), LiveInbox(q)

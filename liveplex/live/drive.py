@@ -1,0 +1,100 @@
+"""The tick loop every engine runs under: admit between ticks, one frame per session per tick.
+
+live-contract §8. `drive` blocks its thread: it waits on the inbox while idle or between ticks
+(that wait is the pod's one timer), runs the engine's tick when the drift-free clock says so, and
+hands each tick's outputs to the front end with one flush. An engine exception stops the loop:
+every session is aborted, later starts are refused, and the exception propagates to the caller.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from liveplex.live import channel, contract
+from liveplex.live.clock import Clock, Wait
+
+
+class EngineError(RuntimeError):
+    """An engine could not take a session or run a tick; ends the drive loop."""
+
+
+class Ticker(Protocol):
+    """What an engine implements to run under `drive`."""
+
+    def sessions(self) -> int:
+        """Sessions taken and not ended, including those not yet prefilled."""
+        ...
+
+    def take(self, sub: channel.LiveSubmission) -> None:
+        """Admit a session between ticks; may raise."""
+        ...
+
+    def tick(self, skipped: int) -> None:
+        """Run one frame for every session; `skipped` tick slots were missed before it."""
+        ...
+
+    def abort(self) -> None:
+        """After a fault: close every session with ABORTED (or refuse it, if not started)."""
+        ...
+
+
+def drive(
+    inbox: channel.LiveInbox,
+    engine: Ticker,
+    now_ns: Callable[[], int] = time.perf_counter_ns,
+) -> None:
+    """Run `engine` until every handle is closed and no session is left.
+
+    `now_ns` is the monotonic clock (injectable for tests); tick k is due k periods after the
+    first call.
+    """
+    info, pulse = inbox.info, inbox.pulse
+    period = info.period_ns()
+    epoch = now_ns()
+    clock = Clock(period)
+
+    def admit(sub: channel.LiveSubmission) -> None:
+        if engine.sessions() >= info.max_sessions:
+            sub.refuse(contract.CloseReason.BUSY)
+        else:
+            engine.take(sub)
+        pulse.sessions = engine.sessions()
+
+    try:
+        while True:
+            if engine.sessions() == 0:  # idle: no ticks at all
+                sub = inbox.get()
+                if sub is channel.CLOSED:
+                    return
+                assert isinstance(sub, channel.LiveSubmission)
+                admit(sub)
+                inbox.flush()
+                clock.resume(now_ns() - epoch)
+                continue
+
+            step = clock.poll(now_ns() - epoch)
+            if isinstance(step, Wait):
+                sub = inbox.get(step.ns)
+                if isinstance(sub, channel.LiveSubmission):
+                    admit(sub)
+                    inbox.flush()
+                elif sub is channel.CLOSED:  # handles gone, sessions still running: keep ticking
+                    time.sleep(step.ns / 1e9)
+                continue
+
+            for sub in inbox.drain_nowait():  # everyone queued joins before this tick
+                admit(sub)
+            start = now_ns() - epoch
+            pulse.observe_lateness(start - step.tick * period)
+            batch = engine.sessions()
+            engine.tick(step.skipped)
+            pulse.record(now_ns() - epoch - start, step.skipped, batch)
+            pulse.sessions = engine.sessions()
+            inbox.flush()
+    except BaseException:
+        engine.abort()
+        pulse.sessions = 0
+        inbox.stop()
+        raise

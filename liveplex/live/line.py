@@ -1,0 +1,68 @@
+"""`Line`: a running session inside the engine, numbering its frames and closing it once.
+
+live-contract §9. Frame n of a session is the n-th frame the engine ran for it, so the model's
+audio is one contiguous stream; a session runs exactly `max_frames` frames.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from liveplex.live import contract
+from liveplex.live.channel import AudioReceiver, LiveSubmission, OutputSink
+from liveplex.live.jitter import Jitter
+
+
+class Line:
+    """One session's caller audio, its output sink and its frame count."""
+
+    __slots__ = ("input", "sink", "jitter", "frames", "max_frames")
+
+    def __init__(self, input: AudioReceiver, sink: OutputSink, jitter: Jitter, max_frames: int) -> None:
+        self.input = input
+        self.sink = sink
+        self.jitter = jitter
+        self.frames = 0
+        """Frames run; the next frame's number."""
+        self.max_frames = max_frames
+
+    @staticmethod
+    def start(sub: LiveSubmission, jitter: Jitter, max_frames: int) -> Line | None:
+        """Send `Started`; None when nobody is listening any more."""
+        if not sub.sink.send(contract.Started()):
+            sub.sink.drop()
+            return None
+        return Line(sub.input, sub.sink, jitter, max_frames)
+
+    def listen(self) -> contract.CloseReason | None:
+        """Take the caller's queued audio; say why the session must end now, if it must."""
+        hung_up = self.input.closed  # read before draining: chunks queued before a hangup count
+        for chunk in self.input.drain():
+            self.jitter.push(chunk)
+        if hung_up:
+            return contract.CloseReason.HANGUP
+        if self.frames >= self.max_frames:
+            return contract.CloseReason.EXPIRED
+        return None
+
+    def hear(self, skipped: int) -> np.ndarray:
+        """This tick's caller frame (float32), after discarding the audio of skipped ticks."""
+        if skipped:
+            self.jitter.skip(skipped)
+        return self.jitter.pop()
+
+    def say(self, pcm: bytes, text: str | None) -> bool:
+        """Emit this tick's frame and its words; False means drop the line without `Closed`."""
+        frame = self.frames
+        self.frames += 1
+        ok = self.sink.send(contract.Audio(frame, pcm))
+        if text:
+            ok = self.sink.send(contract.Text(frame, text)) and ok
+        if not ok:
+            self.sink.drop()
+        return ok
+
+    def close(self, reason: contract.CloseReason) -> None:
+        """Send the last output, with the counts, and let go of the sink."""
+        self.sink.send(contract.Closed(reason, self.frames, self.jitter.underruns, self.jitter.dropped))
+        self.sink.drop()

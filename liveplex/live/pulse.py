@@ -1,0 +1,78 @@
+"""Engine counters: one writer (the drive loop), any number of readers (stats, metrics).
+
+live-contract §7. Plain ints and bucket lists are enough under CPython's GIL: readers diff two
+samples and a torn read is off by at most one tick.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+# Tick lateness buckets, seconds: 1 ms to 320 ms (platform §9).
+LATENESS_BUCKETS_S: tuple[float, ...] = (0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
+# Tick compute time buckets, seconds: the 80 ms budget sits in the middle.
+DURATION_BUCKETS_S: tuple[float, ...] = (
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.12, 0.16, 0.32,
+)
+# Sessions per tick.
+BATCH_BUCKETS: tuple[float, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+@dataclass(slots=True)
+class Buckets:
+    """A histogram with fixed upper bounds: per-bucket counts (last is +Inf) and a sum."""
+
+    bounds: tuple[float, ...]
+    counts: list[int] = field(default_factory=list)
+    total: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.counts:
+            self.counts = [0] * (len(self.bounds) + 1)
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.total += value
+
+    def cumulative(self) -> list[int]:
+        """Counts at or below each bound, then the overall count (Prometheus' layout)."""
+        out, running = [], 0
+        for c in self.counts:
+            running += c
+            out.append(running)
+        return out
+
+
+@dataclass(slots=True)
+class Pulse:
+    """What the engine did, cumulative; diff two samples for rates."""
+
+    sessions: int = 0
+    """Gauge: running sessions, including admitted but not yet prefilled ones."""
+    ticks: int = 0
+    """Counter: ticks run."""
+    late_ticks: int = 0
+    """Counter: tick slots skipped (never run) after overruns."""
+    busy_us: int = 0
+    """Counter: cumulative tick compute time, µs."""
+    last_tick_us: int = 0
+    """Gauge: compute time of the last tick, µs."""
+    lateness: Buckets = field(default_factory=lambda: Buckets(LATENESS_BUCKETS_S))
+    """Seconds between a tick's due time and its start."""
+    duration: Buckets = field(default_factory=lambda: Buckets(DURATION_BUCKETS_S))
+    """Seconds of compute per tick."""
+    batch: Buckets = field(default_factory=lambda: Buckets(BATCH_BUCKETS))
+    """Sessions per tick."""
+
+    def record(self, took_ns: int, skipped: int, batch: int) -> None:
+        """One tick ran for `batch` sessions and took `took_ns`; `skipped` slots were missed."""
+        self.ticks += 1
+        self.late_ticks += skipped
+        self.busy_us += took_ns // 1000
+        self.last_tick_us = took_ns // 1000
+        self.duration.observe(took_ns / 1e9)
+        self.batch.observe(batch)
+
+    def observe_lateness(self, late_ns: int) -> None:
+        self.lateness.observe(max(0, late_ns) / 1e9)
