@@ -1,0 +1,82 @@
+"""The engine thread: one `drive` loop on its own thread, started from the front end's loop.
+
+live-contract §4.5: a GPU engine runs `drive` on one dedicated thread (CUDA waits release the
+GIL) and hands outputs to the loop once per tick; the sim engine runs the same way, so both share
+one path. The runner owns the thread; the front end owns the handle it gets from `start`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+
+from liveplex.live import channel, contract, drive
+
+logger = logging.getLogger(__name__)
+
+EngineFactory = Callable[[contract.LiveInfo], drive.Ticker]
+"""Builds the engine on the engine thread (a GPU engine loads its weights there)."""
+
+
+class EngineThread:
+    """Runs `drive` for one engine; `ready` once the engine is built, `failed` after a fault."""
+
+    def __init__(self, info: contract.LiveInfo, make_engine: EngineFactory,
+                 queue: int = channel.DEFAULT_QUEUE) -> None:
+        self.info = info
+        self._make_engine = make_engine
+        self._queue = queue
+        self._thread: threading.Thread | None = None
+        self._handle: channel.LiveHandle | None = None
+        self._built = threading.Event()
+        self.failed: BaseException | None = None
+        """The exception that stopped the engine, if one did."""
+
+    @property
+    def ready(self) -> bool:
+        """The engine is built and running, and has not failed."""
+        return self._built.is_set() and self.failed is None and not self.stopped
+
+    @property
+    def stopped(self) -> bool:
+        return self._handle is not None and self._handle.stopped
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> channel.LiveHandle:
+        """Open the channel on `loop` and start the engine thread; returns the front end's handle."""
+        if self._thread is not None:
+            raise RuntimeError("the engine thread is already started")
+        handle, inbox = channel.live_channel(self.info, self._queue, loop)
+        self._handle = handle
+        self._thread = threading.Thread(target=self._run, args=(inbox,), name="liveplex-engine",
+                                        daemon=True)
+        self._thread.start()
+        return handle
+
+    def wait_built(self, timeout_s: float | None = None) -> bool:
+        """Block until the engine is built (or failed to build)."""
+        return self._built.wait(timeout_s)
+
+    def _run(self, inbox: channel.LiveInbox) -> None:
+        try:
+            engine = self._make_engine(self.info)
+        except BaseException as exc:
+            self.failed = exc
+            logger.error("engine failed to start", exc_info=True)
+            inbox.stop()
+            self._built.set()
+            return
+        self._built.set()
+        try:
+            drive.drive(inbox, engine)
+        except BaseException as exc:
+            self.failed = exc
+            logger.error("engine stopped on a fault", exc_info=True)
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Close the handle: the loop ends once running sessions end (the front end hangs them up)."""
+        if self._handle is not None:
+            self._handle.close()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
