@@ -1,0 +1,97 @@
+"""The depformer: a small transformer over the codebooks of one frame, with weights per step.
+
+Step s predicts codebook s of the frame (0..7 agent, 8..15 user) from the temporal output and the
+previous step's token. It attends causally over the earlier steps of the same frame only, with no
+positional encoding; its KV lives for one frame. `steps` says how many steps are resident: 16 for
+parity tests (the checkpoint layout), 8 for the live engine, which never runs the user steps
+(Decision D1) — with 8 steps the parameter shapes are exactly Moshi's 8-step layout.
+
+Parameter names are the checkpoint's (spec personaplex §2.2). The per-step attention weights are
+stacked row-wise as in the file: step s owns `in_proj_weight` rows [3·d·s, 3·d·(s+1)) and
+`out_proj.weight` rows [d·s, d·(s+1)).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from liveplex.personaplex import blocks
+from liveplex.personaplex.config import RMS_EPS, LMConfig
+
+
+class _StackedWeight(nn.Module):
+    def __init__(self, rows: int, cols: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(rows, cols))
+
+
+class _Attention(nn.Module):
+    def __init__(self, dim: int, steps: int) -> None:
+        super().__init__()
+        self.in_proj_weight = nn.Parameter(torch.empty(steps * 3 * dim, dim))
+        self.out_proj = _StackedWeight(steps * dim, dim)
+
+
+class _Layer(nn.Module):
+    def __init__(self, cfg: LMConfig, steps: int) -> None:
+        super().__init__()
+        self.self_attn = _Attention(cfg.dep_dim, steps)
+        # One norm pair per layer, shared by every step.
+        self.norm1 = blocks.RMSNorm(cfg.dep_dim, RMS_EPS)
+        self.norm2 = blocks.RMSNorm(cfg.dep_dim, RMS_EPS)
+        self.gating = nn.ModuleList(blocks.Gating(cfg.dep_dim, cfg.dep_hidden) for _ in range(steps))
+
+
+class _Transformer(nn.Module):
+    def __init__(self, cfg: LMConfig, steps: int) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(_Layer(cfg, steps) for _ in range(cfg.dep_num_layers))
+
+
+FrameKV = list[tuple[list[torch.Tensor], list[torch.Tensor]]]
+"""Per layer, the K and V of the steps run so far in this frame, each [B, H, D]."""
+
+
+class Depformer(nn.Module):
+    """Input projections, token embeddings, the per-step layers and the per-step heads."""
+
+    def __init__(self, cfg: LMConfig, steps: int) -> None:
+        super().__init__()
+        assert 1 <= steps <= cfg.dep_steps
+        self.cfg = cfg
+        self.steps = steps
+        d = cfg.dep_dim
+        self.depformer_in = nn.ModuleList(nn.Linear(cfg.dim, d, bias=False) for _ in range(steps))
+        self.depformer_text_emb = nn.Embedding(cfg.text_card + 1, d)
+        self.depformer_emb = nn.ModuleList(nn.Embedding(cfg.card + 1, d) for _ in range(steps - 1))
+        self.depformer = _Transformer(cfg, steps)
+        self.linears = nn.ModuleList(nn.Linear(d, cfg.card, bias=False) for _ in range(steps))
+
+    def new_frame(self) -> FrameKV:
+        """Empty per-frame KV: call once per frame before step 0."""
+        return [([], []) for _ in range(self.cfg.dep_num_layers)]
+
+    def step(self, s: int, h: torch.Tensor, prev: torch.Tensor, kv: FrameKV) -> torch.Tensor:
+        """Run step s for B rows and return its logits [B, card] in fp32.
+
+        h: [B, dim], the temporal output after `out_norm`; prev: [B] int64, the frame's text token
+        for s = 0, else step s-1's token; kv: this frame's KV, extended in place.
+        """
+        cfg = self.cfg
+        B = h.shape[0]
+        d, heads = cfg.dep_dim, cfg.dep_num_heads
+        token = self.depformer_text_emb(prev) if s == 0 else self.depformer_emb[s - 1](prev)
+        x = self.depformer_in[s](h) + token
+        for layer, (ks, vs) in zip(self.depformer.layers, kv):
+            y = layer.norm1(x)
+            w_in = layer.self_attn.in_proj_weight[3 * d * s: 3 * d * (s + 1)]
+            qkv = F.linear(y, w_in).view(B, 3, heads, d // heads)
+            ks.append(qkv[:, 1])
+            vs.append(qkv[:, 2])
+            a = F.scaled_dot_product_attention(qkv[:, 0, :, None], torch.stack(ks, 2), torch.stack(vs, 2))
+            w_out = layer.self_attn.out_proj.weight[d * s: d * (s + 1)]
+            x = x + F.linear(a.reshape(B, d), w_out)
+            x = x + layer.gating[s](layer.norm2(x))
+        return self.linears[s](x).float()

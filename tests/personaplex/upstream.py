@@ -1,0 +1,67 @@
+"""Upstream moshi 0.2.13 modules built from our configs: the numerical reference of the tests.
+
+Importing this module imports moshi; conftest sets NO_TORCH_COMPILE=1 before that happens.
+"""
+
+from __future__ import annotations
+
+import moshi.models.lm  # noqa: F401  (fails the session loudly if moshi is missing)
+import torch
+from moshi.models.lm import LMModel
+
+from liveplex.personaplex import config
+
+
+def lm_kwargs(cfg: config.LMConfig, dep_q: int) -> dict[str, object]:
+    """Upstream `LMModel` arguments for our config (moshi's `_lm_kwargs` with our numbers)."""
+    return {
+        "dim": cfg.dim, "text_card": cfg.text_card, "existing_text_padding_id": config.TEXT_PAD,
+        "n_q": cfg.n_q, "dep_q": dep_q, "card": cfg.card, "num_heads": cfg.num_heads,
+        "num_layers": cfg.num_layers, "hidden_scale": cfg.hidden_scale, "causal": True,
+        "layer_scale": None, "context": cfg.context, "max_period": cfg.max_period, "gating": "silu",
+        "norm": "rms_norm_f32", "positional_embedding": "rope", "depformer_dim": cfg.dep_dim,
+        "depformer_dim_feedforward": int(cfg.hidden_scale * cfg.dep_dim),
+        "depformer_num_heads": cfg.dep_num_heads, "depformer_num_layers": cfg.dep_num_layers,
+        "depformer_layer_scale": None, "depformer_multi_linear": True, "depformer_context": dep_q,
+        "depformer_max_period": 10000, "depformer_gating": "silu", "depformer_pos_emb": "none",
+        "depformer_weights_per_step": True, "delays": list(config.DELAYS),
+    }
+
+
+def build_lm(cfg: config.LMConfig, dep_q: int = 16) -> LMModel:
+    """An fp32 CPU upstream LM in eval mode (weights left at upstream's init)."""
+    return LMModel(**lm_kwargs(cfg, dep_q)).eval()
+
+
+def randomize_(lm: LMModel, seed: int = 0) -> None:
+    """Spec §6.3 init: weights N(0, 1/sqrt(fan_in)), norm alphas 1 + 0.2 N(0, 1)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in sorted(lm.named_parameters()):
+            noise = torch.randn(p.shape, generator=gen)
+            if name.endswith(".alpha"):
+                p.copy_(1 + 0.2 * noise)
+            else:
+                p.copy_(noise / p.shape[-1] ** 0.5)
+
+
+def export_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """`state_dict()` with upstream's split attention names merged back into the file's names.
+
+    `in_projs.{s}.weight` and `out_projs.{s}.weight` are concatenated along dim 0 in step order
+    (spec §2.2).
+    """
+    merged: dict[str, list[tuple[int, torch.Tensor]]] = {}
+    out: dict[str, torch.Tensor] = {}
+    for key, value in module.state_dict().items():
+        for split, joined in ((".in_projs.", ".in_proj_weight"), (".out_projs.", ".out_proj.weight")):
+            if split in key:
+                head, tail = key.split(split)
+                step = int(tail.split(".")[0])
+                merged.setdefault(head + joined, []).append((step, value))
+                break
+        else:
+            out[key] = value.detach().clone().contiguous()
+    for key, parts in merged.items():
+        out[key] = torch.cat([t for _, t in sorted(parts, key=lambda p: p[0])]).contiguous()
+    return out
