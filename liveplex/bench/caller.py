@@ -1,0 +1,275 @@
+"""One bench session: a GPT-Live caller streaming audio at real time over a raw WebSocket.
+
+The shell around `Timeline`: it connects, sends `session.start`, writes chunk `k` at
+`started + k · chunk` (absolute deadlines, so it never drifts), reads every server event with an
+arrival timestamp from `time.perf_counter_ns`, and sends `session.close` after the last chunk
+(live-contract §13.2). It uses `websockets` and orjson directly, never the SDK, so that hundreds of
+sessions fit in one client process.
+"""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import base64
+import dataclasses
+import time
+
+import orjson
+from websockets.asyncio import client as ws_client
+from websockets import exceptions as ws_exceptions
+
+from liveplex.bench import percentiles
+from liveplex.bench import timeline as timeline_mod
+
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+"""Incoming message cap; the SDK allows 2 MiB, servers send at most one 80 ms frame."""
+
+TIMEOUT_SLACK_S = 60.0
+"""A session that has not closed `seconds + 60` s after it began fails with `timeout` (§13.2)."""
+
+_AUDIO_PREFIX = '{"type":"session.output_audio.delta","delta":"'
+"""Servers serialise `type` first (gpt-live §7): the hot event is recognised without parsing."""
+
+_SAMPLE_BYTES = {"audio/pcm": 2, "audio/pcmu": 1, "audio/pcma": 1}
+"""Bytes per sample of each GPT-Live audio format (gpt-live §5.3)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CallSettings:
+    """What every session of a level shares."""
+
+    url: str
+    """WebSocket URL of the sessions endpoint, e.g. `ws://127.0.0.1:8000/v1/live/sessions`."""
+    model: str
+    """Sent as `session.model`."""
+    voice: str | None
+    """Sent as `session.audio.output.voice` when given."""
+    instructions: str | None
+    """Sent as `session.instructions` when given."""
+    audio_format: str
+    """`audio/pcm`, `audio/pcmu` or `audio/pcma`; always declared so a server refuses a mismatch."""
+    rate: int
+    """Sample rate in Hz of the audio sent and expected back."""
+    seconds: float
+    """Caller audio per session, in seconds; the input is looped to fill it."""
+    chunk_ms: int
+    """Append size in ms (20 ms = 480 samples at 24 kHz)."""
+    playout_ms: int
+    """The simulated player's start-up buffer in ms (120 by default)."""
+
+    @property
+    def sample_bytes(self) -> int:
+        """Bytes per sample on the wire."""
+        return _SAMPLE_BYTES[self.audio_format]
+
+    @property
+    def chunk_bytes(self) -> int:
+        """Bytes per append."""
+        return self.rate * self.chunk_ms // 1000 * self.sample_bytes
+
+    @property
+    def chunks(self) -> int:
+        """Appends per session: `ceil(seconds · 1000 / chunk_ms)`."""
+        return -(-round(self.seconds * 1000) // self.chunk_ms)
+
+    def start_event(self) -> bytes:
+        """The `session.start` message."""
+        session: dict[str, object] = {
+            "model": self.model,
+            "audio": {"format": {"type": self.audio_format, "rate": self.rate}},
+        }
+        if self.voice is not None:
+            session["audio"] = {**session["audio"], "output": {"voice": self.voice}}  # type: ignore[dict-item]
+        if self.instructions is not None:
+            session["instructions"] = self.instructions
+        return orjson.dumps({"type": "session.start", "session": session})
+
+
+@dataclasses.dataclass(slots=True)
+class CallResult:
+    """What one session measured; `record()` is its line in the JSON report."""
+
+    ok: bool = False
+    error: str | None = None
+    started_ms: float | None = None
+    close_reason: str | None = None
+    frames: int = 0
+    audio_s: float = 0.0
+    underrun_ms: float = 0.0
+    transcript: str = ""
+    lateness_us: array.array = dataclasses.field(default_factory=lambda: array.array("q"))
+    send_late_us: array.array = dataclasses.field(default_factory=lambda: array.array("q"))
+
+    def record(self) -> dict[str, object]:
+        """The per-session record of the report (live-contract §13.5)."""
+        late = percentiles.summarize(self.lateness_us)
+        return {
+            "ok": self.ok,
+            "error": self.error,
+            "started_ms": self.started_ms,
+            "frames": self.frames,
+            "audio_s": round(self.audio_s, 3),
+            "underrun_ms": round(self.underrun_ms, 3),
+            "late_p99_ms": late.p99,
+            "late_max_ms": late.max,
+            "close_reason": self.close_reason,
+            "transcript": self.transcript,
+        }
+
+
+class Tally:
+    """Live counts of a crowd of sessions, for the progress display."""
+
+    __slots__ = ("started", "ok", "failed", "frames")
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.ok = 0
+        self.failed = 0
+        self.frames = 0
+
+
+def b64_length(text: str) -> int:
+    """Decoded length of standard base64 `text`, padded or not, without decoding it."""
+    n = len(text)
+    pad = 2 if text.endswith("==") else 1 if text.endswith("=") else 0
+    return n * 3 // 4 - pad if n % 4 == 0 else n * 3 // 4
+
+
+async def call(settings: CallSettings, pcm: bytes, start_at_ns: int, tally: Tally) -> CallResult:
+    """Run one session that connects at `start_at_ns` (`perf_counter_ns` clock) and streams
+    `pcm` (in the session format, looped). Never raises except on cancellation."""
+    result = CallResult()
+    wait_ns = start_at_ns - time.perf_counter_ns()
+    if wait_ns > 0:
+        await asyncio.sleep(wait_ns / 1e9)
+    timeline = timeline_mod.Timeline(
+        settings.rate, settings.sample_bytes, settings.playout_ms * 1_000_000
+    )
+    try:
+        async with asyncio.timeout(settings.seconds + TIMEOUT_SLACK_S):
+            await _converse(settings, pcm, timeline, result, tally)
+    except TimeoutError:
+        result.error = "timeout"
+    except timeline_mod.TimelineError as exc:
+        result.error = f"timeline: {exc}"
+    except (OSError, ws_exceptions.WebSocketException) as exc:
+        result.error = f"connect failed: {type(exc).__name__}: {exc}"
+    result.frames = timeline.frames
+    result.audio_s = timeline.audio_ms / 1000
+    result.underrun_ms = timeline.underrun_ms
+    result.transcript = "".join(timeline.transcript)
+    result.lateness_us = timeline.lateness_us
+    if result.error is None:
+        if result.close_reason is None:
+            result.error = "socket ended without session.closed"
+        elif result.close_reason != "close_requested":
+            result.error = f"session closed: {result.close_reason}"
+    result.ok = result.error is None
+    if result.ok:
+        tally.ok += 1
+    else:
+        tally.failed += 1
+    return result
+
+
+async def _converse(
+    settings: CallSettings,
+    pcm: bytes,
+    timeline: timeline_mod.Timeline,
+    result: CallResult,
+    tally: Tally,
+) -> None:
+    """Connect, start, stream and read until `session.closed` or the socket ends."""
+    connect_ns = time.perf_counter_ns()
+    async with ws_client.connect(
+        settings.url,
+        max_size=MAX_MESSAGE_BYTES,
+        compression=None,
+        ping_interval=None,
+        open_timeout=settings.seconds + TIMEOUT_SLACK_S,
+    ) as ws:
+        await ws.send(settings.start_event().decode())
+        first = orjson.loads(await ws.recv())
+        if first.get("type") != "session.started":
+            result.error = _unexpected(first)
+            return
+        started_ns = time.perf_counter_ns()
+        result.started_ms = (started_ns - connect_ns) / 1e6
+        tally.started += 1
+        writer = asyncio.create_task(_write(ws, settings, pcm, started_ns, result.send_late_us))
+        try:
+            await _read(ws, timeline, result, tally)
+        finally:
+            if not writer.done():
+                writer.cancel()
+            # The writer's own failure (the socket closing under it) is already visible as the
+            # reader's outcome; retrieve it so it is not logged as unretrieved.
+            await asyncio.gather(writer, return_exceptions=True)
+
+
+async def _read(
+    ws: ws_client.ClientConnection,
+    timeline: timeline_mod.Timeline,
+    result: CallResult,
+    tally: Tally,
+) -> None:
+    """Account every server event until `session.closed`, an error event, or the socket ends."""
+    prefix_len = len(_AUDIO_PREFIX)
+    try:
+        async for message in ws:
+            arrival_ns = time.perf_counter_ns()
+            if isinstance(message, str) and message.startswith(_AUDIO_PREFIX):
+                timeline.audio(arrival_ns, b64_length(message[prefix_len:-2]))
+                tally.frames += 1
+                continue
+            event = orjson.loads(message)
+            kind = event.get("type")
+            if kind == "session.output_audio.delta":
+                timeline.audio(arrival_ns, len(base64.b64decode(event["delta"])))
+                tally.frames += 1
+            elif kind == "session.output_transcript.delta":
+                timeline.text(int(event["start_ms"]), str(event["delta"]))
+            elif kind == "session.closed":
+                result.close_reason = str(event.get("reason"))
+                return
+            elif kind == "error":
+                result.error = _unexpected(event)
+                return
+    except ws_exceptions.ConnectionClosed:
+        return
+
+
+async def _write(
+    ws: ws_client.ClientConnection,
+    settings: CallSettings,
+    pcm: bytes,
+    start_ns: int,
+    send_late_us: array.array,
+) -> None:
+    """Send chunk `k` at `start_ns + k · chunk_ms`, looping `pcm`, then `session.close`.
+
+    Records each chunk's send lateness in µs, so a slow client is not mistaken for a slow
+    server (performance.md §1).
+    """
+    size = settings.chunk_bytes
+    looped = pcm + pcm[:size]
+    chunk_ns = settings.chunk_ms * 1_000_000
+    for k in range(settings.chunks):
+        due_ns = start_ns + k * chunk_ns
+        wait_ns = due_ns - time.perf_counter_ns()
+        if wait_ns > 0:
+            await asyncio.sleep(wait_ns / 1e9)
+        offset = k * size % len(pcm)
+        audio = base64.b64encode(looped[offset : offset + size]).decode()
+        send_late_us.append(max(0, time.perf_counter_ns() - due_ns) // 1000)
+        await ws.send('{"type":"session.input_audio.append","audio":"' + audio + '"}')
+    await ws.send('{"type":"session.close"}')
+
+
+def _unexpected(event: dict[str, object]) -> str:
+    """The error text of a session that got an `error` or an unexpected first event."""
+    if event.get("type") == "error":
+        return "server error: " + orjson.dumps(event.get("error")).decode()
+    return f"unexpected event before session.started: {event.get('type')!r}"

@@ -1,0 +1,317 @@
+"""`liveplex bench duplex`: N real-time GPT-Live callers against a server, level by level.
+
+Each level runs N sessions (`caller`) spread over client processes (`pool`), pools what they
+measured (`level`), prints a table and moves on; a ramp stops at the first level that is not
+clean, and its last clean level is the measured capacity (live-contract §13). With
+`--vs-baseline` the bench also starts `liveplex bench baseline` and runs every level against the
+pod and then the baseline, reporting both capacities, their ratio and the server CPU per frame
+pair of each (performance.md §3.2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import logging
+import socket
+import sys
+
+import orjson
+
+from liveplex.bench import audio, caller, level as level_mod, loop, plot, pool as pool_mod
+from liveplex.bench import progress, table, target as target_mod
+
+logger = logging.getLogger(__name__)
+
+LEVEL_PAUSE_S = 1.0
+"""Pause between levels, so one level's closing sessions do not load the next (§13.5)."""
+
+EXIT_FAILED = 2
+"""Exit status when any level had failed sessions (§13.5)."""
+
+EXIT_UNREACHABLE = 1
+"""Exit status when a server could not be reached or started."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DuplexSettings:
+    """Everything one `bench duplex` run is told; built once by `parse`."""
+
+    base_url: str
+    """The pod's SDK-style base URL."""
+    model: str | None
+    """`session.model`; None: the first id of the pod's `GET /v1/models`."""
+    voice: str | None
+    instructions: str | None
+    rate: int
+    """Sample rate in Hz of the session format."""
+    audio_format: str
+    levels: tuple[int, ...]
+    """Sessions per level, in run order."""
+    seconds: float
+    """Caller audio per session, in seconds."""
+    source: audio.Source
+    chunk_ms: int
+    stagger_ms: int
+    """Session i of a level starts i · stagger_ms after the level begins."""
+    playout_ms: int
+    late_p99_ms: float | None
+    """When set, a level is clean only if its pooled lateness p99 is within it (ms)."""
+    workers: int
+    """Client processes; 1 runs the sessions in the bench's own process."""
+    out: str | None
+    plot: str | None
+    label: str
+    vs_baseline: str | None
+    """Baseline variant ("json" or "raw") to measure side by side, or None."""
+    baseline_port: int
+    """Port of the baseline server; 0 picks a free one."""
+    server_pid: int | None
+    """The pod's pid for CPU sampling, when the bench did not start it."""
+    serve_cmd: str | None
+    """A command that starts the pod; the bench runs it, waits for it and stops it at the end."""
+    show_progress: bool
+
+    def call_settings(self, model: str, url: str) -> caller.CallSettings:
+        """What each session of a level against `url` is told."""
+        return caller.CallSettings(
+            url=url, model=model, voice=self.voice, instructions=self.instructions,
+            audio_format=self.audio_format, rate=self.rate, seconds=self.seconds,
+            chunk_ms=self.chunk_ms, playout_ms=self.playout_ms,
+        )
+
+
+def parse(argv: list[str]) -> DuplexSettings:
+    """Parse the command line; argparse exits with status 2 naming a bad flag."""
+    p = argparse.ArgumentParser(prog="liveplex bench duplex", description=__doc__.split("\n")[0])
+    p.add_argument("--base-url", default="http://127.0.0.1:8000/v1")
+    p.add_argument("--model")
+    p.add_argument("--voice")
+    p.add_argument("--instructions")
+    p.add_argument("--rate", type=int, default=24000)
+    p.add_argument("--format", dest="audio_format", choices=audio.FORMATS, default="audio/pcm")
+    p.add_argument("--sessions", type=int, default=8, help="ignored with --ramp")
+    p.add_argument("--ramp", type=_levels, help="comma-separated levels, e.g. 8,32,64")
+    p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--input", help=f"mono 16-bit WAV (looped) or '{audio.SYNTHETIC}'; "
+                                   "default: the shipped speech recording")
+    p.add_argument("--chunk-ms", type=int, default=20)
+    p.add_argument("--stagger-ms", type=int, default=20)
+    p.add_argument("--playout-ms", type=int, default=120)
+    p.add_argument("--late-p99-ms", type=float)
+    p.add_argument("--workers", "--procs", type=int, default=1, help="client processes")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", help="JSON report path")
+    p.add_argument("--plot", help="PNG plot path")
+    p.add_argument("--label", default="")
+    p.add_argument("--vs-baseline", nargs="?", const="json", choices=("json", "raw"),
+                   help="also measure `bench baseline` (json by default) at every level")
+    p.add_argument("--baseline-port", type=int, default=0)
+    p.add_argument("--server-pid", type=int, help="the pod's pid, for its CPU per frame")
+    p.add_argument("--serve-cmd", help="start the pod with this command and stop it at the end")
+    p.add_argument("--no-progress", action="store_true")
+    a = p.parse_args(argv)
+    for flag, value in (("--seconds", a.seconds), ("--chunk-ms", a.chunk_ms),
+                        ("--rate", a.rate), ("--workers", a.workers), ("--sessions", a.sessions)):
+        if value <= 0:
+            p.error(f"{flag} must be > 0, got {value}")
+    if a.chunk_ms * a.rate % 1000:
+        p.error(f"--chunk-ms {a.chunk_ms} is not a whole number of samples at {a.rate} Hz")
+    if a.server_pid is not None and a.serve_cmd is not None:
+        p.error("give --server-pid or --serve-cmd, not both")
+    synthetic = a.input == audio.SYNTHETIC
+    return DuplexSettings(
+        base_url=a.base_url, model=a.model, voice=a.voice, instructions=a.instructions,
+        rate=a.rate, audio_format=a.audio_format,
+        levels=tuple(a.ramp) if a.ramp else (a.sessions,), seconds=a.seconds,
+        source=audio.Source(None if synthetic else a.input, synthetic, a.seed),
+        chunk_ms=a.chunk_ms, stagger_ms=a.stagger_ms, playout_ms=a.playout_ms,
+        late_p99_ms=a.late_p99_ms, workers=a.workers, out=a.out, plot=a.plot, label=a.label,
+        vs_baseline=a.vs_baseline, baseline_port=a.baseline_port, server_pid=a.server_pid,
+        serve_cmd=a.serve_cmd, show_progress=not a.no_progress,
+    )
+
+
+def _levels(text: str) -> list[int]:
+    levels = [int(part) for part in text.split(",") if part.strip()]
+    if not levels or min(levels) <= 0:
+        raise argparse.ArgumentTypeError(f"levels must be positive integers, got {text!r}")
+    return levels
+
+
+async def run_level(
+    pool: pool_mod.Pool,
+    target: target_mod.Target,
+    settings: caller.CallSettings,
+    source: audio.Source,
+    sessions: int,
+    stagger_ms: int,
+    late_p99_ms: float | None = None,
+    show_progress: bool = False,
+) -> tuple[level_mod.Level, list[caller.CallResult]]:
+    """Run one level of `sessions` sessions against `target` and judge it."""
+    stats_before = await target.stats()
+    cpu_before = target.cpu_s()
+    shown = None
+    if show_progress:
+        shown = asyncio.create_task(progress.show(f"{target.name} {sessions}", sessions, pool.counts))
+    try:
+        results = await pool.run(settings, source, sessions, stagger_ms * 1_000_000)
+    finally:
+        if shown is not None:
+            shown.cancel()
+            await asyncio.gather(shown, return_exceptions=True)
+    cpu_after = target.cpu_s()
+    stats_after = await target.stats()
+    cpu_s = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+    verdict = level_mod.judge(target.name, results, late_p99_ms, stats_before, stats_after, cpu_s)
+    return verdict, results
+
+
+def compare(pod: list[level_mod.Level], base: list[level_mod.Level]) -> dict[str, object]:
+    """Capacities, their ratio, and CPU per frame pair at the largest level both ran clean."""
+    pod_cap, base_cap = level_mod.largest_clean(pod), level_mod.largest_clean(base)
+    both = {lv.sessions: lv for lv in base if lv.clean}
+    common = [(lv, both[lv.sessions]) for lv in pod if lv.clean and lv.sessions in both]
+    at = common[-1] if common else None
+    pod_cpu = at[0].cpu_us_per_frame if at else None
+    base_cpu = at[1].cpu_us_per_frame if at else None
+    return {
+        "pod_capacity": pod_cap,
+        "baseline_capacity": base_cap,
+        "capacity_ratio": pod_cap / base_cap if pod_cap and base_cap else None,
+        "cpu_at_sessions": at[0].sessions if at else None,
+        "pod_cpu_us_per_frame": pod_cpu,
+        "baseline_cpu_us_per_frame": base_cpu,
+        "cpu_ratio": pod_cpu / base_cpu if pod_cpu and base_cpu else None,
+    }
+
+
+def render_comparison(comparison: dict[str, object]) -> str:
+    """The `--vs-baseline` summary lines."""
+    ratio = comparison["capacity_ratio"]
+    lines = [f"capacity: pod {comparison['pod_capacity']} vs baseline "
+             f"{comparison['baseline_capacity']}, ratio "
+             + (f"{ratio:.2f}" if isinstance(ratio, float) else "n/a")]
+    if comparison["cpu_at_sessions"] is not None:
+        pod_cpu, base_cpu = comparison["pod_cpu_us_per_frame"], comparison["baseline_cpu_us_per_frame"]
+        cpu_ratio = comparison["cpu_ratio"]
+        lines.append(
+            f"server CPU per frame pair at {comparison['cpu_at_sessions']} sessions: pod "
+            + (f"{pod_cpu:.1f} µs" if isinstance(pod_cpu, float) else "n/a (no pid)")
+            + ", baseline " + (f"{base_cpu:.1f} µs" if isinstance(base_cpu, float) else "n/a")
+            + (f", ratio {cpu_ratio:.2f}" if isinstance(cpu_ratio, float) else "")
+        )
+    return "\n".join(lines)
+
+
+async def bench(settings: DuplexSettings) -> tuple[dict[str, object], bool]:
+    """Run every level against every target; return the JSON report and whether any level had
+    failed sessions."""
+    targets: list[target_mod.Target] = []
+    try:
+        pod = await _pod(settings)
+        targets.append(pod)
+        model = settings.model or (await pod.models() or ["gpt-live-1"])[0]
+        if settings.vs_baseline is not None:
+            port = settings.baseline_port or _free_port()
+            base = target_mod.start(f"baseline-{settings.vs_baseline}", f"http://127.0.0.1:{port}/v1",
+                                    target_mod.baseline_argv(settings.vs_baseline, port))
+            targets.append(base)
+            await base.wait_ready()
+        return await _ramp(settings, targets, model)
+    finally:
+        for target in targets:
+            target.stop()
+
+
+async def _pod(settings: DuplexSettings) -> target_mod.Target:
+    """The pod under test: started by the bench with `--serve-cmd`, or already running."""
+    if settings.serve_cmd is not None:
+        pod = target_mod.start_shell("pod", settings.base_url, settings.serve_cmd)
+        await pod.wait_ready()
+        return pod
+    return target_mod.Target("pod", settings.base_url, settings.server_pid)
+
+
+async def _ramp(
+    settings: DuplexSettings, targets: list[target_mod.Target], model: str
+) -> tuple[dict[str, object], bool]:
+    """Alternate targets at each level; each target stops at its first unclean level."""
+    levels: dict[str, list[level_mod.Level]] = {t.name: [] for t in targets}
+    records: list[list[dict[str, object]]] = []
+    going = list(targets)
+    any_failed = False
+    with pool_mod.Pool(settings.workers) as pool:
+        for sessions in settings.levels:
+            for target in list(going):
+                verdict, results = await run_level(
+                    pool, target, settings.call_settings(model, target.sessions_url),
+                    settings.source, sessions, settings.stagger_ms, settings.late_p99_ms,
+                    settings.show_progress,
+                )
+                print(table.render_level(verdict), flush=True)
+                levels[target.name].append(verdict)
+                records.append([r.record() for r in results])
+                any_failed |= verdict.failed > 0
+                if not verdict.clean:
+                    going.remove(target)
+                await asyncio.sleep(LEVEL_PAUSE_S)
+            if not going:
+                break
+    report: dict[str, object] = {
+        "config": _config(settings, model),
+        "levels": [lv.as_dict() for lv in _interleaved(levels)],
+        "largest_clean": level_mod.largest_clean(levels["pod"]),
+        "records": records,
+    }
+    for target in targets:
+        print(table.render_capacity(target.name, level_mod.largest_clean(levels[target.name])))
+    if len(targets) > 1:
+        comparison = compare(levels["pod"], levels[targets[1].name])
+        report["comparison"] = {"baseline": targets[1].name, **comparison}
+        print(render_comparison(comparison))
+    if settings.plot:
+        plot.write(settings.plot, _interleaved(levels), settings.label or "liveplex bench duplex")
+    return report, any_failed
+
+
+def _interleaved(levels: dict[str, list[level_mod.Level]]) -> list[level_mod.Level]:
+    """Levels in the order they ran: level by level, pod first."""
+    runs = list(levels.values())
+    return [run[i] for i in range(max(map(len, runs))) for run in runs if i < len(run)]
+
+
+def _config(settings: DuplexSettings, model: str) -> dict[str, object]:
+    return {
+        "base_url": settings.base_url, "model": model, "voice": settings.voice,
+        "levels": list(settings.levels), "seconds": settings.seconds,
+        "input": settings.source.describe(), "chunk_ms": settings.chunk_ms,
+        "stagger_ms": settings.stagger_ms, "playout_ms": settings.playout_ms,
+        "seed": settings.source.seed, "rate": settings.rate,
+        "format": settings.audio_format, "late_p99_ms": settings.late_p99_ms,
+        "workers": settings.workers, "vs_baseline": settings.vs_baseline, "label": settings.label,
+    }
+
+
+def _free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now, for the baseline."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def main(argv: list[str]) -> int:
+    """`liveplex bench duplex ...`; exits 2 if any level had failed sessions."""
+    settings = parse(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        report, any_failed = loop.run(bench(settings))
+    except (target_mod.TargetError, audio.AudioError) as exc:
+        print(f"liveplex bench duplex: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    if settings.out:
+        with open(settings.out, "wb") as f:
+            f.write(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    return EXIT_FAILED if any_failed else 0

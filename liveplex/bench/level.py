@@ -1,0 +1,139 @@
+"""One level's verdict: pooled figures, the error histogram and whether it was clean (§13.5).
+
+Pure: it turns the sessions' results, the server's `/live/stats` before and after, and the
+server's CPU seconds into a `Level` value; the shells print and store it.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+
+import numpy as np
+
+from liveplex.bench import caller, percentiles
+
+UNDERRUN_LIMIT_MS = 1.0
+"""A session whose player stalled for more than this has an underrun (performance.md §1)."""
+
+CLIENT_LIMIT_MS = 5.0
+"""Send-lateness p99 above this marks the level client-limited, not a server result (§1)."""
+
+ERROR_KEY_CHARS = 80
+"""Errors are grouped by their first 80 characters."""
+
+_STATS_COUNTERS = ("ticks", "tick_busy_us", "late_ticks")
+"""Cumulative `/live/stats` fields whose difference over a level is reported (gpt-live §11)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Level:
+    """What one level measured against one server."""
+
+    target: str
+    """Which server: "pod" or "baseline-json" / "baseline-raw"."""
+    sessions: int
+    ok: int
+    failed: int
+    errors: dict[str, int]
+    """Error text (first 80 characters) → sessions that failed with it."""
+    clean: bool
+    """Every session ok, no player stalled over 1 ms and, if bounded, lateness p99 in bound."""
+    client_limited: bool
+    """The client's send-lateness p99 exceeded 5 ms: the client, not the server, was the limit."""
+    started_ms: percentiles.Summary
+    late_ms: percentiles.Summary
+    underrun_ms: percentiles.Summary
+    send_late_ms: percentiles.Summary
+    underrun_sessions: int
+    frames: int
+    audio_s: float
+    server: dict[str, int]
+    """Δ of `/live/stats` counters over the level; empty when the server has no such endpoint."""
+    cpu_s: float | None
+    """Server CPU time (user + system) over the level, when its pid is known."""
+
+    @property
+    def cpu_us_per_frame(self) -> float | None:
+        """Server CPU µs per frame pair relayed (one frame in, one out)."""
+        if self.cpu_s is None or self.frames == 0:
+            return None
+        return self.cpu_s * 1e6 / self.frames
+
+    def as_dict(self) -> dict[str, object]:
+        """The level's entry in the JSON report."""
+        out = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        for name in ("started_ms", "late_ms", "underrun_ms", "send_late_ms"):
+            out[name] = getattr(self, name).as_dict()
+        out["cpu_us_per_frame"] = self.cpu_us_per_frame
+        return out
+
+
+def judge(
+    target: str,
+    results: list[caller.CallResult],
+    late_p99_ms: float | None,
+    stats_before: dict[str, object] | None,
+    stats_after: dict[str, object] | None,
+    cpu_s: float | None,
+) -> Level:
+    """Pool a level's session results into a `Level`."""
+    ok = [r for r in results if r.ok]
+    errors = collections.Counter((r.error or "")[:ERROR_KEY_CHARS] for r in results if not r.ok)
+    late = percentiles.summarize(_pooled(r.lateness_us for r in results))
+    send_late = percentiles.summarize(_pooled(r.send_late_us for r in results))
+    underrun_sessions = sum(1 for r in ok if r.underrun_ms > UNDERRUN_LIMIT_MS)
+    clean = (
+        len(ok) == len(results)
+        and underrun_sessions == 0
+        and (late_p99_ms is None or late.p99 <= late_p99_ms)
+    )
+    return Level(
+        target=target,
+        sessions=len(results),
+        ok=len(ok),
+        failed=len(results) - len(ok),
+        errors=dict(errors.most_common()),
+        clean=clean,
+        client_limited=send_late.p99 > CLIENT_LIMIT_MS,
+        started_ms=percentiles.summarize(
+            [round(r.started_ms * 1000) for r in results if r.started_ms is not None]
+        ),
+        late_ms=late,
+        underrun_ms=percentiles.summarize([round(r.underrun_ms * 1000) for r in ok]),
+        send_late_ms=send_late,
+        underrun_sessions=underrun_sessions,
+        frames=sum(r.frames for r in results),
+        audio_s=round(sum(r.audio_s for r in results), 3),
+        server=stats_delta(stats_before, stats_after),
+        cpu_s=cpu_s,
+    )
+
+
+def stats_delta(
+    before: dict[str, object] | None, after: dict[str, object] | None
+) -> dict[str, int]:
+    """The change of the cumulative `/live/stats` counters, plus `max_sessions` as read after."""
+    if not before or not after:
+        return {}
+    delta = {k: int(after[k]) - int(before[k]) for k in _STATS_COUNTERS  # type: ignore[call-overload]
+             if k in before and k in after}
+    if "max_sessions" in after:
+        delta["max_sessions"] = int(after["max_sessions"])  # type: ignore[call-overload]
+    return delta
+
+
+def largest_clean(levels: list[Level]) -> int | None:
+    """The measured capacity: the largest level run clean before the first unclean one."""
+    best = None
+    for level in levels:
+        if not level.clean:
+            break
+        best = level.sessions
+    return best
+
+
+def _pooled(parts: object) -> np.ndarray:
+    """All sessions' µs samples in one array."""
+    arrays = [np.frombuffer(p, dtype=np.int64) for p in parts if len(p)]  # type: ignore[attr-defined]
+    return np.concatenate(arrays) if arrays else np.zeros(0, np.int64)

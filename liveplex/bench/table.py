@@ -1,0 +1,35 @@
+"""The bench's stdout: one block per level and the capacity lines (live-contract §13.5)."""
+
+from __future__ import annotations
+
+from liveplex.bench import level as level_mod
+from liveplex.bench import percentiles
+
+
+def render_level(level: level_mod.Level) -> str:
+    """The block printed after each level."""
+    verdict = "clean" if level.clean else "NOT clean"
+    lines = [f"[{level.target}] {level.sessions} sessions: ok {level.ok} failed {level.failed}"
+             f" · {verdict}" + (" · CLIENT-LIMITED" if level.client_limited else "")]
+    lines += [f"  {count} x {error}" for error, count in level.errors.items()]
+    lines.append(f"  {'':<14}{'mean':>8}{'p50':>8}{'p90':>8}{'p99':>8}{'max':>9}")
+    for name, summary in (("started ms", level.started_ms), ("late ms", level.late_ms),
+                          ("underrun ms", level.underrun_ms), ("send late ms", level.send_late_ms)):
+        lines.append(f"  {name:<14}{_row(summary)}")
+    lines.append(f"  frames {level.frames} ({level.audio_s:.1f} audio-s), sessions with underrun "
+                 f"> {level_mod.UNDERRUN_LIMIT_MS:g} ms: {level.underrun_sessions}")
+    if level.cpu_us_per_frame is not None:
+        lines.append(f"  server CPU {level.cpu_s:.2f} s, {level.cpu_us_per_frame:.1f} µs per frame pair")
+    if level.server:
+        lines.append("  server " + " ".join(f"{k} {v}" for k, v in level.server.items()))
+    return "\n".join(lines)
+
+
+def render_capacity(target: str, capacity: int | None) -> str:
+    """The ramp's answer for one server."""
+    return f"[{target}] largest clean level: {capacity if capacity is not None else 'none'}"
+
+
+def _row(summary: percentiles.Summary) -> str:
+    return (f"{summary.mean:>8.2f}{summary.p50:>8.2f}{summary.p90:>8.2f}"
+            f"{summary.p99:>8.2f}{summary.max:>9.2f}")

@@ -1,0 +1,140 @@
+"""The server under test, seen from the bench: its URLs, `/live/stats`, CPU time and process.
+
+CPU comes from `/proc/<pid>/stat` (utime + stime), so it needs the server's pid: either given
+(`--server-pid`) or known because the bench started the process itself (`--serve-cmd`, and
+always for the baseline).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import shlex
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import orjson
+
+logger = logging.getLogger(__name__)
+
+HTTP_TIMEOUT_S = 5.0
+"""Every HTTP call of the bench (models, stats, health) gives up after this."""
+
+READY_TIMEOUT_S = 60.0
+"""How long a server the bench started has to answer `GET /v1/models`."""
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+class TargetError(Exception):
+    """The server under test cannot be reached or started."""
+
+
+@dataclasses.dataclass(slots=True)
+class Target:
+    """One server the bench measures."""
+
+    name: str
+    """Label in tables and the report: "pod", "baseline-json", "baseline-raw"."""
+    base_url: str
+    """The SDK-style base URL, e.g. `http://127.0.0.1:8000/v1`."""
+    pid: int | None = None
+    """The server process, for CPU sampling; None when unknown."""
+    process: subprocess.Popen[bytes] | None = None
+    """Set when the bench started the server and must stop it."""
+
+    @property
+    def sessions_url(self) -> str:
+        """`http`→`ws`, `https`→`wss`, then `/live/sessions` (the SDK's rule, §13.1)."""
+        url = self.base_url.rstrip("/")
+        if url.startswith("https://"):
+            url = "wss://" + url[len("https://"):]
+        elif url.startswith("http://"):
+            url = "ws://" + url[len("http://"):]
+        return url + "/live/sessions"
+
+    @property
+    def root_url(self) -> str:
+        """The server root: the base URL without its trailing `/v1`."""
+        url = self.base_url.rstrip("/")
+        return url[: -len("/v1")] if url.endswith("/v1") else url
+
+    async def models(self) -> list[str]:
+        """Model ids from `GET {base}/models`; raises `TargetError` if unreachable."""
+        body = await asyncio.to_thread(_get_json, self.base_url.rstrip("/") + "/models")
+        if not isinstance(body, dict):
+            raise TargetError(f"{self.base_url}/models is not answering")
+        return [str(m["id"]) for m in body.get("data", [])]
+
+    async def stats(self) -> dict[str, object] | None:
+        """`GET /live/stats`, or None when the server has none (the baseline)."""
+        body = await asyncio.to_thread(_get_json, self.root_url + "/live/stats")
+        return body if isinstance(body, dict) else None
+
+    def cpu_s(self) -> float | None:
+        """The server's user + system CPU seconds so far, or None without a readable pid."""
+        if self.pid is None:
+            return None
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            return None
+        # The command name (field 2) may contain spaces; fields after its ')' are fixed.
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+    async def wait_ready(self) -> None:
+        """Wait until the server answers `GET /v1/models`; raise `TargetError` if it exits or
+        does not answer within `READY_TIMEOUT_S`."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise TargetError(f"{self.name} exited with code {self.process.returncode}")
+            if await asyncio.to_thread(_get_json, self.base_url.rstrip("/") + "/models"):
+                return
+            await asyncio.sleep(0.2)
+        raise TargetError(f"{self.name} did not answer {self.base_url}/models in {READY_TIMEOUT_S:g} s")
+
+    def stop(self) -> None:
+        """Terminate the server if the bench started it."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start(name: str, base_url: str, argv: list[str]) -> Target:
+    """Start a server process from `argv` and return its target (not yet ready)."""
+    logger.info("starting server", extra={"target": name, "argv": " ".join(argv)})
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return Target(name, base_url, process.pid, process)
+
+
+def start_shell(name: str, base_url: str, command: str) -> Target:
+    """Start the pod from a `--serve-cmd` string (split like a shell, not run by one)."""
+    return start(name, base_url, shlex.split(command))
+
+
+def baseline_argv(variant: str, port: int) -> list[str]:
+    """The command line of `liveplex bench baseline` on `port`, run by this interpreter."""
+    return [sys.executable, "-m", "liveplex.cli", "bench", "baseline", "--variant", variant,
+            "--port", str(port)]
+
+
+def _get_json(url: str) -> object | None:
+    """GET `url` and parse its JSON body; None on any HTTP, socket or JSON failure."""
+    try:
+        with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as response:
+            return orjson.loads(response.read())
+    except (OSError, urllib.error.URLError, orjson.JSONDecodeError):
+        return None
