@@ -1,0 +1,77 @@
+"""Counter-based draws (Decision D8, spec personaplex §5.9, §6.6 item 8)."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from liveplex.personaplex import sampling
+
+seeds = st.integers(min_value=-(2 ** 63), max_value=2 ** 63 - 1)
+columns = st.integers(min_value=0, max_value=10 ** 7)
+
+
+def test_pinned_noise_values():
+    """Pinned so that a change of the hash (or a CPU/GPU difference) is caught."""
+    u = sampling.uniform(torch.tensor([0, 42, -1]), torch.tensor([1, 88, 3000]), 0, 4)
+    bits = (u * 2 ** 24 - 0.5).long().tolist()
+    assert bits == [[7166677, 5733293, 3613689, 7993780], [13085746, 2749313, 3621176, 2714914],
+                    [9494836, 15529386, 10964654, 7613151]]
+    u = sampling.uniform(torch.tensor([7]), torch.tensor([5]), 8, 2)
+    assert (u * 2 ** 24 - 0.5).long().tolist() == [[13885296, 12974050]]
+
+
+@given(seed=seeds, column=columns, stream=st.integers(0, 8))
+def test_noise_is_strictly_inside_the_unit_interval(seed, column, stream):
+    u = sampling.uniform(torch.tensor([seed]), torch.tensor([column]), stream, 64)
+    assert bool((u > 0).all()) and bool((u < 1).all())
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=seeds, column=columns, others=st.lists(st.tuples(seeds, columns), max_size=6),
+       where=st.integers(0, 6), data=st.randoms(use_true_random=False))
+def test_a_rows_draw_does_not_depend_on_its_batch_neighbours(seed, column, others, where, data):
+    gen = torch.Generator().manual_seed(data.randint(0, 2 ** 31))
+    logits = torch.randn(1, 300, generator=gen)
+    kwargs = {"greedy": False, "temperature": 0.8, "top_k": 25, "stream": 1}
+    alone = sampling.draw(logits, seed=torch.tensor([seed]), column=torch.tensor([column]), **kwargs)
+    where = min(where, len(others))
+    rows = others[:where] + [(seed, column)] + others[where:]
+    batch_logits = torch.randn(len(rows), 300, generator=gen)
+    batch_logits[where] = logits[0]
+    batch = sampling.draw(batch_logits, seed=torch.tensor([s for s, _ in rows]),
+                          column=torch.tensor([c for _, c in rows]), **kwargs)
+    assert int(batch[where]) == int(alone[0])
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=seeds, column=columns, top_k=st.integers(1, 40), stream=st.integers(0, 8))
+def test_draws_never_leave_the_top_k(seed, column, top_k, stream):
+    gen = torch.Generator().manual_seed(abs(seed) % 2 ** 31)
+    logits = torch.randn(3, 100, generator=gen) * 3
+    got = sampling.draw(logits, greedy=False, temperature=1.0, top_k=top_k,
+                        seed=torch.tensor([seed] * 3), column=torch.tensor([column] * 3), stream=stream)
+    top = torch.topk(logits, top_k, dim=-1).indices
+    assert all(int(got[r]) in top[r].tolist() for r in range(3))
+
+
+def test_frequencies_match_the_softmax():
+    """Chi-square over 8000 fixed seeds on a 5-token vocabulary; df = 4, critical value at
+    alpha = 0.001 is 18.47. Fixed seeds make it deterministic."""
+    logits = torch.tensor([1.0, 0.0, -0.5, 2.0, 0.3])
+    temperature = 0.8
+    n = 8000
+    got = sampling.draw(logits.expand(n, -1), greedy=False, temperature=temperature, top_k=5,
+                        seed=torch.arange(n), column=torch.full((n,), 9), stream=0)
+    counts = torch.bincount(got, minlength=5).double()
+    expected = torch.softmax(logits.double() / temperature, -1) * n
+    chi2 = float(((counts - expected) ** 2 / expected).sum())
+    assert chi2 < 18.47, (counts.tolist(), expected.tolist())
+
+
+def test_greedy_takes_the_argmax_and_ties_go_to_the_lowest_id():
+    logits = torch.tensor([[0.0, 2.0, 2.0, 1.0], [5.0, 5.0, 0.0, 0.0]])
+    got = sampling.draw(logits, greedy=True, temperature=1.0, top_k=2,
+                        seed=torch.tensor([1, 2]), column=torch.tensor([0, 0]), stream=0)
+    assert got.tolist() == [1, 0]
