@@ -1,0 +1,295 @@
+/**
+ * The demo page: settings from `/live/config`, one call at a time, transcript, live stats.
+ *
+ * Wires the DOM to a `Call` (the socket), an `AudioLink` (microphone and speaker worklets), a
+ * `Lateness` tracker and the `/live/stats` poller. Everything shown is derived here; the modules
+ * it uses know nothing about the page.
+ */
+
+import { AudioLink } from './audio.js';
+import { Call } from './call.js';
+import { FRAME_MS } from './events.js';
+import { Lateness } from './lateness.js';
+import * as sparkline from './sparkline.js';
+import * as stats from './stats.js';
+
+const STATS_PERIOD_MS = 1000;
+const SPARK_SLOTS = 60; // one minute of 1 s polls
+const LATENESS_WINDOW = 250; // frames: the last 20 s
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  model: $('model'),
+  status: $('status'),
+  voice: $('voice'),
+  persona: $('persona'),
+  personaCount: $('persona-count'),
+  start: $('start'),
+  mute: $('mute'),
+  end: $('end'),
+  micLevel: $('mic-level'),
+  agentLevel: $('agent-level'),
+  clock: $('clock'),
+  billed: $('billed'),
+  sessionId: $('session-id'),
+  problem: $('problem'),
+  problemText: $('problem-text'),
+  retry: $('retry'),
+  transcript: $('transcript'),
+  late: $('stat-late'),
+  buffer: $('stat-buffer'),
+  gaps: $('stat-gaps'),
+  sessions: $('stat-sessions'),
+  tick: $('stat-tick'),
+  lateTicks: $('stat-late-ticks'),
+  spark: $('spark'),
+};
+
+const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+const call = new Call(`${scheme}://${location.host}/v1/live/sessions`);
+let config = null;
+let link = null; // AudioLink of the current call
+let draining = false; // the call is over and the speaker is playing out its queue
+let lateness = new Lateness(FRAME_MS, LATENESS_WINDOW);
+let frames = 0;
+let playout = { depthMs: null, underruns: 0, dropped: 0 };
+let turn = null; // the transcript paragraph of the current call
+let muted = false;
+let lastStats = null;
+const tickHistory = [];
+
+// ---- settings ---------------------------------------------------------------------------------
+
+async function loadConfig() {
+  const response = await fetch('/live/config');
+  if (!response.ok) throw new Error(`GET /live/config answered ${response.status}`);
+  config = await response.json();
+  ui.model.textContent = config.model;
+  ui.voice.replaceChildren(
+    ...config.voices.map((name) => new Option(name, name, name === config.voice, name === config.voice)),
+  );
+  ui.persona.value = config.instructions;
+  ui.persona.placeholder = config.instructions;
+  countPersona();
+  setControls();
+}
+
+/** The server counts Unicode code points (gpt-live §5.1); `maxlength` would count UTF-16 units. */
+function countPersona() {
+  if (!config) return;
+  const used = [...ui.persona.value].length;
+  const over = used > config.max_instructions_chars;
+  ui.personaCount.textContent = `${used} / ${config.max_instructions_chars}`;
+  ui.persona.setAttribute('aria-invalid', String(over));
+  ui.personaCount.classList.toggle('over', over);
+  setControls();
+}
+
+function settings() {
+  return { model: config.model, instructions: ui.persona.value, voice: ui.voice.value };
+}
+
+// ---- call controls ----------------------------------------------------------------------------
+
+async function startCall() {
+  clearProblem();
+  ui.start.disabled = true;
+  try {
+    if (!link) {
+      link = await AudioLink.open(onChunk, onPlayout);
+      resetCallStats();
+    }
+    await link.resume();
+    await call.start(settings());
+  } catch (error) {
+    showProblem(error.name === 'NotAllowedError'
+      ? 'Microphone access was refused: allow it in the browser to talk.'
+      : `Could not start the call: ${error.message}`, false);
+    await closeAudio();
+  } finally {
+    setControls();
+  }
+}
+
+function resetCallStats() {
+  lateness = new Lateness(FRAME_MS, LATENESS_WINDOW);
+  frames = 0;
+  playout = { depthMs: null, underruns: 0, dropped: 0 };
+  muted = false;
+  ui.clock.textContent = '0:00';
+  ui.billed.textContent = '0.0 s';
+  ui.sessionId.textContent = '—';
+}
+
+function onChunk(pcm) {
+  ui.micLevel.value = level(pcm);
+  call.send(pcm);
+}
+
+function onPlayout(report) {
+  playout = report;
+  if (draining && report.depthMs === 0) closeAudio();
+}
+
+async function closeAudio() {
+  const closing = link;
+  link = null;
+  draining = false;
+  ui.micLevel.value = 0;
+  ui.agentLevel.value = 0;
+  setControls();
+  if (closing) await closing.close();
+}
+
+/** Loudness on a 60 dB scale, 0 at -60 dBFS and 1 at full scale, for the level meters. */
+function level(pcm) {
+  let sum = 0;
+  for (let i = 0; i < pcm.length; i++) sum += pcm[i] * pcm[i];
+  const rms = Math.sqrt(sum / Math.max(1, pcm.length)) / 32768;
+  return Math.max(0, Math.min(1, (20 * Math.log10(rms + 1e-9) + 60) / 60));
+}
+
+call.addEventListener('state', (event) => {
+  const { state } = event.detail;
+  document.body.dataset.call = state;
+  ui.status.textContent = {
+    idle: 'Idle', connecting: 'Connecting…', ready: 'Not started', starting: 'Starting…',
+    live: 'Live', closing: 'Ending…',
+  }[state];
+  ui.status.className = `pill ${state}`;
+  if (state === 'idle' && link && !draining) closeAudio(); // never started: nothing to play out
+  setControls();
+});
+
+call.addEventListener('started', (event) => {
+  ui.sessionId.textContent = event.detail.session.id;
+  turn = document.createElement('p');
+  turn.className = 'turn';
+  const stamp = document.createElement('span');
+  stamp.className = 'stamp';
+  stamp.textContent = new Date().toLocaleTimeString();
+  const words = document.createElement('span');
+  words.className = 'words';
+  turn.append(stamp, words);
+  ui.transcript.querySelector('.placeholder')?.remove();
+  ui.transcript.append(turn);
+});
+
+call.addEventListener('audio', (event) => {
+  const { pcm } = event.detail;
+  lateness.arrive(performance.now());
+  frames += 1;
+  ui.agentLevel.value = level(pcm);
+  if (Math.floor((frames * FRAME_MS) / 1000) > Math.floor(((frames - 1) * FRAME_MS) / 1000)) {
+    ui.clock.textContent = clock(frames * FRAME_MS); // once per second of the audio timeline
+  }
+  link?.play(pcm);
+});
+
+call.addEventListener('transcript', (event) => {
+  if (!turn) return;
+  turn.querySelector('.words').textContent += event.detail.text;
+  ui.transcript.scrollTop = ui.transcript.scrollHeight;
+});
+
+call.addEventListener('usage', (event) => {
+  ui.billed.textContent = `${event.detail.seconds.toFixed(1)} s`;
+});
+
+call.addEventListener('muted', (event) => {
+  muted = event.detail.muted;
+  setControls();
+});
+
+call.addEventListener('problem', (event) => {
+  const { code, message, retry } = event.detail;
+  showProblem(code === 'server_busy' ? `The pod is full: ${message}` : `${message} (${code})`, retry);
+});
+
+call.addEventListener('closed', (event) => {
+  const { reason, seconds } = event.detail;
+  if (seconds !== null) ui.billed.textContent = `${seconds.toFixed(1)} s`;
+  const note = document.createElement('span');
+  note.className = 'ended';
+  note.textContent = `call ended: ${reason.replaceAll('_', ' ')}`;
+  turn?.append(note);
+  turn = null;
+  if (link) {
+    draining = true;
+    link.stopCapture();
+    link.drain();
+  }
+  document.body.dataset.ended = reason;
+});
+
+function setControls() {
+  const state = call.state;
+  const personaOk = ui.persona.getAttribute('aria-invalid') !== 'true';
+  ui.start.disabled = !config || !personaOk || !(state === 'idle' || state === 'ready') || draining;
+  ui.voice.disabled = ui.persona.disabled = !(state === 'idle' || state === 'ready');
+  ui.mute.disabled = state !== 'live';
+  ui.end.disabled = !(state === 'live' || state === 'ready' || state === 'starting');
+  ui.mute.setAttribute('aria-pressed', String(muted));
+  ui.mute.textContent = muted ? 'Unmute' : 'Mute';
+}
+
+function showProblem(text, retry) {
+  ui.problemText.textContent = text;
+  ui.retry.hidden = !retry;
+  ui.problem.hidden = false;
+}
+
+function clearProblem() {
+  ui.problem.hidden = true;
+  ui.retry.hidden = true;
+}
+
+function clock(ms) {
+  const s = Math.floor(ms / 1000);
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+}
+
+// ---- live stats -------------------------------------------------------------------------------
+
+async function pollStats() {
+  try {
+    const response = await fetch('/live/stats', { signal: AbortSignal.timeout(STATS_PERIOD_MS) });
+    if (response.ok) {
+      const snapshot = await response.json();
+      showPod(stats.interval(lastStats, snapshot));
+      lastStats = snapshot;
+    }
+  } catch {
+    lastStats = null; // the pod is unreachable: show the caller side only
+  }
+  showCaller();
+  setTimeout(pollStats, STATS_PERIOD_MS);
+}
+
+function showPod(figures) {
+  ui.sessions.textContent = `${figures.sessions} / ${figures.maxSessions}`;
+  ui.tick.textContent = figures.tickMs === null ? '—' : `${figures.tickMs.toFixed(2)} ms`;
+  ui.lateTicks.textContent = String(figures.lateTicks);
+  tickHistory.push(figures.tickMs);
+  if (tickHistory.length > SPARK_SLOTS) tickHistory.shift();
+  sparkline.draw(ui.spark, tickHistory, figures.frameMs, SPARK_SLOTS);
+}
+
+function showCaller() {
+  const p99 = lateness.quantile(0.99);
+  ui.late.textContent = p99 === null ? '—' : `${p99.toFixed(0)} ms`;
+  ui.buffer.textContent = playout.depthMs === null ? '—' : `${playout.depthMs.toFixed(0)} ms`;
+  ui.gaps.textContent = String(playout.underruns);
+}
+
+// ---- wiring -----------------------------------------------------------------------------------
+
+ui.persona.addEventListener('input', countPersona);
+ui.start.addEventListener('click', startCall);
+ui.retry.addEventListener('click', startCall);
+ui.mute.addEventListener('click', () => call.mute(!muted));
+ui.end.addEventListener('click', () => call.close());
+document.body.dataset.call = call.state;
+
+loadConfig().catch((error) => showProblem(`Cannot load the pod's settings: ${error.message}`, false));
+pollStats();

@@ -1,0 +1,138 @@
+"""Fixtures for the demo page tests: headless Debian Chromium with a fake microphone, and a pod."""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+import wave
+from collections.abc import Iterator
+
+import httpx
+import numpy as np
+import pytest
+from playwright import sync_api
+
+CHROMIUM = pathlib.Path("/usr/bin/chromium")
+STATIC = pathlib.Path(__file__).resolve().parents[2] / "liveplex" / "gptlive" / "static"
+ARTIFACTS = pathlib.Path(__file__).resolve().parents[2] / "artifacts"
+
+SPEECH_RATE = 48_000
+"""Hz of the fake microphone's file: Chrome's fake capture device reads it at its own rate."""
+
+
+def _speech(seconds: float, rate: int) -> np.ndarray:
+    """Loud, voiced, speech-like audio: a gliding harmonic tone under a syllable envelope.
+
+    Not a steady tone, so WebRTC's noise suppressor lets it through; its quietest syllable dips
+    stay far above the echo engine's -40 dBFS loudness threshold.
+    """
+    t = np.arange(int(seconds * rate)) / rate
+    f0 = 150 + 30 * np.sin(2 * np.pi * 0.7 * t)  # pitch glides between 120 and 180 Hz
+    phase = 2 * np.pi * np.cumsum(f0) / rate
+    voiced = sum(np.sin(h * phase) / h for h in range(1, 12))
+    envelope = 0.55 + 0.45 * np.sin(2 * np.pi * 3.5 * t)  # ~4 syllables a second
+    signal = voiced * envelope
+    return (0.6 * signal / np.max(np.abs(signal)) * 32767).astype(np.int16)
+
+
+@pytest.fixture(scope="session")
+def speech_wav(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    path = tmp_path_factory.mktemp("mic") / "speech.wav"
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(SPEECH_RATE)
+        out.writeframes(_speech(4.0, SPEECH_RATE).tobytes())
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser(speech_wav: pathlib.Path) -> Iterator[sync_api.Browser]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--use-fake-ui-for-media-stream",
+                "--use-fake-device-for-media-stream",
+                f"--use-file-for-fake-audio-capture={speech_wav}",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: sync_api.Browser) -> Iterator[sync_api.Page]:
+    """A fresh page that records console errors and uncaught exceptions in `page.problems`."""
+    context = browser.new_context()
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
+    page.problems = problems  # type: ignore[attr-defined]
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def modules(page: sync_api.Page) -> sync_api.Page:
+    """A page on a fake secure origin (http://localhost) that serves the static directory from disk.
+
+    The page's pure modules then run in the real browser without any server.
+    """
+    def serve(route: sync_api.Route) -> None:
+        name = route.request.url.removeprefix("http://localhost/static/")
+        path = STATIC / name
+        if route.request.url == "http://localhost/":
+            route.fulfill(body="<!doctype html><title>modules</title>", content_type="text/html")
+        elif path.is_file() and path.parent == STATIC:
+            route.fulfill(path=str(path), content_type="text/javascript")
+        else:
+            route.fulfill(status=404)
+
+    page.route("http://localhost/**", serve)
+    page.goto("http://localhost/")
+    return page
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket()) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def pod(tmp_path: pathlib.Path) -> Iterator[str]:
+    """A real pod subprocess on a free port; yields its base URL."""
+    port = _free_port()
+    log = (tmp_path / "pod.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.demo._standin", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, cwd=pathlib.Path(__file__).resolve().parents[2],
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{base}/live/config", timeout=1).status_code == 200:
+                    break
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the pod did not come up: {(tmp_path / 'pod.log').read_text()}")
+            time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()

@@ -1,0 +1,41 @@
+"""The demo page end to end: Debian's Chromium with a fake microphone talks to a real pod."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright import sync_api
+
+from tests.demo import conftest
+
+pytestmark = pytest.mark.browser
+
+CALL_TIMEOUT_MS = 30_000
+"""Generous: the sim says its third word after ~18 loud frames (1.5 s), but CI machines are slow."""
+
+
+def test_call_shows_the_agents_words_and_ends_cleanly(page: sync_api.Page, pod: str) -> None:
+    page.goto(pod + "/")
+    sync_api.expect(page.locator("#model")).not_to_have_text("…")
+    sync_api.expect(page.get_by_label("Voice")).not_to_be_empty()
+    sync_api.expect(page.get_by_label("Persona")).not_to_be_empty()
+
+    page.get_by_role("button", name="Start call").click()
+    sync_api.expect(page.locator("body")).to_have_attribute("data-call", "live", timeout=CALL_TIMEOUT_MS)
+    sync_api.expect(page.get_by_role("button", name="Mute")).to_be_enabled()
+    transcript = page.get_by_role("log", name="Agent transcript")
+    sync_api.expect(transcript).to_contain_text("I hear you", timeout=CALL_TIMEOUT_MS)
+    # The stats poll has seen this call: the pod counts one session and the page has heard frames.
+    sync_api.expect(page.locator("#stat-sessions")).to_have_text(re.compile(r"^1 / \d+$"), timeout=CALL_TIMEOUT_MS)
+    sync_api.expect(page.locator("#stat-late")).to_have_text(re.compile(r"^\d+ ms$"), timeout=CALL_TIMEOUT_MS)
+
+    conftest.ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(conftest.ARTIFACTS / "demo.png"), full_page=True)
+
+    page.get_by_role("button", name="End call").click()
+    sync_api.expect(page.locator("body")).to_have_attribute("data-ended", "close_requested", timeout=CALL_TIMEOUT_MS)
+    sync_api.expect(page.locator("body")).to_have_attribute("data-call", "idle")
+    sync_api.expect(transcript).to_contain_text("call ended: close requested")
+    sync_api.expect(page.get_by_role("button", name="Start call")).to_be_enabled()
+    assert page.problems == []  # type: ignore[attr-defined]
