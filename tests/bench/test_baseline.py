@@ -1,0 +1,69 @@
+"""The bench client against the bare baseline server, both variants, in process."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import orjson
+import pytest
+
+from liveplex.bench import audio, baseline, caller, duplex, pool, target
+
+
+@pytest.fixture(params=baseline.VARIANTS)
+async def baseline_target(request: pytest.FixtureRequest) -> AsyncIterator[target.Target]:
+    ready: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    server = asyncio.create_task(baseline.serve(request.param, "127.0.0.1", 0, ready))
+    port = await ready
+    yield target.Target(f"baseline-{request.param}", f"http://127.0.0.1:{port}/v1")
+    server.cancel()
+    await asyncio.gather(server, return_exceptions=True)
+
+
+def _settings(url: str, seconds: float, chunk_ms: int) -> caller.CallSettings:
+    return caller.CallSettings(url=url, model="m", voice=None, instructions=None,
+                               audio_format="audio/pcm", rate=24000, seconds=seconds,
+                               chunk_ms=chunk_ms, playout_ms=120)
+
+
+@pytest.mark.parametrize("chunk_ms", [20, 80])
+async def test_every_80_ms_of_input_comes_back_as_one_frame(
+    baseline_target: target.Target, chunk_ms: int
+) -> None:
+    settings = _settings(baseline_target.sessions_url, 0.8, chunk_ms)
+    with pool.Pool(1) as clients:
+        verdict, results = await duplex.run_level(
+            clients, baseline_target, settings, audio.Source(None, False, 0), 3, 20)
+    assert verdict.ok == 3, verdict.errors
+    assert [r.frames for r in results] == [10, 10, 10]
+    assert all(r.close_reason == "close_requested" for r in results)
+    assert verdict.frames == 30 and verdict.audio_s == pytest.approx(2.4)
+
+
+async def test_worker_processes_pool_their_results_in_session_order(
+    baseline_target: target.Target,
+) -> None:
+    settings = _settings(baseline_target.sessions_url, 0.4, 80)
+    with pool.Pool(2) as clients:
+        verdict, results = await duplex.run_level(
+            clients, baseline_target, settings, audio.Source(None, True, 0), 3, 20)
+        assert clients.counts() == (3, 3, 0, 15)
+    assert verdict.ok == 3, verdict.errors
+    assert [r.frames for r in results] == [5, 5, 5]
+
+
+async def test_the_baseline_lists_a_model(baseline_target: target.Target) -> None:
+    assert await baseline_target.models() == [baseline.MODEL]
+    assert await baseline_target.stats() is None
+
+
+def test_a_run_with_failed_sessions_exits_2_and_reports_why(tmp_path: object) -> None:
+    out = f"{tmp_path}/report.json"
+    code = duplex.main(["--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--sessions", "2",
+                        "--seconds", "0.2", "--no-progress", "--out", out])
+    assert code == duplex.EXIT_FAILED
+    with open(out, "rb") as f:
+        report = orjson.loads(f.read())
+    assert report["largest_clean"] is None
+    assert [r["error"].startswith("connect failed") for r in report["records"][0]] == [True, True]

@@ -1,0 +1,71 @@
+"""Pooling a level: clean, error histogram, server deltas (live-contract §13.5)."""
+
+from __future__ import annotations
+
+import array
+
+from liveplex.bench import caller, level
+
+
+def _result(ok: bool = True, underrun_ms: float = 0.0, late_us: tuple[int, ...] = (0,),
+            error: str | None = None) -> caller.CallResult:
+    return caller.CallResult(
+        ok=ok, error=error, started_ms=2.0, close_reason="close_requested" if ok else None,
+        frames=len(late_us), audio_s=0.08 * len(late_us), underrun_ms=underrun_ms,
+        lateness_us=array.array("q", late_us), send_late_us=array.array("q", [100]),
+    )
+
+
+def test_all_ok_and_no_stall_is_clean() -> None:
+    verdict = level.judge("pod", [_result(), _result(underrun_ms=1.0)], None, None, None, None)
+    assert verdict.clean and verdict.ok == 2 and verdict.underrun_sessions == 0
+
+
+def test_one_stall_over_a_millisecond_is_not_clean() -> None:
+    verdict = level.judge("pod", [_result(), _result(underrun_ms=1.5)], None, None, None, None)
+    assert not verdict.clean and verdict.underrun_sessions == 1
+
+
+def test_a_failed_session_is_not_clean_and_is_counted_by_error() -> None:
+    failed = [_result(ok=False, error="server error: " + "x" * 200) for _ in range(2)]
+    verdict = level.judge("pod", [_result(), *failed], None, None, None, None)
+    assert not verdict.clean
+    assert verdict.failed == 2
+    assert verdict.errors == {("server error: " + "x" * 200)[:80]: 2}
+
+
+def test_lateness_is_pooled_over_every_frame_of_every_session() -> None:
+    sessions = [_result(late_us=(0,) * 99), _result(late_us=(50_000,))]
+    verdict = level.judge("pod", sessions, None, None, None, None)
+    assert verdict.late_ms.p99 == 0.0 and verdict.late_ms.max == 50.0
+    assert verdict.frames == 100
+
+
+def test_a_lateness_bound_makes_a_late_level_unclean() -> None:
+    sessions = [_result(late_us=(20_000,) * 10)]
+    assert level.judge("pod", sessions, 25.0, None, None, None).clean
+    assert not level.judge("pod", sessions, 10.0, None, None, None).clean
+
+
+def test_cpu_per_frame_pair_divides_cpu_by_frames() -> None:
+    verdict = level.judge("pod", [_result(late_us=(0,) * 4000)], None, None, None, 0.2)
+    assert verdict.cpu_us_per_frame == 50.0
+
+
+def test_server_stats_are_differenced_over_the_level() -> None:
+    before = {"sessions": 3, "max_sessions": 64, "ticks": 100, "tick_busy_us": 5000, "late_ticks": 1}
+    after = {"sessions": 0, "max_sessions": 64, "ticks": 160, "tick_busy_us": 9000, "late_ticks": 4}
+    assert level.stats_delta(before, after) == {
+        "ticks": 60, "tick_busy_us": 4000, "late_ticks": 3, "max_sessions": 64}
+    assert level.stats_delta(None, after) == {}
+
+
+def test_largest_clean_stops_at_the_first_unclean_level() -> None:
+    def at(n: int, clean: bool) -> level.Level:
+        verdict = level.judge("pod", [_result()] * n if clean else [_result(underrun_ms=9)] * n,
+                              None, None, None, None)
+        assert verdict.clean is clean
+        return verdict
+
+    assert level.largest_clean([at(2, True), at(4, True), at(6, False), at(8, True)]) == 4
+    assert level.largest_clean([at(2, False)]) is None
