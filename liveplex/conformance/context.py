@@ -1,0 +1,49 @@
+"""What a running check may use: the target, and sockets opened the way the SDK opens them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import openai
+
+from liveplex.conformance import target, wire
+
+
+def sdk_headers(base_url: str, bearer: str | None) -> dict[str, str]:
+    """The headers the SDK sends at the upgrade (gpt-live §2.2), minus Authorization when None."""
+    client = openai.OpenAI(base_url=base_url, api_key=bearer or "unused")
+    headers = {**client.default_headers, **client.auth_headers}
+    if bearer is None:
+        headers.pop("Authorization", None)
+    return {k: str(v) for k, v in headers.items() if isinstance(v, str)}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Context:
+    """One check's view of the run."""
+
+    target: target.Target
+    ledger: wire.Ledger
+    check: int
+
+    @property
+    def options(self) -> target.Options:
+        return self.target.options
+
+    @property
+    def server(self) -> target.Server:
+        return self.target.server
+
+    @property
+    def url(self) -> str:
+        return target.ws_url(self.options.base_url)
+
+    def headers(self, bearer: str | None = "") -> dict[str, str]:
+        """SDK headers with the run's bearer ("" = default), another bearer, or none (None)."""
+        return sdk_headers(self.options.base_url, self.options.bearer if bearer == "" else bearer)
+
+    async def wire(self, *, bearer: str | None = "", path: str = "/live/sessions") -> wire.Wire:
+        """Open a validated socket; use it as `async with await ctx.wire() as w`."""
+        url = target.ws_url(self.options.base_url, path)
+        return await wire.Wire.open(url, self.headers(bearer), self.ledger, self.check,
+                                    self.options.timeout_s)

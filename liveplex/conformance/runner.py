@@ -1,0 +1,73 @@
+"""Runs the selected checks against one server: concurrently, then the ones that need it alone, then the verdicts."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import logging
+import re
+from collections.abc import Iterable
+
+from liveplex.conformance import checks, context, target, wire
+from liveplex.conformance.checklist import Check, Failed, Outcome, Skipped, Status
+
+logger = logging.getLogger(__name__)
+
+_NUMBERS = re.compile(r"^\s*\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*\s*$")
+
+
+def select(pattern: str | None, available: Iterable[Check] = checks.ALL) -> tuple[Check, ...]:
+    """The checks `--only` names: numbers and ranges (`8,22-24`) or a glob on names (`start-*`)."""
+    available = tuple(available)
+    if not pattern:
+        return available
+    if _NUMBERS.match(pattern):
+        wanted: set[int] = set()
+        for part in pattern.split(","):
+            low, _, high = part.partition("-")
+            wanted.update(range(int(low), int(high or low) + 1))
+        return tuple(c for c in available if c.number in wanted)
+    glob = pattern if any(ch in pattern for ch in "*?[") else f"*{pattern}*"
+    return tuple(c for c in available if fnmatch.fnmatch(c.name, glob))
+
+
+async def run_one(check: Check, tgt: target.Target, ledger: wire.Ledger) -> Outcome:
+    """One check with its timeout; every way it can end becomes an `Outcome`."""
+    ctx = context.Context(tgt, ledger, check.number)
+    try:
+        async with asyncio.timeout(check.seconds + tgt.options.timeout_s):
+            detail = await check.run(ctx)
+    except Failed as exc:
+        return Outcome(Status.FAIL, str(exc))
+    except Skipped as exc:
+        return Outcome(Status.SKIP, str(exc))
+    except TimeoutError:
+        return Outcome(Status.FAIL, f"timed out after {check.seconds + tgt.options.timeout_s:g} s")
+    except Exception as exc:  # the server broke the socket, refused an upgrade, ...: a failure, not a crash
+        logger.debug("check %s raised", check.number, exc_info=True)
+        return Outcome(Status.FAIL, f"{type(exc).__name__}: {exc}")
+    return Outcome(Status.PASS, detail or "")
+
+
+async def run(selected: Iterable[Check], tgt: target.Target) -> dict[int, Outcome]:
+    """Run checks: shared ones at most `concurrency` at a time, then `alone` ones, then `final` ones."""
+    selected = tuple(selected)
+    ledger = wire.Ledger()
+    outcomes: dict[int, Outcome] = {}
+    gate = asyncio.Semaphore(max(1, tgt.options.concurrency))
+
+    async def gated(check: Check) -> None:
+        async with gate:
+            outcomes[check.number] = await run_one(check, tgt, ledger)
+
+    async with asyncio.TaskGroup() as group:
+        for check in selected:
+            if not (check.alone or check.final):
+                group.create_task(gated(check))
+    for check in selected:
+        if check.alone:
+            outcomes[check.number] = await run_one(check, tgt, ledger)
+    for check in selected:
+        if check.final:
+            outcomes[check.number] = await run_one(check, tgt, ledger)
+    return outcomes
