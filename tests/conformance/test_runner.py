@@ -1,0 +1,113 @@
+"""The checker's plumbing without a server: selection, outcomes, ordering, URLs and test audio."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from liveplex.conformance import checks, runner, signals, target, wire
+from liveplex.conformance.checklist import Check, Failed, Outcome, Skipped, Status
+from liveplex.conformance.cli import line
+
+TARGET = target.Target(target.Options(base_url="http://127.0.0.1:1/v1", timeout_s=0.2),
+                       target.Server(config={}, stats={}, models=()))
+
+
+def test_the_checklist_has_all_forty_items_once():
+    assert [c.number for c in checks.ALL] == list(range(1, 41))
+    assert len({c.name for c in checks.ALL}) == 40
+
+
+@pytest.mark.parametrize("pattern, numbers", [
+    (None, list(range(1, 41))),
+    ("8", [8]),
+    ("8,22-24", [8, 22, 23, 24]),
+    ("start-*", [8, 9]),
+    ("mute", [29, 30, 33]),
+])
+def test_only_selects_by_number_range_or_name(pattern, numbers):
+    assert [c.number for c in runner.select(pattern)] == numbers
+
+
+async def _passes(ctx):
+    return "measured 3"
+
+
+async def _fails(ctx):
+    raise Failed("sent x, got y")
+
+
+async def _skips(ctx):
+    raise Skipped("needs --flag")
+
+
+async def _crashes(ctx):
+    raise ConnectionResetError("peer reset")
+
+
+async def _hangs(ctx):
+    await asyncio.Event().wait()
+
+
+@pytest.mark.parametrize("body, status, detail", [
+    (_passes, Status.PASS, "measured 3"),
+    (_fails, Status.FAIL, "sent x, got y"),
+    (_skips, Status.SKIP, "needs --flag"),
+    (_crashes, Status.FAIL, "ConnectionResetError: peer reset"),
+    (_hangs, Status.FAIL, "timed out after 0.2 s"),
+])
+async def test_every_ending_of_a_check_becomes_an_outcome(body, status, detail):
+    outcome = await runner.run_one(Check(1, "x", body, seconds=0), TARGET, wire.Ledger())
+    assert (outcome.status, outcome.detail) == (status, detail)
+
+
+async def test_alone_and_final_checks_run_after_the_shared_ones():
+    order: list[str] = []
+
+    def body(name):
+        async def run(ctx):
+            order.append(name)
+        return run
+
+    selected = [Check(1, "final", body("final"), final=True), Check(2, "alone", body("alone"), alone=True),
+                Check(3, "shared", body("shared"))]
+    outcomes = await runner.run(selected, TARGET)
+    assert order == ["shared", "alone", "final"]
+    assert {n: o.status for n, o in outcomes.items()} == {1: Status.PASS, 2: Status.PASS, 3: Status.PASS}
+
+
+def test_report_lines_name_status_number_and_reason():
+    assert line(8, "start-happy", Outcome(Status.FAIL, "model 'x'")) == "FAIL   8 start-happy  model 'x'"
+    assert line(40, "sdk-clients", Outcome(Status.PASS)) == "PASS  40 sdk-clients"
+
+
+@pytest.mark.parametrize("base, url", [
+    ("http://127.0.0.1:8000/v1", "ws://127.0.0.1:8000/v1/live/sessions"),
+    ("http://127.0.0.1:8000/v1/", "ws://127.0.0.1:8000/v1/live/sessions"),
+    ("https://example.com/v1", "wss://example.com/v1/live/sessions"),
+    ("http://h:1", "ws://h:1/live/sessions"),
+])
+def test_socket_url_follows_the_sdk_rule(base, url):
+    assert target.ws_url(base) == url
+
+
+def test_server_settings_are_read_from_live_config():
+    server = target.Server(config={"model": "liveplex-sim", "echo_frames": 3, "max_seconds": 5},
+                           stats={"max_sessions": 1}, models=("liveplex-sim",))
+    assert (server.is_sim, server.max_sessions, server.max_seconds) == (True, 1, 5.0)
+    assert (server.int_setting("echo_frames", 6), server.int_setting("jitter_frames", 4)) == (3, 4)
+
+
+@given(st.integers(min_value=80, max_value=3000))
+def test_speech_is_loud_in_every_frame(ms):
+    pcm = np.frombuffer(signals.speech(ms), "<i2").astype(np.float32) / 32768
+    frames = pcm[: len(pcm) // 1920 * 1920].reshape(-1, 1920)
+    assert (np.mean(frames * frames, axis=1) > 1e-4).all()  # the sim's loudness rule
+
+
+def test_frames_in_matches_the_spec_examples():
+    assert (signals.frames_in(500), signals.frames_in(5000), signals.frames_in(80)) == (6, 62, 1)
