@@ -19,7 +19,7 @@ def write(path: str, levels: list[level_mod.Level], title: str) -> None:
         late_ax.plot(xs, [level.late_ms.p99 for level in mine], marker="o", label=target)
         stall_ax.plot(xs, [level.underrun_sessions for level in mine], marker="o", label=target)
     late_ax.set_ylabel("frame lateness p99 (ms)")
-    late_ax.set_yscale("symlog", linthresh=10)
+    late_ax.set_ylim(bottom=0)
     late_ax.legend()
     late_ax.grid(True, alpha=0.3)
     stall_ax.set_ylabel(f"sessions stalled > {level_mod.UNDERRUN_LIMIT_MS:g} ms")
