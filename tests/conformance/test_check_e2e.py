@@ -1,0 +1,69 @@
+"""`liveplex check` against real `liveplex serve --engine sim` processes: every check must pass.
+
+One server per setting the checklist needs (gpt-live §14): the defaults; capacity 1; auth, a 2 s
+idle guard, a 5 s session limit and a custom voice; and an injected engine fault.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conformance import servers
+
+pytestmark = pytest.mark.timeout(300)
+
+SPECIAL = {2: "auth", 3: "idle guard", 18: "capacity", 19: "capacity", 36: "expiry", 37: "fault"}
+"""Checks that only partly run, or SKIP, against a default server."""
+
+
+def _assert_clean(code: int, lines: list[str]) -> dict[int, str]:
+    statuses = servers.report(lines)
+    failed = [line for line in lines if line.startswith("FAIL")]
+    assert not failed, "\n".join(lines)
+    assert code == 0, "\n".join(lines)
+    return statuses
+
+
+@servers.needs_serve
+def test_the_full_checklist_passes_against_a_default_sim_server(tmp_path):
+    with servers.serve(log=tmp_path / "serve.log") as base:
+        code, lines = servers.check(base)
+    statuses = _assert_clean(code, lines)
+    assert set(statuses) == set(range(1, 41))
+    skipped = {n for n, s in statuses.items() if s == "SKIP"}
+    assert skipped <= {18, 19, 36, 37}, "\n".join(lines)
+
+
+@servers.needs_serve
+def test_capacity_checks_pass_against_a_one_slot_server(tmp_path):
+    with servers.serve("--max-sessions", "1", log=tmp_path / "serve.log") as base:
+        code, lines = servers.check(base, "--only", "18,19,21,38", "--expect-capacity", "1")
+    statuses = _assert_clean(code, lines)
+    assert statuses == {18: "PASS", 19: "PASS", 21: "PASS", 38: "PASS"}
+
+
+@servers.needs_serve
+def test_auth_idle_guard_expiry_and_custom_voice_checks_pass(tmp_path):
+    voices = tmp_path / "voices"
+    voices.mkdir()
+    (voices / "studio.pt").write_bytes(b"")
+    flags = ("--auth-token", "s3cret", "--idle-guard-s", "2", "--max-seconds", "5", "--voice-dir", str(voices))
+    with servers.serve(*flags, log=tmp_path / "serve.log") as base:
+        code, lines = servers.check(base, "--only", "2,3,8,14,36,38", "--auth-token", "s3cret",
+                                    "--idle-guard-s", "2", "--custom-voice", "studio")
+    statuses = _assert_clean(code, lines)
+    assert statuses == dict.fromkeys((2, 3, 8, 14, 36, 38), "PASS")
+    assert any("custom id 'studio' accepted" in line for line in lines), "\n".join(lines)
+
+
+@servers.needs_serve
+def test_the_fault_check_passes_against_a_failing_engine(tmp_path):
+    with servers.serve("--fail-after-ticks", "25", log=tmp_path / "serve.log") as base:
+        code, lines = servers.check(base, "--only", "37,38", "--expect-fault")
+    assert _assert_clean(code, lines) == {37: "PASS", 38: "PASS"}
+
+
+def test_the_checker_fails_against_a_server_that_is_not_there():
+    code, lines = servers.check(f"http://127.0.0.1:{servers.free_port()}/v1", "--timeout", "1")
+    assert code == 1
+    assert lines[-1].startswith("FAIL  cannot read the server's configuration")
