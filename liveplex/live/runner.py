@@ -12,11 +12,12 @@ import logging
 import threading
 from collections.abc import Callable
 
-from liveplex.live import channel, contract, drive
+from liveplex.live import channel, contract
+from liveplex.live.drive import Ticker, drive
 
 logger = logging.getLogger(__name__)
 
-EngineFactory = Callable[[contract.LiveInfo], drive.Ticker]
+EngineFactory = Callable[[contract.LiveInfo], Ticker]
 """Builds the engine on the engine thread (a GPU engine loads its weights there)."""
 
 
@@ -69,7 +70,7 @@ class EngineThread:
             return
         self._built.set()
         try:
-            drive.drive(inbox, engine)
+            drive(inbox, engine)
         except BaseException as exc:
             self.failed = exc
             logger.error("engine stopped on a fault", exc_info=True)

@@ -1,0 +1,212 @@
+"""The GPT-Live error catalogue (gpt-live §8.2) as data: codes, their types, and message templates.
+
+No other module writes error text. Validators raise `ProtocolError` values; only `Connection`
+turns them into `error` events. A `param` is a tuple path inside (`("session", "audio", "format")`,
+array indices as ints) and is rendered with dots only at the edge (`session.audio.format`,
+`session.input[0].content`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+Path = tuple[str | int, ...]
+"""A parameter path from the event root; ints index arrays."""
+
+
+class ErrorType(enum.Enum):
+    """`error.type`: whose fault it was."""
+
+    INVALID_REQUEST = "invalid_request_error"
+    SERVER = "server_error"
+
+
+class Code(enum.Enum):
+    """`error.code` (gpt-live §8.2); all but `unknown_parameter` are liveplex decisions."""
+
+    INVALID_JSON = "invalid_json"
+    MISSING_REQUIRED_PARAMETER = "missing_required_parameter"
+    INVALID_TYPE = "invalid_type"
+    INVALID_VALUE = "invalid_value"
+    UNKNOWN_PARAMETER = "unknown_parameter"
+    UNSUPPORTED_PARAMETER = "unsupported_parameter"
+    UNSUPPORTED_VALUE = "unsupported_value"
+    STRING_ABOVE_MAX_LENGTH = "string_above_max_length"
+    MODEL_NOT_FOUND = "model_not_found"
+    UNSUPPORTED_EVENT = "unsupported_event"
+    UNKNOWN_EVENT = "unknown_event"
+    SESSION_NOT_STARTED = "session_not_started"
+    SESSION_ALREADY_STARTED = "session_already_started"
+    SESSION_CLOSING = "session_closing"
+    SERVER_BUSY = "server_busy"
+    SERVER_ERROR = "server_error"
+    SERVER_SHUTDOWN = "server_shutdown"
+
+    @property
+    def error_type(self) -> ErrorType:
+        return ErrorType.SERVER if self in _SERVER_CODES else ErrorType.INVALID_REQUEST
+
+
+_SERVER_CODES = frozenset({Code.SERVER_BUSY, Code.SERVER_ERROR, Code.SERVER_SHUTDOWN})
+
+
+def render_path(path: Path | None) -> str | None:
+    """`("session", "input", 0, "content")` -> `"session.input[0].content"`; None stays None."""
+    if path is None:
+        return None
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+@dataclass(frozen=True)
+class ProtocolError(Exception):
+    """One refusal from the catalogue; raised by validators, rendered by `Connection` only."""
+
+    code: Code
+    param: Path | None
+    """Path of the offending parameter; None when no parameter applies (`param: null`)."""
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+    @property
+    def error_type(self) -> ErrorType:
+        return self.code.error_type
+
+    @property
+    def param_text(self) -> str | None:
+        return render_path(self.param)
+
+
+_TYPE: Path = ("type",)
+
+
+def _json_type(value: object) -> str:
+    """The JSON name of a decoded value's type, for `invalid_type` messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _listing(values: Iterable[object]) -> str:
+    return ", ".join(f"'{v}'" for v in values)
+
+
+# --- constructors, one per template ---------------------------------------------------------------
+
+def invalid_json(detail: str) -> ProtocolError:
+    return ProtocolError(Code.INVALID_JSON, None,
+                         f"The message could not be parsed as a JSON object: {detail}.")
+
+
+def missing_required_parameter(path: Path) -> ProtocolError:
+    return ProtocolError(Code.MISSING_REQUIRED_PARAMETER, path,
+                         f"Missing required parameter: '{render_path(path)}'.")
+
+
+def invalid_type(path: Path, expected: str, value: object) -> ProtocolError:
+    return ProtocolError(
+        Code.INVALID_TYPE, path,
+        f"Invalid type for '{render_path(path)}': expected {expected}, "
+        f"but got {_json_type(value)} instead.",
+    )
+
+
+def invalid_value(path: Path, value: object, supported: Iterable[object]) -> ProtocolError:
+    return ProtocolError(Code.INVALID_VALUE, path,
+                         f"Invalid value: '{value}'. Supported values are: {_listing(supported)}.")
+
+
+def invalid_audio(reason: str) -> ProtocolError:
+    """A bad `session.input_audio.append` chunk (gpt-live §6.1); the session continues."""
+    return ProtocolError(Code.INVALID_VALUE, ("audio",), f"Invalid value for 'audio': {reason}.")
+
+
+def unknown_parameter(path: Path) -> ProtocolError:
+    return ProtocolError(Code.UNKNOWN_PARAMETER, path,
+                         f"Unknown parameter: '{render_path(path)}'.")
+
+
+def unsupported_parameter(path: Path) -> ProtocolError:
+    return ProtocolError(Code.UNSUPPORTED_PARAMETER, path,
+                         f"Unsupported parameter: '{render_path(path)}' is not supported by this "
+                         "server.")
+
+
+def unsupported_value(path: Path, value: object, supported: Iterable[object]) -> ProtocolError:
+    return ProtocolError(
+        Code.UNSUPPORTED_VALUE, path,
+        f"Unsupported value: '{value}' for '{render_path(path)}'. "
+        f"Supported values are: {_listing(supported)}.",
+    )
+
+
+def string_above_max_length(path: Path, length: int, limit: int) -> ProtocolError:
+    return ProtocolError(
+        Code.STRING_ABOVE_MAX_LENGTH, path,
+        f"String too long for '{render_path(path)}': {length} characters, the maximum is {limit}.",
+    )
+
+
+def model_not_found(model: str, served: Iterable[str]) -> ProtocolError:
+    return ProtocolError(
+        Code.MODEL_NOT_FOUND, ("session", "model"),
+        f"The model '{model}' does not exist on this server. Supported values are: "
+        f"{_listing(served)}.",
+    )
+
+
+def unsupported_event(event_type: str, why: str) -> ProtocolError:
+    return ProtocolError(Code.UNSUPPORTED_EVENT, _TYPE,
+                         f"Unsupported event type: '{event_type}'. {why}")
+
+
+def unknown_event(event_type: str) -> ProtocolError:
+    return ProtocolError(Code.UNKNOWN_EVENT, _TYPE, f"Unknown event type: '{event_type}'.")
+
+
+def session_not_started(event_type: str) -> ProtocolError:
+    return ProtocolError(Code.SESSION_NOT_STARTED, _TYPE,
+                         f"'{event_type}' needs a running session; send 'session.start' first.")
+
+
+def session_already_started() -> ProtocolError:
+    return ProtocolError(Code.SESSION_ALREADY_STARTED, _TYPE,
+                         "A session is already running on this connection.")
+
+
+def session_closing(event_type: str) -> ProtocolError:
+    return ProtocolError(Code.SESSION_CLOSING, _TYPE,
+                         f"'{event_type}' was sent after 'session.close'; the session is closing.")
+
+
+def server_busy(max_sessions: int) -> ProtocolError:
+    return ProtocolError(Code.SERVER_BUSY, None,
+                         f"All {max_sessions} live sessions are in use; retry later.")
+
+
+def server_error(detail: str) -> ProtocolError:
+    return ProtocolError(Code.SERVER_ERROR, None, f"The server had an internal error: {detail}.")
+
+
+def server_shutdown() -> ProtocolError:
+    return ProtocolError(Code.SERVER_SHUTDOWN, None,
+                         "The server is shutting down; reconnect to start a new session.")

@@ -1,0 +1,548 @@
+"""GPT-Live events as frozen dataclasses; `parse` and `dump` are the only places JSON meets them.
+
+`parse(text)` runs steps 1–5 of gpt-live §4.4 on one client frame: JSON object, `event_id`, `type`,
+known/refused type, then a strict structural check of the payload (unknown fields at any depth,
+required fields, JSON types, schema values, values liveplex cannot honour). It returns a client
+event or an `Invalid` carrying the catalogue error and the `event_id` to echo. Checks that need the
+server's configuration (model allow-list, voices, instruction length) happen in `Connection`.
+
+`dump(event)` serialises any event with `type` first (the gateway's relay relies on it). Audio
+deltas, the hot path, skip the JSON library.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from liveplex.gptlive import errors
+from liveplex.gptlive.errors import Path, ProtocolError
+
+
+def new_event_id() -> str:
+    """`event_` + 16 random hex digits: unique on a socket, even with two emitters (gpt-live §7)."""
+    return "event_" + os.urandom(8).hex()
+
+
+def new_session_id() -> str:
+    return "sess_" + os.urandom(8).hex()
+
+
+# --- shared shapes ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class AudioFormat:
+    """`session.audio.format`; `type` is `audio/pcm`, `audio/pcmu` or `audio/pcma`."""
+
+    type: str
+    rate: int
+
+
+DEFAULT_FORMAT = AudioFormat("audio/pcm", 24_000)
+"""gpt-live §5.3: an omitted format is native PCM at 24 kHz."""
+
+
+@dataclass(frozen=True, slots=True)
+class CustomVoice:
+    """`{"id": X}`: a voice from the server's registry."""
+
+    id: str
+
+
+Voice = str | CustomVoice
+
+
+@dataclass(frozen=True, slots=True)
+class ClientDelegation:
+    """`delegation: {"type": "client"}`: accepted as a no-op, echoed; the model never delegates."""
+
+    acknowledgement_delay_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionConfig:
+    """The accepted parts of a `session.start` SessionConfig; no-op fields are dropped."""
+
+    model: str
+    instructions: str | None = None
+    format: AudioFormat | None = None
+    voice: Voice | None = None
+    delegation: ClientDelegation | None = None
+
+
+# --- client events ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SessionStart:
+    session: SessionConfig
+    event_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InputAudioAppend:
+    audio: str
+    """Base64 as sent; decoded and checked against the session format by `Connection`."""
+    event_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InputAudioMute:
+    event_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InputAudioUnmute:
+    event_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionClose:
+    event_id: str | None = None
+
+
+ClientEvent = SessionStart | InputAudioAppend | InputAudioMute | InputAudioUnmute | SessionClose
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """A client frame refused by steps 1–5 of gpt-live §4.4."""
+
+    error: ProtocolError
+    event_id: str | None
+    """The client's `event_id`, to echo as `client_event_id` (None when absent or unusable)."""
+    type: str | None = None
+    """The event type, when it was readable."""
+
+
+# --- server events ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SessionResource:
+    """The resolved session, sent in `session.started` and again, unchanged, in `session.closed`."""
+
+    id: str
+    expires_at: int
+    """Unix seconds."""
+    model: str
+    instructions: str
+    format: AudioFormat
+    voice: Voice
+    """As the client named it (or the default name)."""
+    delegation: ClientDelegation | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStarted:
+    session: SessionResource
+    client_event_id: str | None = None
+    event_id: str = field(default_factory=new_event_id)
+
+
+@dataclass(frozen=True, slots=True)
+class OutputAudioDelta:
+    delta: str
+    """Base64 of one engine frame in the session format."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputTranscriptDelta:
+    delta: str
+    start_ms: int
+    end_ms: int
+    event_id: str = field(default_factory=new_event_id)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageUpdated:
+    seconds: float
+    event_id: str = field(default_factory=new_event_id)
+
+
+@dataclass(frozen=True, slots=True)
+class InputAudioMuted:
+    client_event_id: str | None = None
+    event_id: str = field(default_factory=new_event_id)
+
+
+@dataclass(frozen=True, slots=True)
+class InputAudioUnmuted:
+    client_event_id: str | None = None
+    event_id: str = field(default_factory=new_event_id)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionClosed:
+    reason: str
+    """`close_requested`, `expired` or `connection_lost`."""
+    session: SessionResource
+    seconds: float
+    client_event_id: str | None = None
+    event_id: str = field(default_factory=new_event_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Error:
+    error: ProtocolError
+    client_event_id: str | None = None
+    event_id: str = field(default_factory=new_event_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Info:
+    code: str
+    message: str
+    client_event_id: str | None = None
+    event_id: str = field(default_factory=new_event_id)
+
+
+ServerEvent = (SessionStarted | OutputAudioDelta | OutputTranscriptDelta | UsageUpdated
+               | InputAudioMuted | InputAudioUnmuted | SessionClosed | Error | Info)
+Event = ClientEvent | ServerEvent
+
+
+# --- dump ---------------------------------------------------------------------------------------------
+
+def _with_client_id(out: dict[str, Any], client_event_id: str | None) -> dict[str, Any]:
+    if client_event_id is not None:
+        out["client_event_id"] = client_event_id
+    return out
+
+
+def _format_json(fmt: AudioFormat) -> dict[str, Any]:
+    return {"type": fmt.type, "rate": fmt.rate}
+
+
+def _voice_json(voice: Voice) -> str | dict[str, str]:
+    return {"id": voice.id} if isinstance(voice, CustomVoice) else voice
+
+
+def _delegation_json(d: ClientDelegation) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "client"}
+    if d.acknowledgement_delay_ms is not None:
+        out["acknowledgement_delay_ms"] = d.acknowledgement_delay_ms
+    return out
+
+
+def _resource_json(r: SessionResource) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": r.id, "status": "active", "expires_at": r.expires_at, "model": r.model,
+        "instructions": r.instructions,
+        "audio": {"format": _format_json(r.format), "output": {"voice": _voice_json(r.voice)}},
+    }
+    if r.delegation is not None:
+        out["delegation"] = _delegation_json(r.delegation)
+    out["store"] = False
+    return out
+
+
+def _config_json(c: SessionConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {"model": c.model}
+    if c.instructions is not None:
+        out["instructions"] = c.instructions
+    audio: dict[str, Any] = {}
+    if c.format is not None:
+        audio["format"] = _format_json(c.format)
+    if c.voice is not None:
+        audio["output"] = {"voice": _voice_json(c.voice)}
+    if audio:
+        out["audio"] = audio
+    if c.delegation is not None:
+        out["delegation"] = _delegation_json(c.delegation)
+    return out
+
+
+def _client(type_: str, event_id: str | None, **fields: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": type_}
+    if event_id is not None:
+        out["event_id"] = event_id
+    out.update(fields)
+    return out
+
+
+def _error_json(e: Error) -> dict[str, Any]:
+    err = e.error
+    body: dict[str, Any] = {"type": err.error_type.value, "code": err.code.value,
+                            "message": err.message, "param": err.param_text}
+    _with_client_id(body, e.client_event_id)
+    return _with_client_id({"type": "error", "event_id": e.event_id, "error": body},
+                           e.client_event_id)
+
+
+_DUMPERS: dict[type, Callable[[Any], dict[str, Any]]] = {
+    SessionStart: lambda e: _client("session.start", e.event_id, session=_config_json(e.session)),
+    InputAudioAppend: lambda e: _client("session.input_audio.append", e.event_id, audio=e.audio),
+    InputAudioMute: lambda e: _client("session.input_audio.mute", e.event_id),
+    InputAudioUnmute: lambda e: _client("session.input_audio.unmute", e.event_id),
+    SessionClose: lambda e: _client("session.close", e.event_id),
+    SessionStarted: lambda e: _with_client_id(
+        {"type": "session.started", "event_id": e.event_id, "session": _resource_json(e.session)},
+        e.client_event_id),
+    OutputTranscriptDelta: lambda e: {
+        "type": "session.output_transcript.delta", "event_id": e.event_id, "delta": e.delta,
+        "start_ms": e.start_ms, "end_ms": e.end_ms},
+    UsageUpdated: lambda e: {"type": "session.usage.updated", "event_id": e.event_id,
+                             "usage": {"seconds": e.seconds}},
+    InputAudioMuted: lambda e: _with_client_id(
+        {"type": "session.input_audio.muted", "event_id": e.event_id}, e.client_event_id),
+    InputAudioUnmuted: lambda e: _with_client_id(
+        {"type": "session.input_audio.unmuted", "event_id": e.event_id}, e.client_event_id),
+    SessionClosed: lambda e: _with_client_id(
+        {"type": "session.closed", "event_id": e.event_id, "reason": e.reason,
+         "session": _resource_json(e.session), "usage": {"seconds": e.seconds}},
+        e.client_event_id),
+    Error: _error_json,
+    Info: lambda e: _with_client_id(
+        {"type": "info", "event_id": e.event_id, "code": e.code, "message": e.message},
+        e.client_event_id),
+}
+
+
+def dump(event: Event) -> str:
+    """The JSON text of `event`, `type` first; audio deltas are exactly `{type, delta}`."""
+    if type(event) is OutputAudioDelta:  # one per session per tick: no dict, no JSON library
+        return '{"type":"session.output_audio.delta","delta":"' + event.delta + '"}'
+    return orjson.dumps(_DUMPERS[type(event)](event)).decode()
+
+
+# --- parse ----------------------------------------------------------------------------------------------
+
+REFUSED: dict[str, str] = {
+    "session.update": "Nothing about a running session can change.",
+    "session.instructions.append": "The role prompt is fixed at session start.",
+    "session.thinking.append": "This model has no text context channel.",
+    "session.commentary.append": "This model has no text context channel.",
+    "session.output_audio.fixture.play": "Audio fixtures are not implemented.",
+    "decision.create": "This server has no Decisions backend.",
+    "decision.item.create": "This server has no Decisions backend.",
+    "decision.item.delete": "This server has no Decisions backend.",
+    "response.item.create": "This server does not delegate to Responses.",
+    "response.create": "This server does not delegate to Responses.",
+    "transport.dtmf.send": "DTMF belongs to sideband and SIP connections only.",
+}
+"""gpt-live §4.3: valid GPT-Live client events refused by name, with the reason."""
+
+_PCM_RATES = (16_000, 24_000)
+_G711_RATE = 8_000
+FORMAT_TYPES = ("audio/pcm", "audio/pcmu", "audio/pcma")
+
+
+def _expect_object(value: object, path: Path) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise errors.invalid_type(path, "an object", value)
+    return value
+
+
+def _expect_str(value: object, path: Path) -> str:
+    if not isinstance(value, str):
+        raise errors.invalid_type(path, "a string", value)
+    return value
+
+
+def _expect_int(value: object, path: Path) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise errors.invalid_type(path, "an integer", value)
+    return value
+
+
+def _closed(obj: dict[str, Any], allowed: frozenset[str], path: Path) -> None:
+    """Every level is closed (gpt-live §5.2): the first unknown key, in the client's order, wins."""
+    for key in obj:
+        if key not in allowed:
+            raise errors.unknown_parameter((*path, key))
+
+
+def _format(value: object, path: Path) -> AudioFormat:
+    obj = _expect_object(value, path)
+    _closed(obj, frozenset({"type", "rate"}), path)
+    if "type" not in obj:
+        raise errors.missing_required_parameter((*path, "type"))
+    kind = _expect_str(obj["type"], (*path, "type"))
+    if kind not in FORMAT_TYPES:
+        raise errors.invalid_value((*path, "type"), kind, FORMAT_TYPES)
+    if "rate" not in obj:
+        raise errors.missing_required_parameter((*path, "rate"))
+    rate = _expect_int(obj["rate"], (*path, "rate"))
+    if kind == "audio/pcm" and rate not in _PCM_RATES:
+        raise errors.invalid_value((*path, "rate"), rate, _PCM_RATES)
+    if kind != "audio/pcm" and rate != _G711_RATE:
+        raise errors.unsupported_value((*path, "rate"), rate, (_G711_RATE,))
+    return AudioFormat(kind, rate)
+
+
+def _voice(value: object, path: Path) -> Voice | None:
+    if value is None or isinstance(value, str):
+        return value
+    if not isinstance(value, dict):
+        raise errors.invalid_type(path, "a string or an object", value)
+    _closed(value, frozenset({"id"}), path)
+    if "id" not in value:
+        raise errors.missing_required_parameter((*path, "id"))
+    return CustomVoice(_expect_str(value["id"], (*path, "id")))
+
+
+def _audio(value: object, path: Path) -> tuple[AudioFormat | None, Voice | None]:
+    if value is None:
+        return None, None
+    obj = _expect_object(value, path)
+    _closed(obj, frozenset({"format", "output"}), path)
+    fmt = None if obj.get("format") is None else _format(obj["format"], (*path, "format"))
+    voice = None
+    if obj.get("output") is not None:
+        out_path = (*path, "output")
+        output = _expect_object(obj["output"], out_path)
+        _closed(output, frozenset({"voice"}), out_path)
+        voice = _voice(output.get("voice"), (*out_path, "voice"))
+    return fmt, voice
+
+
+_DELEGATION_TYPES = ("client", "responses", "decisions")
+
+
+def _delegation(value: object, path: Path) -> ClientDelegation | None:
+    if value is None:
+        return None
+    obj = _expect_object(value, path)
+    if "type" not in obj:
+        raise errors.missing_required_parameter((*path, "type"))
+    kind = _expect_str(obj["type"], (*path, "type"))
+    if kind in ("responses", "decisions"):
+        raise errors.unsupported_value((*path, "type"), kind, ("client",))
+    if kind != "client":
+        raise errors.invalid_value((*path, "type"), kind, _DELEGATION_TYPES)
+    _closed(obj, frozenset({"type", "acknowledgement_delay_ms"}), path)
+    delay = obj.get("acknowledgement_delay_ms")
+    if delay is not None:
+        delay = _expect_int(delay, (*path, "acknowledgement_delay_ms"))
+    return ClientDelegation(delay)
+
+
+def _empty_list(value: object, path: Path) -> None:
+    """`input` / `triggers`: omitted, null or [] are no-ops; anything else cannot be honoured."""
+    if value is None:
+        return
+    if not isinstance(value, list):
+        raise errors.invalid_type(path, "an array", value)
+    if value:
+        raise errors.unsupported_parameter(path)
+
+
+def _session(value: object) -> SessionConfig:
+    path: Path = ("session",)
+    obj = _expect_object(value, path)
+    model: str | None = None
+    instructions: str | None = None
+    fmt: AudioFormat | None = None
+    voice: Voice | None = None
+    delegation: ClientDelegation | None = None
+    for key, item in obj.items():  # client order: the first offending field wins
+        here = (*path, key)
+        if key == "model":
+            model = _expect_str(item, here)
+        elif key == "instructions":
+            instructions = None if item is None else _expect_str(item, here)
+        elif key == "audio":
+            fmt, voice = _audio(item, here)
+        elif key == "delegation":
+            delegation = _delegation(item, here)
+        elif key in ("input", "triggers"):
+            _empty_list(item, here)
+        elif key == "store":
+            if item is not None and not isinstance(item, bool):
+                raise errors.invalid_type(here, "a boolean", item)
+            if item:
+                raise errors.unsupported_value(here, "true", ("false",))
+        elif key == "client":  # configures WebRTC: no value can be honoured here
+            raise errors.unsupported_parameter(here)
+        else:
+            raise errors.unknown_parameter(here)
+    if model is None:
+        raise errors.missing_required_parameter((*path, "model"))
+    return SessionConfig(model, instructions, fmt, voice, delegation)
+
+
+_ENVELOPE = frozenset({"type", "event_id"})
+_START_KEYS = _ENVELOPE | {"session"}
+_APPEND_KEYS = _ENVELOPE | {"audio"}
+
+
+def _start(obj: dict[str, Any], event_id: str | None) -> SessionStart:
+    _closed(obj, _START_KEYS, ())
+    if "session" not in obj:
+        raise errors.missing_required_parameter(("session",))
+    return SessionStart(_session(obj["session"]), event_id)
+
+
+def _append(obj: dict[str, Any], event_id: str | None) -> InputAudioAppend:
+    _closed(obj, _APPEND_KEYS, ())
+    if "audio" not in obj:
+        raise errors.missing_required_parameter(("audio",))
+    return InputAudioAppend(_expect_str(obj["audio"], ("audio",)), event_id)
+
+
+def _bare(make: Callable[[str | None], ClientEvent]) -> Callable[[dict[str, Any], str | None],
+                                                                  ClientEvent]:
+    def parse_bare(obj: dict[str, Any], event_id: str | None) -> ClientEvent:
+        _closed(obj, _ENVELOPE, ())
+        return make(event_id)
+    return parse_bare
+
+
+_PARSERS: dict[str, Callable[[dict[str, Any], str | None], ClientEvent]] = {
+    "session.start": _start,
+    "session.input_audio.append": _append,
+    "session.input_audio.mute": _bare(InputAudioMute),
+    "session.input_audio.unmute": _bare(InputAudioUnmute),
+    "session.close": _bare(SessionClose),
+}
+SUPPORTED = tuple(_PARSERS)
+"""gpt-live §4.2: the client events liveplex handles."""
+
+
+def parse(data: str | bytes) -> ClientEvent | Invalid:
+    """One client frame -> a client event, or the first failing step of gpt-live §4.4 (1–5).
+
+    A binary frame arrives as `bytes` and is always `invalid_json` (step 1).
+    """
+    if isinstance(data, bytes):
+        return Invalid(errors.invalid_json("binary frames are not accepted"), None)
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return Invalid(errors.invalid_json("not valid JSON"), None)
+    if not isinstance(obj, dict):
+        return Invalid(errors.invalid_json("expected an object"), None)
+    event_id = obj.get("event_id")
+    if event_id is not None and not isinstance(event_id, str):
+        return Invalid(errors.invalid_type(("event_id",), "a string", event_id), None)
+    if "type" not in obj:
+        return Invalid(errors.missing_required_parameter(("type",)), event_id)
+    kind = obj["type"]
+    if not isinstance(kind, str):
+        return Invalid(errors.invalid_type(("type",), "a string", kind), event_id)
+    parser = _PARSERS.get(kind)
+    if parser is None:
+        why = REFUSED.get(kind)
+        error = errors.unknown_event(kind) if why is None else errors.unsupported_event(kind, why)
+        return Invalid(error, event_id, kind)
+    try:
+        return parser(obj, event_id)
+    except ProtocolError as error:
+        return Invalid(error, event_id, kind)
+
+
+def type_of(event: ClientEvent) -> str:
+    """The wire `type` of a client event."""
+    return _TYPE_NAMES[type(event)]
+
+
+_TYPE_NAMES: dict[type, str] = {
+    SessionStart: "session.start",
+    InputAudioAppend: "session.input_audio.append",
+    InputAudioMute: "session.input_audio.mute",
+    InputAudioUnmute: "session.input_audio.unmute",
+    SessionClose: "session.close",
+}
