@@ -16,12 +16,13 @@ import numpy as np
 import soxr
 
 from liveplex.bench import synth
+from liveplex.gptlive import g711
 
 SYNTHETIC = "synthetic"
 """The `--input` value that selects seeded synthetic speech (live-contract §13.4)."""
 
-FORMATS = ("audio/pcm",)
-"""Wire formats the bench can send: mono s16le at any rate (G.711 is not implemented yet)."""
+FORMATS = ("audio/pcm", "audio/pcmu", "audio/pcma")
+"""Wire formats the bench can send: mono s16le, G.711 μ-law and A-law (gpt-live §5.3)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -67,14 +68,23 @@ def read_wav(path: str, rate: int) -> np.ndarray:
     return samples
 
 
-def pcm(source: Source, rate: int, seconds: float, index: int) -> bytes:
-    """Session `index`'s caller audio as s16le bytes at `rate` Hz (looped by the caller)."""
+def wire(source: Source, audio_format: str, rate: int, seconds: float, index: int) -> bytes:
+    """Session `index`'s caller audio in `audio_format` at `rate` Hz (looped by the caller)."""
     if source.synthetic:
-        return synth.speech(seconds, rate, source.seed + index).astype("<i2").tobytes()
-    return _file_pcm(source.path or recording_path(), rate)
+        return _encode(synth.speech(seconds, rate, source.seed + index), audio_format)
+    return _file_wire(source.path or recording_path(), audio_format, rate)
 
 
 @functools.lru_cache(maxsize=4)
-def _file_pcm(path: str, rate: int) -> bytes:
-    """One shared copy of a file's audio per rate: every session of a level loops the same bytes."""
-    return read_wav(path, rate).astype("<i2").tobytes()
+def _file_wire(path: str, audio_format: str, rate: int) -> bytes:
+    """One shared copy of a file's audio per format: every session of a level loops the same
+    bytes."""
+    return _encode(read_wav(path, rate), audio_format)
+
+
+def _encode(samples: np.ndarray, audio_format: str) -> bytes:
+    """int16 samples in the wire format: s16le, or G.711 through the front end's own tables."""
+    if audio_format == "audio/pcm":
+        return samples.astype("<i2").tobytes()
+    table = g711.ULAW_ENCODE if audio_format == "audio/pcmu" else g711.ALAW_ENCODE
+    return g711.encode(samples, table)

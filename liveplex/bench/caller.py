@@ -137,9 +137,9 @@ def b64_length(text: str) -> int:
     return n * 3 // 4 - pad if n % 4 == 0 else n * 3 // 4
 
 
-async def call(settings: CallSettings, pcm: bytes, start_at_ns: int, tally: Tally) -> CallResult:
+async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Tally) -> CallResult:
     """Run one session that connects at `start_at_ns` (`perf_counter_ns` clock) and streams
-    `pcm` (in the session format, looped). Never raises except on cancellation."""
+    `sound` (caller audio in the session format, looped). Never raises except on cancellation."""
     result = CallResult()
     wait_ns = start_at_ns - time.perf_counter_ns()
     if wait_ns > 0:
@@ -149,7 +149,7 @@ async def call(settings: CallSettings, pcm: bytes, start_at_ns: int, tally: Tall
     )
     try:
         async with asyncio.timeout(settings.seconds + TIMEOUT_SLACK_S):
-            await _converse(settings, pcm, timeline, result, tally)
+            await _converse(settings, sound, timeline, result, tally)
     except TimeoutError:
         result.error = "timeout"
     except timeline_mod.TimelineError as exc:
@@ -176,7 +176,7 @@ async def call(settings: CallSettings, pcm: bytes, start_at_ns: int, tally: Tall
 
 async def _converse(
     settings: CallSettings,
-    pcm: bytes,
+    sound: bytes,
     timeline: timeline_mod.Timeline,
     result: CallResult,
     tally: Tally,
@@ -198,7 +198,7 @@ async def _converse(
         started_ns = time.perf_counter_ns()
         result.started_ms = (started_ns - connect_ns) / 1e6
         tally.started += 1
-        writer = asyncio.create_task(_write(ws, settings, pcm, started_ns, result.send_late_us))
+        writer = asyncio.create_task(_write(ws, settings, sound, started_ns, result.send_late_us))
         try:
             await _read(ws, timeline, result, tally)
         finally:
@@ -244,24 +244,24 @@ async def _read(
 async def _write(
     ws: ws_client.ClientConnection,
     settings: CallSettings,
-    pcm: bytes,
+    sound: bytes,
     start_ns: int,
     send_late_us: array.array,
 ) -> None:
-    """Send chunk `k` at `start_ns + k · chunk_ms`, looping `pcm`, then `session.close`.
+    """Send chunk `k` at `start_ns + k · chunk_ms`, looping `sound`, then `session.close`.
 
     Records each chunk's send lateness in µs, so a slow client is not mistaken for a slow
     server (performance.md §1).
     """
     size = settings.chunk_bytes
-    looped = pcm + pcm[:size]
+    looped = sound + sound[:size]
     chunk_ns = settings.chunk_ms * 1_000_000
     for k in range(settings.chunks):
         due_ns = start_ns + k * chunk_ns
         wait_ns = due_ns - time.perf_counter_ns()
         if wait_ns > 0:
             await asyncio.sleep(wait_ns / 1e9)
-        offset = k * size % len(pcm)
+        offset = k * size % len(sound)
         audio = base64.b64encode(looped[offset : offset + size]).decode()
         send_late_us.append(max(0, time.perf_counter_ns() - due_ns) // 1000)
         await ws.send('{"type":"session.input_audio.append","audio":"' + audio + '"}')

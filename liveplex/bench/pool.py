@@ -66,9 +66,9 @@ class Pool:
         if self._shared is None:
             self._local = caller.Tally()
             indices = list(range(sessions))
-            pcms = await asyncio.to_thread(crowd.prepare, settings, source, indices)
+            sounds = await asyncio.to_thread(crowd.prepare, settings, source, indices)
             epoch = time.perf_counter_ns() + LEAD_NS
-            return await crowd.crowd(settings, pcms, indices, epoch, stagger_ns, self._local)
+            return await crowd.crowd(settings, sounds, indices, epoch, stagger_ns, self._local)
         for i in range(len(self._shared)):
             self._shared[i] = 0
         shares = [list(range(w, sessions, self.workers)) for w in range(self.workers)]
@@ -109,18 +109,18 @@ def _work(conn: mp_connection.Connection, shared: multiprocessing.Array, slot: i
     while (job := conn.recv()) is not None:
         settings, source, share, stagger_ns = job
         try:
-            pcms = crowd.prepare(settings, source, share)
+            sounds = crowd.prepare(settings, source, share)
         except Exception as exc:  # reported to the parent, which fails the run with it
             conn.send(f"{type(exc).__name__}: {exc}")
             continue
         conn.send("ready")
         epoch = conn.recv()
-        conn.send(loop.run(_level(settings, pcms, share, epoch, stagger_ns, shared, slot)))
+        conn.send(loop.run(_level(settings, sounds, share, epoch, stagger_ns, shared, slot)))
 
 
 async def _level(
     settings: caller.CallSettings,
-    pcms: list[bytes],
+    sounds: list[bytes],
     share: list[int],
     epoch_ns: int,
     stagger_ns: int,
@@ -141,7 +141,7 @@ async def _level(
 
     publisher = asyncio.create_task(publish())
     try:
-        return await crowd.crowd(settings, pcms, share, epoch_ns, stagger_ns, tally)
+        return await crowd.crowd(settings, sounds, share, epoch_ns, stagger_ns, tally)
     finally:
         publisher.cancel()
         flush()

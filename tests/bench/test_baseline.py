@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 
 import orjson
@@ -67,3 +68,24 @@ def test_a_run_with_failed_sessions_exits_2_and_reports_why(tmp_path: object) ->
         report = orjson.loads(f.read())
     assert report["largest_clean"] is None
     assert [r["error"].startswith("connect failed") for r in report["records"][0]] == [True, True]
+
+
+@pytest.mark.parametrize("audio_format", ["audio/pcmu", "audio/pcma"])
+async def test_g711_sessions_count_one_byte_per_sample(audio_format: str) -> None:
+    ready: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    server = asyncio.create_task(baseline.serve("json", "127.0.0.1", 0, ready))
+    port = await ready
+    settings = dataclasses.replace(
+        _settings(f"ws://127.0.0.1:{port}/v1/live/sessions", 0.8, 20),
+        audio_format=audio_format, rate=8000)
+    try:
+        with pool.Pool(1) as clients:
+            verdict, results = await duplex.run_level(
+                clients, target.Target("baseline-json", f"http://127.0.0.1:{port}/v1"), settings,
+                audio.Source(None, False, 0), 2, 20)
+    finally:
+        server.cancel()
+        await asyncio.gather(server, return_exceptions=True)
+    assert verdict.ok == 2, verdict.errors
+    assert [r.frames for r in results] == [10, 10]
+    assert verdict.audio_s == pytest.approx(1.6)
