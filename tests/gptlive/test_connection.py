@@ -1,0 +1,324 @@
+"""`Connection` fed strings and engine outputs: the state table, echo rules, usage, close grace."""
+
+from __future__ import annotations
+
+import base64
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from liveplex.gptlive import connection as c
+from liveplex.gptlive import events
+from liveplex.gptlive.settings import Settings
+from liveplex.gptlive.tally import Tally
+from liveplex.gptlive.voices import BUILTIN, Voices
+from liveplex.live import channel, contract, frames
+from liveplex.sim_pod.profile import VOICES
+
+MS = 1_000_000
+INFO = contract.LiveInfo(model="liveplex-sim", sample_rate=24000, frame_samples=1920,
+                         voices=VOICES, default_voice="NATF2",
+                         default_instructions="You echo the caller.", max_instructions_chars=24,
+                         max_sessions=2, max_frames=3000)
+SETTINGS = Settings()
+START = '{"type":"session.start","event_id":"s1","session":{"model":"gpt-live-1"}}'
+FRAME = contract.Audio(0, bytes(frames.FRAME_BYTES))
+
+
+def new(settings: Settings = SETTINGS) -> c.Connection:
+    return c.Connection(INFO, settings, Voices(VOICES, BUILTIN, ("custom1",)), Tally(), 0)
+
+
+def sent(actions: list[c.Action]) -> list[dict]:
+    return [orjson.loads(events.dump(a.event)) for a in actions if isinstance(a, c.Send)]
+
+
+def codes(actions: list[c.Action]) -> list[str]:
+    return [e["error"]["code"] for e in sent(actions) if e["type"] == "error"]
+
+
+def live(settings: Settings = SETTINGS, start: str = START) -> c.Connection:
+    conn = new(settings)
+    assert [type(a) for a in conn.receive(start, 0, 1000.0)] == [c.Start]
+    conn.deliver([contract.Started()])
+    assert conn.state is c.State.LIVE
+    return conn
+
+
+def msg(kind: str, event_id: str | None = None, **fields: object) -> str:
+    body: dict[str, object] = {"type": kind, **fields}
+    if event_id is not None:
+        body["event_id"] = event_id
+    return orjson.dumps(body).decode()
+
+
+APPEND = msg("session.input_audio.append", "a1", audio=base64.b64encode(bytes(3840)).decode())
+
+
+# --- the state table, row by row (gpt-live §3) ----------------------------------------------------
+
+@pytest.mark.parametrize(("kind", "code"), [
+    ("session.input_audio.append", "session_not_started"),
+    ("session.input_audio.mute", "session_not_started"),
+    ("session.input_audio.unmute", "session_not_started"),
+    ("session.close", "session_not_started"),
+])
+def test_idle_refuses_every_command_but_start(kind: str, code: str) -> None:
+    extra = {"audio": "AAAA"} if kind.endswith("append") else {}
+    out = sent(new().receive(msg(kind, "a1", **extra), 0, 0.0))
+    assert [(e["error"]["code"], e["error"]["param"], e["client_event_id"]) for e in out] == [
+        (code, "type", "a1")]
+
+
+def test_valid_start_stops_reading_until_started() -> None:
+    conn = new()
+    actions = conn.receive(START, 0, 1000.0)
+    assert actions == [c.Start(contract.Session("NATF2", "You echo the caller."))]
+    assert not conn.reading and conn.state is c.State.STARTING
+    with pytest.raises(RuntimeError):
+        conn.receive(APPEND, 0, 0.0)
+    started = sent(conn.deliver([contract.Started()]))[0]
+    assert started["type"] == "session.started" and started["client_event_id"] == "s1"
+    assert started["session"]["audio"] == {"format": {"type": "audio/pcm", "rate": 24000},
+                                           "output": {"voice": "marin"}}
+    assert started["session"]["expires_at"] == 1000 + 240 and conn.reading
+
+
+def test_live_row() -> None:
+    conn = live()
+    assert codes(conn.receive(START, 0, 0.0)) == ["session_already_started"]
+    assert [type(a) for a in conn.receive(APPEND, 0, 0.0)] == [c.Append]
+    assert sent(conn.receive(msg("session.input_audio.mute", "m1"), 0, 0.0))[0][
+        "client_event_id"] == "m1"
+    assert sent(conn.receive(msg("session.input_audio.unmute"), 0, 0.0))[0].keys() == {
+        "type", "event_id"}
+    assert conn.receive(msg("session.close", "c1"), 0, 0.0) == [c.Hangup()]
+    assert conn.state is c.State.CLOSING
+
+
+def test_closing_row() -> None:
+    conn = live()
+    conn.receive(msg("session.close", "c1"), 0, 0.0)
+    assert conn.receive(APPEND, 0, 0.0) == []
+    for kind in ("session.start", "session.input_audio.mute", "session.input_audio.unmute",
+                 "session.close"):
+        extra = {"session": {"model": "gpt-live-1"}} if kind == "session.start" else {}
+        assert codes(conn.receive(msg(kind, **extra), 0, 0.0)) == ["session_closing"]
+    assert [type(a) for a in conn.deliver([FRAME])] == [c.Send]  # output keeps flowing
+    out = conn.deliver([contract.Closed(contract.CloseReason.HANGUP, 5, 0, 0)])
+    closed = sent(out)[0]
+    assert (closed["reason"], closed["client_event_id"]) == ("close_requested", "c1")
+    assert out[1:] == [c.Close(1000), c.Release()] and conn.state is c.State.DONE
+
+
+@pytest.mark.parametrize("kind", sorted(events.REFUSED) + ["foo.bar"])
+def test_refused_and_unknown_types_get_answers_in_every_state(kind: str) -> None:
+    for conn in (new(), live()):
+        assert codes(conn.receive(msg(kind, "r1"), 0, 0.0)) in (["unsupported_event"],
+                                                                ["unknown_event"])
+        assert conn.state in (c.State.IDLE, c.State.LIVE)
+
+
+def test_done_ignores_everything() -> None:
+    conn = live()
+    conn.disconnect()
+    assert conn.receive(APPEND, 0, 0.0) == [] and conn.deliver([FRAME]) == []
+
+
+# --- validation order and session.start checks (gpt-live §4.4, §5) --------------------------------
+
+def test_payload_errors_come_before_state_errors() -> None:
+    conn = live()
+    bad_model = '{"type":"session.start","session":{"model":"nope"}}'
+    assert codes(conn.receive(bad_model, 0, 0.0)) == ["model_not_found"]
+    assert codes(new().receive('{"type":"session.close","x":1}', 0, 0.0)) == ["unknown_parameter"]
+
+
+@pytest.mark.parametrize(("voice", "native"), [("cedar", "NATM1"), ("NATM1", "NATM1"),
+                                               ("NATM1.pt", "NATM1"), ({"id": "custom1"}, None)])
+def test_voices_resolve_and_echo_as_named(voice: object, native: str | None) -> None:
+    conn = new(Settings()) if native else new()
+    start = orjson.dumps({"type": "session.start", "session": {
+        "model": "liveplex-sim", "audio": {"output": {"voice": voice}}}}).decode()
+    actions = conn.receive(start, 0, 0.0)
+    if native is None:  # a registered id reaches LiveInfo.check, which knows only native names
+        assert codes(actions) == ["invalid_value"]
+        return
+    assert actions == [c.Start(contract.Session(native, "You echo the caller."))]
+    assert sent(conn.deliver([contract.Started()]))[0]["session"]["audio"]["output"]["voice"] == voice
+
+
+@pytest.mark.parametrize("voice", ["nope", {"id": "unknown"}])
+def test_unknown_voices_are_invalid_values(voice: object) -> None:
+    start = orjson.dumps({"type": "session.start", "session": {
+        "model": "gpt-live-1", "audio": {"output": {"voice": voice}}}}).decode()
+    out = sent(new().receive(start, 0, 0.0))[0]["error"]
+    assert (out["code"], out["param"]) == ("invalid_value", "session.audio.output.voice")
+
+
+def test_instructions_limit_counts_code_points() -> None:
+    ok = orjson.dumps({"type": "session.start", "session": {
+        "model": "gpt-live-1", "instructions": "🙂" * 24}}).decode()
+    assert [type(a) for a in new().receive(ok, 0, 0.0)] == [c.Start]
+    too_long = ok.replace("🙂" * 24, "🙂" * 25)
+    out = sent(new().receive(too_long, 0, 0.0))[0]["error"]
+    assert (out["code"], out["param"]) == ("string_above_max_length", "session.instructions")
+
+
+def test_blank_instructions_use_the_default() -> None:
+    conn = live(start='{"type":"session.start","session":{"model":"gpt-live-1","instructions":"  "}}')
+    assert conn._resource is not None and conn._resource.instructions == "You echo the caller."
+
+
+def test_info_events_follow_started_when_enabled() -> None:
+    conn = new(Settings(info_events=True))
+    conn.receive('{"type":"session.start","session":{"model":"gpt-live-1",'
+                 '"audio":{"output":{"voice":"cedar"}}}}', 0, 0.0)
+    assert [e.get("code") for e in sent(conn.deliver([contract.Started()]))] == [
+        None, "voice_mapped", "default_instructions"]
+
+
+# --- capacity ---------------------------------------------------------------------------------------
+
+def test_busy_keeps_the_socket_and_allows_a_retry() -> None:
+    conn = new()
+    conn.receive(START.replace("s1", "b1"), 0, 0.0)
+    out = conn.deliver([contract.Closed.refused(contract.CloseReason.BUSY)])
+    err = sent(out)[0]
+    assert (err["error"]["type"], err["error"]["code"], err["error"]["param"],
+            err["client_event_id"]) == ("server_error", "server_busy", None, "b1")
+    assert out[1:] == [c.Release()] and conn.state is c.State.IDLE and conn.reading
+    assert codes(conn.receive(msg("session.input_audio.mute"), 0, 0.0)) == ["session_not_started"]
+    assert [type(a) for a in conn.receive(START, 0, 0.0)] == [c.Start]
+
+
+@pytest.mark.parametrize(("why", "code"), [(channel.Rejected.FULL, "server_busy"),
+                                           (channel.Rejected.STOPPED, "server_error")])
+def test_rejected_starts_are_errors_without_a_session(why: channel.Rejected, code: str) -> None:
+    conn = new()
+    conn.receive(START, 0, 0.0)
+    assert codes(conn.rejected(why)) == [code] and conn.state is c.State.IDLE
+
+
+def test_start_with_no_answer_times_out_as_server_error() -> None:
+    conn = new()
+    conn.receive(START, 0, 0.0)
+    assert conn.timer(29_999 * MS) == []
+    out = conn.timer(30_000 * MS)
+    assert codes(out) == ["server_error"] and out[-1] == c.Release() and conn.reading
+
+
+# --- audio, usage, endings ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("audio", "why"), [("!!!!", "base64"), ("", "empty"), ("AA", "whole"),
+                                            (base64.b64encode(bytes(1_440_002)).decode(), "30 s")])
+def test_bad_chunks_are_invalid_values_and_the_session_continues(audio: str, why: str) -> None:
+    conn = live()
+    err = sent(conn.receive(msg("session.input_audio.append", "x", audio=audio), 0, 0.0))[0]
+    assert (err["error"]["code"], err["error"]["param"], err["client_event_id"]) == (
+        "invalid_value", "audio", "x")
+    assert why in err["error"]["message"] and conn.state is c.State.LIVE
+
+
+def test_unpadded_base64_is_accepted() -> None:
+    conn = live()
+    assert conn.receive(msg("session.input_audio.append", audio="AAAAAA"), 0, 0.0) == [
+        c.Append(bytes(4))]
+
+
+def test_mute_replaces_audio_with_zeros_of_the_same_length() -> None:
+    conn = live()
+    loud = base64.b64encode(b"\x10\x27" * 480).decode()
+    conn.receive(msg("session.input_audio.mute"), 0, 0.0)
+    assert conn.receive(msg("session.input_audio.append", audio=loud), 0, 0.0) == [
+        c.Append(bytes(960))]
+    conn.receive(msg("session.input_audio.unmute"), 0, 0.0)
+    assert conn.receive(msg("session.input_audio.append", audio=loud), 0, 0.0) == [
+        c.Append(b"\x10\x27" * 480)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=60), st.integers(1000, 9000))
+def test_usage_every_period_of_session_time_cumulative_and_matching_frames(
+        batches: list[int], period_ms: int) -> None:
+    conn = live(Settings(usage_period_ms=period_ms))
+    usage, frames_sent = [], 0
+    for n in batches:
+        for e in sent(conn.deliver([FRAME] * n)):
+            if e["type"] == "session.output_audio.delta":
+                frames_sent += 1
+            elif e["type"] == "session.usage.updated":
+                assert e.keys() == {"type", "event_id", "usage"}
+                usage.append((frames_sent, e["usage"]["seconds"]))
+    assert len(usage) == frames_sent * 80 // period_ms
+    for k, (count, seconds) in enumerate(usage, 1):
+        assert count * 80 >= k * period_ms > (count - 1) * 80  # the first frame past each mark
+        assert seconds == round(count * 0.08, 2)
+
+
+def test_no_usage_after_close() -> None:
+    conn = live(Settings(usage_period_ms=80))
+    conn.receive(msg("session.close"), 0, 0.0)
+    assert [e["type"] for e in sent(conn.deliver([FRAME] * 3))] == [
+        "session.output_audio.delta"] * 3
+
+
+def test_close_grace_sends_closed_anyway() -> None:
+    conn = live(Settings(close_grace_ms=2000))
+    conn.deliver([FRAME] * 4)
+    conn.receive(msg("session.close", "c1"), 10 * MS, 0.0)
+    assert conn.timer(2009 * MS) == []
+    out = conn.timer(2010 * MS)
+    closed = sent(out)[0]
+    assert (closed["reason"], closed["client_event_id"], closed["usage"]["seconds"]) == (
+        "close_requested", "c1", 0.32)
+    assert out[1:] == [c.Close(1000), c.Release()]
+    assert conn.deliver([contract.Closed(contract.CloseReason.HANGUP, 4, 0, 0)]) == []
+
+
+def test_expired_closes_normally_with_the_final_usage() -> None:
+    conn = live()
+    started = sent([c.Send(events.SessionStarted(conn._resource))])[0]["session"]
+    conn.deliver([FRAME] * 62)
+    out = conn.deliver([contract.Closed(contract.CloseReason.EXPIRED, 62, 0, 0)])
+    closed = sent(out)[0]
+    assert (closed["reason"], closed["usage"]["seconds"]) == ("expired", 4.96)
+    assert closed["session"] == started and "client_event_id" not in closed
+    assert out[1:] == [c.Close(1000), c.Release()]
+
+
+@pytest.mark.parametrize("ending", [[contract.Closed(contract.CloseReason.ABORTED, 3, 0, 0)], []])
+def test_engine_fault_is_server_error_then_connection_lost_then_1011(ending: list) -> None:
+    conn = live()
+    out = conn.deliver(ending)
+    assert [e["type"] for e in sent(out)] == ["error", "session.closed"]
+    assert codes(out) == ["server_error"] and sent(out)[1]["reason"] == "connection_lost"
+    assert out[2:] == [c.Close(1011), c.Release()]
+
+
+def test_transcript_sits_on_the_audio_timeline() -> None:
+    conn = live()
+    out = sent(conn.deliver([contract.Audio(7, bytes(3840)), contract.Text(7, " hear")]))
+    assert (out[1]["start_ms"], out[1]["end_ms"], out[1]["delta"]) == (560, 640, " hear")
+    assert "client_event_id" not in out[1]
+
+
+def test_idle_guard_closes_without_events_and_restarts_on_each_message() -> None:
+    conn = new(Settings(idle_guard_ms=60_000))
+    conn.receive("garbage", 50_000 * MS, 0.0)
+    assert conn.timer(60_000 * MS) == []
+    assert conn.timer(110_000 * MS) == [c.Close(1000)]
+
+
+def test_disconnect_releases_a_running_session_and_shutdown_says_so() -> None:
+    assert live().disconnect() == [c.Release()]
+    out = live().shutdown()
+    assert codes(out) == ["server_shutdown"] and sent(out)[1]["reason"] == "connection_lost"
+    assert out[2:] == [c.Close(1001), c.Release()]
+
+
+def test_legal_table_covers_every_supported_command_in_every_read_state() -> None:
+    for state in (c.State.IDLE, c.State.LIVE, c.State.CLOSING):
+        assert set(c.LEGAL[state]) == set(events.SUPPORTED)
