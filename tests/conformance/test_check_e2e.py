@@ -43,16 +43,25 @@ def test_capacity_checks_pass_against_a_one_slot_server(tmp_path):
 
 
 @servers.needs_serve
-def test_auth_idle_guard_expiry_and_custom_voice_checks_pass(tmp_path):
+def test_auth_idle_guard_and_expiry_checks_pass(tmp_path):
+    flags = ("--auth-token", "s3cret", "--idle-guard-s", "2", "--max-seconds", "5")
+    with servers.serve(*flags, log=tmp_path / "serve.log") as base:
+        code, lines = servers.check(base, "--only", "2,3,8,36,38", "--auth-token", "s3cret", "--idle-guard-s", "2")
+    statuses = _assert_clean(code, lines)
+    assert statuses == dict.fromkeys((2, 3, 8, 36, 38), "PASS")
+
+
+@servers.needs_serve
+@pytest.mark.xfail(strict=True, reason=(
+    "server bug: the front end resolves a registered {'id': X} to X, then the sim's LiveInfo.check "
+    "refuses X because its voice list holds only the 18 native names"))
+def test_a_registered_custom_voice_passes_the_voice_check(tmp_path):
     voices = tmp_path / "voices"
     voices.mkdir()
     (voices / "studio.pt").write_bytes(b"")
-    flags = ("--auth-token", "s3cret", "--idle-guard-s", "2", "--max-seconds", "5", "--voice-dir", str(voices))
-    with servers.serve(*flags, log=tmp_path / "serve.log") as base:
-        code, lines = servers.check(base, "--only", "2,3,8,14,36,38", "--auth-token", "s3cret",
-                                    "--idle-guard-s", "2", "--custom-voice", "studio")
-    statuses = _assert_clean(code, lines)
-    assert statuses == dict.fromkeys((2, 3, 8, 14, 36, 38), "PASS")
+    with servers.serve("--voice-dir", str(voices), log=tmp_path / "serve.log") as base:
+        code, lines = servers.check(base, "--only", "14", "--custom-voice", "studio")
+    assert _assert_clean(code, lines) == {14: "PASS"}
     assert any("custom id 'studio' accepted" in line for line in lines), "\n".join(lines)
 
 
