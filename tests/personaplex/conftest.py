@@ -20,7 +20,7 @@ import torch
 
 from liveplex.personaplex import config
 
-torch.set_num_threads(2)
+torch.set_num_threads(1)  # 2 shared cores; more threads only contend
 
 
 @dataclasses.dataclass(frozen=True)

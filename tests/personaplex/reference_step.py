@@ -1,0 +1,112 @@
+"""The reference step machine (spec personaplex §3.2, §6.5), literally, on upstream's modules.
+
+Batch 1, greedy unless draws are forced, with the prompt of §4.3. It keeps the general token grid
+G and the "given" marks S as dicts keyed by (stream, column), runs all 16 depformer steps, and
+records everything a golden test compares: fed columns, logits, draws and emitted frames.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import torch
+
+from liveplex.personaplex import config
+
+D = config.DELAYS
+INIT = [config.TEXT_INIT] + [config.AUDIO_INIT] * 16
+
+
+@dataclasses.dataclass
+class Record:
+    fed: list[list[int]] = dataclasses.field(default_factory=list)
+    text_logits: list[torch.Tensor] = dataclasses.field(default_factory=list)
+    audio_logits: list[torch.Tensor] = dataclasses.field(default_factory=list)  # [16, card] per call
+    draws: list[list[int]] = dataclasses.field(default_factory=list)  # text + agent cb0..7 (after forcing)
+    emitted: list[list[int] | None] = dataclasses.field(default_factory=list)
+
+
+class Reference:
+    """One session of the reference, from voice prompt to live calls."""
+
+    def __init__(self, lm, voice: torch.Tensor | None = None, cache: torch.Tensor | None = None) -> None:
+        self.lm = lm
+        self.G: dict[tuple[int, int], int] = {}
+        self.S: set[tuple[int, int]] = set()
+        self.o = 0
+        self.rec = Record()
+        self._stack = contextlib.ExitStack()
+        self._stack.enter_context(torch.no_grad())
+        self._stack.enter_context(lm.streaming(1))
+        if voice is not None:
+            assert cache is not None
+            N = voice.shape[0]
+            # As forward_text does internally: the embeddings go through the transformer directly.
+            lm.transformer(voice[None].float())
+            for k in range(17):
+                for c in (N, N + 1):
+                    if c == N or D[k] == 1:
+                        self._give(k, c, int(cache[0, k, c % 4]))
+            self.o = N + 1
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def _give(self, k: int, c: int, token: int) -> None:
+        self.G[k, c] = token
+        self.S.add((k, c))
+
+    def prompt(self, role_ids: list[int]) -> None:
+        """6 silence steps, L text steps, 6 silence steps (spec §4.3)."""
+        for text in [config.TEXT_PAD] * 6 + list(role_ids) + [config.TEXT_PAD] * 6:
+            self.step(user=list(config.SINE), agent=list(config.SILENCE), text=text)
+        self.rec = Record()  # the prompt's draws are all discarded
+
+    def step(self, user: list[int] | None = None, agent: list[int] | None = None, text: int | None = None,
+             force: list[int] | None = None) -> list[int] | None:
+        """One reference call; `force` is text + agent cb0..7 to use instead of argmax (-1 = draw)."""
+        o, lm = self.o, self.lm
+        if text is not None:
+            self._give(0, o, text)
+        if agent is not None:
+            for q in range(8):
+                self._give(1 + q, o + D[1 + q], agent[q])
+        if user is not None:
+            for q in range(8):
+                self._give(9 + q, o + D[9 + q], user[q])
+        for k in range(17):
+            if o <= D[k]:
+                self._give(k, o, INIT[k])
+        if o == 0:
+            self.o = 1
+            return None
+        column = [self.G[k, o - 1] for k in range(17)]
+        h, text_logits = lm.forward_text(torch.tensor(column).view(1, 17, 1))
+        force = force or [-1] * 9
+        t = int(text_logits[0, 0, 0].argmax()) if force[0] < 0 else force[0]
+        if (0, o) in self.S:
+            t = self.G[0, o]
+        else:
+            self.G[0, o] = t
+        prev, draws, audio_logits = t, [t], []
+        with lm.depformer.streaming(1):
+            for s in range(16):
+                logits = lm.forward_depformer(s, torch.tensor(prev).view(1, 1, 1), h)[0, 0, 0]
+                audio_logits.append(logits.float())
+                a = int(logits.argmax()) if s >= 8 or force[1 + s] < 0 else force[1 + s]
+                if (1 + s, o) in self.S:
+                    prev = self.G[1 + s, o]
+                else:
+                    prev = a
+                    self.G[1 + s, o] = a
+                if s < 8:
+                    draws.append(prev)
+        emitted = [self.G[k, o - 1 + D[k]] for k in range(17)] if o >= 2 else None
+        self.rec.fed.append(column)
+        self.rec.text_logits.append(text_logits[0, 0, 0].float())
+        self.rec.audio_logits.append(torch.stack(audio_logits))
+        self.rec.draws.append(draws)
+        self.rec.emitted.append(emitted)
+        self.o = o + 1
+        return emitted
