@@ -1,0 +1,217 @@
+"""The socket paths over real loopback WebSockets against the sim or a hand-played engine."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+
+import httpx
+import numpy as np
+import orjson
+import pytest
+import websockets
+
+from liveplex.gptlive.settings import Settings
+from liveplex.sim_pod.profile import SimProfile
+from tests.gptlive.servers import Stubborn, serve
+
+START = {"type": "session.start", "event_id": "s1", "session": {"model": "gpt-live-1"}}
+LOUD = base64.b64encode((8000 * np.sin(np.arange(1920) * 0.2)).astype("<i2").tobytes()).decode()
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def send(ws, body: dict) -> None:
+    await ws.send(orjson.dumps(body).decode())
+
+
+async def until(ws, kind: str) -> tuple[dict, list[dict]]:
+    """Events up to and including the first of `kind`."""
+    seen = []
+    while True:
+        event = orjson.loads(await asyncio.wait_for(ws.recv(), 10))
+        seen.append(event)
+        if event["type"] == kind:
+            return event, seen
+
+
+async def sessions_drop_to(address: str, n: int) -> None:
+    """Poll `/live/stats` until the engine runs `n` sessions (the engine thread's own pace)."""
+    async with httpx.AsyncClient(base_url=f"http://{address}") as http:
+        for _ in range(200):
+            if (await http.get("/live/stats")).json()["sessions"] == n:
+                return
+            await asyncio.sleep(0.02)
+    raise AssertionError(f"sessions never dropped to {n}")
+
+
+async def started(address: str):
+    ws = await websockets.connect(f"ws://{address}/v1/live/sessions")
+    await send(ws, START)
+    await until(ws, "session.started")
+    return ws
+
+
+async def test_close_requested_then_1000() -> None:
+    async with serve() as address:
+        ws = await started(address)
+        await send(ws, {"type": "session.input_audio.append", "audio": LOUD})
+        await send(ws, {"type": "session.close", "event_id": "c1"})
+        closed, seen = await until(ws, "session.closed")
+        assert (closed["reason"], closed["client_event_id"]) == ("close_requested", "c1")
+        deltas = sum(e["type"] == "session.output_audio.delta" for e in seen)
+        assert deltas == round(closed["usage"]["seconds"] / 0.08)
+        await ws.wait_closed()
+        assert ws.close_code == 1000
+
+
+async def test_busy_then_retry_on_the_same_socket() -> None:
+    async with serve(SimProfile(max_sessions=1)) as address:
+        first = await started(address)
+        second = await websockets.connect(f"ws://{address}/v1/live/sessions")
+        await send(second, {**START, "event_id": "b1"})
+        error, seen = await until(second, "error")
+        assert (error["error"]["code"], error["client_event_id"], len(seen)) == ("server_busy", "b1", 1)
+        await send(second, {"type": "session.input_audio.mute"})
+        assert (await until(second, "error"))[0]["error"]["code"] == "session_not_started"
+        await first.close()  # the client vanishes: its slot frees at the next tick
+        await sessions_drop_to(address, 0)
+        await send(second, START)
+        assert (await until(second, "session.started"))[1][0]["client_event_id"] == "s1"
+        await second.close()
+
+
+async def test_engine_fault_is_server_error_connection_lost_1011() -> None:
+    async with serve(SimProfile(fail_after_ticks=5)) as address:
+        ws = await started(address)
+        error, _ = await until(ws, "error")
+        closed, _ = await until(ws, "session.closed")
+        assert (error["error"]["code"], closed["reason"]) == ("server_error", "connection_lost")
+        await ws.wait_closed()
+        assert ws.close_code == 1011
+
+
+async def test_engine_ending_the_session_is_expired_1000() -> None:
+    async with serve(SimProfile(max_seconds=0.4)) as address:
+        ws = await started(address)
+        closed, seen = await until(ws, "session.closed")
+        assert closed["reason"] == "expired" and closed["usage"]["seconds"] == 0.4
+        assert sum(e["type"] == "session.output_audio.delta" for e in seen) == 5
+        await ws.wait_closed()
+        assert ws.close_code == 1000
+
+
+async def test_close_grace_when_the_engine_never_answers() -> None:
+    async with serve(settings=Settings(close_grace_ms=300), engine=lambda info: Stubborn()) as address:
+        ws = await started(address)
+        await send(ws, {"type": "session.close", "event_id": "c1"})
+        closed, _ = await until(ws, "session.closed")
+        assert (closed["reason"], closed["client_event_id"]) == ("close_requested", "c1")
+        await ws.wait_closed()
+        assert ws.close_code == 1000
+
+
+async def test_a_handler_exception_still_hangs_up() -> None:
+    engine = Stubborn(pcm=bytes(100))  # not a frame: the 16 kHz transcoder refuses it
+    async with serve(engine=lambda info: engine) as address:
+        ws = await websockets.connect(f"ws://{address}/v1/live/sessions")
+        await send(ws, {**START, "session": {"model": "gpt-live-1",
+                                             "audio": {"format": {"type": "audio/pcm", "rate": 16000}}}})
+        await ws.wait_closed()
+        assert ws.close_code == 1011
+        for _ in range(100):
+            if engine.hung_up == [True]:
+                break
+            await asyncio.sleep(0.02)  # the engine thread reports at its next tick
+        assert engine.hung_up == [True]
+
+
+async def test_close_before_start_and_a_later_session_works() -> None:
+    async with serve(SimProfile(max_sessions=1)) as address:
+        ws = await websockets.connect(f"ws://{address}/v1/live/sessions")
+        await ws.close()
+        ws = await websockets.connect(f"ws://{address}/v1/live/sessions")
+        await send(ws, START)
+        await send(ws, START)  # pipelined: read only after the first start settled
+        assert (await until(ws, "error"))[0]["error"]["code"] == "session_already_started"
+        await ws.close()
+
+
+async def test_mute_is_acked_and_the_echo_goes_silent() -> None:
+    async with serve() as address:
+        ws = await started(address)
+        await send(ws, {"type": "session.input_audio.mute", "event_id": "m1"})
+        ack, _ = await until(ws, "session.input_audio.muted")
+        assert ack["client_event_id"] == "m1"
+        for _ in range(15):
+            await send(ws, {"type": "session.input_audio.append", "audio": LOUD})
+        seen = [(await until(ws, "session.output_audio.delta"))[0] for _ in range(15)]
+        assert all(base64.b64decode(e["delta"]) == bytes(3840) for e in seen)
+        await ws.close()
+
+
+async def test_bad_input_on_one_socket_never_disturbs_another() -> None:
+    async with serve() as address:
+        good, bad = await started(address), await started(address)
+        ramp = [base64.b64encode(np.full(1920, 100 * (i + 1), "<i2").tobytes()).decode()
+                for i in range(40)]
+
+        async def vandal() -> None:
+            for junk in ["x", "[]", '{"type":"foo"}', '{"type":"session.input_audio.append",'
+                         '"audio":"!!"}', '{"type":"session.update"}'] * 20:
+                await bad.send(junk)
+            await bad.send(b"\x00\x01")
+
+        async def speak() -> None:
+            for chunk in ramp:
+                await send(good, {"type": "session.input_audio.append", "audio": chunk})
+                await asyncio.sleep(0.08)
+            await send(good, {"type": "session.close"})
+
+        tasks = [asyncio.create_task(vandal()), asyncio.create_task(speak())]
+        closed, seen = await until(good, "session.closed")
+        await asyncio.gather(*tasks)
+        assert not [e for e in seen if e["type"] == "error"]
+        heard = [int(np.frombuffer(base64.b64decode(e["delta"]), "<i2")[0])
+                 for e in seen if e["type"] == "session.output_audio.delta"]
+        assert len(heard) == round(closed["usage"]["seconds"] / 0.08)
+        levels = [h for h in heard if h]
+        assert levels == sorted(levels) and len(set(levels)) == len(levels)  # nothing reordered
+        assert levels[-1] - levels[0] == 100 * (len(levels) - 1) or len(levels) > 30
+        await bad.close()
+
+
+async def test_http_routes_auth_and_refused_paths() -> None:
+    async with serve(settings=Settings(auth_token="t0ken", metrics=False)) as address:
+        async with httpx.AsyncClient(base_url=f"http://{address}") as http:
+            assert (await http.get("/v1/models")).status_code == 401
+            models = await http.get("/v1/models", headers={"Authorization": "Bearer t0ken"})
+            assert models.json()["data"][0]["id"] == "liveplex-sim"
+            gone = await http.get("/v1/live/sessions/x/attach")
+            assert (gone.status_code, gone.json()["error"]["code"]) == (404, "unsupported_endpoint")
+            assert (await http.get("/metrics")).status_code == 503
+            config = (await http.get("/live/config")).json()
+            assert (config["voice"], config["max_seconds"]) == ("marin", 240.0)
+            assert (await http.get("/health")).text == "ok"
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            await websockets.connect(f"ws://{address}/v1/live/sessions")
+        assert refused.value.response.status_code == 401
+        with pytest.raises(websockets.InvalidStatus) as missing:
+            await websockets.connect(f"ws://{address}/v1/live/sessions/x/fork",
+                                     additional_headers={"Authorization": "Bearer t0ken"})
+        assert missing.value.response.status_code == 404
+
+
+async def test_metrics_expose_engine_and_front_end_counters() -> None:
+    async with serve() as address:
+        ws = await started(address)
+        await ws.send("nope")
+        await until(ws, "error")
+        async with httpx.AsyncClient(base_url=f"http://{address}") as http:
+            text = (await http.get("/metrics")).text
+        for name in ("liveengine_ticks_total", "liveengine_tick_duration_seconds_bucket",
+                     "liveengine_tick_lateness_seconds_bucket", "liveengine_batch_size_bucket",
+                     "liveengine_sessions_active", 'liveengine_errors_total{code="invalid_json"} 1.0',
+                     "liveengine_underruns_total", "liveengine_dropped_samples_total"):
+            assert name in text
+        await ws.close()
