@@ -1,0 +1,113 @@
+"""The sim engine's settings: the live contract's shape plus the echo and the cost curve.
+
+live-contract §12.1. Built once per process (from the CLI) and trusted afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from liveplex.live import contract, frames
+
+VOICES: tuple[str, ...] = tuple(sorted(
+    [f"NATF{i}" for i in range(4)] + [f"NATM{i}" for i in range(4)]
+    + [f"VARF{i}" for i in range(5)] + [f"VARM{i}" for i in range(5)]
+))
+"""The 18 PersonaPlex voice names: the sim advertises them so one voice table fits both engines."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimProfile:
+    """What the sim serves and how it behaves."""
+
+    model: str = "liveplex-sim"
+    """Served model id."""
+    max_sessions: int = 64
+    """Admission cap; one more start is answered `server_busy`."""
+    max_seconds: float = 240.0
+    """Session length, seconds; floored to whole 80 ms frames (240 s -> 3000)."""
+    jitter_frames: int = 4
+    """Jitter buffer cap, frames (320 ms): older caller audio is dropped past it."""
+    prebuffer_frames: int = 2
+    """Frames buffered before playout starts (160 ms of jitter absorbed)."""
+    echo_frames: int = 6
+    """How late the echo plays the caller back, frames (480 ms)."""
+    word_frames: int = 6
+    """Loud frames per spoken word (480 ms of speech)."""
+    tick_base_us: int = 0
+    """Emulated compute per tick, µs, whatever the batch."""
+    tick_per_session_us: int = 0
+    """Emulated compute per session per tick, µs (2000 + 3000 fits 26 sessions in 80 ms)."""
+    fail_after_ticks: int = 0
+    """Fault injection: raise inside the tick after this many ticks (0: never)."""
+    default_instructions: str = "You echo the caller."
+    max_instructions_chars: int = 4096
+
+    def __post_init__(self) -> None:
+        checks = {
+            "max_sessions": self.max_sessions > 0,
+            "max_seconds": self.max_seconds > 0,
+            "jitter_frames": self.jitter_frames > 0,
+            "prebuffer_frames": 1 <= self.prebuffer_frames <= self.jitter_frames,
+            "echo_frames": self.echo_frames >= 0,
+            "word_frames": self.word_frames > 0,
+            "tick_base_us": self.tick_base_us >= 0,
+            "tick_per_session_us": self.tick_per_session_us >= 0,
+            "fail_after_ticks": self.fail_after_ticks >= 0,
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            raise ValueError(f"invalid sim setting {bad[0]}={getattr(self, bad[0])!r}"
+                             + (" (must lie in 1..jitter_frames)" if bad[0] == "prebuffer_frames" else ""))
+
+    def info(self) -> contract.LiveInfo:
+        period_ns = frames.PERIOD_NS
+        return contract.LiveInfo(
+            model=self.model,
+            sample_rate=frames.SAMPLE_RATE,
+            frame_samples=frames.FRAME_SAMPLES,
+            voices=VOICES,
+            default_voice="NATF2",
+            default_instructions=self.default_instructions,
+            max_instructions_chars=self.max_instructions_chars,
+            max_sessions=self.max_sessions,
+            max_frames=int(self.max_seconds * 1e9) // period_ns,
+        )
+
+    def cost_us(self, sessions: int) -> int:
+        """Emulated tick compute for `sessions` sessions, µs."""
+        return self.tick_base_us + self.tick_per_session_us * sessions
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The sim's flags on `liveplex serve --engine sim`."""
+    d = SimProfile()
+    g = parser.add_argument_group("sim engine")
+    g.add_argument("--model", default=None, help=f"served model id (sim: {d.model})")
+    g.add_argument("--max-sessions", type=int, default=None, help=f"admission cap (sim: {d.max_sessions})")
+    g.add_argument("--max-seconds", type=float, default=d.max_seconds, help="session length, s")
+    g.add_argument("--jitter-frames", type=int, default=d.jitter_frames)
+    g.add_argument("--prebuffer-frames", type=int, default=d.prebuffer_frames)
+    g.add_argument("--echo-frames", type=int, default=d.echo_frames)
+    g.add_argument("--tick-base-us", type=int, default=d.tick_base_us,
+                   help="emulated compute per tick, µs")
+    g.add_argument("--tick-per-session-us", type=int, default=d.tick_per_session_us,
+                   help="emulated compute per session per tick, µs")
+    g.add_argument("--fail-after-ticks", type=int, default=d.fail_after_ticks,
+                   help="fault injection: the tick raises after N ticks (0: off)")
+
+
+def profile_from_args(args: argparse.Namespace) -> SimProfile:
+    d = SimProfile()
+    return SimProfile(
+        model=args.model or d.model,
+        max_sessions=args.max_sessions or d.max_sessions,
+        max_seconds=args.max_seconds,
+        jitter_frames=args.jitter_frames,
+        prebuffer_frames=args.prebuffer_frames,
+        echo_frames=args.echo_frames,
+        tick_base_us=args.tick_base_us,
+        tick_per_session_us=args.tick_per_session_us,
+        fail_after_ticks=args.fail_after_ticks,
+    )

@@ -1,0 +1,49 @@
+"""A hand-made `Ticker` for drive-loop tests: every session says one silent frame per tick."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from liveplex.live import CloseReason, Jitter, Line, LiveInfo, LiveSubmission
+
+
+class Silent:
+    """Runs lines like a real engine; records every tick's `skipped`; can fail or stall."""
+
+    def __init__(self, info: LiveInfo, during_tick: Callable[[int], None] | None = None) -> None:
+        self.info = info
+        self.lines: list[Line] = []
+        self.skips: list[int] = []
+        self.batches: list[int] = []
+        self.during_tick = during_tick
+        self.ticked = threading.Event()
+
+    def sessions(self) -> int:
+        return len(self.lines)
+
+    def take(self, sub: LiveSubmission) -> None:
+        line = Line.start(sub, Jitter(self.info.frame_samples, 2, 4), self.info.max_frames)
+        if line is not None:
+            self.lines.append(line)
+
+    def tick(self, skipped: int) -> None:
+        self.skips.append(skipped)
+        kept = []
+        for line in self.lines:
+            reason = line.listen()
+            if reason is not None:
+                line.close(reason)
+            else:
+                kept.append(line)
+        self.batches.append(len(kept))
+        if self.during_tick is not None:
+            self.during_tick(len(self.skips))
+        pcm = bytes(2 * self.info.frame_samples)
+        self.lines = [line for line in kept if line.say(pcm, None)]
+        self.ticked.set()
+
+    def abort(self) -> None:
+        for line in self.lines:
+            line.close(CloseReason.ABORTED)
+        self.lines = []

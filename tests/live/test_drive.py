@@ -1,0 +1,272 @@
+"""The drive loop and `Line` with a hand-made engine: live-contract §14 items 12-23."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from liveplex.live import (
+    Audio, Closed, CloseReason, LiveHandle, LiveInfo, Opened, Rejected, Session, Started, Text,
+    drive, live_channel,
+)
+from liveplex.live.channel import LiveInbox
+from liveplex.live.drive import EngineError
+
+from .engines import Silent
+
+SESSION = Session(voice="NATF2", instructions="hi")
+
+
+def make_info(max_sessions: int = 4, max_frames: int = 3000) -> LiveInfo:
+    return LiveInfo(model="m", sample_rate=24000, frame_samples=1920, voices=("NATF2",),
+                    default_voice="NATF2", default_instructions="hi", max_instructions_chars=100,
+                    max_sessions=max_sessions, max_frames=max_frames)
+
+
+class Pod:
+    """drive on a thread, outputs on the test's loop."""
+
+    def __init__(self, engine: Silent, handle: LiveHandle, inbox: LiveInbox, now_ns=None) -> None:
+        self.engine, self.handle, self.inbox = engine, handle, inbox
+        self.error: BaseException | None = None
+        kwargs = {} if now_ns is None else {"now_ns": now_ns}
+
+        def run() -> None:
+            try:
+                drive(inbox, engine, **kwargs)
+            except BaseException as exc:  # the test inspects it
+                self.error = exc
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def finish(self) -> None:
+        self.handle.close()
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+
+
+async def pod(info: LiveInfo, **kw) -> Pod:
+    handle, inbox = live_channel(info, loop=asyncio.get_running_loop())
+    return Pod(Silent(info, kw.pop("during_tick", None)), handle, inbox, **kw)
+
+
+async def until(opened: Opened, kind: type, timeout: float = 5.0) -> list:
+    """Collect outputs until one of type `kind` arrives."""
+    got: list = []
+    while not any(isinstance(o, kind) for o in got):
+        batch = await asyncio.wait_for(opened.output.next(), timeout)
+        assert batch, "output ended"
+        got += batch
+    return got
+
+
+async def audio_frames(opened: Opened, n: int, timeout: float = 5.0) -> list:
+    """Collect outputs until `n` audio frames arrived."""
+    got: list = []
+    while sum(isinstance(o, Audio) for o in got) < n:
+        batch = await asyncio.wait_for(opened.output.next(), timeout)
+        assert batch, "output ended"
+        got += batch
+    return got
+
+
+def start(p: Pod) -> Opened:
+    opened = p.handle.start(SESSION)
+    assert isinstance(opened, Opened)
+    return opened
+
+
+async def test_with_no_sessions_no_tick_runs_and_closing_ends_drive() -> None:
+    p = await pod(make_info())
+    p.finish()
+    assert p.inbox.pulse.ticks == 0 and p.engine.skips == []
+
+
+async def test_first_admission_after_idle_ticks_at_once_without_skips() -> None:
+    now = [0]
+    p = await pod(make_info(), now_ns=lambda: now[0])
+    now[0] = 37 * 80_000_000 + 123  # a long idle, not on a slot boundary
+    a = start(p)
+    await until(a, Audio)
+    assert p.engine.skips[0] == 0
+    a.audio.close()
+    now[0] += 80_000_000
+    await until(a, Closed)
+    p.finish()
+
+
+async def test_cap_refuses_the_second_session_busy_and_the_first_runs_on() -> None:
+    p = await pod(make_info(max_sessions=1))
+    a = start(p)
+    await until(a, Audio)
+    b = start(p)
+    assert await until(b, Closed) == [Closed.refused(CloseReason.BUSY)]
+    got = await until(a, Audio)
+    assert all(isinstance(o, Audio) for o in got)
+    a.audio.close()
+    out = await until(a, Closed)
+    assert out[-1].reason is CloseReason.HANGUP
+    p.finish()
+
+
+async def test_sessions_queued_during_a_wait_join_before_the_next_tick() -> None:
+    p = await pod(make_info())
+    a = start(p)
+    await until(a, Audio)
+    b = start(p)  # arrives while drive waits for the next slot
+    c = start(p)
+    await until(b, Audio)
+    await until(c, Audio)
+    # no tick ran with a only once b and c were submitted before it: batches never shrink
+    assert p.engine.batches == sorted(p.engine.batches)
+    for o in (a, b, c):
+        o.audio.close()
+        await until(o, Closed)
+    p.finish()
+
+
+async def test_an_overrun_reports_whole_skipped_ticks_and_counts_them_late() -> None:
+    period = 80_000_000
+    now = [0]
+
+    def stall(n: int) -> None:
+        if n == 1:  # tick 0 runs 3.5 periods: slots 1 and 2 are missed, tick 3 runs next
+            now[0] += 3 * period + period // 2
+
+    p = await pod(make_info(), now_ns=lambda: now[0], during_tick=stall)
+    a = start(p)
+    await audio_frames(a, 2)
+    assert p.engine.skips[:2] == [0, 2]
+    assert p.inbox.pulse.late_ticks == 2
+    a.audio.close()
+    now[0] += 10 * period
+    await until(a, Closed)
+    p.finish()
+
+
+async def test_drive_ends_only_after_running_sessions_end() -> None:
+    p = await pod(make_info())
+    a = start(p)
+    await until(a, Audio)
+    p.handle.close()
+    await until(a, Audio)  # still ticking with no handle left
+    assert p.thread.is_alive()
+    a.audio.close()
+    await until(a, Closed)
+    p.thread.join(5)
+    assert not p.thread.is_alive() and p.error is None
+
+
+async def test_a_tick_exception_stops_drive_and_aborts_every_session() -> None:
+    def boom(n: int) -> None:
+        if n == 3:
+            raise EngineError("model fault")
+
+    p = await pod(make_info(), during_tick=boom)
+    a, b = start(p), start(p)
+    for o in (a, b):
+        out = await until(o, Closed)
+        assert out[-1].reason is CloseReason.ABORTED
+        assert out[0] == Started()
+    p.thread.join(5)
+    assert isinstance(p.error, EngineError)
+    assert p.handle.start(SESSION) is Rejected.STOPPED
+    assert p.inbox.pulse.sessions == 0
+
+
+def test_start_never_blocks_full_then_stopped() -> None:
+    handle, inbox = live_channel(make_info(), queue=2)
+    assert isinstance(handle.start(SESSION), Opened)
+    assert isinstance(handle.start(SESSION), Opened)
+    assert handle.start(SESSION) is Rejected.FULL
+    inbox.stop()
+    assert handle.start(SESSION) is Rejected.STOPPED
+
+
+async def test_frames_are_contiguous_and_text_follows_its_audio() -> None:
+    info = make_info()
+    handle, inbox = live_channel(info, loop=asyncio.get_running_loop())
+    words = iter(["", "one", None, " two"])
+
+    class Talker(Silent):
+        def tick(self, skipped: int) -> None:
+            for line in self.lines:
+                line.listen()
+                line.say(bytes(3840), next(words, None))
+            self.skips.append(skipped)
+
+    p = Pod(Talker(info), handle, inbox)
+    a = start(p)
+    got = await audio_frames(a, 6)
+    a.audio.close()
+    got += await until(a, Closed)
+    frames = [o.frame for o in got if isinstance(o, Audio)]
+    assert frames == list(range(len(frames)))
+    for i, o in enumerate(got):
+        if isinstance(o, Text):
+            assert o.delta and isinstance(got[i - 1], Audio) and got[i - 1].frame == o.frame
+    assert [o.delta for o in got if isinstance(o, Text)] == ["one", " two"]
+    p.finish()
+
+
+async def test_a_session_runs_exactly_max_frames_then_expires() -> None:
+    p = await pod(make_info(max_frames=5))
+    a = start(p)
+    got = await until(a, Closed)
+    assert [o.frame for o in got if isinstance(o, Audio)] == [0, 1, 2, 3, 4]
+    assert got[-1] == Closed(CloseReason.EXPIRED, 5, 0, 0)
+    p.finish()
+
+
+async def test_hangup_reports_frames_underruns_and_drops() -> None:
+    p = await pod(make_info())
+    a = start(p)
+    a.audio.send(bytes(3840 * 6))  # 6 frames at once: 2 dropped past the 4-frame cap
+    await audio_frames(a, 6)
+    a.audio.close()
+    out = (await until(a, Closed))[-1]
+    assert out.reason is CloseReason.HANGUP
+    assert out.frames >= 6 and out.underruns == 1 and out.dropped == 2 * 1920
+    p.finish()
+
+
+async def test_a_closed_receiver_drops_the_line_without_closed() -> None:
+    p = await pod(make_info())
+    a, b = start(p), start(p)
+    await until(a, Audio)
+    a.output.close()
+    await audio_frames(b, 2)
+    assert p.engine.sessions() == 1  # a was dropped silently
+    assert a.output.drain() == [] or not any(isinstance(o, Closed) for o in a.output.drain())
+    b.audio.close()
+    await until(b, Closed)
+    p.finish()
+
+
+def test_a_garbage_collected_sender_hangs_up() -> None:
+    handle, inbox = live_channel(make_info())
+    opened = handle.start(SESSION)
+    assert isinstance(opened, Opened)
+    sub = inbox.get(0)
+    receiver = sub.input
+    del opened  # the front end's handler died without closing its audio sender
+    import gc
+    gc.collect()
+    assert receiver.closed
+
+
+@pytest.mark.parametrize("n", [1, 3])
+async def test_pulse_counts_ticks_and_sessions(n: int) -> None:
+    p = await pod(make_info())
+    sessions = [start(p) for _ in range(n)]
+    for s in sessions:
+        await audio_frames(s, 2)
+    assert p.inbox.pulse.ticks >= 2 and p.inbox.pulse.sessions == n
+    for s in sessions:
+        s.audio.close()
+        await until(s, Closed)
+    p.finish()
+    assert p.inbox.pulse.batch.cumulative()[-1] == p.inbox.pulse.ticks
