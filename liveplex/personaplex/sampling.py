@@ -30,17 +30,17 @@ def _mix(x: torch.Tensor) -> torch.Tensor:
     return x ^ (x >> 16)
 
 
-def uniform(seed: torch.Tensor, column: torch.Tensor, stream: int, vocab: int) -> torch.Tensor:
-    """Noise U in (0, 1) for every token of one draw per row: [B] seeds and columns -> [B, vocab] fp32.
+def uniform(seed: torch.Tensor, column: torch.Tensor, stream: int, tokens: torch.Tensor) -> torch.Tensor:
+    """Noise U in (0, 1) for the given token ids of one draw per row.
 
-    `U = (24 hash bits + 0.5) / 2^24`, exact in fp32, never 0 or 1.
+    seed, column: [B] int64; tokens: [B, n] int64 ids (only the candidates need noise). Returns
+    [B, n] fp32, `U = (24 hash bits + 0.5) / 2^24`: exact in fp32, never 0 or 1.
     """
     h = _mix((seed & _MASK32) ^ _SALT_SEED_LO)
     h = _mix(h ^ ((seed >> 32) & _MASK32) ^ _SALT_SEED_HI)
     h = _mix(h ^ (column & _MASK32) ^ _SALT_COLUMN)
     h = _mix(h ^ (stream ^ _SALT_STREAM))
-    token = torch.arange(vocab, device=seed.device, dtype=torch.long)
-    bits = _mix(h[:, None] ^ token[None, :]) >> 8
+    bits = _mix(h[:, None] ^ tokens) >> 8
     return (bits.float() + 0.5) / float(1 << 24)
 
 
@@ -67,8 +67,6 @@ def draw(logits: torch.Tensor, *, greedy: bool, temperature: float, top_k: int,
     if greedy:
         return torch.argmax(logits, dim=-1)
     z = logits.float() / temperature
-    k = min(top_k, z.shape[-1])
-    top = torch.topk(z, k, dim=-1)
-    kept = torch.full_like(z, float("-inf")).scatter(-1, top.indices, top.values)
-    race = kept - torch.log(-torch.log(uniform(seed, column, stream, z.shape[-1])))
-    return torch.argmax(race, dim=-1)
+    top = torch.topk(z, min(top_k, z.shape[-1]), dim=-1)
+    race = top.values - torch.log(-torch.log(uniform(seed, column, stream, top.indices)))
+    return top.indices.gather(-1, torch.argmax(race, dim=-1, keepdim=True))[:, 0]

@@ -14,17 +14,17 @@ columns = st.integers(min_value=0, max_value=10 ** 7)
 
 def test_pinned_noise_values():
     """Pinned so that a change of the hash (or a CPU/GPU difference) is caught."""
-    u = sampling.uniform(torch.tensor([0, 42, -1]), torch.tensor([1, 88, 3000]), 0, 4)
+    u = sampling.uniform(torch.tensor([0, 42, -1]), torch.tensor([1, 88, 3000]), 0, torch.arange(4).expand(3, 4))
     bits = (u * 2 ** 24 - 0.5).long().tolist()
     assert bits == [[7166677, 5733293, 3613689, 7993780], [13085746, 2749313, 3621176, 2714914],
                     [9494836, 15529386, 10964654, 7613151]]
-    u = sampling.uniform(torch.tensor([7]), torch.tensor([5]), 8, 2)
+    u = sampling.uniform(torch.tensor([7]), torch.tensor([5]), 8, torch.arange(2)[None])
     assert (u * 2 ** 24 - 0.5).long().tolist() == [[13885296, 12974050]]
 
 
 @given(seed=seeds, column=columns, stream=st.integers(0, 8))
 def test_noise_is_strictly_inside_the_unit_interval(seed, column, stream):
-    u = sampling.uniform(torch.tensor([seed]), torch.tensor([column]), stream, 64)
+    u = sampling.uniform(torch.tensor([seed]), torch.tensor([column]), stream, torch.arange(64)[None])
     assert bool((u > 0).all()) and bool((u < 1).all())
 
 
