@@ -17,20 +17,9 @@ import time
 
 import torch
 
-from liveplex.personaplex import config, depformer, prefill, prompt, sampling, step, temporal
+from liveplex.personaplex import checkpoint, config, prefill, prompt, sampling, step
 
 logger = logging.getLogger(__name__)
-
-
-def _random_lm(cfg: config.LMConfig, seed: int) -> tuple[temporal.Temporal, depformer.Depformer]:
-    gen = torch.Generator().manual_seed(seed)
-    temp, dep = temporal.Temporal(cfg).eval(), depformer.Depformer(cfg, config.AGENT_CODEBOOKS).eval()
-    with torch.no_grad():
-        for module in (temp, dep):
-            for name, p in module.named_parameters():
-                noise = torch.randn(p.shape, generator=gen)
-                p.copy_(1 + 0.2 * noise if name.endswith(".alpha") else noise / p.shape[-1] ** 0.5)
-    return temp, dep
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -41,7 +30,8 @@ def _percentile(values: list[float], q: float) -> float:
 @torch.no_grad()
 def measure(cfg: config.LMConfig, batch: int, ticks: int, warmup: int, schedule: prompt.Schedule) -> dict[str, float]:
     """Tick times in ms for `batch` sessions admitted together."""
-    temp, dep = _random_lm(cfg, seed=0)
+    lm = checkpoint.random_lm(cfg, seed=0)
+    temp, dep = lm.temporal, lm.depformer
     gen = torch.Generator().manual_seed(1)
     voice = torch.randn(5, cfg.dim, generator=gen)
     ring_n = prompt.silence_column()

@@ -174,3 +174,23 @@ def load_lm(path: pathlib.Path, cfg: config.LMConfig, *, steps: int = config.AGE
         "file": str(path), "file_steps": file_steps, "resident_steps": steps, "stored_dtypes": stored,
         "parameters": params, "device": str(device), "dtype": str(dtype)})
     return LM(temp.eval(), dep.eval(), file_steps, stored)
+
+
+def random_lm(cfg: config.LMConfig, seed: int, steps: int = config.AGENT_CODEBOOKS) -> LM:
+    """Seeded random weights (spec §6.3): N(0, 1/sqrt(fan_in)), norm alphas 1 + 0.2 N(0, 1).
+
+    For benchmarks and `make-tiny`: speed does not depend on the values.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    temp, dep = temporal.Temporal(cfg).eval(), depformer.Depformer(cfg, steps).eval()
+    with torch.no_grad():
+        for module in (temp, dep):
+            for key, p in module.named_parameters():
+                noise = torch.randn(p.shape, generator=gen)
+                p.copy_(1 + 0.2 * noise if key.endswith(".alpha") else noise / p.shape[-1] ** 0.5)
+    return LM(temp, dep, steps, ("F32",))
+
+
+def lm_state(lm: LM) -> dict[str, torch.Tensor]:
+    """The LM's tensors under the checkpoint's key names."""
+    return {**lm.temporal.state_dict(), **lm.depformer.state_dict()}
