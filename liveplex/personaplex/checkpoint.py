@@ -176,17 +176,20 @@ def load_lm(path: pathlib.Path, cfg: config.LMConfig, *, steps: int = config.AGE
     return LM(temp.eval(), dep.eval(), file_steps, stored)
 
 
-def random_lm(cfg: config.LMConfig, seed: int, steps: int = config.AGENT_CODEBOOKS) -> LM:
+def random_lm(cfg: config.LMConfig, seed: int, steps: int = config.AGENT_CODEBOOKS,
+              device: torch.device | str = "cpu") -> LM:
     """Seeded random weights (spec §6.3): N(0, 1/sqrt(fan_in)), norm alphas 1 + 0.2 N(0, 1).
 
-    For benchmarks and `make-tiny`: speed does not depend on the values.
+    For benchmarks and `make-tiny`: speed does not depend on the values. Generated on `device`
+    (values differ between CPU and CUDA generators).
     """
-    gen = torch.Generator().manual_seed(seed)
-    temp, dep = temporal.Temporal(cfg).eval(), depformer.Depformer(cfg, steps).eval()
+    gen = torch.Generator(device).manual_seed(seed)
+    with torch.device(device):
+        temp, dep = temporal.Temporal(cfg).eval(), depformer.Depformer(cfg, steps).eval()
     with torch.no_grad():
         for module in (temp, dep):
             for key, p in module.named_parameters():
-                noise = torch.randn(p.shape, generator=gen)
+                noise = torch.randn(p.shape, generator=gen, device=device)
                 p.copy_(1 + 0.2 * noise if key.endswith(".alpha") else noise / p.shape[-1] ** 0.5)
     return LM(temp, dep, steps, ("F32",))
 
