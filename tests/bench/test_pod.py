@@ -1,0 +1,82 @@
+"""The bench against a real pod in process: end to end (§13.6), the knee, and the baseline side
+by side."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+
+import uvicorn
+
+from liveplex import serve
+from liveplex.bench import audio, caller, duplex, pool, target
+
+
+@contextlib.asynccontextmanager
+async def in_process_pod(*flags: str) -> AsyncIterator[str]:
+    """`liveplex serve --engine sim FLAGS`, built by `serve.build_pod`, on this loop; yields its
+    base URL. The listening socket exists before the server starts, so no readiness poll."""
+    pod = serve.build_pod(serve.build_parser().parse_args(["--engine", "sim", *flags]))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(512)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(pod.app, ws="websockets-sansio", ws_max_size=serve.MAX_MESSAGE_BYTES,
+                            lifespan="on", log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+async def test_four_sessions_of_synthetic_speech_against_the_sim_pod() -> None:
+    """live-contract §13.6: 4 sessions × 1.5 s all succeed, echoing and transcribing."""
+    async with in_process_pod() as base_url:
+        pod = target.Target("pod", base_url)
+        (model, *_) = await pod.models()
+        settings = caller.CallSettings(
+            url=pod.sessions_url, model=model, voice=None, instructions=None,
+            audio_format="audio/pcm", rate=24000, seconds=1.5, chunk_ms=20, playout_ms=120)
+        with pool.Pool(1) as clients:
+            verdict, results = await duplex.run_level(
+                clients, pod, settings, audio.Source(None, True, 0), 4, 20)
+    assert verdict.ok == 4, verdict.errors
+    for result in results:
+        assert result.frames >= 15
+        assert result.close_reason == "close_requested"
+        assert result.transcript.startswith("I hear"), result.transcript
+    assert verdict.server["ticks"] > 0
+
+
+async def test_the_ramp_finds_the_knee_of_the_sim_cost_curve() -> None:
+    """2 ms + 15 ms per session fits 5 sessions in an 80 ms tick: clean at 4, not at 7 (the
+    small-scale version of issue 3's 24/32 check with 2 + 3 ms)."""
+    async with in_process_pod("--tick-base-us", "2000", "--tick-per-session-us", "15000") as url:
+        settings = duplex.parse(["--base-url", url, "--ramp", "4,7,8", "--seconds", "1.5",
+                                 "--no-progress"])
+        report, _ = await duplex.bench(settings)
+    levels = report["levels"]
+    assert [(lv["sessions"], lv["clean"]) for lv in levels] == [(4, True), (7, False)]
+    assert report["largest_clean"] == 4
+    assert levels[1]["late_ms"]["p99"] > 120  # behind by more than the playout buffer
+    assert levels[1]["server"]["late_ticks"] > 0
+
+
+async def test_vs_baseline_runs_both_servers_and_compares_them() -> None:
+    async with in_process_pod() as url:
+        settings = duplex.parse(["--base-url", url, "--sessions", "2", "--seconds", "1",
+                                 "--chunk-ms", "80", "--vs-baseline", "--no-progress"])
+        report, any_failed = await duplex.bench(settings)
+    assert not any_failed
+    assert [lv["target"] for lv in report["levels"]] == ["pod", "baseline-json"]
+    comparison = report["comparison"]
+    assert comparison["pod_capacity"] == comparison["baseline_capacity"] == 2
+    assert comparison["capacity_ratio"] == 1.0
+    assert comparison["baseline_cpu_us_per_frame"] > 0
+    assert comparison["pod_cpu_us_per_frame"] is None  # no --server-pid for an in-process pod
