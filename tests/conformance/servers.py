@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import socket
@@ -14,13 +13,9 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 
 READY_S = 30.0
 """How long a fresh server may take to answer /health on a loaded 2-core machine."""
-
-needs_serve = pytest.mark.skipif(importlib.util.find_spec("liveplex.serve") is None,
-                                 reason="liveplex serve is not built yet")
 
 
 def free_port() -> int:

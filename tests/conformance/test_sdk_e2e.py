@@ -11,7 +11,7 @@ import pytest
 from liveplex.conformance import signals
 from tests.conformance import servers
 
-pytestmark = [servers.needs_serve, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.timeout(120)]
 
 SPEECH_MS = 3000
 
