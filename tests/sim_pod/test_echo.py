@@ -1,0 +1,60 @@
+"""The echo core: live-contract §14 items 24-25."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from liveplex.sim_pod import WORDS, Echo, SimProfile
+
+FRAME = 16
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 8), st.integers(1, 7), st.lists(st.booleans(), max_size=80))
+def test_output_is_the_input_late_and_words_fall_on_loud_beats(
+        echo_frames: int, word_frames: int, loudness: list[bool]) -> None:
+    echo = Echo(FRAME, echo_frames, word_frames)
+    rng = np.random.default_rng(len(loudness))
+    heard = [
+        (rng.uniform(0.2, 0.9, FRAME) if loud else rng.uniform(-0.001, 0.001, FRAME)).astype(np.float32)
+        for loud in loudness
+    ]
+    outs, words, loud_seen = [], [], 0
+    for i, frame in enumerate(heard):
+        out, word = echo.step(frame)
+        outs.append(out)
+        if loudness[i]:
+            loud_seen += 1
+        expect_word = loudness[i] and loud_seen % word_frames == 0
+        assert (word is not None) == expect_word
+        if word is not None:
+            words.append(word)
+    for i, out in enumerate(outs):
+        expected = heard[i - echo_frames] if i >= echo_frames else np.zeros(FRAME, np.float32)
+        assert np.array_equal(out, expected)
+    cycled = list(itertools.islice(itertools.cycle(WORDS), len(words)))
+    assert "".join(words) == " ".join(cycled)
+
+
+def test_cost_curve() -> None:
+    assert SimProfile(tick_base_us=500, tick_per_session_us=100).cost_us(3) == 800
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("max_sessions", 0), ("prebuffer_frames", 5), ("prebuffer_frames", 0), ("echo_frames", -1),
+    ("tick_base_us", -1), ("jitter_frames", 0),
+])
+def test_bad_settings_name_the_field(field: str, value: int) -> None:
+    with pytest.raises(ValueError, match=field):
+        SimProfile(**{field: value})
+
+
+def test_info_has_the_contract_defaults() -> None:
+    info = SimProfile().info()
+    assert (info.max_frames, info.max_sessions, info.default_voice) == (3000, 64, "NATF2")
+    assert len(info.voices) == 18 and list(info.voices) == sorted(info.voices)

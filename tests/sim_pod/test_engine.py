@@ -1,0 +1,86 @@
+"""The sim engine under the real drive loop on its thread: live-contract §14 item 26."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+
+from liveplex.live import Audio, Closed, CloseReason, Opened, Session, Started, Text
+from liveplex.live.runner import EngineThread
+from liveplex.sim_pod import InjectedFault, SimEngine, SimProfile
+
+SESSION = Session(voice="NATF2", instructions="x")
+
+
+async def collect(opened: Opened, until: type, timeout: float = 5.0) -> list:
+    got: list = []
+    while not any(isinstance(o, until) for o in got):
+        batch = await asyncio.wait_for(opened.output.next(), timeout)
+        assert batch, "output ended without Closed"
+        got += batch
+    return got
+
+
+async def test_one_slot_busy_contiguous_frames_and_hangup() -> None:
+    profile = SimProfile(max_sessions=1)
+    engine = EngineThread(profile.info(), lambda _: SimEngine(profile))
+    handle = engine.start(asyncio.get_running_loop())
+    a = handle.start(SESSION)
+    assert isinstance(a, Opened)
+    first = await collect(a, Audio)
+    assert first[0] == Started()
+    b = handle.start(SESSION)
+    assert isinstance(b, Opened)
+    assert await collect(b, Closed) == [Closed.refused(CloseReason.BUSY)]
+    got = first + await collect(a, Audio)
+    while sum(isinstance(o, Audio) for o in got) < 4:
+        got += await collect(a, Audio)
+    n = [o.frame for o in got if isinstance(o, Audio)]
+    assert n == list(range(len(n)))
+    a.audio.close()
+    end = (await collect(a, Closed))[-1]
+    assert end.reason is CloseReason.HANGUP and end.frames >= len(n)
+    handle.close()
+    await asyncio.to_thread(engine.stop)
+    assert engine.failed is None
+
+
+async def test_loud_caller_is_echoed_six_frames_late_with_words() -> None:
+    # a buffer deep enough for the whole call, so nothing depends on when the appends land
+    profile = SimProfile(echo_frames=6, jitter_frames=40, prebuffer_frames=1)
+    engine = EngineThread(profile.info(), lambda _: SimEngine(profile))
+    handle = engine.start(asyncio.get_running_loop())
+    a = handle.start(SESSION)
+    assert isinstance(a, Opened)
+    tone = (np.sin(np.arange(1920 * 30) * 0.05) * 12000).astype("<i2").tobytes()
+    a.audio.send(tone)
+    got: list = []
+    while sum(isinstance(o, Audio) for o in got) < 20:
+        got += await asyncio.wait_for(a.output.next(), 5)
+    audio = [o for o in got if isinstance(o, Audio)]
+    loud = [i for i, o in enumerate(audio) if np.abs(np.frombuffer(o.pcm, "<i2")).max() > 1000]
+    # the first tick may run before the first append lands, so the echo starts at frame >= 6,
+    # and from there it is the caller's audio, frame by frame, with nothing lost or reordered
+    k = loud[0]
+    assert k >= 6
+    for i, o in enumerate(audio[k:]):
+        assert o.pcm == tone[i * 3840:(i + 1) * 3840]
+    text = "".join(o.delta for o in got if isinstance(o, Text))
+    assert text.startswith("I hear")
+    a.audio.close()
+    await collect(a, Closed)
+    handle.close()
+    await asyncio.to_thread(engine.stop)
+
+
+async def test_injected_fault_aborts_every_session_and_stops_the_engine() -> None:
+    profile = SimProfile(fail_after_ticks=3)
+    engine = EngineThread(profile.info(), lambda _: SimEngine(profile))
+    handle = engine.start(asyncio.get_running_loop())
+    a, b = handle.start(SESSION), handle.start(SESSION)
+    for o in (a, b):
+        assert isinstance(o, Opened)
+        assert (await collect(o, Closed))[-1].reason is CloseReason.ABORTED
+    await asyncio.to_thread(engine.stop)
+    assert isinstance(engine.failed, InjectedFault) and not engine.ready
