@@ -87,7 +87,8 @@ def _run(model: mimi.Mimi, audio: torch.Tensor, frames: range, state: mimi.MimiS
 
 
 def test_batched_rows_with_a_reset_mid_stream_equal_their_own_batch_one_runs(our_mimi):
-    frames, reset_at = 32, 20
+    # 150 frames: every row, row 1 after its reset too, runs past the 250-step window.
+    frames, reset_at = 150, 20
     audio = caller_audio(3, frames, seed=3)
     batched_codes, batched_pcm = _run(our_mimi, audio, range(frames), our_mimi.init_state(3), {reset_at: [1]})
     for row in range(3):
