@@ -7,7 +7,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from liveplex.personaplex import mimi
-from liveplex.personaplex.mimi import state as mimi_state
 
 ROWS = 5
 
@@ -25,15 +24,12 @@ def _filled(seed: int) -> mimi.MimiState:
     """A state with every value random and non-zero, as after many frames."""
     gen = torch.Generator().manual_seed(seed)
     state = _MODEL.init_state(ROWS)
-
-    def fill(t: torch.Tensor) -> torch.Tensor:
+    for t in state.tensors():
         if t.dtype == torch.bool:
             t.fill_(True)
         else:
             t.copy_((torch.rand(t.shape, generator=gen) * 100 + 1).to(t.dtype))
-        return t
-
-    return mimi_state._map(state, fill)
+    return state
 
 
 row_sets = st.sets(st.integers(0, ROWS - 1), min_size=1, max_size=ROWS)
@@ -46,7 +42,7 @@ def test_reset_makes_rows_fresh_and_leaves_the_others_bit_identical(rows, seed):
     before = state.clone()
     fresh = _MODEL.init_state(ROWS)
     state.reset(sorted(rows))
-    for now, old, new in zip(mimi_state._tensors(state), mimi_state._tensors(before), mimi_state._tensors(fresh)):
+    for now, old, new in zip(state.tensors(), before.tensors(), fresh.tensors()):
         for r in range(ROWS):
             assert torch.equal(now[r], new[r] if r in rows else old[r])
 
@@ -57,7 +53,7 @@ def test_copy_rows_moves_one_row_and_nothing_else(src, dst, seed):
     state = _filled(seed)
     before = state.clone()
     state.copy_rows([dst], state, [src])
-    for now, old in zip(mimi_state._tensors(state), mimi_state._tensors(before)):
+    for now, old in zip(state.tensors(), before.tensors()):
         for r in range(ROWS):
             assert torch.equal(now[r], old[src] if r == dst else old[r])
 

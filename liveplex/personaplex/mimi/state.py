@@ -45,6 +45,10 @@ class _RowState:
 
     __slots__ = ()
 
+    def tensors(self) -> list[torch.Tensor]:
+        """Every tensor of the state, in a fixed order (rows first in each)."""
+        return _tensors(self)
+
     @property
     def batch(self) -> int:
         """Rows in this state."""
