@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import pathlib
-import socket
-import subprocess
-import sys
-import time
 import wave
 from collections.abc import Iterator
 
-import httpx
 import numpy as np
 import pytest
 from playwright import sync_api
+
+from tests.conformance import servers
 
 CHROMIUM = pathlib.Path("/usr/bin/chromium")
 STATIC = pathlib.Path(__file__).resolve().parents[2] / "liveplex" / "gptlive" / "static"
@@ -72,8 +69,8 @@ def browser(speech_wav: pathlib.Path) -> Iterator[sync_api.Browser]:
         browser.close()
 
 
-@pytest.fixture
-def page(browser: sync_api.Browser) -> Iterator[sync_api.Page]:
+@contextlib.contextmanager
+def _watched_page(browser: sync_api.Browser) -> Iterator[sync_api.Page]:
     """A fresh page that records console errors and uncaught exceptions in `page.problems`."""
     context = browser.new_context()
     page = context.new_page()
@@ -81,58 +78,44 @@ def page(browser: sync_api.Browser) -> Iterator[sync_api.Page]:
     page.on("console", lambda m: problems.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
     page.problems = problems  # type: ignore[attr-defined]
-    yield page
-    context.close()
+    try:
+        yield page
+    finally:
+        context.close()
 
 
 @pytest.fixture
-def modules(page: sync_api.Page) -> sync_api.Page:
-    """A page on a fake secure origin (http://localhost) that serves the static directory from disk.
+def page(browser: sync_api.Browser) -> Iterator[sync_api.Page]:
+    with _watched_page(browser) as page:
+        yield page
 
-    The page's pure modules then run in the real browser without any server.
+
+@pytest.fixture(scope="module")
+def modules(browser: sync_api.Browser) -> Iterator[sync_api.Page]:
+    """A page on a fake secure origin (http://localhost) serving the static directory from disk.
+
+    The page's pure modules then run in the real browser with no server; module-scoped so that
+    Hypothesis examples reuse one page.
     """
     def serve(route: sync_api.Route) -> None:
-        name = route.request.url.removeprefix("http://localhost/static/")
-        path = STATIC / name
-        if route.request.url == "http://localhost/":
+        url = route.request.url
+        path = STATIC / url.removeprefix("http://localhost/static/")
+        if url == "http://localhost/":
             route.fulfill(body="<!doctype html><title>modules</title>", content_type="text/html")
         elif path.is_file() and path.parent == STATIC:
             route.fulfill(path=str(path), content_type="text/javascript")
         else:
             route.fulfill(status=404)
 
-    page.route("http://localhost/**", serve)
-    page.goto("http://localhost/")
-    return page
-
-
-def _free_port() -> int:
-    with contextlib.closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    with _watched_page(browser) as page:
+        page.route("http://localhost/**", serve)
+        page.goto("http://localhost/")
+        yield page
+        assert page.problems == []  # type: ignore[attr-defined]
 
 
 @pytest.fixture
 def pod(tmp_path: pathlib.Path) -> Iterator[str]:
-    """A real pod subprocess on a free port; yields its base URL."""
-    port = _free_port()
-    log = (tmp_path / "pod.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.demo._standin", str(port)],
-        stdout=log, stderr=subprocess.STDOUT, cwd=pathlib.Path(__file__).resolve().parents[2],
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{base}/live/config", timeout=1).status_code == 200:
-                    break
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the pod did not come up: {(tmp_path / 'pod.log').read_text()}")
-            time.sleep(0.1)
-        yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
+    """A real `liveplex serve --engine sim` on a free port; yields its root URL (the demo page)."""
+    with servers.serve(log=tmp_path / "pod.log") as base_url:
+        yield base_url.removesuffix("/v1")
