@@ -70,7 +70,7 @@ def browser(speech_wav: pathlib.Path) -> Iterator[sync_api.Browser]:
 
 
 @contextlib.contextmanager
-def _watched_page(browser: sync_api.Browser) -> Iterator[sync_api.Page]:
+def watched_page(browser: sync_api.Browser) -> Iterator[sync_api.Page]:
     """A fresh page that records console errors and uncaught exceptions in `page.problems`."""
     context = browser.new_context()
     page = context.new_page()
@@ -86,7 +86,7 @@ def _watched_page(browser: sync_api.Browser) -> Iterator[sync_api.Page]:
 
 @pytest.fixture
 def page(browser: sync_api.Browser) -> Iterator[sync_api.Page]:
-    with _watched_page(browser) as page:
+    with watched_page(browser) as page:
         yield page
 
 
@@ -107,7 +107,7 @@ def modules(browser: sync_api.Browser) -> Iterator[sync_api.Page]:
         else:
             route.fulfill(status=404)
 
-    with _watched_page(browser) as page:
+    with watched_page(browser) as page:
         page.route("http://localhost/**", serve)
         page.goto("http://localhost/")
         yield page
@@ -118,4 +118,11 @@ def modules(browser: sync_api.Browser) -> Iterator[sync_api.Page]:
 def pod(tmp_path: pathlib.Path) -> Iterator[str]:
     """A real `liveplex serve --engine sim` on a free port; yields its root URL (the demo page)."""
     with servers.serve(log=tmp_path / "pod.log") as base_url:
+        yield base_url.removesuffix("/v1")
+
+
+@pytest.fixture
+def one_slot_pod(tmp_path: pathlib.Path) -> Iterator[str]:
+    """The same with room for one session, so a second caller meets `server_busy`."""
+    with servers.serve("--max-sessions", "1", log=tmp_path / "pod.log") as base_url:
         yield base_url.removesuffix("/v1")

@@ -30,6 +30,12 @@ def test_call_shows_the_agents_words_and_ends_cleanly(page: sync_api.Page, pod: 
     sync_api.expect(page.locator("#stat-sessions")).to_have_text(re.compile(r"^1 / \d+$"), timeout=CALL_TIMEOUT_MS)
     sync_api.expect(page.locator("#stat-late")).to_have_text(re.compile(r"^\d+ ms$"), timeout=CALL_TIMEOUT_MS)
 
+    mute = page.get_by_role("button", name="Mute")
+    mute.click()
+    sync_api.expect(page.get_by_role("button", name="Unmute")).to_have_attribute("aria-pressed", "true")
+    page.get_by_role("button", name="Unmute").click()
+    sync_api.expect(mute).to_have_attribute("aria-pressed", "false")
+
     conftest.ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(conftest.ARTIFACTS / "demo.png"), full_page=True)
 
@@ -39,3 +45,35 @@ def test_call_shows_the_agents_words_and_ends_cleanly(page: sync_api.Page, pod: 
     sync_api.expect(transcript).to_contain_text("call ended: close requested")
     sync_api.expect(page.get_by_role("button", name="Start call")).to_be_enabled()
     assert page.problems == []  # type: ignore[attr-defined]
+
+
+def start_call(page: sync_api.Page, url: str) -> None:
+    page.goto(url + "/")
+    start = page.get_by_role("button", name="Start call")
+    sync_api.expect(start).to_be_enabled()  # enabled once /live/config has filled the settings
+    start.click()
+
+
+def test_a_full_pod_answers_server_busy_and_a_retry_on_the_same_socket_gets_in(
+    browser: sync_api.Browser, one_slot_pod: str
+) -> None:
+    with conftest.watched_page(browser) as first, conftest.watched_page(browser) as second:
+        start_call(first, one_slot_pod)
+        sync_api.expect(first.locator("body")).to_have_attribute("data-call", "live", timeout=CALL_TIMEOUT_MS)
+
+        start_call(second, one_slot_pod)
+        sync_api.expect(second.get_by_role("alert")).to_contain_text("The pod is full", timeout=CALL_TIMEOUT_MS)
+        sync_api.expect(second.locator("body")).to_have_attribute("data-call", "ready")  # socket kept open
+        retry = second.get_by_role("button", name="Retry")
+        sync_api.expect(retry).to_be_visible()
+
+        first.get_by_role("button", name="End call").click()
+        sync_api.expect(first.locator("body")).to_have_attribute("data-ended", "close_requested",
+                                                                 timeout=CALL_TIMEOUT_MS)
+        retry.click()
+        sync_api.expect(second.locator("body")).to_have_attribute("data-call", "live", timeout=CALL_TIMEOUT_MS)
+        sync_api.expect(second.get_by_role("alert")).to_be_hidden()
+        second.get_by_role("button", name="End call").click()
+        sync_api.expect(second.locator("body")).to_have_attribute("data-ended", "close_requested",
+                                                                  timeout=CALL_TIMEOUT_MS)
+        assert first.problems == second.problems == []  # type: ignore[attr-defined]
