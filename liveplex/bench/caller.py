@@ -74,13 +74,11 @@ class CallSettings:
         return -(-round(self.seconds * 1000) // self.chunk_ms)
 
     def start_event(self) -> bytes:
-        """The `session.start` message."""
-        session: dict[str, object] = {
-            "model": self.model,
-            "audio": {"format": {"type": self.audio_format, "rate": self.rate}},
-        }
+        """The `session.start` message; the format is always declared (§13.1)."""
+        audio: dict[str, object] = {"format": {"type": self.audio_format, "rate": self.rate}}
         if self.voice is not None:
-            session["audio"] = {**session["audio"], "output": {"voice": self.voice}}  # type: ignore[dict-item]
+            audio["output"] = {"voice": self.voice}
+        session: dict[str, object] = {"model": self.model, "audio": audio}
         if self.instructions is not None:
             session["instructions"] = self.instructions
         return orjson.dumps({"type": "session.start", "session": session})

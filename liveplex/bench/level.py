@@ -6,8 +6,10 @@ server's CPU seconds into a `Level` value; the shells print and store it.
 
 from __future__ import annotations
 
+import array
 import collections
 import dataclasses
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -133,7 +135,7 @@ def largest_clean(levels: list[Level]) -> int | None:
     return best
 
 
-def _pooled(parts: object) -> np.ndarray:
-    """All sessions' µs samples in one array."""
-    arrays = [np.frombuffer(p, dtype=np.int64) for p in parts if len(p)]  # type: ignore[attr-defined]
+def _pooled(parts: Iterable[array.array]) -> np.ndarray:
+    """All sessions' µs samples (int64 arrays) in one array."""
+    arrays = [np.frombuffer(p, dtype=np.int64) for p in parts if len(p)]
     return np.concatenate(arrays) if arrays else np.zeros(0, np.int64)

@@ -89,3 +89,4 @@ async def test_g711_sessions_count_one_byte_per_sample(audio_format: str) -> Non
     assert verdict.ok == 2, verdict.errors
     assert [r.frames for r in results] == [10, 10]
     assert verdict.audio_s == pytest.approx(1.6)
+
