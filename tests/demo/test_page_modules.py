@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from playwright import sync_api
 
@@ -16,7 +17,7 @@ RATES = [(44_100, 24_000), (48_000, 24_000), (24_000, 48_000), (24_000, 44_100),
 HALF_TAPS = 16
 """resample.js's kernel half-length: the first output needs this many inputs past its position."""
 
-in_browser = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+in_browser = settings(max_examples=40, deadline=None)  # each example is a round trip to the page
 
 
 def run(page: sync_api.Page, module: str, body: str, arg: object = None) -> object:
@@ -219,7 +220,7 @@ def test_stats_interval_without_a_usable_previous_poll_has_no_rates(modules, pre
 @given(samples=st.lists(st.integers(-32768, 32767), max_size=2000))
 def test_pcm16_base64_round_trips_as_little_endian(modules, samples) -> None:
     encoded = run(modules, "events.js", "return m.encodePcm16(Int16Array.from(arg));", samples)
-    assert encoded == __import__("base64").b64encode(np.asarray(samples, "<i2").tobytes()).decode()
+    assert encoded == base64.b64encode(np.asarray(samples, "<i2").tobytes()).decode()
     assert run(modules, "events.js", "return Array.from(m.decodePcm16(arg));", encoded) == samples
 
 
