@@ -10,7 +10,7 @@ def write(path: str, levels: list[level_mod.Level], title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from matplotlib import pyplot
+    from matplotlib import pyplot, ticker
 
     fig, (late_ax, stall_ax) = pyplot.subplots(2, 1, figsize=(7, 6), sharex=True)
     for target in dict.fromkeys(level.target for level in levels):
@@ -24,6 +24,8 @@ def write(path: str, levels: list[level_mod.Level], title: str) -> None:
     late_ax.grid(True, alpha=0.3)
     stall_ax.set_ylabel(f"sessions stalled > {level_mod.UNDERRUN_LIMIT_MS:g} ms")
     stall_ax.set_xlabel("concurrent sessions")
+    stall_ax.set_ylim(bottom=0)
+    stall_ax.yaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     stall_ax.grid(True, alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
