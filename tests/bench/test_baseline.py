@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import socket
+import sys
 from collections.abc import AsyncIterator
 
 import orjson
@@ -90,3 +92,20 @@ async def test_g711_sessions_count_one_byte_per_sample(audio_format: str) -> Non
     assert [r.frames for r in results] == [10, 10]
     assert verdict.audio_s == pytest.approx(1.6)
 
+
+
+def test_serve_cmd_starts_the_server_samples_its_cpu_and_stops_it(tmp_path: object) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = f"{tmp_path}/report.json"
+    code = duplex.main([
+        "--serve-cmd", f"{sys.executable} -m liveplex.cli bench baseline --port {port}",
+        "--base-url", f"http://127.0.0.1:{port}/v1", "--sessions", "2", "--seconds", "0.5",
+        "--chunk-ms", "80", "--no-progress", "--out", out])
+    assert code == 0
+    with open(out, "rb") as f:
+        (only,) = orjson.loads(f.read())["levels"]
+    assert only["ok"] == 2 and only["cpu_s"] is not None and only["cpu_s"] >= 0
+    with pytest.raises(OSError):  # stopped at the end of the run
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
