@@ -23,8 +23,8 @@ from collections.abc import Awaitable, Callable
 
 import orjson
 from websockets import exceptions as ws_exceptions
-from websockets.asyncio import server as ws_server
 from websockets import http11
+from websockets.asyncio import server as ws_server
 
 from liveplex.bench import caller, loop
 from liveplex.live import frames

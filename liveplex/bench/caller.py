@@ -16,8 +16,8 @@ import dataclasses
 import time
 
 import orjson
-from websockets.asyncio import client as ws_client
 from websockets import exceptions as ws_exceptions
+from websockets.asyncio import client as ws_client
 
 from liveplex.bench import percentiles
 from liveplex.bench import timeline as timeline_mod
@@ -119,7 +119,7 @@ class CallResult:
 class Tally:
     """Live counts of a crowd of sessions, for the progress display."""
 
-    __slots__ = ("started", "ok", "failed", "frames")
+    __slots__ = ("failed", "frames", "ok", "started")
 
     def __init__(self) -> None:
         self.started = 0

@@ -19,8 +19,10 @@ import sys
 
 import orjson
 
-from liveplex.bench import audio, caller, level as level_mod, loop, plot, pool as pool_mod
-from liveplex.bench import progress, table, target as target_mod
+from liveplex.bench import audio, caller, loop, plot, progress, table
+from liveplex.bench import level as level_mod
+from liveplex.bench import pool as pool_mod
+from liveplex.bench import target as target_mod
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ _NS_PER_S = 1_000_000_000
 class Player:
     """Plays each delta as soon as it has arrived and the previous audio has finished."""
 
-    __slots__ = ("_rate", "_dry_at_scaled", "_stall_scaled")
+    __slots__ = ("_dry_at_scaled", "_rate", "_stall_scaled")
 
     def __init__(self, rate: int) -> None:
         """`rate` is the audio's sample rate in Hz; durations passed to `arrive` are samples."""

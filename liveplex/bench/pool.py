@@ -13,6 +13,7 @@ import asyncio
 import multiprocessing
 import time
 from multiprocessing import connection as mp_connection
+from typing import Self
 
 from liveplex.bench import audio, caller, crowd, loop
 
@@ -45,7 +46,7 @@ class Pool:
             self._conns.append(parent)
             self._procs.append(proc)
 
-    def __enter__(self) -> Pool:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -110,7 +111,7 @@ def _work(conn: mp_connection.Connection, shared: multiprocessing.Array, slot: i
         settings, source, share, stagger_ns = job
         try:
             sounds = crowd.prepare(settings, source, share)
-        except Exception as exc:  # reported to the parent, which fails the run with it
+        except Exception as exc:  # noqa: BLE001 - any failure goes to the parent, which raises it
             conn.send(f"{type(exc).__name__}: {exc}")
             continue
         conn.send("ready")

@@ -62,7 +62,7 @@ class Target:
     def root_url(self) -> str:
         """The server root: the base URL without its trailing `/v1`."""
         url = self.base_url.rstrip("/")
-        return url[: -len("/v1")] if url.endswith("/v1") else url
+        return url.removesuffix("/v1")
 
     async def models(self) -> list[str]:
         """Model ids from `GET {base}/models`; raises `TargetError` if unreachable."""

@@ -5,14 +5,16 @@ from __future__ import annotations
 import base64
 
 import orjson
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from liveplex.bench import caller
 
 
 def _settings(**changes: object) -> caller.CallSettings:
-    base = dict(url="ws://x", model="m", voice=None, instructions=None, audio_format="audio/pcm",
-                rate=24000, seconds=1.0, chunk_ms=20, playout_ms=120)
+    base = {"url": "ws://x", "model": "m", "voice": None, "instructions": None,
+            "audio_format": "audio/pcm", "rate": 24000, "seconds": 1.0, "chunk_ms": 20,
+            "playout_ms": 120}
     return caller.CallSettings(**{**base, **changes})  # type: ignore[arg-type]
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from hypothesis import given, strategies as st
+import itertools
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from liveplex.bench import player
 
@@ -64,5 +67,5 @@ def test_splitting_a_delta_into_simultaneous_pieces_leaves_the_stall_unchanged(
         whole.append((at, samples))
         cuts = sorted(cut_seed.randint(0, samples) for _ in range(pieces - 1))  # type: ignore[attr-defined]
         bounds = [0, *cuts, samples]
-        split += [(at, hi - lo) for lo, hi in zip(bounds, bounds[1:])]
+        split += [(at, hi - lo) for lo, hi in itertools.pairwise(bounds)]
     assert _play(split) == _play(whole)
