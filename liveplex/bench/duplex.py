@@ -35,6 +35,9 @@ EXIT_FAILED = 2
 EXIT_UNREACHABLE = 1
 """Exit status when a server could not be reached or started."""
 
+EXIT_UNCLEAN = 3
+"""Exit status with `--strict` when a level was not clean but none had failed sessions (CI)."""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class DuplexSettings:
@@ -74,6 +77,8 @@ class DuplexSettings:
     serve_cmd: str | None
     """A command that starts the pod; the bench runs it, waits for it and stops it at the end."""
     show_progress: bool
+    strict: bool
+    """Exit 3 when a level was not clean (for CI, issue 3 item 5)."""
 
     def call_settings(self, model: str, url: str) -> caller.CallSettings:
         """What each session of a level against `url` is told."""
@@ -113,6 +118,8 @@ def parse(argv: list[str]) -> DuplexSettings:
     p.add_argument("--server-pid", type=int, help="the pod's pid, for its CPU per frame")
     p.add_argument("--serve-cmd", help="start the pod with this command and stop it at the end")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--strict", action="store_true",
+                   help=f"exit {EXIT_UNCLEAN} if any level was not clean (for CI)")
     a = p.parse_args(argv)
     for flag, value in (("--seconds", a.seconds), ("--chunk-ms", a.chunk_ms),
                         ("--rate", a.rate), ("--workers", a.workers), ("--sessions", a.sessions)):
@@ -131,7 +138,7 @@ def parse(argv: list[str]) -> DuplexSettings:
         chunk_ms=a.chunk_ms, stagger_ms=a.stagger_ms, playout_ms=a.playout_ms,
         late_p99_ms=a.late_p99_ms, workers=a.workers, out=a.out, plot=a.plot, label=a.label,
         vs_baseline=a.vs_baseline, baseline_port=a.baseline_port, server_pid=a.server_pid,
-        serve_cmd=a.serve_cmd, show_progress=not a.no_progress,
+        serve_cmd=a.serve_cmd, show_progress=not a.no_progress, strict=a.strict,
     )
 
 
@@ -208,9 +215,18 @@ def render_comparison(comparison: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
-async def bench(settings: DuplexSettings) -> tuple[dict[str, object], bool]:
-    """Run every level against every target; return the JSON report and whether any level had
-    failed sessions."""
+def exit_code(levels: list[level_mod.Level], strict: bool) -> int:
+    """2 if any level had failed sessions; with `strict`, 3 if any level was not clean; else 0."""
+    if any(lv.failed for lv in levels):
+        return EXIT_FAILED
+    if strict and not all(lv.clean for lv in levels):
+        return EXIT_UNCLEAN
+    return 0
+
+
+async def bench(settings: DuplexSettings) -> tuple[dict[str, object], list[level_mod.Level]]:
+    """Run every level against every target; return the JSON report and the levels in run
+    order."""
     targets: list[target_mod.Target] = []
     try:
         pod = await _pod(settings)
@@ -239,12 +255,11 @@ async def _pod(settings: DuplexSettings) -> target_mod.Target:
 
 async def _ramp(
     settings: DuplexSettings, targets: list[target_mod.Target], model: str
-) -> tuple[dict[str, object], bool]:
+) -> tuple[dict[str, object], list[level_mod.Level]]:
     """Alternate targets at each level; each target stops at its first unclean level."""
     levels: dict[str, list[level_mod.Level]] = {t.name: [] for t in targets}
     records: list[list[dict[str, object]]] = []
     going = list(targets)
-    any_failed = False
     with pool_mod.Pool(settings.workers) as pool:
         for sessions in settings.levels:
             for target in list(going):
@@ -256,15 +271,15 @@ async def _ramp(
                 print(table.render_level(verdict), flush=True)
                 levels[target.name].append(verdict)
                 records.append([r.record() for r in results])
-                any_failed |= verdict.failed > 0
                 if not verdict.clean:
                     going.remove(target)
                 await asyncio.sleep(LEVEL_PAUSE_S)
             if not going:
                 break
+    ordered = _interleaved(levels)
     report: dict[str, object] = {
         "config": _config(settings, model),
-        "levels": [lv.as_dict() for lv in _interleaved(levels)],
+        "levels": [lv.as_dict() for lv in ordered],
         "largest_clean": level_mod.largest_clean(levels["pod"]),
         "records": records,
     }
@@ -275,8 +290,8 @@ async def _ramp(
         report["comparison"] = {"baseline": targets[1].name, **comparison}
         print(render_comparison(comparison))
     if settings.plot:
-        plot.write(settings.plot, _interleaved(levels), settings.label or "liveplex bench duplex")
-    return report, any_failed
+        plot.write(settings.plot, ordered, settings.label or "liveplex bench duplex")
+    return report, ordered
 
 
 def _interleaved(levels: dict[str, list[level_mod.Level]]) -> list[level_mod.Level]:
@@ -305,15 +320,16 @@ def _free_port() -> int:
 
 
 def main(argv: list[str]) -> int:
-    """`liveplex bench duplex ...`; exits 2 if any level had failed sessions."""
+    """`liveplex bench duplex ...`; the exit status is `exit_code`'s, or 1 if a server could not
+    be reached or started."""
     settings = parse(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        report, any_failed = loop.run(bench(settings))
+        report, levels = loop.run(bench(settings))
     except (target_mod.TargetError, audio.AudioError) as exc:
         print(f"liveplex bench duplex: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     if settings.out:
         with open(settings.out, "wb") as f:
             f.write(orjson.dumps(report, option=orjson.OPT_INDENT_2))
-    return EXIT_FAILED if any_failed else 0
+    return exit_code(levels, settings.strict)

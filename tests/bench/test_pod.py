@@ -60,7 +60,9 @@ async def test_the_ramp_finds_the_knee_of_the_sim_cost_curve() -> None:
     async with in_process_pod("--tick-base-us", "2000", "--tick-per-session-us", "15000") as url:
         settings = duplex.parse(["--base-url", url, "--ramp", "4,7,8", "--seconds", "1.5",
                                  "--no-progress"])
-        report, _ = await duplex.bench(settings)
+        report, verdicts = await duplex.bench(settings)
+    assert duplex.exit_code(verdicts, strict=False) == 0
+    assert duplex.exit_code(verdicts, strict=True) == duplex.EXIT_UNCLEAN
     levels = report["levels"]
     assert [(lv["sessions"], lv["clean"]) for lv in levels] == [(4, True), (7, False)]
     assert report["largest_clean"] == 4
@@ -72,8 +74,8 @@ async def test_vs_baseline_runs_both_servers_and_compares_them() -> None:
     async with in_process_pod() as url:
         settings = duplex.parse(["--base-url", url, "--sessions", "2", "--seconds", "1",
                                  "--chunk-ms", "80", "--vs-baseline", "--no-progress"])
-        report, any_failed = await duplex.bench(settings)
-    assert not any_failed
+        report, levels = await duplex.bench(settings)
+    assert duplex.exit_code(levels, strict=True) == 0
     assert [lv["target"] for lv in report["levels"]] == ["pod", "baseline-json"]
     comparison = report["comparison"]
     assert comparison["pod_capacity"] == comparison["baseline_capacity"] == 2
