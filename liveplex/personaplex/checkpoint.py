@@ -18,7 +18,7 @@ import re
 import safetensors
 import torch
 
-from liveplex.personaplex import config, depformer, temporal
+from liveplex.personaplex import config, depformer, errors, temporal
 
 logger = logging.getLogger(__name__)
 
@@ -29,8 +29,8 @@ _PER_STEP = re.compile(r"^(depformer_in|linears)\.(\d+)\.|\.gating\.(\d+)\.")
 _DEP_EMB = re.compile(r"^depformer_emb\.(\d+)\.")
 
 
-class CheckpointError(Exception):
-    """A checkpoint file is missing, unreadable, or does not match the configuration."""
+CheckpointError = errors.CheckpointError
+"""Re-exported: the package's exception root lives in `errors` (no import cycle with `mimi`)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -124,6 +124,20 @@ def _source(key: str, file_steps: int) -> str | None:
     return key
 
 
+def validate_lm(path: pathlib.Path, cfg: config.LMConfig) -> tuple[dict[str, TensorInfo], int]:
+    """Read and check `path`'s header against `cfg` without loading: (header, depformer steps stored).
+
+    Raises `CheckpointError` listing every missing, misshaped or unsupported tensor.
+    """
+    path = pathlib.Path(path)
+    header = read_header(path)
+    file_steps = _file_steps(path.name, header, cfg)
+    problems = check_header(path.name, header, expected_lm(cfg, file_steps))
+    if problems:
+        raise CheckpointError(*problems)
+    return header, file_steps
+
+
 def load_lm(path: pathlib.Path, cfg: config.LMConfig, *, steps: int = config.AGENT_CODEBOOKS,
             device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> LM:
     """Validate `path` against `cfg`, then load a temporal transformer and a `steps`-step depformer.
@@ -132,13 +146,8 @@ def load_lm(path: pathlib.Path, cfg: config.LMConfig, *, steps: int = config.AGE
     parity tests. Raises `CheckpointError` naming the file, every bad key and both shapes.
     """
     path = pathlib.Path(path)
-    name = path.name
-    header = read_header(path)
-    file_steps = _file_steps(name, header, cfg)
+    header, file_steps = validate_lm(path, cfg)
     expected = expected_lm(cfg, file_steps)
-    problems = check_header(name, header, expected)
-    if problems:
-        raise CheckpointError(f"{len(problems)} problem(s) in {path}:\n  " + "\n  ".join(problems))
     if file_steps != cfg.dep_steps:
         logger.warning(
             "checkpoint has the Moshi depformer layout and may not be a PersonaPlex checkpoint",

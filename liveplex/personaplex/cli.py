@@ -4,39 +4,22 @@ The directory has the real layout (spec personaplex §2.1): `model.safetensors` 
 names, 16 depformer steps), the Mimi safetensors (tiny codec), `tokenizer_spm_32k_3.model` (a
 SentencePiece model trained here on a generated corpus, with control ids 0..3 and byte pieces
 4..259 like the real one) and `voices/NATF2.pt`, `voices/NATM1.pt`. It lets the whole path run on
-a laptop without the gated weights.
+a laptop without the gated weights; `model_dir.load(DIR)` loads it like the real directory.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import pathlib
-import random
 import sys
 
 import safetensors.torch
 import torch
 
-from liveplex.personaplex import checkpoint, config, mimi
+from liveplex.personaplex import checkpoint, config, mimi, tiny_tokenizer, tokenizer
 
-TOKENIZER_FILE = "tokenizer_spm_32k_3.model"
-_WORDS = ("you are a wise and friendly teacher answer questions or provide advice in clear engaging way "
-          "hello world the caller asks about weather time music travel food what where when why how "
-          "naïve café déjà vu 東京 大阪 🙂 😀 digits 0123456789 system").split()
-
-
-def _train_tokenizer(path: pathlib.Path, seed: int) -> None:
-    import sentencepiece as spm  # only this command needs it
-
-    rng = random.Random(seed)
-    corpus = [" ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 14))) for _ in range(3000)]
-    model = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(corpus), model_writer=model, vocab_size=400, model_type="unigram",
-        byte_fallback=True, unk_id=0, bos_id=1, eos_id=2, pad_id=3, normalization_rule_name="identity",
-        remove_extra_whitespaces=False, hard_vocab_limit=False, num_threads=1, minloglevel=2)
-    path.write_bytes(model.getvalue())
+TOKENIZER_FILE = tokenizer.FILE_NAME
+"""Kept for callers that imported it from here; the name lives in `tokenizer`."""
 
 
 def _voice(cfg: config.LMConfig, frames: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
@@ -56,7 +39,7 @@ def make_tiny(directory: pathlib.Path, seed: int = 0) -> None:
     lm = checkpoint.random_lm(cfg, seed, steps=cfg.dep_steps)
     safetensors.torch.save_file(checkpoint.lm_state(lm), str(directory / checkpoint.LM_FILE))
     mimi.write_random(directory / mimi.checkpoint.FILE_NAME, mimi.tiny_config(), seed=seed)
-    _train_tokenizer(directory / TOKENIZER_FILE, seed)
+    (directory / tokenizer.FILE_NAME).write_bytes(tiny_tokenizer.train(tiny_tokenizer.sample_corpus(seed=seed)))
     voices = directory / "voices"
     voices.mkdir(exist_ok=True)
     gen = torch.Generator().manual_seed(seed)

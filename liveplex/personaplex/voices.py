@@ -21,7 +21,7 @@ from typing import BinaryIO
 import numpy as np
 import torch
 
-from liveplex.personaplex import config
+from liveplex.personaplex import config, errors
 from liveplex.personaplex.mimi import model as mimi_model
 
 RING_SLOTS = 4
@@ -34,7 +34,7 @@ _INIT = torch.tensor([config.TEXT_INIT] + [config.AUDIO_INIT] * (config.NUM_STRE
 _PT_KEYS = ("embeddings", "cache")
 
 
-class VoiceError(Exception):
+class VoiceError(errors.CheckpointError):
     """A voice file is unreadable or malformed; the message names the file and the field."""
 
 

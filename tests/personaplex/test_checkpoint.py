@@ -69,7 +69,7 @@ def test_every_problem_is_reported_with_file_key_and_shapes(tmp_path, lm_checkpo
     with pytest.raises(checkpoint.CheckpointError) as e:
         checkpoint.load_lm(path, lm_checkpoint.cfg)
     msg = str(e.value)
-    assert "3 problem(s)" in msg and "model.safetensors" in msg
+    assert "3 problems" in msg and len(e.value.problems) == 3 and "model.safetensors" in msg
     assert "`text_emb.weight` is missing, expected shape [32001, 64]" in msg
     assert "`transformer.layers.1.gating.linear_in.weight` has shape [10, 64], expected [352, 64]" in msg
     assert "`linears.3.weight` has dtype I32" in msg

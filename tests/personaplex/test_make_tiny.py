@@ -1,41 +1,62 @@
-"""`liveplex personaplex make-tiny DIR` writes a directory that loads and steps."""
+"""`liveplex personaplex make-tiny DIR` writes a directory that loads through `model_dir.load` and steps."""
 
 from __future__ import annotations
 
-import sentencepiece
+import pytest
 import torch
 
 from liveplex import cli
-from liveplex.personaplex import checkpoint, config, mimi, prefill, prompt, sampling, step
+from liveplex.personaplex import (
+    config,
+    model_dir,
+    prefill,
+    prompt,
+    sampling,
+    step,
+    tiny_tokenizer,
+    tokenizer,
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("ck") / "tiny"
+    assert cli.main(["personaplex", "make-tiny", str(directory)]) == 0
+    return directory
+
+
+def test_make_tiny_writes_the_real_layout_with_the_shared_test_tokenizer(tiny_dir):
+    assert sorted(p.name for p in tiny_dir.iterdir()) == sorted(
+        ["model.safetensors", "tokenizer-e351c8d8-checkpoint125.safetensors", tokenizer.FILE_NAME, "voices"])
+    # The same trainer as the tests' tokenizer, not a copy of it.
+    assert (tiny_dir / tokenizer.FILE_NAME).read_bytes() == tiny_tokenizer.train(tiny_tokenizer.sample_corpus(seed=0))
 
 
 @torch.no_grad()
-def test_make_tiny_output_loads_and_steps(tmp_path):
-    assert cli.main(["personaplex", "make-tiny", str(tmp_path / "ck")]) == 0
-    directory = tmp_path / "ck"
-    cfg = config.tiny()
-    lm = checkpoint.load_lm(directory / checkpoint.LM_FILE, cfg)
-    assert lm.file_steps == 16
-    codec = mimi.load(directory / mimi.checkpoint.FILE_NAME, cfg=mimi.tiny_config())
-    sp = sentencepiece.SentencePieceProcessor(model_file=str(directory / "tokenizer_spm_32k_3.model"))
-    assert [sp.id_to_piece(i) for i in range(4)] == ["<unk>", "<s>", "</s>", "<pad>"]
-    assert sp.id_to_piece(4) == "<0x00>"
-    role = sp.encode("<system> You are a teacher. <system>")
-    voice = torch.load(directory / "voices" / "NATF2.pt", map_location="cpu", weights_only=True)
-    N = voice["embeddings"].shape[0]
-    emb = voice["embeddings"].reshape(N, cfg.dim)
-    ring = voice["cache"][0]
-    p = prompt.layout(emb, ring[:, N % 4], ring[:, (N + 1) % 4], role[:10], prompt.Schedule.UPSTREAM)
-    pool, state = lm.temporal.new_pool(1), step.TokenState.allocate(1)
-    sample = sampling.Sampling()
-    prefill.admit(lm.temporal, lm.depformer, pool, state,
-                  [prefill.Newcomer(0, p, prefill.voice_prefix(lm.temporal, emb), seed=1)],
-                  prompt.Schedule.UPSTREAM, sample)
-    codec_state = codec.init_state(1)
-    rows = codec_state.head(1)
-    pcm = torch.zeros(1, 1920)
-    for _ in range(5):
-        user = codec.encode_step(pcm, rows)
-        out = step.live_step(lm.temporal, lm.depformer, pool, state, user, prompt.Schedule.UPSTREAM, sample)
+def test_make_tiny_output_loads_through_the_directory_loader_and_steps(tiny_dir):
+    model = model_dir.load(tiny_dir)
+    assert model.name == "tiny" and model.cfg == config.tiny()
+    assert model.lm.file_steps == 16 and model.lm.depformer.steps == 8
+    assert {name: v.frames for name, v in model.voices.items()} == {"NATF2": 5, "NATM1": 7}
+    assert model.max_instructions_chars == prompt.max_instructions_chars(config.tiny().context, 7) == 0
+    processor = model.tokenizer.processor
+    assert [processor.id_to_piece(i) for i in range(5)] == ["<unk>", "<s>", "</s>", "<pad>", "<0x00>"]
+
+    voice, schedule, sample = model.voices["NATM1"], prompt.Schedule.UPSTREAM, sampling.Sampling()
+    role = model.tokenizer.role_ids("You are a teacher.")[:10]
+    p = prompt.layout(voice.embeddings, voice.ring_n, voice.ring_next, role, schedule)
+    temp, dep, codec = model.lm.temporal, model.lm.depformer, model.codec
+    pool, state = temp.new_pool(2), step.TokenState.allocate(2)
+    prefill.admit(temp, dep, pool, state, [prefill.Newcomer(r, p, prefill.voice_prefix(temp, voice.embeddings), seed=r)
+                                           for r in range(2)], schedule, sample)
+    rows = codec.init_state(2).head(2)
+    pcm = torch.zeros(2, codec.cfg.frame_samples)
+    emitted = []
+    for _ in range(config.tiny().context):  # past the window
+        out = step.live_step(temp, dep, pool, state, codec.encode_step(pcm, rows), schedule, sample)
         pcm = codec.decode_step(out.emitted[:, 1:], rows)
-        assert pcm.shape == (1, 1920) and bool(torch.isfinite(pcm).all())
+        assert pcm.shape == (2, 1920) and bool(torch.isfinite(pcm).all())
+        emitted.append(out.emitted)
+    emitted_t = torch.stack(emitted)
+    assert not torch.equal(emitted_t[:, 0], emitted_t[:, 1])  # two seeds, two conversations
+    assert len(set(emitted_t[:, 0, 1].tolist())) > 1  # the agent's cb0 moves

@@ -17,6 +17,7 @@ import safetensors
 import safetensors.torch
 import torch
 
+from liveplex.personaplex import errors
 from liveplex.personaplex.mimi import config as mimi_config
 from liveplex.personaplex.mimi import model as mimi_model
 
@@ -33,12 +34,11 @@ CODEBOOK_SCALE = 0.02
 nearest-centroid codes spread over the codebook instead of collapsing onto one entry."""
 
 
-class MimiCheckpointError(Exception):
+class MimiCheckpointError(errors.CheckpointError):
     """A Mimi file is missing, unreadable, or lacks or misshapes tensors; `problems` lists each."""
 
     def __init__(self, problems: list[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = tuple(problems)
+        super().__init__(*problems)
 
 
 def expected_tensors(cfg: mimi_config.MimiConfig) -> dict[str, tuple[int, ...]]:
@@ -58,7 +58,9 @@ def _fmt(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(n) for n in shape) + "]"
 
 
-def _check_header(path: Path, cfg: mimi_config.MimiConfig) -> None:
+def validate(path: Path, cfg: mimi_config.MimiConfig) -> None:
+    """Check the file's header against `cfg` without loading; raises `MimiCheckpointError` listing
+    every missing, misshaped or non-float tensor."""
     expected = expected_tensors(cfg)
     try:
         with safetensors.safe_open(str(path), framework="pt") as handle:
@@ -99,7 +101,7 @@ def load(path: str | Path, device: torch.device | str = "cpu",
     """
     cfg = cfg or mimi_config.mimi()
     path = Path(path)
-    _check_header(path, cfg)
+    validate(path, cfg)
     with torch.device("meta"):
         module = mimi_model.Mimi(cfg)
     module = module.to_empty(device=device).eval()
