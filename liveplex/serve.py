@@ -15,10 +15,11 @@ import time
 
 import uvicorn
 
-from liveplex import gptlive
+from liveplex import engine_pod, gptlive
 from liveplex.gptlive import voices
 from liveplex.live import channel, contract, runner
-from liveplex.sim_pod import SimEngine, add_arguments as add_sim_arguments, profile_from_args
+from liveplex.sim_pod import SimEngine, profile_from_args
+from liveplex.sim_pod import add_arguments as add_sim_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="liveplex serve",
         description="Serve GPT-Live (/v1/live/sessions) over an engine; the demo page is at /.")
-    parser.add_argument("--engine", choices=["sim"], default="sim",
-                        help="the model behind the pod (sim: the CPU echo engine)")
+    parser.add_argument("--engine", choices=["sim", "personaplex"], default="sim",
+                        help="the model behind the pod (sim: the CPU echo engine; personaplex: "
+                             "PersonaPlex-7B from --model-path)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     parser.add_argument("--queue", type=int, default=channel.DEFAULT_QUEUE,
@@ -48,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"])
     add_sim_arguments(parser)
+    engine_pod.add_arguments(parser)
     gptlive.add_arguments(parser)
     return parser
 
@@ -55,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
 def build_pod(args: argparse.Namespace) -> Pod:
     """Settings parsed once, the engine thread and the app; raises ValueError naming a bad flag."""
     settings = gptlive.settings_from_args(args)
+    if args.engine == "personaplex":
+        return _personaplex_pod(args, settings)
     profile = profile_from_args(args)
     info = profile.info()
     custom = voices.registry_ids(settings.voice_dir)
@@ -62,6 +67,15 @@ def build_pod(args: argparse.Namespace) -> Pod:
         info = dataclasses.replace(info, voices=tuple(sorted({*info.voices, *custom})))
     engine = runner.EngineThread(info, lambda _: SimEngine(profile), args.queue)
     return Pod(gptlive.create_app(settings, engine), engine, info)
+
+
+def _personaplex_pod(args: argparse.Namespace, front: gptlive.Settings) -> Pod:
+    """Load the checkpoint here (LiveInfo depends on it); the engine is built on its thread."""
+    from liveplex.engine_pod import pod  # imports torch: only the personaplex path pays for it
+
+    info, build = pod.prepare(engine_pod.settings_from_args(args))
+    engine = runner.EngineThread(info, lambda _: build(engine.pulse), args.queue)
+    return Pod(gptlive.create_app(front, engine), engine, info)
 
 
 class _JsonFormatter(logging.Formatter):

@@ -30,6 +30,7 @@ from liveplex.gptlive.socket import Message, Pump, Receive, Send, Sweeper
 from liveplex.gptlive.tally import Tally
 from liveplex.gptlive.voices import DEFAULT_VOICE, Voices, registry_ids
 from liveplex.live import channel, contract, frames
+from liveplex.live.pulse import Buckets
 from liveplex.live.runner import EngineThread
 
 logger = logging.getLogger(__name__)
@@ -126,6 +127,13 @@ class _Refuse:
             await _deny(scope, send, self._reply)
 
 
+def _histogram(buckets: Buckets | None) -> dict[str, list[float] | list[int]]:
+    """A `Pulse` histogram for `/live/stats`: upper bounds and per-bucket counts (last is +Inf)."""
+    if buckets is None:
+        return {"bounds_s": [], "counts": []}
+    return {"bounds_s": list(buckets.bounds), "counts": list(buckets.counts)}
+
+
 def _json(reply: tuple[int, bytes]) -> Response:
     return Response(reply[1], status_code=reply[0], media_type="application/json")
 
@@ -212,8 +220,11 @@ def create_app(settings: Settings, runner: EngineThread) -> FastAPI:
             "late_ticks": pulse.late_ticks if pulse else 0,
             "sockets": t.sockets_open, "underruns": t.underruns,
             "dropped_samples": t.dropped_samples, "refused_busy": t.rejected["server_busy"],
-            "tick_lateness": {"bounds_s": list(pulse.lateness.bounds) if pulse else [],
-                              "counts": list(pulse.lateness.counts) if pulse else []},
+            "tick_lateness": _histogram(pulse.lateness if pulse else None),
+            "tick_duration": _histogram(pulse.duration if pulse else None),
+            "batch_size": _histogram(pulse.batch if pulse else None),
+            "prefill": _histogram(pulse.prefill if pulse else None),
+            "kv_occupancy": pulse.kv_positions / pulse.kv_capacity if pulse and pulse.kv_capacity else None,
         }
 
     @app.get("/health")

@@ -78,6 +78,12 @@ class LiveCollector(Collector):
         yield _histogram("liveengine_tick_lateness_seconds", "Tick start minus its due time.",
                          pulse.lateness)
         yield _histogram("liveengine_batch_size", "Sessions per tick.", pulse.batch)
+        yield _histogram("liveengine_prefill_duration_seconds", "Prefill time per batch of newcomers.",
+                         pulse.prefill)
+        if pulse.kv_capacity:
+            yield GaugeMetricFamily("liveengine_kv_occupancy_ratio",
+                                    "KV-cache positions held by running sessions / positions allocated.",
+                                    value=pulse.kv_positions / pulse.kv_capacity)
 
 
 def registry(collector: LiveCollector) -> CollectorRegistry:

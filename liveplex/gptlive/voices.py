@@ -54,8 +54,8 @@ class Voices:
     """Registered custom voice ids."""
 
     def names(self) -> list[str]:
-        """What `/v1/audio/voices` lists: native names, then the mapped built-in names."""
-        return list(self.native) + sorted(self.builtin)
+        """What `/v1/audio/voices` lists: native names, then the built-in names mapped onto them."""
+        return list(self.native) + sorted(n for n, native in self.builtin.items() if native in self.native)
 
     def resolve(self, voice: Voice) -> str:
         """The native name for `voice`; raises `ProtocolError` (invalid_value) when unknown."""
@@ -63,7 +63,7 @@ class Voices:
             if voice.id in self.custom:
                 return voice.id
             raise errors.invalid_value(_VOICE_PARAM, voice.id, self.custom or ("(none registered)",))
-        if voice in self.builtin:
+        if voice in self.builtin and self.builtin[voice] in self.native:
             return self.builtin[voice]
         name = voice[: -len(VOICE_FILE_SUFFIX)] if voice.endswith(VOICE_FILE_SUFFIX) else voice
         if name in self.native:

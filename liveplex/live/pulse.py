@@ -15,6 +15,8 @@ LATENESS_BUCKETS_S: tuple[float, ...] = (0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 
 DURATION_BUCKETS_S: tuple[float, ...] = (
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.12, 0.16, 0.32,
 )
+# Prefill time per batch of newcomers, seconds (engines that prefill a prompt).
+PREFILL_BUCKETS_S: tuple[float, ...] = (0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28)
 # Sessions per tick.
 BATCH_BUCKETS: tuple[float, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -64,6 +66,12 @@ class Pulse:
     """Seconds of compute per tick."""
     batch: Buckets = field(default_factory=lambda: Buckets(BATCH_BUCKETS))
     """Sessions per tick."""
+    prefill: Buckets = field(default_factory=lambda: Buckets(PREFILL_BUCKETS_S))
+    """Seconds per batched prefill of newcomers (written by engines that prefill)."""
+    kv_positions: int = 0
+    """Gauge: KV-cache positions held by running sessions (engines with a KV cache)."""
+    kv_capacity: int = 0
+    """Gauge: KV-cache positions the engine's pools hold; 0 when it has none."""
 
     def record(self, took_ns: int, skipped: int, batch: int) -> None:
         """One tick ran for `batch` sessions and took `took_ns`; `skipped` slots were missed."""

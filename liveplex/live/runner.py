@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from liveplex.live import channel, contract
 from liveplex.live.drive import Ticker, drive
+from liveplex.live.pulse import Pulse
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +40,11 @@ class EngineThread:
     def ready(self) -> bool:
         """The engine is built and running, and has not failed."""
         return self._built.is_set() and self.failed is None and not self.stopped
+
+    @property
+    def pulse(self) -> Pulse | None:
+        """The engine's counters, once `start` has opened the channel."""
+        return None if self._handle is None else self._handle.pulse
 
     @property
     def stopped(self) -> bool:

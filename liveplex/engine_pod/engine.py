@@ -1,0 +1,257 @@
+"""`PersonaPlexEngine`: every live session in one batched tick, as a `Ticker` under `drive`.
+
+Spec personaplex §5. Host side of the engine: sessions are leases on preallocated slots
+(`leases`), newcomers queue in arrival order and are prefilled at the start of the next tick,
+batched within a row budget (`grouping`, `prefill.admit`); then every running session's caller
+frame goes through `program.Program.run(bucket)` and comes back as exactly one 80 ms frame and its
+text. An exception anywhere in `tick` propagates: `drive` then calls `abort` (every line gets
+`Closed(ABORTED)`, every newcomer is refused) and the engine thread turns not ready (D9).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from liveplex.engine_pod import buckets, grouping, leases, memory, program
+from liveplex.engine_pod import model as model_mod
+from liveplex.engine_pod.settings import CPU_MAX_SESSIONS, EngineSettings
+from liveplex.live import channel, contract, frames
+from liveplex.live.drive import EngineError
+from liveplex.live.jitter import Jitter
+from liveplex.live.line import Line
+from liveplex.live.pulse import Pulse
+from liveplex.personaplex import prefill, prompt, sampling, tokenizer
+
+logger = logging.getLogger(__name__)
+
+UNLIMITED_FRAMES = 1 << 31
+"""`max_seconds = 0`: sessions never expire (about 5 years of frames)."""
+
+
+class InjectedFault(EngineError):
+    """Raised by the tick when `fail_after_ticks` is reached (fault injection)."""
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """A newcomer: taken, laid out, not yet prefilled (no `Started` yet)."""
+
+    sub: channel.LiveSubmission
+    layout: prompt.Prompt
+    prefix: prefill.VoicePrefix
+    seed: int
+
+
+@dataclass(slots=True)
+class _Running:
+    """A session holding a slot; its index in `PersonaPlexEngine._rows` is its slot."""
+
+    id: int
+    line: Line
+    detok: tokenizer.StreamingDetokenizer
+    pos: int
+    """Position of the row the next tick runs (the host's copy)."""
+
+
+def session_cap(model: model_mod.Model, settings: EngineSettings) -> int:
+    """`max_sessions` for this device (spec §5.12): derived from free memory on CUDA."""
+    if not settings.device.startswith("cuda"):
+        return settings.max_sessions or CPU_MAX_SESSIONS
+    cfg = model.cfg
+    element = model_mod.DTYPES[settings.dtype].itemsize
+    per_slot = memory.SlotBytes(
+        kv=memory.kv_bytes(cfg.num_layers, cfg.context, cfg.dim, element),
+        mimi=model.codec.init_state(1).nbytes, tokens=64 * 1024).total
+    free, _ = torch.cuda.mem_get_info(torch.device(settings.device))
+    return memory.max_sessions(settings.max_sessions, free, int(settings.memory_reserve_gib * memory.GIB),
+                               per_slot)
+
+
+def live_info(model: model_mod.Model, settings: EngineSettings, max_sessions: int) -> contract.LiveInfo:
+    """What the pod serves: the checkpoint's voices, the derived role-prompt limit (D5), the cap."""
+    if settings.default_voice not in model.voices:
+        raise model_mod.StartupError(
+            f"default voice {settings.default_voice!r} is not among the loaded voices {sorted(model.voices)}")
+    longest = max(v.frames for v in model.voices.values())
+    period = frames.PERIOD_NS
+    return contract.LiveInfo(
+        model="personaplex-7b" if model.name == "personaplex-7b" else f"personaplex-{model.name}",
+        sample_rate=frames.SAMPLE_RATE, frame_samples=frames.FRAME_SAMPLES,
+        voices=tuple(sorted(model.voices)), default_voice=settings.default_voice,
+        default_instructions=settings.default_instructions,
+        max_instructions_chars=prompt.max_instructions_chars(model.cfg.context, longest),
+        max_sessions=max_sessions,
+        max_frames=int(settings.max_seconds * 1e9) // period if settings.max_seconds else UNLIMITED_FRAMES,
+    )
+
+
+class PersonaPlexEngine:
+    """The batched PersonaPlex `Ticker`; build it on the thread that will run `drive`."""
+
+    def __init__(self, model: model_mod.Model, settings: EngineSettings, info: contract.LiveInfo,
+                 pulse: Pulse | None = None) -> None:
+        self._model = model
+        self._settings = settings
+        self._info = info
+        self._pulse = pulse or Pulse()
+        self._device = model.lm.temporal.text_linear.weight.device
+        self._schedule = prompt.Schedule(settings.schedule)
+        self._sampling = sampling.Sampling(greedy=settings.greedy)
+        self._leases = leases.Leases(info.max_sessions)
+        self.pools = program.Pools(model, info.max_sessions)
+        self._program = program.Program(model, self.pools, self._schedule, self._sampling,
+                                        settings.cuda_graphs)
+        self._buckets = buckets.cut(settings.buckets, info.max_sessions)
+        self._prefixes = {name: prefill.voice_prefix(model.lm.temporal, v.embeddings.to(self._device))
+                          for name, v in model.voices.items()}
+        self._primed = (program.primed_decoder(model)
+                        if self._schedule is prompt.Schedule.UPSTREAM else None)
+        self._rows: list[_Running] = []
+        self._queue: deque[_Waiting] = deque()
+        self._ticks = 0
+        self._warm_up()
+        self._pulse.kv_capacity = info.max_sessions * model.cfg.context
+        logger.info("personaplex engine ready", extra={
+            "device": str(self._device), "dtype": settings.dtype, "schedule": settings.schedule,
+            "attention": "masked", "cuda_graphs": self._program.graphs, "architecture": model.name,
+            "checkpoint_steps": model.lm.file_steps, "context": model.cfg.context,
+            "voices": {n: v.frames for n, v in sorted(model.voices.items())},
+            "max_sessions": info.max_sessions, "max_instructions_chars": info.max_instructions_chars,
+            "buckets": list(self._buckets), "slot_bytes": self.pools.slot_bytes})
+
+    @property
+    def running(self) -> int:
+        """Sessions holding a slot (prefilled)."""
+        return len(self._rows)
+
+    @property
+    def waiting(self) -> int:
+        """Newcomers taken but not yet prefilled."""
+        return len(self._queue)
+
+    def slot_of(self, session_id: int) -> int | None:
+        """The slot a session holds now, if it runs (tests and diagnostics)."""
+        for slot, r in enumerate(self._rows):
+            if r.id == session_id:
+                return slot
+        return None
+
+    def sessions(self) -> int:
+        return len(self._rows) + len(self._queue)
+
+    def take(self, sub: channel.LiveSubmission) -> None:
+        """Lay out the session's prompt and queue it for the next tick's prefill (spec §5.4)."""
+        m, s = self._model, self._settings
+        voice = m.voices[sub.session.voice]
+        role = m.tokenizer.role_ids(sub.session.instructions)
+        if voice.frames + 12 + len(role) > m.cfg.context - 2:  # the token-count backstop of §4.4
+            logger.warning("role prompt does not fit the window; session refused",
+                           extra={"session_id": sub.id, "voice_frames": voice.frames, "role_tokens": len(role)})
+            sub.refuse(contract.CloseReason.ABORTED)
+            return
+        layout = prompt.layout(voice.embeddings, voice.ring_n, voice.ring_next, role, self._schedule)
+        seed = secrets.randbits(63) if s.seed is None else (s.seed * 1_000_003 + sub.id) % (1 << 63)
+        self._queue.append(_Waiting(sub, layout, self._prefixes[voice.name], seed))
+
+    def tick(self, skipped: int) -> None:
+        """Close ended sessions, prefill newcomers, then one frame for every running session."""
+        self._ticks += 1
+        ended = [(slot, reason) for slot, r in enumerate(self._rows)
+                 if (reason := r.line.listen()) is not None]
+        for slot, reason in reversed(ended):  # highest first: a moved session is never one that ended
+            self._rows[slot].line.close(reason)
+            self._release(slot)
+        if self._queue:
+            self._prefill()
+        B = len(self._rows)
+        self._pulse.kv_positions = sum(min(r.pos, self._model.cfg.context) for r in self._rows)
+        if B == 0:
+            return
+        if self._settings.fail_after_ticks and self._ticks > self._settings.fail_after_ticks:
+            raise InjectedFault(f"injected fault after {self._settings.fail_after_ticks} ticks")
+        bucket = buckets.bucket_for(B, self._buckets)
+        heard = np.stack([r.line.hear(skipped) for r in self._rows])
+        self.pools.pcm_in[:B].copy_(torch.from_numpy(heard))
+        if bucket > B:  # padding rows: silent input at position 0, in free slots only
+            self.pools.pcm_in[B:bucket].zero_()
+            self.pools.tokens.pos[B:bucket] = 0
+        out = self._program.run(bucket)
+        emitted = out.emitted[:B, 0].cpu().tolist()  # the tick's one host sync
+        pcm = out.pcm[:B].cpu().numpy()
+        finite = out.finite[:B].cpu().tolist()
+        gone: list[tuple[int, bool]] = []
+        for slot, r in enumerate(self._rows):
+            if not finite[slot]:  # D9: a non-finite row ends only its own session
+                logger.warning("non-finite model output; session aborted", extra={"session_id": r.id})
+                r.line.close(contract.CloseReason.ABORTED)
+                gone.append((slot, True))
+                continue
+            r.pos += 1
+            if not r.line.say(pcm[slot].tobytes(), r.detok.push(emitted[slot])):
+                gone.append((slot, False))
+        for slot, dirty in reversed(gone):
+            if dirty:
+                self.pools.clear(slot)
+            self._release(slot)
+
+    def abort(self) -> None:
+        """After a fault: every running line gets `Closed(ABORTED)`, every newcomer is refused."""
+        for r in self._rows:
+            r.line.close(contract.CloseReason.ABORTED)
+        for w in self._queue:
+            w.sub.refuse(contract.CloseReason.ABORTED)
+        self._rows = []
+        self._queue.clear()
+        self._leases = leases.Leases(self._info.max_sessions)
+        self._pulse.kv_positions = 0
+
+    def _prefill(self) -> None:
+        """Prefill the arrival-order prefix of newcomers within the row budget, in one forward."""
+        s = self._settings
+        n = grouping.prefix_within([w.layout.columns.shape[0] for w in self._queue], s.max_prefill_rows)
+        batch = [self._queue.popleft() for _ in range(n)]
+        started = time.perf_counter_ns()
+        newcomers = []
+        for w in batch:
+            # Started goes out with frame 0: the front end sees both at this tick's flush.
+            line = Line.start(w.sub, Jitter(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames),
+                              self._info.max_frames)
+            if line is None:  # nobody listens any more: no slot, no prefill
+                continue
+            slot = self._leases.acquire()
+            self.pools.codec.reset([slot])
+            if self._primed is not None:
+                self.pools.codec.decoder.copy_rows([slot], self._primed.decoder, [0])
+            self._rows.append(_Running(w.sub.id, line, self._model.tokenizer.detokenizer(),
+                                       prompt.start_position(w.layout, self._schedule)))
+            newcomers.append(prefill.Newcomer(slot, w.layout, w.prefix, w.seed))
+        if not newcomers:
+            return
+        prefill.admit(self._model.lm.temporal, self._model.lm.depformer, self.pools.kv, self.pools.tokens,
+                      newcomers, self._schedule, self._sampling)
+        if self.pools.pcm_in.is_cuda:
+            torch.cuda.synchronize(self._device)
+        self._pulse.prefill.observe((time.perf_counter_ns() - started) / 1e9)
+
+    def _release(self, slot: int) -> None:
+        """Give back `slot`; the session in the highest slot moves into the hole."""
+        move = self._leases.release(slot)
+        last = self._rows.pop()
+        if move is not None:
+            self.pools.move(move.src, move.dst)
+            self._rows[move.dst] = last
+
+    def _warm_up(self) -> None:
+        """Capture the graphs (CUDA) or run each bucket once (CPU), then reset every pool."""
+        if self._program.graphs:
+            self._program.capture(list(self._buckets))
+        else:
+            self._program.run(self._buckets[0])
+        self.pools.clear_all()

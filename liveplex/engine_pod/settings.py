@@ -1,0 +1,139 @@
+"""The PersonaPlex engine's settings: one frozen value, built once from the command line.
+
+Spec personaplex §5.1. `add_arguments` adds the flags only this engine has; `--max-sessions`,
+`--max-seconds`, `--jitter-frames`, `--prebuffer-frames` and `--fail-after-ticks` are shared with
+the sim engine (`liveplex.sim_pod.profile`) and read from the same namespace. Torch-free, so that parsing
+`liveplex serve` flags never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_INSTRUCTIONS = ("You are a wise and friendly teacher. Answer questions or provide advice "
+                        "in a clear and engaging way.")
+"""The reference's default role prompt (26 tokens with the real tokenizer)."""
+
+DEFAULT_BUCKETS: tuple[int, ...] = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+"""Batch sizes a tick is padded to (one CUDA graph each); cut at `max_sessions` (spec §5.7)."""
+
+SCHEDULES: tuple[str, ...] = ("reference", "upstream")
+"""`personaplex.prompt.Schedule` values (D3)."""
+
+DEFAULT_SCHEDULE = "upstream"
+"""`personaplex.prompt.DEFAULT_SCHEDULE`: settled by the model package's D3 golden test."""
+
+CPU_MAX_SESSIONS = 4
+"""Sessions on a CPU when `--max-sessions` is not given: CPU serving is for tests and demos."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """How the PersonaPlex engine runs; checked once in `__post_init__`, trusted afterwards."""
+
+    model_dir: Path
+    """Checkpoint directory: model.safetensors, the Mimi file, the tokenizer, voices/ (spec §2.1)."""
+    device: str = "cpu"
+    """`cpu` or `cuda[:n]`."""
+    dtype: str = "fp32"
+    """LM weights and KV: `bf16` (CUDA) or `fp32`; Mimi is always fp32 (spec §5.8)."""
+    schedule: str = DEFAULT_SCHEDULE
+    """Which user codes enter the fed column (D3, one of `SCHEDULES`); logged at startup."""
+    context_frames: int = 3000
+    """Temporal window and KV ring length, positions (3000 = 240 s; the weights do not fix it)."""
+    max_seconds: float = 240.0
+    """Session length, s; 0 = unlimited (D4)."""
+    max_sessions: int = 0
+    """Slots; 0 = derive from free device memory (CPU: `CPU_MAX_SESSIONS`)."""
+    memory_reserve_gib: float = 8.0
+    """Device memory kept free for activations, graphs and the allocator, GiB."""
+    max_prefill_rows: int = 1024
+    """Prompt rows prefilled per tick; the first newcomer always runs (D6b)."""
+    buckets: tuple[int, ...] = DEFAULT_BUCKETS
+    """Batch buckets before cutting at `max_sessions`."""
+    cuda_graphs: bool = True
+    """Capture one graph per bucket on CUDA (ignored on CPU)."""
+    greedy: bool = False
+    """Argmax draws instead of temperature + top-k sampling with spec §1.6's defaults (tests)."""
+    seed: int | None = None
+    """When set, session seeds derive from it and the session id (reproducible runs)."""
+    custom_voices_dir: Path | None = None
+    """Extra voices (`.pt`/`.wav`) loaded after the checkpoint's: the front end's `--voice-dir`."""
+    default_voice: str = "NATF2"
+    """The voice used when a client names none; startup fails if it is missing."""
+    default_instructions: str = DEFAULT_INSTRUCTIONS
+    max_voice_frames: int = 250
+    """Longest voice prompt accepted at startup, frames (20 s)."""
+    jitter_frames: int = 4
+    """Jitter buffer cap, frames (live-contract §5.3)."""
+    prebuffer_frames: int = 2
+    """Frames buffered before playout starts."""
+    fail_after_ticks: int = 0
+    """Fault injection: the temporal transformer raises after this many ticks (0: never)."""
+
+    def __post_init__(self) -> None:
+        checks = {
+            "device": self.device == "cpu" or self.device.startswith("cuda"),
+            "dtype": self.dtype in ("fp32", "bf16"),
+            "schedule": self.schedule in SCHEDULES,
+            "context_frames": self.context_frames >= 16,
+            "max_seconds": self.max_seconds >= 0,
+            "max_sessions": self.max_sessions >= 0,
+            "memory_reserve_gib": self.memory_reserve_gib >= 0,
+            "max_prefill_rows": self.max_prefill_rows > 0,
+            "buckets": bool(self.buckets) and all(b > 0 for b in self.buckets),
+            "max_voice_frames": self.max_voice_frames > 0,
+            "jitter_frames": self.jitter_frames > 0,
+            "prebuffer_frames": 1 <= self.prebuffer_frames <= self.jitter_frames,
+            "fail_after_ticks": self.fail_after_ticks >= 0,
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            raise ValueError(f"invalid personaplex setting {bad[0]}={getattr(self, bad[0])!r}")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The PersonaPlex engine's own flags on `liveplex serve --engine personaplex`."""
+    g = parser.add_argument_group("personaplex engine (also: --max-sessions, --max-seconds)")
+    g.add_argument("--model-path", type=Path, default=None,
+                   help="checkpoint directory (`liveplex personaplex make-tiny DIR` writes a tiny one)")
+    g.add_argument("--device", default=None, help="cpu or cuda[:n] (default: cuda if available)")
+    g.add_argument("--dtype", choices=["bf16", "fp32"], default=None,
+                   help="LM weights and KV (default: bf16 on CUDA, fp32 on CPU)")
+    g.add_argument("--schedule", choices=SCHEDULES, default=DEFAULT_SCHEDULE)
+    g.add_argument("--context-frames", type=int, default=3000,
+                   help="temporal window, positions (3000 = 240 s; the persona leaves it after ~233 s)")
+    g.add_argument("--max-prefill-rows", type=int, default=1024)
+    g.add_argument("--memory-reserve-gib", type=float, default=8.0)
+    g.add_argument("--no-cuda-graphs", action="store_true", help="run ticks eagerly on CUDA")
+    g.add_argument("--greedy", action="store_true", help="argmax draws (tests)")
+    g.add_argument("--seed", type=int, default=None, help="derive session seeds from this")
+    g.add_argument("--default-voice", default="NATF2")
+
+
+def settings_from_args(args: argparse.Namespace) -> EngineSettings:
+    """Build the settings once; raises ValueError naming the bad flag."""
+    if args.model_path is None:
+        raise ValueError("--engine personaplex needs --model-path DIR")
+    if not args.model_path.is_dir():
+        raise ValueError(f"--model-path: {args.model_path} is not a directory")
+    device = args.device or _default_device()
+    dtype = args.dtype or ("bf16" if device.startswith("cuda") else "fp32")
+    return EngineSettings(
+        model_dir=args.model_path, device=device, dtype=dtype,
+        schedule=args.schedule, context_frames=args.context_frames,
+        max_seconds=args.max_seconds, max_sessions=args.max_sessions or 0,
+        memory_reserve_gib=args.memory_reserve_gib, max_prefill_rows=args.max_prefill_rows,
+        cuda_graphs=not args.no_cuda_graphs, greedy=args.greedy,
+        seed=args.seed, custom_voices_dir=args.voice_dir, default_voice=args.default_voice,
+        jitter_frames=args.jitter_frames, prebuffer_frames=args.prebuffer_frames,
+        fail_after_ticks=args.fail_after_ticks,
+    )
+
+
+def _default_device() -> str:
+    import torch  # only the personaplex path pays for importing torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
