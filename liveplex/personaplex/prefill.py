@@ -4,7 +4,8 @@ Decision D6 (spec personaplex §4.5, §4.6). Positions 0..N-1 hold the same voic
 every session with a given voice, so their K/V is computed once per voice and copied into a new
 slot. The newcomers of a tick then go through one packed forward of their token rows (temporal
 transformer only: every token of the prompt is teacher-forced, so there is nothing to draw).
-Under `upstream` the admission draw follows: text and agent cb0 of column P from the last row.
+Under `upstream` the admission draw follows: text and agent cb0 of column P from the last row,
+and the session's Mimi decoder starts primed (`primed_codec_state`) instead of fresh.
 """
 
 from __future__ import annotations
@@ -13,7 +14,16 @@ import dataclasses
 
 import torch
 
-from liveplex.personaplex import depformer, prompt, ring, sampling, step, temporal
+from liveplex.personaplex import (
+    config,
+    depformer,
+    mimi,
+    prompt,
+    ring,
+    sampling,
+    step,
+    temporal,
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -82,3 +92,17 @@ def admit(temp: temporal.Temporal, dep: depformer.Depformer, pool: ring.KVPool, 
     for n, adm in zip(newcomers, admission):
         state.start(n.slot, schedule, prompt.start_position(n.prompt, schedule), n.seed, adm)
     return last
+
+
+@torch.no_grad()
+def primed_codec_state(codec: mimi.Mimi) -> mimi.MimiState:
+    """One row of Mimi state whose decoder has decoded one silence frame from fresh (spec §3.4).
+
+    An `upstream` session's decoder starts from this (`state.decoder.copy_rows([slot],
+    primed.decoder, [0])`): its first frame is what the reference emits on its second tick, after
+    the silence frame, so its audio equals the reference's one tick earlier. Computed once at
+    startup; its encoder part is fresh and unused.
+    """
+    state = codec.init_state(1)
+    codec.decode_step(torch.tensor([config.SILENCE], device=codec.device), state)
+    return state

@@ -1,7 +1,7 @@
 """Shared PersonaPlex fixtures: tiny random weights built once with upstream's modules (spec §6.3).
 
-The LM part is `lm_checkpoint`; the Mimi part is `mimi_checkpoint`, a separate fixture the Mimi
-side fills. `weights_dir` gathers both into one directory in the real layout.
+The LM part is `lm_checkpoint` (and `upstream_lm`); the Mimi part is `mimi_checkpoint` (and
+`upstream_mimi`, `our_mimi`), defined in `mimi_fixtures` and registered here for every test.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import safetensors.torch
 import torch
 
 from liveplex.personaplex import config
+from tests.personaplex.mimi_fixtures import mimi_checkpoint, our_mimi, upstream_mimi  # noqa: F401  (fixtures)
 
 torch.set_num_threads(1)  # 2 shared cores; more threads only contend
 

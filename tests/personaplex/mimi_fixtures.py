@@ -1,7 +1,7 @@
 """Mimi test fixtures: tiny random Mimi built with upstream's modules, saved under the real names.
 
-`conftest.py` registers them with `from tests.personaplex.mimi_fixtures import *`-style imports;
-test modules may also import them directly. Importing this module imports moshi (NO_TORCH_COMPILE
+`conftest.py` registers the fixtures for every test of the directory; `caller_audio` and
+`code_margins` are plain helpers test modules import. Importing this module imports moshi (NO_TORCH_COMPILE
 is set first, as in conftest).
 """
 
@@ -125,3 +125,21 @@ def caller_audio(rows: int, frames: int, seed: int, frame_samples: int = 1920) -
     phase = 2 * math.pi * (start * t + (end - start) * t**2 / (2 * duration))
     noise = 0.05 * torch.randn(rows, t.numel(), generator=gen, dtype=torch.float64)
     return (0.4 * torch.sin(phase) + noise).float()
+
+
+def code_margins(model: moshi_compression.MimiModel, latent: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+    """Relative gap between the nearest and the second-nearest centroid of each code upstream chose.
+
+    latent: [B, D, 1] unquantized; codes: [B, 8, 1]. Returns [B, 8]. A code whose margin exceeds
+    1e-4 is not a float-level near-tie, so another fp32 implementation must choose it too (§6.4).
+    """
+    margins = []
+    quantizer = model.quantizer
+    for half, half_codes in ((quantizer.rvq_first, codes[:, :1]), (quantizer.rvq_rest, codes[:, 1:])):
+        residual = half.input_proj(latent)[:, :, 0]
+        for level, index in zip(half.vq.layers, half_codes[:, :, 0].unbind(1)):
+            centroids = level._codebook.embedding
+            nearest = torch.cdist(residual, centroids).topk(2, largest=False).values
+            margins.append((nearest[:, 1] - nearest[:, 0]) / nearest[:, 0])
+            residual = residual - centroids[index]
+    return torch.stack(margins, dim=1)

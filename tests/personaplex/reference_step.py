@@ -2,7 +2,10 @@
 
 Batch 1, greedy unless draws are forced, with the prompt of §4.3. It keeps the general token grid
 G and the "given" marks S as dicts keyed by (stream, column), runs all 16 depformer steps, and
-records everything a golden test compares: fed columns, logits, draws and emitted frames.
+records everything a golden test compares: fed columns, logits, draws and emitted frames, and,
+when given upstream's Mimi (`hear`), the caller codes it encoded with their nearest-centroid
+margins and the PCM of every emitted agent frame. Mimi streams from fresh when the live audio
+starts, as the reference resets its encoder after the prompt.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import dataclasses
 import torch
 
 from liveplex.personaplex import config
+from tests.personaplex import mimi_fixtures
 
 D = config.DELAYS
 INIT = [config.TEXT_INIT] + [config.AUDIO_INIT] * 16
@@ -25,13 +29,18 @@ class Record:
     audio_logits: list[torch.Tensor] = dataclasses.field(default_factory=list)  # [16, card] per call
     draws: list[list[int]] = dataclasses.field(default_factory=list)  # text + agent cb0..7 (after forcing)
     emitted: list[list[int] | None] = dataclasses.field(default_factory=list)
+    user_codes: list[list[int]] = dataclasses.field(default_factory=list)  # what Mimi encoded, per `hear`
+    code_margins: list[torch.Tensor] = dataclasses.field(default_factory=list)  # [8] relative, per `hear`
+    pcm: list[torch.Tensor] = dataclasses.field(default_factory=list)  # [1920] decoded agent frame, per `hear`
 
 
 class Reference:
     """One session of the reference, from voice prompt to live calls."""
 
-    def __init__(self, lm, voice: torch.Tensor | None = None, cache: torch.Tensor | None = None) -> None:
+    def __init__(self, lm, voice: torch.Tensor | None = None, cache: torch.Tensor | None = None,
+                 codec=None) -> None:  # codec: moshi MimiModel, for `hear`
         self.lm = lm
+        self.codec = codec
         self.G: dict[tuple[int, int], int] = {}
         self.S: set[tuple[int, int]] = set()
         self.o = 0
@@ -39,6 +48,8 @@ class Reference:
         self._stack = contextlib.ExitStack()
         self._stack.enter_context(torch.no_grad())
         self._stack.enter_context(lm.streaming(1))
+        if codec is not None:
+            self._stack.enter_context(codec.streaming(1))
         if voice is not None:
             assert cache is not None
             N = voice.shape[0]
@@ -109,4 +120,16 @@ class Reference:
         self.rec.draws.append(draws)
         self.rec.emitted.append(emitted)
         self.o = o + 1
+        return emitted
+
+    def hear(self, pcm: torch.Tensor) -> list[int]:
+        """One live call on a caller frame (pcm [1920]): Mimi encodes it, the step runs with those
+        user codes, and the emitted agent frame is decoded."""
+        latent = self.codec._encode_to_unquantized_latent(pcm.view(1, 1, -1))
+        codes = self.codec.quantizer.encode(latent)
+        self.rec.user_codes.append(codes[0, :, 0].tolist())
+        self.rec.code_margins.append(mimi_fixtures.code_margins(self.codec, latent, codes)[0])
+        emitted = self.step(user=codes[0, :, 0].tolist())
+        assert emitted is not None, "hear() is for live calls, after the prompt"
+        self.rec.pcm.append(self.codec.decode(torch.tensor(emitted[1:9]).view(1, 8, 1))[0, 0])
         return emitted

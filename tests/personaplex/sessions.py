@@ -1,8 +1,10 @@
-"""Test sessions and a minimal batched driver over the package's prompt, prefill and step code.
+"""Test sessions and a minimal batched driver over the package's prompt, prefill, step and Mimi code.
 
-The driver does what the engine does between ticks, without the engine's slots and lines:
-sessions take slots 0, 1, 2... in arrival order and never leave. Caller audio is given as codes
-(the `force_user_codes` hook), so these tests do not depend on Mimi.
+The driver does what the engine does in a tick, without the engine's slots and lines: sessions
+take slots 0, 1, 2... in arrival order and never leave. Each tick, our Mimi encodes every live
+session's caller frame in one batched call, the live step runs, and our Mimi decodes the emitted
+agent frames. The `force_user_codes` hook replaces the codes Mimi produced (still recorded) with
+given ones, as spec §6.6 asks, so a float-level near-tie in Mimi cannot derail a comparison.
 """
 
 from __future__ import annotations
@@ -11,23 +13,26 @@ import dataclasses
 
 import torch
 
-from liveplex.personaplex import config, prefill, prompt, sampling, step
-from tests.personaplex import reference_step
+from liveplex.personaplex import config, mimi, prefill, prompt, sampling, step
+from tests.personaplex import mimi_fixtures, reference_step
+
+FRAME = 1920
 
 
 @dataclasses.dataclass(frozen=True)
 class Spec:
-    """One session: voice (embeddings and token ring), role ids, caller codes, seed."""
+    """One session: voice (embeddings and token ring), role ids, caller audio, seed."""
 
     voice: torch.Tensor  # [N, dim]
     cache: torch.Tensor  # [1, 17, 4]
     role_ids: list[int]
-    user: torch.Tensor  # [T, 8]
+    audio: torch.Tensor  # [T, 1920] caller frames at 24 kHz
     seed: int
 
 
 def make_spec(dim: int, frames: int, voice_frames: int, role_len: int, seed: int) -> Spec:
-    """A random voice whose ring follows spec §4.2's column rules, random role ids and caller codes."""
+    """A random voice whose ring follows spec §4.2's column rules, random role ids, caller audio
+    (a tone sweep plus noise, different per seed)."""
     gen = torch.Generator().manual_seed(seed)
     N = voice_frames
     v = torch.randint(0, 2048, (N + 1, 8), generator=gen)  # Mimi codes of the voice clip's frames
@@ -40,7 +45,7 @@ def make_spec(dim: int, frames: int, voice_frames: int, role_len: int, seed: int
         voice=torch.randn(N, dim, generator=gen),
         cache=cache,
         role_ids=torch.randint(4, 400, (role_len,), generator=gen).tolist(),
-        user=torch.randint(0, 2048, (frames, 8), generator=gen),
+        audio=mimi_fixtures.caller_audio(1, frames, seed)[0].view(frames, FRAME),
         seed=seed,
     )
 
@@ -59,18 +64,24 @@ class Run:
     drawn: list[list[int]] = dataclasses.field(default_factory=list)
     text_logits: list[torch.Tensor] = dataclasses.field(default_factory=list)
     audio_logits: list[torch.Tensor] = dataclasses.field(default_factory=list)
+    encoded: list[list[int]] = dataclasses.field(default_factory=list)  # the codes our Mimi produced
+    pcm: list[torch.Tensor] = dataclasses.field(default_factory=list)  # [1920] decoded agent frame
 
 
 @torch.no_grad()
-def drive(lm, specs: list[tuple[Spec, int]], ticks: int, schedule: prompt.Schedule,
-          sample: sampling.Sampling, force: list[list[list[int]] | None] | None = None) -> list[Run]:
+def drive(lm, codec: mimi.Mimi, specs: list[tuple[Spec, int]], ticks: int, schedule: prompt.Schedule,
+          sample: sampling.Sampling, force: list[list[list[int]] | None] | None = None,
+          force_user: list[list[list[int]]] | None = None) -> list[Run]:
     """Run sessions admitted at the given ticks until `ticks`; returns one `Run` per session.
 
-    force[i][t] is session i's draws at its live tick t (text + agent cb0..7, -1 = draw).
+    force[i][t] is session i's draws at its live tick t (text + agent cb0..7, -1 = draw);
+    force_user[i][t] its user codes at that tick instead of what our Mimi encoded.
     """
     temp, dep = lm.temporal, lm.depformer
     pool = temp.new_pool(len(specs))
     state = step.TokenState.allocate(len(specs))
+    codec_state = codec.init_state(len(specs))
+    primed = prefill.primed_codec_state(codec)
     prefixes: dict[int, prefill.VoicePrefix] = {}
     runs = [Run() for _ in specs]
     live: list[int] = []  # session index per slot
@@ -86,14 +97,23 @@ def drive(lm, specs: list[tuple[Spec, int]], ticks: int, schedule: prompt.Schedu
                 live.append(i)
         if newcomers:
             prefill.admit(temp, dep, pool, state, newcomers, schedule, sample)
+            slots = [n.slot for n in newcomers]
+            codec_state.reset(slots)
+            if schedule is prompt.Schedule.UPSTREAM:
+                codec_state.decoder.copy_rows(slots, primed.decoder, [0] * len(slots))
         if not live:
             continue
         t_of = [tick - specs[i][1] for i in live]
-        user = torch.stack([specs[i][0].user[t] for i, t in zip(live, t_of)])
+        rows = codec_state.head(len(live))
+        encoded = codec.encode_step(torch.stack([specs[i][0].audio[t] for i, t in zip(live, t_of)]), rows)
+        user = encoded
+        if force_user is not None:
+            user = torch.tensor([force_user[i][t] for i, t in zip(live, t_of)])
         forced = None
         if force is not None:
             forced = torch.tensor([force[i][t] if force[i] is not None else [-1] * 9 for i, t in zip(live, t_of)])
         out = step.live_step(temp, dep, pool, state, user, schedule, sample, forced)
+        pcm = codec.decode_step(out.emitted[:, 1:], rows)
         for row, i in enumerate(live):
             r = runs[i]
             r.emitted.append(out.emitted[row].tolist())
@@ -101,17 +121,18 @@ def drive(lm, specs: list[tuple[Spec, int]], ticks: int, schedule: prompt.Schedu
             r.drawn.append(out.drawn[row].tolist())
             r.text_logits.append(out.text_logits[row])
             r.audio_logits.append(out.audio_logits[row])
+            r.encoded.append(encoded[row].tolist())
+            r.pcm.append(pcm[row])
     return runs
 
 
-def reference_run(upstream_lm, spec: Spec, frames: int,
-                  force: list[list[int]] | None = None) -> reference_step.Record:
-    """The test reference over the prompt and `frames` live calls (greedy unless forced)."""
-    ref = reference_step.Reference(upstream_lm, spec.voice, spec.cache)
+def reference_run(upstream_lm, upstream_mimi, spec: Spec, frames: int) -> reference_step.Record:
+    """The test reference, greedy, over the prompt and `frames` live calls on the caller's audio."""
+    ref = reference_step.Reference(upstream_lm, spec.voice, spec.cache, upstream_mimi)
     try:
         ref.prompt(spec.role_ids)
         for t in range(frames):
-            ref.step(user=spec.user[t].tolist(), force=None if force is None else force[t])
+            ref.hear(spec.audio[t])
         return ref.rec
     finally:
         ref.close()

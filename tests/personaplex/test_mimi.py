@@ -10,32 +10,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from moshi.models import compression as moshi_compression
 
 from liveplex.personaplex import mimi
-from tests.personaplex.mimi_fixtures import (  # noqa: F401  (fixtures)
-    caller_audio,
-    mimi_checkpoint,
-    our_mimi,
-    upstream_mimi,
-)
+from tests.personaplex import mimi_fixtures
+from tests.personaplex.mimi_fixtures import caller_audio
 
 FRAME = 1920
 MARGIN = 1e-4
-
-
-def _upstream_margins(model: moshi_compression.MimiModel, latent: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
-    """Relative gap between the nearest and second-nearest centroid for each code: [B, 8]."""
-    margins = []
-    quantizer = model.quantizer
-    for half, half_codes in ((quantizer.rvq_first, codes[:, :1]), (quantizer.rvq_rest, codes[:, 1:])):
-        residual = half.input_proj(latent)[:, :, 0]
-        for level, index in zip(half.vq.layers, half_codes[:, :, 0].unbind(1)):
-            centroids = level._codebook.embedding
-            nearest = torch.cdist(residual, centroids).topk(2, largest=False).values
-            margins.append((nearest[:, 1] - nearest[:, 0]) / nearest[:, 0])
-            residual = residual - centroids[index]
-    return torch.stack(margins, dim=1)
 
 
 def test_encode_codes_equal_upstream_past_the_transformer_window(our_mimi, upstream_mimi):
@@ -49,7 +30,7 @@ def test_encode_codes_equal_upstream_past_the_transformer_window(our_mimi, upstr
             latent = upstream_mimi._encode_to_unquantized_latent(chunk[:, None])
             codes = upstream_mimi.quantizer.encode(latent)
             theirs.append(codes[:, :, 0])
-            margins.append(_upstream_margins(upstream_mimi, latent, codes))
+            margins.append(mimi_fixtures.code_margins(upstream_mimi, latent, codes))
             ours.append(our_mimi.encode_step(chunk, state))
     ours_t, theirs_t, margin_t = torch.stack(ours, -1), torch.stack(theirs, -1), torch.stack(margins, -1)
     clear = margin_t > MARGIN

@@ -7,7 +7,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from liveplex.personaplex import checkpoint, config, prefill, prompt, sampling, step, temporal
+from liveplex.personaplex import (
+    checkpoint,
+    config,
+    prefill,
+    prompt,
+    sampling,
+    step,
+    temporal,
+)
 from tests.personaplex import sessions
 
 

@@ -12,7 +12,6 @@ import soundfile
 import torch
 
 from liveplex.personaplex import config, voices
-from tests.personaplex.mimi_fixtures import mimi_checkpoint, our_mimi  # noqa: F401  (fixtures)
 
 DIM = 64
 SINE = torch.tensor(config.SINE)
