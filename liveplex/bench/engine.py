@@ -1,37 +1,55 @@
 """`liveplex bench engine`: tick time of the batched PersonaPlex live step per batch size, on CPU.
 
-Builds a config (`tiny` or `small`) with seeded random weights — speed does not depend on the
-weights' values — admits B sessions through the real prefill (a 5-frame voice, a 26-token
-prompt, shorter in the tiny window), then times live ticks (temporal step, text draw, 8 depformer steps, sampled) and prints
-p50/p99 per batch size. Mimi is not included: the figure is the language model's share of a tick.
+Builds a config (`tiny` or `small`) with seeded random weights once (speed does not depend on the
+weights' values) and admits B sessions per batch size through the real prefill (a 5-frame voice,
+a 26-token prompt, shorter in the tiny window). It then times live ticks (temporal step, text
+draw, 8 depformer steps, sampled) of **all batch sizes interleaved**: round after round, one tick
+of each batch size, in a rotating order. On a shared machine the load drifts over seconds; timing
+batch 1 first and batch 32 a minute later made the ratio swing between 3.5x and 4.5x, while
+interleaving exposes every batch size to the same load. Ticks run under `torch.inference_mode`.
+Mimi is not included: the figure is the language model's share of a tick.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import datetime
 import json
-import logging
+import os
 import pathlib
+import platform
 import sys
 import time
 
 import torch
 
-from liveplex.personaplex import checkpoint, config, prefill, prompt, sampling, step
+from liveplex.bench import percentiles
+from liveplex.personaplex import (
+    checkpoint,
+    config,
+    prefill,
+    prompt,
+    ring,
+    sampling,
+    step,
+)
 
-logger = logging.getLogger(__name__)
+
+@dataclasses.dataclass
+class _Level:
+    """B sessions admitted together, and their tick times."""
+
+    batch: int
+    pool: ring.KVPool
+    state: step.TokenState
+    prefill_ms: float
+    prefill_rows: int
+    ticks_us: list[int] = dataclasses.field(default_factory=list)
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
-
-
-@torch.no_grad()
-def measure(cfg: config.LMConfig, batch: int, ticks: int, warmup: int, schedule: prompt.Schedule) -> dict[str, float]:
-    """Tick times in ms for `batch` sessions admitted together."""
-    lm = checkpoint.random_lm(cfg, seed=0)
-    temp, dep = lm.temporal, lm.depformer
+def _admit(lm: checkpoint.LM, batch: int, schedule: prompt.Schedule, sample: sampling.Sampling) -> _Level:
+    cfg, temp = lm.temporal.cfg, lm.temporal
     gen = torch.Generator().manual_seed(1)
     voice = torch.randn(5, cfg.dim, generator=gen)
     ring_n = prompt.silence_column()
@@ -39,19 +57,36 @@ def measure(cfg: config.LMConfig, batch: int, ticks: int, warmup: int, schedule:
     p = prompt.layout(voice, ring_n, ring_n, torch.randint(4, 400, (role_tokens,), generator=gen).tolist(), schedule)
     pool, state = temp.new_pool(batch), step.TokenState.allocate(batch)
     prefix = prefill.voice_prefix(temp, voice)
-    sample = sampling.Sampling()
     t0 = time.perf_counter_ns()
-    prefill.admit(temp, dep, pool, state, [prefill.Newcomer(i, p, prefix, seed=i) for i in range(batch)], schedule, sample)
-    prefill_ms = (time.perf_counter_ns() - t0) / 1e6
-    times = []
-    for t in range(warmup + ticks):
-        user = torch.randint(0, cfg.card, (batch, config.AGENT_CODEBOOKS), generator=gen)
-        t0 = time.perf_counter_ns()
-        step.live_step(temp, dep, pool, state, user, schedule, sample)
-        if t >= warmup:
-            times.append((time.perf_counter_ns() - t0) / 1e6)
-    return {"batch": batch, "tick_p50_ms": _percentile(times, 50), "tick_p99_ms": _percentile(times, 99),
-            "prefill_ms": prefill_ms, "prefill_rows": batch * p.columns.shape[0]}
+    prefill.admit(temp, lm.depformer, pool, state, [prefill.Newcomer(i, p, prefix, seed=i) for i in range(batch)],
+                  schedule, sample)
+    return _Level(batch, pool, state, (time.perf_counter_ns() - t0) / 1e6, batch * p.columns.shape[0])
+
+
+@torch.inference_mode()
+def measure(cfg: config.LMConfig, batches: list[int], ticks: int, warmup: int,
+            schedule: prompt.Schedule) -> list[dict[str, float]]:
+    """Tick times for each batch size, measured interleaved; one row per batch size, in order."""
+    lm = checkpoint.random_lm(cfg, seed=0)
+    sample = sampling.Sampling()
+    levels = [_admit(lm, b, schedule, sample) for b in batches]
+    gen = torch.Generator().manual_seed(2)
+    for r in range(warmup + ticks):
+        for i in range(len(levels)):
+            level = levels[(i + r) % len(levels)]
+            user = torch.randint(0, cfg.card, (level.batch, config.AGENT_CODEBOOKS), generator=gen)
+            t0 = time.perf_counter_ns()
+            step.live_step(lm.temporal, lm.depformer, level.pool, level.state, user, schedule, sample)
+            if r >= warmup:
+                level.ticks_us.append((time.perf_counter_ns() - t0) // 1000)
+    rows = []
+    for level in levels:
+        summary = percentiles.summarize(level.ticks_us)
+        rows.append({"batch": level.batch, "tick_p50_ms": summary.p50, "tick_p99_ms": summary.p99,
+                     "prefill_ms": level.prefill_ms, "prefill_rows": level.prefill_rows})
+    for row in rows:
+        row["x_batch_1"] = row["tick_p50_ms"] / rows[0]["tick_p50_ms"]
+    return rows
 
 
 def main(argv: list[str]) -> int:
@@ -67,16 +102,16 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(args.threads)
     cfg = config.CONFIGS[args.config]()
     batches = [int(b) for b in args.batch.split(",")]
-    rows = []
-    print(f"config {args.config}, {args.threads} thread(s), schedule {args.schedule}")
+    load_before = os.getloadavg()
+    print(f"config {args.config}, {args.threads} thread(s), schedule {args.schedule}, batch sizes interleaved")
+    rows = measure(cfg, batches, args.ticks, args.warmup, prompt.Schedule(args.schedule))
     print(f"{'batch':>6} {'p50 ms':>9} {'p99 ms':>9} {'x batch 1':>10}")
-    for b in batches:
-        row = measure(cfg, b, args.ticks, args.warmup, prompt.Schedule(args.schedule))
-        rows.append(row)
-        ratio = row["tick_p50_ms"] / rows[0]["tick_p50_ms"]
-        print(f"{b:>6} {row['tick_p50_ms']:>9.2f} {row['tick_p99_ms']:>9.2f} {ratio:>10.2f}", flush=True)
+    for row in rows:
+        print(f"{row['batch']:>6} {row['tick_p50_ms']:>9.2f} {row['tick_p99_ms']:>9.2f} {row['x_batch_1']:>10.2f}")
     report = {"config": args.config, "threads": args.threads, "schedule": args.schedule,
-              "torch": torch.__version__, "results": rows}
+              "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
+              "cpus": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg(),
+              "date": datetime.date.today().isoformat(), "results": rows}
     if args.out:
         args.out.write_text(json.dumps(report, indent=2))
     return 0

@@ -42,8 +42,14 @@ def write_and_attend(
     """One live row per session: store its K/V at its slot, then attend over its window.
 
     q, k, v: [B, H, D] for rows 0..B-1; k_ring, v_ring: [B, H, C, D] views of the pool rows (written
-    in place); position: [B] int64. Returns [B, H, D]. The `masked` backend: it reads every slot of
-    every row and masks the invalid ones.
+    in place); position: [B] int64. Returns [B, H, D]. The `masked` backend: it masks the invalid
+    slots of every row.
+
+    On a CUDA device it reads every slot, so shapes stay static for graph capture (the `flex`
+    backend is the one that skips empty blocks there). Elsewhere it runs eagerly and reads only the
+    leading `span = min(C, max(position) + 1)` slots: until a row wraps, its valid slots are
+    0..position, so no row can hold anything beyond them. At batch 32 with young sessions this
+    cut the attention's share of a `small` CPU tick from ~30 % to ~8 % (docs/personaplex.md).
     """
     B, H, C, D = k_ring.shape
     assert q.shape == (B, H, D), f"q is {tuple(q.shape)}, expected [B={B}, H={H}, D={D}]"
@@ -51,8 +57,10 @@ def write_and_attend(
     slot = slot_of(position, C)
     k_ring[rows, :, slot] = k.to(k_ring.dtype)
     v_ring[rows, :, slot] = v.to(v_ring.dtype)
-    mask = valid_slots(position, C)[:, None, None, :]
-    out = F.scaled_dot_product_attention(q[:, :, None].to(k_ring.dtype), k_ring, v_ring, attn_mask=mask)
+    span = C if q.device.type == "cuda" else min(C, int(position.max()) + 1)
+    mask = valid_slots(position, C)[:, None, None, :span]
+    out = F.scaled_dot_product_attention(
+        q[:, :, None].to(k_ring.dtype), k_ring[:, :, :span], v_ring[:, :, :span], attn_mask=mask)
     return out[:, :, 0]
 
 

@@ -58,6 +58,13 @@ def test_random_file_makes_spread_codes(random_file):
     assert len(set(codes[:, 7].tolist())) > 1
 
 
+def test_random_mimi_is_the_codec_write_random_writes(random_file):
+    built, loaded = mimi.random_mimi(CFG, seed=5), mimi.load(random_file, "cpu", CFG)
+    assert built.state_dict().keys() == loaded.state_dict().keys()
+    assert all(torch.equal(v, loaded.state_dict()[k]) for k, v in built.state_dict().items())
+    assert torch.equal(built.quantizer.rvq_rest._centroids, loaded.quantizer.rvq_rest._centroids)
+
+
 def test_real_table_matches_the_spec_counts():
     table = mimi.expected_tensors(mimi.mimi_config())
     used = sum(torch.Size(shape).numel() for shape in table.values())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from liveplex.personaplex import ring
@@ -27,3 +27,25 @@ def test_slot_of_position_is_position_mod_context_for_the_tiny_window():
 
 def test_an_empty_ring_holds_nothing():
     assert bool((ring.held_positions(torch.tensor([-1]), 40) == -1).all())
+
+
+@settings(max_examples=25, deadline=None)
+@given(positions=st.lists(st.integers(0, 130), min_size=1, max_size=4), seed=st.integers(0, 2 ** 16))
+def test_live_attention_reads_exactly_each_rows_window(positions, seed):
+    """Young and wrapped rows in one batch (the CPU path reads only the leading slots any row can
+    hold): each row equals plain attention over its own window; stale slots never leak in."""
+    C, H, D = 40, 2, 8
+    gen = torch.Generator().manual_seed(seed)
+    B = len(positions)
+    k_ring, v_ring = torch.randn(B, H, C, D, generator=gen), torch.randn(B, H, C, D, generator=gen)
+    q, k, v = (torch.randn(B, H, D, generator=gen) for _ in range(3))
+    position = torch.tensor(positions)
+    out = ring.write_and_attend(q, k, v, k_ring, v_ring, position)
+    for b in range(B):
+        slots = torch.nonzero(ring.valid_slots(position[b:b + 1], C)[0])[:, 0]
+        assert len(slots) == min(C, positions[b] + 1)
+        keys, values = k_ring[b][:, slots].double(), v_ring[b][:, slots].double()
+        weights = torch.softmax(torch.einsum("hd,hsd->hs", q[b].double(), keys) / D ** 0.5, dim=-1)
+        expected = torch.einsum("hs,hsd->hd", weights, values)
+        torch.testing.assert_close(out[b].double(), expected, rtol=0, atol=1e-5)
+        assert torch.equal(k_ring[b][:, positions[b] % C], k[b])

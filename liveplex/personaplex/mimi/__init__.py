@@ -13,10 +13,16 @@ API (spec §1.4, §5.3)::
 
 Codes are ordered semantic first (agent cb0), then the 7 acoustic codebooks. A row's results do
 not depend on the other rows. `write_random(path, cfg, seed)` writes a random checkpoint under the
-real key names (for `make-tiny`).
+real key names (for `make-tiny`); `random_mimi(cfg, seed, device)` builds the same codec in memory.
 """
 
-from liveplex.personaplex.mimi.checkpoint import MimiCheckpointError, expected_tensors, load, write_random
+from liveplex.personaplex.mimi.checkpoint import (
+    MimiCheckpointError,
+    expected_tensors,
+    load,
+    random_mimi,
+    write_random,
+)
 from liveplex.personaplex.mimi.config import MimiConfig
 from liveplex.personaplex.mimi.config import mimi as mimi_config
 from liveplex.personaplex.mimi.config import tiny as tiny_config
@@ -25,5 +31,5 @@ from liveplex.personaplex.mimi.state import DecoderState, EncoderState, MimiStat
 
 __all__ = [
     "DecoderState", "EncoderState", "Mimi", "MimiCheckpointError", "MimiConfig", "MimiState",
-    "RingState", "expected_tensors", "load", "mimi_config", "tiny_config", "write_random",
+    "RingState", "expected_tensors", "load", "mimi_config", "random_mimi", "tiny_config", "write_random",
 ]

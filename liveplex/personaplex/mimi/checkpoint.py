@@ -127,6 +127,28 @@ def _randomize(module: mimi_model.Mimi, generator: torch.Generator) -> None:
                 tensor.copy_(torch.rand(tensor.shape, generator=generator) * 2 * bound - bound)
 
 
+def _random_module(cfg: mimi_config.MimiConfig, generator: torch.Generator) -> mimi_model.Mimi:
+    """Seeded weights on the CPU, the used codebooks initialised explicitly (spec §6.3)."""
+    with torch.device("meta"):
+        module = mimi_model.Mimi(cfg)
+    module = module.to_empty(device="cpu")
+    _randomize(module, generator)
+    with torch.no_grad():
+        for key, value in module.state_dict(keep_vars=True).items():
+            if key.endswith("_codebook.embedding_sum"):
+                value.copy_(CODEBOOK_SCALE * torch.randn(value.shape, generator=generator))
+            elif "_codebook." in key:
+                value.fill_(1.0)
+    module.quantizer.refresh()
+    return module
+
+
+def random_mimi(cfg: mimi_config.MimiConfig, seed: int = 0, device: torch.device | str = "cpu") -> mimi_model.Mimi:
+    """A seeded random codec on `device`, fp32, eval: the weights `write_random` writes, without a
+    file (benchmarks and the GPU check: speed does not depend on the values)."""
+    return _random_module(cfg, torch.Generator().manual_seed(seed)).to(device).eval()
+
+
 def write_random(path: str | Path, cfg: mimi_config.MimiConfig, seed: int = 0) -> None:
     """Write a random Mimi checkpoint for `cfg` under the real key names, all stored codebooks included.
 
@@ -134,20 +156,11 @@ def write_random(path: str | Path, cfg: mimi_config.MimiConfig, seed: int = 0) -
     `embedding_sum` at the latent's scale); otherwise all codes collapse (spec §6.3).
     """
     generator = torch.Generator().manual_seed(seed)
-    with torch.device("meta"):
-        module = mimi_model.Mimi(cfg)
-    module = module.to_empty(device="cpu")
-    _randomize(module, generator)
+    module = _random_module(cfg, generator)
     tensors = {key: value.detach().clone().contiguous() for key, value in module.state_dict().items()}
-    for level in range(cfg.stored_codebooks - 1):
+    for level in range(cfg.codebooks - 1, cfg.stored_codebooks - 1):  # stored, never used
         prefix = f"quantizer.rvq_rest.vq.layers.{level}._codebook."
-        tensors.setdefault(prefix + "_initialized", torch.ones(1))
-        tensors.setdefault(prefix + "cluster_usage", torch.ones(cfg.bins))
-        tensors.setdefault(prefix + "embedding_sum", torch.empty(cfg.bins, cfg.codebook_dim))
-    for key, value in tensors.items():
-        if "_codebook." in key:
-            if key.endswith("embedding_sum"):
-                value.copy_(CODEBOOK_SCALE * torch.randn(value.shape, generator=generator))
-            else:
-                value.fill_(1.0)
+        tensors[prefix + "_initialized"] = torch.ones(1)
+        tensors[prefix + "cluster_usage"] = torch.ones(cfg.bins)
+        tensors[prefix + "embedding_sum"] = CODEBOOK_SCALE * torch.randn(cfg.bins, cfg.codebook_dim, generator=generator)
     safetensors.torch.save_file(tensors, str(path))
