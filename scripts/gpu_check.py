@@ -40,7 +40,15 @@ from collections.abc import Callable
 import torch
 
 from liveplex.bench import percentiles
-from liveplex.personaplex import checkpoint, config, mimi, prefill, prompt, sampling, step
+from liveplex.personaplex import (
+    checkpoint,
+    config,
+    mimi,
+    prefill,
+    prompt,
+    sampling,
+    step,
+)
 
 RESERVE_BYTES = 8 * 2 ** 30
 """Kept free for activations and the allocator (spec §5.1 `memory_reserve_gib`)."""
@@ -197,7 +205,7 @@ def main(argv: list[str]) -> int:
     save()
     try:
         report["bandwidth"] = _bandwidth(device)
-    except Exception as e:  # keep going: the floor is then missing, the tick times are not
+    except Exception as e:  # noqa: BLE001  (keep going: the floor is then missing, the tick times are not)
         report["bandwidth"] = {"error": repr(e)}
     floor["bytes_per_s"] = report["bandwidth"].get("bytes_per_s", float("nan"))  # type: ignore[union-attr]
     save()
@@ -209,7 +217,7 @@ def main(argv: list[str]) -> int:
         for full in (False, True):
             try:
                 row = _level(lm, codec, b, full, args, device, floor)
-            except Exception as e:  # keep what we have; the report says what failed
+            except Exception as e:  # noqa: BLE001  (keep what we have; the report says what failed)
                 row = {"batch": b, "full_context": full, "error": repr(e)}
             report["levels"].append(row)  # type: ignore[union-attr]
             save()
