@@ -74,7 +74,7 @@ def attend_rows(
     before these rows (written in place afterwards). Keys are the old ring plus the new rows, so a
     chunk that crosses the ring boundary still sees exactly its window. Returns [T, H, D].
     """
-    T, H, D = q.shape
+    T = q.shape[0]
     C = k_ring.shape[1]
     assert T <= C, f"a prefill of {T} rows cannot exceed the ring of {C}"
     device = q.device

@@ -27,7 +27,12 @@ from liveplex.personaplex.mimi.config import MimiConfig
 from liveplex.personaplex.mimi.config import mimi as mimi_config
 from liveplex.personaplex.mimi.config import tiny as tiny_config
 from liveplex.personaplex.mimi.model import Mimi
-from liveplex.personaplex.mimi.state import DecoderState, EncoderState, MimiState, RingState
+from liveplex.personaplex.mimi.state import (
+    DecoderState,
+    EncoderState,
+    MimiState,
+    RingState,
+)
 
 __all__ = [
     "DecoderState", "EncoderState", "Mimi", "MimiCheckpointError", "MimiConfig", "MimiState",

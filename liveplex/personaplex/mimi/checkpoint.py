@@ -66,7 +66,7 @@ def validate(path: Path, cfg: mimi_config.MimiConfig) -> None:
         with safetensors.safe_open(str(path), framework="pt") as handle:
             found = {
                 key: (tuple(handle.get_slice(key).get_shape()), handle.get_slice(key).get_dtype())
-                for key in handle.keys()
+                for key in handle.keys()  # noqa: SIM118  (a safetensors handle, not a dict)
             }
     except FileNotFoundError:
         raise MimiCheckpointError([f"{path.name}: file not found at {path}"]) from None
@@ -117,7 +117,7 @@ def _randomize(module: mimi_model.Mimi, generator: torch.Generator) -> None:
     """Seeded weights: convs and linears uniform in ±1/sqrt(fan_in), LayerScale 0.01, LayerNorm 1/0."""
     with torch.no_grad():
         for name, tensor in module.state_dict(keep_vars=True).items():
-            if name.endswith("layer_scale_1.scale") or name.endswith("layer_scale_2.scale"):
+            if name.endswith(("layer_scale_1.scale", "layer_scale_2.scale")):
                 tensor.fill_(_LAYER_SCALE_INIT)
             elif ".norm" in name:
                 tensor.fill_(1.0 if name.endswith("weight") else 0.0)
