@@ -18,6 +18,7 @@ import torch
 
 from liveplex.personaplex import checkpoint, config, mimi, tiny_tokenizer, tokenizer
 
+
 def _voice(cfg: config.LMConfig, frames: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
     """A `.pt` voice (spec §4.2): random embeddings and a token ring holding columns N and N+1."""
     cache = torch.full((1, config.NUM_STREAMS, 4), config.AUDIO_INIT, dtype=torch.long)
