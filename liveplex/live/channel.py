@@ -280,14 +280,11 @@ class _Queue:
         self.stopped = False
 
 
-class LiveHandle:
-    """The front end's way in: `start` a session without ever blocking."""
+class _End:
+    """What both ends of the channel see: the engine's `LiveInfo` and its `Pulse`."""
 
     def __init__(self, queue: _Queue) -> None:
         self._q = queue
-        self._closed = False
-        with queue.cond:
-            queue.handles += 1
 
     @property
     def info(self) -> contract.LiveInfo:
@@ -296,6 +293,16 @@ class LiveHandle:
     @property
     def pulse(self) -> Pulse:
         return self._q.pulse
+
+
+class LiveHandle(_End):
+    """The front end's way in: `start` a session without ever blocking."""
+
+    def __init__(self, queue: _Queue) -> None:
+        super().__init__(queue)
+        self._closed = False
+        with queue.cond:
+            queue.handles += 1
 
     @property
     def stopped(self) -> bool:
@@ -328,19 +335,8 @@ class LiveHandle:
                 q.cond.notify()
 
 
-class LiveInbox:
+class LiveInbox(_End):
     """The engine's way in: submissions, in order, and the flush of outputs."""
-
-    def __init__(self, queue: _Queue) -> None:
-        self._q = queue
-
-    @property
-    def info(self) -> contract.LiveInfo:
-        return self._q.info
-
-    @property
-    def pulse(self) -> Pulse:
-        return self._q.pulse
 
     def get(self, timeout_ns: int | None = None) -> LiveSubmission | Signal:
         """The next submission; `CLOSED` once every handle is gone; `TIMEOUT` after `timeout_ns`."""

@@ -8,13 +8,24 @@ import threading
 import pytest
 
 from liveplex.live import (
-    Audio, Closed, CloseReason, LiveHandle, LiveInfo, Opened, Rejected, Session, Started, Text,
-    drive, live_channel,
+    Audio,
+    Closed,
+    CloseReason,
+    LiveHandle,
+    LiveInfo,
+    Opened,
+    Rejected,
+    Session,
+    Started,
+    Text,
+    drive,
+    live_channel,
 )
 from liveplex.live.channel import LiveInbox
 from liveplex.live.drive import EngineError
 
 from .engines import Silent
+from .outputs import audio_frames, until
 
 SESSION = Session(voice="NATF2", instructions="hi")
 
@@ -51,26 +62,6 @@ class Pod:
 async def pod(info: LiveInfo, **kw) -> Pod:
     handle, inbox = live_channel(info, loop=asyncio.get_running_loop())
     return Pod(Silent(info, kw.pop("during_tick", None)), handle, inbox, **kw)
-
-
-async def until(opened: Opened, kind: type, timeout: float = 5.0) -> list:
-    """Collect outputs until one of type `kind` arrives."""
-    got: list = []
-    while not any(isinstance(o, kind) for o in got):
-        batch = await asyncio.wait_for(opened.output.next(), timeout)
-        assert batch, "output ended"
-        got += batch
-    return got
-
-
-async def audio_frames(opened: Opened, n: int, timeout: float = 5.0) -> list:
-    """Collect outputs until `n` audio frames arrived."""
-    got: list = []
-    while sum(isinstance(o, Audio) for o in got) < n:
-        batch = await asyncio.wait_for(opened.output.next(), timeout)
-        assert batch, "output ended"
-        got += batch
-    return got
 
 
 def start(p: Pod) -> Opened:
@@ -193,9 +184,15 @@ async def test_frames_are_contiguous_and_text_follows_its_audio() -> None:
 
     class Talker(Silent):
         def tick(self, skipped: int) -> None:
+            kept = []
             for line in self.lines:
-                line.listen()
-                line.say(bytes(3840), next(words, None))
+                reason = line.listen()
+                if reason is not None:
+                    line.close(reason)
+                else:
+                    line.say(bytes(3840), next(words, None))
+                    kept.append(line)
+            self.lines = kept
             self.skips.append(skipped)
 
     p = Pod(Talker(info), handle, inbox)

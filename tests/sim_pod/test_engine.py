@@ -10,16 +10,9 @@ from liveplex.live import Audio, Closed, CloseReason, Opened, Session, Started, 
 from liveplex.live.runner import EngineThread
 from liveplex.sim_pod import InjectedFault, SimEngine, SimProfile
 
+from ..live.outputs import until
+
 SESSION = Session(voice="NATF2", instructions="x")
-
-
-async def collect(opened: Opened, until: type, timeout: float = 5.0) -> list:
-    got: list = []
-    while not any(isinstance(o, until) for o in got):
-        batch = await asyncio.wait_for(opened.output.next(), timeout)
-        assert batch, "output ended without Closed"
-        got += batch
-    return got
 
 
 async def test_one_slot_busy_contiguous_frames_and_hangup() -> None:
@@ -28,18 +21,18 @@ async def test_one_slot_busy_contiguous_frames_and_hangup() -> None:
     handle = engine.start(asyncio.get_running_loop())
     a = handle.start(SESSION)
     assert isinstance(a, Opened)
-    first = await collect(a, Audio)
+    first = await until(a, Audio)
     assert first[0] == Started()
     b = handle.start(SESSION)
     assert isinstance(b, Opened)
-    assert await collect(b, Closed) == [Closed.refused(CloseReason.BUSY)]
-    got = first + await collect(a, Audio)
+    assert await until(b, Closed) == [Closed.refused(CloseReason.BUSY)]
+    got = first + await until(a, Audio)
     while sum(isinstance(o, Audio) for o in got) < 4:
-        got += await collect(a, Audio)
+        got += await until(a, Audio)
     n = [o.frame for o in got if isinstance(o, Audio)]
     assert n == list(range(len(n)))
     a.audio.close()
-    end = (await collect(a, Closed))[-1]
+    end = (await until(a, Closed))[-1]
     assert end.reason is CloseReason.HANGUP and end.frames >= len(n)
     handle.close()
     await asyncio.to_thread(engine.stop)
@@ -69,7 +62,7 @@ async def test_loud_caller_is_echoed_six_frames_late_with_words() -> None:
     text = "".join(o.delta for o in got if isinstance(o, Text))
     assert text.startswith("I hear")
     a.audio.close()
-    await collect(a, Closed)
+    await until(a, Closed)
     handle.close()
     await asyncio.to_thread(engine.stop)
 
@@ -81,6 +74,6 @@ async def test_injected_fault_aborts_every_session_and_stops_the_engine() -> Non
     a, b = handle.start(SESSION), handle.start(SESSION)
     for o in (a, b):
         assert isinstance(o, Opened)
-        assert (await collect(o, Closed))[-1].reason is CloseReason.ABORTED
+        assert (await until(o, Closed))[-1].reason is CloseReason.ABORTED
     await asyncio.to_thread(engine.stop)
     assert isinstance(engine.failed, InjectedFault) and not engine.ready
