@@ -1,6 +1,6 @@
 """The reference step machine (spec personaplex §3.2, §6.5), literally, on upstream's modules.
 
-Batch 1, greedy unless draws are forced, with the prompt of §4.3. It keeps the general token grid
+Batch 1, greedy, with the prompt of §4.3. It keeps the general token grid
 G and the "given" marks S as dicts keyed by (stream, column), runs all 16 depformer steps, and
 records everything a golden test compares: fed columns, logits, draws and emitted frames, and,
 when given upstream's Mimi (`hear`), the caller codes it encoded with their nearest-centroid
@@ -74,9 +74,10 @@ class Reference:
             self.step(user=list(config.SINE), agent=list(config.SILENCE), text=text)
         self.rec = Record()  # the prompt's draws are all discarded
 
-    def step(self, user: list[int] | None = None, agent: list[int] | None = None, text: int | None = None,
-             force: list[int] | None = None) -> list[int] | None:
-        """One reference call; `force` is text + agent cb0..7 to use instead of argmax (-1 = draw)."""
+    def step(self, user: list[int] | None = None, agent: list[int] | None = None,
+             text: int | None = None) -> list[int] | None:
+        """One reference call (spec §3.2), greedy: the engine is teacher-forced with these draws, so
+        the reference itself never needs forcing."""
         o, lm = self.o, self.lm
         if text is not None:
             self._give(0, o, text)
@@ -94,8 +95,7 @@ class Reference:
             return None
         column = [self.G[k, o - 1] for k in range(17)]
         h, text_logits = lm.forward_text(torch.tensor(column).view(1, 17, 1))
-        force = force or [-1] * 9
-        t = int(text_logits[0, 0, 0].argmax()) if force[0] < 0 else force[0]
+        t = int(text_logits[0, 0, 0].argmax())
         if (0, o) in self.S:
             t = self.G[0, o]
         else:
@@ -105,7 +105,7 @@ class Reference:
             for s in range(16):
                 logits = lm.forward_depformer(s, torch.tensor(prev).view(1, 1, 1), h)[0, 0, 0]
                 audio_logits.append(logits.float())
-                a = int(logits.argmax()) if s >= 8 or force[1 + s] < 0 else force[1 + s]
+                a = int(logits.argmax())
                 if (1 + s, o) in self.S:
                     prev = self.G[1 + s, o]
                 else:

@@ -9,6 +9,7 @@ import safetensors.torch
 import torch
 
 from liveplex.personaplex import checkpoint, config
+from tests.personaplex import upstream
 
 ATTN = "depformer.layers.0.self_attn.in_proj_weight"
 
@@ -17,23 +18,6 @@ def _save(tmp_path, state, name="model.safetensors"):
     path = tmp_path / name
     safetensors.torch.save_file(state, str(path))
     return path
-
-
-def _eight_step(state: dict[str, torch.Tensor], cfg: config.LMConfig) -> dict[str, torch.Tensor]:
-    """The Moshi layout cut from a 16-step state: steps 0..7, depformer_emb.0..6."""
-    d = cfg.dep_dim
-    out = {}
-    for key, value in state.items():
-        if key.endswith("self_attn.in_proj_weight") and key.startswith("depformer."):
-            out[key] = value[: 3 * d * 8].clone()
-        elif key.endswith("self_attn.out_proj.weight") and key.startswith("depformer."):
-            out[key] = value[: d * 8].clone()
-        elif checkpoint._source(key, 8) == key and not any(
-                f"{p}.{s}." in key for p in ("depformer_in", "linears", "gating", "depformer_emb") for s in range(8, 16)):
-            if key.startswith("depformer_emb.7."):
-                continue
-            out[key] = value
-    return out
 
 
 def test_a_16_step_file_loads_every_tensor_exactly(lm_checkpoint):
@@ -48,7 +32,7 @@ def test_the_live_model_reads_only_steps_0_to_7(lm_checkpoint):
     cfg = lm_checkpoint.cfg
     lm = checkpoint.load_lm(lm_checkpoint.path, cfg, steps=8)
     dep = lm.depformer.state_dict()
-    assert set(dep) == set(k for k in checkpoint.expected_lm(cfg, 8) if k in dep)
+    assert set(dep) == {k for k in checkpoint.expected_lm(cfg, 8) if k.startswith(("depformer", "linears."))}
     full = lm_checkpoint.state
     assert torch.equal(dep[ATTN], full[ATTN][: 3 * cfg.dep_dim * 8])
     assert torch.equal(dep["linears.7.weight"], full["linears.7.weight"])
@@ -91,7 +75,7 @@ def test_not_a_safetensors_file_is_an_error(tmp_path, lm_checkpoint):
 
 def test_an_8_step_file_loads_with_a_warning_and_fills_steps_8_to_15(tmp_path, lm_checkpoint, caplog):
     cfg = lm_checkpoint.cfg
-    eight = _eight_step(lm_checkpoint.state, cfg)
+    eight = upstream.eight_step(lm_checkpoint.state, cfg)
     assert len(eight) == len(checkpoint.expected_lm(cfg, 8))
     path = _save(tmp_path, eight)
     with caplog.at_level(logging.WARNING, logger="liveplex.personaplex.checkpoint"):

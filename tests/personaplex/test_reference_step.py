@@ -27,9 +27,7 @@ FRAMES = 60  # past the tiny 40-position window
 def test_the_reference_emits_at_call_t_plus_1_what_lmgen_emits_at_call_t(lm_checkpoint, upstream_lm):
     cfg = lm_checkpoint.cfg
     lm8 = upstream.build_lm(cfg, dep_q=8)
-    # Every 8-step tensor is a prefix of its 16-step counterpart (step-major rows, steps 0..7).
-    lm8.load_state_dict({k: lm_checkpoint.state[k][: v.shape[0]] for k, v in upstream.export_state(lm8).items()},
-                        strict=True)
+    lm8.load_state_dict(upstream.eight_step(lm_checkpoint.state, cfg), strict=True)
     user = torch.randint(0, cfg.card, (FRAMES, 8), generator=torch.Generator().manual_seed(5))
     gen_logits: list[torch.Tensor] = []
     lm_gen = LMGen(lm8, use_sampling=False, on_text_logits_hook=lambda lg: gen_logits.append(lg[0, 0, 0].clone()))

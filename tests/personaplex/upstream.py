@@ -9,7 +9,7 @@ import moshi.models.lm  # noqa: F401  (fails the session loudly if moshi is miss
 import torch
 from moshi.models.lm import LMModel
 
-from liveplex.personaplex import config
+from liveplex.personaplex import checkpoint, config
 
 
 def lm_kwargs(cfg: config.LMConfig, dep_q: int) -> dict[str, object]:
@@ -65,3 +65,9 @@ def export_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     for key, parts in merged.items():
         out[key] = torch.cat([t for _, t in sorted(parts, key=lambda p: p[0])]).contiguous()
     return out
+
+
+def eight_step(state: dict[str, torch.Tensor], cfg: config.LMConfig) -> dict[str, torch.Tensor]:
+    """The Moshi 8-step layout cut from a 16-step state (real key names): steps 0..7 and
+    `depformer_emb.0..6`. Every 8-step tensor is a prefix of its 16-step counterpart (step-major rows)."""
+    return {key: state[key][: shape[0]].clone() for key, shape in checkpoint.expected_lm(cfg, 8).items()}
