@@ -23,7 +23,7 @@ from tests.personaplex import sessions
 
 GREEDY = sampling.Sampling(greedy=True)
 REF, UP = prompt.Schedule.REFERENCE, prompt.Schedule.UPSTREAM
-FRAMES = 150
+FRAMES = 155  # ticks: a and b run 155 live frames, c (admitted 5 ticks later) 150
 LATE = 5  # session c is admitted this many ticks after a and b
 CODE_MARGIN = 1e-4
 PCM_ATOL = 1e-4
@@ -98,7 +98,7 @@ def test_three_sessions_teacher_forced_match_the_reference(ours, our_mimi, trio,
     for field in ("text_logits", "audio_logits", "pcm"):
         assert torch.equal(torch.stack(getattr(a, field)), torch.stack(getattr(b, field))), field
     for run, rec in ((a, ref_a), (c, ref_c)):
-        assert len(run.emitted) >= FRAMES - LATE
+        assert len(run.emitted) >= 150  # spec §6.6: at least 150 frames, for c too
         _assert_codes_match_under_the_margin_rule(run, rec)
         assert run.fed == rec.fed
         assert run.emitted == [e[:9] for e in rec.emitted]
