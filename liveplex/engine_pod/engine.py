@@ -79,14 +79,13 @@ def live_info(model: model_mod.Model, settings: EngineSettings, max_sessions: in
     if settings.default_voice not in model.voices:
         raise model_mod.StartupError(
             f"default voice {settings.default_voice!r} is not among the loaded voices {sorted(model.voices)}")
-    longest = max(v.frames for v in model.voices.values())
     period = frames.PERIOD_NS
     return contract.LiveInfo(
         model="personaplex-7b" if model.name == "personaplex-7b" else f"personaplex-{model.name}",
         sample_rate=frames.SAMPLE_RATE, frame_samples=frames.FRAME_SAMPLES,
         voices=tuple(sorted(model.voices)), default_voice=settings.default_voice,
         default_instructions=settings.default_instructions,
-        max_instructions_chars=prompt.max_instructions_chars(model.cfg.context, longest),
+        max_instructions_chars=model.max_instructions_chars,
         max_sessions=max_sessions,
         max_frames=int(settings.max_seconds * 1e9) // period if settings.max_seconds else UNLIMITED_FRAMES,
     )

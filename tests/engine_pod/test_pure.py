@@ -1,0 +1,119 @@
+"""Pure parts of the engine pod: leases, buckets, prefill grouping, the session cap, settings."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from liveplex import engine_pod
+from liveplex.engine_pod import buckets, grouping, leases, memory
+from liveplex.personaplex import prompt
+
+
+@given(st.integers(1, 12), st.lists(st.tuples(st.booleans(), st.integers(0, 11)), max_size=60))
+def test_leases_stay_compact_and_moves_keep_every_session(capacity, ops):
+    lease = leases.Leases(capacity)
+    slots: list[int] = []  # session id per slot, as the engine keeps it
+    next_id = 0
+    for acquire, pick in ops:
+        if acquire and lease.live < capacity:
+            assert lease.acquire() == len(slots)
+            slots.append(next_id)
+            next_id += 1
+        elif slots:
+            slot = pick % len(slots)
+            ended = slots[slot]
+            move = lease.release(slot)
+            last = slots.pop()
+            if move is None:
+                assert slot == len(slots) and last == ended
+            else:
+                assert (move.src, move.dst) == (len(slots), slot)
+                slots[move.dst] = last
+            assert ended not in slots
+        assert lease.live == len(slots) and len(set(slots)) == len(slots)
+
+
+def test_a_full_pool_refuses_and_a_free_slot_must_be_leased():
+    lease = leases.Leases(1)
+    assert lease.acquire() == 0
+    with pytest.raises(leases.LeaseError, match="all 1 slots"):
+        lease.acquire()
+    assert lease.release(0) is None
+    with pytest.raises(leases.LeaseError, match="not leased"):
+        lease.release(0)
+
+
+@given(st.lists(st.integers(1, 3000), max_size=12), st.integers(1, 4096))
+def test_prefill_takes_an_arrival_order_prefix_within_the_budget(rows, budget):
+    n = grouping.prefix_within(rows, budget)
+    if not rows:
+        assert n == 0
+        return
+    assert n >= 1
+    if n > 1:
+        assert sum(rows[:n]) <= budget
+    if n < len(rows):
+        assert sum(rows[: n + 1]) > budget
+
+
+@given(st.lists(st.integers(1, 3000), min_size=1, max_size=12), st.integers(1, 4096))
+def test_every_newcomer_is_prefilled_within_as_many_ticks_as_newcomers(rows, budget):
+    queue, ticks = list(rows), 0
+    while queue:
+        del queue[: grouping.prefix_within(queue, budget)]
+        ticks += 1
+    assert ticks <= len(rows)
+
+
+@given(st.lists(st.integers(1, 200), min_size=1, max_size=12), st.integers(1, 200), st.integers(1, 200))
+def test_bucket_is_the_smallest_that_holds_the_batch(base, max_sessions, sessions):
+    cut = buckets.cut(base, max_sessions)
+    assert cut[-1] == max_sessions and list(cut) == sorted(set(cut))
+    if sessions > max_sessions:
+        with pytest.raises(ValueError):
+            buckets.bucket_for(sessions, cut)
+        return
+    b = buckets.bucket_for(sessions, cut)
+    assert b >= sessions and all(c < sessions for c in cut if c < b)
+
+
+def test_spec_example_h200_fits_78_sessions():
+    per_slot = memory.SlotBytes(kv=memory.kv_bytes(32, 3000, 4096, 2), mimi=16_480_000, tokens=65_536).total
+    free = int((139 - 14.3 - 0.3 - 0.4) * memory.GIB)
+    assert memory.kv_bytes(32, 3000, 4096, 2) == 1_572_864_000
+    assert memory.max_sessions(0, free, 8 * memory.GIB, per_slot) == 78
+
+
+def test_a_cap_over_memory_and_no_room_at_all_are_errors_naming_the_numbers():
+    assert memory.max_sessions(10, 100 * memory.GIB, 8 * memory.GIB, memory.GIB) == 10
+    with pytest.raises(memory.CapacityError, match="--max-sessions 93 does not fit: 92 sessions"):
+        memory.max_sessions(93, 100 * memory.GIB, 8 * memory.GIB, memory.GIB)
+    with pytest.raises(memory.CapacityError, match="not one session fits"):
+        memory.max_sessions(0, 8 * memory.GIB, 8 * memory.GIB, memory.GIB)
+
+
+def test_default_schedule_is_the_model_packages():
+    assert engine_pod.EngineSettings(model_dir=None).schedule == prompt.DEFAULT_SCHEDULE.value  # type: ignore[arg-type]
+    assert set(engine_pod.settings.SCHEDULES) == {s.value for s in prompt.Schedule}
+
+
+def test_settings_name_the_bad_flag(tmp_path):
+    parser = argparse.ArgumentParser()
+    engine_pod.add_arguments(parser)
+    parser.add_argument("--max-sessions", type=int)
+    parser.add_argument("--max-seconds", type=float, default=240)
+    parser.add_argument("--jitter-frames", type=int, default=4)
+    parser.add_argument("--prebuffer-frames", type=int, default=2)
+    parser.add_argument("--fail-after-ticks", type=int, default=0)
+    parser.add_argument("--voice-dir", default=None)
+    with pytest.raises(ValueError, match="needs --model-path"):
+        engine_pod.settings_from_args(parser.parse_args([]))
+    with pytest.raises(ValueError, match="max_prefill_rows=0"):
+        engine_pod.settings_from_args(parser.parse_args(
+            ["--model-path", str(tmp_path), "--device", "cpu", "--max-prefill-rows", "0"]))
+    ok = engine_pod.settings_from_args(parser.parse_args(["--model-path", str(tmp_path), "--device", "cpu"]))
+    assert (ok.dtype, ok.max_sessions, ok.schedule) == ("fp32", 0, "upstream")

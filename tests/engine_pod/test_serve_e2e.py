@@ -1,0 +1,95 @@
+"""`liveplex serve --engine personaplex` on the tiny checkpoint, end to end over real sockets.
+
+`liveplex check` runs against it (capacity, expiry and fault each on a server started for them),
+and the official `openai` SDK holds a session. The tiny model's audio is noise from random
+weights, but every code path is the real one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conformance import servers
+from tests.conformance.test_sdk_e2e import SPEECH_MS, _call
+
+pytestmark = pytest.mark.timeout(300)
+
+SIM_ONLY = {18, 19, 36, 37}
+"""Checks that SKIP against a default server (capacity 1, expiry, fault need their own servers)."""
+
+
+@contextlib.contextmanager
+def personaplex(tiny_dir: Path, log: Path, *flags: str) -> Iterator[str]:
+    # `servers.serve` passes `--engine sim` first; argparse keeps the last `--engine`.
+    with servers.serve("--engine", "personaplex", "--model-path", str(tiny_dir), "--device", "cpu",
+                       *flags, log=log) as base:
+        yield base
+
+
+def _clean(code: int, lines: list[str]) -> dict[int, str]:
+    assert code == 0 and not [line for line in lines if line.startswith("FAIL")], "\n".join(lines)
+    return servers.report(lines)
+
+
+def _wait_ready(base: str) -> None:
+    """Poll `/ready` until the engine is built (the pod answers `/health` before that)."""
+    deadline = time.monotonic() + servers.READY_S
+    while _ready_status(base) != 200:  # readiness poll of a child process, not test synchronisation
+        assert time.monotonic() < deadline, "the engine never turned ready"
+        time.sleep(0.1)
+
+
+def _ready_status(base: str) -> int:
+    try:
+        with urllib.request.urlopen(base.removesuffix("/v1") + "/ready", timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_the_full_checklist_passes_against_the_tiny_model(tiny_dir, tmp_path):
+    # 16 slots cover the sessions two concurrent checks open at once (at the checker's default of
+    # 8 concurrent checks it opens more than 16; see docs/engine_pod.md).
+    with personaplex(tiny_dir, tmp_path / "serve.log", "--max-sessions", "16") as base:
+        config = servers.get_json(base.removesuffix("/v1") + "/live/config")
+        code, lines = servers.check(base, "--concurrency", "2")
+    statuses = _clean(code, lines)
+    assert set(statuses) == set(range(1, 41))
+    assert {n for n, s in statuses.items() if s == "SKIP"} <= SIM_ONLY, "\n".join(lines)
+    assert config["voices"] == ["NATF2", "NATM1", "cedar", "marin"]  # the OpenAI names mapped onto them
+    assert config["max_instructions_chars"] == (3000 - 15 - 7) // 4 - 18  # D5 with the longest voice, 7 frames
+
+
+def test_capacity_checks_pass_against_a_one_slot_server(tiny_dir, tmp_path):
+    with personaplex(tiny_dir, tmp_path / "serve.log", "--max-sessions", "1") as base:
+        code, lines = servers.check(base, "--only", "18,19,21,38", "--expect-capacity", "1")
+    assert _clean(code, lines) == dict.fromkeys((18, 19, 21, 38), "PASS")
+
+
+def test_a_model_fault_ends_sessions_with_error_then_closed_and_the_pod_turns_not_ready(tiny_dir, tmp_path):
+    with personaplex(tiny_dir, tmp_path / "serve.log", "--fail-after-ticks", "25") as base:
+        _wait_ready(base)
+        code, lines = servers.check(base, "--only", "37,38", "--expect-fault")
+        assert _clean(code, lines) == {37: "PASS", 38: "PASS"}
+        assert _ready_status(base) == 503
+
+
+def test_the_openai_sdk_holds_a_session_and_sessions_expire(tiny_dir, tmp_path):
+    with personaplex(tiny_dir, tmp_path / "serve.log", "--max-seconds", "5") as base:
+        deltas, _, reason = asyncio.run(_call(base))
+        metrics = urllib.request.urlopen(base.removesuffix("/v1") + "/metrics", timeout=5).read().decode()
+        code, lines = servers.check(base, "--only", "36")
+    assert _clean(code, lines) == {36: "PASS"}
+    assert reason == "close_requested"
+    assert {len(d) for d in deltas} == {3840}
+    assert len(deltas) >= 0.7 * SPEECH_MS / 80
+    assert "liveengine_prefill_duration_seconds_count 1.0" in metrics
+    assert "liveengine_kv_occupancy_ratio" in metrics
