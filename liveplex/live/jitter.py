@@ -18,7 +18,7 @@ class Jitter:
     """A FIFO of s16le caller samples sliced into frames on the engine's clock."""
 
     __slots__ = ("frame", "prebuffer", "max_frames", "playing", "underruns", "dropped",
-                 "_buf", "_odd", "_cap_bytes", "_silence")
+                 "_buf", "_odd", "_cap_bytes", "_frame_bytes", "_silence", "_silent_pcm")
 
     def __init__(self, frame: int, prebuffer: int, max_frames: int) -> None:
         if frame <= 0:
@@ -38,8 +38,10 @@ class Jitter:
         self._buf = bytearray()
         self._odd = b""
         self._cap_bytes = 2 * frame * max_frames
+        self._frame_bytes = 2 * frame
         self._silence = np.zeros(frame, np.float32)
         self._silence.flags.writeable = False
+        self._silent_pcm = bytes(2 * frame)
 
     def __len__(self) -> int:
         """Buffered samples."""
@@ -70,17 +72,35 @@ class Jitter:
 
         The silent frame is a shared read-only array: callers must not write into it.
         """
-        need = 2 * self.frame
-        if len(self._buf) >= need * self.prebuffer:
+        pcm = self._take()
+        if pcm is None:
+            return self._silence
+        out = np.frombuffer(pcm, "<i2").astype(np.float32)
+        out *= _SCALE
+        return out
+
+    def pop_pcm(self) -> bytes:
+        """One frame as s16le bytes, or silence: `pop` without the float conversion.
+
+        For engines that want the caller's PCM as it came (the sim echoes it), so no sample is
+        touched; the same playout rules and counters as `pop`. `s16le(pop())` equals it.
+        """
+        pcm = self._take()
+        return self._silent_pcm if pcm is None else pcm
+
+    def _take(self) -> bytes | None:
+        """The playout decision of live-contract §5.2: a frame's bytes, or None for silence."""
+        need = self._frame_bytes
+        buf = self._buf
+        if len(buf) >= need * self.prebuffer:
             self.playing = True
-        if not self.playing or len(self._buf) < need:
+        if not self.playing or len(buf) < need:
             if self.playing:
                 self.underruns += 1
             self.playing = False
-            return self._silence
-        out = np.frombuffer(self._buf, "<i2", self.frame).astype(np.float32)
-        del self._buf[:need]
-        out *= _SCALE
+            return None
+        out = bytes(buf[:need])
+        del buf[:need]
         return out
 
     def skip(self, frames: int) -> None:

@@ -51,6 +51,12 @@ class Line:
             self.jitter.skip(skipped)
         return self.jitter.pop()
 
+    def hear_pcm(self, skipped: int) -> bytes:
+        """`hear` as s16le bytes, untouched (`Jitter.pop_pcm`), for engines that want the PCM."""
+        if skipped:
+            self.jitter.skip(skipped)
+        return self.jitter.pop_pcm()
+
     def say(self, pcm: bytes, text: str | None) -> bool:
         """Emit this tick's frame and its words; False means drop the line without `Closed`."""
         frame = self.frames

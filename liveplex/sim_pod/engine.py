@@ -1,18 +1,22 @@
 """`SimEngine`: the echo under the real drive loop, with an emulated GPU cost curve.
 
 live-contract §12.3. It runs on the engine thread like the PersonaPlex engine, so everything above
-the model (drive, channel, front end, bench) is exercised for real without a GPU.
+the model (drive, channel, front end, bench) is exercised for real without a GPU. The tick holds
+the GIL while the front end waits for it, so it is kept short: caller PCM is echoed as bytes and
+loudness is judged for all sessions in one numpy pass (a few µs per session, docs/bench.md).
 """
 
 from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from liveplex.live import channel, contract, frames
 from liveplex.live.drive import EngineError
-from liveplex.live.jitter import Jitter, s16le
+from liveplex.live.jitter import Jitter
 from liveplex.live.line import Line
-from liveplex.sim_pod.echo import Echo
+from liveplex.sim_pod import echo
 from liveplex.sim_pod.profile import SimProfile
 
 
@@ -26,7 +30,7 @@ class SimEngine:
     def __init__(self, profile: SimProfile) -> None:
         self.profile = profile
         self._max_frames = profile.info().max_frames
-        self._calls: list[tuple[Line, Echo]] = []
+        self._calls: list[tuple[Line, echo.Echo]] = []
         self._ticks = 0
 
     def sessions(self) -> int:
@@ -37,14 +41,16 @@ class SimEngine:
         line = Line.start(sub, Jitter(frames.FRAME_SAMPLES, p.prebuffer_frames, p.jitter_frames),
                           self._max_frames)
         if line is not None:
-            self._calls.append((line, Echo(frames.FRAME_SAMPLES, p.echo_frames, p.word_frames)))
+            self._calls.append((line, echo.Echo(frames.FRAME_SAMPLES, p.echo_frames,
+                                                p.word_frames)))
 
     def tick(self, skipped: int) -> None:
         live = []
-        for line, echo in self._calls:  # 1. close ended sessions first
+        for call in self._calls:  # 1. close ended sessions first
+            line = call[0]
             reason = line.listen()
             if reason is None:
-                live.append((line, echo))
+                live.append(call)
             else:
                 line.close(reason)
         self._ticks += 1
@@ -54,11 +60,14 @@ class SimEngine:
         cost_us = self.profile.cost_us(len(live))
         if cost_us:
             time.sleep(cost_us / 1e6)  # 2. "compute": the GIL is free for the front end meanwhile
+        heard = [line.hear_pcm(skipped) for line, _ in live]  # 3. one frame each
+        loud = echo.loud_rows(np.frombuffer(b"".join(heard), "<i2").reshape(len(heard),
+                                                                    frames.FRAME_SAMPLES))
         kept = []
-        for line, echo in live:  # 3. one frame each
-            out, word = echo.step(line.hear(skipped))
-            if line.say(s16le(out), word):
-                kept.append((line, echo))
+        for call, pcm, is_loud in zip(live, heard, loud.tolist(), strict=True):
+            out, word = call[1].step(pcm, is_loud)
+            if call[0].say(out, word):
+                kept.append(call)
         self._calls = kept  # 4. sinks gone: dropped silently
 
     def abort(self) -> None:

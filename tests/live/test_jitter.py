@@ -118,3 +118,20 @@ def test_byte_splits_never_matter_and_played_audio_is_the_pushed_audio(
     played = b"".join(whole)  # property 6: no drops, no skips -> lossless
     assert played == data[: len(played)]
     assert len(data) - len(played) < 2 * frame + 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(shapes, ops)
+def test_pop_pcm_is_pop_as_s16le_with_the_same_counters(shape: tuple[int, int, int], seq: list) -> None:
+    frame, prebuffer, max_frames = shape
+    floats, pcm = Jitter(frame, prebuffer, max_frames), Jitter(frame, prebuffer, max_frames)
+    for op, arg in seq:
+        for j in (floats, pcm):
+            if op == "push":
+                j.push(arg)
+            elif op == "skip":
+                j.skip(arg)
+        if op == "pop":
+            assert pcm.pop_pcm() == s16le(floats.pop())
+        state = [(len(j), j.playing, j.underruns, j.dropped, j.odd) for j in (floats, pcm)]
+        assert state[0] == state[1]

@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from liveplex.sim_pod import WORDS, Echo, SimProfile
+from liveplex.sim_pod.echo import LOUD_MEAN_SQUARE, loud_rows
 
 FRAME = 16
 
@@ -20,13 +22,10 @@ def test_output_is_the_input_late_and_words_fall_on_loud_beats(
         echo_frames: int, word_frames: int, loudness: list[bool]) -> None:
     echo = Echo(FRAME, echo_frames, word_frames)
     rng = np.random.default_rng(len(loudness))
-    heard = [
-        (rng.uniform(0.2, 0.9, FRAME) if loud else rng.uniform(-0.001, 0.001, FRAME)).astype(np.float32)
-        for loud in loudness
-    ]
+    heard = [rng.integers(-32768, 32768, FRAME).astype("<i2").tobytes() for _ in loudness]
     outs, words, loud_seen = [], [], 0
     for i, frame in enumerate(heard):
-        out, word = echo.step(frame)
+        out, word = echo.step(frame, loudness[i])
         outs.append(out)
         if loudness[i]:
             loud_seen += 1
@@ -35,10 +34,27 @@ def test_output_is_the_input_late_and_words_fall_on_loud_beats(
         if word is not None:
             words.append(word)
     for i, out in enumerate(outs):
-        expected = heard[i - echo_frames] if i >= echo_frames else np.zeros(FRAME, np.float32)
-        assert np.array_equal(out, expected)
+        expected = heard[i - echo_frames] if i >= echo_frames else bytes(2 * FRAME)
+        assert out == expected
     cycled = list(itertools.islice(itertools.cycle(WORDS), len(words)))
     assert "".join(words) == " ".join(cycled)
+
+
+@settings(max_examples=200, deadline=None)
+@given(hnp.arrays(np.int16, st.tuples(st.integers(0, 6), st.integers(1, 64))))
+def test_loud_rows_is_the_mean_square_of_each_row_against_the_threshold(frames: np.ndarray) -> None:
+    got = loud_rows(frames)
+    assert got.shape == (frames.shape[0],)
+    mean_square = (frames.astype(np.float64) / 32768.0) ** 2
+    for row, loud in zip(mean_square.mean(axis=1), got, strict=True):
+        if abs(row - LOUD_MEAN_SQUARE) > 1e-6:  # float32 sums may round either way at the edge
+            assert loud == (row > LOUD_MEAN_SQUARE)
+
+
+def test_a_quiet_row_next_to_a_loud_one_stays_quiet() -> None:
+    quiet = np.full(1920, 300, np.int16)  # RMS 300/32768 ≈ 0.009: just below -40 dBFS
+    loud = np.full(1920, 360, np.int16)  # ≈ 0.011: just above
+    assert loud_rows(np.stack([quiet, loud, quiet])).tolist() == [False, True, False]
 
 
 def test_cost_curve() -> None:
