@@ -107,7 +107,8 @@ def _level(lm: checkpoint.LM, codec: mimi.Mimi, batch: int, full: bool, args: ar
     sync = _sync(device)
     sync()
     t0 = time.perf_counter()
-    prefill.admit(temp, dep, pool, state, [prefill.Newcomer(i, p, prefix, seed=i) for i in range(batch)], SCHEDULE, sample)
+    newcomers = [prefill.Newcomer(i, p, prefix, seed=i) for i in range(batch)]
+    prefill.admit(temp, dep, pool, state, newcomers, SCHEDULE, sample)
     sync()
     prefill_ms = (time.perf_counter() - t0) * 1e3
     prefill_rows = batch * p.columns.shape[0]

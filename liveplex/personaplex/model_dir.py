@@ -128,7 +128,8 @@ def load(directory: str | Path, *, device: torch.device | str = "cpu", dtype: to
     if context is not None:
         cfg = cfg.with_context(context)
     mimi_name, mimi_cfg = _recognise_mimi(mimi_path)
-    for validate in (lambda: checkpoint.validate_lm(lm_path, cfg), lambda: mimi_checkpoint.validate(mimi_path, mimi_cfg)):
+    validations = (lambda: checkpoint.validate_lm(lm_path, cfg), lambda: mimi_checkpoint.validate(mimi_path, mimi_cfg))
+    for validate in validations:
         try:
             validate()
         except errors.CheckpointError as exc:

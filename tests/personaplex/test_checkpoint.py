@@ -41,7 +41,8 @@ def test_the_live_model_reads_only_steps_0_to_7(lm_checkpoint):
 
 def test_bf16_load_casts_every_weight(lm_checkpoint):
     lm = checkpoint.load_lm(lm_checkpoint.path, lm_checkpoint.cfg, dtype=torch.bfloat16)
-    assert {p.dtype for p in lm.temporal.parameters()} | {p.dtype for p in lm.depformer.parameters()} == {torch.bfloat16}
+    dtypes = {p.dtype for p in lm.temporal.parameters()} | {p.dtype for p in lm.depformer.parameters()}
+    assert dtypes == {torch.bfloat16}
 
 
 def test_every_problem_is_reported_with_file_key_and_shapes(tmp_path, lm_checkpoint):

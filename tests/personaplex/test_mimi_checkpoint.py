@@ -120,7 +120,8 @@ def test_extra_keys_give_one_warning_and_stored_codebooks_none(random_file, tmp_
     with caplog.at_level(logging.WARNING, logger=mimi_checkpoint_io.__name__):
         mimi.load(random_file, "cpu", CFG)
     assert not caplog.records
-    extra = _rewrite(random_file, tmp_path / NAME, lambda t: t.update({f"extra.{i}": torch.zeros(1) for i in range(12)}))
+    extras = {f"extra.{i}": torch.zeros(1) for i in range(12)}
+    extra = _rewrite(random_file, tmp_path / NAME, lambda t: t.update(extras))
     with caplog.at_level(logging.WARNING, logger=mimi_checkpoint_io.__name__):
         mimi.load(extra, "cpu", CFG)
     assert len(caplog.records) == 1

@@ -107,7 +107,8 @@ def test_the_context_is_a_serving_choice_and_sets_the_prompt_limit(ck):
 
 def test_a_voice_that_leaves_no_room_for_a_prompt_is_refused(ck):
     # NATM1 has 7 frames: a context of 20 holds at most 20 - 14 = 6.
-    with pytest.raises(voices.VoiceError, match="voice 'NATM1': N = 7 frames leaves no room .* context of 20 .at most 6"):
+    refused = "voice 'NATM1': N = 7 frames leaves no room .* context of 20 .at most 6"
+    with pytest.raises(voices.VoiceError, match=refused):
         model_dir.load(ck, context=20)
     assert model_dir.load(ck, context=21).max_instructions_chars == 0
 

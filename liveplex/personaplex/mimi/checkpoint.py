@@ -162,5 +162,6 @@ def write_random(path: str | Path, cfg: mimi_config.MimiConfig, seed: int = 0) -
         prefix = f"quantizer.rvq_rest.vq.layers.{level}._codebook."
         tensors[prefix + "_initialized"] = torch.ones(1)
         tensors[prefix + "cluster_usage"] = torch.ones(cfg.bins)
-        tensors[prefix + "embedding_sum"] = CODEBOOK_SCALE * torch.randn(cfg.bins, cfg.codebook_dim, generator=generator)
+        noise = torch.randn(cfg.bins, cfg.codebook_dim, generator=generator)
+        tensors[prefix + "embedding_sum"] = CODEBOOK_SCALE * noise
     safetensors.torch.save_file(tensors, str(path))

@@ -11,11 +11,8 @@ import torch
 from torch import nn
 
 from liveplex.personaplex.mimi import config as mimi_config
-from liveplex.personaplex.mimi import conv
-from liveplex.personaplex.mimi import quantizer
-from liveplex.personaplex.mimi import seanet
+from liveplex.personaplex.mimi import conv, quantizer, seanet, transformer
 from liveplex.personaplex.mimi import state as mimi_state
-from liveplex.personaplex.mimi import transformer
 
 
 class Mimi(nn.Module):
