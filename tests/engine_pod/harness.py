@@ -1,0 +1,103 @@
+"""Driving a real `PersonaPlexEngine` by hand, tick by tick, through the real live channel.
+
+What `drive` does between ticks (admit under the cap, tick, flush), without its clock, so tests
+decide exactly which tick a session joins. Caller audio is seeded noise under a tone, fed one
+frame per tick, as a real-time client would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from liveplex.engine_pod import engine, model, settings
+from liveplex.live import channel, contract, frames
+
+SHORT_ROLE = "You are Tom."
+"""Fits the tiny test window (context 40) with either voice."""
+
+
+def load(tiny_dir: Path, context: int) -> model.Model:
+    return model.load(tiny_dir, device="cpu", dtype="fp32", context_frames=context, max_voice_frames=250)
+
+
+def build(m: model.Model, max_sessions: int, **overrides: object) -> tuple[engine.PersonaPlexEngine, channel.LiveHandle, channel.LiveInbox]:
+    s = settings.EngineSettings(model_dir=Path("."), max_sessions=max_sessions, greedy=True,
+                                context_frames=m.cfg.context, **overrides)  # type: ignore[arg-type]
+    info = engine.live_info(m, s, engine.session_cap(m, s))
+    handle, inbox = channel.live_channel(info)
+    return engine.PersonaPlexEngine(m, s, info, inbox.pulse), handle, inbox
+
+
+def caller_audio(seed: int, frames_n: int) -> list[bytes]:
+    """`frames_n` frames of s16le: a tone whose pitch depends on the seed, plus noise."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(frames_n * frames.FRAME_SAMPLES) / frames.SAMPLE_RATE
+    x = 0.3 * np.sin(2 * np.pi * (150 + 40 * seed) * t) + 0.05 * rng.standard_normal(t.shape)
+    pcm = (np.clip(x, -1, 1) * 32767).astype("<i2").tobytes()
+    return [pcm[i:i + frames.FRAME_BYTES] for i in range(0, len(pcm), frames.FRAME_BYTES)]
+
+
+@dataclasses.dataclass
+class Call:
+    """One session opened through the handle, with everything its receiver got."""
+
+    opened: channel.Opened
+    audio: list[bytes]
+    outputs: list[contract.Output] = dataclasses.field(default_factory=list)
+    tokens: list[list[int]] = dataclasses.field(default_factory=list)
+    """Per tick run: the text id and agent cb0..7 drawn for the next column (the slot's `ahead`)."""
+    fed: int = 0
+
+    def collect(self) -> None:
+        self.outputs += self.opened.output.drain()
+
+    def feed(self) -> None:
+        if self.fed < len(self.audio) and not self.opened.audio.closed:
+            self.opened.audio.send(self.audio[self.fed])
+            self.fed += 1
+
+    @property
+    def pcm(self) -> list[bytes]:
+        return [o.pcm for o in self.outputs if isinstance(o, contract.Audio)]
+
+    @property
+    def text(self) -> list[tuple[int, str]]:
+        return [(o.frame, o.delta) for o in self.outputs if isinstance(o, contract.Text)]
+
+    @property
+    def closed(self) -> contract.Closed | None:
+        return next((o for o in self.outputs if isinstance(o, contract.Closed)), None)
+
+
+class Pod:
+    """An engine and its channel, stepped by hand."""
+
+    def __init__(self, eng: engine.PersonaPlexEngine, handle: channel.LiveHandle, inbox: channel.LiveInbox) -> None:
+        self.engine, self.handle, self.inbox = eng, handle, inbox
+        self.calls: list[Call] = []
+
+    def start(self, voice: str, instructions: str, audio: list[bytes]) -> Call:
+        opened = self.handle.start(contract.Session(voice, instructions))
+        assert isinstance(opened, channel.Opened)
+        call = Call(opened, audio)
+        self.calls.append(call)
+        return call
+
+    def tick(self) -> None:
+        """Feed one frame per call, admit what is queued (under the cap, as `drive` does), tick."""
+        for call in self.calls:
+            call.feed()
+        for sub in self.inbox.drain_nowait():
+            if self.engine.sessions() >= self.inbox.info.max_sessions:
+                sub.refuse(contract.CloseReason.BUSY)
+            else:
+                self.engine.take(sub)
+        self.engine.tick(0)
+        for call in self.calls:
+            call.collect()
+            slot = self.engine.slot_of(call.opened.id)
+            if slot is not None:
+                call.tokens.append(self.engine.pools.tokens.ahead[slot].tolist())
