@@ -124,10 +124,24 @@ class _Pending:
     info: tuple[events.Info, ...]
 
 
+_B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
 def _b64decode(text: str) -> bytes | None:
-    """Standard base64, padding optional (gpt-live §6.1); None when invalid."""
+    """Standard base64, padding optional (gpt-live §6.1); None when invalid.
+
+    Strict: only the alphabet, then at most two `=` at the very end. Checked with one C-speed
+    `translate` before the lenient decoder, which together cost about two thirds of
+    `a2b_base64(strict_mode=True)` on an 80 ms frame (docs/bench.md); the result is the same.
+    """
+    if not text.isascii():
+        return None
+    data = (text + "=" * (-len(text) % 4)).encode("ascii")
+    rest = data.translate(None, _B64_ALPHABET)  # everything that is not the alphabet
+    if rest and (len(rest) > 2 or rest.strip(b"=") or not data.endswith(rest)):
+        return None
     try:
-        return binascii.a2b_base64(text + "=" * (-len(text) % 4), strict_mode=True)
+        return binascii.a2b_base64(data)
     except (binascii.Error, ValueError):
         return None
 

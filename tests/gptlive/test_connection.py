@@ -228,6 +228,39 @@ def test_unpadded_base64_is_accepted() -> None:
         c.Append(bytes(4))]
 
 
+def _standard_base64(text: str) -> bytes | None:
+    """The reference: the alphabet, then `=` only towards completing the last quad (optional)."""
+    body = text.rstrip("=")
+    if len(text) - len(body) > -len(body) % 4 or len(body) % 4 == 1:
+        return None
+    if body.strip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"):
+        return None
+    try:
+        return base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
+    except ValueError:
+        return None
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(st.text(alphabet="AQ=!", max_size=10), st.text(alphabet="AQgw/+=!\n é")))
+def test_append_base64_is_strict_standard_base64_padding_optional(audio: str) -> None:
+    conn = live()
+    out = conn.receive(msg("session.input_audio.append", audio=audio), 0, 0.0)
+    raw = _standard_base64(audio)
+    if raw and len(raw) % 2 == 0:
+        assert out == [c.Append(raw)]
+    else:
+        assert codes(out) == ["invalid_value"] and conn.state is c.State.LIVE
+    if raw is None:
+        assert "base64" in sent(out)[0]["error"]["message"]
+
+
+def test_padding_after_a_complete_quad_is_not_base64() -> None:
+    # CPython 3.11's strict decoder accepts "AAAA=" as three bytes; gpt-live §6.1 does not
+    out = live().receive(msg("session.input_audio.append", audio="AAAA="), 0, 0.0)
+    assert codes(out) == ["invalid_value"] and "base64" in sent(out)[0]["error"]["message"]
+
+
 def test_mute_replaces_audio_with_zeros_of_the_same_length() -> None:
     conn = live()
     loud = base64.b64encode(b"\x10\x27" * 480).decode()
