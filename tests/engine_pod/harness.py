@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from liveplex.engine_pod import engine, model, settings
 from liveplex.live import channel, contract, frames
@@ -23,7 +24,8 @@ def load(tiny_dir: Path, context: int) -> model.Model:
     return model.load(tiny_dir, device="cpu", dtype="fp32", context_frames=context, max_voice_frames=250)
 
 
-def build(m: model.Model, max_sessions: int, **overrides: object) -> tuple[engine.PersonaPlexEngine, channel.LiveHandle, channel.LiveInbox]:
+def build(m: model.Model, max_sessions: int,
+          **overrides: object) -> tuple[engine.PersonaPlexEngine, channel.LiveHandle, channel.LiveInbox]:
     s = settings.EngineSettings(model_dir=Path("."), max_sessions=max_sessions, greedy=True,
                                 context_frames=m.cfg.context, **overrides)  # type: ignore[arg-type]
     info = engine.live_info(m, s, engine.session_cap(m, s))
@@ -101,3 +103,13 @@ class Pod:
             slot = self.engine.slot_of(call.opened.id)
             if slot is not None:
                 call.tokens.append(self.engine.pools.tokens.ahead[slot].tolist())
+
+
+def assert_same_tokens_close_audio(got: Call, want: Call) -> None:
+    """Tokens exact, PCM within 2 LSB: what a different batch composition may change on CPU."""
+    assert len(got.pcm) == len(want.pcm) > 0
+    assert got.tokens == want.tokens and got.text == want.text
+    for frame, (g, w) in enumerate(zip(got.pcm, want.pcm)):
+        diff = (torch.frombuffer(bytearray(g), dtype=torch.int16).int()
+                - torch.frombuffer(bytearray(w), dtype=torch.int16).int()).abs().max()
+        assert int(diff) <= 2, f"frame {frame}: PCM differs by {int(diff)} LSB"

@@ -66,3 +66,39 @@ async def test_an_exception_inside_the_model_ends_every_session_and_the_engine_t
         assert front.start(contract.Session("NATF2", harness.SHORT_ROLE)) is channel.Rejected.STOPPED
     finally:
         hook.remove()
+
+
+def _pair_run(m, nan_at_tick: int | None) -> tuple[harness.Call, harness.Call]:
+    """Sessions a (slot 0) and b (slot 1) for 20 ticks; optionally a NaN in row 0 at one tick."""
+    armed = threading.Event()
+
+    def poison(module, args, out):
+        if armed.is_set() and out.shape[0] == 2:  # the live step of both rows, not a prefill
+            armed.clear()
+            out = out.clone()
+            out[0] = float("nan")
+            return out
+        return None
+
+    hook = m.lm.temporal.out_norm.register_forward_hook(poison)
+    try:
+        pod = harness.Pod(*harness.build(m, max_sessions=2))
+        a = pod.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(1, 20))
+        b = pod.start("NATM1", "Hello world.", harness.caller_audio(2, 20))
+        for t in range(20):
+            if t == nan_at_tick:
+                armed.set()
+            pod.tick()
+        return a, b
+    finally:
+        hook.remove()
+
+
+def test_a_non_finite_row_ends_only_its_session_and_the_moved_neighbour_is_untouched(tiny_dir):
+    m = harness.load(tiny_dir, context=64)
+    a, b = _pair_run(m, nan_at_tick=6)
+    clean_a, clean_b = _pair_run(m, nan_at_tick=None)
+    assert a.closed == contract.Closed(contract.CloseReason.ABORTED, 6, a.closed.underruns, a.closed.dropped)
+    assert a.pcm == clean_a.pcm[:6]
+    assert b.closed is None  # it moved from slot 1 to slot 0 and now runs alone (batch 2 -> 1)
+    harness.assert_same_tokens_close_audio(b, clean_b)

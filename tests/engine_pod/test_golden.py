@@ -31,15 +31,6 @@ def _run_c_alone(tiny_model) -> harness.Call:
     return c
 
 
-def _assert_same_tokens_close_audio(got: harness.Call, want: harness.Call) -> None:
-    assert len(got.pcm) == len(want.pcm) > 0
-    assert got.tokens == want.tokens and got.text == want.text
-    for frame, (g, w) in enumerate(zip(got.pcm, want.pcm)):
-        diff = (torch.frombuffer(bytearray(g), dtype=torch.int16).int()
-                - torch.frombuffer(bytearray(w), dtype=torch.int16).int()).abs().max()
-        assert int(diff) <= 2, f"frame {frame}: PCM differs by {int(diff)} LSB"
-
-
 def test_same_tick_twins_are_bit_identical_and_a_late_session_matches_its_solo_run(tiny_model):
     pod = harness.Pod(*harness.build(tiny_model, max_sessions=4))
     audio = harness.caller_audio(1, TICKS)
@@ -53,7 +44,7 @@ def test_same_tick_twins_are_bit_identical_and_a_late_session_matches_its_solo_r
     assert c is not None and pod.engine.running == 3
     assert a.pcm == b.pcm and a.text == b.text and a.tokens == b.tokens and len(a.pcm) == TICKS
     assert a.pcm != c.pcm[: len(a.pcm)]
-    _assert_same_tokens_close_audio(c, _run_c_alone(tiny_model))
+    harness.assert_same_tokens_close_audio(c, _run_c_alone(tiny_model))
 
 
 def test_a_freed_slot_full_of_garbage_is_clean_for_the_next_session(tiny_model):
@@ -72,4 +63,4 @@ def test_a_freed_slot_full_of_garbage_is_clean_for_the_next_session(tiny_model):
     c = pod.start("NATM1", "Hello world.", harness.caller_audio(3, TICKS))
     for _ in range(TICKS - 5):
         pod.tick()
-    _assert_same_tokens_close_audio(c, _run_c_alone(tiny_model))
+    harness.assert_same_tokens_close_audio(c, _run_c_alone(tiny_model))

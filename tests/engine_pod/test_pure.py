@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from liveplex import engine_pod
