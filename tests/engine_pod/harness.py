@@ -51,6 +51,8 @@ class Call:
     outputs: list[contract.Output] = dataclasses.field(default_factory=list)
     tokens: list[list[int]] = dataclasses.field(default_factory=list)
     """Per tick run: the text id and agent cb0..7 drawn for the next column (the slot's `ahead`)."""
+    heard: list[torch.Tensor] = dataclasses.field(default_factory=list)
+    """Per tick run: the caller frame [1920] fp32 the model got (jitter prebuffer included)."""
     fed: int = 0
 
     def collect(self) -> None:
@@ -98,11 +100,13 @@ class Pod:
             else:
                 self.engine.take(sub)
         self.engine.tick(0)
+        pools = self.engine.pools
         for call in self.calls:
             call.collect()
             slot = self.engine.slot_of(call.opened.id)
-            if slot is not None:
-                call.tokens.append(self.engine.pools.tokens.ahead[slot].tolist())
+            if slot is not None:  # the row it ran in, unless a session left in this tick (compaction)
+                call.tokens.append(pools.tokens.ahead[slot].tolist())
+                call.heard.append(pools.pcm_in[slot].clone())
 
 
 def assert_same_tokens_close_audio(got: Call, want: Call) -> None:

@@ -141,3 +141,9 @@ def reference_run(upstream_lm, upstream_mimi, spec: Spec, frames: int) -> refere
 def top2_margin(logits: torch.Tensor) -> float:
     top = torch.topk(logits.float(), 2).values
     return float(top[0] - top[1])
+
+
+def draw_margins(rec: reference_step.Record) -> list[float]:
+    """The top-2 logit margin of every greedy draw the reference made: text, then agent cb0..7."""
+    return [top2_margin(rec.text_logits[t]) for t in range(len(rec.draws))] + [
+        top2_margin(rec.audio_logits[t][s]) for t in range(len(rec.draws)) for s in range(8)]

@@ -49,11 +49,6 @@ def trio_reference(upstream_lm, upstream_mimi, trio):
     return [sessions.reference_run(upstream_lm, upstream_mimi, spec, FRAMES - at) for spec, at in (trio[0], trio[2])]
 
 
-def _margins(rec) -> list[float]:
-    return [sessions.top2_margin(rec.text_logits[t]) for t in range(len(rec.draws))] + [
-        sessions.top2_margin(rec.audio_logits[t][s]) for t in range(len(rec.draws)) for s in range(8)]
-
-
 def _assert_codes_match_under_the_margin_rule(run, rec) -> None:
     encoded, theirs = torch.tensor(run.encoded), torch.tensor(rec.user_codes)
     clear = torch.stack(rec.code_margins) > CODE_MARGIN
@@ -74,7 +69,7 @@ def test_single_session_free_running_greedy_matches_the_reference(ours, our_mimi
     """50 live frames; prompt plus live frames run far past the 40-position window."""
     spec = sessions.make_spec(lm_checkpoint.cfg.dim, 50, voice_frames=5, role_len=6, seed=25)
     rec = sessions.reference_run(upstream_lm, upstream_mimi, spec, 50)
-    assert min(_margins(rec)) > 1e-3, "fixture seed 25 has a near-tie draw: pick another seed"
+    assert min(sessions.draw_margins(rec)) > 1e-3, "fixture seed 25 has a near-tie draw: pick another seed"
     assert float(torch.stack(rec.code_margins).min()) > CODE_MARGIN, "seed 25 has a near-tie Mimi code"
     run = sessions.drive(ours, our_mimi, [(spec, 0)], 50, REF, GREEDY)[0]
     assert len(spec.voice) + 12 + len(spec.role_ids) + 50 > lm_checkpoint.cfg.context
