@@ -199,7 +199,7 @@ def create_app(settings: Settings, runner: EngineThread) -> FastAPI:
     @app.get("/live/config")
     async def live_config() -> dict[str, Any]:
         return {
-            "model": info.model, "sample_rate": info.sample_rate,
+            **dict(info.engine), "model": info.model, "sample_rate": info.sample_rate,
             "frame_ms": info.frame_ms(1), "voices": voices.names(), "voice": DEFAULT_VOICE,
             "instructions": info.default_instructions,
             "max_instructions_chars": info.max_instructions_chars,
@@ -213,6 +213,7 @@ def create_app(settings: Settings, runner: EngineThread) -> FastAPI:
         pulse = front.handle.pulse if front.handle else None
         t = front.tally
         return {
+            **dict(info.engine),
             "sessions": pulse.sessions if pulse else 0, "max_sessions": info.max_sessions,
             "frame_ms": frames.FRAME_MS, "ticks": pulse.ticks if pulse else 0,
             "tick_busy_us": pulse.busy_us if pulse else 0,

@@ -13,6 +13,7 @@ from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
+    InfoMetricFamily,
     Metric,
 )
 from prometheus_client.registry import Collector
@@ -41,6 +42,8 @@ class LiveCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         t = self._tally
+        yield InfoMetricFamily("liveengine_engine", "What the engine serves and how it runs.",
+                               value={"model": self._info.model, **dict(self._info.engine)})
         yield GaugeMetricFamily("liveengine_session_capacity", "Advertised capacity.",
                                 value=self._info.max_sessions)
         yield GaugeMetricFamily("liveengine_sockets_open", "Open WebSockets.",

@@ -56,6 +56,9 @@ class LiveInfo:
     """Admission cap; one more start is answered busy."""
     max_frames: int
     """Session length in frames; the session runs exactly this many."""
+    engine: tuple[tuple[str, str], ...] = ()
+    """How the engine runs, as (name, value) pairs the front end publishes unchanged in
+    `/live/config`, `/live/stats` and the `liveengine_engine_info` metric (PersonaPlex: `schedule`)."""
 
     def frame_ms(self, n: int) -> int:
         """Milliseconds covered by `n` frames (80 n with the defaults)."""

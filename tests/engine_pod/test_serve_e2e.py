@@ -58,14 +58,16 @@ def _ready_status(base: str) -> int:
 def test_the_full_checklist_passes_against_the_tiny_model(tiny_dir, tmp_path):
     # 16 slots cover the sessions two concurrent checks open at once (at the checker's default of
     # 8 concurrent checks it opens more than 16; see docs/engine_pod.md).
-    with personaplex(tiny_dir, tmp_path / "serve.log", "--max-sessions", "16") as base:
+    with personaplex(tiny_dir, tmp_path / "serve.log", "--max-sessions", "16", "--schedule", "reference") as base:
         config = servers.get_json(base.removesuffix("/v1") + "/live/config")
         code, lines = servers.check(base, "--concurrency", "2")
+        stats = servers.get_json(base.removesuffix("/v1") + "/live/stats")
     statuses = _clean(code, lines)
     assert set(statuses) == set(range(1, 41))
     assert {n for n, s in statuses.items() if s == "SKIP"} <= SIM_ONLY, "\n".join(lines)
     assert config["voices"] == ["NATF2", "NATM1", "cedar", "marin"]  # the OpenAI names mapped onto them
     assert config["max_instructions_chars"] == (3000 - 15 - 7) // 4 - 18  # D5 with the longest voice, 7 frames
+    assert (config["schedule"], stats["schedule"], config["dtype"]) == ("reference", "reference", "fp32")  # D3
 
 
 def test_capacity_checks_pass_against_a_one_slot_server(tiny_dir, tmp_path):
@@ -92,4 +94,6 @@ def test_the_openai_sdk_holds_a_session_and_sessions_expire(tiny_dir, tmp_path):
     assert {len(d) for d in deltas} == {3840}
     assert len(deltas) >= 0.7 * SPEECH_MS / 80
     assert "liveengine_prefill_duration_seconds_count 1.0" in metrics
+    assert 'schedule="upstream"' in next(line for line in metrics.splitlines()
+                                         if line.startswith("liveengine_engine_info{"))  # the default (D3)
     assert "liveengine_kv_occupancy_ratio" in metrics
