@@ -213,32 +213,45 @@ class PersonaPlexEngine:
         self._pulse.kv_positions = 0
 
     def _prefill(self) -> None:
-        """Prefill the arrival-order prefix of newcomers within the row budget, in one forward."""
+        """Prefill the arrival-order prefix of newcomers within the row budget, in one forward.
+
+        `Started` goes out only once the prefill has succeeded, in the same tick (and flush) as
+        frame 0. If the prefill raises, its newcomers never ran: they are refused `ABORTED`
+        (live-contract §10: `server_error`, the socket stays open) and the fault propagates.
+        """
         s = self._settings
         n = grouping.prefix_within([w.layout.columns.shape[0] for w in self._queue], s.max_prefill_rows)
         batch = [self._queue.popleft() for _ in range(n)]
         started = time.perf_counter_ns()
         newcomers = []
         for w in batch:
-            # Started goes out with frame 0: the front end sees both at this tick's flush.
-            line = Line.start(w.sub, Jitter(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames),
-                              self._info.max_frames)
-            if line is None:  # nobody listens any more: no slot, no prefill
-                continue
             slot = self._leases.acquire()
             self.pools.codec.reset([slot])
             if self._primed is not None:
                 self.pools.codec.decoder.copy_rows([slot], self._primed.decoder, [0])
+            newcomers.append(prefill.Newcomer(slot, w.layout, w.prefix, w.seed))
+        try:
+            prefill.admit(self._model.lm.temporal, self._model.lm.depformer, self.pools.kv, self.pools.tokens,
+                          newcomers, self._schedule, self._sampling)
+            if self.pools.pcm_in.is_cuda:
+                torch.cuda.synchronize(self._device)
+        except BaseException:
+            for w, newcomer in zip(reversed(batch), reversed(newcomers)):  # the top slots: no moves
+                w.sub.refuse(contract.CloseReason.ABORTED)
+                self._leases.release(newcomer.slot)
+            raise
+        self._pulse.prefill.observe((time.perf_counter_ns() - started) / 1e9)
+        lost = []
+        for w in batch:
+            jitter = Jitter(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames)
+            line = Line.start(w.sub, jitter, self._info.max_frames)
+            if line is None:  # nobody listens any more: its slot goes back at once
+                lost.append(len(self._rows))
+                line = Line(w.sub.input, w.sub.sink, jitter, self._info.max_frames)
             self._rows.append(_Running(w.sub.id, line, self._model.tokenizer.detokenizer(),
                                        prompt.start_position(w.layout, self._schedule)))
-            newcomers.append(prefill.Newcomer(slot, w.layout, w.prefix, w.seed))
-        if not newcomers:
-            return
-        prefill.admit(self._model.lm.temporal, self._model.lm.depformer, self.pools.kv, self.pools.tokens,
-                      newcomers, self._schedule, self._sampling)
-        if self.pools.pcm_in.is_cuda:
-            torch.cuda.synchronize(self._device)
-        self._pulse.prefill.observe((time.perf_counter_ns() - started) / 1e9)
+        for slot in reversed(lost):
+            self._release(slot)
 
     def _release(self, slot: int) -> None:
         """Give back `slot`; the session in the highest slot moves into the hole."""

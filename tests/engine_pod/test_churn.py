@@ -83,3 +83,16 @@ def test_leases_never_leak_or_double_book_under_churn(churn_model, script):
     for call in pod.calls:
         _check_outputs(call)
     assert pod.inbox.pulse.kv_positions == 0
+
+
+def test_a_newcomer_lost_before_its_prefill_gives_its_slot_back_in_that_tick(churn_model):
+    pod = harness.Pod(*harness.build(churn_model, max_sessions=SLOTS))
+    first = pod.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(1, 20))
+    lost = pod.start("NATM1", harness.SHORT_ROLE, harness.caller_audio(2, 20))
+    last = pod.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(3, 20))
+    lost.opened.output.close()
+    pod.tick()
+    assert pod.engine.running == 2 and pod.engine.slot_of(lost.opened.id) is None
+    assert sorted([pod.engine.slot_of(first.opened.id), pod.engine.slot_of(last.opened.id)]) == [0, 1]
+    pod.tick()
+    assert len(first.pcm) == len(last.pcm) == 2 and lost.outputs == []

@@ -102,3 +102,34 @@ def test_a_non_finite_row_ends_only_its_session_and_the_moved_neighbour_is_untou
     assert a.pcm == clean_a.pcm[:6]
     assert b.closed is None  # it moved from slot 1 to slot 0 and now runs alone (batch 2 -> 1)
     harness.assert_same_tokens_close_audio(b, clean_b)
+
+
+def test_a_newcomer_whose_prefill_raises_is_refused_without_started_and_running_sessions_abort(tiny_dir):
+    """live-contract §10: setup that fails before `Started` is `Closed.refused(ABORTED)`."""
+    m = harness.load(tiny_dir, context=64)
+    armed = threading.Event()
+
+    def fail(module, args):
+        if armed.is_set() and args[0].shape[0] > 3:  # the prefill's prompt rows, not a 1..3-row live step
+            raise ModelFault("injected inside the prefill")
+
+    hook = m.lm.temporal.out_norm.register_forward_pre_hook(fail)
+    try:
+        pod = harness.Pod(*harness.build(m, max_sessions=3))
+        running = pod.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(1, 20))
+        for _ in range(3):
+            pod.tick()
+        armed.set()
+        newcomer = pod.start("NATM1", "Hello world.", harness.caller_audio(2, 20))
+        with pytest.raises(ModelFault):
+            pod.tick()
+        pod.engine.abort()  # what `drive` does after a tick raised
+    finally:
+        hook.remove()
+    for call in pod.calls:
+        call.collect()
+    assert newcomer.outputs == [contract.Closed.refused(contract.CloseReason.ABORTED)]
+    assert newcomer.opened.output.ended
+    assert running.outputs[0] == contract.Started() and len(running.pcm) == 3
+    assert running.closed is not None and running.closed.reason is contract.CloseReason.ABORTED
+    assert running.closed.frames == 3 and pod.engine.sessions() == 0
