@@ -1,7 +1,8 @@
 """`liveplex serve`: one pod, the GPT-Live front end over an engine on its own thread.
 
 The engine (sim by default) runs `drive` on a dedicated thread; uvicorn serves the front end on
-uvloop with the `websockets-sansio` WebSocket implementation (performance.md §3.6).
+uvloop; WebSockets use `gptlive.native.LiveProtocol`, uvicorn's sans-I/O implementation with the
+live path served natively (performance.md §3.6).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 import uvicorn
 
 from liveplex import engine_pod, gptlive
-from liveplex.gptlive import voices
+from liveplex.gptlive import native, voices
 from liveplex.live import channel, contract, runner
 from liveplex.sim_pod import SimEngine, profile_from_args
 from liveplex.sim_pod import add_arguments as add_sim_arguments
@@ -25,6 +26,9 @@ logger = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 """Largest client message (gpt-live §2.1): above the SDK's 2 MiB, below a memory hazard."""
+
+WS_PROTOCOL = native.LiveProtocol
+"""uvicorn's `ws=`: serves `/v1/live/sessions` without ASGI, every other upgrade through the app."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -127,7 +131,7 @@ def main(argv: list[str]) -> int:
         return 2
     config = uvicorn.Config(
         pod.app, host=args.host, port=args.port, loop="uvloop", http="httptools",
-        ws="websockets-sansio", ws_max_size=MAX_MESSAGE_BYTES, lifespan="on",
+        ws=WS_PROTOCOL, ws_max_size=MAX_MESSAGE_BYTES, lifespan="on",
         log_level="warning", access_log=False, timeout_graceful_shutdown=5,
     )
     started = time.perf_counter()

@@ -23,7 +23,7 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Res
 from starlette.routing import WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
-from liveplex.gptlive import metrics
+from liveplex.gptlive import metrics, native, socket
 from liveplex.gptlive.connection import Connection
 from liveplex.gptlive.settings import Settings
 from liveplex.gptlive.socket import Message, Pump, Receive, Send, Sweeper
@@ -40,8 +40,9 @@ SHUTDOWN_GRACE_S = 2.0
 
 
 @dataclass(slots=True)
-class _Front:
-    """What the routes share: fixed at creation, except the handle and sweeper of the lifespan."""
+class Front:
+    """What the routes and the native live socket share: fixed at creation, except the handle
+    and sweeper of the lifespan."""
 
     settings: Settings
     info: contract.LiveInfo
@@ -50,7 +51,7 @@ class _Front:
     tally: Tally = field(default_factory=Tally)
     handle: channel.LiveHandle | None = None
     sweeper: Sweeper | None = None
-    pumps: set[Pump] = field(default_factory=set)
+    pumps: set[socket.Socket] = field(default_factory=set)
 
     def authorized(self, headers: list[tuple[bytes, bytes]]) -> bool:
         token = self.settings.auth_token
@@ -61,6 +62,18 @@ class _Front:
             if name.lower() == b"authorization":
                 return hmac.compare_digest(value[:7].lower() + value[7:], expected)
         return False
+
+    def refusal(self, headers: list[tuple[bytes, bytes]]) -> tuple[int, bytes] | None:
+        """Why an upgrade of the live path is refused (status, JSON body); None to accept."""
+        if not self.authorized(headers):
+            return _UNAUTHORIZED
+        if self.handle is None or self.sweeper is None:
+            return _NOT_READY
+        return None
+
+    def connection(self) -> Connection:
+        """The protocol core of a new live socket."""
+        return Connection(self.info, self.settings, self.voices, self.tally, time.monotonic_ns())
 
 
 def _openai_error(status: int, code: str, message: str) -> tuple[int, bytes]:
@@ -90,23 +103,20 @@ async def _deny(scope: Message, send: Send, reply: tuple[int, bytes]) -> None:
 class _LiveSocket:
     """ASGI handler of `/v1/live/sessions`."""
 
-    def __init__(self, front: _Front) -> None:
+    def __init__(self, front: Front) -> None:
         self._front = front
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         front = self._front
         if (await receive())["type"] != "websocket.connect":
             return
-        if not front.authorized(scope.get("headers", [])):
-            await _deny(scope, send, _UNAUTHORIZED)
-            return
-        if front.handle is None or front.sweeper is None:
-            await _deny(scope, send, _NOT_READY)
+        refusal = front.refusal(scope.get("headers", []))
+        if refusal is not None or front.handle is None or front.sweeper is None:
+            await _deny(scope, send, refusal or _NOT_READY)
             return
         await send({"type": "websocket.accept"})
-        settings = front.settings
-        conn = Connection(front.info, settings, front.voices, front.tally, time.monotonic_ns())
-        pump = Pump(receive, send, conn, front.handle, front.sweeper, settings.outbound_max_frames)
+        pump = Pump(receive, send, front.connection(), front.handle, front.sweeper,
+                    front.settings.outbound_max_frames)
         front.pumps.add(pump)
         front.tally.sockets_open += 1
         try:
@@ -142,15 +152,15 @@ def create_app(settings: Settings, runner: EngineThread) -> FastAPI:
     """The pod's app over `runner`; the lifespan starts and stops the engine thread."""
     info = runner.info
     voices = Voices(info.voices, settings.builtin_voices, registry_ids(settings.voice_dir))
-    front = _Front(settings, info, voices, runner)
+    front = Front(settings, info, voices, runner)
 
     @contextlib.asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, Front]]:
         front.handle = runner.start(asyncio.get_running_loop())
         front.sweeper = Sweeper(settings.sweep_ms)
         sweeping = asyncio.create_task(front.sweeper.run())
         try:
-            yield
+            yield {native.FRONT: front}
         finally:
             for pump in list(front.pumps):
                 pump.shutdown()

@@ -25,7 +25,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from liveplex.gptlive import connection, events
 from liveplex.gptlive.connection import Connection
@@ -41,20 +41,30 @@ CLOSE_TIMEOUT_S = 1.0
 """How long a final close frame may wait for a stuck client before the transport is dropped."""
 
 
+class Socket(Protocol):
+    """A live socket as the pod sees it: `Pump` (ASGI) or `native.LiveSocket`."""
+
+    def on_timer(self, now_ns: int) -> None:
+        """Called by the `Sweeper` while the socket's connection has a deadline."""
+
+    def shutdown(self) -> None:
+        """The server is stopping: end the session with `server_shutdown` and close 1001."""
+
+
 class Sweeper:
     """The front end's one shared timer: fires the deadlines of the sockets that have one."""
 
     def __init__(self, period_ms: int) -> None:
         self._period_s = period_ms / 1000
-        self._pumps: set[Pump] = set()
+        self._pumps: set[Socket] = set()
         self._wake = asyncio.Event()
 
-    def watch(self, pump: Pump) -> None:
+    def watch(self, pump: Socket) -> None:
         if pump not in self._pumps:
             self._pumps.add(pump)
             self._wake.set()
 
-    def unwatch(self, pump: Pump) -> None:
+    def unwatch(self, pump: Socket) -> None:
         self._pumps.discard(pump)
 
     async def run(self) -> None:

@@ -24,6 +24,7 @@ import itertools
 import threading
 import weakref
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from liveplex.live import contract
@@ -151,20 +152,25 @@ class Handoff:
 
 def _wake_all(pipes: list[_OutputPipe]) -> None:
     for pipe in pipes:
+        listener = pipe.listener
+        if listener is not None:
+            listener()
+            continue
         waiter = pipe.waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
 
 class _OutputPipe:
-    __slots__ = ("items", "receiver_closed", "sink_gone", "waiter", "marked", "handoff",
-                 "__weakref__")
+    __slots__ = ("items", "receiver_closed", "sink_gone", "waiter", "listener", "marked",
+                 "handoff", "__weakref__")
 
     def __init__(self, handoff: Handoff) -> None:
         self.items: deque[contract.Output] = deque()
         self.receiver_closed = False
         self.sink_gone = False
         self.waiter: asyncio.Future[None] | None = None
+        self.listener: Callable[[], None] | None = None
         self.marked = False
         self.handoff = handoff
 
@@ -234,9 +240,15 @@ class OutputReceiver:
                 pipe.waiter = None
         return self.drain()
 
+    def listen(self, listener: Callable[[], None] | None) -> None:
+        """Call `listener` on the loop at each handoff instead of waking `next` (a push-driven
+        front end drains in it; it must not raise); None stops listening."""
+        self._pipe.listener = listener
+
     def close(self) -> None:
         """Lose interest: from now on the engine's sends return False."""
         self._pipe.receiver_closed = True
+        self._pipe.listener = None
 
 
 # --- submissions --------------------------------------------------------------------------------

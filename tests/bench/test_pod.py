@@ -23,7 +23,7 @@ async def in_process_pod(*flags: str) -> AsyncIterator[str]:
     sock.bind(("127.0.0.1", 0))
     sock.listen(512)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(pod.app, ws="websockets-sansio", ws_max_size=serve.MAX_MESSAGE_BYTES,
+    config = uvicorn.Config(pod.app, ws=serve.WS_PROTOCOL, ws_max_size=serve.MAX_MESSAGE_BYTES,
                             lifespan="on", log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))

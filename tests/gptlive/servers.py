@@ -9,17 +9,18 @@ from collections.abc import AsyncIterator, Callable
 
 import uvicorn
 
+from liveplex.gptlive import native
 from liveplex.gptlive.app import create_app
 from liveplex.gptlive.settings import Settings
 from liveplex.live import channel, contract
 from liveplex.live.drive import Ticker
-from liveplex.live.line import Line
 from liveplex.live.jitter import Jitter
+from liveplex.live.line import Line
 from liveplex.live.runner import EngineThread
 from liveplex.sim_pod.engine import SimEngine
 from liveplex.sim_pod.profile import SimProfile
 
-WS_IMPL = "websockets-sansio"
+WS_IMPL = native.LiveProtocol
 
 
 class Stubborn:

@@ -1,0 +1,352 @@
+"""The native live socket: `/v1/live/sessions` served on uvicorn's transport without ASGI.
+
+`LiveProtocol` is uvicorn's sans-I/O WebSocket protocol (`uvicorn.Config(ws=LiveProtocol)`) with
+one path taken out of ASGI: a handshake for `/v1/live/sessions` on a pod whose lifespan published
+its front end (`FRONT` in the lifespan state) is answered here, and `LiveSocket` drives the
+socket's `Connection` by push, with no task and no await per frame (performance.md §3.6):
+
+- client frames parsed in `data_received` go straight into `Connection.receive`; while a start
+  is pending the transport stops reading and frames already parsed wait in a backlog, so
+  backpressure holds the client (gpt-live §2.4);
+- the engine thread's one `call_soon_threadsafe` per tick calls every session's output listener
+  in turn (`OutputReceiver.listen`), which feeds `Connection.deliver` synchronously;
+- sends are websockets' `send_text` and one `transport.write` per batch of actions. While the
+  transport's write buffer is over its high-water mark, sends wait in order in a held queue;
+  more than `outbound_max_frames` audio deltas held is a disconnect (close 1011), as in `Pump`;
+- the pod's one `Sweeper` fires the deadlines, as for `Pump`.
+
+Every other path (404s, the demo, other upgrade paths) goes through the ASGI app unchanged.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from uvicorn.protocols.websockets.websockets_sansio_impl import (
+    STATUS_PHRASES,
+    WebSocketsSansIOProtocol,
+)
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+from websockets.protocol import State
+
+from liveplex.gptlive import connection, events
+from liveplex.live import channel, contract
+
+if TYPE_CHECKING:
+    from websockets.frames import Frame
+
+    from liveplex.gptlive.app import Front
+
+logger = logging.getLogger(__name__)
+
+LIVE_PATH = "/v1/live/sessions"
+FRONT = "liveplex.gptlive.front"
+"""The lifespan state key under which `create_app` publishes its front end to the protocol."""
+
+
+class LiveProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's sans-I/O WebSocket protocol with the live path served by `LiveSocket`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.live: LiveSocket | None = None
+
+    def handle_connect(self, event: Request) -> None:
+        front: Front | None = self.app_state.get(FRONT)
+        if front is None or event.path.partition("?")[0] != LIVE_PATH:
+            super().handle_connect(event)
+            return
+        self.request = event
+        self.handshake_initiated = True
+        headers = [(k.encode("latin-1"), v.encode("latin-1", "surrogateescape"))
+                   for k, v in event.headers.raw_items() if k.lower() == "authorization"]
+        refusal = front.refusal(headers)
+        if refusal is not None:
+            status, body = refusal
+            self._answer(Response(status, STATUS_PHRASES[status], Headers([
+                ("Date", email.utils.formatdate(usegmt=True)), ("Connection", "close"),
+                ("Content-Length", str(len(body))), ("Content-Type", "application/json"),
+            ]), body))
+            return
+        self.response = self.conn.accept(event)
+        if self.response.status_code != 101:
+            self._answer(self.response)
+            return
+        del self.response.headers["Date"]
+        self.response.headers.update([(n.decode("latin-1").lower(), v.decode("latin-1"))
+                                      for n, v in self.default_headers])
+        self.handshake_complete = True
+        self.conn.send_response(self.response)
+        self.transport.write(b"".join(self.conn.data_to_send()))
+        self.start_keepalive()
+        self.live = LiveSocket(self, front)
+
+    def _answer(self, response: Response) -> None:
+        """An HTTP answer instead of an upgrade; the connection ends with it."""
+        self.handshake_complete = True
+        self.close_sent = True
+        self.conn.send_response(response)
+        self.transport.write(b"".join(self.conn.data_to_send()))
+        self.transport.close()
+
+    def send_receive_event_to_app(self) -> None:
+        live = self.live
+        if live is None:
+            super().send_receive_event_to_app()
+            return
+        data = self.frames[0] if len(self.frames) == 1 else b"".join(self.frames)
+        self.frames = []
+        if self.close_sent:
+            return
+        if self.curr_msg_data_type == "text":
+            try:
+                live.receive(data.decode())
+            except UnicodeDecodeError:
+                self.conn.send_close(1007)
+                self.handle_parser_exception()
+        else:
+            live.receive(bytes(data))
+
+    def handle_close(self, event: Frame) -> None:
+        if self.live is not None:
+            self.live.lost()
+        super().handle_close(event)
+
+    def handle_parser_exception(self) -> None:
+        if self.live is not None:
+            self.live.lost()
+        super().handle_parser_exception()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.live is not None:
+            self.live.lost()
+        super().connection_lost(exc)
+
+    def shutdown(self) -> None:
+        """The server is stopping: a live session ends with `server_shutdown` and close 1001."""
+        if self.live is not None:
+            self.live.shutdown()
+        super().shutdown()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self.live is not None:
+            self.live.writable = False
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self.live is not None:
+            self.live.drained()
+
+
+class LiveSocket:
+    """One live socket: performs its `Connection`'s actions on the protocol, synchronously."""
+
+    def __init__(self, proto: LiveProtocol, front: Front) -> None:
+        assert front.handle is not None and front.sweeper is not None  # checked by refusal()
+        self._proto = proto
+        self._ws = proto.conn
+        self._transport = proto.transport
+        self._front = front
+        self._handle = front.handle
+        self._sweeper = front.sweeper
+        self._max_frames = front.settings.outbound_max_frames
+        self.conn = front.connection()
+        self.writable = True
+        """False while the transport's write buffer is over its high-water mark."""
+        self._held: deque[tuple[str, bool]] = deque()
+        self._held_frames = 0
+        self._backlog: deque[str | bytes] = deque()
+        self._draining = False
+        self._read_paused = False
+        self._opened: channel.Opened | None = None
+        self._done = False
+        front.pumps.add(self)
+        front.tally.sockets_open += 1
+        self._track()
+
+    # --- inputs -----------------------------------------------------------------------------------
+
+    def receive(self, data: str | bytes) -> None:
+        """One client message, parsed by the protocol."""
+        if self._done:
+            return
+        if self._backlog or not self.conn.reading:
+            self._backlog.append(data)
+            self._track()
+            return
+        try:
+            self.perform(self.conn.receive(data, time.monotonic_ns(), time.time()))
+        except Exception:
+            logger.error("live socket receive failed", exc_info=True)
+            self._fail()
+
+    def _on_outputs(self) -> None:
+        """The handoff's listener: this session's outputs of the tick, delivered at once."""
+        opened = self._opened
+        if opened is None:
+            return
+        try:
+            outputs = opened.output.drain()
+            if outputs:
+                self.perform(self.conn.deliver(outputs))
+            if self._opened is opened and opened.output.ended:
+                opened.output.listen(None)
+                self.perform(self.conn.deliver([]))
+        except Exception:
+            logger.error("live socket output handler failed", exc_info=True)
+            self._fail()
+
+    def on_timer(self, now_ns: int) -> None:
+        """Called by the `Sweeper`."""
+        self.perform(self.conn.timer(now_ns))
+
+    def shutdown(self) -> None:
+        """The server is stopping: end the session with `server_shutdown` and close 1001."""
+        if not self._done:
+            self.perform(self.conn.shutdown())
+
+    def lost(self) -> None:
+        """The client closed or vanished."""
+        if not self._done:
+            self.perform(self.conn.disconnect())
+            self._finish()
+
+    def drained(self) -> None:
+        """The write buffer went below its low-water mark: send what was held, in order."""
+        self.writable = True
+        if self._held and self._open():
+            while self._held:
+                text, frame = self._held.popleft()
+                self._held_frames -= frame
+                self._ws.send_text(text.encode())
+            self._write()
+
+    # --- actions ----------------------------------------------------------------------------------
+
+    def perform(self, actions: list[connection.Action]) -> None:
+        """Do what `Connection` asked, in order; sends are written in one go at the end."""
+        close_code: int | None = None
+        for action in actions:
+            kind = type(action)
+            if kind is connection.Send:
+                self._send(events.dump(action.event), action.frame)
+            elif kind is connection.Append:
+                if self._opened is not None:
+                    self._opened.audio.send(action.pcm)
+            elif kind is connection.Start:
+                self._start(action.session)
+            elif kind is connection.Hangup:
+                if self._opened is not None:
+                    self._opened.audio.close()
+            elif kind is connection.Release:
+                self._release()
+            elif kind is connection.Close:
+                close_code = action.code
+        if self._held_frames > self._max_frames:
+            logger.warning("client too slow; dropping it", extra={"queued_frames": self._held_frames})
+            self._held.clear()
+            self._held_frames = 0
+            self.conn.disconnect()
+            close_code = connection.INTERNAL_ERROR
+        if close_code is not None:
+            self._close(close_code)
+        else:
+            self._write()
+        self._track()
+
+    def _send(self, text: str, frame: bool) -> None:
+        if not self._open():
+            return
+        if self.writable and not self._held:
+            self._ws.send_text(text.encode())
+        else:
+            self._held.append((text, frame))
+            self._held_frames += frame
+
+    def _start(self, session: contract.Session) -> None:
+        result = self._handle.start(session)
+        if isinstance(result, channel.Rejected):
+            self.perform(self.conn.rejected(result))
+            return
+        self._opened = result
+        result.output.listen(self._on_outputs)
+
+    def _release(self) -> None:
+        opened, self._opened = self._opened, None
+        if opened is not None:
+            opened.audio.close()
+            opened.output.close()
+
+    def _fail(self) -> None:
+        """A handler bug: hang up, close 1011."""
+        self.conn.disconnect()
+        self._close(connection.INTERNAL_ERROR)
+
+    # --- writing ----------------------------------------------------------------------------------
+
+    def _open(self) -> bool:
+        return self._ws.state is State.OPEN and not self._transport.is_closing()
+
+    def _write(self) -> None:
+        data = self._ws.data_to_send()
+        if data and not self._transport.is_closing():
+            self._transport.write(b"".join(data))
+
+    def _close(self, code: int) -> None:
+        """Everything held, then the close frame; the transport is dropped if the client never
+        answers it."""
+        if self._open():
+            while self._held:
+                self._ws.send_text(self._held.popleft()[0].encode())
+            self._ws.send_close(code)
+            self._write()
+            proto = self._proto
+            proto.close_sent = True
+            proto.close_timer = proto.loop.call_later(proto.close_timeout, self._transport.abort)
+        self._finish()
+
+    def _finish(self) -> None:
+        """The session is over for this socket: free the engine slot and stop the timer."""
+        if self._done:
+            return
+        self._done = True
+        self._release()
+        self._held.clear()
+        self._backlog.clear()
+        self._sweeper.unwatch(self)
+        self._front.pumps.discard(self)
+        self._front.tally.sockets_open -= 1
+        if self._read_paused:  # read the client's answer to the close frame
+            self._read_paused = False
+            self._transport.resume_reading()
+
+    def _track(self) -> None:
+        """Follow the connection's deadline and reading state; replay the backlog once readable."""
+        if self.conn.deadline_ns is None or self._done:
+            self._sweeper.unwatch(self)
+        else:
+            self._sweeper.watch(self)
+        if self._done:
+            return
+        if not self.conn.reading:
+            if not self._read_paused:
+                self._read_paused = True
+                self._transport.pause_reading()
+            return
+        if self._backlog and not self._draining:
+            self._draining = True
+            try:
+                while self._backlog and self.conn.reading and not self._done:
+                    data = self._backlog.popleft()
+                    self.perform(self.conn.receive(data, time.monotonic_ns(), time.time()))
+            finally:
+                self._draining = False
+        if self._read_paused and self.conn.reading and not self._done:
+            self._read_paused = False
+            self._transport.resume_reading()
