@@ -29,7 +29,7 @@ def prepare(settings: EngineSettings) -> tuple[contract.LiveInfo, EngineFactory]
     """Load and size; raises `model.StartupError` or `memory.CapacityError` (both ValueError)."""
     started = time.perf_counter()
     if settings.device == "cpu":
-        torch.set_num_threads(max(1, min(torch.get_num_threads(), 4)))
+        torch.set_num_threads(settings.cpu_threads)
     loaded = model.load(settings.model_dir, device=settings.device, dtype=settings.dtype,
                         context_frames=settings.context_frames, max_voice_frames=settings.max_voice_frames,
                         custom_voices_dir=settings.custom_voices_dir)

@@ -72,6 +72,9 @@ class EngineSettings:
     """Frames buffered before playout starts."""
     fail_after_ticks: int = 0
     """Fault injection: the temporal transformer raises after this many ticks (0: never)."""
+    cpu_threads: int = 1
+    """Torch intra-op threads when the engine runs on the CPU. 1: the tiny model's ops are too small
+    to split, and extra workers spin on the cores the front end and callers need (docs/engine_pod.md)."""
 
     def __post_init__(self) -> None:
         checks = {
@@ -88,6 +91,7 @@ class EngineSettings:
             "jitter_frames": self.jitter_frames > 0,
             "prebuffer_frames": 1 <= self.prebuffer_frames <= self.jitter_frames,
             "fail_after_ticks": self.fail_after_ticks >= 0,
+            "cpu_threads": self.cpu_threads >= 1,
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:
@@ -111,6 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--greedy", action="store_true", help="argmax draws (tests)")
     g.add_argument("--seed", type=int, default=None, help="derive session seeds from this")
     g.add_argument("--default-voice", default="NATF2")
+    g.add_argument("--cpu-threads", type=int, default=1, help="torch threads on --device cpu (default 1)")
 
 
 def settings_from_args(args: argparse.Namespace) -> EngineSettings:
@@ -129,7 +134,7 @@ def settings_from_args(args: argparse.Namespace) -> EngineSettings:
         cuda_graphs=not args.no_cuda_graphs, greedy=args.greedy,
         seed=args.seed, custom_voices_dir=args.voice_dir, default_voice=args.default_voice,
         jitter_frames=args.jitter_frames, prebuffer_frames=args.prebuffer_frames,
-        fail_after_ticks=args.fail_after_ticks,
+        fail_after_ticks=args.fail_after_ticks, cpu_threads=args.cpu_threads,
     )
 
 
