@@ -47,7 +47,10 @@ def speech_wav(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return path
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: Playwright's sync API keeps an event loop running on the main
+# thread while it is open, and every asyncio test collected after tests/demo would then fail
+# with "cannot be called from a running event loop".
+@pytest.fixture(scope="package")
 def browser(speech_wav: pathlib.Path) -> Iterator[sync_api.Browser]:
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
