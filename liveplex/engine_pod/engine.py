@@ -105,13 +105,13 @@ class PersonaPlexEngine:
         self._schedule = prompt.Schedule(settings.schedule)
         self._sampling = sampling.Sampling(greedy=settings.greedy)
         self._leases = leases.Leases(info.max_sessions)
-        self.pools = program.Pools(model, info.max_sessions)
-        self._program = program.Program(model, self.pools, self._schedule, self._sampling,
+        self.pools = program.Pools(model.lm, model.codec, info.max_sessions)
+        self._program = program.Program(model.lm, model.codec, self.pools, self._schedule, self._sampling,
                                         settings.cuda_graphs)
         self._buckets = buckets.cut(settings.buckets, info.max_sessions)
         self._prefixes = {name: prefill.voice_prefix(model.lm.temporal, v.embeddings.to(self._device))
                           for name, v in model.voices.items()}
-        self._primed = (program.primed_decoder(model)
+        self._primed = (prefill.primed_codec_state(model.codec)
                         if self._schedule is prompt.Schedule.UPSTREAM else None)
         self._rows: list[_Running] = []
         self._queue: deque[_Waiting] = deque()

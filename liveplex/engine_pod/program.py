@@ -15,9 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from liveplex.engine_pod import model as model_mod
 from liveplex.live import frames
-from liveplex.personaplex import config, mimi, prompt, ring, sampling, step
+from liveplex.personaplex import checkpoint, mimi, prompt, ring, sampling, step
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +36,11 @@ class TickOutput:
 class Pools:
     """Every per-slot tensor, allocated once for `slots` sessions and never resized."""
 
-    def __init__(self, model: model_mod.Model, slots: int) -> None:
-        device = model.lm.temporal.text_linear.weight.device
+    def __init__(self, lm: checkpoint.LM, codec: mimi.Mimi, slots: int) -> None:
+        device = lm.temporal.text_linear.weight.device
         self.slots = slots
-        self.kv: ring.KVPool = model.lm.temporal.new_pool(slots)
-        self.codec = model.codec.init_state(slots)
+        self.kv: ring.KVPool = lm.temporal.new_pool(slots)
+        self.codec = codec.init_state(slots)
         self.tokens = step.TokenState.allocate(slots, device)
         self.pcm_in = torch.zeros(slots, frames.FRAME_SAMPLES, dtype=torch.float32, device=device)
         """Caller frames in [-1, 1], written by the host before each tick."""
@@ -77,9 +76,10 @@ class Pools:
 class Program:
     """`run(Bk)`: one tick over pool rows 0..Bk-1, eager or as a replayed CUDA graph."""
 
-    def __init__(self, model: model_mod.Model, pools: Pools, schedule: prompt.Schedule,
+    def __init__(self, lm: checkpoint.LM, codec: mimi.Mimi, pools: Pools, schedule: prompt.Schedule,
                  sample: sampling.Sampling, graphs: bool) -> None:
-        self._model = model
+        self._lm = lm
+        self._codec = codec
         self._pools = pools
         self._schedule = schedule
         self._sample = sample
@@ -124,21 +124,14 @@ class Program:
 
     @torch.no_grad()
     def _eager(self, bucket: int) -> TickOutput:
-        m, p = self._model, self._pools
+        p = self._pools
         rows = p.codec.head(bucket)
-        user = m.codec.encode_step(p.pcm_in[:bucket], rows)
-        out = step.live_step(m.lm.temporal, m.lm.depformer, p.kv, p.tokens, user, self._schedule,
+        user = self._codec.encode_step(p.pcm_in[:bucket], rows)
+        out = step.live_step(self._lm.temporal, self._lm.depformer, p.kv, p.tokens, user, self._schedule,
                              self._sample)
-        pcm = m.codec.decode_step(out.emitted[:, 1:], rows)
+        pcm = self._codec.decode_step(out.emitted[:, 1:], rows)
         finite = (torch.isfinite(out.text_logits).all(1) & torch.isfinite(out.audio_logits).flatten(1).all(1)
                   & torch.isfinite(pcm).all(1))
         pcm16 = torch.round(torch.clamp(torch.nan_to_num(pcm), -1.0, 1.0) * 32767.0).to(torch.int16)
         return TickOutput(out.emitted, pcm16, finite, out.text_logits)
 
-
-def primed_decoder(model: model_mod.Model) -> mimi.MimiState:
-    """Mimi state of one row after decoding one silence frame from fresh (upstream's start, §3.4)."""
-    state = model.codec.init_state(1)
-    silence = torch.tensor([config.SILENCE], dtype=torch.long, device=model.codec.device)
-    model.codec.decode_step(silence, state)
-    return state
