@@ -2,8 +2,9 @@
 
 `create_app(settings, runner)` starts the engine thread in the lifespan (with the running loop, so
 outputs wake receivers on it) and stops it at shutdown, after ending every live session with
-`server_shutdown`. The socket itself is a raw ASGI handler (`socket.Pump`); the framework only
-routes to it. Routes are listed in gpt-live §11 and docs/gptlive.md.
+`server_shutdown`. The live socket is served natively by `native.LiveProtocol` (uvicorn's `ws=`),
+which finds the front end in the lifespan state; through ASGI the live path is refused. Routes
+are listed in gpt-live §11 and docs/gptlive.md.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from starlette.staticfiles import StaticFiles
 from liveplex.gptlive import metrics, native, socket
 from liveplex.gptlive.connection import Connection
 from liveplex.gptlive.settings import Settings
-from liveplex.gptlive.socket import Message, Pump, Receive, Send, Sweeper
+from liveplex.gptlive.socket import Message, Receive, Send, Sweeper
 from liveplex.gptlive.tally import Tally
 from liveplex.gptlive.voices import DEFAULT_VOICE, Voices, registry_ids
 from liveplex.live import channel, contract, frames
@@ -51,7 +52,7 @@ class Front:
     tally: Tally = field(default_factory=Tally)
     handle: channel.LiveHandle | None = None
     sweeper: Sweeper | None = None
-    pumps: set[socket.Socket] = field(default_factory=set)
+    sockets: set[socket.Socket] = field(default_factory=set)
 
     def authorized(self, headers: list[tuple[bytes, bytes]]) -> bool:
         token = self.settings.auth_token
@@ -87,6 +88,8 @@ _UNSUPPORTED = _openai_error(404, "unsupported_endpoint",
                              "This server supports only the primary socket /v1/live/sessions.")
 _NOT_FOUND = _openai_error(404, "not_found", "No such endpoint.")
 _NOT_READY = _openai_error(503, "server_error", "The engine is not running.")
+_NOT_NATIVE = _openai_error(500, "server_error",
+                            "The live socket needs uvicorn with ws=liveplex.gptlive.native.LiveProtocol.")
 
 
 async def _deny(scope: Message, send: Send, reply: tuple[int, bytes]) -> None:
@@ -100,34 +103,8 @@ async def _deny(scope: Message, send: Send, reply: tuple[int, bytes]) -> None:
     await send({"type": "websocket.http.response.body", "body": body})
 
 
-class _LiveSocket:
-    """ASGI handler of `/v1/live/sessions`."""
-
-    def __init__(self, front: Front) -> None:
-        self._front = front
-
-    async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
-        front = self._front
-        if (await receive())["type"] != "websocket.connect":
-            return
-        refusal = front.refusal(scope.get("headers", []))
-        if refusal is not None or front.handle is None or front.sweeper is None:
-            await _deny(scope, send, refusal or _NOT_READY)
-            return
-        await send({"type": "websocket.accept"})
-        pump = Pump(receive, send, front.connection(), front.handle, front.sweeper,
-                    front.settings.outbound_max_frames)
-        front.pumps.add(pump)
-        front.tally.sockets_open += 1
-        try:
-            await pump.run()
-        finally:
-            front.tally.sockets_open -= 1
-            front.pumps.discard(pump)
-
-
 class _Refuse:
-    """ASGI handler that refuses every WebSocket upgrade on its paths with an HTTP 404."""
+    """ASGI handler that refuses every WebSocket upgrade on its paths with an HTTP error."""
 
     def __init__(self, reply: tuple[int, bytes]) -> None:
         self._reply = reply
@@ -162,11 +139,11 @@ def create_app(settings: Settings, runner: EngineThread) -> FastAPI:
         try:
             yield {native.FRONT: front}
         finally:
-            for pump in list(front.pumps):
-                pump.shutdown()
+            for live in list(front.sockets):
+                live.shutdown()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(SHUTDOWN_GRACE_S):
-                    while front.pumps:
+                    while front.sockets:
                         await asyncio.sleep(0.02)
             sweeping.cancel()
             await asyncio.gather(sweeping, return_exceptions=True)
@@ -183,7 +160,7 @@ def create_app(settings: Settings, runner: EngineThread) -> FastAPI:
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in request.headers.items()]
         return None if front.authorized(headers) else _json(_UNAUTHORIZED)
 
-    app.router.routes.append(WebSocketRoute("/v1/live/sessions", _LiveSocket(front)))
+    app.router.routes.append(WebSocketRoute("/v1/live/sessions", _Refuse(_NOT_NATIVE)))
     app.router.routes.append(WebSocketRoute("/v1/live/sessions/{rest:path}",
                                             _Refuse(_UNSUPPORTED)))
 

@@ -12,8 +12,8 @@ socket's `Connection` by push, with no task and no await per frame (performance.
   in turn (`OutputReceiver.listen`), which feeds `Connection.deliver` synchronously;
 - sends are websockets' `send_text` and one `transport.write` per batch of actions. While the
   transport's write buffer is over its high-water mark, sends wait in order in a held queue;
-  more than `outbound_max_frames` audio deltas held is a disconnect (close 1011), as in `Pump`;
-- the pod's one `Sweeper` fires the deadlines, as for `Pump`.
+  more than `outbound_max_frames` audio deltas held is a disconnect (close 1011);
+- the pod's one `Sweeper` fires the deadlines.
 
 Every other path (404s, the demo, other upgrade paths) goes through the ASGI app unchanged.
 """
@@ -166,7 +166,7 @@ class LiveSocket:
         self._read_paused = False
         self._opened: channel.Opened | None = None
         self._done = False
-        front.pumps.add(self)
+        front.sockets.add(self)
         front.tally.sockets_open += 1
         self._track()
 
@@ -320,7 +320,7 @@ class LiveSocket:
         self._held.clear()
         self._backlog.clear()
         self._sweeper.unwatch(self)
-        self._front.pumps.discard(self)
+        self._front.sockets.discard(self)
         self._front.tally.sockets_open -= 1
         if self._read_paused:  # read the client's answer to the close frame
             self._read_paused = False

@@ -54,12 +54,13 @@ class Stubborn:
 
 @contextlib.asynccontextmanager
 async def serve(profile: SimProfile = SimProfile(), settings: Settings = Settings(),
-                engine: Callable[[contract.LiveInfo], Ticker] | None = None) -> AsyncIterator[str]:
-    """Yields `127.0.0.1:PORT` of a running pod."""
+                engine: Callable[[contract.LiveInfo], Ticker] | None = None,
+                ws: type | str = WS_IMPL) -> AsyncIterator[str]:
+    """Yields `127.0.0.1:PORT` of a running pod (`ws`: uvicorn's WebSocket implementation)."""
     runner = EngineThread(profile.info(), engine or (lambda info: SimEngine(profile)))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(create_app(settings, runner), ws=WS_IMPL, log_level="warning",
+    config = uvicorn.Config(create_app(settings, runner), ws=ws, log_level="warning",
                             lifespan="on", ws_max_size=4 << 20)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
