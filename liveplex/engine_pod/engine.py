@@ -245,7 +245,7 @@ class PersonaPlexEngine:
         for w in batch:
             jitter = Jitter(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames)
             line = Line.start(w.sub, jitter, self._info.max_frames)
-            if line is None:  # nobody listens any more: its slot goes back at once
+            if line is None:  # nobody listens any more: its slot goes back below (the Line is only its row)
                 lost.append(len(self._rows))
                 line = Line(w.sub.input, w.sub.sink, jitter, self._info.max_frames)
             self._rows.append(_Running(w.sub.id, line, self._model.tokenizer.detokenizer(),
