@@ -257,6 +257,7 @@ def main(argv: list[str]) -> int:
         "floor_inputs": floor})
     slots = levels[-1]
     if device.type == "cuda":
+        torch.cuda.empty_cache()  # the fp32 weights just cast to bf16 are cached, not free
         free, _ = torch.cuda.mem_get_info(device)
         per_slot_estimate = kv_slot + codec.init_state(1).nbytes
         report["free_after_load_bytes"] = free
