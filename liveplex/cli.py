@@ -1,16 +1,20 @@
 """The `liveplex` command: one word per component, each parsed by the component itself.
 
 Subcommands are imported lazily so that `liveplex serve` with the sim engine never imports torch,
-and a component's flags live next to the component.
+and a component's flags live next to the component. `dispatch` is shared with command groups such
+as `liveplex bench`.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Mapping
 
-# name -> (module with `main(argv: list[str]) -> int`, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
+Commands = Mapping[str, tuple[str, str]]
+"""name -> (module with `main(argv: list[str]) -> int`, one-line help)."""
+
+COMMANDS: Commands = {
     "serve": ("liveplex.serve", "run a pod: the GPT-Live front end over an engine (sim by default)"),
     "check": ("liveplex.conformance.cli", "check a GPT-Live server against the conformance checklist"),
     "bench": ("liveplex.bench.cli", "benchmarks: `bench duplex`, `bench baseline`, `bench engine`"),
@@ -18,23 +22,27 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def _usage() -> str:
-    lines = ["usage: liveplex COMMAND [options]", "", "commands:"]
-    lines += [f"  {name:<12} {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "`liveplex COMMAND --help` shows a command's options."]
+def _usage(prog: str, commands: Commands) -> str:
+    lines = [f"usage: {prog} COMMAND [options]", "", "commands:"]
+    lines += [f"  {name:<12} {help_}" for name, (_, help_) in commands.items()]
+    lines += ["", f"`{prog} COMMAND --help` shows a command's options."]
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] in ("-h", "--help"):
-        print(_usage())
-        return 0 if args else 2
-    if args[0] not in COMMANDS:
-        print(f"liveplex: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
+def dispatch(prog: str, commands: Commands, argv: list[str]) -> int:
+    """Run `argv[0]`'s module with the rest of `argv`; usage on no or an unknown command."""
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage(prog, commands))
+        return 0 if argv else 2
+    if argv[0] not in commands:
+        print(f"{prog}: unknown command {argv[0]!r}\n\n{_usage(prog, commands)}", file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[args[0]][0])
-    return int(module.main(args[1:]) or 0)
+    module = importlib.import_module(commands[argv[0]][0])
+    return int(module.main(argv[1:]) or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return dispatch("liveplex", COMMANDS, sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

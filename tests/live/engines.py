@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from liveplex.live import CloseReason, Jitter, Line, LiveInfo, LiveSubmission
 
@@ -11,8 +11,11 @@ from liveplex.live import CloseReason, Jitter, Line, LiveInfo, LiveSubmission
 class Silent:
     """Runs lines like a real engine; records every tick's `skipped`; can fail or stall."""
 
-    def __init__(self, info: LiveInfo, during_tick: Callable[[int], None] | None = None) -> None:
+    def __init__(self, info: LiveInfo, during_tick: Callable[[int], None] | None = None,
+                 words: Iterator[str | None] | None = None) -> None:
         self.info = info
+        self.words = words
+        """What each tick says with its frame (one item per session frame), if anything."""
         self.lines: list[Line] = []
         self.skips: list[int] = []
         self.batches: list[int] = []
@@ -42,7 +45,8 @@ class Silent:
         pcm = bytes(2 * self.info.frame_samples)
         for line in kept:
             line.hear(skipped)  # consume the caller's frame like a model would
-        self.lines = [line for line in kept if line.say(pcm, None)]
+        self.lines = [line for line in kept
+                      if line.say(pcm, None if self.words is None else next(self.words, None))]
         self.ticked.set()
 
     def abort(self) -> None:

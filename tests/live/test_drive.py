@@ -180,22 +180,7 @@ def test_start_never_blocks_full_then_stopped() -> None:
 async def test_frames_are_contiguous_and_text_follows_its_audio() -> None:
     info = make_info()
     handle, inbox = live_channel(info, loop=asyncio.get_running_loop())
-    words = iter(["", "one", None, " two"])
-
-    class Talker(Silent):
-        def tick(self, skipped: int) -> None:
-            kept = []
-            for line in self.lines:
-                reason = line.listen()
-                if reason is not None:
-                    line.close(reason)
-                else:
-                    line.say(bytes(3840), next(words, None))
-                    kept.append(line)
-            self.lines = kept
-            self.skips.append(skipped)
-
-    p = Pod(Talker(info), handle, inbox)
+    p = Pod(Silent(info, words=iter(["", "one", None, " two"])), handle, inbox)
     a = start(p)
     got = await audio_frames(a, 6)
     a.audio.close()
