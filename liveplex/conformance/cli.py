@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import logging
 
-from liveplex.conformance import checks, probe, runner, target
+from liveplex.conformance import probe, runner, target
 from liveplex.conformance.checklist import Outcome, Status
 
 

@@ -13,7 +13,6 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-
 READY_S = 30.0
 """How long a fresh server may take to answer /health on a loaded 2-core machine."""
 

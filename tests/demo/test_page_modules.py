@@ -232,11 +232,13 @@ def test_start_event_names_model_voice_and_persona_and_omits_a_blank_persona(mod
     fmt = {"type": "audio/pcm", "rate": 24000}
     assert events == [
         {"type": "session.start", "event_id": "s1", "session": {
-            "model": "gpt-live-1", "instructions": "Be brief.", "audio": {"format": fmt, "output": {"voice": "cedar"}}}},
+            "model": "gpt-live-1", "instructions": "Be brief.",
+            "audio": {"format": fmt, "output": {"voice": "cedar"}}}},
         {"type": "session.start", "event_id": "s2", "session": {"model": "gpt-live-1", "audio": {"format": fmt}}},
     ]
 
 
 def test_float_to_pcm16_clips_instead_of_wrapping(modules) -> None:
-    pcm = run(modules, "events.js", "return Array.from(m.toPcm16(Float32Array.from(arg)));", [-2.0, -1.0, 0.0, 0.5, 1.0, 3.0])
+    pcm = run(modules, "events.js", "return Array.from(m.toPcm16(Float32Array.from(arg)));",
+              [-2.0, -1.0, 0.0, 0.5, 1.0, 3.0])
     assert pcm == [-32768, -32768, 0, 16384, 32767, 32767]

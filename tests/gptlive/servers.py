@@ -67,7 +67,7 @@ async def serve(profile: SimProfile = SimProfile(), settings: Settings = Setting
     try:
         while not server.started:
             await asyncio.sleep(0.01)
-        yield "127.0.0.1:%d" % sock.getsockname()[1]
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
     finally:
         server.should_exit = True
         await task
