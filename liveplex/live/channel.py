@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import itertools
 import threading
 import weakref
@@ -155,21 +156,21 @@ def _wake_all(pipes: list[_OutputPipe]) -> None:
         listener = pipe.listener
         if listener is not None:
             listener()
-            continue
-        waiter = pipe.waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 class _OutputPipe:
-    __slots__ = ("items", "receiver_closed", "sink_gone", "waiter", "listener", "marked",
-                 "handoff", "__weakref__")
+    __slots__ = ("items", "receiver_closed", "sink_gone", "listener", "marked", "handoff",
+                 "__weakref__")
 
     def __init__(self, handoff: Handoff) -> None:
         self.items: deque[contract.Output] = deque()
         self.receiver_closed = False
         self.sink_gone = False
-        self.waiter: asyncio.Future[None] | None = None
         self.listener: Callable[[], None] | None = None
         self.marked = False
         self.handoff = handoff
@@ -230,19 +231,18 @@ class OutputReceiver:
         """Wait for outputs; an empty list means the sink is gone and nothing more will come."""
         pipe = self._pipe
         while not pipe.items and not pipe.sink_gone:
-            loop = asyncio.get_running_loop()
-            pipe.waiter = loop.create_future()
+            woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            # handoffs run on this loop, so nothing lands between the check above and this line
+            self.listen(functools.partial(_resolve, woken))
             try:
-                if pipe.items or pipe.sink_gone:  # delivered between the check and the future
-                    break
-                await pipe.waiter
+                await woken
             finally:
-                pipe.waiter = None
+                self.listen(None)
         return self.drain()
 
     def listen(self, listener: Callable[[], None] | None) -> None:
-        """Call `listener` on the loop at each handoff instead of waking `next` (a push-driven
-        front end drains in it; it must not raise); None stops listening."""
+        """Call `listener` on the loop at each handoff (a push-driven front end drains in it; it
+        must not raise); None stops listening. `next` is this with a future."""
         self._pipe.listener = listener
 
     def close(self) -> None:
