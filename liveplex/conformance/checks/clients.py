@@ -47,49 +47,67 @@ async def large_message(ctx: Context) -> str:
     return f"{len(signals.b64(raw)) / 2**20:.2f} MiB append accepted"
 
 
+class _Smoke:
+    """What a smoke client does on each event, whichever SDK client runs it: append a frame per
+    frame received, close once `SDK_AUDIO_S` of model audio came, stop at `session.closed`."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.received = 0
+        """Bytes of model audio received."""
+        self.reason = ""
+        """"closing" once close was sent, then the close reason."""
+
+    def on(self, event: object) -> tuple[bool, bool, bool]:
+        """(append a frame, send close, stop) for one event."""
+        kind = getattr(event, "type", None)
+        if kind in ("session.started", "session.output_audio.delta"):
+            if kind == "session.output_audio.delta":
+                self.received += len(base64.b64decode(event.delta))  # type: ignore[attr-defined]
+            close = self.received >= SDK_AUDIO_S * 48_000 and not self.reason
+            if close:
+                self.reason = "closing"
+            return True, close, False
+        if kind == "error":
+            error = event.error  # type: ignore[attr-defined]
+            raise Failed(f"{self.label} SDK client got an error: {error.code}: {error.message}")
+        if kind == "session.closed":
+            self.reason = event.reason  # type: ignore[attr-defined]
+            return False, False, True
+        return False, False, False
+
+
 def _sync_smoke(base_url: str, api_key: str) -> tuple[int, str]:
     """The sync SDK client: start, 2 s of model audio, close; (audio bytes, close reason)."""
     client = openai.OpenAI(base_url=base_url, api_key=api_key)
-    received, reason = 0, ""
-    frame = signals.b64(signals.silence(signals.FRAME_MS))
+    smoke, frame = _Smoke("sync"), signals.b64(signals.silence(signals.FRAME_MS))
     with client.live.connect() as conn:
         conn.session.start(event_id="start", session={"model": DEFAULT_MODEL})
         for event in conn:
-            if event.type == "session.started" or event.type == "session.output_audio.delta":
-                if event.type == "session.output_audio.delta":
-                    received += len(base64.b64decode(event.delta))
+            append, close, stop = smoke.on(event)
+            if append:
                 conn.session.input_audio.append(audio=frame)
-                if received >= SDK_AUDIO_S * 48_000 and not reason:
-                    conn.session.close(event_id="bye")
-                    reason = "closing"
-            elif event.type == "error":
-                raise Failed(f"sync SDK client got an error: {event.error.code}: {event.error.message}")
-            elif event.type == "session.closed":
-                reason = event.reason
+            if close:
+                conn.session.close(event_id="bye")
+            if stop:
                 break
-    return received, reason
+    return smoke.received, smoke.reason
 
 
 async def _async_smoke(base_url: str, api_key: str) -> tuple[int, str]:
     client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key)
-    received, reason = 0, ""
-    frame = signals.b64(signals.silence(signals.FRAME_MS))
+    smoke, frame = _Smoke("async"), signals.b64(signals.silence(signals.FRAME_MS))
     async with client.live.connect() as conn:
         await conn.session.start(event_id="start", session={"model": DEFAULT_MODEL})
         async for event in conn:
-            if event.type in ("session.started", "session.output_audio.delta"):
-                if event.type == "session.output_audio.delta":
-                    received += len(base64.b64decode(event.delta))
+            append, close, stop = smoke.on(event)
+            if append:
                 await conn.session.input_audio.append(audio=frame)
-                if received >= SDK_AUDIO_S * 48_000 and not reason:
-                    await conn.session.close(event_id="bye")
-                    reason = "closing"
-            elif event.type == "error":
-                raise Failed(f"async SDK client got an error: {event.error.code}: {event.error.message}")
-            elif event.type == "session.closed":
-                reason = event.reason
+            if close:
+                await conn.session.close(event_id="bye")
+            if stop:
                 break
-    return received, reason
+    return smoke.received, smoke.reason
 
 
 def _sync_dispatch(base_url: str, api_key: str) -> list[str]:
