@@ -1,16 +1,20 @@
-"""The GPT-Live front end: protocol core (`Connection`), events, errors, formats and the app.
+"""The GPT-Live protocol, pure: events, errors, formats, what is served, start validation and the
+`Connection` state machine. It imports no server and no engine: a pod and the gateway both run it.
+The server layer (uvicorn adapter, socket pump, sweeper) is `liveplex.gptlive.server`.
 
 See docs/gptlive.md.
 """
 
-from liveplex.gptlive.app import create_app
 from liveplex.gptlive.connection import (
     LEGAL,
+    Accepted,
     Action,
     Append,
     Close,
     Connection,
+    Ended,
     Hangup,
+    Refused,
     Release,
     Send,
     Start,
@@ -18,16 +22,17 @@ from liveplex.gptlive.connection import (
 )
 from liveplex.gptlive.errors import Code, ProtocolError
 from liveplex.gptlive.events import dump, parse
-from liveplex.gptlive.settings import Settings, add_arguments, settings_from_args
-from liveplex.gptlive.tally import Tally
+from liveplex.gptlive.served import Served
+from liveplex.gptlive.settings import Settings
+from liveplex.gptlive.start import Catalog, Prepared, check_start
 from liveplex.gptlive.voices import Voices
 
 __all__ = [
-    "create_app",
-    "LEGAL", "Action", "Append", "Close", "Connection", "Hangup", "Release", "Send", "Start",
-    "State",
+    "LEGAL", "Accepted", "Action", "Append", "Close", "Connection", "Ended", "Hangup", "Refused",
+    "Release", "Send", "Start", "State",
     "Code", "ProtocolError",
     "dump", "parse",
-    "Settings", "add_arguments", "settings_from_args",
-    "Tally", "Voices",
+    "Served", "Settings",
+    "Catalog", "Prepared", "check_start",
+    "Voices",
 ]

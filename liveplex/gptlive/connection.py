@@ -1,10 +1,15 @@
 """`Connection`: the GPT-Live protocol for one socket, sans I/O (gpt-live §3, §4, §6, §9).
 
 Inputs in, actions out, like h11 and wsproto: `receive` takes a client frame, `deliver` the
-engine's outputs for the session, `rejected` a refused engine start, `timer` the shared timer's
-tick, `disconnect` the client's departure and `shutdown` a server stop. Each returns a list of
+engine's outputs for the session, `rejected` a refused start, `timer` the shared timer's tick,
+`disconnect` the client's departure and `shutdown` a server stop. Each returns a list of
 `Action`s for the pump to perform in order. No awaits, no sockets, no clock: time arrives as
-arguments, and `deadline_ns` says when the connection next wants `timer`.
+arguments, and `deadline_ns` says when the connection next wants `timer`. What happened to a
+session (`Accepted`, `Refused`, `Ended`) is an action too, so whoever counts owns the counters.
+
+A gateway runs the same `Connection` up to the start: once its upstream pod answers
+`session.started` (`handed_off`), the socket is RELAYING and the pod speaks to the client itself;
+`relay_ended` and `relay_lost` say how that ended.
 
 Which command is legal in which state is the `LEGAL` table below, and nowhere else. Usage events
 are driven by the frames sent (every `usage_period_ms` of session time), so a live session needs
@@ -14,16 +19,15 @@ no timer at all; only idle guard, pending start and close grace have deadlines.
 from __future__ import annotations
 
 import binascii
+import dataclasses
 import enum
-import math
 from dataclasses import dataclass
 
-from liveplex.gptlive import errors, events, formats
+from liveplex.gptlive import errors, events, formats, start
 from liveplex.gptlive.errors import ProtocolError
+from liveplex.gptlive.served import Served
 from liveplex.gptlive.settings import Settings
-from liveplex.gptlive.tally import Tally
-from liveplex.gptlive.voices import DEFAULT_VOICE, Voices
-from liveplex.live import channel, contract
+from liveplex.live import contract
 
 # --- actions -----------------------------------------------------------------------------------------
 
@@ -38,9 +42,12 @@ class Send:
 
 @dataclass(frozen=True, slots=True)
 class Start:
-    """Submit the session to the engine (`LiveHandle.start`), then report a `Rejected`."""
+    """Start the session on the backend; it answers with `deliver` or `rejected`."""
 
     session: contract.Session
+    resource: events.SessionResource
+    text: str
+    """The client's `session.start` frame as sent (a gateway forwards it verbatim)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +74,32 @@ class Close:
     code: int
 
 
-Action = Send | Start | Append | Hangup | Release | Close
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A session started (counted once, when `session.started` is sent or relayed)."""
+
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A start was refused: `server_busy`, `server_error`, `invalid` or `upstream` (relayed)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """A started session ended: `close_requested`, `expired`, `connection_lost`, `remote_hangup`
+    or `server_shutdown`, after `seconds` of session time."""
+
+    reason: str
+    seconds: float
+    underruns: int = 0
+    dropped: int = 0
+
+
+Action = Send | Start | Append | Hangup | Release | Close | Accepted | Refused | Ended
 
 NORMAL = 1000
 GOING_AWAY = 1001
@@ -87,6 +119,8 @@ class State(enum.Enum):
     """`session.started` was sent."""
     CLOSING = "closing"
     """`session.close` received; waiting for the engine's `Closed`."""
+    RELAYING = "relaying"
+    """The session runs on an upstream server that talks to the client itself (a gateway)."""
     DONE = "done"
     """The socket is closing or gone; nothing more is sent."""
 
@@ -101,8 +135,7 @@ class Verdict(enum.Enum):
 
 _A, _NS, _AS, _CL, _IG = (Verdict.ACCEPT, Verdict.NOT_STARTED, Verdict.ALREADY_STARTED,
                           Verdict.CLOSING, Verdict.IGNORE)
-_COLUMNS = ("session.start", "session.input_audio.append", "session.input_audio.mute",
-            "session.input_audio.unmute", "session.close")
+_COLUMNS = events.SUPPORTED
 LEGAL: dict[State, dict[str, Verdict]] = {
     state: dict(zip(_COLUMNS, row, strict=True)) for state, row in (
         #               start  append mute  unmute close
@@ -113,15 +146,6 @@ LEGAL: dict[State, dict[str, Verdict]] = {
 }
 """gpt-live §3: what each supported command does in each state the socket is read in.
 Refused and unknown types are answered in every state by `events.parse`."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    """A start on its way to the engine."""
-
-    resource: events.SessionResource
-    client_event_id: str | None
-    info: tuple[events.Info, ...]
 
 
 _B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -153,19 +177,19 @@ def _b64encode(data: bytes) -> str:
 class Connection:
     """The protocol state of one socket; see the module docstring."""
 
-    def __init__(self, info: contract.LiveInfo, settings: Settings, voices: Voices, tally: Tally,
-                 now_ns: int) -> None:
-        self.info = info
+    def __init__(self, catalog: start.Catalog, settings: Settings, now_ns: int,
+                 session_id: str | None = None) -> None:
+        self.catalog = catalog
         self.settings = settings
-        self.voices = voices
-        self.tally = tally
         self.state = State.IDLE
         self.deadline_ns: int | None = now_ns + settings.idle_guard_ms * 1_000_000
         """When `timer` must next be called; None while nothing is due (a live session)."""
-        self._models = (info.model, *settings.model_aliases)
-        self._max_seconds = info.frame_ms(info.max_frames) / 1000
+        self._session_id = session_id
+        """Given by the caller (a gateway's placement), else minted per start."""
         self._last_message_ns = now_ns
-        self._pending: _Pending | None = None
+        self._pending: start.Prepared | None = None
+        self._pending_event_id: str | None = None
+        self._served: Served | None = None
         self._resource: events.SessionResource | None = None
         self._inbound: formats.Inbound | None = None
         self._outbound: formats.Outbound | None = None
@@ -177,7 +201,7 @@ class Connection:
     @property
     def reading(self) -> bool:
         """Whether the pump may read the socket: not while a start is pending (gpt-live §2.4)."""
-        return self.state in (State.IDLE, State.LIVE, State.CLOSING)
+        return self.state in (State.IDLE, State.LIVE, State.CLOSING, State.RELAYING)
 
     @property
     def frames_sent(self) -> int:
@@ -191,6 +215,8 @@ class Connection:
             return []
         if self.state is State.STARTING:
             raise RuntimeError("the socket must not be read while a start is pending")
+        if self.state is State.RELAYING:
+            raise RuntimeError("a relayed session's frames go to the upstream, not here")
         self._last_message_ns = now_ns
         if self.state is State.IDLE:  # the idle guard restarts on every client message
             self.deadline_ns = now_ns + self.settings.idle_guard_ms * 1_000_000
@@ -198,13 +224,14 @@ class Connection:
         if isinstance(event, events.Invalid):
             return [self._error(event.error, event.event_id)]
         kind = events.type_of(event)
-        prepared: tuple[contract.Session, _Pending] | None = None
+        prepared: start.Prepared | None = None
         if isinstance(event, events.SessionStart):
             try:  # step 5 continued: model, voice and instructions (gpt-live §4.4)
-                prepared = self._prepare(event, unix_s)
+                session_id = self._session_id or events.new_session_id()
+                prepared = start.check_start(self.catalog, event, session_id, unix_s,
+                                             self.settings.info_events)
             except ProtocolError as error:
-                self.tally.rejected["invalid"] += 1
-                return [self._error(error, event.event_id)]
+                return [self._error(error, event.event_id), Refused("invalid")]
         verdict = LEGAL[self.state][kind]
         if verdict is Verdict.IGNORE:
             return []
@@ -215,10 +242,11 @@ class Connection:
         if verdict is Verdict.CLOSING:
             return [self._error(errors.session_closing(kind), event.event_id)]
         if prepared is not None:
-            session, self._pending = prepared
+            assert isinstance(data, str)  # a bytes frame never parses as a start
+            self._pending, self._pending_event_id = prepared, event.event_id
             self.state = State.STARTING
             self.deadline_ns = now_ns + self.settings.start_timeout_ms * 1_000_000
-            return [Start(session)]
+            return [Start(prepared.session, prepared.resource, data)]
         if isinstance(event, events.InputAudioAppend):
             return self._append(event)
         if isinstance(event, events.InputAudioMute):
@@ -233,13 +261,47 @@ class Connection:
         self.deadline_ns = now_ns + self.settings.close_grace_ms * 1_000_000
         return [Hangup()]
 
-    def rejected(self, why: channel.Rejected) -> list[Action]:
-        """`LiveHandle.start` refused the pending start without queueing it."""
+    def rejected(self, error: ProtocolError | None) -> list[Action]:
+        """The backend refused the pending start; None when it already told the client itself
+        (a gateway relaying its upstream's error verbatim)."""
         if self.state is not State.STARTING:
             return []
-        if why is channel.Rejected.FULL:
-            return self._refuse(errors.server_busy(self.info.max_sessions), "server_busy")
-        return self._refuse(errors.server_error(why.value), "server_error")
+        return self._refuse(error)
+
+    def busy(self) -> ProtocolError:
+        """The `server_busy` error for the pending start's server (its capacity in the text)."""
+        served = self._pending.served if self._pending else self._served
+        return errors.server_busy(served.info.max_sessions if served else 0)
+
+    def handed_off(self, expires_at: int | None = None) -> list[Action]:
+        """The upstream server sent (and the gateway relayed) `session.started`: RELAYING.
+
+        `expires_at` is the upstream's, so a synthesised `session.closed` repeats it exactly."""
+        pending = self._pending
+        if self.state is not State.STARTING or pending is None:
+            return []
+        resource = pending.resource
+        if expires_at is not None:
+            resource = dataclasses.replace(resource, expires_at=expires_at)
+        self._begin(pending, resource)
+        self.state = State.RELAYING
+        return [Accepted(resource.id)]
+
+    def relay_ended(self, reason: str, frames: int) -> list[Action]:
+        """The upstream's `session.closed` was relayed; the gateway closes like the pod did."""
+        if self.state is not State.RELAYING:
+            return []
+        self._frames_sent = frames
+        self.state = State.DONE
+        return [Ended(reason, self._usage_seconds()), Release()]
+
+    def relay_lost(self, frames: int) -> list[Action]:
+        """The upstream vanished mid-session (platform §7.8): error, connection_lost, 1011."""
+        if self.state is not State.RELAYING:
+            return []
+        self._frames_sent = frames
+        return [self._error(errors.server_error("the engine serving this session went away"), None),
+                *self._finish("connection_lost", None, INTERNAL_ERROR)]
 
     def deliver(self, outputs: list[contract.Output]) -> list[Action]:
         """The engine's outputs for this session, in order; an empty list means they ended."""
@@ -253,9 +315,9 @@ class Connection:
                 actions += self._audio(out)
             elif type(out) is contract.Text:
                 if self.state in (State.LIVE, State.CLOSING):
-                    start_ms = self.info.frame_ms(out.frame)
+                    info = self._info
                     actions.append(Send(events.OutputTranscriptDelta(
-                        out.delta, start_ms, self.info.frame_ms(out.frame + 1))))
+                        out.delta, info.frame_ms(out.frame), info.frame_ms(out.frame + 1))))
             elif type(out) is contract.Started:
                 actions += self._started()
             else:
@@ -273,8 +335,7 @@ class Connection:
             self.deadline_ns = None
             return [Close(NORMAL)]
         if self.state is State.STARTING:
-            return self._refuse(errors.server_error("the engine did not answer the start"),
-                                "server_error")
+            return self._refuse(errors.server_error("the engine did not answer the start"))
         if self.state is State.CLOSING:  # close grace: the engine did not answer in time
             return self._finish("close_requested", self._close_event_id, NORMAL)
         self.deadline_ns = None
@@ -282,19 +343,20 @@ class Connection:
 
     def disconnect(self) -> list[Action]:
         """The client is gone (close frame, error, EOF, failed send): hang the session up."""
-        had_session = self.state in (State.STARTING, State.LIVE, State.CLOSING)
-        if self.state in (State.LIVE, State.CLOSING):
-            self.tally.closed["remote_hangup"] += 1
+        actions: list[Action] = []
+        if self.state in (State.LIVE, State.CLOSING, State.RELAYING):
+            actions.append(Ended("remote_hangup", self._usage_seconds()))
+        if self.state in (State.STARTING, State.LIVE, State.CLOSING, State.RELAYING):
+            actions.append(Release())
         self.state = State.DONE
         self.deadline_ns = None
-        return [Release()] if had_session else []
+        return actions
 
     def shutdown(self) -> list[Action]:
         """The server is stopping: end a running session as `server_shutdown` (gpt-live §9.2)."""
-        if self.state in (State.LIVE, State.CLOSING):
-            self.tally.closed["server_shutdown"] += 1
+        if self.state in (State.LIVE, State.CLOSING, State.RELAYING):
             return [self._error(errors.server_shutdown(), None),
-                    *self._finish("connection_lost", None, GOING_AWAY, count=False)]
+                    *self._finish("connection_lost", None, GOING_AWAY, ended="server_shutdown")]
         had_session = self.state is State.STARTING
         self.state = State.DONE
         self.deadline_ns = None
@@ -302,67 +364,36 @@ class Connection:
 
     # --- session.start ---------------------------------------------------------------------------------
 
-    def _prepare(self, event: events.SessionStart,
-                 unix_s: float) -> tuple[contract.Session, _Pending]:
-        config = event.session
-        if config.model not in self._models:
-            raise errors.model_not_found(config.model, self._models)
-        native = None if config.voice is None else self.voices.resolve(config.voice)
-        try:
-            session = self.info.check(contract.SessionDraft(native, config.instructions))
-        except contract.CheckError as exc:
-            if exc.param == "instructions":
-                text = config.instructions
-                length = len(text if text and text.strip() else self.info.default_instructions)
-                raise errors.string_above_max_length(
-                    ("session", "instructions"), length, self.info.max_instructions_chars) from exc
-            raise errors.invalid_value(("session", "audio", "output", "voice"),
-                                       native, self.info.voices) from exc
-        voice = DEFAULT_VOICE if config.voice is None else config.voice
-        resource = events.SessionResource(
-            id=events.new_session_id(),
-            expires_at=math.floor(unix_s + self._max_seconds),
-            model=config.model,
-            instructions=session.instructions,
-            format=config.format or events.DEFAULT_FORMAT,
-            voice=voice,
-            delegation=config.delegation,
-        )
-        notes: list[events.Info] = []
-        if self.settings.info_events:
-            if voice != session.voice:
-                shown = voice.id if isinstance(voice, events.CustomVoice) else voice
-                notes.append(events.Info("voice_mapped",
-                                         f"Voice '{shown}' is served by the native voice "
-                                         f"'{session.voice}'.", event.event_id))
-            if session.instructions != config.instructions:
-                notes.append(events.Info("default_instructions",
-                                         "No instructions were given; the server default is used.",
-                                         event.event_id))
-        return session, _Pending(resource, event.event_id, tuple(notes))
+    @property
+    def _info(self) -> contract.LiveInfo:
+        assert self._served is not None
+        return self._served.info
+
+    def _begin(self, pending: start.Prepared, resource: events.SessionResource) -> None:
+        self._pending = None
+        self._served = pending.served
+        self._resource = resource
+        self.deadline_ns = None
 
     def _started(self) -> list[Action]:
         pending = self._pending
         if self.state is not State.STARTING or pending is None:
             return []
-        self._pending = None
-        self._resource = pending.resource
+        self._begin(pending, pending.resource)
         self._inbound = formats.Inbound(pending.resource.format)
         self._outbound = formats.Outbound(pending.resource.format)
         self.state = State.LIVE
-        self.deadline_ns = None
-        self.tally.accepted += 1
-        started = Send(events.SessionStarted(pending.resource, pending.client_event_id))
-        return [started, *(Send(note) for note in pending.info)]
+        started = Send(events.SessionStarted(pending.resource, self._pending_event_id))
+        return [started, *(Send(note) for note in pending.notes), Accepted(pending.resource.id)]
 
-    def _refuse(self, error: ProtocolError, reason: str) -> list[Action]:
+    def _refuse(self, error: ProtocolError | None) -> list[Action]:
         """The pending start failed: error, no session, the socket stays open (gpt-live §8.3)."""
-        pending = self._pending
         self._pending = None
         self.state = State.IDLE
         self.deadline_ns = self._last_message_ns + self.settings.idle_guard_ms * 1_000_000
-        self.tally.rejected[reason] += 1
-        return [self._error(error, pending.client_event_id if pending else None), Release()]
+        if error is None:
+            return [Refused("upstream"), Release()]
+        return [self._error(error, self._pending_event_id), Refused(error.code.value), Release()]
 
     # --- live session ---------------------------------------------------------------------------------
 
@@ -392,46 +423,45 @@ class Connection:
         assert self._outbound is not None
         self._frames_sent += 1
         delta = Send(events.OutputAudioDelta(_b64encode(self._outbound.convert(out.pcm))), True)
-        if self.state is State.LIVE and self.info.frame_ms(self._frames_sent) >= self._next_usage_ms:
+        if self.state is State.LIVE and self._info.frame_ms(self._frames_sent) >= self._next_usage_ms:
             self._next_usage_ms += self.settings.usage_period_ms
             return [delta, Send(events.UsageUpdated(self._usage_seconds()))]
         return [delta]
 
     def _usage_seconds(self) -> float:
-        return round(self.info.frame_ms(self._frames_sent) / 1000, 2)
+        if self._served is None:
+            return 0.0
+        return round(self._info.frame_ms(self._frames_sent) / 1000, 2)
 
     def _closed(self, closed: contract.Closed) -> list[Action]:
         if self.state is State.STARTING:
             if closed.reason is contract.CloseReason.BUSY:
-                return self._refuse(errors.server_busy(self.info.max_sessions), "server_busy")
-            return self._refuse(errors.server_error("the engine could not start the session"),
-                                "server_error")
-        self.tally.underruns += closed.underruns
-        self.tally.dropped_samples += closed.dropped
+                return self._refuse(self.busy())
+            return self._refuse(errors.server_error("the engine could not start the session"))
+        counts = (closed.underruns, closed.dropped)
         if closed.reason is contract.CloseReason.EXPIRED:
-            return self._finish("expired", self._close_event_id, NORMAL)
+            return self._finish("expired", self._close_event_id, NORMAL, counts=counts)
         if closed.reason is contract.CloseReason.HANGUP and self.state is State.CLOSING:
-            return self._finish("close_requested", self._close_event_id, NORMAL)
-        return self._engine_lost("the engine aborted the session")
+            return self._finish("close_requested", self._close_event_id, NORMAL, counts=counts)
+        return self._engine_lost("the engine aborted the session", counts)
 
-    def _engine_lost(self, detail: str) -> list[Action]:
+    def _engine_lost(self, detail: str, counts: tuple[int, int] = (0, 0)) -> list[Action]:
         """Engine fault after start: server_error, connection_lost, close 1011 (gpt-live §9.2)."""
         if self.state is State.STARTING:
-            return self._refuse(errors.server_error(detail), "server_error")
+            return self._refuse(errors.server_error(detail))
         return [self._error(errors.server_error(detail), None),
-                *self._finish("connection_lost", None, INTERNAL_ERROR)]
+                *self._finish("connection_lost", None, INTERNAL_ERROR, counts=counts)]
 
     def _finish(self, reason: str, client_event_id: str | None, code: int,
-                count: bool = True) -> list[Action]:
+                ended: str | None = None, counts: tuple[int, int] = (0, 0)) -> list[Action]:
+        """`session.closed` with `reason`, then the close; `ended` is the reason counted, when it
+        differs from what the client is told (a shutdown is `connection_lost` on the wire)."""
         assert self._resource is not None
         self.state = State.DONE
         self.deadline_ns = None
-        if count:
-            self.tally.closed[reason] += 1
-        closed = events.SessionClosed(reason, self._resource, self._usage_seconds(),
-                                      client_event_id)
-        return [Send(closed), Close(code), Release()]
+        seconds = self._usage_seconds()
+        closed = events.SessionClosed(reason, self._resource, seconds, client_event_id)
+        return [Send(closed), Ended(ended or reason, seconds, *counts), Close(code), Release()]
 
     def _error(self, error: ProtocolError, client_event_id: str | None) -> Send:
-        self.tally.errors[error.code.value] += 1
         return Send(events.Error(error, client_event_id))

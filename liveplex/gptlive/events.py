@@ -106,6 +106,16 @@ class SessionClose:
 
 ClientEvent = SessionStart | InputAudioAppend | InputAudioMute | InputAudioUnmute | SessionClose
 
+CLIENT_TYPES: dict[type, str] = {
+    SessionStart: "session.start",
+    InputAudioAppend: "session.input_audio.append",
+    InputAudioMute: "session.input_audio.mute",
+    InputAudioUnmute: "session.input_audio.unmute",
+    SessionClose: "session.close",
+}
+"""gpt-live §4.2: the wire `type` of each client event liveplex handles. The one table: `parse`,
+`dump` and `Connection`'s legality table all read it."""
+
 
 @dataclass(frozen=True, slots=True)
 class Invalid:
@@ -255,10 +265,10 @@ def _config_json(c: SessionConfig) -> dict[str, Any]:
     return out
 
 
-def _client(type_: str, event_id: str | None, **fields: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": type_}
-    if event_id is not None:
-        out["event_id"] = event_id
+def _client(event: ClientEvent, **fields: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": CLIENT_TYPES[type(event)]}
+    if event.event_id is not None:
+        out["event_id"] = event.event_id
     out.update(fields)
     return out
 
@@ -273,11 +283,11 @@ def _error_json(e: Error) -> dict[str, Any]:
 
 
 _DUMPERS: dict[type, Callable[[Any], dict[str, Any]]] = {
-    SessionStart: lambda e: _client("session.start", e.event_id, session=_config_json(e.session)),
-    InputAudioAppend: lambda e: _client("session.input_audio.append", e.event_id, audio=e.audio),
-    InputAudioMute: lambda e: _client("session.input_audio.mute", e.event_id),
-    InputAudioUnmute: lambda e: _client("session.input_audio.unmute", e.event_id),
-    SessionClose: lambda e: _client("session.close", e.event_id),
+    SessionStart: lambda e: _client(e, session=_config_json(e.session)),
+    InputAudioAppend: lambda e: _client(e, audio=e.audio),
+    InputAudioMute: _client,
+    InputAudioUnmute: _client,
+    SessionClose: _client,
     SessionStarted: lambda e: _with_client_id(
         {"type": "session.started", "event_id": e.event_id, "session": _resource_json(e.session)},
         e.client_event_id),
@@ -492,11 +502,9 @@ def _bare(make: Callable[[str | None], ClientEvent]) -> Callable[[dict[str, Any]
 
 
 _PARSERS: dict[str, Callable[[dict[str, Any], str | None], ClientEvent]] = {
-    "session.start": _start,
-    "session.input_audio.append": _append,
-    "session.input_audio.mute": _bare(InputAudioMute),
-    "session.input_audio.unmute": _bare(InputAudioUnmute),
-    "session.close": _bare(SessionClose),
+    CLIENT_TYPES[kind]: parser for kind, parser in (
+        (SessionStart, _start), (InputAudioAppend, _append), (InputAudioMute, _bare(InputAudioMute)),
+        (InputAudioUnmute, _bare(InputAudioUnmute)), (SessionClose, _bare(SessionClose)))
 }
 SUPPORTED = tuple(_PARSERS)
 """gpt-live §4.2: the client events liveplex handles."""
@@ -536,13 +544,4 @@ def parse(data: str | bytes) -> ClientEvent | Invalid:
 
 def type_of(event: ClientEvent) -> str:
     """The wire `type` of a client event."""
-    return _TYPE_NAMES[type(event)]
-
-
-_TYPE_NAMES: dict[type, str] = {
-    SessionStart: "session.start",
-    InputAudioAppend: "session.input_audio.append",
-    InputAudioMute: "session.input_audio.mute",
-    InputAudioUnmute: "session.input_audio.unmute",
-    SessionClose: "session.close",
-}
+    return CLIENT_TYPES[type(event)]

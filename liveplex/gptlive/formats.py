@@ -17,6 +17,10 @@ from liveplex.gptlive.events import AudioFormat
 from liveplex.gptlive.resample import Resampler
 from liveplex.live import frames
 
+SERVED = (AudioFormat("audio/pcm", 24_000), AudioFormat("audio/pcm", 16_000),
+          AudioFormat("audio/pcmu", 8_000), AudioFormat("audio/pcma", 8_000))
+"""Every wire format a session may use (gpt-live §5.3), as `/live/config` lists them."""
+
 MAX_CHUNK_MS = 30_000
 """gpt-live §6.1: an append of more than 30 s of audio is refused."""
 

@@ -3,6 +3,7 @@
 Shared by every engine (sim, PersonaPlex) and the GPT-Live front end; see docs/live.md.
 """
 
+from liveplex.live.buckets import Buckets
 from liveplex.live.channel import (
     CLOSED,
     TIMEOUT,
@@ -34,7 +35,7 @@ from liveplex.live.drive import EngineError, Ticker, drive
 from liveplex.live.frames import FRAME_BYTES, FRAME_MS, FRAME_SAMPLES, PERIOD_NS, SAMPLE_RATE
 from liveplex.live.jitter import Jitter, s16le
 from liveplex.live.line import Line
-from liveplex.live.pulse import Buckets, Pulse
+from liveplex.live.pulse import Pulse
 
 __all__ = [
     "CLOSED", "TIMEOUT", "AudioReceiver", "AudioSender", "LiveHandle", "LiveInbox",

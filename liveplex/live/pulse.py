@@ -6,8 +6,9 @@ samples and a torn read is off by at most one tick.
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
+
+from liveplex.live.buckets import Buckets
 
 # Tick lateness buckets, seconds: 1 ms to 320 ms (platform §9).
 LATENESS_BUCKETS_S: tuple[float, ...] = (0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
@@ -19,31 +20,6 @@ DURATION_BUCKETS_S: tuple[float, ...] = (
 PREFILL_BUCKETS_S: tuple[float, ...] = (0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28)
 # Sessions per tick.
 BATCH_BUCKETS: tuple[float, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-
-
-@dataclass(slots=True)
-class Buckets:
-    """A histogram with fixed upper bounds: per-bucket counts (last is +Inf) and a sum."""
-
-    bounds: tuple[float, ...]
-    counts: list[int] = field(default_factory=list)
-    total: float = 0.0
-
-    def __post_init__(self) -> None:
-        if not self.counts:
-            self.counts = [0] * (len(self.bounds) + 1)
-
-    def observe(self, value: float) -> None:
-        self.counts[bisect.bisect_left(self.bounds, value)] += 1
-        self.total += value
-
-    def cumulative(self) -> list[int]:
-        """Counts at or below each bound, then the overall count (Prometheus' layout)."""
-        out, running = [], 0
-        for c in self.counts:
-            running += c
-            out.append(running)
-        return out
 
 
 @dataclass(slots=True)

@@ -3,36 +3,18 @@ by side."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 
-import uvicorn
-
-from liveplex import serve
 from liveplex.bench import audio, caller, duplex, pool, target
+from tests.support import pods
 
 
 @contextlib.asynccontextmanager
 async def in_process_pod(*flags: str) -> AsyncIterator[str]:
-    """`liveplex serve --engine sim FLAGS`, built by `serve.build_pod`, on this loop; yields its
-    base URL. The listening socket exists before the server starts, so no readiness poll."""
-    pod = serve.build_pod(serve.build_parser().parse_args(["--engine", "sim", *flags]))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(512)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(pod.app, ws=serve.WS_PROTOCOL, ws_max_size=serve.MAX_MESSAGE_BYTES,
-                            lifespan="on", log_level="warning", access_log=False)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
+    """`liveplex serve --engine sim FLAGS` in process; yields its base URL."""
+    async with pods.in_process(*flags) as running:
+        yield running.base_url
 
 
 async def test_four_sessions_of_synthetic_speech_against_the_sim_pod() -> None:

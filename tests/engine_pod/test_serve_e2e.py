@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conformance import servers
-from tests.conformance.test_sdk_e2e import SPEECH_MS, _call
+from tests.support import clients
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -86,13 +86,13 @@ def test_a_model_fault_ends_sessions_with_error_then_closed_and_the_pod_turns_no
 
 def test_the_openai_sdk_holds_a_session_and_sessions_expire(tiny_dir, tmp_path):
     with personaplex(tiny_dir, tmp_path / "serve.log", "--max-seconds", "5") as base:
-        deltas, _, reason = asyncio.run(_call(base))
+        deltas, _, reason = asyncio.run(clients.sdk_call(base))
         metrics = urllib.request.urlopen(base.removesuffix("/v1") + "/metrics", timeout=5).read().decode()
         code, lines = servers.check(base, "--only", "36")
     assert _clean(code, lines) == {36: "PASS"}
     assert reason == "close_requested"
     assert {len(d) for d in deltas} == {3840}
-    assert len(deltas) >= 0.7 * SPEECH_MS / 80
+    assert len(deltas) >= 0.7 * clients.SPEECH_MS / 80
     assert "liveengine_prefill_duration_seconds_count 1.0" in metrics
     assert 'schedule="upstream"' in next(line for line in metrics.splitlines()
                                          if line.startswith("liveengine_engine_info{"))  # the default (D3)

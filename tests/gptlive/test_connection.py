@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from liveplex.gptlive import connection as c
-from liveplex.gptlive import events
+from liveplex.gptlive import errors, events
+from liveplex.gptlive.served import Served
 from liveplex.gptlive.settings import Settings
-from liveplex.gptlive.tally import Tally
 from liveplex.gptlive.voices import BUILTIN, Voices
-from liveplex.live import channel, contract, frames
+from liveplex.live import contract, frames
 from liveplex.sim_pod.profile import VOICES
 
 MS = 1_000_000
@@ -28,7 +28,20 @@ FRAME = contract.Audio(0, bytes(frames.FRAME_BYTES))
 
 
 def new(settings: Settings = SETTINGS) -> c.Connection:
-    return c.Connection(INFO, settings, Voices(VOICES, BUILTIN, ("custom1",)), Tally(), 0)
+    served = Served(INFO, Voices(VOICES, BUILTIN, ("custom1",)), ("gpt-live-1",))
+    return c.Connection(served, settings, 0)
+
+
+OUTCOMES = (c.Accepted, c.Refused, c.Ended)
+
+
+def wire(actions: list[c.Action]) -> list[c.Action]:
+    """The actions that touch the socket or engine (outcomes are counted, not performed)."""
+    return [a for a in actions if not isinstance(a, OUTCOMES)]
+
+
+def outcomes(actions: list[c.Action]) -> list[c.Action]:
+    return [a for a in actions if isinstance(a, OUTCOMES)]
 
 
 def sent(actions: list[c.Action]) -> list[dict]:
@@ -75,7 +88,7 @@ def test_idle_refuses_every_command_but_start(kind: str, code: str) -> None:
 def test_valid_start_stops_reading_until_started() -> None:
     conn = new()
     actions = conn.receive(START, 0, 1000.0)
-    assert actions == [c.Start(contract.Session("NATF2", "You echo the caller."))]
+    assert [a.session for a in actions] == [contract.Session("NATF2", "You echo the caller.")]
     assert not conn.reading and conn.state is c.State.STARTING
     with pytest.raises(RuntimeError):
         conn.receive(APPEND, 0, 0.0)
@@ -110,7 +123,7 @@ def test_closing_row() -> None:
     out = conn.deliver([contract.Closed(contract.CloseReason.HANGUP, 5, 0, 0)])
     closed = sent(out)[0]
     assert (closed["reason"], closed["client_event_id"]) == ("close_requested", "c1")
-    assert out[1:] == [c.Close(1000), c.Release()] and conn.state is c.State.DONE
+    assert wire(out)[1:] == [c.Close(1000), c.Release()] and conn.state is c.State.DONE
 
 
 @pytest.mark.parametrize("kind", sorted(events.REFUSED) + ["foo.bar"])
@@ -146,7 +159,7 @@ def test_voices_resolve_and_echo_as_named(voice: object, native: str | None) -> 
     if native is None:  # a registered id reaches LiveInfo.check, which knows only native names
         assert codes(actions) == ["invalid_value"]
         return
-    assert actions == [c.Start(contract.Session(native, "You echo the caller."))]
+    assert [a.session for a in actions] == [contract.Session(native, "You echo the caller.")]
     assert sent(conn.deliver([contract.Started()]))[0]["session"]["audio"]["output"]["voice"] == voice
 
 
@@ -189,17 +202,57 @@ def test_busy_keeps_the_socket_and_allows_a_retry() -> None:
     err = sent(out)[0]
     assert (err["error"]["type"], err["error"]["code"], err["error"]["param"],
             err["client_event_id"]) == ("server_error", "server_busy", None, "b1")
-    assert out[1:] == [c.Release()] and conn.state is c.State.IDLE and conn.reading
+    assert wire(out)[1:] == [c.Release()] and conn.state is c.State.IDLE and conn.reading
     assert codes(conn.receive(msg("session.input_audio.mute"), 0, 0.0)) == ["session_not_started"]
     assert [type(a) for a in conn.receive(START, 0, 0.0)] == [c.Start]
 
 
-@pytest.mark.parametrize(("why", "code"), [(channel.Rejected.FULL, "server_busy"),
-                                           (channel.Rejected.STOPPED, "server_error")])
-def test_rejected_starts_are_errors_without_a_session(why: channel.Rejected, code: str) -> None:
+@pytest.mark.parametrize("code", ["server_busy", "server_error"])
+def test_rejected_starts_are_errors_without_a_session(code: str) -> None:
     conn = new()
     conn.receive(START, 0, 0.0)
-    assert codes(conn.rejected(why)) == [code] and conn.state is c.State.IDLE
+    error = conn.busy() if code == "server_busy" else errors.server_error("stopped")
+    out = conn.rejected(error)
+    assert codes(out) == [code] and conn.state is c.State.IDLE
+    assert outcomes(out) == [c.Refused(code)]
+
+
+def test_outcomes_count_each_session_once() -> None:
+    conn = new()
+    assert outcomes(conn.receive(msg("session.start", session={"model": "nope"}), 0, 0.0)) == [
+        c.Refused("invalid")]
+    conn.receive(START, 0, 0.0)
+    assert outcomes(conn.deliver([contract.Started()])) == [c.Accepted(conn._resource.id)]
+    conn.deliver([FRAME] * 25)
+    out = conn.deliver([contract.Closed(contract.CloseReason.EXPIRED, 25, 3, 7)])
+    assert outcomes(out) == [c.Ended("expired", 2.0, 3, 7)]
+    assert conn.disconnect() == []
+
+
+def test_a_given_session_id_is_the_resource_id() -> None:
+    served = Served(INFO, Voices(VOICES, BUILTIN, ()), ("gpt-live-1",))
+    conn = c.Connection(served, SETTINGS, 0, session_id="sess_fromgateway")
+    (start,) = conn.receive(START, 0, 0.0)
+    assert start.resource.id == "sess_fromgateway" and start.text == START
+
+
+def test_a_relayed_session_hands_off_then_ends_or_is_lost() -> None:
+    conn = new()
+    conn.receive(START, 0, 0.0)
+    assert conn.handed_off(expires_at=4242) == [c.Accepted(conn._resource.id)]
+    assert conn.state is c.State.RELAYING and conn.deadline_ns is None
+    with pytest.raises(RuntimeError):
+        conn.receive(APPEND, 0, 0.0)
+    out = conn.relay_lost(frames=25)
+    assert codes(out) == ["server_error"]
+    closed = sent(out)[1]
+    assert (closed["reason"], closed["usage"]["seconds"], closed["session"]["expires_at"]) == (
+        "connection_lost", 2.0, 4242)
+    assert wire(out)[2:] == [c.Close(1011), c.Release()] and outcomes(out) == [c.Ended("connection_lost", 2.0)]
+    other = new()
+    other.receive(START, 0, 0.0)
+    other.handed_off()
+    assert other.relay_ended("close_requested", 5) == [c.Ended("close_requested", 0.4), c.Release()]
 
 
 def test_start_with_no_answer_times_out_as_server_error() -> None:
@@ -207,7 +260,7 @@ def test_start_with_no_answer_times_out_as_server_error() -> None:
     conn.receive(START, 0, 0.0)
     assert conn.timer(29_999 * MS) == []
     out = conn.timer(30_000 * MS)
-    assert codes(out) == ["server_error"] and out[-1] == c.Release() and conn.reading
+    assert codes(out) == ["server_error"] and wire(out)[-1] == c.Release() and conn.reading
 
 
 # --- audio, usage, endings ---------------------------------------------------------------------------
@@ -307,7 +360,7 @@ def test_close_grace_sends_closed_anyway() -> None:
     closed = sent(out)[0]
     assert (closed["reason"], closed["client_event_id"], closed["usage"]["seconds"]) == (
         "close_requested", "c1", 0.32)
-    assert out[1:] == [c.Close(1000), c.Release()]
+    assert wire(out)[1:] == [c.Close(1000), c.Release()]
     assert conn.deliver([contract.Closed(contract.CloseReason.HANGUP, 4, 0, 0)]) == []
 
 
@@ -319,7 +372,7 @@ def test_expired_closes_normally_with_the_final_usage() -> None:
     closed = sent(out)[0]
     assert (closed["reason"], closed["usage"]["seconds"]) == ("expired", 4.96)
     assert closed["session"] == started and "client_event_id" not in closed
-    assert out[1:] == [c.Close(1000), c.Release()]
+    assert wire(out)[1:] == [c.Close(1000), c.Release()]
 
 
 @pytest.mark.parametrize("ending", [[contract.Closed(contract.CloseReason.ABORTED, 3, 0, 0)], []])
@@ -328,7 +381,7 @@ def test_engine_fault_is_server_error_then_connection_lost_then_1011(ending: lis
     out = conn.deliver(ending)
     assert [e["type"] for e in sent(out)] == ["error", "session.closed"]
     assert codes(out) == ["server_error"] and sent(out)[1]["reason"] == "connection_lost"
-    assert out[2:] == [c.Close(1011), c.Release()]
+    assert wire(out)[2:] == [c.Close(1011), c.Release()]
 
 
 def test_transcript_sits_on_the_audio_timeline() -> None:
@@ -346,10 +399,10 @@ def test_idle_guard_closes_without_events_and_restarts_on_each_message() -> None
 
 
 def test_disconnect_releases_a_running_session_and_shutdown_says_so() -> None:
-    assert live().disconnect() == [c.Release()]
+    assert wire(live().disconnect()) == [c.Release()]
     out = live().shutdown()
     assert codes(out) == ["server_shutdown"] and sent(out)[1]["reason"] == "connection_lost"
-    assert out[2:] == [c.Close(1001), c.Release()]
+    assert wire(out)[2:] == [c.Close(1001), c.Release()]
 
 
 def test_legal_table_covers_every_supported_command_in_every_read_state() -> None:

@@ -7,8 +7,8 @@ import orjson
 import pytest
 import websockets
 
-from tests.gptlive.servers import serve
 from tests.gptlive.test_socket import LOUD, START, until
+from tests.support import pods
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -20,7 +20,8 @@ async def test_frames_sent_behind_a_start_are_replayed_in_order(appends: int) ->
     `Connection` would fail the socket with 1011)."""
     burst = [START, *({"type": "session.input_audio.append", "event_id": f"a{i}", "audio": LOUD}
                       for i in range(appends)), {"type": "session.close", "event_id": "c"}]
-    async with serve() as address:
+    async with pods.in_process() as running:
+        address = running.address
         ws = await websockets.connect(f"ws://{address}/v1/live/sessions")
         for event in burst:  # not waiting for session.started: the start is still pending
             await ws.send(orjson.dumps(event).decode())
@@ -33,7 +34,8 @@ async def test_frames_sent_behind_a_start_are_replayed_in_order(appends: int) ->
 
 async def test_the_live_path_needs_the_native_protocol() -> None:
     """Served through plain ASGI WebSockets, the live path says why it is refused."""
-    async with serve(ws="websockets-sansio") as address:
+    async with pods.in_process(ws="websockets-sansio") as running:
+        address = running.address
         with pytest.raises(websockets.InvalidStatus) as refused:
             await websockets.connect(f"ws://{address}/v1/live/sessions")
     assert refused.value.response.status_code == 500

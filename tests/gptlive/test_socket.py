@@ -11,9 +11,8 @@ import orjson
 import pytest
 import websockets
 
-from liveplex.gptlive.settings import Settings
-from liveplex.sim_pod.profile import SimProfile
-from tests.gptlive.servers import Stubborn, serve
+from tests.gptlive.servers import Stubborn
+from tests.support import pods
 
 START = {"type": "session.start", "event_id": "s1", "session": {"model": "gpt-live-1"}}
 LOUD = base64.b64encode((8000 * np.sin(np.arange(1920) * 0.2)).astype("<i2").tobytes()).decode()
@@ -53,7 +52,8 @@ async def started(address: str):
 
 
 async def test_close_requested_then_1000() -> None:
-    async with serve() as address:
+    async with pods.in_process() as running:
+        address = running.address
         ws = await started(address)
         await send(ws, {"type": "session.input_audio.append", "audio": LOUD})
         await send(ws, {"type": "session.close", "event_id": "c1"})
@@ -66,7 +66,8 @@ async def test_close_requested_then_1000() -> None:
 
 
 async def test_busy_then_retry_on_the_same_socket() -> None:
-    async with serve(SimProfile(max_sessions=1)) as address:
+    async with pods.in_process("--max-sessions", "1") as running:
+        address = running.address
         first = await started(address)
         second = await websockets.connect(f"ws://{address}/v1/live/sessions")
         await send(second, {**START, "event_id": "b1"})
@@ -82,7 +83,8 @@ async def test_busy_then_retry_on_the_same_socket() -> None:
 
 
 async def test_engine_fault_is_server_error_connection_lost_1011() -> None:
-    async with serve(SimProfile(fail_after_ticks=5)) as address:
+    async with pods.in_process("--fail-after-ticks", "5") as running:
+        address = running.address
         ws = await started(address)
         error, _ = await until(ws, "error")
         closed, _ = await until(ws, "session.closed")
@@ -92,7 +94,8 @@ async def test_engine_fault_is_server_error_connection_lost_1011() -> None:
 
 
 async def test_engine_ending_the_session_is_expired_1000() -> None:
-    async with serve(SimProfile(max_seconds=0.4)) as address:
+    async with pods.in_process("--max-seconds", "0.4") as running:
+        address = running.address
         ws = await started(address)
         closed, seen = await until(ws, "session.closed")
         assert closed["reason"] == "expired" and closed["usage"]["seconds"] == 0.4
@@ -102,7 +105,8 @@ async def test_engine_ending_the_session_is_expired_1000() -> None:
 
 
 async def test_close_grace_when_the_engine_never_answers() -> None:
-    async with serve(settings=Settings(close_grace_ms=300), engine=lambda info: Stubborn()) as address:
+    async with pods.in_process("--close-grace-ms", "300", engine=lambda info: Stubborn()) as running:
+        address = running.address
         ws = await started(address)
         await send(ws, {"type": "session.close", "event_id": "c1"})
         closed, _ = await until(ws, "session.closed")
@@ -113,7 +117,8 @@ async def test_close_grace_when_the_engine_never_answers() -> None:
 
 async def test_a_handler_exception_still_hangs_up() -> None:
     engine = Stubborn(pcm=bytes(100))  # not a frame: the 16 kHz transcoder refuses it
-    async with serve(engine=lambda info: engine) as address:
+    async with pods.in_process(engine=lambda info: engine) as running:
+        address = running.address
         ws = await websockets.connect(f"ws://{address}/v1/live/sessions")
         await send(ws, {**START, "session": {"model": "gpt-live-1",
                                              "audio": {"format": {"type": "audio/pcm", "rate": 16000}}}})
@@ -127,7 +132,8 @@ async def test_a_handler_exception_still_hangs_up() -> None:
 
 
 async def test_close_before_start_and_a_later_session_works() -> None:
-    async with serve(SimProfile(max_sessions=1)) as address:
+    async with pods.in_process("--max-sessions", "1") as running:
+        address = running.address
         ws = await websockets.connect(f"ws://{address}/v1/live/sessions")
         await ws.close()
         ws = await websockets.connect(f"ws://{address}/v1/live/sessions")
@@ -138,7 +144,8 @@ async def test_close_before_start_and_a_later_session_works() -> None:
 
 
 async def test_mute_is_acked_and_the_echo_goes_silent() -> None:
-    async with serve() as address:
+    async with pods.in_process() as running:
+        address = running.address
         ws = await started(address)
         await send(ws, {"type": "session.input_audio.mute", "event_id": "m1"})
         ack, _ = await until(ws, "session.input_audio.muted")
@@ -151,7 +158,8 @@ async def test_mute_is_acked_and_the_echo_goes_silent() -> None:
 
 
 async def test_bad_input_on_one_socket_never_disturbs_another() -> None:
-    async with serve() as address:
+    async with pods.in_process() as running:
+        address = running.address
         good, bad = await started(address), await started(address)
         ramp = [base64.b64encode(np.full(1920, 100 * (i + 1), "<i2").tobytes()).decode()
                 for i in range(40)]
@@ -182,7 +190,8 @@ async def test_bad_input_on_one_socket_never_disturbs_another() -> None:
 
 
 async def test_http_routes_auth_and_refused_paths() -> None:
-    async with serve(settings=Settings(auth_token="t0ken", metrics=False)) as address:
+    async with pods.in_process("--api-key", "t0ken", "--no-metrics") as running:
+        address = running.address
         async with httpx.AsyncClient(base_url=f"http://{address}") as http:
             assert (await http.get("/v1/models")).status_code == 401
             models = await http.get("/v1/models", headers={"Authorization": "Bearer t0ken"})
@@ -203,7 +212,8 @@ async def test_http_routes_auth_and_refused_paths() -> None:
 
 
 async def test_metrics_expose_engine_and_front_end_counters() -> None:
-    async with serve() as address:
+    async with pods.in_process() as running:
+        address = running.address
         ws = await started(address)
         await ws.send("nope")
         await until(ws, "error")

@@ -1,21 +1,16 @@
-"""What the pod's live sockets share: the `Socket` they are to the pod and the one `Sweeper` timer.
+"""The one `Sweeper` timer of a server and the `Socket` it fires.
 
 The sockets themselves are `native.LiveSocket`s. One `Sweeper` per process is the only timer: it
 calls `on_timer` for the few sockets whose `Connection` has a deadline (idle guard, pending start,
-close grace). Live sessions have none: usage events ride on the frame flow. The ASGI aliases are
-for the app's handlers that refuse upgrades.
+close grace). Live sessions have none: usage events ride on the frame flow.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, Protocol
+from typing import Protocol
 
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 class Socket(Protocol):
     """A live socket as the pod sees it (`native.LiveSocket`)."""

@@ -1,21 +1,23 @@
 """The native live socket: `/v1/live/sessions` served on uvicorn's transport without ASGI.
 
 `LiveProtocol` is uvicorn's sans-I/O WebSocket protocol (`uvicorn.Config(ws=LiveProtocol)`) with
-one path taken out of ASGI: a handshake for `/v1/live/sessions` on a pod whose lifespan published
-its front end (`FRONT` in the lifespan state) is answered here, and `LiveSocket` drives the
-socket's `Connection` by push, with no task and no await per frame (performance.md §3.6):
+one path taken out of ASGI: a handshake for `/v1/live/sessions` on a server whose lifespan
+published its front end (`FRONT` in the lifespan state) is answered here, and `LiveSocket` drives
+the socket's `Connection` by push, with no task and no await per frame (performance.md §3.6):
 
-- client frames parsed in `data_received` go straight into `Connection.receive`; while a start
-  is pending the transport stops reading and frames already parsed wait in a backlog, so
-  backpressure holds the client (gpt-live §2.4);
-- the engine thread's one `call_soon_threadsafe` per tick calls every session's output listener
-  in turn (`OutputReceiver.listen`), which feeds `Connection.deliver` synchronously;
+- client frames parsed in `data_received` go straight into `Connection.receive` (or, for a session
+  relayed by the gateway, to the upstream verbatim); while a start is pending the transport stops
+  reading and frames already parsed wait in a backlog, so backpressure holds the client
+  (gpt-live §2.4);
+- the backend (`backend.Backend`: a pod's engine, the gateway's upstream) answers through
+  `perform` and `relay`; a pod's engine calls every session's output listener once per tick;
 - sends are websockets' `send_text` and one `transport.write` per batch of actions. While the
   transport's write buffer is over its high-water mark, sends wait in order in a held queue;
   more than `outbound_max_frames` audio deltas held is a disconnect (close 1011);
-- the pod's one `Sweeper` fires the deadlines.
+- the server's one `Sweeper` fires the deadlines.
 
 Every other path (404s, the demo, other upgrade paths) goes through the ASGI app unchanged.
+`LiveProtocol` subclasses uvicorn internals: uvicorn is pinned to the range this is tested with.
 """
 
 from __future__ import annotations
@@ -35,12 +37,12 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 
 from liveplex.gptlive import connection, events
-from liveplex.live import channel, contract
+from liveplex.gptlive.server import backend
 
 if TYPE_CHECKING:
     from websockets.frames import Frame
 
-    from liveplex.gptlive.app import Front
+    from liveplex.gptlive.server.app import Front
 
 logger = logging.getLogger(__name__)
 
@@ -63,9 +65,7 @@ class LiveProtocol(WebSocketsSansIOProtocol):
             return
         self.request = event
         self.handshake_initiated = True
-        headers = [(k.encode("latin-1"), v.encode("latin-1", "surrogateescape"))
-                   for k, v in event.headers.raw_items() if k.lower() == "authorization"]
-        refusal = front.refusal(headers)
+        refusal = front.refusal(event.headers)
         if refusal is not None:
             status, body = refusal
             self._answer(Response(status, STATUS_PHRASES[status], Headers([
@@ -84,7 +84,7 @@ class LiveProtocol(WebSocketsSansIOProtocol):
         self.conn.send_response(self.response)
         self.transport.write(b"".join(self.conn.data_to_send()))
         self.start_keepalive()
-        self.live = LiveSocket(self, front)
+        self.live = LiveSocket(self, front, event.headers)
 
     def _answer(self, response: Response) -> None:
         """An HTTP answer instead of an upgrade; the connection ends with it."""
@@ -147,16 +147,17 @@ class LiveProtocol(WebSocketsSansIOProtocol):
 class LiveSocket:
     """One live socket: performs its `Connection`'s actions on the protocol, synchronously."""
 
-    def __init__(self, proto: LiveProtocol, front: Front) -> None:
-        assert front.handle is not None and front.sweeper is not None  # checked by refusal()
+    def __init__(self, proto: LiveProtocol, front: Front, headers: Headers) -> None:
+        assert front.sweeper is not None  # checked by refusal()
         self._proto = proto
         self._ws = proto.conn
         self._transport = proto.transport
         self._front = front
-        self._handle = front.handle
+        self._backend = front.backend
+        self._stats = front.stats
         self._sweeper = front.sweeper
         self._max_frames = front.settings.outbound_max_frames
-        self.conn = front.connection()
+        self.conn = front.backend.connection(headers, time.monotonic_ns())
         self.writable = True
         """False while the transport's write buffer is over its high-water mark."""
         self._held: deque[tuple[str, bool]] = deque()
@@ -164,10 +165,10 @@ class LiveSocket:
         self._backlog: deque[str | bytes] = deque()
         self._draining = False
         self._read_paused = False
-        self._opened: channel.Opened | None = None
+        self._leg: backend.Leg | None = None
         self._done = False
         front.sockets.add(self)
-        front.tally.sockets_open += 1
+        self._stats.sockets_open += 1
         self._track()
 
     # --- inputs -----------------------------------------------------------------------------------
@@ -175,6 +176,10 @@ class LiveSocket:
     def receive(self, data: str | bytes) -> None:
         """One client message, parsed by the protocol."""
         if self._done:
+            return
+        if self.conn.state is connection.State.RELAYING and not self._backlog:
+            if self._leg is not None:
+                self._leg.forward(data)
             return
         if self._backlog or not self.conn.reading:
             self._backlog.append(data)
@@ -184,22 +189,6 @@ class LiveSocket:
             self.perform(self.conn.receive(data, time.monotonic_ns(), time.time()))
         except Exception:
             logger.error("live socket receive failed", exc_info=True)
-            self._fail()
-
-    def _on_outputs(self) -> None:
-        """The handoff's listener: this session's outputs of the tick, delivered at once."""
-        opened = self._opened
-        if opened is None:
-            return
-        try:
-            outputs = opened.output.drain()
-            if outputs:
-                self.perform(self.conn.deliver(outputs))
-            if self._opened is opened and opened.output.ended:
-                opened.output.listen(None)
-                self.perform(self.conn.deliver([]))
-        except Exception:
-            logger.error("live socket output handler failed", exc_info=True)
             self._fail()
 
     def on_timer(self, now_ns: int) -> None:
@@ -236,29 +225,51 @@ class LiveSocket:
             kind = type(action)
             if kind is connection.Send:
                 self._send(events.dump(action.event), action.frame)
+                if not action.frame:
+                    self._stats.record(action)
             elif kind is connection.Append:
-                if self._opened is not None:
-                    self._opened.audio.send(action.pcm)
+                if self._leg is not None:
+                    self._leg.append(action.pcm)
             elif kind is connection.Start:
-                self._start(action.session)
+                self._leg = self._backend.start(action, self)
             elif kind is connection.Hangup:
-                if self._opened is not None:
-                    self._opened.audio.close()
+                if self._leg is not None:
+                    self._leg.hangup()
             elif kind is connection.Release:
                 self._release()
             elif kind is connection.Close:
                 close_code = action.code
-        if self._held_frames > self._max_frames:
-            logger.warning("client too slow; dropping it", extra={"queued_frames": self._held_frames})
-            self._held.clear()
-            self._held_frames = 0
-            self.conn.disconnect()
-            close_code = connection.INTERNAL_ERROR
+            else:
+                self._stats.record(action)
+        close_code = self._police(close_code)
         if close_code is not None:
             self._close(close_code)
         else:
             self._write()
         self._track()
+
+    def relay(self, text: str, frame: bool) -> None:
+        """One frame an upstream wrote, sent verbatim (the gateway's relay)."""
+        if self._done:
+            return
+        self._send(text, frame)
+        close_code = self._police(None)
+        if close_code is not None:
+            self._close(close_code)
+        else:
+            self._write()
+
+    def _police(self, close_code: int | None) -> int | None:
+        """A client more than `outbound_max_frames` audio frames behind is gone (close 1011)."""
+        if self._held_frames <= self._max_frames:
+            return close_code
+        logger.warning("client too slow; dropping it", extra={"queued_frames": self._held_frames})
+        self._held.clear()
+        self._held_frames = 0
+        for action in self.conn.disconnect():
+            if type(action) is not connection.Release:
+                self._stats.record(action)
+        return connection.INTERNAL_ERROR
 
     def _send(self, text: str, frame: bool) -> None:
         if not self._open():
@@ -269,23 +280,16 @@ class LiveSocket:
             self._held.append((text, frame))
             self._held_frames += frame
 
-    def _start(self, session: contract.Session) -> None:
-        result = self._handle.start(session)
-        if isinstance(result, channel.Rejected):
-            self.perform(self.conn.rejected(result))
-            return
-        self._opened = result
-        result.output.listen(self._on_outputs)
-
     def _release(self) -> None:
-        opened, self._opened = self._opened, None
-        if opened is not None:
-            opened.audio.close()
-            opened.output.close()
+        leg, self._leg = self._leg, None
+        if leg is not None:
+            leg.release()
 
     def _fail(self) -> None:
         """A handler bug: hang up, close 1011."""
-        self.conn.disconnect()
+        for action in self.conn.disconnect():
+            if type(action) is not connection.Release:
+                self._stats.record(action)
         self._close(connection.INTERNAL_ERROR)
 
     # --- writing ----------------------------------------------------------------------------------
@@ -321,7 +325,7 @@ class LiveSocket:
         self._backlog.clear()
         self._sweeper.unwatch(self)
         self._front.sockets.discard(self)
-        self._front.tally.sockets_open -= 1
+        self._stats.sockets_open -= 1
         if self._read_paused:  # read the client's answer to the close frame
             self._read_paused = False
             self._transport.resume_reading()

@@ -1,0 +1,64 @@
+"""Bearer-token checks for the live socket and `/v1/*`: constant time, one header, keys not on argv.
+
+`load_keys` reads the accepted keys from a flag, the environment or a file (a token on the
+command line is visible in the process table, so the flag is the least preferred). `match_key`
+answers which key a request carries, comparing against every key in constant time, and refuses a
+request with more than one `Authorization` header rather than trusting the first.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+ENV_KEYS = "LIVEPLEX_API_KEYS"
+"""Comma-separated accepted keys, when neither flag names any."""
+
+ANONYMOUS = ""
+"""What `match_key` answers when the server needs no key."""
+
+
+def load_keys(flag: str | None, key_file: Path | None, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The accepted keys: the flag's, then the file's (one per line, `#` comments), then the
+    environment's; raises ValueError naming the flag when the file cannot be read or is empty."""
+    keys: list[str] = []
+    if flag:
+        keys.append(flag)
+    if key_file is not None:
+        try:
+            lines = key_file.read_text().splitlines()
+        except OSError as exc:
+            raise ValueError(f"--api-key-file: cannot read {key_file}: {exc.strerror}") from exc
+        found = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+        if not found:
+            raise ValueError(f"--api-key-file: {key_file} holds no key")
+        keys += found
+    if not keys:
+        keys += [k.strip() for k in environ.get(ENV_KEYS, "").split(",") if k.strip()]
+    return tuple(dict.fromkeys(keys))
+
+
+def environment() -> Mapping[str, str]:
+    """The process environment, read at startup only (style rule 6)."""
+    return os.environ
+
+
+def match_key(keys: tuple[str, ...], authorization: Iterable[str]) -> str | None:
+    """The key the request's `Authorization: Bearer <key>` carries; `ANONYMOUS` when `keys` is
+    empty; None to refuse (no header, two headers, or an unknown key)."""
+    if not keys:
+        return ANONYMOUS
+    values = list(authorization)
+    if len(values) != 1:
+        return None
+    scheme, _, given = values[0].partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    found = None
+    candidate = given.strip().encode()
+    for key in keys:  # every key compared: the time taken says nothing about which matched
+        if hmac.compare_digest(candidate, key.encode()):
+            found = key
+    return found

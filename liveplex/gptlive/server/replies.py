@@ -1,0 +1,56 @@
+"""HTTP answers of a GPT-Live server in OpenAI's error shape, and the refusal of stray upgrades."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+from fastapi.responses import Response
+
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+Reply = tuple[int, bytes]
+"""An HTTP status and its JSON body."""
+
+
+def openai_error(status: int, code: str, message: str) -> Reply:
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    body = {"error": {"type": kind, "code": code, "message": message, "param": None}}
+    return status, orjson.dumps(body)
+
+
+UNAUTHORIZED = openai_error(401, "invalid_api_key", "Missing or invalid bearer token.")
+UNSUPPORTED = openai_error(404, "unsupported_endpoint",
+                           "This server supports only the primary socket /v1/live/sessions.")
+NOT_FOUND = openai_error(404, "not_found", "No such endpoint.")
+NOT_READY = openai_error(503, "server_error", "The engine is not running.")
+NOT_NATIVE = openai_error(500, "server_error",
+                          "The live socket needs uvicorn with ws=liveplex.gptlive.server.native.LiveProtocol.")
+
+
+def response(reply: Reply) -> Response:
+    return Response(reply[1], status_code=reply[0], media_type="application/json")
+
+
+async def deny(scope: Message, send: Send, reply: Reply) -> None:
+    """Refuse a WebSocket upgrade with an HTTP status and a JSON body (gpt-live §2.1)."""
+    status, body = reply
+    if "websocket.http.response" not in scope.get("extensions", {}):
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    await send({"type": "websocket.http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "websocket.http.response.body", "body": body})
+
+
+class Refuse:
+    """ASGI handler that refuses every WebSocket upgrade on its paths with an HTTP error."""
+
+    def __init__(self, reply: Reply) -> None:
+        self._reply = reply
+
+    async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
+        if (await receive())["type"] == "websocket.connect":
+            await deny(scope, send, self._reply)

@@ -1,0 +1,80 @@
+"""`FrontStats`: what a server's live sockets did, counted from the `Connection`'s actions.
+
+One writer: the socket pump, on the event loop's thread, records every `Accepted`, `Refused`,
+`Ended` and `error` it performs. Readers (`/live/stats`, `/metrics`, a pod's Redis heartbeat) take
+a `snapshot()`, so all three say the same thing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from liveplex.gptlive import connection, events
+from liveplex.live.buckets import Buckets
+
+SESSION_SECONDS_BUCKETS: tuple[float, ...] = (1, 5, 10, 30, 60, 120, 240, 480, 960, 1920)
+"""Session length buckets, seconds: the default session is 240 s."""
+
+
+@dataclass(frozen=True, slots=True)
+class FrontSnapshot:
+    """A consistent copy of the counters at one moment."""
+
+    sockets_open: int
+    sessions_open: int
+    """Sessions accepted and not yet ended (starting ones are not counted)."""
+    accepted: int
+    rejected: dict[str, int]
+    closed: dict[str, int]
+    errors: dict[str, int]
+    underruns: int
+    dropped_samples: int
+    session_seconds: Buckets
+
+
+@dataclass(slots=True)
+class FrontStats:
+    """Cumulative counters (except the two open gauges); see the module docstring."""
+
+    sockets_open: int = 0
+    accepted: int = 0
+    """Sessions that reached `session.started`."""
+    rejected: Counter[str] = field(default_factory=Counter)
+    """Refused starts by reason: `server_busy`, `server_error`, `invalid`, `upstream`, ..."""
+    closed: Counter[str] = field(default_factory=Counter)
+    """Ended sessions by reason: `close_requested`, `expired`, `connection_lost`,
+    `remote_hangup` (the client dropped the socket), `server_shutdown`."""
+    errors: Counter[str] = field(default_factory=Counter)
+    """`error` events sent, by code."""
+    underruns: int = 0
+    """Jitter-buffer dry spells, added from each session's end."""
+    dropped_samples: int = 0
+    """Caller samples dropped by the jitter cap, added from each session's end."""
+    session_seconds: Buckets = field(default_factory=lambda: Buckets(SESSION_SECONDS_BUCKETS))
+
+    def record(self, action: connection.Action) -> None:
+        """Count one performed action (those that are not outcomes are ignored)."""
+        kind = type(action)
+        if kind is connection.Send:
+            if type(action.event) is events.Error:
+                self.errors[action.event.error.code.value] += 1
+        elif kind is connection.Accepted:
+            self.accepted += 1
+        elif kind is connection.Refused:
+            self.rejected[action.reason] += 1
+        elif kind is connection.Ended:
+            self.closed[action.reason] += 1
+            self.underruns += action.underruns
+            self.dropped_samples += action.dropped
+            self.session_seconds.observe(action.seconds)
+
+    def snapshot(self) -> FrontSnapshot:
+        ended = sum(self.closed.values())
+        return FrontSnapshot(
+            sockets_open=self.sockets_open, sessions_open=self.accepted - ended,
+            accepted=self.accepted, rejected=dict(self.rejected), closed=dict(self.closed),
+            errors=dict(self.errors), underruns=self.underruns, dropped_samples=self.dropped_samples,
+            session_seconds=Buckets(self.session_seconds.bounds, list(self.session_seconds.counts),
+                                    self.session_seconds.total),
+        )

@@ -1,0 +1,66 @@
+"""A pod's routes over the shared server app: models, voices, config, stats, metrics, ready, drain."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+
+from liveplex.gptlive.server import app as server_app
+from liveplex.pod import metrics, stats
+from liveplex.pod.pod import Pod
+
+
+def models_json(models: tuple[str, ...]) -> dict[str, Any]:
+    """`GET /v1/models` in OpenAI's list shape."""
+    return {"object": "list", "data": [
+        {"id": m, "object": "model", "created": 0, "owned_by": "liveplex"} for m in models]}
+
+
+def create_app(pod: Pod) -> FastAPI:
+    """The pod's app; its lifespan is the pod's start and stop."""
+    front = pod.front
+    served = pod.served
+    registry = metrics.registry(metrics.PodCollector(pod.snapshot))
+
+    def add_routes(app: FastAPI) -> None:
+        @app.get("/v1/models")
+        async def models(request: Request) -> Response:
+            return front.guard(request) or JSONResponse(models_json(served.models))
+
+        @app.get("/v1/audio/voices")
+        async def audio_voices(request: Request) -> Response:
+            return front.guard(request) or JSONResponse({"voices": served.voices.names()})
+
+        @app.get("/live/config")
+        async def live_config() -> dict[str, Any]:
+            return served.config()
+
+        @app.get("/live/stats")
+        async def live_stats() -> dict[str, Any]:
+            return stats.stats_json(pod.snapshot())
+
+        @app.get("/ready")
+        async def ready() -> PlainTextResponse:
+            if pod.ready:
+                return PlainTextResponse("ready")
+            return PlainTextResponse("draining" if pod.draining else "not ready", status_code=503)
+
+        @app.api_route("/drain", methods=["GET", "POST"])
+        async def drain(deadline_s: float | None = None) -> Response:
+            """Blocks until the pod is empty or the deadline passed (a preStop hook waits on it)."""
+            if deadline_s is not None and deadline_s < 0:
+                return JSONResponse({"error": {"param": "deadline_s", "message": "must be >= 0"}},
+                                    status_code=400)
+            ended = await asyncio.shield(pod.drain(deadline_s))  # a hung-up caller must not cancel it
+            return JSONResponse({"drained": True, "ended_at_deadline": ended})
+
+        @app.get("/metrics")
+        async def metrics_text() -> Response:
+            if not front.settings.metrics:
+                return PlainTextResponse("metrics are disabled", status_code=503)
+            return Response(metrics.render(registry), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    return server_app.create_app(front, pod.serving, add_routes, "liveplex")

@@ -1,0 +1,103 @@
+"""`EngineBackend`: a pod's live sockets over its engine's channel (`LiveHandle`).
+
+Each start goes to the engine queue; the session's outputs come back once per tick through the
+channel's one hand-off, and the leg feeds them to the socket's `Connection` synchronously. A
+draining pod, or one whose engine is not running, answers new starts `server_busy` at once, so a
+gateway places them elsewhere (platform §5). The pod trusts the gateway's session-id header:
+the NetworkPolicy lets only gateways reach pods.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from websockets.datastructures import Headers
+
+from liveplex.gptlive import connection, errors
+from liveplex.gptlive.served import Served
+from liveplex.gptlive.server import backend, replies
+from liveplex.gptlive.settings import Settings
+from liveplex.live import channel
+
+logger = logging.getLogger(__name__)
+
+SESSION_ID_HEADER = "x-liveplex-session-id"
+"""Set by the gateway: the id it placed the session under (platform §7.4)."""
+
+_SESSION_ID = re.compile(r"sess_[A-Za-z0-9]{1,64}")
+
+
+class EngineLeg:
+    """One session on the engine: caller audio in, the tick's outputs out to the peer."""
+
+    def __init__(self, opened: channel.Opened, peer: backend.Peer) -> None:
+        self._opened: channel.Opened | None = opened
+        self._peer = peer
+        opened.output.listen(self._on_outputs)
+
+    def _on_outputs(self) -> None:
+        """The hand-off's listener: this session's outputs of the tick, delivered at once."""
+        opened = self._opened
+        if opened is None:
+            return
+        try:
+            outputs = opened.output.drain()
+            if outputs:
+                self._peer.perform(self._peer.conn.deliver(outputs))
+            if self._opened is opened and opened.output.ended:
+                opened.output.listen(None)
+                self._peer.perform(self._peer.conn.deliver([]))
+        except Exception:
+            logger.error("live socket output handler failed", exc_info=True)
+            self._peer.perform(self._peer.conn.deliver([]))
+
+    def append(self, pcm: bytes) -> None:
+        if self._opened is not None:
+            self._opened.audio.send(pcm)
+
+    def forward(self, data: str | bytes) -> None:
+        raise RuntimeError("an engine session is not relayed")
+
+    def hangup(self) -> None:
+        if self._opened is not None:
+            self._opened.audio.close()
+
+    def release(self) -> None:
+        opened, self._opened = self._opened, None
+        if opened is not None:
+            opened.audio.close()
+            opened.output.close()
+
+
+class EngineBackend:
+    """See the module docstring; `handle` is set while the engine runs."""
+
+    def __init__(self, served: Served, settings: Settings) -> None:
+        self.served = served
+        self._settings = settings
+        self.handle: channel.LiveHandle | None = None
+        self.draining = False
+        """Set by `Pod.drain`: new starts are `server_busy`, running sessions go on."""
+
+    def refusal(self) -> replies.Reply | None:
+        return replies.NOT_READY if self.handle is None else None
+
+    def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
+        given = headers.get(SESSION_ID_HEADER)
+        session_id = given if given is not None and _SESSION_ID.fullmatch(given) else None
+        return connection.Connection(self.served, self._settings, now_ns, session_id)
+
+    def start(self, start: connection.Start, peer: backend.Peer) -> EngineLeg | None:
+        handle = self.handle
+        if self.draining or handle is None:
+            peer.perform(peer.conn.rejected(errors.server_busy(self.served.info.max_sessions)))
+            return None
+        result = handle.start(start.session)
+        if result is channel.Rejected.FULL:
+            peer.perform(peer.conn.rejected(errors.server_busy(self.served.info.max_sessions)))
+            return None
+        if isinstance(result, channel.Rejected):
+            peer.perform(peer.conn.rejected(errors.server_error(result.value)))
+            return None
+        return EngineLeg(result, peer)

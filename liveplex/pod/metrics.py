@@ -1,0 +1,92 @@
+"""Prometheus exposition of a pod's `PodSnapshot` (platform §9 names).
+
+A custom collector takes one snapshot per scrape, so nothing on the tick or frame path touches
+prometheus_client. Each app gets its own registry (tests run several apps in one process).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from liveplex.live.buckets import Buckets
+from liveplex.pod.stats import PodSnapshot
+
+
+def histogram(name: str, doc: str, buckets: Buckets) -> HistogramMetricFamily:
+    cumulative = buckets.cumulative()
+    rows = [(repr(float(b)), c) for b, c in zip(buckets.bounds, cumulative)]
+    rows.append(("+Inf", cumulative[-1]))
+    return HistogramMetricFamily(name, doc, buckets=rows, sum_value=buckets.total)
+
+
+def _labelled(name: str, doc: str, label: str, counts: dict[str, int]) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, doc, labels=[label])
+    for key, value in sorted(counts.items()):
+        family.add_metric([key], value)
+    return family
+
+
+class PodCollector(Collector):
+    """Reads one snapshot on every scrape."""
+
+    def __init__(self, read: Callable[[], PodSnapshot]) -> None:
+        self._read = read
+
+    def collect(self) -> Iterator[Metric]:
+        s = self._read()
+        f = s.front
+        yield InfoMetricFamily("liveengine_engine", "What the engine serves and how it runs.",
+                               value={"model": s.info.model, **dict(s.info.engine)})
+        yield GaugeMetricFamily("liveengine_session_capacity", "Advertised capacity.",
+                                value=s.info.max_sessions)
+        yield GaugeMetricFamily("liveengine_sockets_open", "Open WebSockets.", value=f.sockets_open)
+        yield GaugeMetricFamily("liveengine_ready", "1 when the engine serves.", value=int(s.ready))
+        yield GaugeMetricFamily("liveengine_draining", "1 while the pod drains.", value=int(s.draining))
+        yield GaugeMetricFamily("liveengine_model_load_seconds", "Time the engine took to load.",
+                                value=s.model_load_s)
+        yield CounterMetricFamily("liveengine_sessions_accepted", "Sessions started.", value=f.accepted)
+        yield _labelled("liveengine_sessions_rejected", "Refused starts by reason.", "reason", f.rejected)
+        yield _labelled("liveengine_sessions_closed", "Ended sessions by reason.", "reason", f.closed)
+        yield _labelled("liveengine_errors", "Error events sent, by code.", "code", f.errors)
+        yield CounterMetricFamily("liveengine_underruns", "Jitter-buffer dry spells.", value=f.underruns)
+        yield CounterMetricFamily("liveengine_dropped_samples", "Caller samples dropped by the jitter cap.",
+                                  value=f.dropped_samples)
+        yield histogram("liveengine_session_duration_seconds", "Session lifetime.", f.session_seconds)
+        yield GaugeMetricFamily("liveengine_sessions_active", "Running sessions.", value=s.sessions)
+        yield CounterMetricFamily("liveengine_ticks", "Ticks run.", value=s.ticks)
+        yield CounterMetricFamily("liveengine_ticks_skipped", "Tick slots skipped after overruns.",
+                                  value=s.late_ticks)
+        yield CounterMetricFamily("liveengine_ticks_late",
+                                  f"Ticks run more than {s.lateness_budget_ms} ms late.", value=s.ticks_late)
+        yield CounterMetricFamily("liveengine_tick_busy_seconds", "Cumulative tick compute.",
+                                  value=s.busy_us / 1e6)
+        yield histogram("liveengine_tick_duration_seconds", "Compute time per tick.", s.duration)
+        yield histogram("liveengine_tick_lateness_seconds", "Tick start minus its due time.", s.lateness)
+        yield histogram("liveengine_batch_size", "Sessions per tick.", s.batch)
+        yield histogram("liveengine_prefill_duration_seconds", "Prefill time per batch of newcomers.",
+                        s.prefill)
+        if s.kv_occupancy is not None:
+            yield GaugeMetricFamily("liveengine_kv_occupancy_ratio",
+                                    "KV-cache positions held by running sessions / positions allocated.",
+                                    value=s.kv_occupancy)
+
+
+def registry(collector: Collector) -> CollectorRegistry:
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(collector)
+    return reg
+
+
+def render(reg: CollectorRegistry) -> bytes:
+    """The Prometheus text exposition."""
+    return generate_latest(reg)

@@ -1,0 +1,92 @@
+"""Pod settings: what a pod serves besides its engine, where it publishes its load, how it drains.
+
+Built once by `settings_from_args`, which raises ValueError naming the bad flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from liveplex.gptlive import voices
+from liveplex.gptlive.server.settings import default_of
+from liveplex.pod import stats
+
+
+@dataclass(frozen=True, slots=True)
+class PodSettings:
+    """See the module docstring; the Redis fields are all set or all unset."""
+
+    model_aliases: tuple[str, ...] = ("gpt-live-1",)
+    """Model names accepted besides the engine's own id (gpt-live §5.1's allow-list)."""
+    voice_dir: Path | None = None
+    """Registry of custom voices (`<id>.pt`), for `{"id": ...}` voices."""
+    builtin_voices: Mapping[str, str] = field(default_factory=lambda: dict(voices.BUILTIN))
+    """OpenAI built-in voice name -> native name."""
+    redis_url: str | None = None
+    """Where the pool's placement state lives; None: a standalone pod."""
+    pool: str | None = None
+    """`<namespace>/<name>` of the LiveEngine this pod serves."""
+    advertise: str | None = None
+    """The `ws://host:port` the gateway dials to reach this pod."""
+    pod_name: str | None = None
+    """This pod's member name in the pool; defaults to the advertised address."""
+    drain_deadline_s: float = 600.0
+    """`/drain` (and SIGTERM) wait this long for sessions to end before ending them."""
+    lateness_budget_ms: int = stats.LATENESS_BUDGET_MS
+    """A tick later than this counts in `liveengine_ticks_late_total` and marks the pod degraded."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    d = PodSettings
+    g = parser.add_argument_group("pod")
+    g.add_argument("--model-alias", action="append", default=None, metavar="NAME",
+                   help="model name accepted besides the engine's id (repeatable; default: gpt-live-1)")
+    g.add_argument("--voice-dir", type=Path, default=None,
+                   help="directory of custom voices <id>.pt for {\"id\": ...} voices (default: none)")
+    g.add_argument("--voice-map", type=Path, default=None,
+                   help="JSON file mapping OpenAI voice names to native names (default: the built-in table)")
+    g.add_argument("--redis-url", default=None,
+                   help="publish load to this Redis for a gateway (default: standalone)")
+    g.add_argument("--pool", default=None, metavar="NS/NAME",
+                   help="the pool (LiveEngine) this pod belongs to; with --redis-url")
+    g.add_argument("--advertise", default=None, metavar="URL",
+                   help="ws://host:port the gateway dials; with --redis-url (default: the bound address)")
+    g.add_argument("--pod-name", default=None, help="member name in the pool (default: from --advertise)")
+    g.add_argument("--drain-deadline-s", type=float, default=default_of(d, "drain_deadline_s"),
+                   help="how long /drain and SIGTERM wait for sessions (default: %(default)s)")
+    g.add_argument("--lateness-budget-ms", type=int, default=default_of(d, "lateness_budget_ms"),
+                   help="ticks later than this are late (default: %(default)s)")
+
+
+def settings_from_args(args: argparse.Namespace) -> PodSettings:
+    builtin: Mapping[str, str] = dict(voices.BUILTIN)
+    if args.voice_map is not None:
+        try:
+            loaded = orjson.loads(args.voice_map.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise ValueError(f"--voice-map: cannot read {args.voice_map}: {exc}") from exc
+        if not isinstance(loaded, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()):
+            raise ValueError("--voice-map: expected a JSON object of name -> native name")
+        builtin = loaded
+    if args.voice_dir is not None and not args.voice_dir.is_dir():
+        raise ValueError(f"--voice-dir: {args.voice_dir} is not a directory")
+    if (args.pool or args.advertise) and not args.redis_url:
+        raise ValueError("--pool and --advertise need --redis-url")
+    if args.redis_url and not args.pool:
+        raise ValueError("--redis-url needs --pool NS/NAME")
+    if args.drain_deadline_s < 0:
+        raise ValueError(f"--drain-deadline-s must be >= 0, got {args.drain_deadline_s}")
+    if args.lateness_budget_ms <= 0:
+        raise ValueError(f"--lateness-budget-ms must be > 0, got {args.lateness_budget_ms}")
+    return PodSettings(
+        model_aliases=tuple(args.model_alias) if args.model_alias else default_of(PodSettings, "model_aliases"),
+        voice_dir=args.voice_dir, builtin_voices=builtin, redis_url=args.redis_url, pool=args.pool,
+        advertise=args.advertise, pod_name=args.pod_name, drain_deadline_s=args.drain_deadline_s,
+        lateness_budget_ms=args.lateness_budget_ms,
+    )

@@ -1,0 +1,94 @@
+"""`PodSnapshot`: one consistent read of a pod's engine `Pulse` and front-end counters.
+
+`/live/stats`, `/metrics` and the Redis heartbeat all read a snapshot taken by `snapshot()`, so
+the three never disagree on what a pod is doing (and there is one place that reads `Pulse`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any
+
+from liveplex.gptlive.server.stats import FrontSnapshot
+from liveplex.live import contract, frames
+from liveplex.live.buckets import Buckets
+from liveplex.live.pulse import Pulse
+
+LATENESS_BUDGET_MS = 20
+"""Default budget of `liveengine_ticks_late_total` (platform §3.1 `latenessBudgetMillis`); it is
+one of the lateness histogram's bounds, so the count is exact."""
+
+
+def _copy(buckets: Buckets) -> Buckets:
+    return Buckets(buckets.bounds, list(buckets.counts), buckets.total)
+
+
+@dataclass(frozen=True, slots=True)
+class PodSnapshot:
+    """What a pod is doing; engine fields are zero before the engine runs."""
+
+    info: contract.LiveInfo
+    front: FrontSnapshot
+    ready: bool
+    draining: bool
+    sessions: int
+    """Running sessions (`Pulse.sessions`)."""
+    ticks: int
+    busy_us: int
+    last_tick_us: int
+    late_ticks: int
+    """Tick slots skipped after overruns."""
+    lateness: Buckets
+    duration: Buckets
+    batch: Buckets
+    prefill: Buckets
+    kv_positions: int
+    kv_capacity: int
+    model_load_s: float
+    lateness_budget_ms: int = LATENESS_BUDGET_MS
+
+    @property
+    def ticks_late(self) -> int:
+        """Ticks run later than the lateness budget (at or under a bound counts as within)."""
+        bound = self.lateness_budget_ms / 1000
+        within = bisect.bisect_right(self.lateness.bounds, bound)
+        return sum(self.lateness.counts[within:])
+
+    @property
+    def kv_occupancy(self) -> float | None:
+        return self.kv_positions / self.kv_capacity if self.kv_capacity else None
+
+
+def snapshot(info: contract.LiveInfo, pulse: Pulse | None, front: FrontSnapshot, ready: bool,
+             draining: bool, model_load_s: float, lateness_budget_ms: int = LATENESS_BUDGET_MS) -> PodSnapshot:
+    """Copy everything readers need now; `pulse` is None before the engine channel opens."""
+    p = pulse or Pulse()
+    return PodSnapshot(
+        info=info, front=front, ready=ready, draining=draining, sessions=p.sessions, ticks=p.ticks,
+        busy_us=p.busy_us, last_tick_us=p.last_tick_us, late_ticks=p.late_ticks,
+        lateness=_copy(p.lateness), duration=_copy(p.duration), batch=_copy(p.batch),
+        prefill=_copy(p.prefill), kv_positions=p.kv_positions, kv_capacity=p.kv_capacity,
+        model_load_s=model_load_s, lateness_budget_ms=lateness_budget_ms,
+    )
+
+
+def _histogram(buckets: Buckets) -> dict[str, list[float] | list[int]]:
+    """A histogram for `/live/stats`: upper bounds and per-bucket counts (last is +Inf)."""
+    return {"bounds_s": list(buckets.bounds), "counts": list(buckets.counts)}
+
+
+def stats_json(s: PodSnapshot) -> dict[str, Any]:
+    """The `/live/stats` document."""
+    f = s.front
+    return {
+        **dict(s.info.engine),
+        "sessions": s.sessions, "max_sessions": s.info.max_sessions, "frame_ms": frames.FRAME_MS,
+        "ticks": s.ticks, "tick_busy_us": s.busy_us, "last_tick_us": s.last_tick_us,
+        "late_ticks": s.late_ticks, "ticks_late": s.ticks_late, "draining": s.draining,
+        "sockets": f.sockets_open, "underruns": f.underruns, "dropped_samples": f.dropped_samples,
+        "refused_busy": f.rejected.get("server_busy", 0),
+        "tick_lateness": _histogram(s.lateness), "tick_duration": _histogram(s.duration),
+        "batch_size": _histogram(s.batch), "prefill": _histogram(s.prefill),
+        "kv_occupancy": s.kv_occupancy,
+    }

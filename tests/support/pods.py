@@ -1,0 +1,137 @@
+"""Pods for tests, built through the real `serve.build_pod` path: in process on this loop, or as a
+`liveplex serve` subprocess. Neither polls for readiness: the in-process pod's socket is bound
+and listening before the server starts; the subprocess announces its address on stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+
+from liveplex import serve
+from liveplex.live import runner
+
+READY_S = 60.0
+"""How long a fresh subprocess may take to announce itself on a loaded 2-core machine."""
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """A running pod: its `host:port`, the built pod (in process only) and its URLs."""
+
+    address: str
+    built: serve.Built | None = None
+
+    @property
+    def root(self) -> str:
+        return f"http://{self.address}"
+
+    @property
+    def base_url(self) -> str:
+        """What the SDK takes as `base_url`."""
+        return f"{self.root}/v1"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://{self.address}/v1/live/sessions"
+
+
+def free_port() -> int:
+    """A port nothing listens on (for a refused-connection test)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def listening_socket(host: str = "127.0.0.1") -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, 0))
+    sock.listen(1024)
+    return sock
+
+
+class _Announcing(uvicorn.Server):
+    """Sets `up` once started (after the lifespan ran: the engine thread is up)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.up = asyncio.Event()
+
+    async def startup(self, sockets: list | None = None) -> None:  # type: ignore[override]
+        await super().startup(sockets)
+        self.up.set()
+
+
+@contextlib.asynccontextmanager
+async def in_process(*flags: str, engine: runner.EngineFactory | None = None,
+                     ws: type | str = serve.WS_PROTOCOL) -> AsyncIterator[Running]:
+    """`liveplex serve --engine sim FLAGS` on this loop (`engine` replaces the sim)."""
+    built = serve.build_pod(serve.build_parser().parse_args(["--engine", "sim", *flags]), engine)
+    sock = listening_socket()
+    config = uvicorn.Config(built.app, ws=ws, ws_max_size=serve.MAX_MESSAGE_BYTES, lifespan="on",
+                            log_level="warning", access_log=False)
+    server = _Announcing(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(READY_S):
+            await asyncio.wait({task, asyncio.ensure_future(server.up.wait())},
+                               return_when=asyncio.FIRST_COMPLETED)
+        if not server.started:
+            raise RuntimeError("the in-process pod did not start")
+        yield Running(f"127.0.0.1:{sock.getsockname()[1]}", built)
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+def _announced(proc: subprocess.Popen[bytes], log: Path, found: list[str], ready: threading.Event) -> None:
+    """Copy the child's output to `log`; note the address of its `GPT-Live ws://...` line."""
+    assert proc.stdout is not None
+    with open(log, "ab") as out:
+        for line in proc.stdout:
+            out.write(line)
+            out.flush()
+            text = line.decode(errors="replace")
+            if "GPT-Live" in text and "ws://" in text and not found:
+                found.append(text.split("ws://", 1)[1].split("/", 1)[0])
+                ready.set()
+    ready.set()
+
+
+@contextlib.contextmanager
+def subprocess_pod(*flags: str, log: Path, command: str = "serve") -> Iterator[tuple[Running, subprocess.Popen[bytes]]]:
+    """`liveplex COMMAND --host 127.0.0.1 --port 0 FLAGS` (default `serve --engine sim`) as a
+    child process; yields once it has printed where it listens."""
+    head = ["serve", "--engine", "sim"] if command == "serve" else [command]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "liveplex.cli", *head, "--host", "127.0.0.1", "--port", "0", *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    found: list[str] = []
+    ready = threading.Event()
+    reader = threading.Thread(target=_announced, args=(proc, log, found, ready), daemon=True)
+    reader.start()
+    try:
+        if not ready.wait(READY_S) or not found:
+            raise RuntimeError(f"liveplex {' '.join(head + list(flags))} did not start:\n{log.read_text()}")
+        yield Running(found[0]), proc
+    finally:
+        if proc.poll() is None:  # SIGINT: exit now (SIGTERM would drain first)
+            proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        reader.join(5)
