@@ -20,6 +20,8 @@ import urllib.request
 
 import orjson
 
+from liveplex.gptlive import urls
+
 logger = logging.getLogger(__name__)
 
 HTTP_TIMEOUT_S = 5.0
@@ -50,13 +52,8 @@ class Target:
 
     @property
     def sessions_url(self) -> str:
-        """`http`→`ws`, `https`→`wss`, then `/live/sessions` (the SDK's rule, §13.1)."""
-        url = self.base_url.rstrip("/")
-        if url.startswith("https://"):
-            url = "wss://" + url[len("https://"):]
-        elif url.startswith("http://"):
-            url = "ws://" + url[len("http://"):]
-        return url + "/live/sessions"
+        """The live socket under the base URL (the SDK's rule, `gptlive.urls`)."""
+        return urls.ws_url(self.base_url)
 
     @property
     def root_url(self) -> str:

@@ -7,6 +7,7 @@ import dataclasses
 import openai
 
 from liveplex.conformance import target, wire
+from liveplex.gptlive import urls
 
 
 def sdk_headers(base_url: str, bearer: str | None) -> dict[str, str]:
@@ -36,7 +37,7 @@ class Context:
 
     @property
     def url(self) -> str:
-        return target.ws_url(self.options.base_url)
+        return urls.ws_url(self.options.base_url)
 
     def headers(self, bearer: str | None = "") -> dict[str, str]:
         """SDK headers with the run's bearer ("" = default), another bearer, or none (None)."""
@@ -44,6 +45,6 @@ class Context:
 
     async def wire(self, *, bearer: str | None = "", path: str = "/live/sessions") -> wire.Wire:
         """Open a validated socket; use it as `async with await ctx.wire() as w`."""
-        url = target.ws_url(self.options.base_url, path)
+        url = urls.ws_url(self.options.base_url, path)
         return await wire.Wire.open(url, self.headers(bearer), self.ledger, self.check,
                                     self.options.timeout_s)

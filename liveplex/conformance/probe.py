@@ -9,6 +9,7 @@ import urllib.error
 import urllib.request
 
 from liveplex.conformance import target
+from liveplex.gptlive import urls
 
 logger = logging.getLogger(__name__)
 
@@ -34,10 +35,10 @@ async def get_json(url: str, bearer: str, timeout_s: float) -> object:
 async def discover(options: target.Options) -> target.Server:
     """Ask the server what it serves; `/live/stats` may be missing (behind a gateway)."""
     base = options.base_url.rstrip("/")
-    config = await get_json(target.root_url(base, "/live/config"), options.bearer, options.timeout_s)
+    config = await get_json(urls.root_url(base, "/live/config"), options.bearer, options.timeout_s)
     models_doc = await get_json(f"{base}/models", options.bearer, options.timeout_s)
     try:
-        stats = await get_json(target.root_url(base, "/live/stats"), options.bearer, options.timeout_s)
+        stats = await get_json(urls.root_url(base, "/live/stats"), options.bearer, options.timeout_s)
     except ProbeError:
         logger.info("no /live/stats; capacity checks need --expect-capacity")
         stats = {}

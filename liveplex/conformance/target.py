@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import urllib.parse
 
 SIM_MODEL = "liveplex-sim"
 """The sim engine's served model id (live-contract §12.4); checks marked (sim) need its echo."""
@@ -83,16 +82,3 @@ class Target:
     @property
     def max_seconds(self) -> float | None:
         return self.options.expect_max_seconds or self.server.max_seconds
-
-
-def ws_url(base_url: str, suffix: str = "/live/sessions") -> str:
-    """The SDK's URL rule (gpt-live §12.1): http→ws, else wss; trailing slashes stripped; suffix appended."""
-    parts = urllib.parse.urlsplit(base_url)
-    scheme = "ws" if parts.scheme == "http" else "wss"
-    return urllib.parse.urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + suffix, "", ""))
-
-
-def root_url(base_url: str, path: str) -> str:
-    """An HTTP URL at the server root, e.g. `/live/config` (not under `/v1`)."""
-    parts = urllib.parse.urlsplit(base_url)
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))

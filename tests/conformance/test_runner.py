@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from liveplex.conformance import checks, runner, signals, target, wire
 from liveplex.conformance.checklist import Check, Failed, Outcome, Skipped, Status
 from liveplex.conformance.cli import line
+from liveplex.gptlive import urls
 
 TARGET = target.Target(target.Options(base_url="http://127.0.0.1:1/v1", timeout_s=0.2),
                        target.Server(config={}, stats={}, models=()))
@@ -92,7 +93,7 @@ def test_report_lines_name_status_number_and_reason():
     ("http://h:1", "ws://h:1/live/sessions"),
 ])
 def test_socket_url_follows_the_sdk_rule(base, url):
-    assert target.ws_url(base) == url
+    assert urls.ws_url(base) == url
 
 
 def test_server_settings_are_read_from_live_config():

@@ -8,9 +8,9 @@ import secrets
 
 import websockets
 
-from liveplex.conformance import target
 from liveplex.conformance.checklist import Check, Failed, expect
 from liveplex.conformance.context import Context
+from liveplex.gptlive import urls
 
 QUIET_S = 2.0
 """gpt-live §14.3: a silent client receives nothing for 2 s."""
@@ -43,11 +43,11 @@ async def upgrade(ctx: Context) -> str:
         expect(extensions is None, f"server negotiated extensions: {extensions!r}")
     base = ctx.options.base_url
     for suffix in ("/live/sessions/x/attach", "/live/sessions/x/fork"):
-        status, body = await _refused_status(ctx, target.ws_url(base, suffix))
+        status, body = await _refused_status(ctx, urls.ws_url(base, suffix))
         expect(status == 404, f"{suffix}: HTTP {status}, expected 404")
         expect(_error_code(body) == "unsupported_endpoint",
                f"{suffix}: 404 body should be an OpenAI-style error with code unsupported_endpoint, got {body[:200]!r}")
-    status, _ = await _refused_status(ctx, target.ws_url(base, "/other"))
+    status, _ = await _refused_status(ctx, urls.ws_url(base, "/other"))
     expect(status == 404, f"/other: HTTP {status}, expected 404")
     return "101 without subprotocol or compression; attach, fork and /other are 404"
 

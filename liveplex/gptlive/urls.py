@@ -1,0 +1,21 @@
+"""The SDK's URL rules, written once: where a base URL's live socket and root endpoints are."""
+
+from __future__ import annotations
+
+import urllib.parse
+
+
+def ws_url(base_url: str, suffix: str = "/live/sessions") -> str:
+    """gpt-live §12.1: http→ws, else wss; trailing slashes stripped; `suffix` appended.
+
+    `http://h:8000/v1` -> `ws://h:8000/v1/live/sessions`.
+    """
+    parts = urllib.parse.urlsplit(base_url)
+    scheme = "ws" if parts.scheme in ("http", "ws") else "wss"
+    return urllib.parse.urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + suffix, "", ""))
+
+
+def root_url(base_url: str, path: str) -> str:
+    """An HTTP URL at the server root, e.g. `/live/config` (not under `/v1`)."""
+    parts = urllib.parse.urlsplit(base_url)
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
