@@ -12,6 +12,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from liveplex.flags import default_of
+
 DEFAULT_INSTRUCTIONS = ("You are a wise and friendly teacher. Answer questions or provide advice "
                         "in a clear and engaging way.")
 """The reference's default role prompt (26 tokens with the real tokenizer)."""
@@ -100,22 +102,29 @@ class EngineSettings:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The PersonaPlex engine's own flags on `liveplex serve --engine personaplex`."""
+    d = EngineSettings
     g = parser.add_argument_group("personaplex engine (also: --max-sessions, --max-seconds)")
     g.add_argument("--model-path", type=Path, default=None,
                    help="checkpoint directory (`liveplex personaplex make-tiny DIR` writes a tiny one)")
     g.add_argument("--device", default=None, help="cpu or cuda[:n] (default: cuda if available)")
     g.add_argument("--dtype", choices=["bf16", "fp32"], default=None,
                    help="LM weights and KV (default: bf16 on CUDA, fp32 on CPU)")
-    g.add_argument("--schedule", choices=SCHEDULES, default=DEFAULT_SCHEDULE)
-    g.add_argument("--context-frames", type=int, default=3000,
-                   help="temporal window, positions (3000 = 240 s; the persona leaves it after ~233 s)")
-    g.add_argument("--max-prefill-rows", type=int, default=1024)
-    g.add_argument("--memory-reserve-gib", type=float, default=8.0)
-    g.add_argument("--no-cuda-graphs", action="store_true", help="run ticks eagerly on CUDA")
-    g.add_argument("--greedy", action="store_true", help="argmax draws (tests)")
-    g.add_argument("--seed", type=int, default=None, help="derive session seeds from this")
-    g.add_argument("--default-voice", default="NATF2")
-    g.add_argument("--cpu-threads", type=int, default=1, help="torch threads on --device cpu (default 1)")
+    g.add_argument("--schedule", choices=SCHEDULES, default=default_of(d, "schedule"),
+                   help="which user codes enter the fed column (default: %(default)s)")
+    g.add_argument("--context-frames", type=int, default=default_of(d, "context_frames"),
+                   help="temporal window, positions (default: %(default)s = 240 s; the persona leaves "
+                        "it after ~233 s)")
+    g.add_argument("--max-prefill-rows", type=int, default=default_of(d, "max_prefill_rows"),
+                   help="prompt rows prefilled per tick (default: %(default)s)")
+    g.add_argument("--memory-reserve-gib", type=float, default=default_of(d, "memory_reserve_gib"),
+                   help="device memory kept free, GiB (default: %(default)s)")
+    g.add_argument("--no-cuda-graphs", action="store_true", help="run ticks eagerly on CUDA (default: graphs)")
+    g.add_argument("--greedy", action="store_true", help="argmax draws (tests; default: sampling)")
+    g.add_argument("--seed", type=int, default=None, help="derive session seeds from this (default: random)")
+    g.add_argument("--default-voice", default=default_of(d, "default_voice"),
+                   help="voice used when a client names none (default: %(default)s)")
+    g.add_argument("--cpu-threads", type=int, default=default_of(d, "cpu_threads"),
+                   help="torch threads on --device cpu (default: %(default)s)")
 
 
 def settings_from_args(args: argparse.Namespace) -> EngineSettings:

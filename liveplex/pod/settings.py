@@ -12,8 +12,8 @@ from pathlib import Path
 
 import orjson
 
+from liveplex.flags import default_of
 from liveplex.gptlive import voices
-from liveplex.gptlive.server.settings import default_of
 from liveplex.pod import stats
 
 

@@ -8,27 +8,15 @@ naming the bad flag.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from liveplex.flags import default_of
 from liveplex.gptlive.server import auth
 from liveplex.gptlive.settings import Settings
 
 STATIC_DIR = Path(__file__).parent.parent / "static"
-
-
-def default_of(cls: type, name: str) -> Any:
-    """The default of dataclass field `name` (for an argparse default written nowhere else)."""
-    for f in dataclasses.fields(cls):
-        if f.name == name:
-            if f.default is not dataclasses.MISSING:
-                return f.default
-            if f.default_factory is not dataclasses.MISSING:
-                return f.default_factory()
-    raise KeyError(name)
 
 
 @dataclass(frozen=True, slots=True)
