@@ -16,6 +16,8 @@ Commands = Mapping[str, tuple[str, str]]
 
 COMMANDS: Commands = {
     "serve": ("liveplex.serve", "run a pod: the GPT-Live front end over an engine (sim by default)"),
+    "gateway": ("liveplex.gateway.cli", "run a gateway: one GPT-Live endpoint placing sessions on pods"),
+    "up": ("liveplex.up", "the local platform in one command: Redis, pods and a gateway"),
     "check": ("liveplex.conformance.cli", "check a GPT-Live server against the conformance checklist"),
     "bench": ("liveplex.bench.cli", "benchmarks: `bench duplex`, `bench baseline`, `bench engine`"),
     "personaplex": ("liveplex.personaplex.cli", "PersonaPlex model tools, e.g. `make-tiny DIR`"),

@@ -26,7 +26,8 @@ from websockets import exceptions as ws_exceptions
 from websockets import http11
 from websockets.asyncio import server as ws_server
 
-from liveplex.bench import caller, loop
+from liveplex.bench import loop
+from liveplex.gptlive import events
 from liveplex.live import frames
 
 logger = logging.getLogger(__name__)
@@ -149,7 +150,7 @@ async def serve(variant: str, host: str, port: int, ready: asyncio.Future[int] |
         port,
         process_request=_route,
         compression=None,
-        max_size=caller.MAX_MESSAGE_BYTES,
+        max_size=events.MAX_MESSAGE_BYTES,
         ping_interval=None,
     ) as server:
         bound = next(iter(server.sockets)).getsockname()[1]

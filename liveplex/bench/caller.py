@@ -21,8 +21,8 @@ from websockets.asyncio import client as ws_client
 
 from liveplex.bench import percentiles
 from liveplex.bench import timeline as timeline_mod
+from liveplex.gptlive import events
 
-MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 """Incoming message cap; the SDK allows 2 MiB, servers send at most one 80 ms frame."""
 
 TIMEOUT_SLACK_S = 60.0
@@ -183,7 +183,7 @@ async def _converse(
     connect_ns = time.perf_counter_ns()
     async with ws_client.connect(
         settings.url,
-        max_size=MAX_MESSAGE_BYTES,
+        max_size=events.MAX_MESSAGE_BYTES,
         compression=None,
         ping_interval=None,
         open_timeout=settings.seconds + TIMEOUT_SLACK_S,

@@ -287,13 +287,13 @@ class Connection:
         self.state = State.RELAYING
         return [Accepted(resource.id)]
 
-    def relay_ended(self, reason: str, frames: int) -> list[Action]:
-        """The upstream's `session.closed` was relayed; the gateway closes like the pod did."""
+    def relay_ended(self, reason: str, frames: int, code: int = NORMAL) -> list[Action]:
+        """The upstream's `session.closed` was relayed; the socket closes as the upstream's did."""
         if self.state is not State.RELAYING:
             return []
         self._frames_sent = frames
         self.state = State.DONE
-        return [Ended(reason, self._usage_seconds()), Release()]
+        return [Ended(reason, self._usage_seconds()), Close(code), Release()]
 
     def relay_lost(self, frames: int) -> list[Action]:
         """The upstream vanished mid-session (platform §7.8): error, connection_lost, 1011."""

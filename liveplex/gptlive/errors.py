@@ -203,6 +203,17 @@ def server_busy(max_sessions: int) -> ProtocolError:
                          f"All {max_sessions} live sessions are in use; retry later.")
 
 
+def no_engines() -> ProtocolError:
+    """A gateway's pool has no engine ready (platform §7.3): busy, the client may retry."""
+    return ProtocolError(Code.SERVER_BUSY, None, "No engine is ready to serve this model yet; retry later.")
+
+
+def key_session_limit(limit: int) -> ProtocolError:
+    """A gateway's per-key concurrent-session limit."""
+    return ProtocolError(Code.SERVER_BUSY, None,
+                         f"This API key already has {limit} live sessions, its limit; retry later.")
+
+
 def server_error(detail: str) -> ProtocolError:
     return ProtocolError(Code.SERVER_ERROR, None, f"The server had an internal error: {detail}.")
 

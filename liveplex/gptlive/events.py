@@ -22,6 +22,10 @@ import orjson
 from liveplex.gptlive import errors
 from liveplex.gptlive.errors import Path, ProtocolError
 
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+"""Largest WebSocket message either side accepts (gpt-live §2.1): above the SDK's 2 MiB, below a
+memory hazard."""
+
 
 def new_event_id() -> str:
     """`event_` + 16 random hex digits: unique on a socket, even with two emitters (gpt-live §7)."""

@@ -9,26 +9,21 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from liveplex.gptlive.server import app as server_app
+from liveplex.gptlive.server import exposition, replies
 from liveplex.pod import metrics, stats
 from liveplex.pod.pod import Pod
-
-
-def models_json(models: tuple[str, ...]) -> dict[str, Any]:
-    """`GET /v1/models` in OpenAI's list shape."""
-    return {"object": "list", "data": [
-        {"id": m, "object": "model", "created": 0, "owned_by": "liveplex"} for m in models]}
 
 
 def create_app(pod: Pod) -> FastAPI:
     """The pod's app; its lifespan is the pod's start and stop."""
     front = pod.front
     served = pod.served
-    registry = metrics.registry(metrics.PodCollector(pod.snapshot))
+    registry = exposition.registry(metrics.PodCollector(pod.snapshot))
 
     def add_routes(app: FastAPI) -> None:
         @app.get("/v1/models")
         async def models(request: Request) -> Response:
-            return front.guard(request) or JSONResponse(models_json(served.models))
+            return front.guard(request) or JSONResponse(replies.models_json(served.models))
 
         @app.get("/v1/audio/voices")
         async def audio_voices(request: Request) -> Response:
@@ -61,6 +56,6 @@ def create_app(pod: Pod) -> FastAPI:
         async def metrics_text() -> Response:
             if not front.settings.metrics:
                 return PlainTextResponse("metrics are disabled", status_code=503)
-            return Response(metrics.render(registry), media_type="text/plain; version=0.0.4; charset=utf-8")
+            return Response(exposition.render(registry), media_type=exposition.CONTENT_TYPE)
 
     return server_app.create_app(front, pod.serving, add_routes, "liveplex")

@@ -1,32 +1,18 @@
 """Prometheus exposition of a pod's `PodSnapshot` (platform §9 names).
 
 A custom collector takes one snapshot per scrape, so nothing on the tick or frame path touches
-prometheus_client. Each app gets its own registry (tests run several apps in one process).
+prometheus_client.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    InfoMetricFamily,
-    Metric,
-)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from liveplex.live.buckets import Buckets
+from liveplex.gptlive.server.exposition import histogram
 from liveplex.pod.stats import PodSnapshot
-
-
-def histogram(name: str, doc: str, buckets: Buckets) -> HistogramMetricFamily:
-    cumulative = buckets.cumulative()
-    rows = [(repr(float(b)), c) for b, c in zip(buckets.bounds, cumulative)]
-    rows.append(("+Inf", cumulative[-1]))
-    return HistogramMetricFamily(name, doc, buckets=rows, sum_value=buckets.total)
 
 
 def _labelled(name: str, doc: str, label: str, counts: dict[str, int]) -> CounterMetricFamily:
@@ -79,14 +65,3 @@ class PodCollector(Collector):
             yield GaugeMetricFamily("liveengine_kv_occupancy_ratio",
                                     "KV-cache positions held by running sessions / positions allocated.",
                                     value=s.kv_occupancy)
-
-
-def registry(collector: Collector) -> CollectorRegistry:
-    reg = CollectorRegistry(auto_describe=False)
-    reg.register(collector)
-    return reg
-
-
-def render(reg: CollectorRegistry) -> bytes:
-    """The Prometheus text exposition."""
-    return generate_latest(reg)

@@ -252,7 +252,8 @@ def test_a_relayed_session_hands_off_then_ends_or_is_lost() -> None:
     other = new()
     other.receive(START, 0, 0.0)
     other.handed_off()
-    assert other.relay_ended("close_requested", 5) == [c.Ended("close_requested", 0.4), c.Release()]
+    assert other.relay_ended("close_requested", 5) == [c.Ended("close_requested", 0.4), c.Close(1000),
+                                                       c.Release()]
 
 
 def test_start_with_no_answer_times_out_as_server_error() -> None:

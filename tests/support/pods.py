@@ -19,6 +19,8 @@ from pathlib import Path
 import uvicorn
 
 from liveplex import serve
+from liveplex.gptlive import events
+from liveplex.gptlive.server import run
 from liveplex.live import runner
 
 READY_S = 60.0
@@ -75,11 +77,11 @@ class _Announcing(uvicorn.Server):
 
 @contextlib.asynccontextmanager
 async def in_process(*flags: str, engine: runner.EngineFactory | None = None,
-                     ws: type | str = serve.WS_PROTOCOL) -> AsyncIterator[Running]:
+                     ws: type | str = run.WS_PROTOCOL) -> AsyncIterator[Running]:
     """`liveplex serve --engine sim FLAGS` on this loop (`engine` replaces the sim)."""
     built = serve.build_pod(serve.build_parser().parse_args(["--engine", "sim", *flags]), engine)
     sock = listening_socket()
-    config = uvicorn.Config(built.app, ws=ws, ws_max_size=serve.MAX_MESSAGE_BYTES, lifespan="on",
+    config = uvicorn.Config(built.app, ws=ws, ws_max_size=events.MAX_MESSAGE_BYTES, lifespan="on",
                             log_level="warning", access_log=False)
     server = _Announcing(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))

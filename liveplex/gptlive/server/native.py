@@ -177,13 +177,17 @@ class LiveSocket:
         """One client message, parsed by the protocol."""
         if self._done:
             return
-        if self.conn.state is connection.State.RELAYING and not self._backlog:
-            if self._leg is not None:
-                self._leg.forward(data)
-            return
         if self._backlog or not self.conn.reading:
             self._backlog.append(data)
             self._track()
+            return
+        self._dispatch(data)
+
+    def _dispatch(self, data: str | bytes) -> None:
+        """A message to the protocol, or verbatim to the upstream of a relayed session."""
+        if self.conn.state is connection.State.RELAYING:
+            if self._leg is not None:
+                self._leg.forward(data)
             return
         try:
             self.perform(self.conn.receive(data, time.monotonic_ns(), time.time()))
@@ -347,8 +351,7 @@ class LiveSocket:
             self._draining = True
             try:
                 while self._backlog and self.conn.reading and not self._done:
-                    data = self._backlog.popleft()
-                    self.perform(self.conn.receive(data, time.monotonic_ns(), time.time()))
+                    self._dispatch(self._backlog.popleft())
             finally:
                 self._draining = False
         if self._read_paused and self.conn.reading and not self._done:

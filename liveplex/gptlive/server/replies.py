@@ -54,3 +54,9 @@ class Refuse:
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         if (await receive())["type"] == "websocket.connect":
             await deny(scope, send, self._reply)
+
+
+def models_json(models: tuple[str, ...]) -> dict[str, Any]:
+    """`GET /v1/models` in OpenAI's list shape."""
+    return {"object": "list", "data": [
+        {"id": m, "object": "model", "created": 0, "owned_by": "liveplex"} for m in models]}

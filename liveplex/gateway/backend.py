@@ -1,0 +1,131 @@
+"""`GatewayBackend`: the gateway's live sockets over placement and upstream relays.
+
+Before a session exists the gateway speaks GPT-Live itself with the same pure `Connection` a pod
+runs, validating starts against the pool's published description (`PoolView.catalog`). A valid
+start becomes an `UpstreamLeg`. This module owns what the legs share: placement with its Redis
+fallback (platform §7.12), the breakers, per-key session counts and the counters.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import weakref
+from collections import Counter
+
+from websockets.datastructures import Headers
+
+from liveplex.gateway.breaker import Breaker
+from liveplex.gateway.relay import UpstreamLeg
+from liveplex.gateway.settings import GatewaySettings
+from liveplex.gateway.stats import GatewayStats
+from liveplex.gateway.view import PoolView
+from liveplex.gptlive import connection, errors
+from liveplex.gptlive.server import auth, backend, replies
+from liveplex.gptlive.settings import Settings
+from liveplex.placement import Busy, Placed, PlacementClient, PlacementError, choose
+
+logger = logging.getLogger(__name__)
+
+
+def _now_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class GatewayBackend:
+    """See the module docstring."""
+
+    def __init__(self, settings: GatewaySettings, protocol: Settings, api_keys: tuple[str, ...],
+                 client: PlacementClient, view: PoolView, stats: GatewayStats) -> None:
+        self.settings = settings
+        self.protocol = protocol
+        self.stats = stats
+        self._api_keys = api_keys
+        self._client = client
+        self._view = view
+        self._breaker = Breaker(settings.breaker_ms)
+        self._keys: Counter[str] = Counter()
+        self._leg_keys: dict[UpstreamLeg, str] = {}
+        self._conn_keys: weakref.WeakKeyDictionary[connection.Connection, str] = weakref.WeakKeyDictionary()
+        """The API key each socket authenticated with (for the per-key limit)."""
+        self.draining = False
+        """Set by the gateway's drain: new starts are refused, relayed sessions go on."""
+
+    # --- backend.Backend ---------------------------------------------------------------------------
+
+    def refusal(self) -> replies.Reply | None:
+        return None
+
+    def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
+        conn = connection.Connection(self._view.catalog, self.protocol, now_ns)
+        self._conn_keys[conn] = auth.match_key(self._api_keys, headers.get_all("authorization")) or ""
+        return conn
+
+    def start(self, start: connection.Start, peer: backend.Peer) -> UpstreamLeg | None:
+        pool = self._view.catalog.pool_for(start.resource.model)
+        if pool is None or self.draining:  # draining, or the routes changed since validation
+            peer.perform(peer.conn.rejected(errors.no_engines()))
+            return None
+        key = self._conn_keys.get(peer.conn, "")
+        limit = self.settings.max_sessions_per_key
+        if limit and self._keys[key] >= limit:
+            self.stats.rejected[(pool, "key_limit")] += 1
+            peer.perform(peer.conn.rejected(errors.key_session_limit(limit)))
+            return None
+        leg = UpstreamLeg(self, start, peer, pool)
+        self._keys[key] += 1
+        self._leg_keys[leg] = key
+        return leg
+
+    # --- what the legs share -----------------------------------------------------------------------
+
+    def tripped(self) -> frozenset[str]:
+        return self._breaker.tripped(_now_ms())
+
+    async def place(self, pool: str, session_id: str, exclude: set[str]) -> Placed | Busy:
+        """place.lua; with Redis down, the last fresh snapshot (fail-open) or busy (fail-closed)."""
+        try:
+            return await self._client.place(pool, session_id, exclude)
+        except PlacementError as exc:
+            self.stats.redis_errors += 1
+            logger.warning("placement failed", extra={"pool": pool, "error": str(exc)})
+        snapshot = self._view.snapshot(pool, self.settings.snapshot_max_age_ms) if self.settings.fail_open else None
+        if snapshot is None:
+            self.stats.fallbacks["closed"] += 1
+            return Busy(0, 0, no_engines=False)
+        self.stats.fallbacks["open"] += 1
+        return choose(snapshot, exclude, tiebreak=random.getrandbits(31))
+
+    async def unreachable(self, pool: str, placed: Placed, session_id: str) -> None:
+        """A failed connect: give the reservation back and stop dialling the pod for a while."""
+        self.stats.connect_failures[placed.pod] += 1
+        self._breaker.trip(placed.pod, _now_ms())
+        try:
+            await self._client.unreserve(pool, placed.pod, session_id)
+        except PlacementError:
+            self.stats.redis_errors += 1  # the lease expires by itself
+
+    def lost(self, pod: str) -> None:
+        self._breaker.trip(pod, _now_ms())
+
+    def placed(self, pool: str, started_ns: int, retried: bool) -> None:
+        self.stats.placements[(pool, "retry" if retried else "placed")] += 1
+        self.stats.placement_seconds.observe((time.monotonic_ns() - started_ns) / 1e9)
+
+    def refused(self, pool: str, busy: Busy) -> None:
+        self.stats.placements[(pool, "busy")] += 1
+        self.stats.rejected[(pool, "no_engines" if busy.no_engines else "server_busy")] += 1
+
+    def relaying(self, pool: str, delta: int) -> None:
+        self.stats.sessions_active[pool] += delta
+
+    def leg_done(self, leg: UpstreamLeg) -> None:
+        key = self._leg_keys.pop(leg, None)
+        if key is not None:
+            self._keys[key] -= 1
+
+    @property
+    def sessions(self) -> int:
+        """Sessions placed or being placed by this process."""
+        return len(self._leg_keys)

@@ -1,0 +1,48 @@
+"""`liveplex gateway`: one GPT-Live endpoint placing sessions on the pods of its pools."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from liveplex.gateway import app, settings
+from liveplex.gateway.gateway import Gateway
+from liveplex.gptlive.server import auth, run
+from liveplex.gptlive.server import settings as server_settings
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="liveplex gateway",
+        description="Serve GPT-Live (/v1/live/sessions) by placing each session on a pod of its pool.")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8000, help="port, 0 picks a free one (default: %(default)s)")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    settings.add_arguments(parser)
+    server_settings.add_arguments(parser)
+    return parser
+
+
+def build(args: argparse.Namespace) -> tuple[Gateway, object]:
+    """The gateway and its app; raises ValueError naming a bad flag."""
+    gateway = Gateway(settings.settings_from_args(args), server_settings.settings_from_args(args, auth.environment()))
+    return gateway, app.create_app(gateway)
+
+
+def _banner(host: str, port: int) -> str:
+    at = run.shown(host)
+    return (f"liveplex gateway: placing sessions\n"
+            f"  demo page  http://{at}:{port}/\n"
+            f"  GPT-Live   ws://{at}:{port}/v1/live/sessions  (OpenAI(base_url=\"http://{at}:{port}/v1\"))")
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    run.configure_logging(args.log_level)
+    try:
+        gateway, application = build(args)
+    except ValueError as exc:
+        print(f"liveplex gateway: {exc}", file=sys.stderr)
+        return 2
+    run.run(application, args.host, args.port, _banner, gateway.drain, lambda: gateway.draining)
+    return 0

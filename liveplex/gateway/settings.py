@@ -1,0 +1,72 @@
+"""Gateway settings and the `liveplex gateway` flags that build them (once, naming a bad flag)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from liveplex.flags import default_of
+from liveplex.placement import keys, timing
+
+
+@dataclass(frozen=True, slots=True)
+class GatewaySettings:
+    """How the gateway places and relays; durations carry their unit."""
+
+    redis_url: str
+    default_pool: str | None = None
+    """Pool (`ns/name`) of models with no route in `le:routes`."""
+    fail_open: bool = True
+    """Redis down: place from the last snapshot if it is younger than `snapshot_max_age_ms`
+    (the pods' hard caps decide); off: answer `server_busy` (platform §7.12)."""
+    snapshot_max_age_ms: int = timing.SNAPSHOT_MAX_AGE_MS
+    refresh_ms: int = 1000
+    """How often routes, configs and pool snapshots are re-read from Redis."""
+    connect_timeout_ms: int = 2000
+    """Upstream WebSocket connect budget (platform §7.4)."""
+    breaker_ms: int = timing.CIRCUIT_BREAKER_MS
+    max_sessions_per_key: int = 0
+    """Concurrent sessions one API key may hold; 0: no limit."""
+    upstream_queue_frames: int = 256
+    """Client frames held for a slow upstream before the session is dropped (≈20 s of audio)."""
+    drain_deadline_s: float = 600.0
+    """`/drain` (and SIGTERM) wait this long for relayed sessions to end."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    d = GatewaySettings
+    g = parser.add_argument_group("gateway")
+    g.add_argument("--redis-url", required=True, help="the placement Redis (required)")
+    g.add_argument("--pool", default=None, metavar="NS/NAME",
+                   help="pool of models that have no route (default: routed models only)")
+    g.add_argument("--fail-closed", action="store_true",
+                   help="Redis down: answer server_busy instead of placing from the last snapshot "
+                        "(default: fail open)")
+    g.add_argument("--connect-timeout-ms", type=int, default=default_of(d, "connect_timeout_ms"),
+                   help="upstream connect budget (default: %(default)s)")
+    g.add_argument("--max-sessions-per-key", type=int, default=default_of(d, "max_sessions_per_key"),
+                   help="concurrent sessions per API key, 0 = unlimited (default: %(default)s)")
+    g.add_argument("--drain-deadline-s", type=float, default=default_of(d, "drain_deadline_s"),
+                   help="how long /drain and SIGTERM wait for sessions (default: %(default)s)")
+
+
+def settings_from_args(args: argparse.Namespace) -> GatewaySettings:
+    if not args.redis_url.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"--redis-url: expected redis://HOST:PORT, got {args.redis_url!r}")
+    if args.pool is not None:
+        try:
+            keys.pool_keys(args.pool)
+        except ValueError as exc:
+            raise ValueError(f"--pool: {exc}") from exc
+    for flag, value in (("--connect-timeout-ms", args.connect_timeout_ms),):
+        if value <= 0:
+            raise ValueError(f"{flag} must be > 0, got {value}")
+    if args.max_sessions_per_key < 0:
+        raise ValueError(f"--max-sessions-per-key must be >= 0, got {args.max_sessions_per_key}")
+    if args.drain_deadline_s < 0:
+        raise ValueError(f"--drain-deadline-s must be >= 0, got {args.drain_deadline_s}")
+    return GatewaySettings(
+        redis_url=args.redis_url, default_pool=args.pool, fail_open=not args.fail_closed,
+        connect_timeout_ms=args.connect_timeout_ms, max_sessions_per_key=args.max_sessions_per_key,
+        drain_deadline_s=args.drain_deadline_s,
+    )

@@ -1,0 +1,36 @@
+"""`GatewayStats`: what one gateway process did, as plain counters (read by `/metrics`).
+
+One writer, the event loop. Per-frame counts are two ints; everything else is per session.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from liveplex.live.buckets import Buckets
+
+PLACEMENT_BUCKETS_S: tuple[float, ...] = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
+"""Time to place and connect a session, Redis and the upstream handshake included."""
+
+
+@dataclass(slots=True)
+class GatewayStats:
+    """platform §9's gateway metrics, by label values."""
+
+    sessions_active: Counter[str] = field(default_factory=Counter)
+    """Pool -> sessions being relayed now (a gauge)."""
+    placements: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(pool, result): `placed`, `busy`, `retry`, `error`."""
+    rejected: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(pool, reason): `server_busy`, `no_engines`, `model_not_found`, `key_limit`, ..."""
+    connect_failures: Counter[str] = field(default_factory=Counter)
+    """Pod -> failed upstream connects."""
+    frames_down: int = 0
+    """Audio deltas relayed to clients."""
+    frames_up: int = 0
+    """Client frames relayed to pods."""
+    redis_errors: int = 0
+    fallbacks: Counter[str] = field(default_factory=Counter)
+    """Mode -> placements decided without Redis: `open` (from the snapshot), `closed` (refused)."""
+    placement_seconds: Buckets = field(default_factory=lambda: Buckets(PLACEMENT_BUCKETS_S))

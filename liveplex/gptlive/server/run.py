@@ -1,0 +1,97 @@
+"""Running a GPT-Live server process: JSON logs, uvicorn with the native live socket, and a
+SIGTERM that drains before it exits. `liveplex serve` and `liveplex gateway` both run this way.
+
+A first SIGTERM calls the server's drain (platform §5: new starts refused, running sessions
+finish, the rest ended at the drain deadline) and then exits; SIGINT, or a second signal, exits
+at once. The banner says where the server listens once bound (port 0 resolves here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from types import FrameType
+
+import uvicorn
+
+from liveplex.gptlive import events
+from liveplex.gptlive.server import native
+
+logger = logging.getLogger(__name__)
+
+WS_PROTOCOL = native.LiveProtocol
+"""uvicorn's `ws=`: serves `/v1/live/sessions` without ASGI, every other upgrade through the app."""
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: a fixed message plus the record's `extra` fields."""
+
+    _PLAIN = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        out = {"ts": round(record.created, 3), "level": record.levelname.lower(),
+               "logger": record.name, "msg": record.getMessage()}
+        out.update({k: v for k, v in vars(record).items() if k not in self._PLAIN})
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
+def configure_logging(level: str) -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter())
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+
+
+class Server(uvicorn.Server):
+    """See the module docstring; `bound(host, port)` returns the banner to print."""
+
+    def __init__(self, config: uvicorn.Config, bound: Callable[[str, int], str],
+                 drain: Callable[[], Awaitable[object]], draining: Callable[[], bool]) -> None:
+        super().__init__(config)
+        self._bound = bound
+        self._drain = drain
+        self._draining = draining
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def startup(self, sockets: list | None = None) -> None:  # type: ignore[override]
+        self._loop = asyncio.get_running_loop()
+        await super().startup(sockets)
+        if self.started:
+            host, port = self.servers[0].sockets[0].getsockname()[:2]
+            print(self._bound(host, port), flush=True)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        loop = self._loop
+        if sig != signal.SIGTERM or self._draining() or loop is None or not self.started:
+            super().handle_exit(sig, frame)
+            return
+        logger.info("SIGTERM: draining before exit")
+        loop.call_soon_threadsafe(lambda: loop.create_task(self._drain_then_exit(sig, frame)))
+
+    async def _drain_then_exit(self, sig: int, frame: FrameType | None) -> None:
+        await self._drain()
+        super().handle_exit(sig, frame)
+
+
+def shown(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def run(app: object, host: str, port: int, bound: Callable[[str, int], str],
+        drain: Callable[[], Awaitable[object]], draining: Callable[[], bool]) -> None:
+    """Serve `app` until stopped; logs a `stopped` line with the signals that stopped it."""
+    config = uvicorn.Config(
+        app, host=host, port=port, loop="uvloop", http="httptools", ws=WS_PROTOCOL,
+        ws_max_size=events.MAX_MESSAGE_BYTES, lifespan="on", log_level="warning", access_log=False,
+        timeout_graceful_shutdown=5,
+    )
+    started = time.perf_counter()
+    server = Server(config, bound, drain, draining)
+    server.run()
+    logger.info("stopped", extra={"uptime_s": round(time.perf_counter() - started, 1),
+                                  "signals": [signal.Signals(s).name for s in server._captured_signals]})
