@@ -1,7 +1,7 @@
 """`LocalRedis`: a throwaway `redis-server` on a loopback port, for tests, `liveplex up` and the latency probe.
 
 No persistence (`--save "" --appendonly no`), its own temporary directory, ready only once it answers
-PING, and killed on stop. `restart` brings it back empty on the same port, which is how the tests of
+(INFO, from its own process id), and killed on stop. `restart` brings it back empty on the same port, which is how the tests of
 others play "Redis went down".
 """
 
@@ -21,7 +21,7 @@ _ATTEMPTS = 5
 
 
 class LocalRedisError(RuntimeError):
-    """redis-server is missing, exited, or did not answer PING before the deadline."""
+    """redis-server is missing, exited, or did not answer before the deadline."""
 
 
 class LocalRedis:
@@ -47,7 +47,7 @@ class LocalRedis:
         return self._process is not None and self._process.poll() is None
 
     def start(self) -> str:
-        """Start redis-server and return its URL once it answers PING."""
+        """Start redis-server and return its URL once it answers."""
         if self.running:
             raise LocalRedisError("redis-server is already running")
         if shutil.which(self.executable) is None:
@@ -101,12 +101,12 @@ class LocalRedis:
         deadline = time.monotonic() + self.ready_timeout_s
         try:
             while time.monotonic() < deadline:
-                try:
-                    if client.ping():
+                try:  # the answer must come from our process, not from whoever else holds the port
+                    if client.info("server")["process_id"] == self._process.pid:
                         return
                 except (redis.ConnectionError, redis.TimeoutError):
                     pass
-                try:  # waits for the process to die, which is also the pause before the next PING
+                try:  # waits for the process to die, which is also the pause before the next try
                     code = self._process.wait(timeout=0.02)
                 except subprocess.TimeoutExpired:
                     continue
@@ -117,7 +117,7 @@ class LocalRedis:
         self._process.kill()
         self._process.wait()
         self._process = None
-        raise LocalRedisError(f"redis-server on port {self.port}: no PONG in {self.ready_timeout_s} s: {_tail(log)}")
+        raise LocalRedisError(f"redis-server on port {self.port}: no answer in {self.ready_timeout_s} s: {_tail(log)}")
 
 
 def _free_port() -> int:
