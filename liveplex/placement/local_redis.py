@@ -1,8 +1,8 @@
 """`LocalRedis`: a throwaway `redis-server` on a loopback port, for tests, `liveplex up` and the latency probe.
 
 No persistence (`--save "" --appendonly no`), its own temporary directory, ready only once it answers
-(INFO, from its own process id), and killed on stop. `restart` brings it back empty on the same port, which is how the tests of
-others play "Redis went down".
+INFO with its own process id (not another server's on the same port), and killed on stop. `restart`
+brings it back empty on the same port, which is how tests play "Redis went down".
 """
 
 from __future__ import annotations

@@ -8,15 +8,16 @@ from collections.abc import Awaitable, Callable
 
 import redis.asyncio
 
-from liveplex.placement import LEASE_MS, POD_TTL_MS, STALE_MS, Busy, Mode, PlacementClient, Placed, PodRecord, pool_keys
+from liveplex.placement import LEASE_MS, POD_TTL_MS, STALE_MS, Busy, Mode, Placed, PlacementClient, PodRecord, pool_keys
 
 POOL = "default/pp"
 K = pool_keys(POOL)
+Raw = redis.asyncio.Redis
 
 
 async def beat(client: PlacementClient, pod: str, capacity: int, active: int = 0, *, ttl_ms: int = POD_TTL_MS,
                draining: bool = False, degraded: bool = False) -> None:
-    record = PodRecord(f"10.0.0.{len(pod)}:{capacity}", capacity, active, draining=draining, degraded=degraded)
+    record = PodRecord(addr(pod, capacity), capacity, active, draining=draining, degraded=degraded)
     await client.heartbeat(POOL, pod, record, ttl_ms=ttl_ms)
 
 
@@ -24,12 +25,12 @@ def addr(pod: str, capacity: int) -> str:
     return f"10.0.0.{len(pod)}:{capacity}"
 
 
-async def redis_now_ms(raw: redis.asyncio.Redis) -> int:
+async def redis_now_ms(raw: Raw) -> int:
     seconds, micros = await raw.time()
     return seconds * 1000 + micros // 1000
 
 
-async def reservations(raw: redis.asyncio.Redis, pod: str) -> list[str]:
+async def reservations(raw: Raw, pod: str) -> list[str]:
     return await raw.zrange(K.resv(pod), 0, -1)
 
 
@@ -44,7 +45,7 @@ async def eventually(check: Callable[[], Awaitable[bool]], deadline_s: float = 5
 # --- choosing ---------------------------------------------------------------------------------------
 
 
-async def test_placement_picks_the_pod_with_most_free_slots(client: PlacementClient, raw: redis.asyncio.Redis) -> None:
+async def test_placement_picks_the_pod_with_most_free_slots(client: PlacementClient, raw: Raw) -> None:
     await beat(client, "pod-a", 4, active=2)
     await beat(client, "pod-b", 4, active=0)
     assert await client.place(POOL, "s1") == Placed("pod-b", addr("pod-b", 4))
@@ -64,7 +65,7 @@ async def test_pack_mode_fills_the_fullest_pod_with_room_first(client: Placement
 
 
 async def test_draining_pods_are_skipped_and_the_drain_is_published(
-    client: PlacementClient, raw: redis.asyncio.Redis
+    client: PlacementClient, raw: Raw
 ) -> None:
     await beat(client, "pod-a", 8)
     await beat(client, "pod-b", 1)
@@ -104,14 +105,14 @@ async def test_reservations_count_against_capacity(client: PlacementClient) -> N
         Placed("pod-a", addr("pod-a", 3)), Placed("pod-a", addr("pod-a", 3)), Busy(3, 1, no_engines=False)]
 
 
-async def test_placing_the_same_session_twice_holds_one_slot(client: PlacementClient, raw: redis.asyncio.Redis) -> None:
+async def test_placing_the_same_session_twice_holds_one_slot(client: PlacementClient, raw: Raw) -> None:
     await beat(client, "pod-a", 2)
     await client.place(POOL, "s1")
     await client.place(POOL, "s1")
     assert await reservations(raw, "pod-a") == ["s1"]
 
 
-async def test_a_lease_runs_for_lease_ms_from_redis_time(client: PlacementClient, raw: redis.asyncio.Redis) -> None:
+async def test_a_lease_runs_for_lease_ms_from_redis_time(client: PlacementClient, raw: Raw) -> None:
     await beat(client, "pod-a", 2)
     before = await redis_now_ms(raw)
     await client.place(POOL, "s1")
@@ -121,7 +122,7 @@ async def test_a_lease_runs_for_lease_ms_from_redis_time(client: PlacementClient
     assert 0 < await raw.pttl(K.resv("pod-a")) <= LEASE_MS + STALE_MS
 
 
-async def test_an_expired_lease_is_dropped_and_frees_its_slot(client: PlacementClient, raw: redis.asyncio.Redis) -> None:
+async def test_an_expired_lease_is_dropped_and_frees_its_slot(client: PlacementClient, raw: Raw) -> None:
     await beat(client, "pod-a", 1, ttl_ms=60_000)
     assert (await client.place(POOL, "s1", lease_ms=100)).pod == "pod-a"
     assert isinstance(await client.place(POOL, "s2", lease_ms=100), Busy)
@@ -138,7 +139,7 @@ async def test_an_expired_lease_is_dropped_and_frees_its_slot(client: PlacementC
 # --- settling: accept, release, unreserve, set_active --------------------------------------------------
 
 
-async def test_accept_moves_the_lease_into_active_exactly_once(client: PlacementClient, raw: redis.asyncio.Redis) -> None:
+async def test_accept_moves_the_lease_into_active_exactly_once(client: PlacementClient, raw: Raw) -> None:
     await beat(client, "pod-a", 2)
     await client.place(POOL, "s1")
     assert await client.accept(POOL, "pod-a", "s1", active=1) is True
@@ -152,7 +153,7 @@ async def test_accept_moves_the_lease_into_active_exactly_once(client: Placement
     assert await client.place(POOL, "s3") == Busy(2, 1, no_engines=False)
 
 
-async def test_a_session_whose_lease_expired_is_still_accepted(client: PlacementClient, raw: redis.asyncio.Redis) -> None:
+async def test_a_session_whose_lease_expired_is_still_accepted(client: PlacementClient, raw: Raw) -> None:
     await beat(client, "pod-a", 2)
     assert await client.accept(POOL, "pod-a", "never-placed", active=1) is False
     assert await raw.hget(K.pod("pod-a"), "active") == "1"
@@ -167,7 +168,7 @@ async def test_release_frees_the_slot(client: PlacementClient) -> None:
 
 
 async def test_unreserve_gives_the_slot_back_without_touching_active(
-    client: PlacementClient, raw: redis.asyncio.Redis
+    client: PlacementClient, raw: Raw
 ) -> None:
     await beat(client, "pod-a", 1, active=0)
     await client.place(POOL, "s1")
@@ -178,7 +179,7 @@ async def test_unreserve_gives_the_slot_back_without_touching_active(
 
 
 async def test_set_active_writes_at_once_but_never_creates_a_partial_record(
-    client: PlacementClient, raw: redis.asyncio.Redis
+    client: PlacementClient, raw: Raw
 ) -> None:
     await beat(client, "pod-a", 4, active=3)
     await client.set_active(POOL, "pod-a", 1)
@@ -193,7 +194,7 @@ async def test_set_active_writes_at_once_but_never_creates_a_partial_record(
 
 
 async def test_heartbeat_writes_the_record_a_ttl_and_a_redis_time_score(
-    client: PlacementClient, raw: redis.asyncio.Redis
+    client: PlacementClient, raw: Raw
 ) -> None:
     record = PodRecord("10.1.2.3:8000", 64, 5, tick_p99_us=4100, late_permille=2, engine_version="sim-1",
                        started_ms=1234)
@@ -205,7 +206,7 @@ async def test_heartbeat_writes_the_record_a_ttl_and_a_redis_time_score(
     assert before <= await raw.zscore(K.members, "pod-a") <= after
 
 
-async def test_a_stale_member_is_pruned_and_never_placed_on(client: PlacementClient, raw: redis.asyncio.Redis) -> None:
+async def test_a_stale_member_is_pruned_and_never_placed_on(client: PlacementClient, raw: Raw) -> None:
     await beat(client, "pod-a", 4)
     await beat(client, "pod-b", 4)
     await raw.zadd(K.members, {"pod-a": await redis_now_ms(raw) - STALE_MS - 1000})
@@ -215,7 +216,7 @@ async def test_a_stale_member_is_pruned_and_never_placed_on(client: PlacementCli
     assert (await client.place(POOL, "s4")).pod == "pod-a"
 
 
-async def test_a_member_whose_hash_expired_is_pruned(client: PlacementClient, raw: redis.asyncio.Redis) -> None:
+async def test_a_member_whose_hash_expired_is_pruned(client: PlacementClient, raw: Raw) -> None:
     await beat(client, "pod-a", 4, ttl_ms=30)
 
     async def hash_gone() -> bool:
@@ -236,7 +237,7 @@ async def test_busy_and_no_engines_are_told_apart(client: PlacementClient) -> No
 
 
 async def test_remove_pod_takes_its_record_reservations_and_membership(
-    client: PlacementClient, raw: redis.asyncio.Redis
+    client: PlacementClient, raw: Raw
 ) -> None:
     await beat(client, "pod-a", 2)
     await client.place(POOL, "s1")
