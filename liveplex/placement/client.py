@@ -1,0 +1,216 @@
+"""`PlacementClient`: the asyncio shell over Redis that engine pods, gateways and the operator share.
+
+It owns the connection, the scripts and the translation of every Redis failure into
+`errors.PlacementError`; the decisions live in the Lua scripts and their pure twins (`choice`,
+`load`). Scripts are registered once and run by `EVALSHA`, reloaded by redis-py on `NOSCRIPT`
+(after a Redis restart or `SCRIPT FLUSH`). Every call is bounded by `timeout_ms`: the socket timeouts
+bound each read and connect, and an overall deadline bounds the call with its one retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.resources
+import random
+from collections.abc import Awaitable, Collection, Mapping
+from typing import TypeVar
+
+import orjson
+import redis.asyncio
+import redis.exceptions
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from liveplex.placement import choice, errors, keys, load, record, snapshot, timing
+
+T = TypeVar("T")
+
+_UNAVAILABLE = (
+    redis.exceptions.ConnectionError,  # refused, reset, auth, still loading its dataset
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ReadOnlyError,  # a replica after failover
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.TryAgainError,
+    TimeoutError,  # our own deadline
+    OSError,
+)
+
+
+def _source(name: str) -> str:
+    lua = importlib.resources.files("liveplex.placement").joinpath("lua")
+    return lua.joinpath("now.lua").read_text() + lua.joinpath(name).read_text()
+
+
+class PlacementClient:
+    """Placement state of every pool in one Redis; safe to share between the tasks of one event loop."""
+
+    def __init__(self, url: str, *, timeout_ms: int = 500) -> None:
+        """`url`: `redis://host:port/db` (or `rediss://`, `unix://`). `timeout_ms`: the most one call may take."""
+        self._timeout_s = timeout_ms / 1000
+        self._redis = redis.asyncio.Redis.from_url(
+            url,
+            decode_responses=True,
+            socket_timeout=self._timeout_s,
+            socket_connect_timeout=self._timeout_s,
+            retry=Retry(NoBackoff(), 1),  # one reconnect after Redis closed a pooled connection
+        )
+        self._heartbeat = self._redis.register_script(_source("heartbeat.lua"))
+        self._settle = self._redis.register_script(_source("settle.lua"))
+        self._drain = self._redis.register_script(_source("drain.lua"))
+        self._place = self._redis.register_script(_source("place.lua"))
+        self._snapshot = self._redis.register_script(_source("snapshot.lua"))
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+    async def __aenter__(self) -> PlacementClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+    # --- engine pod side (platform §6.3) -------------------------------------------------------------
+
+    async def heartbeat(self, pool: str, pod: str, record: record.PodRecord,
+                        ttl_ms: int = timing.POD_TTL_MS) -> None:
+        """Publish the pod's record, keep its hash alive for `ttl_ms` and mark it fresh (Redis TIME)."""
+        k = keys.pool_keys(pool)
+        fields = [item for pair in record.to_hash().items() for item in pair]
+        await self._run(self._heartbeat(keys=[k.pod(pod), k.members], args=[pod, ttl_ms, *fields]))
+
+    async def accept(self, pool: str, pod: str, session_id: str, active: int) -> bool:
+        """The engine started `session_id`: its lease becomes part of `active` in one step.
+
+        `active` is the engine's count including this session. Returns whether the lease was still
+        held (a session whose lease expired is still accepted when the engine's own cap allows).
+        """
+        return await self._settled(pool, pod, _session(session_id), _count(active))
+
+    async def release(self, pool: str, pod: str, session_id: str, active: int) -> bool:
+        """The engine refused reserved `session_id`: drop its lease and write the engine's `active`."""
+        return await self._settled(pool, pod, _session(session_id), _count(active))
+
+    async def set_active(self, pool: str, pod: str, active: int) -> None:
+        """Write the engine's session count at once (a session ended), without waiting for a heartbeat."""
+        await self._settled(pool, pod, "", _count(active))
+
+    async def drain(self, pool: str, pod: str) -> None:
+        """Placement skips `pod` from now on; the pod name is published on the pool's events channel."""
+        k = keys.pool_keys(pool)
+        await self._run(self._drain(keys=[k.pod(pod)], args=[k.events, pod]))
+
+    async def remove_pod(self, pool: str, pod: str) -> None:
+        """A clean exit: the pod's hash, reservations and membership go at once instead of by TTL."""
+        k = keys.pool_keys(pool)
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.delete(k.pod(pod), k.resv(pod)).zrem(k.members, pod)
+        await self._run(pipe.execute())
+
+    async def write_config(self, pool: str, config: Mapping[str, object]) -> None:
+        """Store the pool's served description (`/live/config`) for gateways' early validation."""
+        await self._run(self._redis.set(keys.pool_keys(pool).config, orjson.dumps(config)))
+
+    # --- gateway side (platform §7) ------------------------------------------------------------------
+
+    async def place(
+        self,
+        pool: str,
+        session_id: str,
+        exclude: Collection[str] = (),
+        mode: choice.Mode = choice.Mode.SPREAD,
+        *,
+        lease_ms: int = timing.LEASE_MS,
+        stale_ms: int = timing.STALE_MS,
+        tiebreak: int | None = None,
+    ) -> choice.Placed | choice.Busy:
+        """Pick the best fresh pod with room and reserve a slot there for `lease_ms`, atomically.
+
+        `tiebreak` picks among equally ranked pods (random when None; fixed in tests).
+        """
+        k = keys.pool_keys(pool)
+        pick = random.getrandbits(31) if tiebreak is None else tiebreak
+        args = [k.pod_prefix, k.resv_prefix, _session(session_id), lease_ms, stale_ms, pick,
+                choice.Mode(mode).value, *exclude]
+        reply = await self._run(self._place(keys=[k.members], args=args))
+        if reply[0] == "placed":
+            return choice.Placed(pod=reply[1], addr=reply[2])
+        return choice.Busy(total_capacity=reply[1], total_active=reply[2], no_engines=reply[3] == 1)
+
+    async def unreserve(self, pool: str, pod: str, session_id: str) -> bool:
+        """Give back a reservation the gateway could not use (connect failed); returns whether it was held."""
+        return await self._settled(pool, pod, _session(session_id), "")
+
+    async def route(self, model: str) -> str | None:
+        """The pool serving `model`, or None when no LiveEngine routes it."""
+        return await self._run(self._redis.hget(keys.ROUTES, keys.check_model(model)))
+
+    async def read_config(self, pool: str) -> dict[str, object] | None:
+        """The pool's served description, or None when no engine has written one."""
+        raw = await self._run(self._redis.get(keys.pool_keys(pool).config))
+        if raw is None:
+            return None
+        try:
+            config = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise errors.InvalidRecord("config", raw, "not JSON") from None
+        if not isinstance(config, dict):
+            raise errors.InvalidRecord("config", raw, "not a JSON object")
+        return config
+
+    # --- operator side (platform §4, §8) -------------------------------------------------------------
+
+    async def set_route(self, model: str, pool: str) -> None:
+        await self._run(self._redis.hset(keys.ROUTES, keys.check_model(model), keys.pool_keys(pool).name))
+
+    async def remove_route(self, model: str) -> None:
+        await self._run(self._redis.hdel(keys.ROUTES, keys.check_model(model)))
+
+    async def routes(self) -> dict[str, str]:
+        """Every model -> pool route."""
+        return await self._run(self._redis.hgetall(keys.ROUTES))
+
+    async def snapshot(self, pool: str) -> snapshot.Snapshot:
+        """The pool at one Redis instant, stale members included (see `Snapshot.fresh`)."""
+        k = keys.pool_keys(pool)
+        reply = await self._run(self._snapshot(keys=[k.members], args=[k.pod_prefix, k.resv_prefix]))
+        members = tuple(
+            snapshot.Member(
+                pod=pod,
+                record=record.PodRecord.from_hash(dict(zip(flat[::2], flat[1::2]))),
+                heartbeat_ms=int(float(score)),
+                reserved=reserved,
+            )
+            for pod, score, reserved, flat in reply[1:]
+        )
+        return snapshot.Snapshot(now_ms=reply[0], members=members)
+
+    async def load(self, pool: str, stale_ms: int = timing.STALE_MS) -> load.PoolLoad:
+        return load.PoolLoad.of(await self.snapshot(pool), stale_ms)
+
+    # --- the edge -------------------------------------------------------------------------------------
+
+    async def _settled(self, pool: str, pod: str, session_id: str, active: int | str) -> bool:
+        k = keys.pool_keys(pool)
+        return await self._run(self._settle(keys=[k.resv(pod), k.pod(pod)], args=[session_id, active])) == 1
+
+    async def _run(self, call: Awaitable[T]) -> T:
+        """Await one Redis call under the deadline; the only place redis-py errors become ours."""
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                return await call
+        except _UNAVAILABLE as exc:
+            raise errors.RedisUnavailable(f"Redis unavailable: {type(exc).__name__}: {exc}") from exc
+        except redis.exceptions.RedisError as exc:
+            raise errors.RedisRefused(f"Redis refused: {exc}") from exc
+
+
+def _session(session_id: str) -> str:
+    if not isinstance(session_id, str) or not session_id:
+        raise errors.InvalidName("session_id", session_id, "a session id is a non-empty string")
+    return session_id
+
+
+def _count(active: int) -> int:
+    if not isinstance(active, int) or active < 0:
+        raise errors.InvalidRecord("active", active, "a session count is a non-negative integer")
+    return active

@@ -1,0 +1,78 @@
+"""`PodRecord`: what an engine pod publishes about itself in its Redis hash (platform §6.1).
+
+The hash is flat strings; `to_hash` and `from_hash` are the only places that know its encoding
+(integers in decimal, flags as `0`/`1`). The field names are the contract with `place.lua`, which
+reads `addr`, `capacity`, `active` and the two flags.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+from liveplex.placement import errors
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    """One engine pod's load and identity, as of its last heartbeat or state change."""
+
+    addr: str
+    """Where a gateway dials the pod: `host:port`."""
+    capacity: int
+    """Sessions the pod advertises (its hard cap `maxSessions`, or less under adaptive capacity)."""
+    active: int
+    """Sessions running or starting on the pod, by the engine's own count."""
+    draining: bool = False
+    """The pod takes no new sessions (preStop `/drain`)."""
+    degraded: bool = False
+    """The pod runs late; placement uses it only when no healthy pod has room."""
+    tick_p99_us: int = 0
+    """p99 tick duration over the last window, microseconds."""
+    late_permille: int = 0
+    """Late ticks per thousand over the last window."""
+    engine_version: str = ""
+    started_ms: int = 0
+    """When the pod started serving, Unix ms."""
+
+    def to_hash(self) -> dict[str, str]:
+        """The pod hash's fields and values, as `HSET` writes them."""
+        return {f.name: _encode(getattr(self, f.name)) for f in fields(self)}
+
+    @classmethod
+    def from_hash(cls, mapping: Mapping[str, str]) -> PodRecord:
+        """Parse a pod hash; raises `InvalidRecord` naming the first missing or malformed field."""
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            raw = mapping.get(f.name)
+            if raw is None:
+                raise errors.InvalidRecord(f.name, None, "missing from the pod hash")
+            values[f.name] = _decode(f.name, _TYPES[f.name], raw)
+        return cls(**values)  # type: ignore[arg-type]
+
+
+_TYPES: dict[str, type] = typing.get_type_hints(PodRecord)
+"""Field name -> Python type (the annotations are strings under `from __future__ import annotations`)."""
+
+
+def _encode(value: object) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _decode(name: str, kind: type, raw: str) -> object:
+    if kind is str:
+        return raw
+    if kind is bool:
+        if raw not in ("0", "1"):
+            raise errors.InvalidRecord(name, raw, "a flag is 0 or 1")
+        return raw == "1"
+    try:
+        number = int(raw)
+    except ValueError:
+        raise errors.InvalidRecord(name, raw, "not an integer") from None
+    if number < 0:
+        raise errors.InvalidRecord(name, raw, "must not be negative")
+    return number
