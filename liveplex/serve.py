@@ -19,6 +19,7 @@ from liveplex.gptlive.server import auth, run
 from liveplex.gptlive.server import settings as server_settings
 from liveplex.live import channel, contract, runner
 from liveplex.pod import app as pod_app
+from liveplex.pod import heartbeat
 from liveplex.pod import settings as pod_settings
 from liveplex.pod.pod import Pod
 from liveplex.sim_pod import SimEngine, profile_from_args
@@ -80,9 +81,11 @@ def build_pod(args: argparse.Namespace, make_engine: runner.EngineFactory | None
     return Built(pod, pod_app.create_app(pod))
 
 
-def _publisher(settings: pod_settings.PodSettings) -> None:
+def _publisher(settings: pod_settings.PodSettings) -> heartbeat.Heartbeat | None:
     """The Redis heartbeat, when the pod belongs to a pool."""
-    return None
+    if settings.redis_url is None or settings.pool is None:
+        return None
+    return heartbeat.Heartbeat(settings.redis_url, settings.pool, settings.pod_name)
 
 
 def _personaplex_engine(args: argparse.Namespace) -> tuple[contract.LiveInfo, runner.EngineThread]:

@@ -78,6 +78,9 @@ class GatewayBackend:
         self._leg_keys[leg] = key
         return leg
 
+    def settled(self, conn: connection.Connection, outcome: connection.Action) -> None:
+        """Nothing to tell: the pod settles its own reservation."""
+
     # --- what the legs share -----------------------------------------------------------------------
 
     def tripped(self) -> frozenset[str]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import re
+import weakref
+from collections.abc import Callable
 
 from websockets.datastructures import Headers
 
@@ -76,6 +78,10 @@ class EngineBackend:
     def __init__(self, served: Served, settings: Settings) -> None:
         self.served = served
         self._settings = settings
+        self._given: weakref.WeakKeyDictionary[connection.Connection, str] = weakref.WeakKeyDictionary()
+        """Sockets whose session id a gateway gave: their refusals release its reservation."""
+        self.on_settled: Callable[[connection.Action, str | None], None] | None = None
+        """The pod's heartbeat, told each outcome with the gateway-given session id."""
         self.handle: channel.LiveHandle | None = None
         self.draining = False
         """Set by `Pod.drain`: new starts are `server_busy`, running sessions go on."""
@@ -86,7 +92,14 @@ class EngineBackend:
     def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
         given = headers.get(SESSION_ID_HEADER)
         session_id = given if given is not None and _SESSION_ID.fullmatch(given) else None
-        return connection.Connection(self.served, self._settings, now_ns, session_id)
+        conn = connection.Connection(self.served, self._settings, now_ns, session_id)
+        if session_id is not None:
+            self._given[conn] = session_id
+        return conn
+
+    def settled(self, conn: connection.Connection, outcome: connection.Action) -> None:
+        if self.on_settled is not None:
+            self.on_settled(outcome, self._given.get(conn))
 
     def start(self, start: connection.Start, peer: backend.Peer) -> EngineLeg | None:
         handle = self.handle

@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Protocol
 
+from liveplex.gptlive import connection
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.server.app import SHUTDOWN_GRACE_S, Front
 from liveplex.gptlive.server.settings import ServerSettings
@@ -35,6 +36,9 @@ class Publisher(Protocol):
 
     async def start(self, pod: Pod) -> None: ...
 
+    def settled(self, outcome: connection.Action, session_id: str | None) -> None:
+        """A session started, was refused or ended (`session_id`: the gateway's, if any)."""
+
     async def drain(self) -> None:
         """Say `draining` now, not at the next period."""
 
@@ -53,6 +57,8 @@ class Pod:
         self.backend = EngineBackend(served, server.protocol)
         self.front = Front(server, self.backend)
         self.publisher = publisher
+        if publisher is not None:
+            self.backend.on_settled = publisher.settled
         self.model_load_s = 0.0
         self._drain: asyncio.Task[int] | None = None
         self._started_ns = 0

@@ -92,3 +92,51 @@ def stats_json(s: PodSnapshot) -> dict[str, Any]:
         "batch_size": _histogram(s.batch), "prefill": _histogram(s.prefill),
         "kv_occupancy": s.kv_occupancy,
     }
+
+
+def _delta(after: Buckets, before: Buckets | None) -> list[int]:
+    if before is None:
+        return list(after.counts)
+    return [a - b for a, b in zip(after.counts, before.counts)]
+
+
+def quantile_upper_s(counts: list[int], bounds: tuple[float, ...], q: float) -> float:
+    """The upper bound of the bucket holding quantile `q` (the last finite bound for +Inf); 0 when
+    empty. An over-estimate by at most one bucket: what a scraper's `histogram_quantile` sees."""
+    total = sum(counts)
+    if not total:
+        return 0.0
+    rank, seen = q * total, 0
+    for i, c in enumerate(counts):
+        seen += c
+        if seen >= rank:
+            return bounds[min(i, len(bounds) - 1)]
+    return bounds[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Tick health between two snapshots (a heartbeat period): what a pod publishes to placement."""
+
+    tick_p99_us: int
+    """p99 tick compute time."""
+    late_p99_ms: float
+    """p99 tick lateness."""
+    late_permille: int
+    """Ticks later than the budget, per thousand ticks."""
+
+    def degraded(self, budget_ms: int) -> bool:
+        """platform §3.2: p99 lateness over the budget."""
+        return self.late_p99_ms > budget_ms
+
+
+def window(now: PodSnapshot, before: PodSnapshot | None) -> Window:
+    durations = _delta(now.duration, before.duration if before else None)
+    lateness = _delta(now.lateness, before.lateness if before else None)
+    ticks = sum(lateness)
+    late = now.ticks_late - (before.ticks_late if before else 0)
+    return Window(
+        tick_p99_us=round(quantile_upper_s(durations, now.duration.bounds, 0.99) * 1e6),
+        late_p99_ms=quantile_upper_s(lateness, now.lateness.bounds, 0.99) * 1000,
+        late_permille=1000 * late // ticks if ticks else 0,
+    )

@@ -56,3 +56,7 @@ class Backend(Protocol):
 
     def start(self, start: connection.Start, peer: Peer) -> Leg | None:
         """Begin `start`; None when it was refused at once (the backend told `peer` why)."""
+
+    def settled(self, conn: connection.Connection, outcome: connection.Accepted | connection.Refused
+                | connection.Ended) -> None:
+        """A session outcome the pump performed (a pod tells its pool's Redis at once)."""

@@ -245,6 +245,7 @@ class LiveSocket:
                 close_code = action.code
             else:
                 self._stats.record(action)
+                self._backend.settled(self.conn, action)
         close_code = self._police(close_code)
         if close_code is not None:
             self._close(close_code)
@@ -270,9 +271,7 @@ class LiveSocket:
         logger.warning("client too slow; dropping it", extra={"queued_frames": self._held_frames})
         self._held.clear()
         self._held_frames = 0
-        for action in self.conn.disconnect():
-            if type(action) is not connection.Release:
-                self._stats.record(action)
+        self._settle(self.conn.disconnect())
         return connection.INTERNAL_ERROR
 
     def _send(self, text: str, frame: bool) -> None:
@@ -291,10 +290,15 @@ class LiveSocket:
 
     def _fail(self) -> None:
         """A handler bug: hang up, close 1011."""
-        for action in self.conn.disconnect():
-            if type(action) is not connection.Release:
-                self._stats.record(action)
+        self._settle(self.conn.disconnect())
         self._close(connection.INTERNAL_ERROR)
+
+    def _settle(self, actions: list[connection.Action]) -> None:
+        """Count the outcomes of a disconnect the pump decided itself (the release follows)."""
+        for action in actions:
+            if isinstance(action, connection.Accepted | connection.Refused | connection.Ended):
+                self._stats.record(action)
+                self._backend.settled(self.conn, action)
 
     # --- writing ----------------------------------------------------------------------------------
 

@@ -1,0 +1,143 @@
+"""`Heartbeat`: a pod's load in its pool's Redis (platform §6.3), the pod's `Publisher`.
+
+Every 500 ms it writes the pod's record (capacity, active, draining, degraded, tick health) and
+the pool's served description, so a Redis that restarted empty is whole again within a period.
+Between heartbeats, `settled` writes each session outcome at once through the accept and release
+scripts: a session placed by a gateway leaves its reservation exactly when it starts or is
+refused, so it is never counted twice or zero times. The engine's hard cap stays the arbiter:
+Redis only steers. Redis errors are logged and counted, never raised into serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+from liveplex import __version__
+from liveplex.gptlive import connection
+from liveplex.placement import HEARTBEAT_MS, PlacementClient, PlacementError, PodRecord, check_pod
+from liveplex.pod import stats
+
+if TYPE_CHECKING:
+    from liveplex.pod.pod import Pod
+
+logger = logging.getLogger(__name__)
+
+
+def address(advertise: str | None, bound: tuple[str, int] | None) -> str:
+    """`host:port` the gateway dials: `--advertise` without its scheme, else the bound address."""
+    if advertise:
+        return advertise.split("://", 1)[-1].rstrip("/")
+    if bound is None:
+        raise RuntimeError("the pod is not bound yet")
+    host, port = bound
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def default_name(addr: str) -> str:
+    """A member name from an address when no `--pod-name` is given: `127.0.0.1:8001` ->
+    `127.0.0.1-8001` (pod names are DNS subdomains)."""
+    return check_pod(re.sub(r"[^a-z0-9.-]+", "-", addr.lower()).strip("-."))
+
+
+class Heartbeat:
+    """See the module docstring."""
+
+    def __init__(self, redis_url: str, pool: str, pod_name: str | None, period_ms: int = HEARTBEAT_MS) -> None:
+        self._client = PlacementClient(redis_url)
+        self._pool = pool
+        self._name = pod_name
+        self._period_s = period_ms / 1000
+        self._pod: Pod | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._pending: set[asyncio.Task[Any]] = set()
+        self._before: stats.PodSnapshot | None = None
+        self._started_ms = int(time.time() * 1000)
+        self.errors = 0
+        """Redis calls that failed (each logged)."""
+
+    @property
+    def name(self) -> str:
+        assert self._name is not None
+        return self._name
+
+    async def start(self, pod: Pod) -> None:
+        self._pod = pod
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        pod = self._pod
+        assert pod is not None
+        while pod.bound is None and pod.settings.advertise is None:  # the banner sets it
+            await asyncio.sleep(0.01)
+        self._name = self._name or default_name(address(pod.settings.advertise, pod.bound))
+        while True:
+            await self.beat()
+            await asyncio.sleep(self._period_s)
+
+    def record(self) -> PodRecord:
+        """The pod as it is now, with tick health over the last period."""
+        pod = self._pod
+        assert pod is not None
+        now = pod.snapshot()
+        health = stats.window(now, self._before)
+        self._before = now
+        return PodRecord(
+            addr=address(pod.settings.advertise, pod.bound), capacity=now.info.max_sessions,
+            active=self._active(), draining=now.draining,
+            degraded=health.degraded(pod.settings.lateness_budget_ms), tick_p99_us=health.tick_p99_us,
+            late_permille=health.late_permille, engine_version=__version__, started_ms=self._started_ms)
+
+    def _active(self) -> int:
+        pod = self._pod
+        assert pod is not None
+        pulse = pod.engine.pulse
+        return max(pod.front.stats.snapshot().sessions_open, pulse.sessions if pulse else 0)
+
+    async def beat(self) -> None:
+        pod = self._pod
+        assert pod is not None
+        await self._call(self._client.heartbeat(self._pool, self.name, self.record()))
+        await self._call(self._client.write_config(self._pool, pod.served.config()))
+
+    def settled(self, action: connection.Action, session_id: str | None) -> None:
+        """A session outcome on this pod: accept, release or the new count, at once."""
+        if self._name is None:
+            return
+        active = self._active()
+        if type(action) is connection.Accepted:
+            call = self._client.accept(self._pool, self.name, action.session_id, active)
+        elif type(action) is connection.Refused and session_id is not None:
+            call = self._client.release(self._pool, self.name, session_id, active)
+        elif type(action) is connection.Ended:
+            call = self._client.set_active(self._pool, self.name, active)
+        else:
+            return
+        task = asyncio.get_running_loop().create_task(self._call(call))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def drain(self) -> None:
+        if self._name is not None:
+            await self._call(self._client.drain(self._pool, self.name))
+            await self.beat()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await asyncio.gather(*self._pending, return_exceptions=True)
+        if self._name is not None:
+            await self._call(self._client.remove_pod(self._pool, self.name))
+        await self._client.close()
+
+    async def _call(self, call: Coroutine[Any, Any, object]) -> None:
+        try:
+            await call
+        except PlacementError as exc:
+            self.errors += 1
+            logger.warning("redis call failed", extra={"pool": self._pool, "error": str(exc)})
