@@ -66,8 +66,11 @@ def _listening(host: str, port: int, child: subprocess.Popen[bytes], what: str) 
 
 
 def _spawn(args: list[str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "liveplex.cli", *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+    """A child in its own session (Ctrl-C reaches only `liveplex up`, which stops them in order);
+    its banner is ours to print, its logs go to stderr."""
+    return subprocess.Popen([sys.executable, "-m", "liveplex.cli", *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            start_new_session=True)
 
 
 @contextlib.contextmanager

@@ -38,6 +38,9 @@ SESSION_ID_HEADER = "X-Liveplex-Session-Id"
 POOL_HEADER = "X-Liveplex-Pool"
 PLACEMENTS = 2
 """platform §7.5: a busy or unreachable pod is excluded and the session placed once more."""
+BUSY_RECHECK_S = 0.1
+"""A pool that looks full is asked once more after this: a session that just ended reaches the
+client (through this gateway) a moment before its pod's count reaches Redis."""
 
 
 def _kind(text: str | bytes) -> tuple[str, dict[str, object]]:
@@ -122,6 +125,9 @@ class UpstreamLeg:
         unreachable = False
         for attempt in range(PLACEMENTS):
             placed = await owner.place(self._pool, start.resource.id, exclude)
+            if isinstance(placed, Busy) and not placed.no_engines and attempt == 0:
+                await asyncio.sleep(BUSY_RECHECK_S)
+                placed = await owner.place(self._pool, start.resource.id, exclude)
             if isinstance(placed, Busy):
                 if busy_text is not None:
                     break

@@ -93,10 +93,12 @@ class Heartbeat:
             late_permille=health.late_permille, engine_version=__version__, started_ms=self._started_ms)
 
     def _active(self) -> int:
+        """Sessions started and not ended, counted on the loop as they happen. Not `Pulse.sessions`:
+        that lags a tick behind an end, and would hold a freed slot for a heartbeat. Sessions still
+        starting are covered by their reservation until `accept`."""
         pod = self._pod
         assert pod is not None
-        pulse = pod.engine.pulse
-        return max(pod.front.stats.snapshot().sessions_open, pulse.sessions if pulse else 0)
+        return pod.front.stats.sessions_open
 
     async def beat(self) -> None:
         pod = self._pod

@@ -57,6 +57,7 @@ class Server(uvicorn.Server):
         self._drain = drain
         self._draining = draining
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = time.perf_counter()
 
     async def startup(self, sockets: list | None = None) -> None:  # type: ignore[override]
         self._loop = asyncio.get_running_loop()
@@ -64,6 +65,13 @@ class Server(uvicorn.Server):
         if self.started:
             host, port = self.servers[0].sockets[0].getsockname()[:2]
             print(self._bound(host, port), flush=True)
+
+    async def shutdown(self, sockets: list | None = None) -> None:  # type: ignore[override]
+        """Logged here: uvicorn re-raises a captured SIGTERM after serving, which ends the process
+        before `run` returns."""
+        await super().shutdown(sockets)
+        logger.info("stopped", extra={"uptime_s": round(time.perf_counter() - self._started, 1),
+                                      "signals": [signal.Signals(s).name for s in self._captured_signals]})
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         loop = self._loop
@@ -84,14 +92,10 @@ def shown(host: str) -> str:
 
 def run(app: object, host: str, port: int, bound: Callable[[str, int], str],
         drain: Callable[[], Awaitable[object]], draining: Callable[[], bool]) -> None:
-    """Serve `app` until stopped; logs a `stopped` line with the signals that stopped it."""
+    """Serve `app` until stopped; a `stopped` line says after how long and which signals."""
     config = uvicorn.Config(
         app, host=host, port=port, loop="uvloop", http="httptools", ws=WS_PROTOCOL,
         ws_max_size=events.MAX_MESSAGE_BYTES, lifespan="on", log_level="warning", access_log=False,
         timeout_graceful_shutdown=5,
     )
-    started = time.perf_counter()
-    server = Server(config, bound, drain, draining)
-    server.run()
-    logger.info("stopped", extra={"uptime_s": round(time.perf_counter() - started, 1),
-                                  "signals": [signal.Signals(s).name for s in server._captured_signals]})
+    Server(config, bound, drain, draining).run()

@@ -69,6 +69,11 @@ class FrontStats:
             self.dropped_samples += action.dropped
             self.session_seconds.observe(action.seconds)
 
+    @property
+    def sessions_open(self) -> int:
+        """Sessions accepted and not yet ended."""
+        return self.accepted - sum(self.closed.values())
+
     def snapshot(self) -> FrontSnapshot:
         ended = sum(self.closed.values())
         return FrontSnapshot(

@@ -1,0 +1,164 @@
+"""The gateway end to end: real redis-server, real sim pods and gateway processes, real sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import signal
+import threading
+import time
+import urllib.request
+
+import numpy as np
+import orjson
+import pytest
+import websockets
+
+from tests.conformance import servers
+from tests.support import clients, platform
+
+pytestmark = pytest.mark.timeout(180)
+
+START = {"type": "session.start", "event_id": "s1", "session": {"model": "gpt-live-1"}}
+LOUD = base64.b64encode((8000 * np.sin(np.arange(1920) * 0.2)).astype("<i2").tobytes()).decode()
+
+
+async def until(ws, kind: str, timeout_s: float = 10) -> tuple[dict, list[dict]]:
+    seen = []
+    async with asyncio.timeout(timeout_s):
+        while True:
+            event = orjson.loads(await ws.recv())
+            seen.append(event)
+            if event["type"] == kind:
+                return event, seen
+
+
+async def started(url: str):
+    ws = await websockets.connect(url)
+    await ws.send(orjson.dumps(START).decode())
+    event, seen = await until(ws, "session.started")
+    return ws, event
+
+
+def test_the_sdk_holds_sessions_through_the_gateway_spread_over_the_pods(redis_url, tmp_path) -> None:
+    with platform.platform(redis_url, tmp_path) as p:
+        async def scenario() -> None:
+            sockets = [await started(p.gateway.ws_url) for _ in range(4)]
+            platform.eventually(lambda: p.pod_sessions() == [2, 2], "two sessions on each pod")
+            deltas, words, reason = await clients.sdk_call(p.gateway.base_url)
+            assert reason == "close_requested" and words.startswith("I hear")
+            assert {len(d) for d in deltas} == {3840}
+            for ws, _ in sockets:
+                await ws.close()
+        asyncio.run(scenario())
+        platform.eventually(lambda: p.stats()["sessions"] == 0, "the pods to report no session")
+
+
+def test_the_conformance_checklist_passes_through_the_gateway(redis_url, tmp_path) -> None:
+    """Two pods of 4 slots: the capacity checks see the pool's 8 and find server_busy at the 9th."""
+    with platform.platform(redis_url, tmp_path, pod_flags=("--max-sessions", "4")) as p:
+        code, lines = servers.check(p.gateway.base_url, "--concurrency", "1")
+    report = servers.report(lines)
+    assert code == 0, "\n".join(lines)
+    assert {n for n, s in report.items() if s == "FAIL"} == set()
+    assert report[18] == report[19] == report[40] == "PASS"
+
+
+def test_a_pod_killed_mid_session_is_server_error_then_connection_lost_within_2_s(redis_url, tmp_path) -> None:
+    with platform.platform(redis_url, tmp_path) as p:
+        async def scenario() -> None:
+            ws, _ = await started(p.gateway.ws_url)
+            platform.eventually(lambda: sorted(p.pod_sessions()) == [0, 1], "the session on one pod")
+            victim = p.pod_sessions().index(1)
+            p.pods[victim][1].send_signal(signal.SIGKILL)
+            t0 = time.monotonic()
+            error, _ = await until(ws, "error", timeout_s=2)
+            closed, _ = await until(ws, "session.closed", timeout_s=2)
+            assert time.monotonic() - t0 < 2
+            assert (error["error"]["code"], closed["reason"]) == ("server_error", "connection_lost")
+            await ws.wait_closed()
+            assert ws.close_code == 1011
+            again, _ = await started(p.gateway.ws_url)  # placed on the survivor
+            await again.close()
+        asyncio.run(scenario())
+
+
+def test_redis_down_keeps_live_sessions_fails_open_then_busy_and_recovers(redis_server, redis_url, tmp_path) -> None:
+    with platform.platform(redis_url, tmp_path) as p:
+        async def scenario() -> None:
+            ws, _ = await started(p.gateway.ws_url)
+            redis_server.stop()
+            for _ in range(10):  # the live session does not notice
+                await ws.send(orjson.dumps({"type": "session.input_audio.append", "audio": LOUD}).decode())
+                await until(ws, "session.output_audio.delta")
+            fresh, _ = await started(p.gateway.ws_url)  # fail-open from a snapshot < 5 s old
+            await fresh.close()
+            await asyncio.sleep(5.5)  # the snapshot is now too old to trust
+            late = await websockets.connect(p.gateway.ws_url)
+            await late.send(orjson.dumps(START).decode())
+            error, _ = await until(late, "error")
+            assert error["error"]["code"] == "server_busy"
+            redis_server.start()
+            t0 = time.monotonic()
+            while True:  # placement is back within 5 s of Redis returning
+                await late.send(orjson.dumps(START).decode())
+                event = orjson.loads(await asyncio.wait_for(late.recv(), 5))
+                if event["type"] == "session.started":
+                    break
+                assert time.monotonic() - t0 < 5, event
+                await asyncio.sleep(0.2)
+            await late.close()
+            await ws.send(orjson.dumps({"type": "session.close"}).decode())
+            closed, _ = await until(ws, "session.closed")
+            assert closed["reason"] == "close_requested"
+        asyncio.run(scenario())
+
+
+def test_a_draining_pod_takes_no_new_session_and_its_running_one_finishes(redis_url, tmp_path) -> None:
+    with platform.platform(redis_url, tmp_path) as p:
+        async def scenario() -> None:
+            ws, _ = await started(p.gateway.ws_url)
+            platform.eventually(lambda: sorted(p.pod_sessions()) == [0, 1], "the session on one pod")
+            busy = p.pod_sessions().index(1)
+            drained: list[dict] = []
+            drain = threading.Thread(target=lambda: drained.append(platform.get_json(
+                p.pods[busy][0].root + "/drain?deadline_s=60")))
+            drain.start()
+            platform.eventually(lambda: _status(p.pods[busy][0].root + "/ready") == 503, "/ready to say 503")
+            others = [await started(p.gateway.ws_url) for _ in range(3)]
+            sessions = p.pod_sessions()
+            assert sessions[busy] == 1 and sessions[1 - busy] == 3
+            for _ in range(5):
+                await ws.send(orjson.dumps({"type": "session.input_audio.append", "audio": LOUD}).decode())
+            await ws.send(orjson.dumps({"type": "session.close"}).decode())
+            closed, seen = await until(ws, "session.closed")
+            assert closed["reason"] == "close_requested"
+            await asyncio.to_thread(drain.join, 10)
+            assert drained == [{"drained": True, "ended_at_deadline": 0}]
+            for other, _ in others:
+                await other.close()
+        asyncio.run(scenario())
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_sigterm_drains_a_pod_before_it_exits(redis_url, tmp_path) -> None:
+    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=("--drain-deadline-s", "1")) as p:
+        async def scenario() -> None:
+            ws, _ = await started(p.gateway.ws_url)
+            pod = p.pods[0][1]
+            os.kill(pod.pid, signal.SIGTERM)
+            error, _ = await until(ws, "error", timeout_s=5)  # at the 1 s deadline
+            closed, _ = await until(ws, "session.closed")
+            assert (error["error"]["code"], closed["reason"]) == ("server_shutdown", "connection_lost")
+            await asyncio.to_thread(pod.wait, 10)
+        asyncio.run(scenario())
+    log = (tmp_path / "pod-0.log").read_text()  # complete once the platform has stopped
+    assert '"msg": "draining"' in log and '"msg": "stopped"' in log and "SIGTERM" in log
