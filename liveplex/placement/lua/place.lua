@@ -22,11 +22,10 @@ for _, pod in ipairs(redis.call('ZRANGE', members, 0, -1)) do
   elseif h[3] ~= '1' then
     engines = engines + 1
     if not excluded[pod] then
-      local resv = resv_prefix .. pod
-      redis.call('ZREMRANGEBYSCORE', resv, '-inf', string.format('(%d', now))
       local cap, act = tonumber(h[1]), tonumber(h[2])
       capacity, active = capacity + cap, active + act
-      local free = cap - act - redis.call('ZCARD', resv)
+      -- expired leases do not count; they are dropped from the pod that takes the next lease below
+      local free = cap - act - redis.call('ZCOUNT', resv_prefix .. pod, now, '+inf')
       if free > 0 then
         -- lower ranks first: healthy before degraded, then most free (spread) or least free (pack)
         local degraded = (h[4] == '1') and 1 or 0
@@ -47,6 +46,7 @@ if #ties == 0 then
 end
 local chosen = ties[(tonumber(ARGV[6]) % #ties) + 1]
 local resv = resv_prefix .. chosen[1]
+redis.call('ZREMRANGEBYSCORE', resv, '-inf', string.format('(%d', now))
 redis.call('ZADD', resv, now + lease_ms, ARGV[3])
 redis.call('PEXPIRE', resv, lease_ms + stale_ms)
 return {'placed', chosen[1], chosen[2]}
