@@ -5,27 +5,18 @@ Importing this module imports moshi; conftest sets NO_TORCH_COMPILE=1 before tha
 
 from __future__ import annotations
 
+import dataclasses
+
 import moshi.models.lm  # noqa: F401  (fails the session loudly if moshi is missing)
 import torch
 from moshi.models.lm import LMModel
 
-from liveplex.personaplex import checkpoint, config
+from liveplex.personaplex import architecture, checkpoint, config
 
 
 def lm_kwargs(cfg: config.LMConfig, dep_q: int) -> dict[str, object]:
-    """Upstream `LMModel` arguments for our config (moshi's `_lm_kwargs` with our numbers)."""
-    return {
-        "dim": cfg.dim, "text_card": cfg.text_card, "existing_text_padding_id": config.TEXT_PAD,
-        "n_q": cfg.n_q, "dep_q": dep_q, "card": cfg.card, "num_heads": cfg.num_heads,
-        "num_layers": cfg.num_layers, "hidden_scale": cfg.hidden_scale, "causal": True,
-        "layer_scale": None, "context": cfg.context, "max_period": cfg.max_period, "gating": "silu",
-        "norm": "rms_norm_f32", "positional_embedding": "rope", "depformer_dim": cfg.dep_dim,
-        "depformer_dim_feedforward": int(cfg.hidden_scale * cfg.dep_dim),
-        "depformer_num_heads": cfg.dep_num_heads, "depformer_num_layers": cfg.dep_num_layers,
-        "depformer_layer_scale": None, "depformer_multi_linear": True, "depformer_context": dep_q,
-        "depformer_max_period": 10000, "depformer_gating": "silu", "depformer_pos_emb": "none",
-        "depformer_weights_per_step": True, "delays": list(config.DELAYS),
-    }
+    """Upstream `LMModel` arguments for our config with `dep_q` depformer steps (moshi's `_lm_kwargs` names)."""
+    return architecture.to_moshi_kwargs(dataclasses.replace(cfg, dep_steps=dep_q))
 
 
 def build_lm(cfg: config.LMConfig, dep_q: int = 16) -> LMModel:
