@@ -5,10 +5,10 @@ and text vocabularies) is read off the shapes by a vote over every tensor that s
 damaged tensor is reported against the majority instead of turning the whole file into
 mismatches. What shapes cannot tell (attention heads, the window, the RoPE period) comes from
 `config.json` when there is one (moshi's LM kwargs names, `ACCEPTED`), else from the named config
-of the same widths, else from Kyutai's conventions (head width 128 temporal, 64 depformer; context
-3000; period 10000), with a warning. A `config.json` number that contradicts the shapes is a
-problem naming both. Everything found wrong is returned together; `model_dir` raises it as one
-`CheckpointError`. Pure: no torch, no files (the caller reads the header and the JSON).
+of the same shapes (heads: of the same width), else from Kyutai's conventions (head width 128
+temporal, 64 depformer, with a warning; context 3000; period 10000). A `config.json` number that
+contradicts the shapes is a problem naming both. Everything found wrong is returned together;
+`model_dir` raises it as one `CheckpointError`. Pure: no torch, no files (the caller reads the header and the JSON).
 """
 
 from __future__ import annotations
@@ -307,8 +307,9 @@ def derive(shapes: Mapping[str, Shape], lm_name: str, kwargs: Mapping[str, objec
         return Derived(None, "custom", source, tuple(problems), tuple(notes))
     named = next((make() for make in config.CONFIGS.values() if _matches(make(), values)), None)
     for field, width, head_dim in _HEADS:
-        if field not in values:
-            values[field] = (getattr(named, field) if named is not None else
+        if field not in values:  # a named size of the same width splits it the same way
+            same = next((make() for make in config.CONFIGS.values() if getattr(make(), width) == values[width]), None)
+            values[field] = (getattr(same, field) if same is not None else
                              _assumed_heads(field, values[width], head_dim, lm_name, notes, problems))  # type: ignore[arg-type]
     values.setdefault("context", named.context if named is not None else DEFAULT_CONTEXT)
     values.setdefault("max_period", named.max_period if named is not None else DEFAULT_MAX_PERIOD)
