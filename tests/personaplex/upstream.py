@@ -6,9 +6,13 @@ Importing this module imports moshi; conftest sets NO_TORCH_COMPILE=1 before tha
 from __future__ import annotations
 
 import dataclasses
+import json
+import pathlib
 
 import moshi.models.lm  # noqa: F401  (fails the session loudly if moshi is missing)
+import safetensors.torch
 import torch
+from moshi.models import loaders
 from moshi.models.lm import LMModel
 
 from liveplex.personaplex import architecture, checkpoint, config
@@ -62,3 +66,25 @@ def eight_step(state: dict[str, torch.Tensor], cfg: config.LMConfig) -> dict[str
     """The Moshi 8-step layout cut from a 16-step state (real key names): steps 0..7 and
     `depformer_emb.0..6`. Every 8-step tensor is a prefix of its 16-step counterpart (step-major rows)."""
     return {key: state[key][: shape[0]].clone() for key, shape in checkpoint.expected_lm(cfg, 8).items()}
+
+
+def tiny_moshi_kwargs(**overrides: object) -> dict[str, object]:
+    """moshi's own `_lm_kwargs` (Moshi 7B's config) shrunk to spec §6.2's tiny widths, with overrides."""
+    return loaders._lm_kwargs | {
+        "dim": 64, "num_heads": 4, "num_layers": 2, "context": 40, "depformer_dim": 32, "depformer_num_heads": 4,
+        "depformer_num_layers": 2, "depformer_dim_feedforward": int(4.125 * 32)} | overrides
+
+
+def write_moshi_lm(directory: pathlib.Path, kwargs: dict[str, object], seed: int) -> None:
+    """`model.safetensors` and `config.json` of an LM built by moshi's own loader from `kwargs`, with
+    spec §6.3's random weights, saved under the file's key names."""
+    lm = loaders.get_moshi_lm(None, lm_kwargs=kwargs, device="cpu", dtype=torch.float32)
+    randomize_(lm, seed)
+    safetensors.torch.save_file(export_state(lm), str(directory / checkpoint.LM_FILE))
+    (directory / architecture.CONFIG_FILE).write_text(json.dumps(kwargs))
+
+
+def load_moshi_lm(directory: pathlib.Path) -> LMModel:
+    """The LM of a checkpoint directory as moshi's own loader reads it (fp32, from its `config.json`)."""
+    kwargs = json.loads((directory / architecture.CONFIG_FILE).read_text())
+    return loaders.get_moshi_lm(directory / checkpoint.LM_FILE, lm_kwargs=kwargs, device="cpu", dtype=torch.float32)
