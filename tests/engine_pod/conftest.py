@@ -21,6 +21,13 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_moshi_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    directory = tmp_path_factory.mktemp("tiny-moshi") / "ck"
+    assert cli.main(["personaplex", "make-tiny", "--moshi", str(directory)]) == 0
+    return directory
+
+
+@pytest.fixture(scope="session")
 def tiny_model(tiny_dir):
     from tests.engine_pod import harness
 
