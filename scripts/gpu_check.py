@@ -37,6 +37,7 @@ ring of every row: at young positions the KV term of the floor understates what 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import pathlib
 import platform
@@ -110,7 +111,7 @@ class _Bench:
         voice = torch.randn(voice_frames, cfg.dim, generator=gen).to(device, lm.temporal.text_linear.weight.dtype)
         sil = prompt.silence_column()
         p = prompt.layout(voice, sil, sil, torch.randint(4, 400, (role,), generator=gen).tolist(), SCHEDULE)
-        self.prompt = prompt.Prompt(p.voice, p.columns.to(device), p.role_tokens)
+        self.prompt = dataclasses.replace(p, columns=p.columns.to(device))
         self.prefix = prefill.voice_prefix(lm.temporal, voice)
         self.lm, self.codec, self.device = lm, codec, device
         self.sync = _sync(device)

@@ -28,6 +28,7 @@ from liveplex.live.jitter import Jitter
 from liveplex.live.line import Line
 from liveplex.live.pulse import Pulse
 from liveplex.personaplex import prefill, prompt, sampling, tokenizer
+from liveplex.sim_pod import profile as sim_profile
 
 logger = logging.getLogger(__name__)
 
@@ -75,16 +76,28 @@ def session_cap(model: model_mod.Model, settings: EngineSettings) -> int:
 
 
 def live_info(model: model_mod.Model, settings: EngineSettings, max_sessions: int) -> contract.LiveInfo:
-    """What the pod serves: the checkpoint's voices, the derived role-prompt limit (D5), the cap."""
-    if settings.default_voice not in model.voices:
+    """What the pod serves: the checkpoint's voices, the derived role-prompt limit (D5), the cap.
+
+    A Moshi checkpoint has one voice, its weights' own, and takes no instructions: it advertises
+    PersonaPlex's voice names as the sim does (every one plays that voice, so GPT-Live clients and
+    the voice table keep working), no default instructions and a limit of 0, and runs only the
+    `upstream` schedule (moshi's `LMGen`; `reference` is NVIDIA's PersonaPlex schedule).
+    """
+    moshi = model.convention is prompt.Convention.MOSHI
+    if moshi and settings.schedule != prompt.Schedule.UPSTREAM.value:
         raise model_mod.StartupError(
-            f"default voice {settings.default_voice!r} is not among the loaded voices {sorted(model.voices)}")
+            f"schedule {settings.schedule!r}: a Moshi checkpoint runs only the upstream schedule (moshi's LMGen)")
+    voices = sim_profile.VOICES if moshi else tuple(sorted(model.voices))
+    if settings.default_voice not in voices:
+        raise model_mod.StartupError(
+            f"default voice {settings.default_voice!r} is not among the loaded voices {list(voices)}")
     period = frames.PERIOD_NS
+    size = "7b" if model.name == "personaplex-7b" else model.name
     return contract.LiveInfo(
-        model="personaplex-7b" if model.name == "personaplex-7b" else f"personaplex-{model.name}",
+        model=f"{model.convention.value}-{size}",
         sample_rate=frames.SAMPLE_RATE, frame_samples=frames.FRAME_SAMPLES,
-        voices=tuple(sorted(model.voices)), default_voice=settings.default_voice,
-        default_instructions=settings.default_instructions,
+        voices=voices, default_voice=settings.default_voice,
+        default_instructions="" if moshi else settings.default_instructions,
         max_instructions_chars=model.max_instructions_chars,
         max_sessions=max_sessions,
         max_frames=int(settings.max_seconds * 1e9) // period if settings.max_seconds else UNLIMITED_FRAMES,
@@ -111,8 +124,11 @@ class PersonaPlexEngine:
         self._buckets = buckets.cut(settings.buckets, info.max_sessions)
         self._prefixes = {name: prefill.voice_prefix(model.lm.temporal, v.embeddings.to(self._device))
                           for name, v in model.voices.items()}
+        self._bare = prompt.bare(model.cfg.init_column, model.cfg.dim)
+        self._bare_prefix = prefill.voice_prefix(model.lm.temporal, self._bare.voice.to(self._device))
+        persona = model.convention is prompt.Convention.PERSONAPLEX
         self._primed = (prefill.primed_codec_state(model.codec)
-                        if self._schedule is prompt.Schedule.UPSTREAM else None)
+                        if persona and self._schedule is prompt.Schedule.UPSTREAM else None)
         self._rows: list[_Running] = []
         self._queue: deque[_Waiting] = deque()
         self._ticks = 0
@@ -121,6 +137,7 @@ class PersonaPlexEngine:
         logger.info("personaplex engine ready", extra={
             "device": str(self._device), "dtype": settings.dtype, "schedule": settings.schedule,
             "attention": "masked", "cuda_graphs": self._program.graphs, "architecture": model.name,
+            "convention": model.convention.value,
             "checkpoint_steps": model.lm.file_steps, "context": model.cfg.context,
             "voices": {n: v.frames for n, v in sorted(model.voices.items())},
             "max_sessions": info.max_sessions, "max_instructions_chars": info.max_instructions_chars,
@@ -147,18 +164,24 @@ class PersonaPlexEngine:
         return len(self._rows) + len(self._queue)
 
     def take(self, sub: channel.LiveSubmission) -> None:
-        """Lay out the session's prompt and queue it for the next tick's prefill (spec §5.4)."""
+        """Lay out the session's prompt and queue it for the next tick's prefill (spec §5.4).
+
+        Moshi's prompt is the same empty one for every session (its voice name chooses nothing)."""
         m, s = self._model, self._settings
-        voice = m.voices[sub.session.voice]
-        role = m.tokenizer.role_ids(sub.session.instructions)
-        if voice.frames + 12 + len(role) > m.cfg.context - 2:  # the token-count backstop of §4.4
-            logger.warning("role prompt does not fit the window; session refused",
-                           extra={"session_id": sub.id, "voice_frames": voice.frames, "role_tokens": len(role)})
-            sub.refuse(contract.CloseReason.ABORTED)
-            return
-        layout = prompt.layout(voice.embeddings, voice.ring_n, voice.ring_next, role, self._schedule)
+        if m.convention is prompt.Convention.MOSHI:
+            layout, prefix = self._bare, self._bare_prefix
+        else:
+            voice = m.voices[sub.session.voice]
+            role = m.tokenizer.role_ids(sub.session.instructions)
+            if voice.frames + 12 + len(role) > m.cfg.context - 2:  # the token-count backstop of §4.4
+                logger.warning("role prompt does not fit the window; session refused",
+                               extra={"session_id": sub.id, "voice_frames": voice.frames, "role_tokens": len(role)})
+                sub.refuse(contract.CloseReason.ABORTED)
+                return
+            layout = prompt.layout(voice.embeddings, voice.ring_n, voice.ring_next, role, self._schedule)
+            prefix = self._prefixes[voice.name]
         seed = secrets.randbits(63) if s.seed is None else (s.seed * 1_000_003 + sub.id) % (1 << 63)
-        self._queue.append(_Waiting(sub, layout, self._prefixes[voice.name], seed))
+        self._queue.append(_Waiting(sub, layout, prefix, seed))
 
     def tick(self, skipped: int) -> None:
         """Close ended sessions, prefill newcomers, then one frame for every running session."""

@@ -1,11 +1,12 @@
-"""Loading the LM from `model.safetensors`: header validation, layout detection, tensor copy.
+"""Loading the LM from `model.safetensors`: header validation against a config, tensor copy.
 
 The expected table is generated from our own modules built on the meta device, whose parameter
-names are the checkpoint's, so the same code checks the tiny test config and the real one (spec
-personaplex §2.5). Every header is validated before any device memory is allocated, and every
-problem is reported together in one `CheckpointError`. A file with Moshi's 8-step depformer is
-accepted with a warning (Decision D2); a 16-step module built from it gets steps 8..15 copied from
-0..7 as the reference loader does, and `depformer_emb.7`, which such a file lacks, zero-filled.
+names are the checkpoint's, so the same code checks every config, the tiny test one and the real
+one (spec personaplex §2.5); the config itself is derived from the checkpoint (`architecture`).
+Every header is validated before any device memory is allocated, and every problem is reported
+together in one `CheckpointError`. A 16-step module built from a file with Moshi's 8-step
+depformer gets steps 8..15 copied from 0..7 as the reference loader does, and `depformer_emb.7`,
+which such a file lacks, zero-filled (Decision D2; only diagnostics ask for it).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ logger = logging.getLogger(__name__)
 
 LM_FILE = "model.safetensors"
 _DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
-_LAYOUT_KEY = "depformer.layers.0.self_attn.in_proj_weight"
 _PER_STEP = re.compile(r"^(depformer_in|linears)\.(\d+)\.|\.gating\.(\d+)\.")
 _DEP_EMB = re.compile(r"^depformer_emb\.(\d+)\.")
 
@@ -48,7 +48,7 @@ class LM:
     temporal: temporal.Temporal
     depformer: depformer.Depformer
     file_steps: int
-    """Depformer steps stored in the file: 16 (PersonaPlex) or 8 (Moshi layout)."""
+    """Depformer steps stored in the file: 16 (PersonaPlex) or 8 (Moshi layout): `cfg.dep_steps`."""
     stored_dtypes: tuple[str, ...]
 
 
@@ -76,19 +76,6 @@ def expected_lm(cfg: config.LMConfig, steps: int) -> dict[str, tuple[int, ...]]:
 
 def _shape(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(map(str, shape)) + "]"
-
-
-def _file_steps(name: str, header: dict[str, TensorInfo], cfg: config.LMConfig) -> int:
-    if _LAYOUT_KEY not in header:
-        raise CheckpointError(f"{name}: `{_LAYOUT_KEY}` is missing, cannot tell the depformer layout")
-    rows = header[_LAYOUT_KEY].shape[0]
-    for steps in (cfg.dep_steps, config.AGENT_CODEBOOKS):
-        if header[_LAYOUT_KEY].shape == (3 * cfg.dep_dim * steps, cfg.dep_dim):
-            return steps
-    raise CheckpointError(
-        f"{name}: `{_LAYOUT_KEY}` has shape {_shape(header[_LAYOUT_KEY].shape)} ({rows} rows), expected "
-        f"{_shape((3 * cfg.dep_dim * cfg.dep_steps, cfg.dep_dim))} (16 steps) or "
-        f"{_shape((3 * cfg.dep_dim * config.AGENT_CODEBOOKS, cfg.dep_dim))} (8 steps)")
 
 
 def check_header(name: str, header: dict[str, TensorInfo], expected: dict[str, tuple[int, ...]]) -> list[str]:
@@ -124,18 +111,22 @@ def _source(key: str, file_steps: int) -> str | None:
     return key
 
 
-def validate_lm(path: pathlib.Path, cfg: config.LMConfig) -> tuple[dict[str, TensorInfo], int]:
-    """Read and check `path`'s header against `cfg` without loading: (header, depformer steps stored).
+def shapes(header: dict[str, TensorInfo]) -> dict[str, tuple[int, ...]]:
+    """Key -> shape, what `architecture.derive` reads."""
+    return {key: info.shape for key, info in header.items()}
+
+
+def validate_lm(path: pathlib.Path, cfg: config.LMConfig) -> dict[str, TensorInfo]:
+    """Read and check `path`'s header against `cfg` (its `dep_steps` included) without loading.
 
     Raises `CheckpointError` listing every missing, misshaped or unsupported tensor.
     """
     path = pathlib.Path(path)
     header = read_header(path)
-    file_steps = _file_steps(path.name, header, cfg)
-    problems = check_header(path.name, header, expected_lm(cfg, file_steps))
+    problems = check_header(path.name, header, expected_lm(cfg, cfg.dep_steps))
     if problems:
         raise CheckpointError(*problems)
-    return header, file_steps
+    return header
 
 
 def load_lm(path: pathlib.Path, cfg: config.LMConfig, *, steps: int = config.AGENT_CODEBOOKS,
@@ -143,16 +134,20 @@ def load_lm(path: pathlib.Path, cfg: config.LMConfig, *, steps: int = config.AGE
     """Validate `path` against `cfg`, then load a temporal transformer and a `steps`-step depformer.
 
     `steps` is 8 for the live engine (only rows and keys of steps 0..7 are read) and 16 for
-    parity tests. Raises `CheckpointError` naming the file, every bad key and both shapes.
+    parity tests; 16 from an 8-step file fills steps 8..15 (D2). Raises `CheckpointError` naming
+    the file, every bad key and both shapes.
     """
     path = pathlib.Path(path)
-    header, file_steps = validate_lm(path, cfg)
+    header = validate_lm(path, cfg)
+    file_steps = cfg.dep_steps
     expected = expected_lm(cfg, file_steps)
-    if file_steps != cfg.dep_steps:
+    if steps > file_steps:
         logger.warning(
-            "checkpoint has the Moshi depformer layout and may not be a PersonaPlex checkpoint",
+            "checkpoint has the Moshi depformer layout: user-stream steps filled",
             extra={"file": str(path), "file_steps": file_steps,
-                   "filled": "steps 8..15 copied from 0..7, depformer_emb.7 zero-filled" if steps > file_steps else ""})
+                   "filled": f"steps {file_steps}..{steps - 1} copied from 0..{steps - file_steps - 1}, "
+                             f"depformer_emb.{file_steps - 1} zero-filled"})
+        cfg = dataclasses.replace(cfg, dep_steps=steps)
     extra = sorted(set(header) - set(expected))
     if extra:
         logger.warning("checkpoint has keys the model does not use; ignored",

@@ -1,28 +1,35 @@
-"""Loading a whole checkpoint directory in one call: LM, Mimi, tokenizer, voices and the prompt limit.
+"""Loading a whole checkpoint directory in one call: LM, Mimi, tokenizer, voices, prompt convention, limit.
 
 The directory has the real layout (spec personaplex §2.1): `model.safetensors`,
-`tokenizer-e351c8d8-checkpoint125.safetensors` (Mimi), `tokenizer_spm_32k_3.model`, and `voices/`
-or else `voices.tgz`. `config.json` is never read: the architecture is recognised from the LM
-header as the closest of the named configs (`personaplex-7b`, `small`, `tiny`; Mimi among `mimi`,
-`tiny`), so
-`liveplex personaplex make-tiny` output loads through the same call as the real files. The
-context window is a serving choice, not a property of the weights, so it may be overridden.
+`tokenizer-e351c8d8-checkpoint125.safetensors` (Mimi), `tokenizer_spm_32k_3.model`, `voices/` or
+else `voices.tgz` (PersonaPlex only), and optionally `config.json`. The LM architecture is derived
+from the checkpoint itself (`architecture`: `config.json` when there is one, else the tensor
+shapes); Mimi's is recognised among its named configs (`mimi`, `tiny`). The prompt convention
+follows from the LM: 16 depformer steps are PersonaPlex; 8 are Kyutai's Moshi (no prompt, no
+voices), unless voices are there (a PersonaPlex file in Moshi's layout, D2: served as PersonaPlex,
+with a warning). `liveplex personaplex make-tiny` output loads through the same call as the real
+files. The context window is a serving choice, not a property of the weights, so it may be
+overridden.
 
-Order (spec §2.5, §5.2): every required file is checked for presence first, then both safetensors
-headers, all before any tensor is allocated; every problem found at a stage is reported together
-in one `CheckpointError`. Then the LM (8 resident depformer steps by default), Mimi (fp32), the
-tokenizer and the voices load, and the role-prompt limit is derived from the longest voice (D5).
+Order (spec §2.5, §5.2): every required file is checked for presence, `config.json` is read and
+the LM header derived, then both safetensors headers are checked against the derived and
+recognised configs, all before any tensor is allocated; every problem found at a stage is
+reported together in one `CheckpointError`. Then the LM (8 resident depformer steps by default),
+Mimi (fp32), the tokenizer and the voices load, and the role-prompt limit is derived from the
+longest voice (D5).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from pathlib import Path
 
 import torch
 
 from liveplex.personaplex import (
+    architecture,
     checkpoint,
     config,
     errors,
@@ -48,7 +55,7 @@ class Model:
     """Everything the engine needs from a checkpoint directory, resident on one device."""
 
     name: str
-    """The recognised LM architecture (`personaplex-7b`, `small`, `tiny`)."""
+    """The LM's named architecture (`personaplex-7b`, `small`, `tiny`) or `custom`."""
     cfg: config.LMConfig
     """Its numbers, with the served context."""
     lm: checkpoint.LM
@@ -56,38 +63,68 @@ class Model:
     """Mimi, fp32 on every device; `codec.cfg` is its recognised config."""
     tokenizer: tokenizer.Tokenizer
     voices: dict[str, voices.Voice]
-    """Every voice by file stem (`NATF2`), custom voices included."""
+    """Every voice by file stem (`NATF2`), custom voices included; none for Moshi."""
     max_instructions_chars: int
-    """Role-prompt character limit for the longest loaded voice (D5): 715 for 50 frames."""
+    """Role-prompt character limit for the longest loaded voice (D5): 715 for 50 frames; 0 for Moshi."""
+    convention: prompt.Convention
+    """How its sessions are prompted."""
+
+
+_NAMED_FILES = {"moshi_name": checkpoint.LM_FILE, "mimi_name": mimi_checkpoint.FILE_NAME,
+                "tokenizer_name": tokenizer.FILE_NAME}
+"""moshi's `config.json` file-name keys and the one name liveplex reads for each."""
 
 
 def _required(directory: Path) -> list[str]:
-    """A problem per required file that is absent."""
-    problems = [
+    """A problem per required file that is absent (voices are judged once the LM is known)."""
+    return [
         f"{directory}: `{name}` is missing"
         for name in (checkpoint.LM_FILE, mimi_checkpoint.FILE_NAME, tokenizer.FILE_NAME)
         if not (directory / name).is_file()
     ]
-    if not (directory / "voices").is_dir() and not (directory / "voices.tgz").is_file():
-        problems.append(f"{directory}: neither `voices/` nor `voices.tgz` is there")
-    return problems
 
 
-def _recognise_lm(path: Path) -> tuple[str, config.LMConfig]:
-    """The named config closest to the header (fewest problems, 16- or 8-step layout): an exact fit
-    when the file is sound, else the one whose problems are then listed, not a flood of them."""
-    header = checkpoint.read_header(path)
+def _has_voices(directory: Path) -> bool:
+    return (directory / "voices").is_dir() or (directory / "voices.tgz").is_file()
 
-    def problems(cfg: config.LMConfig) -> int:
-        return min(len(checkpoint.check_header("", header, checkpoint.expected_lm(cfg, steps)))
-                   for steps in (cfg.dep_steps, config.AGENT_CODEBOOKS))
 
-    name = min(config.CONFIGS, key=lambda n: problems(config.CONFIGS[n]()))
-    return name, config.CONFIGS[name]()
+def read_config(directory: Path) -> tuple[dict[str, object] | None, list[str]]:
+    """`config.json` as moshi's LM kwargs (None when absent) and what is wrong with it."""
+    path = directory / architecture.CONFIG_FILE
+    if not path.is_file():
+        return None, []
+    try:
+        kwargs = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, [f"{path.name}: not readable JSON ({exc})"]
+    if not isinstance(kwargs, dict):
+        return None, [f"{path.name}: expected a JSON object of moshi LM kwargs, got {type(kwargs).__name__}"]
+    problems = [f"{path.name}: `{key}` names `{kwargs[key]}`; liveplex reads `{name}` (rename the file)"
+                for key, name in _NAMED_FILES.items() if kwargs.get(key, name) != name]
+    return kwargs, problems
+
+
+def _derive(directory: Path, has_voices: bool) -> tuple[architecture.Derived | None, list[str]]:
+    """The LM's architecture from `config.json` and the header, and every problem with either."""
+    kwargs, problems = read_config(directory)
+    lm_path = directory / checkpoint.LM_FILE
+    if not lm_path.is_file():
+        return None, problems
+    try:
+        header = checkpoint.read_header(lm_path)
+    except errors.CheckpointError as exc:
+        return None, problems + list(exc.problems)
+    derived = architecture.derive(checkpoint.shapes(header), lm_path.name, kwargs)
+    problems += derived.problems
+    if derived.cfg is not None and derived.cfg.dep_steps != config.AGENT_CODEBOOKS and not has_voices:
+        problems.append(f"{directory}: neither `voices/` nor `voices.tgz` is there "
+                        f"(a {derived.cfg.dep_steps}-step PersonaPlex checkpoint needs its voices)")
+    return derived, problems
 
 
 def _recognise_mimi(path: Path) -> tuple[str, mimi.MimiConfig]:
-    """As `_recognise_lm`, among Mimi's named configs."""
+    """The named Mimi config closest to the header (fewest missing or misshaped tensors): an exact fit
+    when the file is sound, else the one whose problems are then listed, not a flood of them."""
     header = checkpoint.read_header(path)
 
     def problems(cfg: mimi.MimiConfig) -> int:
@@ -115,19 +152,29 @@ def load(directory: str | Path, *, device: torch.device | str = "cpu", dtype: to
     """Load and validate a checkpoint directory onto `device`.
 
     dtype: the LM's weights and KV (Mimi is always fp32); context: the window in positions (None:
-    the recognised config's, 3000 for the real model); steps: resident depformer steps (8 live,
-    16 for diagnostics). Raises `CheckpointError` (or its subclasses `MimiCheckpointError`,
-    `VoiceError`) naming the file and every missing or misshaped tensor, or the voice and field.
+    the checkpoint's, 3000 for the real models); steps: resident depformer steps (8 live, 16 for
+    diagnostics). Raises `CheckpointError` (or its subclasses `MimiCheckpointError`,
+    `VoiceError`) naming the file and every missing or misshaped tensor, config key, or the voice
+    and field.
     """
     directory = Path(directory)
-    problems = _required(directory)
+    has_voices = _has_voices(directory)
+    derived, problems = _derive(directory, has_voices)
+    problems = _required(directory) + problems
     if problems:
         raise errors.CheckpointError(*problems)
+    assert derived is not None and derived.cfg is not None
+    convention = (prompt.Convention.MOSHI if derived.cfg.dep_steps == config.AGENT_CODEBOOKS and not has_voices
+                  else prompt.Convention.PERSONAPLEX)
+    if convention is prompt.Convention.MOSHI and custom_voices_dir is not None:
+        raise errors.CheckpointError(f"{custom_voices_dir}: a Moshi checkpoint takes no voice prompts; "
+                                     "its voice is its weights' own")
+    cfg = derived.cfg if context is None else derived.cfg.with_context(context)
     lm_path, mimi_path = directory / checkpoint.LM_FILE, directory / mimi_checkpoint.FILE_NAME
-    name, cfg = _recognise_lm(lm_path)
-    if context is not None:
-        cfg = cfg.with_context(context)
     mimi_name, mimi_cfg = _recognise_mimi(mimi_path)
+    if cfg.card != mimi_cfg.bins:
+        problems.append(f"{lm_path.name}: audio vocabulary {cfg.card} (`card`) differs from Mimi's "
+                        f"{mimi_cfg.bins}-entry codebooks")
     validations = (lambda: checkpoint.validate_lm(lm_path, cfg), lambda: mimi_checkpoint.validate(mimi_path, mimi_cfg))
     for validate in validations:
         try:
@@ -136,11 +183,31 @@ def load(directory: str | Path, *, device: torch.device | str = "cpu", dtype: to
             problems += exc.problems
     if problems:
         raise errors.CheckpointError(*problems)
+    if derived.notes:
+        logger.warning("checkpoint architecture: values assumed or ignored",
+                       extra={"file": str(lm_path), "source": derived.source, "notes": list(derived.notes)})
+    if convention is prompt.Convention.PERSONAPLEX and cfg.dep_steps == config.AGENT_CODEBOOKS:
+        logger.warning("checkpoint has the Moshi depformer layout and voices: served as PersonaPlex, "
+                       "but it may not be a PersonaPlex checkpoint (D2)", extra={"directory": str(directory)})
 
     lm = checkpoint.load_lm(lm_path, cfg, steps=steps, device=device, dtype=dtype)
     codec = mimi.load(mimi_path, device, mimi_cfg)
     tok = _tokenizer(directory / tokenizer.FILE_NAME, cfg)
-    found = voices.load_voices(directory, dim=cfg.dim, max_frames=max_voice_frames, custom_dir=custom_voices_dir,
+    found, limit = {}, 0
+    if convention is prompt.Convention.PERSONAPLEX:
+        found, limit = _voices(directory, cfg, lm, codec, max_voice_frames, custom_voices_dir)
+    logger.info("checkpoint directory loaded", extra={
+        "directory": str(directory), "architecture": derived.name, "architecture_source": derived.source,
+        "convention": convention.value, "context": cfg.context, "text_card": cfg.text_card, "mimi": mimi_name,
+        "file_steps": lm.file_steps, "stored_dtypes": lm.stored_dtypes, "device": str(device), "dtype": str(dtype),
+        "voices": {v.name: v.frames for v in found.values()}, "max_instructions_chars": limit})
+    return Model(derived.name, cfg, lm, codec, tok, found, limit, convention)
+
+
+def _voices(directory: Path, cfg: config.LMConfig, lm: checkpoint.LM, codec: mimi.Mimi, max_voice_frames: int,
+            custom_voices_dir: Path | None) -> tuple[dict[str, voices.Voice], int]:
+    """PersonaPlex's voices and the role-prompt limit their longest one leaves (D5)."""
+    found = voices.load_voices(directory, cfg=cfg, max_frames=max_voice_frames, custom_dir=custom_voices_dir,
                                wav=voices.WavConverter(codec, lm.temporal.embed))
     if not found:
         raise voices.VoiceError(f"{directory}: no voice (`.pt` in voices/ or voices.tgz)")
@@ -149,9 +216,4 @@ def load(directory: str | Path, *, device: torch.device | str = "cpu", dtype: to
                 for v in found.values() if v.frames + PROMPT_OVERHEAD_FRAMES > cfg.context]
     if too_long:
         raise voices.VoiceError(*too_long)
-    limit = prompt.max_instructions_chars(cfg.context, max(v.frames for v in found.values()))
-    logger.info("checkpoint directory loaded", extra={
-        "directory": str(directory), "architecture": name, "context": cfg.context, "mimi": mimi_name,
-        "file_steps": lm.file_steps, "stored_dtypes": lm.stored_dtypes, "device": str(device), "dtype": str(dtype),
-        "voices": {v.name: v.frames for v in found.values()}, "max_instructions_chars": limit})
-    return Model(name, cfg, lm, codec, tok, found, limit)
+    return found, prompt.max_instructions_chars(cfg.context, max(v.frames for v in found.values()))

@@ -40,11 +40,13 @@ class VoicePrefix:
 
 @torch.no_grad()
 def voice_prefix(temp: temporal.Temporal, voice: torch.Tensor) -> VoicePrefix:
-    """Run a voice's [N, dim] embeddings from position 0 and keep their K/V (once per voice)."""
+    """Run a voice's [N, dim] embeddings from position 0 and keep their K/V (once per voice; N = 0
+    for Moshi's empty prompt: no rows)."""
     N = voice.shape[0]
     assert N <= temp.cfg.context - 2, f"a voice of {N} frames does not fit a context of {temp.cfg.context}"
     scratch = temp.new_pool(1)
-    temp.forward_rows(voice.to(temp.text_linear.weight.dtype), [temporal.Segment(0, 0, N)], scratch)
+    if N:
+        temp.forward_rows(voice.to(temp.text_linear.weight.dtype), [temporal.Segment(0, 0, N)], scratch)
     return VoicePrefix([k[0, :, :N].clone() for k in scratch.k], [v[0, :, :N].clone() for v in scratch.v])
 
 
@@ -90,7 +92,7 @@ def admit(temp: temporal.Temporal, dep: depformer.Depformer, pool: ring.KVPool, 
                             top_k=sample.audio_top_k, seed=seed, column=column, stream=1)
         admission = [(int(t), int(a)) for t, a in zip(text.tolist(), cb0.tolist())]
     for n, adm in zip(newcomers, admission):
-        state.start(n.slot, schedule, prompt.start_position(n.prompt, schedule), n.seed, adm)
+        state.start(n.slot, schedule, prompt.start_position(n.prompt, schedule), n.seed, n.prompt.tail, adm)
     return last
 
 

@@ -1,6 +1,8 @@
-"""The persona prompt as model rows, the state a session starts live from, and the prompt limit.
+"""The prompt as model rows, the state a session starts live from, and the prompt limit.
 
-Layout (spec personaplex §4.3), with N voice frames and L role tokens, P = N + 13 + L:
+Two conventions, chosen by the checkpoint (`Convention`). PersonaPlex conditions every session on
+a voice and a role prompt; its layout (spec personaplex §4.3), with N voice frames and L role
+tokens, P = N + 13 + L:
 
 | columns            | content                                                        |
 |--------------------|----------------------------------------------------------------|
@@ -12,7 +14,15 @@ Layout (spec personaplex §4.3), with N voice frames and L role tokens, P = N + 
 | N+7+L .. P-1       | silence columns                                                |
 
 The `reference` schedule prefills columns N..P-2 and starts live at position P-1; `upstream`
-prefills N..P-1 and starts at P (spec §3.4).
+prefills N..P-1 and starts at P (spec §3.4). After the prompt, the agent's acoustic codes and the
+user's codes of column P are silence (SILENCE, SINE): the prompt's `tail`.
+
+Kyutai's Moshi takes no prompt: a session starts from nothing, as moshi's `LMGen` does after
+`reset_streaming`. Column 0 is all INIT (every stream's delay reaches it), so it is the one
+prefilled row (P = 1); the admission draw gives the text and agent cb0 of column 1, whose delayed
+streams are INIT too (the tail), and the first live tick runs position 1: it is `LMGen`'s call 1,
+whose input holds the caller's first frame. `LMGen`'s call 0, whose input the delays discard, is
+the prefill. Only the `upstream` schedule exists for Moshi (the `reference` one is NVIDIA's).
 """
 
 from __future__ import annotations
@@ -26,6 +36,15 @@ from liveplex.personaplex import config
 
 SILENCE_FRAMES = 6
 """0.5 s of silence before and after the role text."""
+
+
+class Convention(enum.Enum):
+    """How sessions of a checkpoint are prompted: by its architecture (`model_dir`)."""
+
+    PERSONAPLEX = "personaplex"
+    """A voice prompt and a role prompt (16 depformer steps; or 8 with voices, D2)."""
+    MOSHI = "moshi"
+    """No prompt: the voice is the weights' own (8 depformer steps, no voices)."""
 
 
 class Schedule(enum.Enum):
@@ -52,20 +71,20 @@ class Prompt:
     """One session's prompt as model input."""
 
     voice: torch.Tensor
-    """[N, dim] voice input embeddings (positions 0..N-1)."""
+    """[N, dim] voice input embeddings (positions 0..N-1); N = 0 for Moshi."""
     columns: torch.Tensor
     """[R, 17] int64 token columns prefilled at positions N..N+R-1."""
     role_tokens: int
     """L."""
+    total: int
+    """P: the column of the first live row under `upstream` (N + 13 + L; 1 for Moshi)."""
+    tail: torch.Tensor
+    """[17] int64 whose delayed streams are column P's (and whose text and agent part is column
+    P-1's under `reference`): the start state's agent acoustic and user codes (spec §3.4)."""
 
     @property
     def voice_frames(self) -> int:
         return self.voice.shape[0]
-
-    @property
-    def total(self) -> int:
-        """P = N + 13 + L, the reference's offset after the prompt."""
-        return self.voice_frames + 2 * SILENCE_FRAMES + 1 + self.role_tokens
 
 
 def layout(voice: torch.Tensor, ring_n: torch.Tensor, ring_next: torch.Tensor, role_ids: list[int],
@@ -81,9 +100,16 @@ def layout(voice: torch.Tensor, ring_n: torch.Tensor, ring_next: torch.Tensor, r
     cols += [silence_column()] * (SILENCE_FRAMES - 1)
     cols += [silence_column(t) for t in role_ids]
     cols += [silence_column()] * SILENCE_FRAMES
+    total = voice.shape[0] + len(cols)
     if schedule is Schedule.REFERENCE:
         cols = cols[:-1]
-    return Prompt(voice, torch.stack(cols), len(role_ids))
+    return Prompt(voice, torch.stack(cols), len(role_ids), total, silence_column())
+
+
+def bare(init_column: tuple[int, ...], dim: int) -> Prompt:
+    """Moshi's empty prompt: the all-INIT column 0 at position 0 (`LMConfig.init_column`)."""
+    column = torch.tensor(init_column, dtype=torch.long)
+    return Prompt(torch.zeros(0, dim), column[None], 0, 1, column)
 
 
 def start_position(prompt: Prompt, schedule: Schedule) -> int:

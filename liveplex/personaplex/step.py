@@ -45,26 +45,25 @@ class TokenState:
         return cls(z(slots), z(slots, 1 + A), z(slots, A), z(slots, A), z(slots, A - 1),
                    torch.zeros(slots, dtype=torch.bool, device=device), z(slots))
 
-    def start(self, slot: int, schedule: prompt.Schedule, position: int, seed: int,
+    def start(self, slot: int, schedule: prompt.Schedule, position: int, seed: int, tail: torch.Tensor,
               admission: tuple[int, int] | None = None) -> None:
-        """Set a newcomer's row to §3.4's start state.
+        """Set a newcomer's row to §3.4's start state; `tail` is its prompt's (`Prompt.tail`).
 
-        `admission` is the upstream admission draw (text, agent cb0 of column P); reference starts
-        from the silence column with agent cb1..7 forced to SILENCE on its first tick.
+        `admission` is the upstream admission draw (text, agent cb0 of column P): the agent's other
+        codes and the user's previous ones come from the tail. `reference` starts from the tail
+        column itself, with agent cb1..7 forced to the tail's on its first tick.
         """
-        silence = torch.tensor(config.SILENCE)
-        sine = torch.tensor(config.SINE)
         self.pos[slot] = position
-        self.u1[slot] = sine
-        self.u2[slot] = sine
+        self.u1[slot] = tail[1 + A:]
+        self.u2[slot] = tail[1 + A:]
         self.seed[slot] = seed
         if schedule is prompt.Schedule.REFERENCE:
-            self.ahead[slot] = torch.tensor([config.TEXT_PAD, *config.SILENCE])
-            self.forced[slot] = silence[1:]
+            self.ahead[slot] = tail[:1 + A]
+            self.forced[slot] = tail[2:1 + A]
             self.forcing[slot] = True
         else:
             assert admission is not None, "upstream needs the admission draw"
-            self.ahead[slot] = torch.tensor([admission[0], admission[1], *config.SILENCE[1:]])
+            self.ahead[slot] = torch.tensor([admission[0], admission[1], *tail[2:1 + A].tolist()])
             self.forcing[slot] = False
 
     def copy_slot(self, src: int, dst: int) -> None:

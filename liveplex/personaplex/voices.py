@@ -30,7 +30,6 @@ TARGET_LUFS = -24.0
 """Loudness a `.wav` voice is normalised to (ITU-R BS.1770), as the reference does."""
 
 _DELAYED = torch.tensor(config.DELAYS, dtype=torch.bool)
-_INIT = torch.tensor([config.TEXT_INIT] + [config.AUDIO_INIT] * (config.NUM_STREAMS - 1), dtype=torch.long)
 _PT_KEYS = ("embeddings", "cache")
 
 
@@ -61,8 +60,7 @@ Embed = Callable[[torch.Tensor], torch.Tensor]
 """Sum of the 17 stream embeddings: [N, 17] int64 -> [N, dim] (the LM's `Temporal.embed`)."""
 
 
-def _check_ids(where: str, field: str, column: torch.Tensor, streams: torch.Tensor) -> None:
-    limits = torch.tensor([config.TEXT_INIT] + [config.AUDIO_INIT] * (config.NUM_STREAMS - 1))
+def _check_ids(where: str, field: str, column: torch.Tensor, streams: torch.Tensor, limits: torch.Tensor) -> None:
     bad = streams & ((column < 0) | (column > limits))
     if bad.any():
         stream = int(bad.nonzero()[0, 0])
@@ -88,12 +86,15 @@ def _read_dict(where: str, source: Path | BinaryIO) -> dict[str, object]:
     return data
 
 
-def read_pt(source: Path | BinaryIO, name: str, *, dim: int, max_frames: int, where: str | None = None) -> Voice:
-    """Read and validate a `.pt` voice (spec §4.2 form A).
+def read_pt(source: Path | BinaryIO, name: str, *, cfg: config.LMConfig, max_frames: int,
+            where: str | None = None) -> Voice:
+    """Read and validate a `.pt` voice (spec §4.2 form A) for the LM `cfg`.
 
     `embeddings` must be [N, 1, 1, dim] floats with 1 <= N <= max_frames; `cache` the token ring,
-    [1, 17, 4] int64; the ids in column N and in column N+1's delay-1 streams in range.
+    [1, 17, 4] int64; the ids in column N and in column N+1's delay-1 streams in range (at most
+    the stream's INIT id: `cfg.text_card` for text, `cfg.card` for audio).
     """
+    dim = cfg.dim
     where = where or str(source)
     data = _read_dict(where, source)
     for key in _PT_KEYS:
@@ -110,15 +111,17 @@ def read_pt(source: Path | BinaryIO, name: str, *, dim: int, max_frames: int, wh
     if tuple(cache.shape) != (1, config.NUM_STREAMS, RING_SLOTS) or cache.dtype != torch.int64:
         raise VoiceError(f"{where}: `cache` is not a token ring: {list(cache.shape)} {cache.dtype}, "
                          f"expected [1, {config.NUM_STREAMS}, {RING_SLOTS}] int64")
+    init = torch.tensor(cfg.init_column, dtype=torch.long)
     ring_n = cache[0, :, frames % RING_SLOTS].clone()
-    ring_next = torch.where(_DELAYED, cache[0, :, (frames + 1) % RING_SLOTS], _INIT)
-    _check_ids(where, "cache", ring_n, torch.ones_like(_DELAYED))
-    _check_ids(where, "cache", ring_next, _DELAYED)
+    ring_next = torch.where(_DELAYED, cache[0, :, (frames + 1) % RING_SLOTS], init)
+    _check_ids(where, "cache", ring_n, torch.ones_like(_DELAYED), init)
+    _check_ids(where, "cache", ring_next, _DELAYED, init)
     return Voice(name, embeddings.reshape(frames, dim), ring_n, ring_next)
 
 
-def wav_columns(codes: torch.Tensor) -> torch.Tensor:
-    """Voice-phase columns 0..F from the Mimi codes [F, 8] of F frames (spec §4.2 form B, step 3).
+def wav_columns(codes: torch.Tensor, init: tuple[int, ...]) -> torch.Tensor:
+    """Voice-phase columns 0..F from the Mimi codes [F, 8] of F frames (spec §4.2 form B, step 3);
+    `init` is the LM's INIT column (`LMConfig.init_column`: its text INIT is its vocabulary size).
 
     Column 0 is all INIT (frame 0 is dropped, as in the reference); column 1 has PAD, agent cb0
     of frame 1, user cb0 SINE[0] and INIT delay-1 streams; column c >= 2 has PAD, agent cb0 of
@@ -127,7 +130,7 @@ def wav_columns(codes: torch.Tensor) -> torch.Tensor:
     """
     frames = codes.shape[0]
     sine = torch.tensor(config.SINE, dtype=torch.long)
-    columns = _INIT.repeat(frames + 1, 1)
+    columns = torch.tensor(init, dtype=torch.long).repeat(frames + 1, 1)
     for c in range(1, frames + 1):
         if c < frames:
             columns[c, 0] = config.TEXT_PAD
@@ -161,7 +164,7 @@ def _read_wav(path: Path) -> np.ndarray:
     return pyloudnorm.normalize.loudness(mono, loudness, TARGET_LUFS)
 
 
-def read_wav(path: Path, mimi: mimi_model.Mimi, embed: Embed, *, max_frames: int) -> Voice:
+def read_wav(path: Path, mimi: mimi_model.Mimi, embed: Embed, *, init: tuple[int, ...], max_frames: int) -> Voice:
     """Convert a `.wav` clip to a voice with a fresh batch-1 Mimi encoder (spec §4.2 form B)."""
     audio = torch.from_numpy(_read_wav(path)).float()
     frame = mimi.cfg.frame_samples
@@ -175,7 +178,7 @@ def read_wav(path: Path, mimi: mimi_model.Mimi, embed: Embed, *, max_frames: int
         mimi.encode_step(audio[f * frame:(f + 1) * frame].to(device)[None], state)[0].cpu()
         for f in range(frames)
     ])
-    columns = wav_columns(codes)
+    columns = wav_columns(codes, init)
     with torch.no_grad():
         embeddings = embed(columns[:-2].to(device)).cpu()
     return Voice(path.stem, embeddings, columns[-2], columns[-1])
@@ -189,7 +192,7 @@ class WavConverter:
     embed: Embed
 
 
-def load_voices(model_dir: Path, *, dim: int, max_frames: int, custom_dir: Path | None = None,
+def load_voices(model_dir: Path, *, cfg: config.LMConfig, max_frames: int, custom_dir: Path | None = None,
                 wav: WavConverter | None = None) -> dict[str, Voice]:
     """Every voice by stem: `model_dir/voices/` (else the `.pt` members of `voices.tgz`, read without
     extracting), then `custom_dir`. A `.wav` needs `wav`; a stem seen twice is an error."""
@@ -203,11 +206,11 @@ def load_voices(model_dir: Path, *, dim: int, max_frames: int, custom_dir: Path 
     def scan(directory: Path) -> None:
         for path in sorted(directory.iterdir()):
             if path.suffix == ".pt":
-                add(read_pt(path, path.stem, dim=dim, max_frames=max_frames), str(path))
+                add(read_pt(path, path.stem, cfg=cfg, max_frames=max_frames), str(path))
             elif path.suffix == ".wav":
                 if wav is None:
                     raise VoiceError(f"{path}: a .wav voice needs Mimi and the LM embeddings to convert")
-                add(read_wav(path, wav.mimi, wav.embed, max_frames=max_frames), str(path))
+                add(read_wav(path, wav.mimi, wav.embed, init=cfg.init_column, max_frames=max_frames), str(path))
 
     voices_dir, archive = model_dir / "voices", model_dir / "voices.tgz"
     if voices_dir.is_dir():
@@ -219,7 +222,7 @@ def load_voices(model_dir: Path, *, dim: int, max_frames: int, custom_dir: Path 
                     where = f"{archive}:{member.name}"
                     stream = tar.extractfile(member)
                     assert stream is not None
-                    add(read_pt(io.BytesIO(stream.read()), Path(member.name).stem, dim=dim,
+                    add(read_pt(io.BytesIO(stream.read()), Path(member.name).stem, cfg=cfg,
                                 max_frames=max_frames, where=where), where)
     if custom_dir is not None:
         scan(custom_dir)

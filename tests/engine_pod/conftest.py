@@ -1,4 +1,5 @@
-"""Engine pod fixtures: one tiny checkpoint directory per test session (`liveplex personaplex make-tiny`)."""
+"""Engine pod fixtures: one tiny checkpoint directory per test session (`liveplex personaplex make-tiny`),
+the model the golden tests serve from it (context 40, past the window), and upstream's Mimi from it."""
 
 from __future__ import annotations
 
@@ -17,3 +18,30 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     directory = tmp_path_factory.mktemp("tiny") / "ck"
     assert cli.main(["personaplex", "make-tiny", str(directory)]) == 0
     return directory
+
+
+@pytest.fixture(scope="session")
+def tiny_moshi_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    directory = tmp_path_factory.mktemp("tiny-moshi") / "ck"
+    assert cli.main(["personaplex", "make-tiny", "--moshi", str(directory)]) == 0
+    return directory
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tiny_dir):
+    from tests.engine_pod import harness
+
+    return harness.load(tiny_dir, context=40)
+
+
+@pytest.fixture(scope="session")
+def reference_mimi(tiny_dir, tiny_model):
+    """Upstream's Mimi loaded strictly from the tiny directory (a `moshi` MimiModel)."""
+    import safetensors.torch
+
+    from liveplex.personaplex.mimi import checkpoint as mimi_checkpoint
+    from tests.personaplex import mimi_fixtures
+
+    codec = mimi_fixtures.build_upstream(tiny_model.codec.cfg)
+    codec.load_state_dict(safetensors.torch.load_file(str(tiny_dir / mimi_checkpoint.FILE_NAME)), strict=True)
+    return codec

@@ -15,9 +15,14 @@ import torch
 
 from liveplex.engine_pod import engine, model, settings
 from liveplex.live import channel, contract, frames
+from tests.personaplex import reference_step, sessions
 
 SHORT_ROLE = "You are Tom."
 """Fits the tiny test window (context 40) with either voice."""
+DRAW_MARGIN = 1e-3
+CODE_MARGIN = 1e-4
+PCM_LSB = 1e-4 * 32767 + 0.5
+"""Spec §6.6's PCM `atol = 1e-4` on the float frame, plus the engine's rounding to int16."""
 
 
 def load(tiny_dir: Path, context: int) -> model.Model:
@@ -117,3 +122,21 @@ def assert_same_tokens_close_audio(got: Call, want: Call) -> None:
         diff = (torch.frombuffer(bytearray(g), dtype=torch.int16).int()
                 - torch.frombuffer(bytearray(w), dtype=torch.int16).int()).abs().max()
         assert int(diff) <= 2, f"frame {frame}: PCM differs by {int(diff)} LSB"
+
+
+def assert_matches_reference(call: Call, rec: reference_step.Record, shift: int, min_ticks: int) -> None:
+    """Engine tick k against reference call k + shift: tokens exact, PCM within `PCM_LSB`.
+
+    A free-running greedy comparison means something only without float-level near-ties, so spec
+    §6.6's precondition comes first: every reference draw's top-2 logit margin above `DRAW_MARGIN`
+    and every Mimi code's margin above `CODE_MARGIN` (if a seed ever violates it, the message says so).
+    """
+    assert min(sessions.draw_margins(rec)) > DRAW_MARGIN, "a near-tie draw: pick other caller-audio seeds"
+    assert float(torch.stack(rec.code_margins).min()) > CODE_MARGIN, "a near-tie Mimi code: pick other seeds"
+    n = len(call.tokens) - shift
+    assert n >= min_ticks
+    assert call.tokens[:n] == rec.draws[shift:]
+    got = torch.stack([torch.frombuffer(bytearray(p), dtype=torch.int16) for p in call.pcm[:n]]).float()
+    want = torch.stack(rec.pcm[shift:]).clamp(-1, 1) * 32767
+    assert float(want.std()) > 30  # it compares sound, not silence
+    assert float((got - want).abs().max()) <= PCM_LSB

@@ -70,6 +70,18 @@ def test_the_full_checklist_passes_against_the_tiny_model(tiny_dir, tmp_path):
     assert (config["schedule"], stats["schedule"], config["dtype"]) == ("reference", "reference", "fp32")  # D3
 
 
+def test_the_full_checklist_passes_against_a_moshi_checkpoint(tiny_moshi_dir, tmp_path):
+    """`make-tiny --moshi`: no voices, no instructions; the PersonaPlex names all play its one voice."""
+    with personaplex(tiny_moshi_dir, tmp_path / "serve.log", "--max-sessions", "16") as base:
+        config = servers.get_json(base.removesuffix("/v1") + "/live/config")
+        code, lines = servers.check(base, "--concurrency", "2")
+    statuses = _clean(code, lines)
+    assert set(statuses) == set(range(1, 41))
+    assert {n for n, s in statuses.items() if s == "SKIP"} <= SIM_ONLY, "\n".join(lines)
+    assert {"NATF2", "NATM1", "cedar", "marin"} <= set(config["voices"])
+    assert (config["max_instructions_chars"], config["instructions"], config["schedule"]) == (0, "", "upstream")
+
+
 def test_capacity_checks_pass_against_a_one_slot_server(tiny_dir, tmp_path):
     with personaplex(tiny_dir, tmp_path / "serve.log", "--max-sessions", "1") as base:
         code, lines = servers.check(base, "--only", "18,19,21,38", "--expect-capacity", "1")

@@ -19,7 +19,6 @@ from liveplex.personaplex import config
 from tests.personaplex import mimi_fixtures
 
 D = config.DELAYS
-INIT = [config.TEXT_INIT] + [config.AUDIO_INIT] * 16
 
 
 @dataclasses.dataclass
@@ -41,6 +40,7 @@ class Reference:
                  codec=None) -> None:  # codec: moshi MimiModel, for `hear`
         self.lm = lm
         self.codec = codec
+        self.init = [lm.text_initial_token_id] + [lm.initial_token_id] * lm.n_q
         self.G: dict[tuple[int, int], int] = {}
         self.S: set[tuple[int, int]] = set()
         self.o = 0
@@ -89,7 +89,7 @@ class Reference:
                 self._give(9 + q, o + D[9 + q], user[q])
         for k in range(17):
             if o <= D[k]:
-                self._give(k, o, INIT[k])
+                self._give(k, o, self.init[k])
         if o == 0:
             self.o = 1
             return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import pytest
@@ -79,8 +80,9 @@ def test_an_8_step_file_loads_with_a_warning_and_fills_steps_8_to_15(tmp_path, l
     eight = upstream.eight_step(lm_checkpoint.state, cfg)
     assert len(eight) == len(checkpoint.expected_lm(cfg, 8))
     path = _save(tmp_path, eight)
+    cfg8 = dataclasses.replace(cfg, dep_steps=8)
     with caplog.at_level(logging.WARNING, logger="liveplex.personaplex.checkpoint"):
-        lm = checkpoint.load_lm(path, cfg, steps=16)
+        lm = checkpoint.load_lm(path, cfg8, steps=16)
     assert any("Moshi depformer layout" in r.getMessage() for r in caplog.records)
     dep = lm.depformer.state_dict()
     d = cfg.dep_dim
@@ -90,7 +92,7 @@ def test_an_8_step_file_loads_with_a_warning_and_fills_steps_8_to_15(tmp_path, l
                        eight["depformer.layers.1.gating.1.linear_out.weight"])
     assert torch.equal(dep["depformer_emb.10.weight"], eight["depformer_emb.2.weight"])
     assert not dep["depformer_emb.7.weight"].any()
-    live = checkpoint.load_lm(path, cfg, steps=8)
+    live = checkpoint.load_lm(path, cfg8, steps=8)
     assert torch.equal(live.depformer.state_dict()[ATTN], eight[ATTN])
 
 

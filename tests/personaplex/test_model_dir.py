@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import json
+import logging
 import shutil
 import tarfile
 
+import numpy as np
 import pytest
 import safetensors.torch
+import soundfile
 import torch
 
 from liveplex.personaplex import (
+    architecture,
     checkpoint,
     cli,
     config,
@@ -118,3 +124,88 @@ def test_bf16_and_16_resident_steps(ck):
     assert model.lm.depformer.steps == 16
     assert model.lm.temporal.text_linear.weight.dtype == torch.bfloat16
     assert next(model.codec.parameters()).dtype == torch.float32  # Mimi stays fp32
+
+
+def test_every_problem_of_the_lm_is_listed_at_once_the_depformer_layout_included(ck):
+    def damage(t):
+        t["depformer.layers.0.self_attn.in_proj_weight"] = t["depformer.layers.0.self_attn.in_proj_weight"][:96]
+        del t["text_emb.weight"]
+        t["transformer.layers.1.norm2.alpha"] = torch.ones(1, 1, 3)
+    _rewrite(ck / checkpoint.LM_FILE, damage)
+    with pytest.raises(errors.CheckpointError) as info:
+        model_dir.load(ck)
+    assert info.value.problems == (
+        "model.safetensors: `text_emb.weight` is missing, expected shape [32001, 64]",
+        "model.safetensors: `transformer.layers.1.norm2.alpha` has shape [1, 1, 3], expected [1, 1, 64]",
+        "model.safetensors: `depformer.layers.0.self_attn.in_proj_weight` has shape [96, 32], expected [1536, 32]",
+    )
+
+
+def _config(directory, kwargs):
+    (directory / architecture.CONFIG_FILE).write_text(json.dumps(kwargs))
+
+
+def test_config_json_is_read_and_checked_against_the_tensors(ck, caplog):
+    kwargs = architecture.to_moshi_kwargs(config.tiny()) | {"lm_gen_config": {"temp": 0.6}, "new_key": 1}
+    _config(ck, kwargs)
+    with caplog.at_level(logging.WARNING, logger="liveplex.personaplex.model_dir"):
+        assert model_dir.load(ck).cfg == config.tiny()
+    assert [r.notes for r in caplog.records if "assumed or ignored" in r.getMessage()] == [
+        ["config.json keys ignored: new_key"]]
+    _config(ck, kwargs | {"num_layers": 3, "moshi_name": "moshi.safetensors", "gating": "none"})
+    with pytest.raises(errors.CheckpointError) as info:
+        model_dir.load(ck)
+    assert info.value.problems == (
+        "config.json: `moshi_name` names `moshi.safetensors`; liveplex reads `model.safetensors` (rename the file)",
+        "config.json: `gating` is 'none'; liveplex serves only 'silu'",
+        "config.json: `num_layers` gives num_layers 3, but the tensors have 2 "
+        "(`transformer.layers.1.self_attn.out_proj.weight` is [64, 64])",
+    )
+    (ck / architecture.CONFIG_FILE).write_text("{not json")
+    with pytest.raises(errors.CheckpointError, match="config.json: not readable JSON"):
+        model_dir.load(ck)
+
+
+def test_a_moshi_checkpoint_loads_without_voices_and_takes_no_prompt(tmp_path):
+    cli.make_tiny(tmp_path / "moshi", convention=prompt.Convention.MOSHI)
+    model = model_dir.load(tmp_path / "moshi")
+    assert model.convention is prompt.Convention.MOSHI and model.voices == {} and model.max_instructions_chars == 0
+    assert model.cfg == dataclasses.replace(config.tiny(), dep_steps=8) and model.lm.file_steps == 8
+    with pytest.raises(errors.CheckpointError, match="a Moshi checkpoint takes no voice prompts"):
+        model_dir.load(tmp_path / "moshi", custom_voices_dir=tmp_path)
+
+
+def test_an_8_step_file_with_voices_is_served_as_personaplex_with_a_warning(ck, lm_checkpoint, caplog):
+    from tests.personaplex import upstream
+
+    tensors = safetensors.torch.load_file(str(ck / checkpoint.LM_FILE))
+    safetensors.torch.save_file(upstream.eight_step(tensors, config.tiny()), str(ck / checkpoint.LM_FILE))
+    with caplog.at_level(logging.WARNING, logger="liveplex.personaplex.model_dir"):
+        model = model_dir.load(ck)
+    assert model.convention is prompt.Convention.PERSONAPLEX and model.cfg.dep_steps == 8
+    assert any("may not be a PersonaPlex checkpoint (D2)" in r.getMessage() for r in caplog.records)
+    shutil.rmtree(ck / "voices")
+    assert model_dir.load(ck).convention is prompt.Convention.MOSHI
+
+
+def test_another_text_vocabulary_serves_wav_voices_with_its_own_init_token(ck, tmp_path):
+    """The text INIT id is the checkpoint's vocabulary size (400 here), not PersonaPlex's 32000. A
+    custom size takes Kyutai's 3000-position window unless told otherwise."""
+    cfg = dataclasses.replace(config.tiny(), text_card=400, context=3000)
+    lm = checkpoint.random_lm(cfg, seed=3, steps=16)
+    safetensors.torch.save_file(checkpoint.lm_state(lm), str(ck / checkpoint.LM_FILE))
+    t = np.arange(24000) / 24000
+    soundfile.write(ck / "voices" / "Mine.wav", 0.3 * np.sin(2 * np.pi * 220 * t), 24000)
+    model = model_dir.load(ck)
+    assert model.cfg == cfg and model.name == "custom"
+    voice = model.voices["Mine"]
+    init = model.lm.temporal.embed(torch.tensor([cfg.init_column]))
+    assert torch.equal(voice.embeddings[0], init[0])  # column 0 of a .wav voice is all INIT
+
+
+def test_an_audio_vocabulary_other_than_mimis_is_refused(ck):
+    cfg = dataclasses.replace(config.tiny(), card=1024)
+    safetensors.torch.save_file(checkpoint.lm_state(checkpoint.random_lm(cfg, seed=0, steps=16)),
+                                str(ck / checkpoint.LM_FILE))
+    with pytest.raises(errors.CheckpointError, match="audio vocabulary 1024 .`card`. differs from Mimi's 2048"):
+        model_dir.load(ck)

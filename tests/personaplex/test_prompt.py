@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -45,11 +47,34 @@ def test_prompt_rows_follow_the_layout(N, L):
 
 def test_reference_start_state_is_the_silence_column_with_forced_acoustics():
     state = step.TokenState.allocate(2)
-    state.start(1, prompt.Schedule.REFERENCE, 30, seed=5)
+    state.start(1, prompt.Schedule.REFERENCE, 30, seed=5, tail=prompt.silence_column())
     assert state.ahead[1].tolist() == [config.TEXT_PAD, *config.SILENCE]
     assert state.u1[1].tolist() == state.u2[1].tolist() == list(config.SINE)
     assert state.forcing[1] and state.forced[1].tolist() == list(config.SILENCE[1:])
     assert state.pos[1] == 30 and state.ahead[0].tolist() == [0] * 9  # other row untouched
+
+
+def test_the_upstream_start_keeps_the_admission_draw_and_the_silence_after_the_prompt():
+    state = step.TokenState.allocate(1)
+    state.start(0, prompt.Schedule.UPSTREAM, 30, seed=5, tail=prompt.silence_column(), admission=(7, 9))
+    assert state.ahead[0].tolist() == [7, 9, *config.SILENCE[1:]] and not state.forcing[0]
+    assert state.u1[0].tolist() == list(config.SINE)
+
+
+def test_moshi_prompts_nothing_and_starts_live_at_position_1_after_an_all_init_column():
+    """moshi's LMGen: call 0 feeds the all-INIT column 0 (prefilled here) and draws column 1's text
+    and agent cb0 (the admission draw); column 1's delayed streams are INIT, so the first live tick
+    (LMGen's call 1) feeds [text, cb0, INIT x 7, caller cb0, INIT x 7]."""
+    cfg = dataclasses.replace(config.tiny(), text_card=400)
+    p = prompt.bare(cfg.init_column, cfg.dim)
+    assert p.voice.shape == (0, cfg.dim) and p.role_tokens == 0
+    assert p.columns.tolist() == [[400] + [2048] * 16]
+    assert prompt.start_position(p, prompt.Schedule.UPSTREAM) == p.total == 1
+    state = step.TokenState.allocate(1)
+    state.start(0, prompt.Schedule.UPSTREAM, 1, seed=5, tail=p.tail, admission=(7, 9))
+    user = torch.tensor([[11, 12, 13, 14, 15, 16, 17, 18]])
+    fed = step.fed_column(state, user, prompt.Schedule.UPSTREAM)
+    assert fed[0].tolist() == [7, 9, *[2048] * 7, 11, *[2048] * 7]
 
 
 @given(N=st.integers(1, 250), n=st.integers(0, 3000))

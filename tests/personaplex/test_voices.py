@@ -13,7 +13,8 @@ import torch
 
 from liveplex.personaplex import config, voices
 
-DIM = 64
+CFG = config.tiny()
+DIM = CFG.dim
 SINE = torch.tensor(config.SINE)
 DELAYED = torch.tensor(config.DELAYS, dtype=torch.bool)
 
@@ -24,7 +25,7 @@ def _codes(frames: int, seed: int) -> torch.Tensor:
 
 def _pt_dict(frames: int, seed: int = 0) -> dict[str, torch.Tensor]:
     """A voice as the reference saves it: embeddings of columns 0..N-1, the ring after column N+1."""
-    columns = voices.wav_columns(_codes(frames + 1, seed))
+    columns = voices.wav_columns(_codes(frames + 1, seed), CFG.init_column)
     cache = torch.full((1, 17, 4), -2, dtype=torch.long)  # -2: the reference's not-yet-generated filler
     for c in range(frames + 2):
         cache[0, :, c % 4] = torch.where(DELAYED | (c <= frames), columns[c], cache[0, :, c % 4])
@@ -40,14 +41,14 @@ def _save(obj: object) -> io.BytesIO:
 
 
 def _read(obj: object, max_frames: int = 250) -> voices.Voice:
-    return voices.read_pt(_save(obj), "V", dim=DIM, max_frames=max_frames, where="V.pt")
+    return voices.read_pt(_save(obj), "V", cfg=CFG, max_frames=max_frames, where="V.pt")
 
 
 @pytest.mark.parametrize("frames", [1, 2, 3, 4, 5, 6, 7, 8])
 def test_a_valid_pt_gives_n_embeddings_and_the_two_ring_columns(frames):
     data = _pt_dict(frames)
     voice = _read(data)
-    columns = voices.wav_columns(_codes(frames + 1, 0))
+    columns = voices.wav_columns(_codes(frames + 1, 0), CFG.init_column)
     assert voice.frames == frames
     assert torch.equal(voice.embeddings, data["embeddings"].reshape(frames, DIM))
     assert torch.equal(voice.ring_n, columns[frames])
@@ -56,7 +57,7 @@ def test_a_valid_pt_gives_n_embeddings_and_the_two_ring_columns(frames):
 
 def test_wav_columns_follow_the_reference_rules():
     codes = _codes(4, 1)
-    cols = voices.wav_columns(codes)
+    cols = voices.wav_columns(codes, CFG.init_column)
     assert cols.shape == (5, 17)
     assert torch.equal(cols[0], torch.tensor([32000] + [2048] * 16))
     assert cols[1].tolist() == [3, int(codes[1, 0])] + [2048] * 7 + [config.SINE[0]] + [2048] * 7
@@ -92,7 +93,7 @@ def test_non_zip_truncated_and_non_tensor_files_are_refused():
     good = _save(_pt_dict(3)).getvalue()
     for payload in (b"RIFF this is not a torch file", good[: len(good) // 2]):
         with pytest.raises(voices.VoiceError, match="V.pt: not a readable torch.save zip file"):
-            voices.read_pt(io.BytesIO(payload), "V", dim=DIM, max_frames=250, where="V.pt")
+            voices.read_pt(io.BytesIO(payload), "V", cfg=CFG, max_frames=250, where="V.pt")
     with pytest.raises(voices.VoiceError, match="V.pt: refused by weights_only"):
         _read({**_pt_dict(3), "extra": argparse.Namespace(a=1)})
     with pytest.raises(voices.VoiceError, match="V.pt: expected a dict of tensors"):
@@ -111,12 +112,12 @@ def test_voices_tgz_is_read_without_extraction_and_voices_dir_wins(tmp_path):
             info = tarfile.TarInfo(name)
             info.size = len(payload)
             tar.addfile(info, io.BytesIO(payload))
-    loaded = voices.load_voices(tmp_path, dim=DIM, max_frames=250)
+    loaded = voices.load_voices(tmp_path, cfg=CFG, max_frames=250)
     assert {k: v.frames for k, v in loaded.items()} == {"NATF2": 3, "VARM1": 5}
     assert not (tmp_path / "voices").exists()
     (tmp_path / "voices").mkdir()
     _write_pt(tmp_path / "voices" / "NATM0.pt", 4)
-    assert list(voices.load_voices(tmp_path, dim=DIM, max_frames=250)) == ["NATM0"]
+    assert list(voices.load_voices(tmp_path, cfg=CFG, max_frames=250)) == ["NATM0"]
 
 
 def test_custom_voices_add_to_the_shipped_ones_and_duplicates_are_refused(tmp_path):
@@ -125,17 +126,17 @@ def test_custom_voices_add_to_the_shipped_ones_and_duplicates_are_refused(tmp_pa
     custom.mkdir()
     _write_pt(tmp_path / "voices" / "NATF2.pt", 3)
     _write_pt(custom / "Mine.pt", 2)
-    assert sorted(voices.load_voices(tmp_path, dim=DIM, max_frames=250, custom_dir=custom)) == ["Mine", "NATF2"]
+    assert sorted(voices.load_voices(tmp_path, cfg=CFG, max_frames=250, custom_dir=custom)) == ["Mine", "NATF2"]
     _write_pt(custom / "NATF2.pt", 2)
     with pytest.raises(voices.VoiceError, match="'NATF2' is already loaded"):
-        voices.load_voices(tmp_path, dim=DIM, max_frames=250, custom_dir=custom)
+        voices.load_voices(tmp_path, cfg=CFG, max_frames=250, custom_dir=custom)
 
 
 def test_a_wav_needs_a_converter(tmp_path):
     (tmp_path / "voices").mkdir()
     soundfile.write(tmp_path / "voices" / "clip.wav", np.zeros(24000), 24000)
     with pytest.raises(voices.VoiceError, match="clip.wav: a .wav voice needs Mimi"):
-        voices.load_voices(tmp_path, dim=DIM, max_frames=250)
+        voices.load_voices(tmp_path, cfg=CFG, max_frames=250)
 
 
 @pytest.fixture
@@ -158,7 +159,7 @@ def _clip(path, seconds: float, rate: int) -> None:
 
 def test_a_wav_voice_equals_the_pt_the_reference_would_save(tmp_path, our_mimi, embed):
     _clip(tmp_path / "Mine.wav", 0.9, 16000)  # 0.9 s -> 12 frames (last zero-padded), N = 11
-    voice = voices.load_voices(tmp_path, dim=DIM, max_frames=250, custom_dir=tmp_path,
+    voice = voices.load_voices(tmp_path, cfg=CFG, max_frames=250, custom_dir=tmp_path,
                                wav=voices.WavConverter(our_mimi, embed))["Mine"]
     assert voice.frames == 11
     assert voice.ring_n[0] == config.TEXT_PAD and voice.ring_n[9] == config.SINE[0]
@@ -166,7 +167,7 @@ def test_a_wav_voice_equals_the_pt_the_reference_would_save(tmp_path, our_mimi, 
     cache = torch.zeros(1, 17, 4, dtype=torch.long)
     cache[0, :, 11 % 4], cache[0, :, 12 % 4] = voice.ring_n, voice.ring_next
     saved = {"embeddings": voice.embeddings.reshape(11, 1, 1, DIM), "cache": cache}
-    again = voices.read_pt(_save(saved), "Mine", dim=DIM, max_frames=250)
+    again = voices.read_pt(_save(saved), "Mine", cfg=CFG, max_frames=250)
     for field in ("embeddings", "ring_n", "ring_next"):
         assert torch.equal(getattr(voice, field), getattr(again, field)), field
 
@@ -175,7 +176,7 @@ def test_a_wav_too_short_or_too_long_is_refused(tmp_path, our_mimi, embed):
     converter = voices.WavConverter(our_mimi, embed)
     _clip(tmp_path / "short.wav", 0.2, 24000)
     with pytest.raises(voices.VoiceError, match="short.wav: audio is 0.20 s, too short"):
-        voices.read_wav(tmp_path / "short.wav", our_mimi, embed, max_frames=250)
+        voices.read_wav(tmp_path / "short.wav", our_mimi, embed, init=CFG.init_column, max_frames=250)
     _clip(tmp_path / "long.wav", 1.0, 24000)
     with pytest.raises(voices.VoiceError, match="long.wav: 13 frames give N = 12, expected 1..5"):
-        voices.read_wav(tmp_path / "long.wav", converter.mimi, converter.embed, max_frames=5)
+        voices.read_wav(tmp_path / "long.wav", converter.mimi, converter.embed, init=CFG.init_column, max_frames=5)

@@ -5,27 +5,22 @@ Importing this module imports moshi; conftest sets NO_TORCH_COMPILE=1 before tha
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import pathlib
+
 import moshi.models.lm  # noqa: F401  (fails the session loudly if moshi is missing)
+import safetensors.torch
 import torch
+from moshi.models import loaders
 from moshi.models.lm import LMModel
 
-from liveplex.personaplex import checkpoint, config
+from liveplex.personaplex import architecture, checkpoint, config
 
 
 def lm_kwargs(cfg: config.LMConfig, dep_q: int) -> dict[str, object]:
-    """Upstream `LMModel` arguments for our config (moshi's `_lm_kwargs` with our numbers)."""
-    return {
-        "dim": cfg.dim, "text_card": cfg.text_card, "existing_text_padding_id": config.TEXT_PAD,
-        "n_q": cfg.n_q, "dep_q": dep_q, "card": cfg.card, "num_heads": cfg.num_heads,
-        "num_layers": cfg.num_layers, "hidden_scale": cfg.hidden_scale, "causal": True,
-        "layer_scale": None, "context": cfg.context, "max_period": cfg.max_period, "gating": "silu",
-        "norm": "rms_norm_f32", "positional_embedding": "rope", "depformer_dim": cfg.dep_dim,
-        "depformer_dim_feedforward": int(cfg.hidden_scale * cfg.dep_dim),
-        "depformer_num_heads": cfg.dep_num_heads, "depformer_num_layers": cfg.dep_num_layers,
-        "depformer_layer_scale": None, "depformer_multi_linear": True, "depformer_context": dep_q,
-        "depformer_max_period": 10000, "depformer_gating": "silu", "depformer_pos_emb": "none",
-        "depformer_weights_per_step": True, "delays": list(config.DELAYS),
-    }
+    """Upstream `LMModel` arguments for our config with `dep_q` depformer steps (moshi's `_lm_kwargs` names)."""
+    return architecture.to_moshi_kwargs(dataclasses.replace(cfg, dep_steps=dep_q))
 
 
 def build_lm(cfg: config.LMConfig, dep_q: int = 16) -> LMModel:
@@ -71,3 +66,25 @@ def eight_step(state: dict[str, torch.Tensor], cfg: config.LMConfig) -> dict[str
     """The Moshi 8-step layout cut from a 16-step state (real key names): steps 0..7 and
     `depformer_emb.0..6`. Every 8-step tensor is a prefix of its 16-step counterpart (step-major rows)."""
     return {key: state[key][: shape[0]].clone() for key, shape in checkpoint.expected_lm(cfg, 8).items()}
+
+
+def tiny_moshi_kwargs(**overrides: object) -> dict[str, object]:
+    """moshi's own `_lm_kwargs` (Moshi 7B's config) shrunk to spec §6.2's tiny widths, with overrides."""
+    return loaders._lm_kwargs | {
+        "dim": 64, "num_heads": 4, "num_layers": 2, "context": 40, "depformer_dim": 32, "depformer_num_heads": 4,
+        "depformer_num_layers": 2, "depformer_dim_feedforward": int(4.125 * 32)} | overrides
+
+
+def write_moshi_lm(directory: pathlib.Path, kwargs: dict[str, object], seed: int) -> None:
+    """`model.safetensors` and `config.json` of an LM built by moshi's own loader from `kwargs`, with
+    spec §6.3's random weights, saved under the file's key names."""
+    lm = loaders.get_moshi_lm(None, lm_kwargs=kwargs, device="cpu", dtype=torch.float32)
+    randomize_(lm, seed)
+    safetensors.torch.save_file(export_state(lm), str(directory / checkpoint.LM_FILE))
+    (directory / architecture.CONFIG_FILE).write_text(json.dumps(kwargs))
+
+
+def load_moshi_lm(directory: pathlib.Path) -> LMModel:
+    """The LM of a checkpoint directory as moshi's own loader reads it (fp32, from its `config.json`)."""
+    kwargs = json.loads((directory / architecture.CONFIG_FILE).read_text())
+    return loaders.get_moshi_lm(directory / checkpoint.LM_FILE, lm_kwargs=kwargs, device="cpu", dtype=torch.float32)
