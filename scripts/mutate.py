@@ -9,8 +9,9 @@
 Each mutation replaces one exact text (it must occur once) in a copy of the worktree, in a
 temporary directory, so the checkout is never touched and an interrupted run leaves nothing
 behind. The named tests run in the copy first unmutated (they must pass), then mutated: a failing
-run is CAUGHT, a passing one MISSED. Not part of CI: it runs the same tests twice per mutation.
-Exit status 1 when any mutation was missed or a baseline failed.
+run is CAUGHT (the first failing test is shown), a passing one MISSED. With `--tests-from`, test
+files that revision lacks are left out (NO-TESTS when none is left). Not part of CI: it runs the
+same tests twice per mutation. Exit status 1 unless every mutation was caught.
 """
 
 from __future__ import annotations
@@ -66,16 +67,21 @@ def copy_tree(dest: Path, tests_from: str | None) -> None:
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
 
 
-def run_tests(tree: Path, tests: tuple[str, ...], timeout_s: float) -> tuple[bool, str]:
-    """Whether the tests pass in `tree`, and the tail of their output."""
+NOT_FOUND = (4, 5)
+"""pytest's exit codes for a usage error (a test path not found) and for no tests collected."""
+
+
+def run_tests(tree: Path, tests: tuple[str, ...], timeout_s: float) -> tuple[int, str]:
+    """pytest's exit code in `tree`, and its first failure (or its last line)."""
     env = {**os.environ, "PYTHONPATH": str(tree), "NO_TORCH_COMPILE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     try:
         done = subprocess.run([sys.executable, "-m", "pytest", *PYTEST_FLAGS, *tests], cwd=tree, env=env,
                               capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        return False, f"timed out after {timeout_s:.0f} s"
+        return 1, f"timed out after {timeout_s:.0f} s"
     lines = (done.stdout + done.stderr).strip().splitlines()
-    return done.returncode == 0, lines[-1] if lines else ""
+    failed = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]
+    return done.returncode, (failed or lines or [""])[0 if failed else -1]
 
 
 def imports_from(tree: Path) -> None:
@@ -97,12 +103,17 @@ def check(m: Mutation, tests_from: str | None, timeout_s: float) -> tuple[str, s
         text = target.read_text()
         if text.count(m.old) != 1:
             return "BAD", f"{m.old!r} occurs {text.count(m.old)} times in {m.file}, not once"
-        ok, tail = run_tests(tree, m.tests, timeout_s)
-        if not ok:
+        tests = tuple(t for t in m.tests if (tree / t.split("::")[0]).exists())
+        if not tests:
+            return "NO-TESTS", f"none of {', '.join(m.tests)} exists"
+        code, tail = run_tests(tree, tests, timeout_s)
+        if code != 0:
             return "BASELINE-FAILS", tail
         target.write_text(text.replace(m.old, m.new))
-        ok, tail = run_tests(tree, m.tests, timeout_s)
-        return ("MISSED" if ok else "CAUGHT"), tail
+        code, tail = run_tests(tree, tests, timeout_s)
+        if code in NOT_FOUND:
+            return "NO-TESTS", tail
+        return ("MISSED" if code == 0 else "CAUGHT"), tail
 
 
 def main(argv: list[str] | None = None) -> int:
