@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--new", help="ad hoc: its replacement")
     parser.add_argument("--tests", nargs="+", help="ad hoc: pytest paths or node ids")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: the temporary copy is removed
     if args.file:
         if not (args.old and args.new is not None and args.tests):
             parser.error("--file needs --old, --new and --tests")
