@@ -1,9 +1,9 @@
 """The GPT-Live error catalogue (gpt-live §8.2) as data: codes, their types, and message templates.
 
 No other module writes error text. Validators raise `ProtocolError` values; only `Connection`
-turns them into `error` events. A `param` is a tuple path inside (`("session", "audio", "format")`,
-array indices as ints) and is rendered with dots only at the edge (`session.audio.format`,
-`session.input[0].content`).
+turns them into `error` events. A `param` is a tuple path inside (`("session", "audio", "format")`)
+and is rendered with dots only at the edge (`session.audio.format`). No error points inside an
+array (a non-empty `input` or `triggers` is refused as a whole), so a path holds names only.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-Path = tuple[str | int, ...]
-"""A parameter path from the event root; ints index arrays."""
+Path = tuple[str, ...]
+"""A parameter path from the event root."""
 
 
 class ErrorType(enum.Enum):
@@ -53,16 +53,8 @@ _SERVER_CODES = frozenset({Code.SERVER_BUSY, Code.SERVER_ERROR, Code.SERVER_SHUT
 
 
 def render_path(path: Path | None) -> str | None:
-    """`("session", "input", 0, "content")` -> `"session.input[0].content"`; None stays None."""
-    if path is None:
-        return None
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else part
-    return out
+    """`("session", "audio", "format")` -> `"session.audio.format"`; None stays None."""
+    return None if path is None else ".".join(path)
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ from liveplex.bench import caller, level
 
 
 def _result(ok: bool = True, underrun_ms: float = 0.0, late_us: tuple[int, ...] = (0,),
-            error: str | None = None) -> caller.CallResult:
+            error: str | None = None, send_late_us: tuple[int, ...] = (100,)) -> caller.CallResult:
     return caller.CallResult(
         ok=ok, error=error, started_ms=2.0, close_reason="close_requested" if ok else None,
         frames=len(late_us), audio_s=0.08 * len(late_us), underrun_ms=underrun_ms,
-        lateness_us=array.array("q", late_us), send_late_us=array.array("q", [100]),
+        lateness_us=array.array("q", late_us), send_late_us=array.array("q", send_late_us),
     )
 
 
@@ -45,6 +45,24 @@ def test_a_lateness_bound_makes_a_late_level_unclean() -> None:
     sessions = [_result(late_us=(20_000,) * 10)]
     assert level.judge("pod", sessions, 25.0, None, None, None).clean
     assert not level.judge("pod", sessions, 10.0, None, None, None).clean
+
+
+def test_lateness_exactly_at_the_bound_is_clean() -> None:
+    sessions = [_result(late_us=(20_000,) * 10)]
+    assert level.judge("pod", sessions, 20.0, None, None, None).clean
+    assert not level.judge("pod", sessions, 19.999, None, None, None).clean
+
+
+def test_a_client_sending_late_over_5_ms_at_p99_limits_the_level() -> None:
+    def limited(send_late_us: int) -> bool:
+        return level.judge("pod", [_result(send_late_us=(send_late_us,) * 100)], None, None, None,
+                           None).client_limited
+
+    assert not limited(100) and not limited(5_000)  # at the limit: still the server's result
+    assert limited(5_001)
+    # p99 of 100 sends is the 99th: one late send in a hundred does not limit the level
+    assert not level.judge("pod", [_result(send_late_us=(100,) * 99 + (50_000,))], None, None, None,
+                           None).client_limited
 
 
 def test_cpu_per_frame_pair_divides_cpu_by_frames() -> None:

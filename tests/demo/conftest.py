@@ -53,7 +53,9 @@ def speech_wav(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 @pytest.fixture(scope="package")
 def browser(speech_wav: pathlib.Path) -> Iterator[sync_api.Browser]:
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+        pytest.fail(f"{CHROMIUM} is missing. The default suite needs it: `bash scripts/test` installs it "
+                    "(apt-get install chromium fonts-dejavu-core); to run without it, deselect these "
+                    "tests with -m 'not browser'.")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=str(CHROMIUM),

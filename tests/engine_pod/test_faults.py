@@ -55,7 +55,7 @@ async def test_an_exception_inside_the_model_ends_every_session_and_the_engine_t
         assert all(isinstance(c, channel.Opened) for c in calls)
         for c in calls:
             c.audio.send(b"".join(harness.caller_audio(1, 50)))
-        await asyncio.gather(*(_frames(c, 3) for c in calls))
+        await asyncio.wait_for(asyncio.gather(*(_frames(c, 3) for c in calls)), 30)
         armed.set()
         ends = await asyncio.wait_for(asyncio.gather(*(_rest(c) for c in calls)), 30)
         for out in ends:

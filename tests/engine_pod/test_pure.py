@@ -60,6 +60,19 @@ def test_prefill_takes_an_arrival_order_prefix_within_the_budget(rows, budget):
         assert sum(rows[: n + 1]) > budget
 
 
+@pytest.mark.parametrize(("rows", "budget", "taken"), [
+    ([3, 2], 5, 2),  # an exact fill is taken whole
+    ([3, 2, 1], 5, 2),
+    ([3, 3], 5, 1),
+    ([5], 5, 1),
+    ([6, 1], 5, 1),  # the first goes alone over budget, and nothing joins it
+    ([2, 4, 1], 5, 1),  # strict order: the 1 never overtakes the 4
+    ([], 5, 0),
+])
+def test_prefill_prefix_examples(rows: list[int], budget: int, taken: int) -> None:
+    assert grouping.prefix_within(rows, budget) == taken
+
+
 @given(st.lists(st.integers(1, 3000), min_size=1, max_size=12), st.integers(1, 4096))
 def test_every_newcomer_is_prefilled_within_as_many_ticks_as_newcomers(rows, budget):
     queue, ticks = list(rows), 0
@@ -90,6 +103,8 @@ def test_spec_example_h200_fits_78_sessions():
 
 def test_a_cap_over_memory_and_no_room_at_all_are_errors_naming_the_numbers():
     assert memory.max_sessions(10, 100 * memory.GIB, 8 * memory.GIB, memory.GIB) == 10
+    assert memory.max_sessions(92, 100 * memory.GIB, 8 * memory.GIB, memory.GIB) == 92  # exactly what fits
+    assert memory.max_sessions(1, 9 * memory.GIB, 8 * memory.GIB, memory.GIB) == 1
     with pytest.raises(memory.CapacityError, match="--max-sessions 93 does not fit: 92 sessions"):
         memory.max_sessions(93, 100 * memory.GIB, 8 * memory.GIB, memory.GIB)
     with pytest.raises(memory.CapacityError, match="not one session fits"):

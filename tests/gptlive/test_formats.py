@@ -67,6 +67,30 @@ def test_resampler_removes_what_the_lower_rate_cannot_carry() -> None:
     assert np.abs(y[800:]).max() < 100  # a 6 kHz tone would alias to 2 kHz
 
 
+@pytest.mark.parametrize(("rate_in", "rate_out"), [(8000, 24000), (16000, 24000), (24000, 8000),
+                                                   (24000, 16000)])
+@pytest.mark.parametrize("level", [1000, -1000, 12345, -12345])
+def test_resampler_passes_a_constant_exactly(rate_in: int, rate_out: int, level: int) -> None:
+    # unity gain at DC, rounded to nearest: each branch's Q20 gain is within 26 parts in 2^20 of
+    # one, far below half an LSB at these levels, so any bias in the rounding shows
+    y = Resampler(rate_in, rate_out).feed(np.full(rate_in // 100 * 3, level, np.int16))
+    assert (y[rate_out // 100:] == level).all()  # past the first block: the filter is full
+
+
+@pytest.mark.parametrize(("rates", "click"), [
+    ((24000, 8000), {}),  # every tap of the gain-1 decimator is below half an LSB
+    ((8000, 24000), {46: 1, 47: 1, 48: 1, 49: 1}),
+    ((24000, 16000), {16: 1}),
+    ((16000, 24000), {23: 1, 24: 1}),
+])
+def test_resampler_output_of_a_one_lsb_click_is_pinned(rates: tuple[int, int], click: dict[int, int]) -> None:
+    for sign in (1, -1):
+        x = np.zeros(rates[0] // 100 * 2, np.int16)
+        x[0] = sign
+        y = Resampler(*rates).feed(x)
+        assert {i: int(v) for i, v in enumerate(y) if v} == {i: sign * v for i, v in click.items()}
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from([(8000, 24000), (16000, 24000), (24000, 8000), (24000, 16000)]),
        st.lists(st.integers(1, 700), min_size=1, max_size=12), st.integers(0, 2**32 - 1))
