@@ -120,7 +120,7 @@ def _container(le: LiveEngine, settings: OperatorSettings) -> Obj:
         "startupProbe": _http_get("/ready") | {
             "periodSeconds": PROBE_PERIOD_S, "timeoutSeconds": 2,
             "failureThreshold": STARTUP_BUDGET_S[le.spec.kind] // PROBE_PERIOD_S},
-        "readinessProbe": _http_get("/ready") | {"periodSeconds": 2, "timeoutSeconds": 2, "failureThreshold": 1},
+        "readinessProbe": _http_get("/ready") | {"periodSeconds": 2, "timeoutSeconds": 2, "failureThreshold": 2},
         "livenessProbe": _http_get("/health") | {"periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3},
         "lifecycle": {"preStop": _http_get(f"/drain?deadline_s={grace}")},
     }
