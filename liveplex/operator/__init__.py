@@ -6,7 +6,7 @@ Pure modules: `names`, `cel`, `crd`, `schema`, `spec`, `render`, `status`, `rout
 this package loads neither kopf nor kubernetes. See docs/operator.md.
 """
 
-from liveplex.operator.apply import Conflict, KubeClient, KubeError, Ref, apply
+from liveplex.operator.apply import Conflict, KubeClient, KubeError, Ref, create_or_patch
 from liveplex.operator.crd import render_crd
 from liveplex.operator.deletion_cost import deletion_costs
 from liveplex.operator.pool import LoadReader, PoolLoad, RouteStore
@@ -18,7 +18,7 @@ from liveplex.operator.status import Reason, compute_status
 
 __all__ = [
     "Claim", "Conflict", "EngineSpec", "KubeClient", "KubeError", "LiveEngine", "LoadReader", "OperatorSettings",
-    "PoolLoad", "Reason", "Ref", "Resolution", "RouteStore", "SecretKey", "SpecError", "apply", "compute_status",
-    "deletion_costs", "parse", "render_children", "render_crd", "render_deployment", "render_pdb",
-    "render_service", "resolve", "serve_args",
+    "PoolLoad", "Reason", "Ref", "Resolution", "RouteStore", "SecretKey", "SpecError", "compute_status",
+    "create_or_patch", "deletion_costs", "parse", "render_children", "render_crd", "render_deployment",
+    "render_pdb", "render_service", "resolve", "serve_args",
 ]

@@ -1,13 +1,13 @@
 """Create-or-patch: the operator's one write path for children, idempotent by construction.
 
-`apply` creates the object, or (when it exists, or creation raced and got 409) merge-patches the
+`create_or_patch` creates the object, or (when it exists, or creation raced and got 409) merge-patches the
 full desired object onto it (`application/merge-patch+json`, RFC 7386; platform §4 rule 5).
 Fields the operator does not render are never touched, except those it rendered last time and
 no longer does: the last applied object is kept in an annotation (as `kubectl apply` does), and
 every key it had that the desired object lacks is patched to null. When the stored object
 already contains the desired one and nothing was dropped, no request is sent at all.
 
-`KubeClient` is the small interface `apply` and the handlers use; `kube.OfficialClient`
+`KubeClient` is the small interface `create_or_patch` and the handlers use; `kube.OfficialClient`
 implements it over the `kubernetes` package, the tests over a dict.
 """
 
@@ -111,7 +111,7 @@ def contains(current: Any, desired: Any) -> bool:
     return current == desired
 
 
-async def apply(client: KubeClient, obj: Mapping[str, Any]) -> Obj:
+async def create_or_patch(client: KubeClient, obj: Mapping[str, Any]) -> Obj:
     """Make the stored object match `obj`; returns it as stored. Safe to repeat and to race."""
     ref, desired = Ref.of(obj), recorded(obj)
     current = await client.get(ref)

@@ -1,7 +1,7 @@
 """The kopf handlers: one level-based reconcile and the status timer (platform §4).
 
 `reconcile` runs on create, update and resume alike: it renders the children from the spec and
-applies each with `apply.apply`, so a replay or a retry does nothing new. `roll_up` runs every
+applies each with `apply.create_or_patch`, so a replay or a retry does nothing new. `roll_up` runs every
 `status_interval_s`: it reads the Deployment, its pods and the pool's load, resolves `le:routes`,
 and writes the status only when it changed, plus each pod's deletion cost only when that changed.
 Both return None and write `patch.status` explicitly. Everything they talk to comes from the
@@ -64,7 +64,7 @@ async def reconcile(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.
         raise kopf.PermanentError(f"invalid spec: {exc}") from exc
     try:
         for child in render.render_children(le, ctx.settings):
-            await apply.apply(ctx.client, child)
+            await apply.create_or_patch(ctx.client, child)
     except apply.KubeError as exc:
         if exc.transient:
             raise _transient(exc) from exc

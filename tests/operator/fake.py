@@ -52,9 +52,9 @@ class FakeKubeClient:
 
     async def create(self, obj: Mapping[str, Any]) -> Obj:
         ref = Ref.of(obj)
+        self.writes.append(("create", ref, copy.deepcopy(dict(obj))))
         if ref in self.objects:
             raise Conflict(409, f"{ref.kind} {ref.name} already exists")
-        self.writes.append(("create", ref, copy.deepcopy(dict(obj))))
         return copy.deepcopy(self.put(obj))
 
     async def patch(self, ref: Ref, patch: Mapping[str, Any]) -> Obj:

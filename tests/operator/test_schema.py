@@ -1,4 +1,4 @@
-"""Defaulting and structural checks agree with the CRD schema read as JSON Schema; examples pass, invalid ones name the field."""
+"""Defaults and structural checks agree with the CRD read as JSON Schema; invalid examples name the field."""
 
 from __future__ import annotations
 
