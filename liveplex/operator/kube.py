@@ -1,16 +1,17 @@
 """`apply.KubeClient` over the official `kubernetes` client, its blocking calls in worker threads.
 
-Typed API methods address each kind, but answers are read raw (`_preload_content=False`) and
-decoded as JSON, so no field is lost to a client model older than the server. Patches always
-name their content type: the client would otherwise send a dict to a built-in API as a
-strategic merge patch (platform §4 rule 5).
+Requests go through `DynamicClient.request` by REST path with raw JSON bodies and answers: the
+typed APIs would validate bodies against the client's own models (dropping fields a newer server
+knows), and discovery is not needed for the few kinds the operator touches, so none is done.
+Patches always name their content type: the client would otherwise send a dict to a built-in API
+as a strategic merge patch (platform §4 rule 5).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import kubernetes
@@ -21,14 +22,22 @@ from liveplex.operator.apply import Conflict, KubeError, Obj, Ref
 
 MERGE_PATCH = "application/merge-patch+json"
 
-_BUILTIN: dict[tuple[str, str], tuple[str, str]] = {
-    ("apps/v1", "Deployment"): ("AppsV1Api", "deployment"),
-    ("v1", "Service"): ("CoreV1Api", "service"),
-    ("v1", "Pod"): ("CoreV1Api", "pod"),
-    ("policy/v1", "PodDisruptionBudget"): ("PolicyV1Api", "pod_disruption_budget"),
+PLURALS: dict[tuple[str, str], str] = {
+    ("apps/v1", "Deployment"): "deployments",
+    ("v1", "Service"): "services",
+    ("v1", "Pod"): "pods",
+    ("policy/v1", "PodDisruptionBudget"): "poddisruptionbudgets",
+    (names.API_VERSION, names.KIND): names.PLURAL,
 }
-"""(apiVersion, kind) -> (typed API class, method suffix) for every built-in kind the operator touches."""
-_CUSTOM: dict[tuple[str, str], str] = {(names.API_VERSION, names.KIND): names.PLURAL}
+"""Every kind the operator reads or writes, all namespaced."""
+
+
+def path(api_version: str, kind: str, namespace: str | None, name: str | None = None) -> str:
+    """The REST path of a collection (no name) or an object; no namespace: across all namespaces."""
+    root = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    scoped = f"{root}/namespaces/{namespace}" if namespace is not None else root
+    collection = f"{scoped}/{PLURALS[(api_version, kind)]}"
+    return f"{collection}/{name}" if name is not None else collection
 
 
 def load_config() -> kubernetes.client.ApiClient:
@@ -40,61 +49,48 @@ def load_config() -> kubernetes.client.ApiClient:
     return kubernetes.client.ApiClient()
 
 
+def _no_discovery(client: Any, cache_file: Any) -> None:
+    """DynamicClient's discoverer slot: requests here are by path, so nothing is discovered."""
+    return None
+
+
 class OfficialClient:
     """The operator's client; one `ApiClient` (connection pool) shared by every call."""
 
     def __init__(self, api: kubernetes.client.ApiClient) -> None:
-        self._api = api
+        self._dynamic = kubernetes.dynamic.DynamicClient(api, discoverer=_no_discovery)
 
     async def get(self, ref: Ref) -> Obj | None:
         try:
-            return await self._call(ref.api_version, ref.kind, "read", ref.namespace, name=ref.name)
+            return await self._request("GET", path(ref.api_version, ref.kind, ref.namespace, ref.name))
         except KubeError as exc:
             if exc.status == 404:
                 return None
             raise
 
     async def create(self, obj: Mapping[str, Any]) -> Obj:
-        return await self._call(obj["apiVersion"], obj["kind"], "create", obj["metadata"].get("namespace"),
-                                body=dict(obj))
+        where = path(obj["apiVersion"], obj["kind"], obj["metadata"]["namespace"])
+        return await self._request("POST", where, body=dict(obj))
 
     async def patch(self, ref: Ref, patch: Mapping[str, Any]) -> Obj:
-        return await self._call(ref.api_version, ref.kind, "patch", ref.namespace, name=ref.name,
-                                body=dict(patch), _content_type=MERGE_PATCH)
+        where = path(ref.api_version, ref.kind, ref.namespace, ref.name)
+        return await self._request("PATCH", where, body=dict(patch), content_type=MERGE_PATCH)
 
     async def list(self, api_version: str, kind: str, namespace: str | None,
                    selector: Mapping[str, str] | None = None) -> list[Obj]:
         query = {"label_selector": ",".join(f"{k}={v}" for k, v in selector.items())} if selector else {}
-        answer = await self._call(api_version, kind, "list", namespace, **query)
+        answer = await self._request("GET", path(api_version, kind, namespace), **query)
         return list(answer.get("items", ()))
 
-    async def _call(self, api_version: str, kind: str, verb: str, namespace: str | None, **kwargs: Any) -> Obj:
-        method, coordinates = self._method(api_version, kind, verb, namespace)
-        return await asyncio.to_thread(self._blocking, method, **coordinates, **kwargs)
+    async def _request(self, method: str, where: str, **params: Any) -> Obj:
+        return await asyncio.to_thread(self._blocking, method, where, params)
 
-    def _method(self, api_version: str, kind: str, verb: str,
-                namespace: str | None) -> tuple[Callable[..., Any], dict[str, Any]]:
-        """The typed method for `verb` on this kind and the keyword arguments that address it."""
-        where: dict[str, Any] = {} if namespace is None else {"namespace": namespace}
-        scope = "cluster" if namespace is None else "namespaced"
-        if (api_version, kind) in _CUSTOM:
-            group, version = api_version.split("/")
-            api = kubernetes.client.CustomObjectsApi(self._api)
-            method = getattr(api, f"{'get' if verb == 'read' else verb}_{scope}_custom_object")
-            return method, {"group": group, "version": version, "plural": _CUSTOM[(api_version, kind)], **where}
-        cls_name, suffix = _BUILTIN[(api_version, kind)]
-        api = getattr(kubernetes.client, cls_name)(self._api)
-        if namespace is None:
-            return getattr(api, f"{verb}_{suffix}_for_all_namespaces"), {}
-        return getattr(api, f"{verb}_namespaced_{suffix}"), where
-
-    @staticmethod
-    def _blocking(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
+    def _blocking(self, method: str, where: str, params: dict[str, Any]) -> Obj:
         try:
-            response = method(*args, _preload_content=False, **kwargs)
-        except kubernetes.client.ApiException as exc:
-            error = Conflict if exc.status == 409 else KubeError
-            raise error(exc.status or 0, str(exc.reason)) from exc
+            response = self._dynamic.request(method, where, serialize=False, **params)
+        except kubernetes.dynamic.exceptions.DynamicApiError as exc:
+            status = int(exc.status or 0)
+            raise (Conflict if status == 409 else KubeError)(status, str(exc.reason)) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:  # no answer: refused, reset, timed out
             raise KubeError(0, str(exc)) from exc
         return json.loads(response.data)
