@@ -32,7 +32,8 @@ def test_redis_secret_image_and_liveness(monkeypatch: pytest.MonkeyPatch) -> Non
     assert (s.image_repository, s.image_tag) == ("registry.local:5000/liveplex", "dev")
     assert s.liveness_endpoint == "http://0.0.0.0:9090/healthz"
     untagged = _settings("-A", "--image", "registry.local:5000/liveplex")
-    assert (untagged.image_repository, untagged.image_tag) == ("registry.local:5000/liveplex", OperatorSettings().image_tag)
+    default_tag = OperatorSettings().image_tag
+    assert (untagged.image_repository, untagged.image_tag) == ("registry.local:5000/liveplex", default_tag)
     assert _settings("-A", "--redis-secret", "redis-auth").redis_secret == SecretKey("redis-auth", "url")
 
 
