@@ -28,32 +28,20 @@ CONDITION_TYPES: tuple[str, ...] = ("Ready", "Progressing", "Degraded", "Capacit
 PHASES: tuple[str, ...] = ("Pending", "Progressing", "Ready", "Degraded", "Failed")
 
 
+def _typed(type_: str, description: str, **keywords: Any) -> Schema:
+    """A schema node of `type_` with the keywords that are set (None: absent)."""
+    return {"type": type_, "description": description} | {k: v for k, v in keywords.items() if v is not None}
+
+
 def _int(description: str, *, minimum: int | None = None, maximum: int | None = None,
          default: int | None = None) -> Schema:
-    out: Schema = {"type": "integer", "description": description}
-    if minimum is not None:
-        out["minimum"] = minimum
-    if maximum is not None:
-        out["maximum"] = maximum
-    if default is not None:
-        out["default"] = default
-    return out
+    return _typed("integer", description, minimum=minimum, maximum=maximum, default=default)
 
 
 def _str(description: str, *, enum: tuple[str, ...] = (), pattern: str | None = None,
          default: str | None = None, min_length: int | None = None, max_length: int | None = None) -> Schema:
-    out: Schema = {"type": "string", "description": description}
-    if enum:
-        out["enum"] = list(enum)
-    if pattern is not None:
-        out["pattern"] = pattern
-    if min_length is not None:
-        out["minLength"] = min_length
-    if max_length is not None:
-        out["maxLength"] = max_length
-    if default is not None:
-        out["default"] = default
-    return out
+    return _typed("string", description, enum=list(enum) or None, pattern=pattern, minLength=min_length,
+                  maxLength=max_length, default=default)
 
 
 def _quantity(description: str) -> Schema:
