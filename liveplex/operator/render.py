@@ -44,10 +44,12 @@ def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
     pod_ip = f"$({names.POD_IP_ENV})"
     args = ["serve", "--engine", s.kind, "--host", pod_ip, "--port", str(names.PORT),
             "--max-sessions", str(cap.max_sessions), "--max-seconds", str(cap.max_seconds),
-            "--jitter-frames", str(cap.jitter_frames), "--prebuffer-frames", str(cap.prebuffer_frames)]
-    if settings.redis_configured:
+            "--jitter-frames", str(cap.jitter_frames), "--prebuffer-frames", str(cap.prebuffer_frames),
+            "--lateness-budget-ms", str(cap.lateness_budget_millis),
+            "--drain-deadline-s", str(s.drain_grace_seconds)]
+    if settings.redis_configured:  # the member name is the Kubernetes pod name: pod-deletion-cost keys on it
         args += ["--redis-url", f"$({names.REDIS_URL_ENV})", "--pool", le.pool,
-                 "--advertise", f"ws://{pod_ip}:{names.PORT}"]
+                 "--advertise", f"ws://{pod_ip}:{names.PORT}", "--pod-name", f"$({names.POD_NAME_ENV})"]
     if s.kind == "personaplex":
         assert s.model is not None  # CEL: personaplex has a model with a source
         args += ["--model-path", model_path(le), "--dtype", s.model.dtype, "--device", "cuda"]

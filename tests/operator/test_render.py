@@ -15,6 +15,8 @@ from tests.operator import golden, kubeschemas, objects
 
 REDIS = OperatorSettings(redis_url="redis://redis.liveplex:6379/0")
 SECRET = OperatorSettings(redis_url="redis://redis.liveplex:6379/0", redis_secret=SecretKey("liveplex-redis"))
+POD_FLAGS = ("--redis-url", "--pool", "--advertise", "--pod-name", "--drain-deadline-s", "--lateness-budget-ms")
+"""`liveplex serve` flags of the pod package (Redis heartbeat, drain), newer than this branch's base."""
 IMAGE_VOLUMES_SINCE = "1.31"
 """The first minor with `volumes[].image` (ImageVolume); kubernetes-validate knows it from there on."""
 
@@ -105,6 +107,8 @@ def test_the_pod_runs_liveplex_serve_with_the_pool_flags() -> None:
     flags = dict(zip(c["args"][1::2], c["args"][2::2]))
     assert flags["--pool"] == "default/sim" and flags["--redis-url"] == "$(LIVEPLEX_REDIS_URL)"
     assert flags["--advertise"] == "ws://$(POD_IP):8000" and flags["--host"] == "$(POD_IP)"
+    assert flags["--pod-name"] == "$(POD_NAME)" and flags["--drain-deadline-s"] == "300"
+    assert flags["--lateness-budget-ms"] == "20"
     env = {e["name"]: e for e in c["env"]}
     assert env["POD_IP"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
     assert env["LIVEPLEX_REDIS_URL"] == {"name": "LIVEPLEX_REDIS_URL", "value": "redis://redis.liveplex:6379/0"}
@@ -169,12 +173,11 @@ def test_liveplex_serve_accepts_the_rendered_command_line(case: str) -> None:
     from liveplex import serve
     parser = serve.build_parser()
     args = _container(case)["args"]
-    if "--redis-url" not in parser._option_string_actions:  # until the pool flags are merged, check the rest
-        for flag in ("--redis-url", "--pool", "--advertise"):
-            if flag in args:
-                del args[args.index(flag):args.index(flag) + 2]
+    for flag in POD_FLAGS:  # until the pod flags on main are merged here, check the rest
+        if flag in args and flag not in parser._option_string_actions:
+            del args[args.index(flag):args.index(flag) + 2]
     expanded = [a.replace("$(POD_IP)", "10.1.2.3").replace("$(LIVEPLEX_REDIS_URL)", "redis://r:6379")
-                for a in args]
+                .replace("$(POD_NAME)", "pp-5d8f-x2x1") for a in args]
     parsed = parser.parse_args(expanded[1:])
     assert parsed.engine == spec.parse(CASES[case][0]).spec.kind and parsed.port == names.PORT
     assert parsed.max_sessions == spec.parse(CASES[case][0]).spec.capacity.max_sessions
