@@ -21,6 +21,7 @@ COMMANDS: Commands = {
     "check": ("liveplex.conformance.cli", "check a GPT-Live server against the conformance checklist"),
     "bench": ("liveplex.bench.cli", "benchmarks: `bench duplex`, `bench baseline`, `bench engine`"),
     "personaplex": ("liveplex.personaplex.cli", "PersonaPlex model tools, e.g. `make-tiny DIR`"),
+    "operator": ("liveplex.operator.cli", "the LiveEngine operator: `operator crd`, `operator run -n NS | -A`"),
 }
 
 

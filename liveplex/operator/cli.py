@@ -1,0 +1,82 @@
+"""`liveplex operator`: `crd` prints the CustomResourceDefinition, `run` runs the operator.
+
+`liveplex operator crd | kubectl apply -f -` installs the CRD; `liveplex operator run -n NS` (or
+`-A`) reconciles LiveEngines with the current kubeconfig or the pod's service account.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+
+import yaml
+
+from liveplex.operator import crd, settings
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="liveplex operator", description="The LiveEngine operator.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("crd", help="print the LiveEngine CRD as YAML (pipe it to `kubectl apply -f -`)")
+    run = commands.add_parser("run", help="reconcile LiveEngines")
+    scope = run.add_mutually_exclusive_group(required=True)
+    scope.add_argument("-n", "--namespace", action="append", metavar="NS", help="watch NS (repeatable)")
+    scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace")
+    run.add_argument("--redis-url", default=os.environ.get("LIVEPLEX_REDIS_URL"),
+                     help="placement Redis (default: $LIVEPLEX_REDIS_URL); pods get it too unless --redis-secret")
+    run.add_argument("--redis-secret", metavar="NAME[:KEY]", default=None,
+                     help="pods read LIVEPLEX_REDIS_URL from this Secret in their namespace (key default: url)")
+    run.add_argument("--image", default=None, metavar="REPOSITORY[:TAG]",
+                     help=f"engine image when spec.image is unset (default: {settings.DEFAULT_REPOSITORY}:"
+                          f"{settings.OperatorSettings().image_tag})")
+    run.add_argument("--liveness", default=settings.DEFAULT_LIVENESS, metavar="URL", help="kopf's liveness endpoint")
+    run.add_argument("--status-interval-s", type=float, default=10.0)
+    run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return parser
+
+
+def settings_from_args(args: argparse.Namespace) -> settings.OperatorSettings:
+    """Build the settings once; raises ValueError naming the bad flag."""
+    secret = None
+    if args.redis_secret:
+        name, _, key = args.redis_secret.partition(":")
+        secret = settings.SecretKey(name, key or "url")
+    d = settings.OperatorSettings()
+    repository, tag = d.image_repository, d.image_tag
+    if args.image:
+        head, sep, tail = args.image.rpartition(":")
+        repository, tag = (head, tail) if sep and "/" not in tail else (args.image, tag)
+    return settings.OperatorSettings(
+        namespaces=tuple(args.namespace or ()), redis_url=args.redis_url, redis_secret=secret,
+        image_repository=repository, image_tag=tag, liveness_endpoint=args.liveness,
+        status_interval_s=args.status_interval_s,
+    )
+
+
+def print_crd() -> None:
+    print(yaml.safe_dump(crd.render_crd(), sort_keys=False, width=120), end="")
+
+
+def _run(s: settings.OperatorSettings) -> int:
+    from liveplex.operator import handlers, kube  # kopf and kubernetes load only for `run`
+
+    ctx = handlers.Context(settings=s, client=kube.OfficialClient(kube.load_config()))
+    asyncio.run(handlers.operate(ctx))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "crd":
+        print_crd()
+        return 0
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        s = settings_from_args(args)
+    except ValueError as exc:
+        print(f"liveplex operator run: {exc}", file=sys.stderr)
+        return 2
+    return _run(s)

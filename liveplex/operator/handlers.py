@@ -1,0 +1,170 @@
+"""The kopf handlers: one level-based reconcile and the status timer (platform §4).
+
+`reconcile` runs on create, update and resume alike: it renders the children from the spec and
+applies each with `apply.create_or_patch`, so a replay or a retry does nothing new. `roll_up` runs every
+`status_interval_s`: it reads the Deployment, its pods and the pool's load, resolves `le:routes`,
+and writes the status only when it changed, plus each pod's deletion cost only when that changed.
+Both return None and write `patch.status` explicitly. Everything they talk to comes from the
+`Context` in kopf's memo, so tests call them directly with in-memory parts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import kopf
+
+from liveplex.operator import apply, deletion_cost, names, render, routes, spec, status
+from liveplex.operator.pool import LoadReader, PoolLoad, RouteStore
+from liveplex.operator.settings import OperatorSettings
+
+RETRY_DELAY_S = 10.0
+"""Delay before retrying after a transient API failure."""
+RESOURCE = (names.GROUP, names.VERSION, names.PLURAL)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What the handlers act through; kept in kopf's memo under `context`."""
+
+    settings: OperatorSettings
+    client: apply.KubeClient
+    loads: LoadReader | None = None
+    """Pool load from Redis; None: the status carries no session or tick figures."""
+    routes: RouteStore | None = None
+    """`le:routes`; None: routes are resolved for RouteConflict but not written."""
+    clock: Callable[[], datetime] = field(default=_utc_now)
+
+
+def _context(memo: Mapping[str, Any]) -> Context:
+    return memo["context"]
+
+
+def _transient(exc: apply.KubeError) -> kopf.TemporaryError:
+    return kopf.TemporaryError(f"Kubernetes API: {exc}", delay=RETRY_DELAY_S)
+
+
+async def reconcile(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.Logger | logging.LoggerAdapter,
+                    memo: Mapping[str, Any], **_: Any) -> None:
+    """Render and apply the children; an unrenderable spec is reported and not retried."""
+    ctx = _context(memo)
+    try:
+        le = spec.parse(body)
+    except spec.SpecError as exc:
+        deployment, pods = await _observe(ctx, body)
+        patch.status.update(status.compute_status(body, deployment, pods, None, ctx.clock()))
+        raise kopf.PermanentError(f"invalid spec: {exc}") from exc
+    try:
+        for child in render.render_children(le, ctx.settings):
+            await apply.create_or_patch(ctx.client, child)
+    except apply.KubeError as exc:
+        if exc.transient:
+            raise _transient(exc) from exc
+        raise
+    logger.info("children applied", extra={"pool": le.pool, "generation": le.generation})
+
+
+async def roll_up(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.Logger | logging.LoggerAdapter,
+                  memo: Mapping[str, Any], **_: Any) -> None:
+    """The status timer: observe, compute, and write only what changed."""
+    ctx = _context(memo)
+    meta = body["metadata"]
+    pool = names.pool(meta["namespace"], meta["name"])
+    try:
+        deployment, pods = await _observe(ctx, body)
+        conflicts = await _sync_routes(ctx, pool, logger)
+    except apply.KubeError as exc:
+        if exc.transient:
+            raise _transient(exc) from exc
+        raise
+    load = await _load(ctx, pool, logger)
+    new = status.compute_status(body, deployment, pods, load, ctx.clock(), conflicts=conflicts)
+    before = body.get("status") or {}
+    if any(before.get(key) != value for key, value in new.items()):
+        patch.status.update(new)
+    if load is not None:
+        for pod, cost in deletion_cost.deletion_costs(pods, load.pods).items():
+            try:
+                await ctx.client.patch(apply.Ref("v1", "Pod", meta["namespace"], pod),
+                                       {"metadata": {"annotations": {names.DELETION_COST: cost}}})
+            except apply.KubeError as exc:  # a hint only: the pod may be gone; the next roll-up retries
+                logger.warning("pod-deletion-cost not written", extra={"pod": pod, "error": str(exc)})
+
+
+async def _observe(ctx: Context, body: Mapping[str, Any]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    meta = body["metadata"]
+    deployment = await ctx.client.get(apply.Ref("apps/v1", "Deployment", meta["namespace"], meta["name"]))
+    pods = await ctx.client.list("v1", "Pod", meta["namespace"], names.selector(meta["name"]))
+    return deployment, pods
+
+
+async def _load(ctx: Context, pool: str, logger: logging.Logger | logging.LoggerAdapter) -> PoolLoad | None:
+    if ctx.loads is None:
+        return None
+    try:
+        return await ctx.loads.read(pool)
+    except Exception as exc:  # Redis down must not stop the roll-up: the figures are kept instead
+        logger.warning("pool load unavailable", extra={"pool": pool, "error": repr(exc)})
+        return None
+
+
+async def _sync_routes(ctx: Context, pool: str, logger: logging.Logger | logging.LoggerAdapter) -> Sequence[str]:
+    """Resolve le:routes over every LiveEngine in scope, write the changes; this pool's lost names."""
+    scope = ctx.settings.namespaces
+    bodies = [b for ns in (scope or (None,)) for b in await ctx.client.list(names.API_VERSION, names.KIND, ns)]
+    claims = []
+    for b in bodies:
+        try:
+            le = spec.parse(b)
+        except spec.SpecError:
+            continue  # an invalid LiveEngine claims nothing
+        if le.spec.model is not None:
+            claims.append(routes.Claim(le.pool, le.created, le.spec.model.served_models))
+    current: Mapping[str, str] = {}
+    if ctx.routes is not None:
+        try:
+            current = await ctx.routes.read()
+        except Exception as exc:  # still resolve among the claims we can see
+            logger.warning("routes unavailable", extra={"error": repr(exc)})
+    resolution = routes.resolve(claims, current, scope)
+    changes = routes.changes(current, resolution, scope)
+    if ctx.routes is not None and changes:
+        try:
+            await ctx.routes.write(changes.set_, changes.delete)
+        except Exception as exc:
+            logger.warning("routes not written", extra={"error": repr(exc)})
+    return resolution.lost.get(pool, ())
+
+
+def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    """Keep kopf's bookkeeping in annotations: the status schema would prune `status.kopf`."""
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=names.GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=names.GROUP)
+
+
+def build_registry(interval_s: float) -> kopf.OperatorRegistry:
+    """A fresh registry with the handlers (no import-time registration on kopf's default one)."""
+    registry = kopf.OperatorRegistry()
+    kopf.on.startup(registry=registry)(configure)
+    for cause in (kopf.on.create, kopf.on.update, kopf.on.resume):
+        cause(*RESOURCE, id="reconcile", registry=registry)(reconcile)
+    kopf.timer(*RESOURCE, id="status", interval=interval_s, registry=registry)(roll_up)
+    return registry
+
+
+async def operate(ctx: Context, *, stop_flag: Any = None, ready_flag: Any = None) -> None:
+    """Run the operator until `stop_flag` (an asyncio.Event or Future) is set or the task is cancelled."""
+    s = ctx.settings
+    await kopf.operator(
+        registry=build_registry(s.status_interval_s), memo=kopf.Memo(context=ctx), standalone=True,
+        clusterwide=s.clusterwide, namespaces=list(s.namespaces), liveness_endpoint=s.liveness_endpoint,
+        stop_flag=stop_flag, ready_flag=ready_flag,
+    )

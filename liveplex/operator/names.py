@@ -1,0 +1,54 @@
+"""The fixed names the operator owns: API coordinates, selector labels, annotations, env, ports.
+
+Every module that renders, selects or checks one of these reads it here, so a rename is one edit.
+"""
+
+from __future__ import annotations
+
+GROUP = "live.liveplex.io"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "LiveEngine"
+PLURAL = "liveengines"
+SINGULAR = "liveengine"
+SHORT_NAMES: tuple[str, ...] = ("le",)
+
+NAME_LABEL = "app.kubernetes.io/name"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+SELECTOR_KEYS: tuple[str, ...] = (NAME_LABEL, INSTANCE_LABEL)
+"""The only labels a selector uses: users cannot edit them (kopf and kubectl copy user labels around)."""
+APP = "liveengine"
+"""The value of `app.kubernetes.io/name` on every engine child."""
+MANAGED_BY = {"app.kubernetes.io/managed-by": "liveplex-operator", "app.kubernetes.io/component": "engine"}
+"""Informational labels on every child; never part of a selector."""
+
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+LAST_APPLIED = f"{GROUP}/last-applied"
+"""Child annotation: the desired object last applied, so a field dropped from the spec is removed."""
+
+POD_IP_ENV = "POD_IP"
+POD_NAME_ENV = "POD_NAME"
+REDIS_URL_ENV = "LIVEPLEX_REDIS_URL"
+RESERVED_ENV: tuple[str, ...] = (POD_IP_ENV, POD_NAME_ENV, REDIS_URL_ENV)
+"""Env vars the operator sets on the engine container; `spec.pod.env` may not override them."""
+
+CONTAINER = "engine"
+PORT = 8000
+PORT_NAME = "http"
+MODEL_MOUNT = "/models"
+"""Where the model source is mounted in the engine container (read-only)."""
+
+
+def selector(name: str) -> dict[str, str]:
+    """The selector labels of LiveEngine `name`'s pods."""
+    return {NAME_LABEL: APP, INSTANCE_LABEL: name}
+
+
+def selector_text(name: str) -> str:
+    """`selector(name)` in the string form the scale subresource's `labelSelectorPath` needs."""
+    return ",".join(f"{k}={v}" for k, v in selector(name).items())
+
+
+def pool(namespace: str, name: str) -> str:
+    """The Redis pool key of a LiveEngine (`<ns>/<name>`), as `liveplex serve --pool` takes it."""
+    return f"{namespace}/{name}"

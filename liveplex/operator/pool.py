@@ -1,0 +1,47 @@
+"""What the operator reads from and writes to the placement Redis, as injected interfaces.
+
+The operator never talks to Redis itself: the process that runs it passes a `LoadReader` and a
+`RouteStore` (backed by `liveplex.placement`), and tests pass in-memory ones. Both are optional:
+without them the status has no session figures and no routes are written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class PoolLoad:
+    """One pool's aggregates over its fresh pods (platform §6.1), integers only."""
+
+    active: int = 0
+    """Running sessions, summed over pods."""
+    reserved: int = 0
+    """Unexpired placement leases, summed over pods."""
+    capacity: int = 0
+    """Advertised slots, summed over pods (draining pods excluded)."""
+    p99_lateness_ms: int = 0
+    """The worst pod's p99 tick lateness, ms."""
+    late_permille: int = 0
+    """The worst pod's share of late ticks, ‰."""
+    pods: Mapping[str, int] = field(default_factory=dict)
+    """Pod name -> its active sessions (the pod-deletion-cost)."""
+
+
+class LoadReader(Protocol):
+    async def read(self, pool: str) -> PoolLoad:
+        """The load of pool `<ns>/<name>`; an empty pool is all zeros. Raises when Redis is unreachable."""
+        ...
+
+
+class RouteStore(Protocol):
+    """`le:routes`: model name -> pool (`<ns>/<name>`)."""
+
+    async def read(self) -> Mapping[str, str]:
+        ...
+
+    async def write(self, set_: Mapping[str, str], delete: Collection[str]) -> None:
+        """Set these routes and delete those model names, in one step."""
+        ...

@@ -1,0 +1,199 @@
+"""A LiveEngine's children as plain dicts: Deployment, headless Service, PodDisruptionBudget.
+
+Pure and deterministic: the same LiveEngine and settings always render the same objects, so the
+applier's second pass is a no-op. The renderers do what `kopf.adopt` would (owner reference,
+namespace, the parent's labels on each child's metadata) without mutating anything, and never
+put a user label in a selector (platform §4 rule 3). The engine pod runs `liveplex serve` with
+the flags the spec implies; the probes, preStop drain and grace follow platform §5.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from liveplex.operator import names
+from liveplex.operator.settings import OperatorSettings
+from liveplex.operator.spec import HostPathSource, ImageSource, LiveEngine, PvcSource
+
+Obj = dict[str, Any]
+
+GRACE_MARGIN_S = 30
+"""terminationGracePeriodSeconds = drain deadline + this: time to answer, close and exit."""
+PROBE_PERIOD_S = 5
+STARTUP_BUDGET_S = {"personaplex": 1800, "sim": 300}
+"""How long a pod may take to turn ready the first time: weights load and CUDA warm-up take minutes."""
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+def _owner(le: LiveEngine) -> list[Obj]:
+    return [{"apiVersion": names.API_VERSION, "kind": names.KIND, "name": le.name, "uid": le.uid,
+             "controller": True, "blockOwnerDeletion": True}]
+
+
+def _metadata(le: LiveEngine) -> Obj:
+    """A child's metadata: the parent's labels (as kopf.adopt copies them), then the fixed ones."""
+    return {"name": le.name, "namespace": le.namespace,
+            "labels": {**le.labels, **names.MANAGED_BY, **names.selector(le.name)},
+            "ownerReferences": _owner(le)}
+
+
+def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
+    """`liveplex serve`'s arguments for this engine; `$(VAR)` is expanded by the kubelet."""
+    s, cap = le.spec, le.spec.capacity
+    pod_ip = f"$({names.POD_IP_ENV})"
+    args = ["serve", "--engine", s.kind, "--host", pod_ip, "--port", str(names.PORT),
+            "--max-sessions", str(cap.max_sessions), "--max-seconds", str(cap.max_seconds),
+            "--jitter-frames", str(cap.jitter_frames), "--prebuffer-frames", str(cap.prebuffer_frames),
+            "--lateness-budget-ms", str(cap.lateness_budget_millis),
+            "--drain-deadline-s", str(s.drain_grace_seconds)]
+    if settings.redis_configured:  # the member name is the Kubernetes pod name: pod-deletion-cost keys on it
+        args += ["--redis-url", f"$({names.REDIS_URL_ENV})", "--pool", le.pool,
+                 "--advertise", f"ws://{pod_ip}:{names.PORT}", "--pod-name", f"$({names.POD_NAME_ENV})"]
+    if s.kind == "personaplex":
+        assert s.model is not None  # CEL: personaplex has a model with a source
+        args += ["--model-path", model_path(le), "--dtype", s.model.dtype, "--device", "cuda"]
+    else:
+        if s.model is not None:
+            args += ["--model", s.model.name]
+        if s.sim is not None:
+            args += ["--tick-base-us", str(s.sim.tick_base_micros),
+                     "--tick-per-session-us", str(s.sim.tick_per_session_micros),
+                     "--echo-frames", str(s.sim.echo_frames)]
+    for served in s.model.served_models if s.model is not None else ():
+        args += ["--model-alias", served]
+    return args
+
+
+def model_path(le: LiveEngine) -> str:
+    """The checkpoint directory inside the container."""
+    source = le.spec.model.source if le.spec.model is not None else None
+    inner = source.path if isinstance(source, (PvcSource, ImageSource)) else ""
+    return posixpath.join(names.MODEL_MOUNT, inner) if inner else names.MODEL_MOUNT
+
+
+def _model_volume(le: LiveEngine) -> Obj | None:
+    source = le.spec.model.source if le.spec.model is not None else None
+    if isinstance(source, PvcSource):
+        return {"name": "model", "persistentVolumeClaim": {"claimName": source.claim_name, "readOnly": True}}
+    if isinstance(source, HostPathSource):
+        return {"name": "model", "hostPath": {"path": source.path, "type": "Directory"}}
+    if isinstance(source, ImageSource):
+        return {"name": "model", "image": {"reference": source.reference, "pullPolicy": "IfNotPresent"}}
+    return None
+
+
+def _env(le: LiveEngine, settings: OperatorSettings) -> list[Obj]:
+    env: list[Obj] = [
+        {"name": names.POD_IP_ENV, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": names.POD_NAME_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+    ]
+    if settings.redis_secret is not None:
+        env.append({"name": names.REDIS_URL_ENV, "valueFrom": {"secretKeyRef": {
+            "name": settings.redis_secret.name, "key": settings.redis_secret.key}}})
+    elif settings.redis_url is not None:
+        env.append({"name": names.REDIS_URL_ENV, "value": settings.redis_url})
+    return env + [dict(e) for e in le.spec.pod.env]
+
+
+def _http_get(path: str) -> Obj:
+    return {"httpGet": {"path": path, "port": names.PORT_NAME}}
+
+
+def _resources(le: LiveEngine) -> Obj:
+    r = le.spec.resources
+    requests = {k: v for k, v in (("cpu", r.cpu), ("memory", r.memory)) if v is not None}
+    limits = {k: v for k, v in (("memory", r.memory),) if v is not None}
+    if r.gpus:
+        limits[GPU_RESOURCE] = str(r.gpus)
+    return {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
+
+
+def _container(le: LiveEngine, settings: OperatorSettings) -> Obj:
+    image = le.spec.image
+    grace = le.spec.drain_grace_seconds
+    container: Obj = {
+        "name": names.CONTAINER,
+        "image": f"{image.repository or settings.image_repository}:{image.tag or settings.image_tag}",
+        "command": ["liveplex"],
+        "args": serve_args(le, settings),
+        "env": _env(le, settings),
+        "ports": [{"name": names.PORT_NAME, "containerPort": names.PORT, "protocol": "TCP"}],
+        "startupProbe": _http_get("/ready") | {
+            "periodSeconds": PROBE_PERIOD_S, "timeoutSeconds": 2,
+            "failureThreshold": STARTUP_BUDGET_S[le.spec.kind] // PROBE_PERIOD_S},
+        "readinessProbe": _http_get("/ready") | {"periodSeconds": 2, "timeoutSeconds": 2, "failureThreshold": 2},
+        "livenessProbe": _http_get("/health") | {"periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3},
+        "lifecycle": {"preStop": _http_get(f"/drain?deadline_s={grace}")},
+    }
+    if image.pull_policy is not None:
+        container["imagePullPolicy"] = image.pull_policy
+    resources = _resources(le)
+    if resources:
+        container["resources"] = resources
+    if _model_volume(le) is not None:
+        container["volumeMounts"] = [{"name": "model", "mountPath": names.MODEL_MOUNT, "readOnly": True}]
+    return container
+
+
+def _pod_spec(le: LiveEngine, settings: OperatorSettings) -> Obj:
+    pod = le.spec.pod
+    spec: Obj = {
+        "containers": [_container(le, settings)],
+        "terminationGracePeriodSeconds": le.spec.drain_grace_seconds + GRACE_MARGIN_S,
+        "enableServiceLinks": False,
+    }
+    optional = (("nodeSelector", pod.node_selector), ("tolerations", [dict(t) for t in pod.tolerations]),
+                ("affinity", pod.affinity), ("priorityClassName", pod.priority_class_name))
+    spec |= {key: value for key, value in optional if value}
+    volume = _model_volume(le)
+    if volume is not None:
+        spec["volumes"] = [volume]
+    return spec
+
+
+def render_deployment(le: LiveEngine, settings: OperatorSettings) -> Obj:
+    template_meta: Obj = {"labels": {**le.spec.pod.labels, **names.selector(le.name)}}
+    if le.spec.pod.annotations:
+        template_meta["annotations"] = dict(le.spec.pod.annotations)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _metadata(le),
+        "spec": {
+            "replicas": le.spec.replicas,
+            "selector": {"matchLabels": names.selector(le.name)},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "template": {"metadata": template_meta, "spec": _pod_spec(le, settings)},
+        },
+    }
+
+
+def render_service(le: LiveEngine) -> Obj:
+    """Headless: DNS and Prometheus discovery; gateways dial the pod addresses found in Redis."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(le),
+        "spec": {
+            "clusterIP": "None",
+            "selector": names.selector(le.name),
+            "ports": [{"name": names.PORT_NAME, "port": names.PORT, "targetPort": names.PORT_NAME,
+                       "protocol": "TCP"}],
+        },
+    }
+
+
+def render_pdb(le: LiveEngine) -> Obj:
+    """Protects against node drains taking more than one pod at a time (not against scale-down)."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": _metadata(le),
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": names.selector(le.name)}},
+    }
+
+
+def render_children(le: LiveEngine, settings: OperatorSettings) -> list[Obj]:
+    """Everything the operator applies for one LiveEngine, in apply order."""
+    return [render_deployment(le, settings), render_service(le), render_pdb(le)]

@@ -1,0 +1,50 @@
+"""How the operator runs: one frozen value, built once from `liveplex operator run`'s flags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from liveplex import __version__
+
+DEFAULT_REPOSITORY = "ghcr.io/liveplex/liveplex"
+DEFAULT_LIVENESS = "http://0.0.0.0:8080/healthz"
+
+
+@dataclass(frozen=True, slots=True)
+class SecretKey:
+    """A key of a Secret in each LiveEngine's namespace."""
+
+    name: str
+    key: str = "url"
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorSettings:
+    """What the operator watches and what it tells the pods it renders."""
+
+    namespaces: tuple[str, ...] = ()
+    """Watched namespaces; empty: every namespace (`-A`)."""
+    redis_url: str | None = None
+    """The placement Redis: the operator reads pool load and writes `le:routes` there; pods get it
+    as `LIVEPLEX_REDIS_URL` unless `redis_secret` is set. None: pods run standalone, no routes."""
+    redis_secret: SecretKey | None = None
+    """Pods read `LIVEPLEX_REDIS_URL` from this Secret instead of a literal (the URL holds a password)."""
+    image_repository: str = DEFAULT_REPOSITORY
+    image_tag: str = __version__
+    """The engine image when `spec.image` leaves it unset: the operator's own version."""
+    liveness_endpoint: str = DEFAULT_LIVENESS
+    """kopf's `--liveness` URL."""
+    status_interval_s: float = 10.0
+    """Status roll-up period; a patch is sent only when the status changed."""
+
+    def __post_init__(self) -> None:
+        if self.status_interval_s <= 0:
+            raise ValueError(f"status_interval_s must be > 0, got {self.status_interval_s}")
+
+    @property
+    def clusterwide(self) -> bool:
+        return not self.namespaces
+
+    @property
+    def redis_configured(self) -> bool:
+        return self.redis_url is not None or self.redis_secret is not None

@@ -1,0 +1,167 @@
+"""The kopf handlers, called directly as kopf calls them, against in-memory Kubernetes, load and routes."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import kopf
+import pytest
+
+from liveplex.operator import KubeError, PoolLoad, Ref, handlers, names
+from liveplex.operator.settings import OperatorSettings
+from tests.operator import objects
+from tests.operator.fake import FakeKubeClient, FakeLoads, FakeRoutes
+
+LOG = logging.getLogger("test.operator")
+NOW = datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
+SETTINGS = OperatorSettings(namespaces=("voice",), redis_url="redis://r:6379")
+DEPLOYMENT = Ref("apps/v1", "Deployment", "voice", "pp")
+
+
+def _ctx(client: FakeKubeClient, loads: FakeLoads | None = None, routes: FakeRoutes | None = None,
+         settings: OperatorSettings = SETTINGS) -> handlers.Context:
+    return handlers.Context(settings=settings, client=client, loads=loads, routes=routes, clock=lambda: NOW)
+
+
+async def _reconcile(ctx: handlers.Context, body: dict[str, Any]) -> kopf.Patch:
+    patch = kopf.Patch()
+    await handlers.reconcile(body=body, patch=patch, logger=LOG, memo=kopf.Memo(context=ctx))
+    return patch
+
+
+async def _roll_up(ctx: handlers.Context, body: dict[str, Any]) -> kopf.Patch:
+    patch = kopf.Patch()
+    await handlers.roll_up(body=body, patch=patch, logger=LOG, memo=kopf.Memo(context=ctx))
+    return patch
+
+
+def _pp(**spec: Any) -> dict[str, Any]:
+    return objects.liveengine(objects.sim_spec(**spec))
+
+
+async def test_reconcile_creates_the_owned_children_once() -> None:
+    client = FakeKubeClient()
+    ctx = _ctx(client)
+    assert not await _reconcile(ctx, _pp())
+    assert sorted(ref.kind for ref in client.objects) == ["Deployment", "PodDisruptionBudget", "Service"]
+    for obj in client.objects.values():
+        assert obj["metadata"]["ownerReferences"][0]["uid"] == "uid-pp"
+    await _reconcile(ctx, _pp())
+    assert len(client.writes) == 3
+
+
+async def test_an_update_patches_the_deployment() -> None:
+    client = FakeKubeClient()
+    await _reconcile(_ctx(client), _pp())
+    await _reconcile(_ctx(client), _pp(replicas=3, pod={"nodeSelector": {"pool": "cpu"}}))
+    stored = client.objects[DEPLOYMENT]
+    assert stored["spec"]["replicas"] == 3 and stored["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "cpu"}
+    await _reconcile(_ctx(client), _pp(replicas=3))
+    assert "nodeSelector" not in client.objects[DEPLOYMENT]["spec"]["template"]["spec"]
+
+
+async def test_an_invalid_spec_is_a_permanent_error_with_an_invalid_spec_condition() -> None:
+    body = objects.liveengine({"engine": {"kind": "personaplex"}})
+    patch = kopf.Patch()
+    with pytest.raises(kopf.PermanentError, match="spec.model"):
+        await handlers.reconcile(body=body, patch=patch, logger=LOG, memo=kopf.Memo(context=_ctx(FakeKubeClient())))
+    ready = next(c for c in patch["status"]["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec") and "spec.model" in ready["message"]
+
+
+async def test_a_transient_api_failure_is_retried_soon() -> None:
+    class Unavailable(FakeKubeClient):
+        async def get(self, ref: Ref):
+            raise KubeError(503, "etcd leader changed")
+
+    with pytest.raises(kopf.TemporaryError):
+        await _reconcile(_ctx(Unavailable()), _pp())
+
+
+async def _serving(client: FakeKubeClient) -> None:
+    await _reconcile(_ctx(client), _pp(replicas=2))
+    client.objects[DEPLOYMENT]["status"] = objects.deployment(replicas=2, ready=2)["status"]
+    for name in ("pp-a", "pp-b"):
+        client.put(objects.pod(name, ready=True, started=True))
+
+
+async def test_the_timer_writes_status_and_then_nothing_while_nothing_changes() -> None:
+    client = FakeKubeClient()
+    await _serving(client)
+    loads = FakeLoads({"voice/pp": PoolLoad(active=3, capacity=64, pods={"pp-a": 2, "pp-b": 1})})
+    ctx = _ctx(client, loads, FakeRoutes())
+    first = await _roll_up(ctx, _pp(replicas=2))
+    status = first["status"]
+    assert status["sessions"] == {"active": 3, "reserved": 0, "capacity": 64} and status["phase"] == "Ready"
+    assert not await _roll_up(ctx, _pp(replicas=2) | {"status": dict(status)})
+
+
+async def test_the_timer_writes_deletion_costs_only_when_they_change() -> None:
+    client = FakeKubeClient()
+    await _serving(client)
+    loads = FakeLoads({"voice/pp": PoolLoad(active=3, capacity=64, pods={"pp-a": 2, "pp-b": 1})})
+    ctx = _ctx(client, loads)
+    await _roll_up(ctx, _pp(replicas=2))
+    costs = {ref.name: o["metadata"]["annotations"].get(names.DELETION_COST)
+             for ref, o in client.objects.items() if ref.kind == "Pod"}
+    assert costs == {"pp-a": "2", "pp-b": "1"}
+    writes = len(client.writes)
+    await _roll_up(ctx, _pp(replicas=2))
+    assert len(client.writes) == writes
+    loads.loads["voice/pp"] = PoolLoad(active=2, capacity=64, pods={"pp-a": 2})
+    await _roll_up(ctx, _pp(replicas=2))
+    assert len(client.writes) == writes + 1
+    assert client.objects[Ref("v1", "Pod", "voice", "pp-b")]["metadata"]["annotations"][names.DELETION_COST] == "0"
+
+
+async def test_the_timer_routes_models_and_the_younger_claimant_gets_route_conflict() -> None:
+    client = FakeKubeClient()
+    old = client.put(objects.liveengine(objects.sim_spec(model={"name": "m", "servedModels": ["gpt-live-1", "a"]}),
+                                        name="pp", created="2026-01-01T00:00:00Z"))
+    young = client.put(objects.liveengine(objects.sim_spec(model={"name": "m", "servedModels": ["gpt-live-1"]}),
+                                          name="pp2", created="2026-02-01T00:00:00Z"))
+    routes = FakeRoutes({"stale": "voice/deleted", "lab-model": "lab/sim"})
+    ctx = _ctx(client, FakeLoads(), routes)
+    old_status = (await _roll_up(ctx, old))["status"]
+    young_status = (await _roll_up(ctx, young))["status"]
+    assert routes.routes == {"gpt-live-1": "voice/pp", "a": "voice/pp", "lab-model": "lab/sim"}
+    assert routes.writes == 1
+    ready = {s["selector"]: next(c for c in s["conditions"] if c["type"] == "Ready")
+             for s in (old_status, young_status)}
+    assert ready[names.selector_text("pp2")]["reason"] == "RouteConflict"
+    assert "gpt-live-1" in ready[names.selector_text("pp2")]["message"]
+    assert ready[names.selector_text("pp")]["reason"] != "RouteConflict"
+
+
+async def test_redis_down_keeps_the_roll_up_going_without_figures() -> None:
+    client = FakeKubeClient()
+    await _serving(client)
+
+    class Down(FakeRoutes):
+        async def read(self):
+            raise ConnectionError("redis down")
+
+    ctx = _ctx(client, FakeLoads({"voice/pp": ConnectionError("redis down")}), Down())
+    status = (await _roll_up(ctx, _pp(replicas=2)))["status"]
+    assert status["readyReplicas"] == 2 and status["sessions"] == {"active": 0, "reserved": 0, "capacity": 0}
+    assert all(names.DELETION_COST not in o["metadata"].get("annotations", {})
+               for ref, o in client.objects.items() if ref.kind == "Pod")
+
+
+def test_the_registry_holds_one_reconcile_for_three_causes_the_timer_and_no_finalizer() -> None:
+    registry = handlers.build_registry(10.0)
+    changing = registry._changing.get_all_handlers()
+    assert sorted(h.reason or ("resume" if h.initial else "?") for h in changing) == ["create", "resume", "update"]
+    assert {h.fn for h in changing} == {handlers.reconcile}
+    assert not any(h.requires_finalizer for h in changing)
+    (timer,) = registry._spawning.get_all_handlers()
+    assert timer.fn is handlers.roll_up and timer.interval == 10.0
+
+
+def test_kopf_keeps_its_bookkeeping_out_of_the_status() -> None:
+    s = kopf.OperatorSettings()
+    handlers.configure(settings=s)
+    assert isinstance(s.persistence.progress_storage, kopf.AnnotationsProgressStorage)
+    assert isinstance(s.persistence.diffbase_storage, kopf.AnnotationsDiffBaseStorage)

@@ -1,0 +1,183 @@
+"""The children: goldens, determinism, selectors, Kubernetes' schemas, and a command line `liveplex serve` accepts."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from liveplex.operator import names, render, spec
+from liveplex.operator.settings import OperatorSettings, SecretKey
+from tests.operator import golden, kubeschemas, objects
+
+REDIS = OperatorSettings(redis_url="redis://redis.liveplex:6379/0")
+SECRET = OperatorSettings(redis_url="redis://redis.liveplex:6379/0", redis_secret=SecretKey("liveplex-redis"))
+POD_FLAGS = ("--redis-url", "--pool", "--advertise", "--pod-name", "--drain-deadline-s", "--lateness-budget-ms")
+"""`liveplex serve` flags of the pod package (Redis heartbeat, drain), newer than this branch's base."""
+IMAGE_VOLUMES_SINCE = "1.31"
+"""The first minor with `volumes[].image` (ImageVolume); kubernetes-validate knows it from there on."""
+
+CASES: dict[str, tuple[dict[str, Any], OperatorSettings]] = {
+    "sim": (objects.example("sim"), REDIS),
+    "personaplex": (objects.example("personaplex"), SECRET),
+    "personaplex-hostpath": (objects.liveengine(objects.personaplex_spec(
+        model={"name": "nvidia/personaplex-7b-v1", "source": {"hostPath": {"path": "/srv/personaplex"}}},
+        image={"repository": "registry.local/liveplex", "tag": "dev", "pullPolicy": "Always"},
+        pod={"labels": {"team": "voice"}, "annotations": {"prometheus.io/scrape": "true"},
+             "env": [{"name": "HF_HOME", "value": "/tmp/hf"}], "priorityClassName": "gpu-serving",
+             "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                 {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["h100"]}]}]}}}})), REDIS),
+    "personaplex-image": (objects.liveengine(objects.personaplex_spec(
+        model={"name": "nvidia/personaplex-7b-v1", "dtype": "fp32",
+               "source": {"image": {"reference": "registry.local/weights:7b", "path": "ckpt"}}})), REDIS),
+    "sim-standalone": (objects.liveengine(objects.sim_spec(), labels={"team": "qa"}), OperatorSettings()),
+}
+
+
+def _children(case: str) -> list[dict[str, Any]]:
+    body, s = CASES[case]
+    return render.render_children(spec.parse(body), s)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_children_equal_their_golden_files(case: str) -> None:
+    golden.assert_golden(f"children-{case}", _children(case))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_rendering_twice_is_identical(case: str) -> None:
+    first = _children(case)
+    snapshot = copy.deepcopy(first)
+    first[0]["spec"]["template"]["spec"]["containers"][0]["args"].clear()
+    assert _children(case) == snapshot
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_child_validates_strictly_at_the_lowest_and_newest_minor(case: str) -> None:
+    lowest = IMAGE_VOLUMES_SINCE if case.endswith("-image") else kubeschemas.LOWEST
+    for child in _children(case):
+        for version in (lowest, kubeschemas.NEWEST):
+            kubeschemas.validate_strict(child, version)
+
+
+def test_an_image_volume_is_refused_before_its_minor_strict_validation_can_fail() -> None:
+    deployment = _children("personaplex-image")[0]
+    with pytest.raises(Exception, match="image"):
+        kubeschemas.validate_strict(deployment, kubeschemas.LOWEST)
+
+
+_label_keys = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz-./"), min_size=1, max_size=20).filter(
+    lambda k: k not in names.SELECTOR_KEYS)
+
+
+@settings(max_examples=50, deadline=None)
+@given(pod_labels=st.dictionaries(_label_keys, st.sampled_from(["a", "b", "liveengine"]), max_size=4),
+       parent_labels=st.dictionaries(_label_keys, st.sampled_from(["a", "b"]), max_size=4))
+def test_selectors_never_use_user_labels(pod_labels: dict[str, str], parent_labels: dict[str, str]) -> None:
+    le = spec.parse(objects.liveengine(objects.sim_spec(pod={"labels": pod_labels}), labels=parent_labels))
+    deployment, service, pdb = render.render_children(le, REDIS)
+    fixed = names.selector(le.name)
+    assert deployment["spec"]["selector"] == {"matchLabels": fixed} == pdb["spec"]["selector"]
+    assert service["spec"]["selector"] == fixed
+    template = deployment["spec"]["template"]["metadata"]["labels"]
+    assert template == {**pod_labels, **fixed}
+    assert all(child["metadata"]["labels"].items() >= {**parent_labels, **fixed}.items()
+               for child in (deployment, service, pdb))
+
+
+def test_children_are_owned_by_the_liveengine_as_controller() -> None:
+    for child in _children("sim"):
+        assert child["metadata"]["ownerReferences"] == [{
+            "apiVersion": names.API_VERSION, "kind": names.KIND, "name": "sim", "uid": "",
+            "controller": True, "blockOwnerDeletion": True}]
+        assert child["metadata"]["namespace"] == "default"
+
+
+def _container(case: str) -> dict[str, Any]:
+    return _children(case)[0]["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_the_pod_runs_liveplex_serve_with_the_pool_flags() -> None:
+    c = _container("sim")
+    assert c["name"] == "engine" and c["command"] == ["liveplex"]
+    assert c["args"][:2] == ["serve", "--engine"]
+    flags = dict(zip(c["args"][1::2], c["args"][2::2]))
+    assert flags["--pool"] == "default/sim" and flags["--redis-url"] == "$(LIVEPLEX_REDIS_URL)"
+    assert flags["--advertise"] == "ws://$(POD_IP):8000" and flags["--host"] == "$(POD_IP)"
+    assert flags["--pod-name"] == "$(POD_NAME)" and flags["--drain-deadline-s"] == "300"
+    assert flags["--lateness-budget-ms"] == "20"
+    env = {e["name"]: e for e in c["env"]}
+    assert env["POD_IP"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    assert env["LIVEPLEX_REDIS_URL"] == {"name": "LIVEPLEX_REDIS_URL", "value": "redis://redis.liveplex:6379/0"}
+
+
+def test_the_redis_url_comes_from_the_secret_when_one_is_named() -> None:
+    env = {e["name"]: e for e in _container("personaplex")["env"]}
+    assert env["LIVEPLEX_REDIS_URL"]["valueFrom"] == {"secretKeyRef": {"name": "liveplex-redis", "key": "url"}}
+
+
+def test_without_redis_the_pod_runs_standalone() -> None:
+    c = _container("sim-standalone")
+    assert "--redis-url" not in c["args"] and "--pool" not in c["args"]
+    assert "LIVEPLEX_REDIS_URL" not in {e["name"] for e in c["env"]}
+
+
+def test_probes_drain_and_grace_follow_the_spec() -> None:
+    deployment = _children("personaplex")[0]
+    pod = deployment["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    assert c["readinessProbe"]["httpGet"]["path"] == "/ready" and c["livenessProbe"]["httpGet"]["path"] == "/health"
+    assert c["startupProbe"]["periodSeconds"] * c["startupProbe"]["failureThreshold"] == 1800
+    assert c["lifecycle"]["preStop"]["httpGet"] == {"path": "/drain?deadline_s=600", "port": "http"}
+    assert pod["terminationGracePeriodSeconds"] == 630
+    assert deployment["spec"]["strategy"] == {"type": "RollingUpdate",
+                                              "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+
+
+def test_gpus_only_for_personaplex_and_the_model_mounted_read_only() -> None:
+    pp, sim = _container("personaplex"), _container("sim")
+    assert pp["resources"]["limits"]["nvidia.com/gpu"] == "1" and "nvidia.com/gpu" not in str(sim)
+    assert pp["volumeMounts"] == [{"name": "model", "mountPath": "/models", "readOnly": True}]
+    volumes = _children("personaplex")[0]["spec"]["template"]["spec"]["volumes"]
+    assert volumes == [{"name": "model", "persistentVolumeClaim": {"claimName": "weights", "readOnly": True}}]
+    assert "volumes" not in _children("sim")[0]["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize(("case", "path"), [("personaplex", "/models/personaplex-7b"),
+                                            ("personaplex-hostpath", "/models"),
+                                            ("personaplex-image", "/models/ckpt")])
+def test_the_model_path_points_into_the_mount(case: str, path: str) -> None:
+    args = _container(case)["args"]
+    assert args[args.index("--model-path") + 1] == path
+
+
+def test_the_image_defaults_to_the_operators_version() -> None:
+    from liveplex import __version__
+    assert _container("sim")["image"] == f"ghcr.io/liveplex/liveplex:{__version__}"
+    assert _container("personaplex-hostpath")["image"] == "registry.local/liveplex:dev"
+
+
+def test_the_crds_sim_defaults_are_the_sims_own() -> None:
+    from liveplex.sim_pod.profile import SimProfile
+    sim = spec.parse(objects.liveengine({"engine": {"kind": "sim", "sim": {}}})).spec.sim
+    d = SimProfile()
+    assert (sim.tick_base_micros, sim.tick_per_session_micros, sim.echo_frames) == (
+        d.tick_base_us, d.tick_per_session_us, d.echo_frames)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_liveplex_serve_accepts_the_rendered_command_line(case: str) -> None:
+    from liveplex import serve
+    parser = serve.build_parser()
+    args = _container(case)["args"]
+    for flag in POD_FLAGS:  # until the pod flags on main are merged here, check the rest
+        if flag in args and flag not in parser._option_string_actions:
+            del args[args.index(flag):args.index(flag) + 2]
+    expanded = [a.replace("$(POD_IP)", "10.1.2.3").replace("$(LIVEPLEX_REDIS_URL)", "redis://r:6379")
+                .replace("$(POD_NAME)", "pp-5d8f-x2x1") for a in args]
+    parsed = parser.parse_args(expanded[1:])
+    assert parsed.engine == spec.parse(CASES[case][0]).spec.kind and parsed.port == names.PORT
+    assert parsed.max_sessions == spec.parse(CASES[case][0]).spec.capacity.max_sessions
