@@ -176,7 +176,8 @@ class Store:
             meta["name"] = self._generate(rt, ns, meta["generateName"])
         name = meta.get("name", "")
         if not name:
-            raise errors.invalid(rt.kind, rt.group, "", (Cause("metadata.name", "Required value", "FieldValueRequired"),))
+            raise errors.invalid(rt.kind, rt.group, "",
+                                 (Cause("metadata.name", "Required value", "FieldValueRequired"),))
         if (ns, name) in self._objects[rt.key]:
             raise errors.already_exists(rt.plural, rt.group, name)
         for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
