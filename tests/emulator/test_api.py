@@ -177,3 +177,13 @@ async def test_events_are_accepted(client: httpx.AsyncClient) -> None:
     event = {"metadata": {"generateName": "x."}, "involvedObject": {"kind": "Widget", "name": "a"},
              "reason": "Logging", "message": "hello", "type": "Normal"}
     assert (await client.post("/api/v1/namespaces/default/events", json=event)).status_code == 201
+
+
+async def test_deleting_a_namespace_deletes_its_contents_first(cluster: Emulator, client: httpx.AsyncClient) -> None:
+    await client.post("/api/v1/namespaces", json={"metadata": {"name": "doomed"}})
+    await client.post("/api/v1/namespaces/doomed/configmaps", json={"metadata": {"name": "c"}})
+    marked = (await client.delete("/api/v1/namespaces/doomed")).json()
+    assert marked["status"]["phase"] == "Terminating"
+    namespaces = cluster.store.registry.by_key("/namespaces")
+    await until(cluster.store, lambda: cluster.store.find(namespaces, "", "doomed") is None)
+    assert cluster.store.list(cluster.store.registry.by_key("/configmaps"), "doomed")[0] == []

@@ -347,7 +347,8 @@ class Api:
                                      "annotations": {"k8s.io/initial-events-end": "true"}}}}) + b"\n"
                 while (left := deadline - loop.time()) > 0:
                     try:
-                        change = await asyncio.wait_for(queue.get(), left)
+                        async with asyncio.timeout(left):
+                            change = await queue.get()
                     except TimeoutError:
                         return
                     if change is None:

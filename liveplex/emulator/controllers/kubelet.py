@@ -69,9 +69,11 @@ async def run_action(act: podspec.Action, container: dict, env: dict[str, str], 
     """Run a probe's or hook's action once: (succeeded, what happened)."""
     try:
         if act.kind == "http":
-            return await asyncio.wait_for(_http_get(act), timeout)
+            async with asyncio.timeout(timeout):
+                return await _http_get(act)
         if act.kind == "tcp":
-            _, writer = await asyncio.wait_for(asyncio.open_connection(act.host, act.port), timeout)
+            async with asyncio.timeout(timeout):
+                _, writer = await asyncio.open_connection(act.host, act.port)
             writer.close()
             return True, f"tcp {act.host}:{act.port} open"
         if act.kind == "sleep":
@@ -81,7 +83,8 @@ async def run_action(act: podspec.Action, container: dict, env: dict[str, str], 
         proc = await asyncio.create_subprocess_exec(*line, env={**os.environ, **env}, stdout=asyncio.subprocess.PIPE,
                                                     stderr=asyncio.subprocess.STDOUT)
         try:
-            out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+            async with asyncio.timeout(timeout):
+                out, _ = await proc.communicate()
         except TimeoutError:
             proc.kill()
             await proc.wait()
@@ -256,7 +259,8 @@ class _Container:
         self.pod.event("Normal", "Killing", why)
         self.signal(signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.exited(), grace)
+            async with asyncio.timeout(grace):
+                await self.exited()
         self.signal(signal.SIGKILL)
 
     async def exited(self) -> None:
@@ -282,7 +286,8 @@ class _Container:
         self.pod.event("Normal", "Killing", f"Stopping container {self.name}")
         self.signal(signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.exited(), max(0.0, deadline - loop.time()))
+            async with asyncio.timeout_at(deadline):
+                await self.exited()
         self.signal(signal.SIGKILL)
         await self.exited()
 
@@ -367,8 +372,9 @@ class _Pod:
         await asyncio.gather(*(c.terminate(deadline) for c in self.containers))
         for c in self.containers:
             if c.task is not None:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(c.task, 1.0)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await c.task
         self.publish()
 
     def kill(self) -> None:
@@ -416,7 +422,8 @@ class Kubelet:
         for pod in pods:
             for c in pod.containers:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(c.exited(), max(0.01, deadline - loop.time()))
+                    async with asyncio.timeout_at(deadline):
+                        await c.exited()
                 c.signal(signal.SIGKILL)
                 await c.exited()
             await self._cancel(pod)

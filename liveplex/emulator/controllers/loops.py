@@ -49,7 +49,8 @@ class Controllers:
     async def _run(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), RESYNC_S)
+                async with asyncio.timeout(RESYNC_S):
+                    await self._wake.wait()
             self._wake.clear()
             self.reconcile()
             await asyncio.sleep(0)
