@@ -31,6 +31,8 @@ LogSource = Callable[[str, str, str | None, int | None], str]
 """(namespace, pod, container or None, tailLines or None) -> the log text; raises ApiError."""
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+_AS_TABLE = "as=Table"
+"""What marks an `Accept` header as asking for the Table form."""
 WATCH_TIMEOUT_S = 1800
 """A watch's length when the client names no `timeoutSeconds` (kube-apiserver picks 30-60 min)."""
 
@@ -199,7 +201,7 @@ class Api:
         if request.method == "GET":
             items, rv = self.store.list(rt, target.namespace, labels, fields)
             items = [_versioned(rt, target.version, i) for i in items]
-            if TABLE.split(";")[1] in request.headers.get("accept", ""):
+            if _AS_TABLE in request.headers.get("accept", ""):
                 return _dump(tables.render(rt, items, self.store.now(), str(rv), query.get("includeObject",
                                                                                             "PartialObjectMetadata")),
                              media_type=TABLE)
@@ -247,7 +249,7 @@ class Api:
         validation = request.query_params.get("fieldValidation", "Warn")
         if request.method == "GET":
             obj = _versioned(rt, version, self.store.get(rt, ns, name))
-            if TABLE.split(";")[1] in request.headers.get("accept", ""):
+            if _AS_TABLE in request.headers.get("accept", ""):
                 return _dump(tables.render(rt, [obj], self.store.now(), obj["metadata"]["resourceVersion"],
                                            request.query_params.get("includeObject", "PartialObjectMetadata")),
                              media_type=TABLE)
@@ -301,7 +303,7 @@ class Api:
     def _watch(self, request: Request, rt: kinds.ResourceType, target: Target, labels: selectors.Selector,
                fields: tuple[selectors.FieldRequirement, ...]) -> Response:
         query = request.query_params
-        as_table = TABLE.split(";")[1] in request.headers.get("accept", "")
+        as_table = _AS_TABLE in request.headers.get("accept", "")
         timeout = _int(query.get("timeoutSeconds"), "timeoutSeconds") or WATCH_TIMEOUT_S
         since = query.get("resourceVersion") or "0"
         queue: asyncio.Queue[storage.Change | None] = asyncio.Queue()

@@ -23,8 +23,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from liveplex.emulator.apiserver import selectors
-
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
@@ -289,7 +287,3 @@ def plan_deployment(deploy: dict, replicasets: Sequence[dict], pods: dict[str, l
             del status[key]
     actions.append(SetStatus("Deployment", meta["namespace"], meta["name"], status))
     return actions
-
-
-def selector_of(obj: dict) -> selectors.Selector:
-    return selectors.from_label_selector((obj.get("spec") or {}).get("selector"))

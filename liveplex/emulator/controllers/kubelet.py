@@ -22,9 +22,10 @@ import secrets
 import signal
 import socket
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from liveplex.emulator.apiserver import errors, kinds, storage
+from liveplex.emulator.apiserver import builtins, errors, kinds, storage
 from liveplex.emulator.controllers import podspec
 
 logger = logging.getLogger(__name__)
@@ -185,7 +186,8 @@ class _Container:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_S)
 
-    async def _loop(self, spec: podspec.Probe, on_result) -> None:  # noqa: ANN001 - a small local callback
+    async def _loop(self, spec: podspec.Probe, on_result: Callable[[bool, int, int, str], Awaitable[bool]]) -> None:
+        """Run `spec` every period; `on_result(ok, successes in a row, failures in a row, detail)` says go on."""
         await asyncio.sleep(spec.initial_delay)
         successes = failures = 0
         while True:
@@ -254,8 +256,9 @@ class _Container:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, sig)
 
-    async def kill(self, why: str, grace: float = 10.0) -> None:
-        """Stop the process (SIGTERM, SIGKILL after `grace`); the run loop restarts it per policy."""
+    async def kill(self, why: str) -> None:
+        """Stop the process (SIGTERM, SIGKILL after the pod's grace); the run loop restarts it per policy."""
+        grace = float(self.pod.obj["spec"].get("terminationGracePeriodSeconds", builtins.GRACE_SECONDS))
         self.pod.event("Normal", "Killing", why)
         self.signal(signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
@@ -392,10 +395,6 @@ class Kubelet:
         self._queue: asyncio.Queue[storage.Change] = asyncio.Queue()
         self._task: asyncio.Task | None = None
         self._terminations: set[asyncio.Task] = set()
-
-    @property
-    def pods(self) -> dict[tuple[str, str], _Pod]:
-        return self._pods
 
     def start(self) -> None:
         self.store.subscribe(self._changed)
