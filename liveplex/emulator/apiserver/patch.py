@@ -87,44 +87,47 @@ def _parent(doc: Json, tokens: list[str], path: str) -> Json:
     return node
 
 
-def _get(doc: Json, path: str) -> Json:
+def _locate(doc: Json, path: str, *, appending: bool = False) -> tuple[dict | list, str | int]:
+    """The container `path` points into and the key or index inside it (`path` is not the root)."""
     tokens = _pointer(path)
-    if not tokens:
-        return doc
     parent = _parent(doc, tokens, path)
-    last = tokens[-1]
-    if isinstance(parent, dict) and last in parent:
-        return parent[last]
+    if isinstance(parent, dict):
+        return parent, tokens[-1]
     if isinstance(parent, list):
-        return parent[_index(parent, last, path, appending=False)]
+        return parent, _index(parent, tokens[-1], path, appending=appending)
     raise errors.unprocessable(f"path {path!r} does not exist")
 
 
+def _existing(doc: Json, path: str) -> tuple[dict | list, str | int]:
+    parent, key = _locate(doc, path)
+    if isinstance(parent, dict) and key not in parent:
+        raise errors.unprocessable(f"path {path!r} does not exist")
+    return parent, key
+
+
+def _get(doc: Json, path: str) -> Json:
+    if not path:
+        return doc
+    parent, key = _existing(doc, path)
+    return parent[key]
+
+
 def _add(doc: Json, path: str, value: Json) -> Json:
-    tokens = _pointer(path)
-    if not tokens:
+    if not path:
         return value
-    parent = _parent(doc, tokens, path)
+    parent, key = _locate(doc, path, appending=True)
     if isinstance(parent, dict):
-        parent[tokens[-1]] = value
-    elif isinstance(parent, list):
-        parent.insert(_index(parent, tokens[-1], path, appending=True), value)
+        parent[key] = value
     else:
-        raise errors.unprocessable(f"cannot add at {path!r}")
+        parent.insert(key, value)
     return doc
 
 
 def _remove(doc: Json, path: str) -> Json:
-    tokens = _pointer(path)
-    if not tokens:
+    if not path:
         raise errors.unprocessable("cannot remove the document root")
-    parent = _parent(doc, tokens, path)
-    if isinstance(parent, dict) and tokens[-1] in parent:
-        del parent[tokens[-1]]
-    elif isinstance(parent, list):
-        del parent[_index(parent, tokens[-1], path, appending=False)]
-    else:
-        raise errors.unprocessable(f"path {path!r} does not exist")
+    parent, key = _existing(doc, path)
+    del parent[key]
     return doc
 
 

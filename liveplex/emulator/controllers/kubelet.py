@@ -206,8 +206,7 @@ class _Container:
                     self._mark_started()
                     return False
                 if failures >= startup.failure_threshold:
-                    self.pod.event("Warning", "Unhealthy", f"Startup probe failed: {detail}")
-                    await self.kill(f"Container {self.name} failed startup probe, will be restarted")
+                    await self._failed("startup", detail)
                     return False
                 return True
             await self._loop(startup, on_startup)
@@ -221,11 +220,15 @@ class _Container:
 
         async def on_liveness(ok: bool, successes: int, failures: int, detail: str) -> bool:
             if failures >= liveness.failure_threshold:
-                self.pod.event("Warning", "Unhealthy", f"Liveness probe failed: {detail}")
-                await self.kill(f"Container {self.name} failed liveness probe, will be restarted")
+                await self._failed("liveness", detail)
                 return False
             return True
         await self._loop(liveness, on_liveness)
+
+    async def _failed(self, probe: str, detail: str) -> None:
+        """A startup or liveness probe ran out of failures: kubelet kills the container to restart it."""
+        self.pod.event("Warning", "Unhealthy", f"{probe.capitalize()} probe failed: {detail}")
+        await self.kill(f"Container {self.name} failed {probe} probe, will be restarted")
 
     def _mark_started(self) -> None:
         self.started = True
