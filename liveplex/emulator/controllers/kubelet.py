@@ -448,29 +448,36 @@ class Kubelet:
         rt = self.store.registry.by_key(kinds.POD_KEY)
         while True:
             change = await self._queue.get()
-            meta = change.object["metadata"]
-            key = (meta["namespace"], meta["name"])
-            pod = self._pods.get(key)
-            if change.type == storage.DELETED:
-                if pod is not None:
-                    pod.kill()
-                    await self._cancel(pod)
-                    self._forget(key)
-                continue
-            node = change.object["spec"].get("nodeName")
-            if node not in (None, self.node) or (pod is not None and pod.obj["metadata"]["uid"] != meta["uid"]):
-                continue
-            if pod is None and meta.get("deletionTimestamp"):
-                with contextlib.suppress(errors.ApiError):
-                    self.store.delete(rt, *key, storage.DeleteOptions(grace_seconds=0))
-                continue
-            if pod is None:
-                self._bind(rt, change.object)
-            elif meta.get("deletionTimestamp") and not pod.terminating:
-                grace = float(meta.get("deletionGracePeriodSeconds", 0))
-                task = asyncio.create_task(self._finish(rt, pod, grace))
-                self._terminations.add(task)
-                task.add_done_callback(self._terminations.discard)
+            try:
+                await self._handle(rt, change)
+            except Exception:  # one pod's bad spec must not stop the kubelet
+                logger.exception("kubelet could not handle a change of pod %s", change.object["metadata"].get("name"))
+
+    async def _handle(self, rt: kinds.ResourceType, change: storage.Change) -> None:
+        """Bind a new pod, finish a deleted one, forget a removed one."""
+        meta = change.object["metadata"]
+        key = (meta["namespace"], meta["name"])
+        pod = self._pods.get(key)
+        if change.type == storage.DELETED:
+            if pod is not None:
+                pod.kill()
+                await self._cancel(pod)
+                self._forget(key)
+            return
+        node = change.object["spec"].get("nodeName")
+        if node not in (None, self.node) or (pod is not None and pod.obj["metadata"]["uid"] != meta["uid"]):
+            return
+        if pod is None and meta.get("deletionTimestamp"):
+            with contextlib.suppress(errors.ApiError):
+                self.store.delete(rt, *key, storage.DeleteOptions(grace_seconds=0))
+            return
+        if pod is None:
+            self._bind(rt, change.object)
+        elif meta.get("deletionTimestamp") and not pod.terminating:
+            grace = float(meta.get("deletionGracePeriodSeconds", 0))
+            task = asyncio.create_task(self._finish(rt, pod, grace))
+            self._terminations.add(task)
+            task.add_done_callback(self._terminations.discard)
 
     def _bind(self, rt: kinds.ResourceType, obj: dict) -> None:
         meta = obj["metadata"]

@@ -52,7 +52,10 @@ class Controllers:
                 async with asyncio.timeout(RESYNC_S):
                     await self._wake.wait()
             self._wake.clear()
-            self.reconcile()
+            try:
+                self.reconcile()
+            except Exception:  # a controller bug must not stop every later pass
+                logger.exception("controller pass failed; retried on the next change")
             await asyncio.sleep(0)
 
     def reconcile(self) -> None:
