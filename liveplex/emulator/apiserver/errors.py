@@ -1,0 +1,113 @@
+"""API errors as values: each is a Kubernetes `Status` with a code, a reason and a field path.
+
+Development emulator, not for production. Only the HTTP layer turns an `ApiError` into a response;
+every other module raises one of the constructors below, so the wording mirrors kube-apiserver's
+in one place (clients such as kubectl and kopf branch on `code` and `reason`, people read `message`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One entry of `details.causes`: which field was wrong and why."""
+
+    field: str
+    message: str
+    reason: str = "FieldValueInvalid"
+
+
+@dataclass(frozen=True)
+class ApiError(Exception):
+    """The root of every error the emulator's API server returns."""
+
+    code: int
+    reason: str
+    message: str
+    kind: str = ""
+    name: str = ""
+    group: str = ""
+    causes: tuple[Cause, ...] = field(default=())
+
+    def __str__(self) -> str:
+        return self.message
+
+    def status(self) -> dict:
+        """The `Status` body kube-apiserver would send."""
+        body: dict = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                      "message": self.message, "reason": self.reason, "code": self.code}
+        details: dict = {}
+        if self.name:
+            details["name"] = self.name
+        if self.group:
+            details["group"] = self.group
+        if self.kind:
+            details["kind"] = self.kind
+        if self.causes:
+            details["causes"] = [{"reason": c.reason, "message": c.message, "field": c.field}
+                                 for c in self.causes]
+        if details:
+            body["details"] = details
+        return body
+
+
+def _qualified(plural: str, group: str) -> str:
+    return f"{plural}.{group}" if group else plural
+
+
+def not_found(plural: str, group: str, name: str) -> ApiError:
+    return ApiError(404, "NotFound", f'{_qualified(plural, group)} "{name}" not found', plural, name, group)
+
+
+def already_exists(plural: str, group: str, name: str) -> ApiError:
+    return ApiError(409, "AlreadyExists", f'{_qualified(plural, group)} "{name}" already exists',
+                    plural, name, group)
+
+
+def conflict(plural: str, group: str, name: str, why: str) -> ApiError:
+    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {_qualified(plural, group)} "{name}": {why}',
+                    plural, name, group)
+
+
+def stale(plural: str, group: str, name: str) -> ApiError:
+    return conflict(plural, group, name,
+                    "the object has been modified; please apply your changes to the latest version and try again")
+
+
+def invalid(kind: str, group: str, name: str, causes: tuple[Cause, ...]) -> ApiError:
+    text = ", ".join(f"{c.field}: {c.message}" if c.field else c.message for c in causes)
+    return ApiError(422, "Invalid", f'{kind}{"." + group if group else ""} "{name}" is invalid: {text}',
+                    kind, name, group, causes)
+
+
+def unprocessable(message: str) -> ApiError:
+    """A patch the server could not apply (a failed JSON Patch `test`, a bad path)."""
+    return ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: {message}")
+
+
+def gone(rv: int, oldest: int) -> ApiError:
+    return ApiError(410, "Expired", f"too old resource version: {rv} ({oldest})")
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, "BadRequest", message)
+
+
+def forbidden(message: str) -> ApiError:
+    return ApiError(403, "Forbidden", message)
+
+
+def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> ApiError:
+    return ApiError(405, "MethodNotAllowed", message)
+
+
+def unsupported_media_type(content_type: str, accepted: tuple[str, ...]) -> ApiError:
+    return ApiError(415, "UnsupportedMediaType",
+                    f"the body of the request was in an unknown format ({content_type}) - accepted media types "
+                    f"include: {', '.join(accepted)}")
+
+
+def no_route(path: str) -> ApiError:
+    return ApiError(404, "NotFound", f"the server could not find the requested resource ({path})")

@@ -1,0 +1,244 @@
+"""Patch application: JSON merge patch (RFC 7386), JSON Patch (RFC 6902), strategic merge (approximate).
+
+Development emulator, not for production. Pure: every function takes plain JSON values and returns
+a new value; inputs are never mutated.
+
+The strategic merge patch is an approximation. kube-apiserver reads each list's `patchMergeKey` and
+`patchStrategy` from the Go types; here one table (`MERGE_KEYS`) names the merge key by field
+name, whatever the path (`containers` by `name`, container `ports` by `containerPort`, Service
+`ports` by `port`, ...), lists not in it are replaced, and `finalizers` merge as a set. The
+directives kubectl's client-side apply emits are honoured: `$patch: replace|delete|merge`,
+`$retainKeys`, `$setElementOrder/<field>` and `$deleteFromPrimitiveList/<field>`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+from liveplex.emulator.apiserver import errors
+
+Json = object
+
+MERGE_KEYS: dict[str, str] = {
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "env": "name",
+    "volumes": "name",
+    "volumeMounts": "mountPath",
+    "volumeDevices": "devicePath",
+    "imagePullSecrets": "name",
+    "hostAliases": "ip",
+    "ownerReferences": "uid",
+    "conditions": "type",
+    "resourceClaims": "name",
+    "topologySpreadConstraints": "topologyKey",
+}
+"""List field -> merge key; `ports` is decided by its items (`containerPort` or `port`)."""
+
+SET_LISTS = frozenset({"finalizers"})
+"""Primitive lists merged as sets (patchStrategy: merge on a []string)."""
+
+
+def merge_patch(target: Json, patch: Json) -> Json:
+    """RFC 7386: objects merge recursively, `null` deletes a key, anything else (lists too) replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+# --- JSON Patch -----------------------------------------------------------------------------------
+
+def _pointer(path: str) -> list[str]:
+    if path == "":
+        return []
+    if not path.startswith("/"):
+        raise errors.unprocessable(f"JSON pointer {path!r} does not start with '/'")
+    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def _index(container: list, token: str, path: str, *, appending: bool) -> int:
+    if appending and token == "-":
+        return len(container)
+    if not token.isdigit() or (len(token) > 1 and token[0] == "0"):
+        raise errors.unprocessable(f"invalid array index {token!r} in {path!r}")
+    index = int(token)
+    if index > len(container) or (not appending and index == len(container)):
+        raise errors.unprocessable(f"array index {index} out of range in {path!r}")
+    return index
+
+
+def _parent(doc: Json, tokens: list[str], path: str) -> Json:
+    node = doc
+    for token in tokens[:-1]:
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list):
+            node = node[_index(node, token, path, appending=False)]
+        else:
+            raise errors.unprocessable(f"path {path!r} does not exist")
+    return node
+
+
+def _locate(doc: Json, path: str, *, appending: bool = False) -> tuple[dict | list, str | int]:
+    """The container `path` points into and the key or index inside it (`path` is not the root)."""
+    tokens = _pointer(path)
+    parent = _parent(doc, tokens, path)
+    if isinstance(parent, dict):
+        return parent, tokens[-1]
+    if isinstance(parent, list):
+        return parent, _index(parent, tokens[-1], path, appending=appending)
+    raise errors.unprocessable(f"path {path!r} does not exist")
+
+
+def _existing(doc: Json, path: str) -> tuple[dict | list, str | int]:
+    parent, key = _locate(doc, path)
+    if isinstance(parent, dict) and key not in parent:
+        raise errors.unprocessable(f"path {path!r} does not exist")
+    return parent, key
+
+
+def _get(doc: Json, path: str) -> Json:
+    if not path:
+        return doc
+    parent, key = _existing(doc, path)
+    return parent[key]
+
+
+def _add(doc: Json, path: str, value: Json) -> Json:
+    if not path:
+        return value
+    parent, key = _locate(doc, path, appending=True)
+    if isinstance(parent, dict):
+        parent[key] = value
+    else:
+        parent.insert(key, value)
+    return doc
+
+
+def _remove(doc: Json, path: str) -> Json:
+    if not path:
+        raise errors.unprocessable("cannot remove the document root")
+    parent, key = _existing(doc, path)
+    del parent[key]
+    return doc
+
+
+def json_patch(doc: Json, operations: Json) -> Json:
+    """RFC 6902, atomically: a failed `test` or a missing path raises 422 and changes nothing."""
+    if not isinstance(operations, list):
+        raise errors.bad_request("a JSON Patch must be a list of operations")
+    out = copy.deepcopy(doc)
+    for op in operations:
+        if not isinstance(op, dict) or "op" not in op or "path" not in op:
+            raise errors.bad_request(f"invalid JSON Patch operation {op!r}")
+        name, path = op["op"], op["path"]
+        if name in ("add", "replace", "test") and "value" not in op:
+            raise errors.bad_request(f"JSON Patch operation {name!r} at {path!r} has no value")
+        if name == "add":
+            out = _add(out, path, copy.deepcopy(op["value"]))
+        elif name == "remove":
+            out = _remove(out, path)
+        elif name == "replace":
+            out = _add(_remove(out, path), path, copy.deepcopy(op["value"])) if path else copy.deepcopy(op["value"])
+        elif name in ("move", "copy"):
+            value = copy.deepcopy(_get(out, op.get("from", "")))
+            if name == "move":
+                out = _remove(out, op.get("from", ""))
+            out = _add(out, path, value)
+        elif name == "test":
+            if _get(out, path) != op["value"]:
+                raise errors.unprocessable(f"testing value {path} failed")
+        else:
+            raise errors.bad_request(f"unknown JSON Patch operation {name!r}")
+    return out
+
+
+# --- strategic merge patch ------------------------------------------------------------------------
+
+_ORDER = "$setElementOrder/"
+_DELETE_PRIMITIVE = "$deleteFromPrimitiveList/"
+
+
+def _merge_key(field: str, items: list) -> str | None:
+    if field == "ports":
+        sample = next((i for i in items if isinstance(i, dict)), {})
+        return "containerPort" if "containerPort" in sample else "port"
+    return MERGE_KEYS.get(field)
+
+
+def _merge_list(field: str, target: list, patch: list) -> list:
+    if field in SET_LISTS:
+        return list(target) + [v for v in patch if v not in target]
+    key = _merge_key(field, list(patch) + list(target))
+    if key is None or not all(isinstance(i, dict) for i in patch):
+        if any(isinstance(i, dict) and i.get("$patch") == "replace" for i in patch):
+            return [i for i in patch if not (isinstance(i, dict) and "$patch" in i)]
+        return copy.deepcopy(patch)
+    if any(i.get("$patch") == "replace" for i in patch):
+        return [copy.deepcopy(i) for i in patch if "$patch" not in i]
+    out = [copy.deepcopy(i) for i in target]
+    for item in patch:
+        at = next((n for n, t in enumerate(out) if isinstance(t, dict) and t.get(key) == item.get(key)), None)
+        if item.get("$patch") == "delete":
+            if at is not None:
+                del out[at]
+        elif at is None:
+            out.append(strategic_merge_patch({}, {k: v for k, v in item.items() if k != "$patch"}))
+        else:
+            out[at] = strategic_merge_patch(out[at], item)
+    return out
+
+
+def _ordered(items: list, order: list, key: Callable[[Json], Json]) -> list:
+    """Items in `order` come first in that order, the rest keep their relative order after them."""
+    rank = {repr(v): n for n, v in enumerate(order)}
+    return sorted(items, key=lambda i: rank.get(repr(key(i)), len(rank)))
+
+
+def strategic_merge_patch(target: Json, patch: Json) -> Json:
+    """The approximation described in the module docstring."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    directive = patch.get("$patch")
+    if directive == "delete":
+        return None
+    base: dict = {} if directive == "replace" or not isinstance(target, dict) else dict(target)
+    retain = patch.get("$retainKeys")
+    for key, value in patch.items():
+        if key in ("$patch", "$retainKeys") or key.startswith((_ORDER, _DELETE_PRIMITIVE)):
+            continue
+        if value is None:
+            base.pop(key, None)
+        elif isinstance(value, list) and isinstance(base.get(key), list):
+            base[key] = _merge_list(key, base[key], value)
+        elif isinstance(value, list):
+            base[key] = [strategic_merge_patch({}, v) if isinstance(v, dict) else v for v in value
+                         if not (isinstance(v, dict) and v.get("$patch") == "delete")]
+        else:
+            merged = strategic_merge_patch(base.get(key), value)
+            if merged is None:
+                base.pop(key, None)
+            else:
+                base[key] = merged
+    for key, value in patch.items():
+        if key.startswith(_DELETE_PRIMITIVE):
+            field = key[len(_DELETE_PRIMITIVE):]
+            base[field] = [v for v in base.get(field, []) if v not in value]
+        elif key.startswith(_ORDER):
+            field = key[len(_ORDER):]
+            items = base.get(field)
+            if isinstance(items, list):
+                merge_key = _merge_key(field, items)
+                base[field] = _ordered(items, [o.get(merge_key) if isinstance(o, dict) else o for o in value],
+                                       lambda i, k=merge_key: i.get(k) if isinstance(i, dict) else i)
+    if isinstance(retain, list):
+        base = {k: v for k, v in base.items() if k in retain}
+    return base

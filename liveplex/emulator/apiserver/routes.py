@@ -1,0 +1,368 @@
+"""The API server's HTTP surface: Kubernetes REST paths onto the store, watches as streamed JSON lines.
+
+Development emulator, not for production. Plain HTTP, no authentication (any bearer token is
+accepted and ignored), JSON only (a protobuf `Accept` still gets JSON). `parse_path` is pure; `Api`
+is the Starlette shell around a `storage.Store`.
+
+Watches: without a resourceVersion (or with "0") a watch starts with a synthetic ADDED per existing
+object; with one it resumes strictly after it, from the store's history, and answers a single ERROR
+event carrying a 410 Status when that history no longer reaches back. Selector watches see an
+object that stops matching as DELETED and one that starts matching as ADDED. Not supported: `limit`
+and `continue` (lists are always whole), `dryRun` (400), protobuf, and the watch-list protocol beyond
+its closing bookmark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from liveplex.emulator.apiserver import discovery, errors, kinds, selectors, storage, tables
+
+LogSource = Callable[[str, str, str | None, int | None], str]
+"""(namespace, pod, container or None, tailLines or None) -> the log text; raises ApiError."""
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+_AS_TABLE = "as=Table"
+"""What marks an `Accept` header as asking for the Table form."""
+WATCH_TIMEOUT_S = 1800
+"""A watch's length when the client names no `timeoutSeconds` (kube-apiserver picks 30-60 min)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a resource path names; `namespace` None means cluster-scoped or all namespaces."""
+
+    group: str
+    version: str
+    plural: str = ""
+    namespace: str | None = None
+    name: str = ""
+    sub: str = ""
+
+
+def parse_path(path: str) -> Target | None:
+    """`/apis/apps/v1/namespaces/ns/deployments/web/scale` -> Target; None if it is no API path."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 2 and parts[0] == "api":
+        group, version, rest = "", parts[1], parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    namespace = None
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
+        namespace, rest = rest[1], rest[2:]
+    if len(rest) > 3:
+        return None
+    rest += [""] * (3 - len(rest))
+    return Target(group, version, rest[0], namespace, rest[1], rest[2])
+
+
+def _dump(body: object, status: int = 200, media_type: str = "application/json") -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type=media_type)
+
+
+def _decode(raw: bytes, content_type: str) -> object:
+    if not raw:
+        return {}
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        if "yaml" not in content_type:
+            raise errors.bad_request("the request body is not valid JSON") from None
+    import yaml  # only YAML bodies need it (the `operator` extra brings it)
+
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise errors.bad_request(f"the request body is not valid YAML: {exc}") from None
+
+
+def _versioned(rt: kinds.ResourceType, version: str, obj: dict) -> dict:
+    obj["apiVersion"] = rt.api_version(version)
+    return obj
+
+
+def _int(value: str | None, name: str) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.bad_request(f"invalid {name}: {value!r}") from None
+
+
+def _visible(change: storage.Change, namespace: str | None, labels: selectors.Selector,
+             fields: tuple[selectors.FieldRequirement, ...]) -> tuple[str, dict] | None:
+    """The event a filtered watcher sees for `change`, or None (see the module docstring)."""
+    def matches(obj: dict | None) -> bool:
+        return obj is not None and (namespace is None or obj["metadata"].get("namespace", "") == namespace) \
+            and selectors.matches_labels(labels, obj) and selectors.matches_fields(fields, obj)
+
+    now = change.type != storage.DELETED and matches(change.object)
+    was = matches(change.previous) if change.type != storage.ADDED else False
+    if change.type == storage.DELETED:
+        return (storage.DELETED, change.object) if was or matches(change.object) else None
+    if now:
+        return (storage.MODIFIED if was else storage.ADDED), change.object
+    return (storage.DELETED, change.object) if was else None
+
+
+class Api:
+    """The Starlette application over one store; `close()` ends every open watch."""
+
+    def __init__(self, store: storage.Store, logs: LogSource | None = None) -> None:
+        self.store = store
+        self.logs = logs
+        self.address = "127.0.0.1"
+        """host:port as advertised by `/api`; the emulator sets it once the socket is bound."""
+        self._watches: set[asyncio.Queue] = set()
+        self.app = Starlette(routes=[Route("/{path:path}", self._handle,
+                                           methods=["GET", "POST", "PUT", "PATCH", "DELETE"])])
+
+    def close(self) -> None:
+        for queue in list(self._watches):
+            queue.put_nowait(None)
+
+    async def _handle(self, request: Request) -> Response:
+        try:
+            return await self._route(request)
+        except errors.ApiError as exc:
+            return _dump(exc.status(), exc.code)
+
+    async def _route(self, request: Request) -> Response:
+        path = "/" + request.path_params["path"].strip("/")
+        registry = self.store.registry
+        if path == "/version":
+            return _dump(discovery.KUBE_VERSION)
+        if path in ("/healthz", "/livez", "/readyz"):
+            return PlainTextResponse("ok")
+        if path == "/api":
+            return _dump(discovery.api_versions(self.address))
+        if path == "/apis":
+            return _dump(discovery.api_groups(registry))
+        if path == "/openapi/v3":
+            return _dump(discovery.openapi_root(registry))
+        if path.startswith("/openapi/v3/"):
+            tail = path.removeprefix("/openapi/v3/").split("/")
+            group, version = ("", tail[1]) if tail[0] == "api" else (tail[1], tail[2]) if len(tail) > 2 else ("", "")
+            doc = discovery.openapi_gv(registry, group, version) if len(tail) >= 2 else None
+            if doc is None:
+                raise errors.no_route(path)
+            return _dump(doc)
+        target = parse_path(path)
+        if target is None and path.startswith("/apis/") and path.count("/") == 2:
+            group = discovery.api_group(registry, path.split("/")[2])
+            if group is None:
+                raise errors.no_route(path)
+            return _dump(group)
+        if target is None:
+            raise errors.no_route(path)
+        if not target.plural:
+            listing = discovery.resource_list(registry, target.group, target.version)
+            if listing is None:
+                raise errors.no_route(path)
+            return _dump(listing)
+        rt = registry.lookup(target.group, target.version, target.plural)
+        if rt is None or (target.namespace is not None and not rt.namespaced):
+            raise errors.no_route(path)
+        if request.query_params.get("dryRun"):
+            raise errors.bad_request("dryRun is not supported by the liveplex emulator")
+        namespace = target.namespace or ""
+        if not target.name:
+            return await self._collection(request, rt, target)
+        if target.sub == "":
+            return await self._object(request, rt, target.version, namespace, target.name)
+        if target.sub == "status" and rt.status:
+            return await self._status(request, rt, target.version, namespace, target.name)
+        if target.sub == "scale" and rt.scale is not None:
+            return await self._scale(request, rt, namespace, target.name)
+        if target.sub == "log" and rt.key == kinds.POD_KEY and request.method == "GET":
+            return self._log(request, namespace, target.name)
+        raise errors.no_route(path)
+
+    # --- collections ------------------------------------------------------------------------------
+
+    async def _collection(self, request: Request, rt: kinds.ResourceType, target: Target) -> Response:
+        query = request.query_params
+        labels = selectors.parse_labels(query.get("labelSelector"))
+        fields = selectors.parse_fields(query.get("fieldSelector"))
+        if request.method == "GET" and query.get("watch") in ("true", "1"):
+            return self._watch(request, rt, target, labels, fields)
+        if request.method == "GET":
+            items, rv = self.store.list(rt, target.namespace, labels, fields)
+            items = [_versioned(rt, target.version, i) for i in items]
+            if _AS_TABLE in request.headers.get("accept", ""):
+                return _dump(tables.render(rt, items, self.store.now(), str(rv), query.get("includeObject",
+                                                                                            "PartialObjectMetadata")),
+                             media_type=TABLE)
+            return _dump({"kind": rt.list_kind, "apiVersion": rt.api_version(target.version),
+                          "metadata": {"resourceVersion": str(rv)}, "items": items})
+        if request.method == "POST":
+            body = await self._body(request, rt, target.version)
+            created = self.store.create(rt, target.namespace or "", body, query.get("fieldValidation", "Warn"))
+            return _dump(_versioned(rt, target.version, created), 201)
+        if request.method == "DELETE":
+            items, rv = self.store.list(rt, target.namespace, labels, fields)
+            options = await self._delete_options(request)
+            gone = [self.store.delete(rt, i["metadata"].get("namespace", ""), i["metadata"]["name"], options)
+                    for i in items]
+            return _dump({"kind": rt.list_kind, "apiVersion": rt.api_version(target.version),
+                          "metadata": {"resourceVersion": str(self.store.rv)},
+                          "items": [_versioned(rt, target.version, g) for g in gone]})
+        raise errors.method_not_allowed()
+
+    async def _body(self, request: Request, rt: kinds.ResourceType, version: str) -> dict:
+        body = _decode(await request.body(), request.headers.get("content-type", ""))
+        if not isinstance(body, dict):
+            raise errors.bad_request("the request body must be a JSON object")
+        expected = rt.api_version(version)
+        if body.setdefault("apiVersion", expected) != expected or body.setdefault("kind", rt.kind) != rt.kind:
+            raise errors.bad_request(f"the API version in the data ({body['apiVersion']}) does not match the "
+                                     f"expected API version ({expected}), or its kind ({body['kind']}) is not "
+                                     f"{rt.kind}")
+        return body
+
+    async def _delete_options(self, request: Request) -> storage.DeleteOptions:
+        body = _decode(await request.body(), request.headers.get("content-type", ""))
+        query = request.query_params
+        body = body if isinstance(body, dict) else {}
+        grace = body.get("gracePeriodSeconds", _int(query.get("gracePeriodSeconds"), "gracePeriodSeconds"))
+        propagation = body.get("propagationPolicy") or query.get("propagationPolicy")
+        if body.get("orphanDependents") is True or query.get("orphanDependents") == "true":
+            propagation = "Orphan"
+        pre = body.get("preconditions") or {}
+        return storage.DeleteOptions(grace, propagation, pre.get("uid"), pre.get("resourceVersion"))
+
+    # --- single objects ---------------------------------------------------------------------------
+
+    async def _object(self, request: Request, rt: kinds.ResourceType, version: str, ns: str, name: str) -> Response:
+        validation = request.query_params.get("fieldValidation", "Warn")
+        if request.method == "GET":
+            obj = _versioned(rt, version, self.store.get(rt, ns, name))
+            if _AS_TABLE in request.headers.get("accept", ""):
+                return _dump(tables.render(rt, [obj], self.store.now(), obj["metadata"]["resourceVersion"],
+                                           request.query_params.get("includeObject", "PartialObjectMetadata")),
+                             media_type=TABLE)
+            return _dump(obj)
+        if request.method == "PUT":
+            body = await self._body(request, rt, version)
+            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, None, validation)))
+        if request.method == "PATCH":
+            body = _decode(await request.body(), request.headers.get("content-type", ""))
+            kind = request.headers.get("content-type", "").split(";")[0].strip()
+            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, None, validation)))
+        if request.method == "DELETE":
+            options = await self._delete_options(request)
+            return _dump(_versioned(rt, version, self.store.delete(rt, ns, name, options)))
+        raise errors.method_not_allowed()
+
+    async def _status(self, request: Request, rt: kinds.ResourceType, version: str, ns: str, name: str) -> Response:
+        if request.method == "GET":
+            return _dump(_versioned(rt, version, self.store.get(rt, ns, name)))
+        if request.method == "PUT":
+            body = await self._body(request, rt, version)
+            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, "status")))
+        if request.method == "PATCH":
+            body = _decode(await request.body(), request.headers.get("content-type", ""))
+            kind = request.headers.get("content-type", "").split(";")[0].strip()
+            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, "status")))
+        raise errors.method_not_allowed()
+
+    async def _scale(self, request: Request, rt: kinds.ResourceType, ns: str, name: str) -> Response:
+        if request.method == "GET":
+            return _dump(self.store.get_scale(rt, ns, name))
+        body = _decode(await request.body(), request.headers.get("content-type", ""))
+        if request.method == "PUT":
+            if not isinstance(body, dict):
+                raise errors.bad_request("a Scale must be a JSON object")
+            return _dump(self.store.update_scale(rt, ns, name, body))
+        if request.method == "PATCH":
+            kind = request.headers.get("content-type", "").split(";")[0].strip()
+            return _dump(self.store.patch_scale(rt, ns, name, kind, body))
+        raise errors.method_not_allowed()
+
+    def _log(self, request: Request, ns: str, name: str) -> Response:
+        if self.logs is None:
+            raise errors.bad_request("this emulator runs no kubelet, so pods have no logs")
+        query = request.query_params
+        text = self.logs(ns, name, query.get("container"), _int(query.get("tailLines"), "tailLines"))
+        return PlainTextResponse(text)
+
+    # --- watches ----------------------------------------------------------------------------------
+
+    def _watch(self, request: Request, rt: kinds.ResourceType, target: Target, labels: selectors.Selector,
+               fields: tuple[selectors.FieldRequirement, ...]) -> Response:
+        query = request.query_params
+        as_table = _AS_TABLE in request.headers.get("accept", "")
+        timeout = _int(query.get("timeoutSeconds"), "timeoutSeconds") or WATCH_TIMEOUT_S
+        since = query.get("resourceVersion") or "0"
+        queue: asyncio.Queue[storage.Change | None] = asyncio.Queue()
+        backlog: list[tuple[str, dict]] = []
+        try:
+            if since == "0":
+                items, _ = self.store.list(rt, target.namespace, labels, fields)
+                backlog = [(storage.ADDED, i) for i in items]
+            else:
+                rv = _int(since, "resourceVersion") or 0
+                backlog = [seen for c in self.store.changes_since(rv) if c.key == rt.key
+                           and (seen := _visible(c, target.namespace, labels, fields)) is not None]
+        except errors.ApiError as exc:
+            if exc.code != 410:
+                raise
+            line = orjson.dumps({"type": "ERROR", "object": exc.status()}) + b"\n"
+            return Response(line, media_type="application/json")
+        listener = queue.put_nowait
+        self.store.subscribe(listener)
+        self._watches.add(queue)
+        bookmark = query.get("sendInitialEvents") == "true" and query.get("allowWatchBookmarks") == "true"
+        first = [True]
+        """Only a Table watch's first event carries the column definitions."""
+
+        def line(kind: str, obj: dict) -> bytes:
+            obj = _versioned(rt, target.version, dict(obj))
+            if as_table:
+                obj = tables.render(rt, [obj], self.store.now(), obj["metadata"]["resourceVersion"], "Object",
+                                    headers=first[0])
+                first[0] = False
+            return orjson.dumps({"type": kind, "object": obj}) + b"\n"
+
+        async def stream() -> AsyncIterator[bytes]:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            try:
+                for kind, obj in backlog:
+                    yield line(kind, obj)
+                if bookmark:
+                    yield orjson.dumps({"type": "BOOKMARK", "object": {
+                        "kind": rt.kind, "apiVersion": rt.api_version(target.version),
+                        "metadata": {"resourceVersion": str(self.store.rv),
+                                     "annotations": {"k8s.io/initial-events-end": "true"}}}}) + b"\n"
+                while (left := deadline - loop.time()) > 0:
+                    try:
+                        async with asyncio.timeout(left):
+                            change = await queue.get()
+                    except TimeoutError:
+                        return
+                    if change is None:
+                        return
+                    if change.key != rt.key:
+                        continue
+                    seen = _visible(change, target.namespace, labels, fields)
+                    if seen is not None:
+                        yield line(*seen)
+            finally:
+                with contextlib.suppress(ValueError):
+                    self.store.unsubscribe(listener)
+                self._watches.discard(queue)
+
+        return StreamingResponse(stream(), media_type=TABLE if as_table else "application/json")

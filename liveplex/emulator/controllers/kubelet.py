@@ -1,0 +1,539 @@
+"""The local kubelet: binds every pod to the one node and runs its containers as local processes.
+
+Development emulator, not for production. Each pod gets its own loopback address (127.0.x.y,
+never 127.0.0.1) as `status.podIP`; its containers run as process groups with the pod's env, their
+output appended to `<state_dir>/pods/<namespace>/<pod>/<container>.log` (served by `kubectl logs`).
+Probes (httpGet, tcpSocket, exec) drive `started`, `ready` and liveness restarts; `restartPolicy`
+restarts exited containers with a doubling back-off (1 s up to `MAX_BACKOFF_S`, shorter than the
+real 10 s to 5 min). Deletion follows the pod's grace period: preStop hook, SIGTERM, SIGKILL at the
+deadline (2 s more when the hook used it all), then the pod object is removed. Hook runs are recorded
+as pod Events (`PreStopHook`, an emulator addition, and `FailedPreStopHook` as upstream).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import random
+import secrets
+import signal
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from liveplex.emulator.apiserver import builtins, errors, kinds, storage
+from liveplex.emulator.controllers import podspec
+
+logger = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 30.0
+HOOK_EXTENSION_S = 2.0
+"""Extra time after a preStop hook that used the whole grace period, as upstream."""
+
+
+class _Addresses:
+    """Unique pod addresses 127.0.x.y (x >= 2), starting at a random place so emulators side by side rarely meet."""
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+        self._next = random.randrange(2 * 256, 255 * 256)
+
+    def take(self, ports: list[int]) -> str:
+        for _ in range(253 * 256):
+            n, self._next = self._next, self._next + 1 if self._next < 255 * 256 - 2 else 2 * 256
+            ip = f"127.0.{n // 256}.{n % 256}"
+            if n % 256 in (0, 255) or ip in self._used or not all(_bindable(ip, p) for p in ports):
+                continue
+            self._used.add(ip)
+            return ip
+        raise RuntimeError("no free loopback address for a pod")
+
+    def give_back(self, ip: str) -> None:
+        self._used.discard(ip)
+
+
+def _bindable(ip: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((ip, port))
+        except OSError as exc:
+            return exc.errno != errno.EADDRINUSE
+    return True
+
+
+async def run_action(act: podspec.Action, container: dict, env: dict[str, str], timeout: float) -> tuple[bool, str]:
+    """Run a probe's or hook's action once: (succeeded, what happened)."""
+    try:
+        if act.kind == "http":
+            async with asyncio.timeout(timeout):
+                return await _http_get(act)
+        if act.kind == "tcp":
+            async with asyncio.timeout(timeout):
+                _, writer = await asyncio.open_connection(act.host, act.port)
+            writer.close()
+            return True, f"tcp {act.host}:{act.port} open"
+        if act.kind == "sleep":
+            await asyncio.sleep(min(act.seconds, timeout))
+            return True, f"slept {act.seconds:g}s"
+        line = podspec.exec_argv(container, act.command, sys.executable)
+        proc = await asyncio.create_subprocess_exec(*line, env={**os.environ, **env}, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.STDOUT)
+        try:
+            async with asyncio.timeout(timeout):
+                out, _ = await proc.communicate()
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise
+        return proc.returncode == 0, f"exec {list(act.command)} exited {proc.returncode}: {out.decode()[-200:]}"
+    except TimeoutError:
+        return False, f"{act.kind} timed out after {timeout:g}s"
+    except OSError as exc:
+        return False, f"{act.kind} failed: {exc}"
+
+
+async def _http_get(act: podspec.Action) -> tuple[bool, str]:
+    reader, writer = await asyncio.open_connection(act.host, act.port)
+    try:
+        head = [f"GET {act.path} HTTP/1.1", f"Host: {act.host}:{act.port}", "User-Agent: kube-probe/1.32",
+                "Accept: */*", "Connection: close", *(f"{k}: {v}" for k, v in act.headers)]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
+        await writer.drain()
+        status_line = (await reader.readline()).decode(errors="replace").split()
+        code = int(status_line[1]) if len(status_line) > 1 and status_line[1].isdigit() else 0
+        url = f"http://{act.host}:{act.port}{act.path}"
+        return 200 <= code < 400, f"GET {url} returned {code}"
+    finally:
+        writer.close()
+
+
+def _terminated(code: int | None, started: str, finished: str) -> dict:
+    exit_code = 128 + -code if code is not None and code < 0 else (code or 0)
+    return {"terminated": {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
+                           "startedAt": started, "finishedAt": finished}}
+
+
+class _Container:
+    """One container's process, probes and restarts."""
+
+    def __init__(self, pod: _Pod, spec: dict) -> None:
+        self.pod, self.spec, self.name = pod, spec, spec["name"]
+        self.state: dict = {"waiting": {"reason": "ContainerCreating"}}
+        self.last_state: dict = {}
+        self.ready = self.started = False
+        self.started_event = asyncio.Event()
+        """Set once the startup probe (if any) has passed in the current run."""
+        self.restarts = 0
+        self.process: asyncio.subprocess.Process | None = None
+        self.env: dict[str, str] = {}
+        self.task: asyncio.Task | None = None
+        self.done = asyncio.Event()
+        """Set when the container will not run again (exited under restartPolicy, or stopped)."""
+
+    def status(self) -> dict:
+        out = {"name": self.name, "image": self.spec.get("image", ""), "imageID": "", "ready": self.ready,
+               "started": self.started, "restartCount": self.restarts, "state": self.state,
+               "lastState": self.last_state}
+        if self.process is not None:
+            out["containerID"] = f"emulator://{self.process.pid}"
+        return out
+
+    async def run(self, line: list[str]) -> None:
+        backoff = 1.0
+        policy = self.pod.obj["spec"].get("restartPolicy", "Always")
+        log = self.pod.dir / f"{self.name}.log"
+        while True:
+            started = storage.stamp(self.pod.kubelet.store.now())
+            try:
+                with open(log, "ab") as out:
+                    self.process = await asyncio.create_subprocess_exec(
+                        *line, env={**os.environ, "HOSTNAME": self.pod.name, **self.env}, stdout=out,
+                        stderr=asyncio.subprocess.STDOUT, cwd=self.spec.get("workingDir") or self.pod.dir,
+                        start_new_session=True)
+            except OSError as exc:
+                self.state = {"waiting": {"reason": "RunContainerError", "message": str(exc)}}
+                self.pod.publish()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_S)
+                continue
+            self.state = {"running": {"startedAt": started}}
+            self.pod.event("Normal", "Started", f"Started container {self.name}")
+            self.pod.publish()
+            probes = asyncio.gather(self._startup_then_liveness(), self._readiness())
+            code = await self.process.wait()
+            probes.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await probes
+            self.ready = self.started = False
+            self.started_event.clear()
+            finished = storage.stamp(self.pod.kubelet.store.now())
+            if self.pod.terminating or policy == "Never" or (policy == "OnFailure" and code == 0):
+                self.state = _terminated(code, started, finished)
+                self.pod.publish()
+                self.done.set()
+                return
+            self.last_state = _terminated(code, started, finished)
+            self.restarts += 1
+            self.state = {"waiting": {"reason": "CrashLoopBackOff", "message":
+                                      f"back-off {backoff:g}s restarting failed container={self.name}"}}
+            self.pod.event("Warning", "BackOff", f"Back-off restarting failed container {self.name}")
+            self.pod.publish()
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    async def _loop(self, spec: podspec.Probe, on_result: Callable[[bool, int, int, str], Awaitable[bool]]) -> None:
+        """Run `spec` every period; `on_result(ok, successes in a row, failures in a row, detail)` says go on."""
+        await asyncio.sleep(spec.initial_delay)
+        successes = failures = 0
+        while True:
+            ok, detail = await run_action(spec.action, self.spec, self.env, spec.timeout)
+            successes, failures = (successes + 1, 0) if ok else (0, failures + 1)
+            if not await on_result(ok, successes, failures, detail):
+                return
+            await asyncio.sleep(spec.period)
+
+    async def _startup_then_liveness(self) -> None:
+        ip = self.pod.ip
+        startup = podspec.probe(self.spec.get("startupProbe"), self.spec, ip)
+        if startup is not None:
+            async def on_startup(ok: bool, successes: int, failures: int, detail: str) -> bool:
+                if ok:
+                    self._mark_started()
+                    return False
+                if failures >= startup.failure_threshold:
+                    await self._failed("startup", detail)
+                    return False
+                return True
+            await self._loop(startup, on_startup)
+            if not self.started:
+                return
+        else:
+            self._mark_started()
+        liveness = podspec.probe(self.spec.get("livenessProbe"), self.spec, ip)
+        if liveness is None:
+            return
+
+        async def on_liveness(ok: bool, successes: int, failures: int, detail: str) -> bool:
+            if failures >= liveness.failure_threshold:
+                await self._failed("liveness", detail)
+                return False
+            return True
+        await self._loop(liveness, on_liveness)
+
+    async def _failed(self, probe: str, detail: str) -> None:
+        """A startup or liveness probe ran out of failures: kubelet kills the container to restart it."""
+        self.pod.event("Warning", "Unhealthy", f"{probe.capitalize()} probe failed: {detail}")
+        await self.kill(f"Container {self.name} failed {probe} probe, will be restarted")
+
+    def _mark_started(self) -> None:
+        self.started = True
+        self.started_event.set()
+        self.pod.publish()
+
+    async def _readiness(self) -> None:
+        readiness = podspec.probe(self.spec.get("readinessProbe"), self.spec, self.pod.ip)
+        await self.started_event.wait()
+        if readiness is None:
+            self.ready = True
+            self.pod.publish()
+            return
+
+        async def on_readiness(ok: bool, successes: int, failures: int, detail: str) -> bool:
+            if ok and successes >= readiness.success_threshold and not self.ready:
+                self.ready = True
+                self.pod.publish()
+            elif not ok and failures >= readiness.failure_threshold and self.ready:
+                self.ready = False
+                self.pod.event("Warning", "Unhealthy", f"Readiness probe failed: {detail}")
+                self.pod.publish()
+            return True
+        await self._loop(readiness, on_readiness)
+
+    def signal(self, sig: int) -> None:
+        if self.process is not None and self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, sig)
+
+    async def kill(self, why: str) -> None:
+        """Stop the process (SIGTERM, SIGKILL after the pod's grace); the run loop restarts it per policy."""
+        grace = float(self.pod.obj["spec"].get("terminationGracePeriodSeconds", builtins.GRACE_SECONDS))
+        self.pod.event("Normal", "Killing", why)
+        self.signal(signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace):
+                await self.exited()
+        self.signal(signal.SIGKILL)
+
+    async def exited(self) -> None:
+        if self.process is not None:
+            await self.process.wait()
+
+    async def terminate(self, deadline: float) -> None:
+        """preStop, then SIGTERM, then SIGKILL at `deadline` (the grace period's end)."""
+        loop = asyncio.get_running_loop()
+        hook = ((self.spec.get("lifecycle") or {}).get("preStop"))
+        running = self.process is not None and self.process.returncode is None
+        if hook and running:
+            act = podspec.action(hook, self.spec, self.pod.ip)
+            if act is not None:
+                ok, detail = await run_action(act, self.spec, self.env, max(0.0, deadline - loop.time()))
+                if ok:
+                    self.pod.event("Normal", "PreStopHook", f"PreStopHook of container {self.name}: {detail}")
+                else:
+                    self.pod.event("Warning", "FailedPreStopHook",
+                                   f"PreStopHook failed for container {self.name}: {detail}")
+                if loop.time() >= deadline:
+                    deadline = loop.time() + HOOK_EXTENSION_S
+        self.pod.event("Normal", "Killing", f"Stopping container {self.name}")
+        self.signal(signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout_at(deadline):
+                await self.exited()
+        self.signal(signal.SIGKILL)
+        await self.exited()
+
+
+class _Pod:
+    """One pod bound to this node: its address, its containers, its status as the kubelet reports it."""
+
+    def __init__(self, kubelet: Kubelet, obj: dict, ip: str) -> None:
+        self.kubelet, self.obj, self.ip = kubelet, obj, ip
+        meta = obj["metadata"]
+        self.namespace, self.name = meta["namespace"], meta["name"]
+        self.dir = kubelet.state_dir / "pods" / self.namespace / self.name
+        self.containers = [_Container(self, c) for c in obj["spec"].get("containers") or []]
+        self.terminating = False
+        self.started_at = storage.stamp(kubelet.store.now())
+        self._transitions: dict[str, tuple[str, str]] = {}
+        self.task: asyncio.Task | None = None
+
+    def event(self, kind: str, reason: str, message: str) -> None:
+        self.kubelet.event(self.obj, kind, reason, message)
+
+    def _condition(self, kind: str, ok: bool) -> dict:
+        status = "True" if ok else "False"
+        before = self._transitions.get(kind)
+        if before is None or before[0] != status:
+            self._transitions[kind] = (status, storage.stamp(self.kubelet.store.now()))
+        return {"type": kind, "status": status, "lastProbeTime": None,
+                "lastTransitionTime": self._transitions[kind][1]}
+
+    def phase(self) -> str:
+        states = [c.state for c in self.containers]
+        if self.containers and all("terminated" in s for s in states) and all(c.done.is_set()
+                                                                                 for c in self.containers):
+            return "Succeeded" if all(s["terminated"]["exitCode"] == 0 for s in states) else "Failed"
+        if any("running" in s or c.restarts or "terminated" in s for s, c in zip(states, self.containers)):
+            return "Running"
+        return "Pending"
+
+    def publish(self) -> None:
+        """Write the whole status through the status subresource (a no-op write changes nothing)."""
+        all_ready = bool(self.containers) and all(c.ready for c in self.containers)
+        status = {"phase": self.phase(), "conditions": [
+            self._condition("PodScheduled", True), self._condition("Initialized", True),
+            self._condition("ContainersReady", all_ready), self._condition("Ready", all_ready)],
+            "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}], "podIP": self.ip, "podIPs": [{"ip": self.ip}],
+            "startTime": self.started_at, "qosClass": "BestEffort",
+            "containerStatuses": [c.status() for c in self.containers]}
+        self.kubelet.write_status(self.namespace, self.name, status)
+
+    async def run(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.publish()
+        lines: list[list[str]] = []
+        while not lines and not self.terminating:
+            pod = self.kubelet.find(kinds.POD_KEY, self.namespace, self.name) or self.obj
+            pod = {**pod, "status": {**pod.get("status", {}), "podIP": self.ip, "podIPs": [{"ip": self.ip}],
+                                     "hostIP": "127.0.0.1"}}
+            blocked = None
+            for c in self.containers:
+                env = podspec.environment(pod, c.spec, self.kubelet.find)
+                line = env if isinstance(env, podspec.Unrunnable) else podspec.argv(c.spec, self.ip, env,
+                                                                                    sys.executable)
+                if isinstance(line, podspec.Unrunnable):
+                    c.state = {"waiting": {"reason": line.reason, "message": line.message}}
+                    blocked = blocked or line
+                else:
+                    c.env, c.state = env, {"waiting": {"reason": "ContainerCreating"}}
+                    lines.append(line)
+            if blocked is not None:
+                lines = []
+                self.event("Warning", "Failed", blocked.message)
+                self.publish()
+                await asyncio.sleep(2.0 if blocked.reason == podspec.CONFIG_ERROR else MAX_BACKOFF_S)
+        for c, line in zip(self.containers, lines):
+            c.task = asyncio.create_task(c.run(line))
+        await asyncio.Event().wait()
+
+    async def terminate(self, grace: float) -> None:
+        """The graceful end of a deleted pod; the caller removes the object afterwards."""
+        self.terminating = True
+        deadline = asyncio.get_running_loop().time() + grace
+        await asyncio.gather(*(c.terminate(deadline) for c in self.containers))
+        for c in self.containers:
+            if c.task is not None:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await c.task
+        self.publish()
+
+    def kill(self) -> None:
+        for c in self.containers:
+            c.signal(signal.SIGKILL)
+
+
+class Kubelet:
+    """Runs every pod of the store on node `node`; `logs` serves `kubectl logs`."""
+
+    def __init__(self, store: storage.Store, state_dir: Path, node: str) -> None:
+        self.store, self.state_dir, self.node = store, Path(state_dir), node
+        self._pods: dict[tuple[str, str], _Pod] = {}
+        self._addresses = _Addresses()
+        self._queue: asyncio.Queue[storage.Change] = asyncio.Queue()
+        self._task: asyncio.Task | None = None
+        self._terminations: set[asyncio.Task] = set()
+
+    def start(self) -> None:
+        self.store.subscribe(self._changed)
+        rt = self.store.registry.by_key(kinds.POD_KEY)
+        for pod in self.store.list(rt)[0]:
+            self._queue.put_nowait(storage.Change(storage.ADDED, kinds.POD_KEY, pod, 0))
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self, grace_s: float) -> None:
+        """SIGTERM every container, SIGKILL what is left after `grace_s`; pod objects stay as they are."""
+        with contextlib.suppress(ValueError):
+            self.store.unsubscribe(self._changed)
+        if self._task is not None:
+            self._task.cancel()
+        for task in list(self._terminations):
+            task.cancel()
+        pods = list(self._pods.values())
+        for pod in pods:
+            pod.terminating = True
+            for c in pod.containers:
+                c.signal(signal.SIGTERM)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_s
+        for pod in pods:
+            for c in pod.containers:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout_at(deadline):
+                        await c.exited()
+                c.signal(signal.SIGKILL)
+                await c.exited()
+            await self._cancel(pod)
+
+    async def _cancel(self, pod: _Pod) -> None:
+        tasks = [t for t in [pod.task, *(c.task for c in pod.containers)] if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _changed(self, change: storage.Change) -> None:
+        if change.key == kinds.POD_KEY:
+            self._queue.put_nowait(change)
+
+    def find(self, key: str, namespace: str, name: str) -> dict | None:
+        rt = self.store.registry.by_key(key)
+        return None if rt is None else self.store.find(rt, namespace, name)
+
+    async def _run(self) -> None:
+        rt = self.store.registry.by_key(kinds.POD_KEY)
+        while True:
+            change = await self._queue.get()
+            try:
+                await self._handle(rt, change)
+            except Exception:  # one pod's bad spec must not stop the kubelet
+                logger.exception("kubelet could not handle a change of pod %s", change.object["metadata"].get("name"))
+
+    async def _handle(self, rt: kinds.ResourceType, change: storage.Change) -> None:
+        """Bind a new pod, finish a deleted one, forget a removed one."""
+        meta = change.object["metadata"]
+        key = (meta["namespace"], meta["name"])
+        pod = self._pods.get(key)
+        if change.type == storage.DELETED:
+            if pod is not None:
+                pod.kill()
+                await self._cancel(pod)
+                self._forget(key)
+            return
+        node = change.object["spec"].get("nodeName")
+        if node not in (None, self.node) or (pod is not None and pod.obj["metadata"]["uid"] != meta["uid"]):
+            return
+        if pod is None and meta.get("deletionTimestamp"):
+            with contextlib.suppress(errors.ApiError):
+                self.store.delete(rt, *key, storage.DeleteOptions(grace_seconds=0))
+            return
+        if pod is None:
+            self._bind(rt, change.object)
+        elif meta.get("deletionTimestamp") and not pod.terminating:
+            grace = float(meta.get("deletionGracePeriodSeconds", 0))
+            task = asyncio.create_task(self._finish(rt, pod, grace))
+            self._terminations.add(task)
+            task.add_done_callback(self._terminations.discard)
+
+    def _bind(self, rt: kinds.ResourceType, obj: dict) -> None:
+        meta = obj["metadata"]
+        ports = [int(p["containerPort"]) for c in obj["spec"].get("containers") or [] for p in c.get("ports") or []
+                 if p.get("containerPort")]
+        try:
+            bound = self.store.patch(rt, meta["namespace"], meta["name"], storage.MERGE,
+                                     {"spec": {"nodeName": self.node}})
+        except errors.ApiError:
+            return
+        pod = _Pod(self, bound, self._addresses.take(ports))
+        self._pods[(pod.namespace, pod.name)] = pod
+        self.event(bound, "Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {self.node}",
+                   component="default-scheduler")
+        pod.task = asyncio.create_task(pod.run())
+
+    async def _finish(self, rt: kinds.ResourceType, pod: _Pod, grace: float) -> None:
+        await pod.terminate(grace)
+        await self._cancel(pod)
+        self._forget((pod.namespace, pod.name))
+        with contextlib.suppress(errors.ApiError):
+            self.store.delete(rt, pod.namespace, pod.name, storage.DeleteOptions(grace_seconds=0))
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        pod = self._pods.pop(key, None)
+        if pod is not None:
+            self._addresses.give_back(pod.ip)
+
+    def write_status(self, namespace: str, name: str, status: dict) -> None:
+        rt = self.store.registry.by_key(kinds.POD_KEY)
+        with contextlib.suppress(errors.ApiError):
+            self.store.update(rt, namespace, name, {"status": status}, "status")
+
+    def event(self, obj: dict, kind: str, reason: str, message: str, component: str = "kubelet") -> None:
+        rt = self.store.registry.by_key("/events")
+        meta = obj["metadata"]
+        now = storage.stamp(self.store.now())
+        body = {"metadata": {"name": f"{meta['name']}.{secrets.token_hex(8)}",
+                             "namespace": meta["namespace"]},
+                "involvedObject": {"kind": "Pod", "apiVersion": "v1", "namespace": meta["namespace"],
+                                   "name": meta["name"], "uid": meta["uid"]},
+                "reason": reason, "message": message, "type": kind, "count": 1,
+                "source": {"component": component, "host": self.node}, "firstTimestamp": now, "lastTimestamp": now,
+                "reportingComponent": component, "reportingInstance": self.node}
+        with contextlib.suppress(errors.ApiError):
+            self.store.create(rt, meta["namespace"], body)
+
+    def logs(self, namespace: str, pod: str, container: str | None, tail: int | None) -> str:
+        obj = self.find(kinds.POD_KEY, namespace, pod)
+        if obj is None:
+            raise errors.not_found("pods", "", pod)
+        names = [c["name"] for c in obj["spec"].get("containers") or []]
+        if container is None and len(names) > 1:
+            raise errors.bad_request(f"a container name must be specified for pod {pod}, choose one of: {names}")
+        path = self.state_dir / "pods" / namespace / pod / f"{container or names[0]}.log"
+        if not path.exists():
+            raise errors.bad_request(f'container "{container or names[0]}" in pod "{pod}" is waiting to start')
+        lines = path.read_text(errors="replace").splitlines(keepends=True)
+        return "".join(lines[-tail:] if tail else lines)
