@@ -3,20 +3,30 @@
 It is how a newcomer sees placement work: every process is the real one (`redis-server` from
 Debian, `liveplex serve --redis-url ... --pool ...`, `liveplex gateway`), started as children,
 listed with where they listen, and stopped together on Ctrl-C (or when one of them dies).
+
+`liveplex up --kube` puts the same platform behind the development Kubernetes emulator
+(`liveplex.emulator`, not a real cluster): the emulator, Redis, the operator and a gateway, with
+the LiveEngine CRD installed and a kubeconfig written, so `kubectl apply -f
+examples/liveengine-sim.yaml` brings up sim pods (run by the emulator's kubelet from the
+operator's rendered pod template) that the gateway places sessions on.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from liveplex.placement import LocalRedis, LocalRedisError, pool_keys
 
@@ -44,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8000, help="the gateway's port (default: %(default)s)")
     parser.add_argument("--redis-url", default=None, help="use this Redis (default: start redis-server)")
     parser.add_argument("--pool", default=DEFAULT_POOL, help="the pods' pool (default: %(default)s)")
+    parser.add_argument("--kube", action="store_true",
+                        help="behind the development Kubernetes emulator: pods come from LiveEngines")
+    parser.add_argument("--kubeconfig", type=Path, default=Path("liveplex.kubeconfig"),
+                        help="with --kube: where to write the kubeconfig (default: %(default)s)")
+    parser.add_argument("--state-dir", type=Path, default=Path(".liveplex-emulator"),
+                        help="with --kube: pod logs and working directories (default: %(default)s)")
     return parser
 
 
@@ -65,52 +81,103 @@ def _listening(host: str, port: int, child: subprocess.Popen[bytes], what: str) 
     raise RuntimeError(f"{what} did not listen on {host}:{port} within {READY_S:.0f} s")
 
 
-def _spawn(args: list[str]) -> subprocess.Popen[bytes]:
+def _spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """A child in its own session (Ctrl-C reaches only `liveplex up`, which stops them in order);
     its banner is ours to print, its logs go to stderr."""
     return subprocess.Popen([sys.executable, "-m", "liveplex.cli", *args], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
                             start_new_session=True)
+
+
+def _stop(children: list[Child]) -> None:
+    """SIGINT to every child (the emulator stops its pods on it), then kill what lingers."""
+    for child in reversed(children):
+        if child.process.poll() is None:
+            child.process.send_signal(signal.SIGINT)
+    for child in reversed(children):
+        try:
+            child.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            child.process.kill()
+            child.process.wait()
+
+
+@contextlib.contextmanager
+def _redis(args: argparse.Namespace) -> Iterator[str]:
+    if args.redis_url is not None:
+        yield args.redis_url
+        return
+    with LocalRedis() as redis:
+        yield redis.url
+
+
+def _install_crd(api: str) -> None:
+    """POST the LiveEngine CRD (what `liveplex operator crd | kubectl apply -f -` does)."""
+    from liveplex.operator import crd  # the operator package, not its kopf shell
+
+    request = urllib.request.Request(f"{api}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                     data=json.dumps(crd.render_crd()).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(request, timeout=10).close()
+    except urllib.error.HTTPError as exc:
+        if exc.code != 409:  # already installed
+            raise RuntimeError(f"installing the CRD failed: {exc.code} {exc.read()[:200]!r}") from exc
+
+
+@contextlib.contextmanager
+def kube_platform(args: argparse.Namespace) -> Iterator[list[Child]]:
+    """The emulator, Redis, the operator and a gateway; pods come from LiveEngines."""
+    children: list[Child] = []
+    with _redis(args) as redis_url:
+        try:
+            port = _free_port("127.0.0.1")
+            api = f"http://127.0.0.1:{port}"
+            emulator = subprocess.Popen(
+                [sys.executable, "-m", "liveplex.emulator", "--port", str(port), "--state-dir", str(args.state_dir),
+                 "--kubeconfig", str(args.kubeconfig)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                start_new_session=True)
+            children.append(Child("emulator", api, emulator))
+            _listening("127.0.0.1", port, emulator, "the Kubernetes emulator")
+            _install_crd(api)
+            liveness = _free_port("127.0.0.1")
+            operator = _spawn(["operator", "run", "-A", "--redis-url", redis_url, "--liveness",
+                               f"http://127.0.0.1:{liveness}/healthz", "--status-interval-s", "2"],
+                              {"KUBECONFIG": str(args.kubeconfig.resolve())})
+            children.append(Child("operator", f"http://127.0.0.1:{liveness}/healthz", operator))
+            gateway = _spawn(["gateway", "--host", args.host, "--port", str(args.port), "--redis-url", redis_url,
+                              "--log-level", "warning"])
+            children.append(Child("gateway", f"http://{args.host}:{args.port}", gateway))
+            _listening(args.host, args.port, gateway, "the gateway")
+            _listening("127.0.0.1", liveness, operator, "the operator")
+            yield children
+        finally:
+            _stop(children)
 
 
 @contextlib.contextmanager
 def platform(args: argparse.Namespace, serve_flags: list[str]) -> Iterator[list[Child]]:
-    """Start everything; stop it all on exit (pods and the gateway with SIGINT, then kill)."""
+    """Redis, the pods and a gateway; stop it all on exit (SIGINT, then kill)."""
     children: list[Child] = []
-    redis = None
-    try:
-        redis_url = args.redis_url
-        if redis_url is None:
-            redis = LocalRedis()
-            redis_url = redis.start()
-        for i in range(args.pods):
-            port = _free_port(args.host)
-            flags = ["serve", "--engine", args.engine, "--host", args.host, "--port", str(port),
-                     "--redis-url", redis_url, "--pool", args.pool, "--advertise", f"ws://{args.host}:{port}",
-                     "--pod-name", f"pod-{i}", "--log-level", "warning"]
-            if args.max_sessions is not None:
-                flags += ["--max-sessions", str(args.max_sessions)]
-            child = _spawn(flags + serve_flags)
-            children.append(Child(f"pod-{i}", f"http://{args.host}:{port}", child))
-        for child in children:
-            _listening(args.host, int(child.url.rsplit(":", 1)[1]), child.process, child.name)
-        gateway = _spawn(["gateway", "--host", args.host, "--port", str(args.port), "--redis-url", redis_url,
-                          "--pool", args.pool, "--log-level", "warning"])
-        children.append(Child("gateway", f"http://{args.host}:{args.port}", gateway))
-        _listening(args.host, args.port, gateway, "the gateway")
-        yield children
-    finally:
-        for child in children:
-            if child.process.poll() is None:
-                child.process.send_signal(signal.SIGINT)
-        for child in children:
-            try:
-                child.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                child.process.kill()
-                child.process.wait()
-        if redis is not None:
-            redis.stop()
+    with _redis(args) as redis_url:
+        try:
+            for i in range(args.pods):
+                port = _free_port(args.host)
+                flags = ["serve", "--engine", args.engine, "--host", args.host, "--port", str(port),
+                         "--redis-url", redis_url, "--pool", args.pool, "--advertise", f"ws://{args.host}:{port}",
+                         "--pod-name", f"pod-{i}", "--log-level", "warning"]
+                if args.max_sessions is not None:
+                    flags += ["--max-sessions", str(args.max_sessions)]
+                children.append(Child(f"pod-{i}", f"http://{args.host}:{port}", _spawn(flags + serve_flags)))
+            for child in children:
+                _listening(args.host, int(child.url.rsplit(":", 1)[1]), child.process, child.name)
+            gateway = _spawn(["gateway", "--host", args.host, "--port", str(args.port), "--redis-url", redis_url,
+                              "--pool", args.pool, "--log-level", "warning"])
+            children.append(Child("gateway", f"http://{args.host}:{args.port}", gateway))
+            _listening(args.host, args.port, gateway, "the gateway")
+            yield children
+        finally:
+            _stop(children)
 
 
 def main(argv: list[str]) -> int:
@@ -125,11 +192,18 @@ def main(argv: list[str]) -> int:
         print(f"liveplex up: --pool: {exc}", file=sys.stderr)
         return 2
     try:
-        with platform(args, serve_flags) as children:
-            gateway = children[-1].url
-            print(f"liveplex up: {args.pods} {args.engine} pod(s) in pool {args.pool} behind one gateway")
-            for child in children[:-1]:
-                print(f"  {child.name:<8} {child.url}")
+        with kube_platform(args) if args.kube else platform(args, serve_flags) as children:
+            gateway = next(c.url for c in children if c.name == "gateway")
+            if args.kube:
+                print("liveplex up --kube: a DEVELOPMENT EMULATOR of Kubernetes (not a cluster), the operator "
+                      "and a gateway\n"
+                      f"  kubectl --kubeconfig {args.kubeconfig} apply -f examples/liveengine-sim.yaml\n"
+                      f"  kubectl --kubeconfig {args.kubeconfig} get le")
+            else:
+                print(f"liveplex up: {args.pods} {args.engine} pod(s) in pool {args.pool} behind one gateway")
+            for child in children:
+                if child.name != "gateway":
+                    print(f"  {child.name:<8} {child.url}")
             print(f"  gateway  {gateway}   demo page {gateway}/\n"
                   f"  GPT-Live ws{gateway[4:]}/v1/live/sessions  (OpenAI(base_url=\"{gateway}/v1\"))\n"
                   "Ctrl-C stops everything.", flush=True)

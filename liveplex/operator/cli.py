@@ -14,7 +14,8 @@ import sys
 
 import yaml
 
-from liveplex.operator import crd, settings
+from liveplex.operator import crd, placement_store, settings
+from liveplex.placement import PlacementClient
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,8 +64,20 @@ def print_crd() -> None:
 def _run(s: settings.OperatorSettings) -> int:
     from liveplex.operator import handlers, kube  # kopf and kubernetes load only for `run`
 
-    ctx = handlers.Context(settings=s, client=kube.OfficialClient(kube.load_config()))
-    asyncio.run(handlers.operate(ctx))
+    async def operate() -> None:
+        loads = routes = None
+        client = PlacementClient(s.redis_url) if s.redis_url else None
+        if client is not None:
+            loads, routes = placement_store.PlacementLoads(client), placement_store.PlacementRoutes(client)
+        ctx = handlers.Context(settings=s, client=kube.OfficialClient(kube.load_config()), loads=loads,
+                               routes=routes)
+        try:
+            await handlers.operate(ctx)
+        finally:
+            if client is not None:
+                await client.close()
+
+    asyncio.run(operate())
     return 0
 
 

@@ -150,9 +150,16 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=names.GROUP)
 
 
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """A fresh registry has none of kopf's default login handlers: the pod's service account in a
+    cluster, else the kubeconfig (`KUBECONFIG`), read by kopf itself."""
+    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
+
 def build_registry(interval_s: float) -> kopf.OperatorRegistry:
     """A fresh registry with the handlers (no import-time registration on kopf's default one)."""
     registry = kopf.OperatorRegistry()
+    kopf.on.login(registry=registry)(login)
     kopf.on.startup(registry=registry)(configure)
     for cause in (kopf.on.create, kopf.on.update, kopf.on.resume):
         cause(*RESOURCE, id="reconcile", registry=registry)(reconcile)

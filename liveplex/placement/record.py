@@ -32,6 +32,8 @@ class PodRecord:
     """p99 tick duration over the last window, microseconds."""
     late_permille: int = 0
     """Late ticks per thousand over the last window."""
+    late_p99_us: int = 0
+    """p99 tick lateness over the last window, microseconds (the operator's `Degraded` input)."""
     engine_version: str = ""
     started_ms: int = 0
     """When the pod started serving, Unix ms."""

@@ -90,7 +90,8 @@ class Heartbeat:
             addr=address(pod.settings.advertise, pod.bound), capacity=now.info.max_sessions,
             active=self._active(), draining=now.draining,
             degraded=health.degraded(pod.settings.lateness_budget_ms), tick_p99_us=health.tick_p99_us,
-            late_permille=health.late_permille, engine_version=__version__, started_ms=self._started_ms)
+            late_permille=health.late_permille, late_p99_us=round(health.late_p99_ms * 1000),
+            engine_version=__version__, started_ms=self._started_ms)
 
     def _active(self) -> int:
         """Sessions started and not ended, counted on the loop as they happen. Not `Pulse.sessions`:

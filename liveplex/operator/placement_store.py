@@ -1,0 +1,46 @@
+"""The operator's `LoadReader` and `RouteStore` over the placement Redis (`liveplex.placement`).
+
+The status roll-up reads a pool's snapshot and sums its fresh pods; routes are `le:routes`.
+Redis errors propagate as `PlacementError`: the roll-up then keeps the previous figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from liveplex.operator import pool
+from liveplex.placement import PlacementClient, PoolLoad, Snapshot
+
+
+def pool_load(snapshot: Snapshot) -> pool.PoolLoad:
+    """The operator's view of one pool: totals over fresh pods, the worst pod's tick health."""
+    fresh = snapshot.fresh()
+    totals = PoolLoad.of(snapshot)
+    return pool.PoolLoad(
+        active=totals.active, reserved=totals.reserved, capacity=totals.capacity,
+        p99_lateness_ms=max((m.record.late_p99_us for m in fresh), default=0) // 1000,
+        late_permille=max((m.record.late_permille for m in fresh), default=0),
+        pods={m.pod: m.record.active for m in fresh},
+    )
+
+
+class PlacementLoads:
+    def __init__(self, client: PlacementClient) -> None:
+        self._client = client
+
+    async def read(self, pool_name: str) -> pool.PoolLoad:
+        return pool_load(await self._client.snapshot(pool_name))
+
+
+class PlacementRoutes:
+    def __init__(self, client: PlacementClient) -> None:
+        self._client = client
+
+    async def read(self) -> Mapping[str, str]:
+        return await self._client.routes()
+
+    async def write(self, set_: Mapping[str, str], delete: Collection[str]) -> None:
+        for model in delete:
+            await self._client.remove_route(model)
+        for model, pool_name in set_.items():
+            await self._client.set_route(model, pool_name)
