@@ -1,0 +1,145 @@
+"""`liveplex up --kube` end to end: real kubectl, real kopf, real Redis and real sim pods run by the
+emulator's kubelet from the operator's rendered pod template, sessions through the gateway."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+import websockets
+
+from tests.support import platform, pods
+
+pytestmark = pytest.mark.timeout(240)
+
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+START = {"type": "session.start", "event_id": "s1", "session": {"model": "gpt-live-1"}}
+ENGINE = """apiVersion: live.liveplex.io/v1alpha1
+kind: LiveEngine
+metadata: {{name: {name}, namespace: default}}
+spec:
+  replicas: {replicas}
+  engine: {{kind: sim}}
+  model: {{name: liveplex-sim, servedModels: [gpt-live-1]}}
+  capacity: {{maxSessions: 4, jitterFrames: {jitter}, prebufferFrames: 2}}
+  drain: {{gracePeriodSeconds: 30}}
+"""
+
+
+class Kube:
+    def __init__(self, kubeconfig: Path, gateway: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.gateway = gateway
+
+    def kubectl(self, *args: str, stdin: str | None = None) -> str:
+        done = subprocess.run(["kubectl", "--kubeconfig", str(self.kubeconfig), *args], input=stdin,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    def get(self, *args: str) -> dict:
+        return json.loads(self.kubectl("get", *args, "-o", "json"))
+
+    def condition(self, name: str, kind: str) -> dict:
+        status = self.get("le", name).get("status", {})
+        return next((c for c in status.get("conditions", ()) if c["type"] == kind), {})
+
+    def costed(self, name: str, cost: str) -> set[str]:
+        """Ready pods whose `pod-deletion-cost` annotation is `cost` (their active sessions)."""
+        return {p["metadata"]["name"] for p in self.ready_pods(name)
+                if p["metadata"].get("annotations", {}).get(DELETION_COST) == cost}
+
+    def ready_pods(self, name: str) -> list[dict]:
+        items = self.get("pods", "-l", f"app.kubernetes.io/instance={name}")["items"]
+        return [p for p in items if not p["metadata"].get("deletionTimestamp") and any(
+            c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", ()))]
+
+
+@contextlib.contextmanager
+def up(redis_url: str, tmp: Path) -> Iterator[Kube]:
+    port = pods.free_port()
+    kubeconfig = tmp / "kubeconfig"
+    log = open(tmp / "up.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "liveplex.cli", "up", "--kube", "--port", str(port), "--redis-url", redis_url,
+         "--kubeconfig", str(kubeconfig), "--state-dir", str(tmp / "state")],
+        stdout=subprocess.PIPE, stderr=log, cwd=tmp, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    ready = threading.Event()
+
+    def watch() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(line)
+            if b"Ctrl-C stops everything" in line:
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        assert ready.wait(90) and proc.poll() is None, (tmp / "up.log").read_text()
+        yield Kube(kubeconfig, f"127.0.0.1:{port}")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+async def started(address: str):
+    ws = await websockets.connect(f"ws://{address}/v1/live/sessions")
+    await ws.send(orjson.dumps(START).decode())
+    async with asyncio.timeout(10):
+        while orjson.loads(await ws.recv())["type"] != "session.started":
+            pass
+    return ws
+
+
+def test_kubectl_drives_liveengines_that_the_gateway_places_sessions_on(redis_url, tmp_path) -> None:
+    with up(redis_url, tmp_path) as kube:
+        kube.kubectl("apply", "-f", "-", stdin=ENGINE.format(name="sim", replicas=2, jitter=4))
+        platform.eventually(lambda: kube.condition("sim", "Ready").get("status") == "True",
+                            "READY True", deadline_s=60)
+        assert "True" in kube.kubectl("get", "le")  # the printer columns
+
+        async def scenario() -> None:
+            ws = await started(kube.gateway)
+            platform.eventually(lambda: kube.get("le", "sim")["status"]["sessions"]["active"] == 1,
+                                "the SESSIONS column to show the held session", deadline_s=30)
+            kube.kubectl("scale", "le/sim", "--replicas=3")
+            platform.eventually(lambda: len(kube.ready_pods("sim")) == 3, "three ready pods", deadline_s=60)
+            platform.eventually(lambda: len(kube.costed("sim", "1")) == 1, "the busy pod's deletion cost",
+                                deadline_s=30)
+            busy = kube.costed("sim", "1")
+            kube.kubectl("scale", "le/sim", "--replicas=1")
+            platform.eventually(lambda: len(kube.get("pods", "-l", "app.kubernetes.io/instance=sim")["items"]) == 1,
+                                "scale-down to one pod", deadline_s=60)
+            (left,) = kube.get("pods", "-l", "app.kubernetes.io/instance=sim")["items"]
+            assert left["metadata"]["name"] in busy  # the emptiest pods went first
+            await ws.send(orjson.dumps({"type": "session.close"}).decode())  # it was never cut
+            async with asyncio.timeout(10):
+                while (event := orjson.loads(await ws.recv()))["type"] != "session.closed":
+                    pass
+            assert event["reason"] == "close_requested"
+            await ws.close()
+        asyncio.run(scenario())
+
+        kube.kubectl("delete", "le", "sim")
+        platform.eventually(lambda: not kube.get("deploy")["items"] and not kube.get("pods")["items"],
+                            "the children to go with their LiveEngine", deadline_s=60)
+
+        kube.kubectl("apply", "-f", "-", stdin=ENGINE.format(name="bad", replicas=1, jitter=1))
+        platform.eventually(lambda: kube.condition("bad", "Ready").get("reason") == "InvalidSpec",
+                            "InvalidSpec on a prebuffer over the jitter cap", deadline_s=30)
