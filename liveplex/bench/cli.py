@@ -8,6 +8,7 @@ from liveplex import cli
 SUBCOMMANDS: cli.Commands = {
     "duplex": ("liveplex.bench.duplex", "N real-time GPT-Live callers against a server, or a ramp"),
     "baseline": ("liveplex.bench.baseline", "bare websockets echo server: the pod's physical limit"),
+    "place": ("liveplex.bench.place", "placements per second through a gateway, and the Redis decision"),
     "engine": ("liveplex.bench.engine", "PersonaPlex engine ticks without the front end"),
 }
 

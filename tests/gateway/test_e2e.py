@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import numpy as np
@@ -16,7 +20,7 @@ import pytest
 import websockets
 
 from tests.conformance import servers
-from tests.support import clients, platform
+from tests.support import clients, platform, pods
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -162,3 +166,45 @@ def test_sigterm_drains_a_pod_before_it_exits(redis_url, tmp_path) -> None:
         asyncio.run(scenario())
     log = (tmp_path / "pod-0.log").read_text()  # complete once the platform has stopped
     assert '"msg": "draining"' in log and '"msg": "stopped"' in log and "SIGTERM" in log
+
+
+def test_two_gateways_racing_never_overbook_a_pod(redis_url, tmp_path) -> None:
+    """Two gateway processes place 60 concurrent starts onto two pods of 2 slots: exactly 4 start,
+    every other caller is told server_busy, and no pod ever runs more than its cap."""
+    with platform.platform(redis_url, tmp_path, pod_flags=("--max-sessions", "2")) as p, \
+            pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL, log=tmp_path / "gw2.log",
+                                command="gateway") as (second, _):
+        platform.eventually(lambda: platform.get_json(second.root + "/live/stats")["pods"] == 2,
+                            "the second gateway to see both pods")
+
+        async def caller(url: str) -> tuple[str, websockets.ClientConnection]:
+            ws = await websockets.connect(url)
+            await ws.send(orjson.dumps(START).decode())
+            async with asyncio.timeout(15):
+                while True:
+                    event = orjson.loads(await ws.recv())
+                    if event["type"] in ("session.started", "error"):
+                        kind = event["type"] if event["type"] != "error" else event["error"]["code"]
+                        return kind, ws
+
+        async def scenario() -> None:
+            answers = await asyncio.gather(*(caller(url) for url in [p.gateway.ws_url, second.ws_url] * 30))
+            kinds = [kind for kind, _ in answers]
+            assert kinds.count("session.started") == 4 and kinds.count("server_busy") == 56, kinds
+            assert sorted(p.pod_sessions()) == [2, 2]
+            for _, ws in answers:
+                await ws.close()
+        asyncio.run(scenario())
+
+
+def test_bench_place_reports_placements_through_the_gateway(redis_url, tmp_path) -> None:
+    with platform.platform(redis_url, tmp_path, pod_flags=("--max-sessions", "32")) as p:
+        done = subprocess.run([sys.executable, "-m", "liveplex.cli", "bench", "place", "--base-url",
+                               p.gateway.base_url, "--concurrency", "4", "--seconds", "2", "--redis-url",
+                               redis_url, "--pods", "4", "--out", str(tmp_path / "place.json")],
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "place.json").read_text())
+    assert report["outcomes"]["placed"] > 0 and report["outcomes"]["failed"] == 0, report
+    assert report["start_ms"]["count"] == report["outcomes"]["placed"]
+    assert report["decision_ms"]["count"] > 0

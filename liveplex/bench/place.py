@@ -1,0 +1,88 @@
+"""`liveplex bench place`: placements per second through one gateway, and the Redis decision's p99.
+
+A placement here is what a caller waits for: the WebSocket handshake with the gateway, the
+`session.start`, the gateway's `place.lua`, its upstream connect and the pod's `session.started`
+relayed back. `--concurrency` callers repeat that for `--seconds`, each hanging up at once after
+its start (the pod frees the slot at its next tick, so size pods with spare slots). With
+`--redis-url` it also times the bare `place.lua` round trip on a synthetic pool
+(`liveplex.placement.latency`) side by side. Loopback only; it stops by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections import Counter
+
+import orjson
+import websockets
+
+from liveplex.bench import percentiles
+from liveplex.gptlive import urls
+
+START = '{"type":"session.start","event_id":"b","session":{"model":"%s"}}'
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="liveplex bench place", description=__doc__.splitlines()[0])
+    p.add_argument("--base-url", required=True, help="the gateway, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--model", default="gpt-live-1", help="session.model (default: %(default)s)")
+    p.add_argument("--concurrency", type=int, default=32, help="callers at once (default: %(default)s)")
+    p.add_argument("--seconds", type=float, default=10.0, help="how long to place (default: %(default)s)")
+    p.add_argument("--redis-url", default=None, help="also time place.lua alone on this Redis (default: no)")
+    p.add_argument("--pods", type=int, default=8,
+                   help="pods of the synthetic pool for --redis-url (default: %(default)s)")
+    p.add_argument("--out", default=None, help="JSON report path (default: stdout only)")
+    return p
+
+
+async def _caller(url: str, start: str, until: float, samples: list[int], outcomes: Counter[str]) -> None:
+    while time.perf_counter() < until:
+        t0 = time.perf_counter_ns()
+        try:
+            async with websockets.connect(url, compression=None, open_timeout=5, close_timeout=1) as ws:
+                await ws.send(start)
+                async with asyncio.timeout(5):
+                    kind = orjson.loads(await ws.recv())
+            if kind.get("type") == "session.started":
+                samples.append((time.perf_counter_ns() - t0) // 1000)
+                outcomes["placed"] += 1
+            else:
+                outcomes[str(kind.get("error", {}).get("code", kind.get("type")))] += 1
+        except (OSError, TimeoutError, websockets.WebSocketException):
+            outcomes["failed"] += 1
+
+
+async def measure(base_url: str, model: str, concurrency: int, seconds: float) -> dict[str, object]:
+    url = urls.ws_url(base_url)
+    samples: list[int] = []
+    tally: Counter[str] = Counter(placed=0, failed=0)
+    until = time.perf_counter() + seconds
+    t0 = time.perf_counter()
+    await asyncio.gather(*(_caller(url, START % model, until, samples, tally) for _ in range(concurrency)))
+    took = time.perf_counter() - t0
+    return {"placements_per_s": round(tally["placed"] / took, 1), "seconds": round(took, 2),
+            "concurrency": concurrency, "outcomes": dict(tally),
+            "start_ms": percentiles.summarize(samples).as_dict()}
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if args.concurrency < 1 or args.seconds <= 0:
+        print("liveplex bench place: --concurrency must be >= 1 and --seconds > 0", file=sys.stderr)
+        return 2
+    report = asyncio.run(measure(args.base_url, args.model, args.concurrency, args.seconds))
+    if args.redis_url:
+        from liveplex.placement import latency
+
+        decision, redis_us = asyncio.run(latency.measure(args.redis_url, args.pods, 5000))
+        report["decision_ms"] = {**decision.as_dict(), "pods": args.pods, "redis_us_per_call": round(redis_us, 1)}
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as out:
+            out.write(text + "\n")
+    return 0
