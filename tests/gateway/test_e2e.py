@@ -208,3 +208,30 @@ def test_bench_place_reports_placements_through_the_gateway(redis_url, tmp_path)
     assert report["outcomes"]["placed"] > 0 and report["outcomes"]["failed"] == 0, report
     assert report["start_ms"]["count"] == report["outcomes"]["placed"]
     assert report["decision_ms"]["count"] > 0
+
+
+def test_api_keys_from_a_file_with_a_per_key_session_limit(redis_url, tmp_path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("# one key per line\nkey-a\nkey-b\n")
+    with platform.platform(redis_url, tmp_path, gateway_flags=("--api-key-file", str(keys),
+                                                               "--max-sessions-per-key", "1")) as p:
+        assert _status(p.gateway.root + "/") == 200  # the demo page, served by the gateway too
+
+        async def scenario() -> None:
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                await websockets.connect(p.gateway.ws_url)
+            assert refused.value.response.status_code == 401
+            a = {"Authorization": "Bearer key-a"}
+            first = await websockets.connect(p.gateway.ws_url, additional_headers=a)
+            await first.send(orjson.dumps(START).decode())
+            await until(first, "session.started")
+            again = await websockets.connect(p.gateway.ws_url, additional_headers=a)
+            await again.send(orjson.dumps(START).decode())
+            error, _ = await until(again, "error")
+            assert error["error"]["code"] == "server_busy" and "limit" in error["error"]["message"]
+            other = await websockets.connect(p.gateway.ws_url, additional_headers={"Authorization": "Bearer key-b"})
+            await other.send(orjson.dumps(START).decode())
+            await until(other, "session.started")
+            for ws in (first, again, other):
+                await ws.close()
+        asyncio.run(scenario())
