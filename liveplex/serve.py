@@ -99,10 +99,8 @@ def _personaplex_engine(args: argparse.Namespace) -> tuple[contract.LiveInfo, ru
 
 def _banner(pod: Pod, host: str, port: int) -> str:
     pod.bound = (host, port)
-    at, info = run.shown(host), pod.served.info
-    return (f"liveplex: serving {info.model} ({info.max_sessions} sessions)\n"
-            f"  demo page  http://{at}:{port}/\n"
-            f"  GPT-Live   ws://{at}:{port}/v1/live/sessions  (OpenAI(base_url=\"http://{at}:{port}/v1\"))")
+    info = pod.served.info
+    return run.banner(f"liveplex: serving {info.model} ({info.max_sessions} sessions)", host, port)
 
 
 def main(argv: list[str]) -> int:

@@ -30,10 +30,7 @@ def build(args: argparse.Namespace) -> tuple[Gateway, object]:
 
 
 def _banner(host: str, port: int) -> str:
-    at = run.shown(host)
-    return (f"liveplex gateway: placing sessions\n"
-            f"  demo page  http://{at}:{port}/\n"
-            f"  GPT-Live   ws://{at}:{port}/v1/live/sessions  (OpenAI(base_url=\"http://{at}:{port}/v1\"))")
+    return run.banner("liveplex gateway: placing sessions", host, port)
 
 
 def main(argv: list[str]) -> int:

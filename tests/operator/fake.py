@@ -17,17 +17,7 @@ from liveplex.operator.apply import Conflict
 Obj = dict[str, Any]
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: objects merge, null deletes, everything else (lists too) replaces."""
-    if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, Mapping) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
+
 
 
 class FakeKubeClient:
@@ -60,7 +50,7 @@ class FakeKubeClient:
     async def patch(self, ref: Ref, patch: Mapping[str, Any]) -> Obj:
         current = self.objects[ref]
         self.writes.append(("patch", ref, copy.deepcopy(dict(patch))))
-        patched = merge_patch(current, patch)
+        patched = patch.merge_patch(current, patch)
         if patched.get("spec") != current.get("spec"):
             patched["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
         patched["metadata"]["resourceVersion"] = str(next(self._versions))

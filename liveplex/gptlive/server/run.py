@@ -86,8 +86,12 @@ class Server(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-def shown(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
+def banner(title: str, host: str, port: int) -> str:
+    """Where a server listens, and how the SDK reaches it."""
+    at = f"[{host}]" if ":" in host else host
+    return (f"{title}\n"
+            f"  demo page  http://{at}:{port}/\n"
+            f"  GPT-Live   ws://{at}:{port}/v1/live/sessions  (OpenAI(base_url=\"http://{at}:{port}/v1\"))")
 
 
 def run(app: object, host: str, port: int, bound: Callable[[str, int], str],
