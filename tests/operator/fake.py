@@ -50,7 +50,7 @@ class FakeKubeClient:
     async def patch(self, ref: Ref, patch: Mapping[str, Any]) -> Obj:
         current = self.objects[ref]
         self.writes.append(("patch", ref, copy.deepcopy(dict(patch))))
-        patched = patch.merge_patch(current, patch)
+        patched = merge_patch(current, patch)
         if patched.get("spec") != current.get("spec"):
             patched["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
         patched["metadata"]["resourceVersion"] = str(next(self._versions))

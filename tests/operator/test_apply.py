@@ -6,9 +6,10 @@ import copy
 
 import pytest
 
+from liveplex.emulator.apiserver.patch import merge_patch
 from liveplex.operator import Ref, names
 from liveplex.operator import apply as applier
-from tests.operator.fake import FakeKubeClient, merge_patch
+from tests.operator.fake import FakeKubeClient
 
 DESIRED = {"apiVersion": "apps/v1", "kind": "Deployment",
            "metadata": {"name": "pp", "namespace": "voice", "labels": {"a": "1"}},
