@@ -11,6 +11,7 @@ import itertools
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from liveplex.emulator.apiserver.patch import merge_patch
 from liveplex.operator import PoolLoad, Ref
 from liveplex.operator.apply import Conflict
 
