@@ -78,6 +78,11 @@ class DuplexSettings:
     """A command that starts the pod; the bench runs it, waits for it and stops it at the end."""
     show_progress: bool
     strict: bool
+    vs_url: str | None = None
+    """A second running server measured side by side at every level (e.g. the pod behind the
+    gateway under test), compared like the baseline."""
+    vs_pid: int | None = None
+    """Its pid, for its CPU per frame."""
     """Exit 3 when a level was not clean (for CI, issue 3 item 5)."""
 
     def call_settings(self, model: str, url: str) -> caller.CallSettings:
@@ -115,6 +120,10 @@ def parse(argv: list[str]) -> DuplexSettings:
     p.add_argument("--vs-baseline", nargs="?", const="json", choices=("json", "raw"),
                    help="also measure `bench baseline` (json by default) at every level")
     p.add_argument("--baseline-port", type=int, default=0)
+    p.add_argument("--vs-url", default=None, metavar="BASE_URL",
+                   help="also measure this running server at every level (e.g. the pod directly, "
+                        "against --base-url a gateway in front of it)")
+    p.add_argument("--vs-pid", type=int, default=None, help="the --vs-url server's pid, for its CPU per frame")
     p.add_argument("--server-pid", type=int, help="the pod's pid, for its CPU per frame")
     p.add_argument("--serve-cmd", help="start the pod with this command and stop it at the end")
     p.add_argument("--no-progress", action="store_true")
@@ -129,6 +138,8 @@ def parse(argv: list[str]) -> DuplexSettings:
         p.error(f"--chunk-ms {a.chunk_ms} is not a whole number of samples at {a.rate} Hz")
     if a.server_pid is not None and a.serve_cmd is not None:
         p.error("give --server-pid or --serve-cmd, not both")
+    if a.vs_url is not None and a.vs_baseline is not None:
+        p.error("give --vs-url or --vs-baseline, not both")
     synthetic = a.input == audio.SYNTHETIC
     return DuplexSettings(
         base_url=a.base_url, model=a.model, voice=a.voice, instructions=a.instructions,
@@ -139,6 +150,7 @@ def parse(argv: list[str]) -> DuplexSettings:
         late_p99_ms=a.late_p99_ms, workers=a.workers, out=a.out, plot=a.plot, label=a.label,
         vs_baseline=a.vs_baseline, baseline_port=a.baseline_port, server_pid=a.server_pid,
         serve_cmd=a.serve_cmd, show_progress=not a.no_progress, strict=a.strict,
+        vs_url=a.vs_url, vs_pid=a.vs_pid,
     )
 
 
@@ -238,6 +250,8 @@ async def bench(settings: DuplexSettings) -> tuple[dict[str, object], list[level
                                     target_mod.baseline_argv(settings.vs_baseline, port))
             targets.append(base)
             await base.wait_ready()
+        if settings.vs_url is not None:
+            targets.append(target_mod.Target("direct", settings.vs_url, settings.vs_pid))
         return await _ramp(settings, targets, model)
     finally:
         for target in targets:
