@@ -39,7 +39,9 @@ async def until(ws, kind: str, timeout_s: float = 10) -> tuple[dict, list[dict]]
 
 
 async def started(url: str):
-    ws = await websockets.connect(url)
+    """A started session. Its audio is not read: an unbounded queue keeps the close handshake from
+    waiting behind it."""
+    ws = await websockets.connect(url, max_queue=None)
     await ws.send(orjson.dumps(START).decode())
     event, seen = await until(ws, "session.started")
     return ws, event

@@ -24,7 +24,7 @@ def test_the_hash_holds_the_fields_place_lua_reads_as_decimal_and_flags() -> Non
     assert {k: fields[k] for k in ("addr", "capacity", "active", "draining", "degraded")} == {
         "addr": "10.0.0.7:8000", "capacity": "64", "active": "3", "draining": "1", "degraded": "0"}
     assert set(fields) == {"addr", "capacity", "active", "draining", "degraded", "tick_p99_us", "late_permille",
-                           "engine_version", "started_ms"}
+                           "late_p99_us", "engine_version", "started_ms"}
 
 
 @pytest.mark.parametrize(("field", "value"), [("capacity", "x"), ("active", "-1"), ("draining", "yes"),
