@@ -183,6 +183,7 @@ def platform(args: argparse.Namespace, serve_flags: list[str]) -> Iterator[list[
 def main(argv: list[str]) -> int:
     own, serve_flags = _split(argv)
     args = build_parser().parse_args(own)
+    signal.signal(signal.SIGTERM, _interrupt)  # stop the children on SIGTERM too, not only Ctrl-C
     if args.pods < 1:
         print(f"liveplex up: --pods must be >= 1, got {args.pods}", file=sys.stderr)
         return 2
@@ -217,6 +218,10 @@ def main(argv: list[str]) -> int:
     except (RuntimeError, LocalRedisError) as exc:
         print(f"liveplex up: {exc}", file=sys.stderr)
         return 1
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _split(argv: list[str]) -> tuple[list[str], list[str]]:
