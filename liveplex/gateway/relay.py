@@ -1,7 +1,8 @@
 """`UpstreamLeg`: one client session placed on a pod and relayed to it verbatim (platform §7.3-§7.9).
 
-One task per session: place (through `GatewayBackend.place`), dial the pod with the session id,
-forward the client's `session.start` text, and read the answer. `session.started` hands the client
+One task per session until it starts: place (through `GatewayBackend.place`), dial the pod with the
+session id (`upstream.Upstream`), forward the client's `session.start` text, and read the answer.
+After that there is no task: frames move by callbacks in both directions. `session.started` hands the client
 socket over (`Connection.handed_off`): from then on frames are copied both ways without JSON
 parsing the audio (upstream frames starting with `AUDIO_PREFIX` are relayed as they are; only the
 rare others are parsed to learn the session's end). `server_busy` or a failed connect places once
@@ -12,17 +13,14 @@ more elsewhere; the pod vanishing mid-session is `server_error` + `session.close
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections import deque
 from typing import TYPE_CHECKING
 
 import orjson
-import websockets
-from websockets.asyncio.client import ClientConnection, connect
 
-from liveplex.gptlive import connection, errors, events
+from liveplex.gateway import upstream
+from liveplex.gptlive import connection, errors
 from liveplex.gptlive.server import backend
 from liveplex.placement import Busy, Placed
 
@@ -36,6 +34,9 @@ AUDIO_PREFIX = '{"type":"session.output_audio.delta"'
 
 SESSION_ID_HEADER = "X-Liveplex-Session-Id"
 POOL_HEADER = "X-Liveplex-Pool"
+MAX_UPSTREAM_BUFFER_BYTES = 1 << 20
+"""Client audio held for a pod that does not read (≈20 s of 24 kHz PCM in base64) before the
+session is dropped."""
 PLACEMENTS = 2
 """platform §7.5: a busy or unreachable pod is excluded and the session placed once more."""
 BUSY_RECHECK_S = 0.1
@@ -63,11 +64,12 @@ class UpstreamLeg:
         self._start = start
         self._peer = peer
         self._pool = pool
-        self._outbox: deque[str | bytes] = deque()
-        self._wake = asyncio.Event()
         self._frames = 0
         self._pod: str | None = None
-        self._released = False
+        self._up: upstream.Upstream | None = None
+        self._inbox: list[str | bytes] = []
+        self._arrived = asyncio.Event()
+        self._done = False
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     # --- the pump's side ----------------------------------------------------------------------------
@@ -76,46 +78,49 @@ class UpstreamLeg:
         raise RuntimeError("a relayed session's audio is forwarded as the client sent it")
 
     def forward(self, data: str | bytes) -> None:
-        if len(self._outbox) >= self._owner.settings.upstream_queue_frames:
-            logger.warning("upstream too slow; dropping the session", extra={"pod": self._pod})
-            self._peer.perform(self._peer.conn.relay_lost(self._frames))
+        up = self._up
+        if up is None or self._done:
             return
-        self._outbox.append(data)
-        self._wake.set()
+        if up.write_buffer_bytes > MAX_UPSTREAM_BUFFER_BYTES:
+            logger.warning("upstream too slow; dropping the session", extra={"pod": self._pod})
+            self._lost()
+            return
+        up.send(data)
+        self._owner.stats.frames_up += 1
 
     def hangup(self) -> None:
         """Never asked: a relayed session's `session.close` is forwarded to the pod."""
 
     def release(self) -> None:
-        self._released = True
-        self._task.cancel()
+        if not self._task.done():
+            self._task.cancel()
+        self._finish()
 
-    # --- the session's task -------------------------------------------------------------------------
+    # --- placing and starting (a task) --------------------------------------------------------------
 
     async def _run(self) -> None:
-        ws: ClientConnection | None = None
         try:
-            ws = await self._place_and_start()
-            if ws is not None:
-                self._owner.relaying(self._pool, +1)
-                await self._relay(ws)
+            up = await self._place_and_start()
         except asyncio.CancelledError:
-            if not self._released:
-                raise
+            if self._up is not None:
+                self._up.abort()
+            raise
         except Exception:
-            logger.error("relay failed", exc_info=True)
-            if not self._released:
-                self._lost()
-        finally:
-            if self._pod is not None:
-                self._owner.relaying(self._pool, -1)
+            logger.error("placement failed", exc_info=True)
+            if not self._done:
+                self._peer.perform(self._peer.conn.rejected(errors.server_error("placement failed")))
+            return
+        if up is None:
             self._owner.leg_done(self)
-            if ws is not None:
-                with contextlib.suppress(Exception):
-                    async with asyncio.timeout(1):
-                        await ws.close()
+            return
+        self._owner.relaying(self._pool, +1)
+        up.lost.add_done_callback(lambda _: self._gone())
+        up.on_message = self._message
+        backlog, self._inbox = self._inbox[1:], []
+        for message in backlog:  # what the pod sent right behind `session.started`
+            self._message(message)
 
-    async def _place_and_start(self) -> ClientConnection | None:
+    async def _place_and_start(self) -> upstream.Upstream | None:
         """Place, dial, start; on failure tell the client (busy, the pod's refusal, or
         server_error) and return None."""
         peer, start, owner = self._peer, self._start, self._owner
@@ -152,10 +157,11 @@ class UpstreamLeg:
                 self._pod = placed.pod
                 session = body.get("session")
                 expires = session.get("expires_at") if isinstance(session, dict) else None
+                self._up = ws  # before the hand-off: the pump replays the client's parked frames to us
                 peer.relay(text, False)
                 peer.perform(peer.conn.handed_off(expires if isinstance(expires, int) else None))
                 return ws
-            await ws.close()
+            ws.close()
             error = body.get("error")
             if kind == "error" and isinstance(error, dict) and error.get("code") == "server_busy":
                 busy_text = text
@@ -172,71 +178,76 @@ class UpstreamLeg:
             peer.perform(peer.conn.rejected(errors.server_error("no engine could be reached")))
         return None
 
-    async def _dial(self, placed: Placed) -> ClientConnection | None:
+    async def _dial(self, placed: Placed) -> upstream.Upstream | None:
         """Connect to the pod within the budget; a failure gives back the reservation and trips
         the pod's breaker."""
         try:
-            return await connect(
-                f"ws://{placed.addr}/v1/live/sessions",
-                additional_headers={SESSION_ID_HEADER: self._start.resource.id, POOL_HEADER: self._pool},
-                open_timeout=self._owner.settings.connect_timeout_ms / 1000, max_size=events.MAX_MESSAGE_BYTES,
-                compression=None, ping_interval=None)
-        except (OSError, TimeoutError, websockets.InvalidHandshake, websockets.InvalidURI):
+            up = await upstream.connect(
+                placed.addr, {SESSION_ID_HEADER: self._start.resource.id, POOL_HEADER: self._pool},
+                self._owner.settings.connect_timeout_ms / 1000)
+        except (OSError, TimeoutError, ValueError, upstream.UpstreamError):
             await self._owner.unreachable(self._pool, placed, self._start.resource.id)
             return None
+        up.on_message = self._queued
+        return up
 
-    async def _first(self, ws: ClientConnection, placed: Placed) -> str | bytes | None:
+    def _queued(self, message: str | bytes) -> None:
+        """Until the session starts, the pod's messages wait for `_first`."""
+        self._inbox.append(message)
+        self._arrived.set()
+
+    async def _first(self, up: upstream.Upstream, placed: Placed) -> str | bytes | None:
         """Forward the start and read the pod's answer; None if the pod hung up first."""
+        self._inbox, self._arrived = [], asyncio.Event()
+        up.send(self._start.text)
+        arrived = asyncio.ensure_future(self._arrived.wait())
         try:
-            await ws.send(self._start.text)
-            async with asyncio.timeout(self._owner.protocol.start_timeout_ms / 1000):
-                return await ws.recv()
-        except (websockets.ConnectionClosed, TimeoutError):
-            await ws.close()
+            await asyncio.wait({arrived, up.lost}, timeout=self._owner.protocol.start_timeout_ms / 1000,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            arrived.cancel()
+        if not self._inbox:
+            up.abort()
             await self._owner.unreachable(self._pool, placed, self._start.resource.id)
             return None
+        return self._inbox[0]
 
-    async def _relay(self, ws: ClientConnection) -> None:
-        async with asyncio.TaskGroup() as group:
-            writer = group.create_task(self._write(ws))
-            try:
-                await self._read(ws)
-            finally:
-                writer.cancel()
+    # --- relaying (callbacks) -----------------------------------------------------------------------
 
-    async def _read(self, ws: ClientConnection) -> None:
-        peer, stats = self._peer, self._owner.stats
-        try:
-            async for message in ws:
-                if type(message) is str and message.startswith(AUDIO_PREFIX):
-                    self._frames += 1
-                    stats.frames_down += 1
-                    peer.relay(message, True)
-                    continue
-                text = message if isinstance(message, str) else message.decode()
-                peer.relay(text, False)
-                kind, body = _kind(text)
-                if kind == "session.closed":
-                    reason = body.get("reason")
-                    self._released = True  # the pump releases this leg now: a finished session
-                    peer.perform(peer.conn.relay_ended(str(reason), self._frames))
-                    return
-        except websockets.ConnectionClosedError:
-            pass
-        self._lost()
+    def _message(self, message: str | bytes) -> None:
+        if self._done:
+            return
+        if type(message) is str and message.startswith(AUDIO_PREFIX):
+            self._frames += 1
+            self._owner.stats.frames_down += 1
+            self._peer.relay(message, True)
+            return
+        text = message if isinstance(message, str) else message.decode(errors="replace")
+        self._peer.relay(text, False)
+        kind, body = _kind(text)
+        if kind == "session.closed":
+            peer = self._peer
+            peer.perform(peer.conn.relay_ended(str(body.get("reason")), self._frames))
+
+    def _gone(self) -> None:
+        """The pod's transport closed: normal after its `session.closed`, else it went away."""
+        if not self._done:
+            self._lost()
 
     def _lost(self) -> None:
         """The pod went away mid-session (platform §7.8)."""
         if self._pod is not None:
             self._owner.lost(self._pod)
-        self._released = True
-        self._peer.perform(self._peer.conn.relay_lost(self._frames))
+        peer = self._peer
+        peer.perform(peer.conn.relay_lost(self._frames))
+        self._finish()
 
-    async def _write(self, ws: ClientConnection) -> None:
-        stats = self._owner.stats
-        while True:
-            while self._outbox:
-                await ws.send(self._outbox.popleft())
-                stats.frames_up += 1
-            self._wake.clear()
-            await self._wake.wait()
+    def _finish(self) -> None:
+        """Once: close the upstream, stop counting the session."""
+        if self._done:
+            return
+        self._done = True
+        if self._up is not None:
+            self._up.close()
+            self._owner.relaying(self._pool, -1)
+        self._owner.leg_done(self)

@@ -1,0 +1,146 @@
+"""`Upstream`: the gateway's WebSocket to one pod, websockets' sans-I/O client on the loop's transport.
+
+Like the client side (`gptlive.server.native`), it is push-driven, with no task and no await per
+frame: `data_received` parses the pod's frames and hands each text message to `on_message` at once,
+and `send` frames and writes a client message in place. A relayed audio frame therefore costs one
+parse and one write in each direction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+from websockets.client import ClientProtocol
+from websockets.frames import Frame, Opcode
+from websockets.http11 import Response
+from websockets.protocol import State
+from websockets.uri import parse_uri
+
+from liveplex.gptlive import events
+
+CLOSE_TIMEOUT_S = 1.0
+"""After our close frame, how long the pod gets to answer before the transport is aborted."""
+
+
+class UpstreamError(Exception):
+    """The pod refused the upgrade or went away during it."""
+
+
+class Upstream(asyncio.Protocol):
+    """One pod connection; `opened` resolves after the handshake, `lost` when the transport goes."""
+
+    def __init__(self, uri: str, headers: Mapping[str, str]) -> None:
+        self._conn = ClientProtocol(parse_uri(uri), max_size=events.MAX_MESSAGE_BYTES)
+        self._headers = headers
+        self._transport: asyncio.Transport | None = None
+        self._parts: list[bytes] = []
+        self._text = True
+        loop = asyncio.get_running_loop()
+        self.opened: asyncio.Future[None] = loop.create_future()
+        self.lost: asyncio.Future[None] = loop.create_future()
+        self.on_message: Callable[[str | bytes], None] = lambda _: None
+        """Called with every whole message from the pod, in order."""
+
+    @property
+    def write_buffer_bytes(self) -> int:
+        return self._transport.get_write_buffer_size() if self._transport else 0
+
+    # --- asyncio.Protocol -----------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport subclass
+        request = self._conn.connect()
+        for name, value in self._headers.items():
+            request.headers[name] = value
+        self._conn.send_request(request)
+        self._flush()
+
+    def data_received(self, data: bytes) -> None:
+        conn = self._conn
+        conn.receive_data(data)
+        for event in conn.events_received():
+            if type(event) is Frame:
+                self._frame(event)
+            elif isinstance(event, Response) and not self.opened.done():
+                if conn.handshake_exc is not None:
+                    self.opened.set_exception(UpstreamError(f"upgrade refused: {conn.handshake_exc}"))
+                else:
+                    self.opened.set_result(None)
+        self._flush()
+
+    def eof_received(self) -> bool | None:
+        self._conn.receive_eof()
+        self._flush()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.opened.done():
+            self.opened.set_exception(UpstreamError(f"the pod hung up during the upgrade: {exc}"))
+        if not self.lost.done():
+            self.lost.set_result(None)
+
+    # --- frames ---------------------------------------------------------------------------------------
+
+    def _frame(self, frame: Frame) -> None:
+        if frame.opcode is Opcode.TEXT and frame.fin:
+            self.on_message(frame.data.decode())
+        elif frame.opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):  # fragments: liveplex pods send none
+            if frame.opcode is not Opcode.CONT:
+                self._text = frame.opcode is Opcode.TEXT
+            self._parts.append(bytes(frame.data))
+            if frame.fin:
+                data, self._parts = b"".join(self._parts), []
+                self.on_message(data.decode() if self._text else data)
+
+    def send(self, data: str | bytes) -> None:
+        """One client message to the pod, verbatim."""
+        if self._conn.state is not State.OPEN:
+            return
+        if isinstance(data, str):
+            self._conn.send_text(data.encode())
+        else:
+            self._conn.send_binary(data)
+        self._flush()
+
+    def close(self) -> None:
+        """Close politely; abort if the pod does not answer within `CLOSE_TIMEOUT_S`."""
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        if self._conn.state is State.OPEN:
+            self._conn.send_close(1000)
+            self._flush()
+        asyncio.get_running_loop().call_later(CLOSE_TIMEOUT_S, transport.abort)
+
+    def abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+
+    def _flush(self) -> None:
+        transport = self._transport
+        if transport is None:
+            return
+        for data in self._conn.data_to_send():
+            if data:
+                transport.write(data)
+            elif transport.can_write_eof():
+                transport.write_eof()
+        if self._conn.close_expected() and not transport.is_closing():
+            asyncio.get_running_loop().call_later(CLOSE_TIMEOUT_S, transport.abort)
+
+
+async def connect(addr: str, headers: Mapping[str, str], timeout_s: float) -> Upstream:
+    """Dial `host:port` and upgrade to the live path within `timeout_s`; raises OSError,
+    TimeoutError or `UpstreamError`."""
+    host, _, port = addr.rpartition(":")
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(timeout_s):
+        transport, proto = await loop.create_connection(
+            lambda: Upstream(f"ws://{addr}/v1/live/sessions", headers), host.strip("[]"), int(port))
+        try:
+            await proto.opened
+        except BaseException:
+            transport.abort()
+            raise
+    return proto
