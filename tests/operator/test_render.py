@@ -27,7 +27,7 @@ CASES: dict[str, tuple[dict[str, Any], OperatorSettings]] = {
         model={"name": "nvidia/personaplex-7b-v1", "source": {"hostPath": {"path": "/srv/personaplex"}}},
         image={"repository": "registry.local/liveplex", "tag": "dev", "pullPolicy": "Always"},
         pod={"labels": {"team": "voice"}, "annotations": {"prometheus.io/scrape": "true"},
-             "env": [{"name": "HF_HOME", "value": "/tmp/hf"}], "priorityClassName": "gpu-serving",
+             "env": [{"name": "HF_HOME", "value": "/cache/hf"}], "priorityClassName": "gpu-serving",
              "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                  {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["h100"]}]}]}}}})), REDIS),
     "personaplex-image": (objects.liveengine(objects.personaplex_spec(
