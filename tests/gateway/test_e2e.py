@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import signal
@@ -14,28 +13,16 @@ import time
 import urllib.error
 import urllib.request
 
-import numpy as np
 import orjson
 import pytest
 import websockets
 
 from tests.conformance import servers
 from tests.support import clients, platform, pods
+from tests.support.clients import LOUD, START, until
 
 pytestmark = pytest.mark.timeout(180)
 
-START = {"type": "session.start", "event_id": "s1", "session": {"model": "gpt-live-1"}}
-LOUD = base64.b64encode((8000 * np.sin(np.arange(1920) * 0.2)).astype("<i2").tobytes()).decode()
-
-
-async def until(ws, kind: str, timeout_s: float = 10) -> tuple[dict, list[dict]]:
-    seen = []
-    async with asyncio.timeout(timeout_s):
-        while True:
-            event = orjson.loads(await ws.recv())
-            seen.append(event)
-            if event["type"] == kind:
-                return event, seen
 
 
 async def started(url: str):
@@ -79,8 +66,8 @@ def test_a_pod_killed_mid_session_is_server_error_then_connection_lost_within_2_
             victim = p.pod_sessions().index(1)
             p.pods[victim][1].send_signal(signal.SIGKILL)
             t0 = time.monotonic()
-            error, _ = await until(ws, "error", timeout_s=2)
-            closed, _ = await until(ws, "session.closed", timeout_s=2)
+            error, _ = await until(ws, "error", timeout=2)
+            closed, _ = await until(ws, "session.closed", timeout=2)
             assert time.monotonic() - t0 < 2
             assert (error["error"]["code"], closed["reason"]) == ("server_error", "connection_lost")
             await ws.wait_closed()
@@ -161,7 +148,7 @@ def test_sigterm_drains_a_pod_before_it_exits(redis_url, tmp_path) -> None:
             ws, _ = await started(p.gateway.ws_url)
             pod = p.pods[0][1]
             os.kill(pod.pid, signal.SIGTERM)
-            error, _ = await until(ws, "error", timeout_s=5)  # at the 1 s deadline
+            error, _ = await until(ws, "error", timeout=5)  # at the 1 s deadline
             closed, _ = await until(ws, "session.closed")
             assert (error["error"]["code"], closed["reason"]) == ("server_shutdown", "connection_lost")
             await asyncio.to_thread(pod.wait, 10)

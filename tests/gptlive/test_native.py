@@ -7,8 +7,8 @@ import orjson
 import pytest
 import websockets
 
-from tests.gptlive.test_socket import LOUD, START, until
 from tests.support import pods
+from tests.support.clients import LOUD, START, until
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -14,27 +14,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.gptlive.servers import Stubborn
 from tests.support import pods
-
-START = {"type": "session.start", "event_id": "s1", "session": {"model": "gpt-live-1"}}
-LOUD = base64.b64encode((8000 * np.sin(np.arange(1920) * 0.2)).astype("<i2").tobytes()).decode()
+from tests.support.clients import LOUD, START, until
 
 pytestmark = pytest.mark.timeout(60)
 
 
 async def send(ws, body: dict) -> None:
     await ws.send(orjson.dumps(body).decode())
-
-
-async def until(ws, kind: str, timeout: float = 10.0) -> tuple[dict, list[dict]]:
-    """Events up to and including the first of `kind`, within `timeout` seconds in all (a session
-    whose deltas keep flowing fails here, not when it expires minutes later)."""
-    seen = []
-    async with asyncio.timeout(timeout):
-        while True:
-            event = orjson.loads(await ws.recv())
-            seen.append(event)
-            if event["type"] == kind:
-                return event, seen
 
 
 async def sessions_drop_to(address: str, n: int) -> None:

@@ -1,13 +1,30 @@
-"""Clients for tests: the official SDK holding a real-time session."""
+"""Clients for tests: raw GPT-Live sockets (a start, loud audio, waiting for an event) and the official SDK."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 
+import numpy as np
 import openai
+import orjson
 
 from liveplex.conformance import signals
+
+START = {"type": "session.start", "event_id": "s1", "session": {"model": "gpt-live-1"}}
+LOUD = base64.b64encode((8000 * np.sin(np.arange(1920) * 0.2)).astype("<i2").tobytes()).decode()
+
+
+async def until(ws, kind: str, timeout: float = 10.0) -> tuple[dict, list[dict]]:
+    """Events up to and including the first of `kind`, within `timeout` seconds in all (a session
+    whose deltas keep flowing fails here, not when it expires minutes later)."""
+    seen = []
+    async with asyncio.timeout(timeout):
+        while True:
+            event = orjson.loads(await ws.recv())
+            seen.append(event)
+            if event["type"] == kind:
+                return event, seen
 
 SPEECH_MS = 3000
 
