@@ -53,11 +53,12 @@ def prune(value: object, schema: dict, path: str = "", root: bool = True) -> tup
         out = {}
         for key, sub_value in value.items():
             sub = props.get(key) if key in props else (extra if isinstance(extra, dict) else None)
-            if sub is not None:
+            if key in _ROOT_KEYS and (root or schema.get("x-kubernetes-embedded-resource")):
+                out[key] = sub_value  # never pruned, even where the schema declares them (`metadata: {type: object}`)
+            elif sub is not None:
                 out[key], lost = prune(sub_value, sub, _join(path, key), root=False)
                 dropped += lost
-            elif keep_all or (root and key in _ROOT_KEYS) or (
-                    schema.get("x-kubernetes-embedded-resource") and key in _ROOT_KEYS):
+            elif keep_all:
                 out[key] = sub_value
             else:
                 dropped.append(_join(path, key))
