@@ -207,8 +207,11 @@ def render_children(le: LiveEngine, settings: OperatorSettings) -> list[Obj]:
     return [render_deployment(le, settings), render_service(le), render_pdb(le)]
 
 
-def _scale_target(le: LiveEngine) -> Obj:
-    return {"apiVersion": names.API_VERSION, "kind": names.KIND, "name": le.name}
+def _targeting(le: LiveEngine, kind: tuple[str, str], spec: Obj) -> Obj:
+    """An autoscaler of `kind` on the LiveEngine's scale subresource, owned by it."""
+    target = {"apiVersion": names.API_VERSION, "kind": names.KIND, "name": le.name}
+    return {"apiVersion": kind[0], "kind": kind[1], "metadata": _metadata(le),
+            "spec": {"scaleTargetRef": target, **spec}}
 
 
 def _enabled(le: LiveEngine) -> Autoscaling:
@@ -248,23 +251,17 @@ def render_hpa(le: LiveEngine) -> Obj:
     demand per LiveEngine (external metric), both served by the chart's prometheus-adapter rules."""
     a = _enabled(le)
     target = {"type": "AverageValue", "averageValue": milli_quantity(_per_pod_target(le, a))}
-    return {
-        "apiVersion": names.HPA[0],
-        "kind": names.HPA[1],
-        "metadata": _metadata(le),
-        "spec": {
-            "scaleTargetRef": _scale_target(le),
-            "minReplicas": a.min_replicas,
-            "maxReplicas": a.max_replicas,
-            "metrics": [
-                {"type": "Pods", "pods": {"metric": {"name": signals.OCCUPIED_METRIC}, "target": target}},
-                {"type": "External", "external": {
-                    "metric": {"name": signals.DEMAND_METRIC, "selector": {"matchLabels": {"liveengine": le.name}}},
-                    "target": target}},
-            ],
-            "behavior": behavior(a),
-        },
-    }
+    return _targeting(le, names.HPA, {
+        "minReplicas": a.min_replicas,
+        "maxReplicas": a.max_replicas,
+        "metrics": [
+            {"type": "Pods", "pods": {"metric": {"name": signals.OCCUPIED_METRIC}, "target": target}},
+            {"type": "External", "external": {
+                "metric": {"name": signals.DEMAND_METRIC, "selector": {"matchLabels": {"liveengine": le.name}}},
+                "target": target}},
+        ],
+        "behavior": behavior(a),
+    })
 
 
 def render_scaledobject(le: LiveEngine, settings: OperatorSettings) -> Obj:
@@ -272,23 +269,17 @@ def render_scaledobject(le: LiveEngine, settings: OperatorSettings) -> Obj:
     a = _enabled(le)
     t = signals.Target(le.namespace, le.name)
     threshold = _decimal(_per_pod_target(le, a))
-    return {
-        "apiVersion": names.SCALED_OBJECT[0],
-        "kind": names.SCALED_OBJECT[1],
-        "metadata": _metadata(le),
-        "spec": {
-            "scaleTargetRef": _scale_target(le),
-            "minReplicaCount": a.min_replicas,
-            "maxReplicaCount": a.max_replicas,
-            "pollingInterval": KEDA_POLLING_S,
-            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior(a)}},
-            "triggers": [
-                {"type": "prometheus", "name": name, "metricType": "AverageValue",
-                 "metadata": {"serverAddress": settings.prometheus_url, "query": query, "threshold": threshold}}
-                for name, query in (("occupancy", signals.occupied_query(t)), ("demand", signals.demand_query(t)))
-            ],
-        },
-    }
+    return _targeting(le, names.SCALED_OBJECT, {
+        "minReplicaCount": a.min_replicas,
+        "maxReplicaCount": a.max_replicas,
+        "pollingInterval": KEDA_POLLING_S,
+        "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior(a)}},
+        "triggers": [
+            {"type": "prometheus", "name": name, "metricType": "AverageValue",
+             "metadata": {"serverAddress": settings.prometheus_url, "query": query, "threshold": threshold}}
+            for name, query in (("occupancy", signals.occupied_query(t)), ("demand", signals.demand_query(t)))
+        ],
+    })
 
 
 def render_autoscaler(le: LiveEngine, settings: OperatorSettings) -> Obj | None:
