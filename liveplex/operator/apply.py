@@ -71,7 +71,12 @@ class KubeClient(Protocol):
 
     async def list(self, api_version: str, kind: str, namespace: str | None,
                    selector: Mapping[str, str] | None = None) -> list[Obj]:
-        """Objects of a kind in `namespace` (None: every namespace), matching `selector`'s labels."""
+        """Objects of a kind in `namespace` (None: every namespace), matching `selector`'s labels.
+        Raises KubeError 404 when the API server does not serve the kind (KEDA not installed)."""
+        ...
+
+    async def delete(self, ref: Ref) -> None:
+        """Delete the object (background propagation); one that does not exist is not an error."""
         ...
 
 

@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"engine image when spec.image is unset (default: {settings.DEFAULT_REPOSITORY}:"
                           f"{settings.OperatorSettings().image_tag})")
     run.add_argument("--liveness", default=settings.DEFAULT_LIVENESS, metavar="URL", help="kopf's liveness endpoint")
+    run.add_argument("--prometheus-url", default=settings.DEFAULT_PROMETHEUS, metavar="URL",
+                     help="the Prometheus rendered KEDA ScaledObjects query")
     run.add_argument("--status-interval-s", type=float, default=10.0)
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
@@ -53,7 +55,7 @@ def settings_from_args(args: argparse.Namespace) -> settings.OperatorSettings:
     return settings.OperatorSettings(
         namespaces=tuple(args.namespace or ()), redis_url=args.redis_url, redis_secret=secret,
         image_repository=repository, image_tag=tag, liveness_endpoint=args.liveness,
-        status_interval_s=args.status_interval_s,
+        prometheus_url=args.prometheus_url, status_interval_s=args.status_interval_s,
     )
 
 

@@ -24,7 +24,7 @@ RELATIVE_PATH = r"^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$
 """A path inside a volume: relative, no `.` or `..` segments."""
 ABSOLUTE_PATH = r"^/.*$"
 MAX_DRAIN_SECONDS = 86_400
-CONDITION_TYPES: tuple[str, ...] = ("Ready", "Progressing", "Degraded", "CapacityExhausted")
+CONDITION_TYPES: tuple[str, ...] = ("Ready", "Progressing", "Degraded", "CapacityExhausted", "Autoscaling")
 PHASES: tuple[str, ...] = ("Pending", "Progressing", "Ready", "Degraded", "Failed")
 
 
@@ -164,15 +164,19 @@ SPEC = _obj("What to run: the engine, its model, its capacity and its pods.", {
         "gracePeriodSeconds": _int("preStop drain deadline, s; terminationGracePeriodSeconds is this + 30.",
                                    minimum=0, maximum=MAX_DRAIN_SECONDS, default=600),
     }, default={}),
-    "autoscaling": _obj("Autoscaler settings (the operator does not render an autoscaler yet).", {
-        "enabled": {"type": "boolean", "description": "Let an autoscaler drive replicas.", "default": False},
-        "provider": _str("Which autoscaler.", enum=("hpa", "keda"), default="keda"),
+    "autoscaling": _obj("The autoscaler the operator renders on the scale subresource (platform §8).", {
+        "enabled": {"type": "boolean", "description": "Render an autoscaler that drives spec.replicas.",
+                    "default": False},
+        "provider": _str("hpa: an autoscaling/v2 HPA (needs prometheus-adapter); keda: a KEDA ScaledObject.",
+                         enum=("hpa", "keda"), default="keda"),
         "minReplicas": _int("Fewest pods (no scale to zero in v1).", minimum=1, maximum=1000, default=1),
         "maxReplicas": _int("Most pods.", minimum=1, maximum=1000, default=8),
         "targetOccupancyPercent": _int("Target (active + reserved) / capacity, %.", minimum=1, maximum=100,
                                        default=70),
         "scaleDownStabilizationSeconds": _int("Scale-down stabilisation window, s.", minimum=0, maximum=3600,
                                               default=600),
+        "scaleDownPeriodSeconds": _int("Scale down by at most one pod per this many seconds.", minimum=1,
+                                       maximum=1800, default=60),
     }),
 }, required=("engine",))
 
@@ -203,7 +207,8 @@ STATUS = _obj("Observed state, rolled up every 10 s by the operator (patched onl
         "lateTickPermille": _int("Late ticks, ‰.", minimum=0),
     }),
     "phase": _str("For display; conditions are the API.", enum=PHASES),
-    "conditions": _list("Ready, Progressing, Degraded, CapacityExhausted.", _CONDITION, max_items=8,
+    "conditions": _list("Ready, Progressing, Degraded, CapacityExhausted; Autoscaling when enabled.", _CONDITION,
+                        max_items=8,
                         list_type="map") | {"x-kubernetes-list-map-keys": ["type"]},
 })
 

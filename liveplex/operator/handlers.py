@@ -18,7 +18,7 @@ from typing import Any
 
 import kopf
 
-from liveplex.operator import apply, deletion_cost, names, render, routes, spec, status
+from liveplex.operator import apply, autoscalers, deletion_cost, names, render, routes, spec, status
 from liveplex.operator.pool import LoadReader, PoolLoad, RouteStore
 from liveplex.operator.settings import OperatorSettings
 
@@ -65,6 +65,7 @@ async def reconcile(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.
     try:
         for child in render.render_children(le, ctx.settings):
             await apply.create_or_patch(ctx.client, child)
+        await _sync_autoscaler(ctx, le, logger)
     except apply.KubeError as exc:
         if exc.transient:
             raise _transient(exc) from exc
@@ -79,14 +80,20 @@ async def roll_up(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.Lo
     meta = body["metadata"]
     pool = names.pool(meta["namespace"], meta["name"])
     try:
+        le = spec.parse(body)
+    except spec.SpecError:
+        le = None  # the reconcile reported it; no autoscaler is kept or made for it
+    try:
         deployment, pods = await _observe(ctx, body)
         conflicts = await _sync_routes(ctx, pool, logger)
+        foreign = await _sync_autoscaler(ctx, le, logger) if le is not None else ()
     except apply.KubeError as exc:
         if exc.transient:
             raise _transient(exc) from exc
         raise
     load = await _load(ctx, pool, logger)
-    new = status.compute_status(body, deployment, pods, load, ctx.clock(), conflicts=conflicts)
+    new = status.compute_status(body, deployment, pods, load, ctx.clock(), conflicts=conflicts,
+                                foreign_autoscalers=foreign)
     before = body.get("status") or {}
     if any(before.get(key) != value for key, value in new.items()):
         patch.status.update(new)
@@ -104,6 +111,41 @@ async def _observe(ctx: Context, body: Mapping[str, Any]) -> tuple[dict[str, Any
     deployment = await ctx.client.get(apply.Ref("apps/v1", "Deployment", meta["namespace"], meta["name"]))
     pods = await ctx.client.list("v1", "Pod", meta["namespace"], names.selector(meta["name"]))
     return deployment, pods
+
+
+async def _sync_autoscaler(ctx: Context, le: spec.LiveEngine,
+                           logger: logging.Logger | logging.LoggerAdapter) -> tuple[str, ...]:
+    """Apply the autoscaler the spec asks for unless another targets the LiveEngine; remove the
+    operator's own otherwise (and the other provider's after a switch). Returns the foreign ones."""
+    wanted = render.render_autoscaler(le, ctx.settings)
+    foreign: tuple[str, ...] = ()
+    if wanted is not None:
+        hpas = await ctx.client.list(*names.HPA, le.namespace)
+        foreign = autoscalers.foreign(le, hpas, await _served_list(ctx, names.SCALED_OBJECT, le.namespace))
+    keep = apply.Ref.of(wanted) if wanted is not None and not foreign else None
+    for api_version, kind in (names.HPA, names.SCALED_OBJECT):
+        ref = apply.Ref(api_version, kind, le.namespace, le.name)
+        if ref != keep:
+            current = await ctx.client.get(ref)
+            if current is not None and autoscalers.owned_by(current, le.uid):
+                await ctx.client.delete(ref)
+                logger.info("autoscaler removed", extra={"pool": le.pool, "kind": kind})
+    if foreign:
+        logger.warning("another autoscaler targets this LiveEngine", extra={"pool": le.pool, "foreign": foreign})
+    if keep is not None:
+        assert wanted is not None
+        await apply.create_or_patch(ctx.client, wanted)
+    return foreign
+
+
+async def _served_list(ctx: Context, kind: tuple[str, str], namespace: str) -> list[dict[str, Any]]:
+    """The kind's objects; none when the cluster does not serve the kind (KEDA not installed)."""
+    try:
+        return await ctx.client.list(*kind, namespace)
+    except apply.KubeError as exc:
+        if exc.status == 404:
+            return []
+        raise
 
 
 async def _load(ctx: Context, pool: str, logger: logging.Logger | logging.LoggerAdapter) -> PoolLoad | None:

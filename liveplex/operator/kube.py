@@ -27,6 +27,8 @@ PLURALS: dict[tuple[str, str], str] = {
     ("v1", "Service"): "services",
     ("v1", "Pod"): "pods",
     ("policy/v1", "PodDisruptionBudget"): "poddisruptionbudgets",
+    names.HPA: "horizontalpodautoscalers",
+    names.SCALED_OBJECT: "scaledobjects",
     (names.API_VERSION, names.KIND): names.PLURAL,
 }
 """Every kind the operator reads or writes, all namespaced."""
@@ -81,6 +83,13 @@ class OfficialClient:
         query = {"label_selector": ",".join(f"{k}={v}" for k, v in selector.items())} if selector else {}
         answer = await self._request("GET", path(api_version, kind, namespace), **query)
         return list(answer.get("items", ()))
+
+    async def delete(self, ref: Ref) -> None:
+        try:
+            await self._request("DELETE", path(ref.api_version, ref.kind, ref.namespace, ref.name))
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
 
     async def _request(self, method: str, where: str, **params: Any) -> Obj:
         return await asyncio.to_thread(self._blocking, method, where, params)

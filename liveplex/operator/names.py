@@ -32,6 +32,10 @@ REDIS_URL_ENV = "LIVEPLEX_REDIS_URL"
 RESERVED_ENV: tuple[str, ...] = (POD_IP_ENV, POD_NAME_ENV, REDIS_URL_ENV)
 """Env vars the operator sets on the engine container; `spec.pod.env` may not override them."""
 
+HPA: tuple[str, str] = ("autoscaling/v2", "HorizontalPodAutoscaler")
+SCALED_OBJECT: tuple[str, str] = ("keda.sh/v1alpha1", "ScaledObject")
+"""The autoscaler kinds (`api_version`, `kind`) the operator renders, and looks for others of."""
+
 CONTAINER = "engine"
 PORT = 8000
 PORT_NAME = "http"

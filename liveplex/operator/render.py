@@ -1,10 +1,12 @@
-"""A LiveEngine's children as plain dicts: Deployment, headless Service, PodDisruptionBudget.
+"""A LiveEngine's children as plain dicts: Deployment, headless Service, PodDisruptionBudget, autoscaler.
 
 Pure and deterministic: the same LiveEngine and settings always render the same objects, so the
 applier's second pass is a no-op. The renderers do what `kopf.adopt` would (owner reference,
 namespace, the parent's labels on each child's metadata) without mutating anything, and never
 put a user label in a selector (platform §4 rule 3). The engine pod runs `liveplex serve` with
-the flags the spec implies; the probes, preStop drain and grace follow platform §5.
+the flags the spec implies; the probes, preStop drain and grace follow platform §5. The
+autoscaler (an HPA or a KEDA ScaledObject on the LiveEngine's scale subresource, platform §8)
+scales on `signals`: up at once, down by one pod per period after the stabilisation window.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from liveplex.operator import names
+from liveplex.operator import names, signals
 from liveplex.operator.settings import OperatorSettings
-from liveplex.operator.spec import HostPathSource, ImageSource, LiveEngine, PvcSource
+from liveplex.operator.spec import Autoscaling, HostPathSource, ImageSource, LiveEngine, PvcSource
 
 Obj = dict[str, Any]
 
@@ -24,6 +26,11 @@ PROBE_PERIOD_S = 5
 STARTUP_BUDGET_S = {"personaplex": 1800, "sim": 300}
 """How long a pod may take to turn ready the first time: weights load and CUDA warm-up take minutes."""
 GPU_RESOURCE = "nvidia.com/gpu"
+SCALE_UP_PERIOD_S = 15
+SCALE_UP_POLICIES: tuple[tuple[str, int], ...] = (("Percent", 100), ("Pods", 4))
+"""Scale up without stabilisation by the larger of doubling or four pods per period (the HPA's own
+default): a cold GPU pod takes minutes, so waiting only adds to it."""
+KEDA_POLLING_S = 15
 
 
 def _owner(le: LiveEngine) -> list[Obj]:
@@ -195,5 +202,89 @@ def render_pdb(le: LiveEngine) -> Obj:
 
 
 def render_children(le: LiveEngine, settings: OperatorSettings) -> list[Obj]:
-    """Everything the operator applies for one LiveEngine, in apply order."""
+    """Everything the operator applies for one LiveEngine, in apply order (the autoscaler apart:
+    it is applied only when no other autoscaler targets the LiveEngine)."""
     return [render_deployment(le, settings), render_service(le), render_pdb(le)]
+
+
+def _targeting(le: LiveEngine, kind: tuple[str, str], spec: Obj) -> Obj:
+    """An autoscaler of `kind` on the LiveEngine's scale subresource, owned by it."""
+    target = {"apiVersion": names.API_VERSION, "kind": names.KIND, "name": le.name}
+    return {"apiVersion": kind[0], "kind": kind[1], "metadata": _metadata(le),
+            "spec": {"scaleTargetRef": target, **spec}}
+
+
+def _enabled(le: LiveEngine) -> Autoscaling:
+    a = le.spec.autoscaling
+    if a is None or not a.enabled:
+        raise ValueError(f"LiveEngine {le.namespace}/{le.name} has no spec.autoscaling enabled")
+    return a
+
+
+def behavior(a: Autoscaling) -> Obj:
+    """The HPA `behavior` both providers get (KEDA passes it to the HPA it creates)."""
+    return {
+        "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
+            {"type": kind, "value": value, "periodSeconds": SCALE_UP_PERIOD_S} for kind, value in SCALE_UP_POLICIES]},
+        "scaleDown": {"stabilizationWindowSeconds": a.scale_down_stabilization_seconds, "selectPolicy": "Max",
+                      "policies": [{"type": "Pods", "value": 1, "periodSeconds": a.scale_down_period_seconds}]},
+    }
+
+
+def _per_pod_target(le: LiveEngine, a: Autoscaling) -> int:
+    return signals.per_pod_target_milli(le.spec.capacity.max_sessions, a.target_occupancy_percent)
+
+
+def milli_quantity(milli: int) -> str:
+    """A Kubernetes Quantity for `milli` thousandths: `22400` -> `22400m`, `3000` -> `3`."""
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+
+
+def _decimal(milli: int) -> str:
+    """`milli` thousandths as a plain decimal (KEDA thresholds are strings it parses as floats)."""
+    whole, frac = divmod(milli, 1000)
+    return f"{whole}.{frac:03d}".rstrip("0").rstrip(".")
+
+
+def render_hpa(le: LiveEngine) -> Obj:
+    """An autoscaling/v2 HPA on the scale subresource: occupancy per pod (custom metric) and
+    demand per LiveEngine (external metric), both served by the chart's prometheus-adapter rules."""
+    a = _enabled(le)
+    target = {"type": "AverageValue", "averageValue": milli_quantity(_per_pod_target(le, a))}
+    return _targeting(le, names.HPA, {
+        "minReplicas": a.min_replicas,
+        "maxReplicas": a.max_replicas,
+        "metrics": [
+            {"type": "Pods", "pods": {"metric": {"name": signals.OCCUPIED_METRIC}, "target": target}},
+            {"type": "External", "external": {
+                "metric": {"name": signals.DEMAND_METRIC, "selector": {"matchLabels": {"liveengine": le.name}}},
+                "target": target}},
+        ],
+        "behavior": behavior(a),
+    })
+
+
+def render_scaledobject(le: LiveEngine, settings: OperatorSettings) -> Obj:
+    """A KEDA ScaledObject on the scale subresource: the same two signals as prometheus triggers."""
+    a = _enabled(le)
+    t = signals.Target(le.namespace, le.name)
+    threshold = _decimal(_per_pod_target(le, a))
+    return _targeting(le, names.SCALED_OBJECT, {
+        "minReplicaCount": a.min_replicas,
+        "maxReplicaCount": a.max_replicas,
+        "pollingInterval": KEDA_POLLING_S,
+        "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior(a)}},
+        "triggers": [
+            {"type": "prometheus", "name": name, "metricType": "AverageValue",
+             "metadata": {"serverAddress": settings.prometheus_url, "query": query, "threshold": threshold}}
+            for name, query in (("occupancy", signals.occupied_query(t)), ("demand", signals.demand_query(t)))
+        ],
+    })
+
+
+def render_autoscaler(le: LiveEngine, settings: OperatorSettings) -> Obj | None:
+    """The autoscaler `spec.autoscaling` asks for, or None when it is absent or disabled."""
+    a = le.spec.autoscaling
+    if a is None or not a.enabled:
+        return None
+    return render_hpa(le) if a.provider == "hpa" else render_scaledobject(le, settings)

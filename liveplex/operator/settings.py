@@ -8,6 +8,8 @@ from liveplex import __version__
 
 DEFAULT_REPOSITORY = "ghcr.io/liveplex/liveplex"
 DEFAULT_LIVENESS = "http://0.0.0.0:8080/healthz"
+DEFAULT_PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
+"""The Prometheus a kube-prometheus-stack install serves (its `prometheus-operated` Service)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,8 @@ class OperatorSettings:
     """The engine image when `spec.image` leaves it unset: the operator's own version."""
     liveness_endpoint: str = DEFAULT_LIVENESS
     """kopf's `--liveness` URL."""
+    prometheus_url: str = DEFAULT_PROMETHEUS
+    """Where a rendered KEDA ScaledObject's prometheus triggers query the signals."""
     status_interval_s: float = 10.0
     """Status roll-up period; a patch is sent only when the status changed."""
 

@@ -111,6 +111,7 @@ class Autoscaling:
     max_replicas: int
     target_occupancy_percent: int
     scale_down_stabilization_seconds: int
+    scale_down_period_seconds: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,4 +235,5 @@ def _autoscaling(raw: Json | None) -> Autoscaling | None:
     if raw is None:
         return None
     return Autoscaling(raw["enabled"], raw["provider"], raw["minReplicas"], raw["maxReplicas"],
-                       raw["targetOccupancyPercent"], raw["scaleDownStabilizationSeconds"])
+                       raw["targetOccupancyPercent"], raw["scaleDownStabilizationSeconds"],
+                       raw["scaleDownPeriodSeconds"])

@@ -43,6 +43,8 @@ class Reason(enum.StrEnum):
     TICK_LATENESS_WITHIN_BUDGET = "TickLatenessWithinBudget"
     ALL_SLOTS_IN_USE = "AllSlotsInUse"
     HEADROOM_AVAILABLE = "HeadroomAvailable"
+    AUTOSCALER_RENDERED = "AutoscalerRendered"
+    AUTOSCALER_CONFLICT = "AutoscalerConflict"
 
 
 IMAGE_PULL_ERRORS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
@@ -58,8 +60,10 @@ def timestamp(now: datetime) -> str:
 
 
 def compute_status(le: Json, deployment: Json | None, pods: Sequence[Json], load: PoolLoad | None,
-                   now: datetime, *, conflicts: Sequence[str] = ()) -> dict[str, Any]:
-    """The LiveEngine's whole status; `conflicts` are model names another LiveEngine kept."""
+                   now: datetime, *, conflicts: Sequence[str] = (),
+                   foreign_autoscalers: Sequence[str] = ()) -> dict[str, Any]:
+    """The LiveEngine's whole status; `conflicts` are model names another LiveEngine kept,
+    `foreign_autoscalers` the other autoscalers (`Kind/name`) that target it."""
     previous: Json = le.get("status") or {}
     meta = le["metadata"]
     generation = int(meta.get("generation", 0))
@@ -80,6 +84,9 @@ def compute_status(le: Json, deployment: Json | None, pods: Sequence[Json], load
         conds = [_ready(desired, ready, pods, deployment, conflicts), _progressing(desired, deployment),
                  _degraded(engine, load, previous)]
     conds.append(_exhausted(load) if load is not None else _previous(previous, "CapacityExhausted"))
+    if engine is not None:
+        conds += _autoscaling(engine, foreign_autoscalers)
+    conds += [_previous(previous, "Autoscaling")] if error is not None and _has(previous, "Autoscaling") else []
     by_type = {c["type"]: c for c in previous.get("conditions", ())}
     conditions = [_stamped(c, by_type.get(c["type"]), generation, now) for c in conds]
     return {
@@ -215,6 +222,23 @@ def _exhausted(load: PoolLoad) -> dict[str, Any]:
     if load.capacity == 0:
         return _condition("CapacityExhausted", False, Reason.HEADROOM_AVAILABLE, "no pod advertises capacity")
     return _condition("CapacityExhausted", False, Reason.HEADROOM_AVAILABLE, "free slots remain")
+
+
+def _has(previous: Json, type_: str) -> bool:
+    return any(c["type"] == type_ for c in previous.get("conditions", ()))
+
+
+def _autoscaling(engine: spec.EngineSpec, foreign: Sequence[str]) -> list[dict[str, Any]]:
+    """Present only while `spec.autoscaling.enabled`: whether the operator's autoscaler drives replicas."""
+    a = engine.autoscaling
+    if a is None or not a.enabled:
+        return []
+    if foreign:
+        return [_condition("Autoscaling", False, Reason.AUTOSCALER_CONFLICT,
+                           f"{', '.join(foreign)} already targets this LiveEngine; rendering none")]
+    kind = "HorizontalPodAutoscaler" if a.provider == "hpa" else "ScaledObject"
+    return [_condition("Autoscaling", True, Reason.AUTOSCALER_RENDERED,
+                       f"{kind} drives spec.replicas between {a.min_replicas} and {a.max_replicas}")]
 
 
 def _phase(conds: Mapping[str, Json]) -> str:

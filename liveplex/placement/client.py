@@ -72,11 +72,15 @@ class PlacementClient:
     # --- engine pod side (platform §6.3) -------------------------------------------------------------
 
     async def heartbeat(self, pool: str, pod: str, record: record.PodRecord,
-                        ttl_ms: int = timing.POD_TTL_MS) -> None:
-        """Publish the pod's record, keep its hash alive for `ttl_ms` and mark it fresh (Redis TIME)."""
+                        ttl_ms: int = timing.POD_TTL_MS) -> int:
+        """Publish the pod's record, keep its hash alive for `ttl_ms` and mark it fresh (Redis TIME).
+
+        Returns the pod's unexpired reservations at that instant: sessions placed on it that have not
+        started yet, which the pod exports as `liveengine_sessions_reserved` (platform §8's occupancy)."""
         k = keys.pool_keys(pool)
         fields = [item for pair in record.to_hash().items() for item in pair]
-        await self._run(self._heartbeat(keys=[k.pod(pod), k.members], args=[pod, ttl_ms, *fields]))
+        return await self._run(self._heartbeat(keys=[k.pod(pod), k.members, k.resv(pod)],
+                                               args=[pod, ttl_ms, *fields]))
 
     async def accept(self, pool: str, pod: str, session_id: str, active: int) -> bool:
         """The engine started `session_id`: its lease becomes part of `active` in one step.

@@ -15,7 +15,7 @@ import logging
 import re
 import time
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from liveplex import __version__
 from liveplex.gptlive import connection
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from liveplex.pod.pod import Pod
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def address(advertise: str | None, bound: tuple[str, int] | None) -> str:
@@ -59,6 +60,8 @@ class Heartbeat:
         self._started_ms = int(time.time() * 1000)
         self.errors = 0
         """Redis calls that failed (each logged)."""
+        self.reserved = 0
+        """The pod's unexpired reservations at the last heartbeat (kept when a beat fails)."""
 
     @property
     def name(self) -> str:
@@ -104,7 +107,9 @@ class Heartbeat:
     async def beat(self) -> None:
         pod = self._pod
         assert pod is not None
-        await self._call(self._client.heartbeat(self._pool, self.name, self.record()))
+        reserved = await self._call(self._client.heartbeat(self._pool, self.name, self.record()))
+        if reserved is not None:
+            self.reserved = reserved
         await self._call(self._client.write_config(self._pool, pod.served.config()))
 
     def settled(self, action: connection.Action, session_id: str | None) -> None:
@@ -138,9 +143,11 @@ class Heartbeat:
             await self._call(self._client.remove_pod(self._pool, self.name))
         await self._client.close()
 
-    async def _call(self, call: Coroutine[Any, Any, object]) -> None:
+    async def _call(self, call: Coroutine[Any, Any, T]) -> T | None:
+        """The call's answer, or None when Redis failed (logged and counted)."""
         try:
-            await call
+            return await call
         except PlacementError as exc:
             self.errors += 1
             logger.warning("redis call failed", extra={"pool": self._pool, "error": str(exc)})
+            return None

@@ -49,6 +49,9 @@ class PodCollector(Collector):
                                   value=f.dropped_samples)
         yield histogram("liveengine_session_duration_seconds", "Session lifetime.", f.session_seconds)
         yield GaugeMetricFamily("liveengine_sessions_active", "Running sessions.", value=s.sessions)
+        yield GaugeMetricFamily("liveengine_sessions_reserved",
+                                "Sessions placed on this pod and not started yet (last heartbeat).",
+                                value=s.reserved)
         yield CounterMetricFamily("liveengine_ticks", "Ticks run.", value=s.ticks)
         yield CounterMetricFamily("liveengine_ticks_skipped", "Tick slots skipped after overruns.",
                                   value=s.late_ticks)

@@ -45,6 +45,10 @@ class Publisher(Protocol):
     async def stop(self) -> None:
         """Leave the pool."""
 
+    @property
+    def reserved(self) -> int:
+        """Sessions placed on this pod that have not started, as last read from the pool."""
+
 
 class Pod:
     """See the module docstring."""
@@ -77,7 +81,8 @@ class Pod:
     def snapshot(self) -> stats.PodSnapshot:
         return stats.snapshot(self.served.info, self.engine.pulse, self.front.stats.snapshot(),
                               self.ready, self.draining, self.model_load_s,
-                              self.settings.lateness_budget_ms)
+                              self.settings.lateness_budget_ms,
+                              self.publisher.reserved if self.publisher is not None else 0)
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:

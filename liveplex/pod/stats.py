@@ -34,6 +34,9 @@ class PodSnapshot:
     draining: bool
     sessions: int
     """Running sessions (`Pulse.sessions`)."""
+    reserved: int
+    """Sessions placed on this pod and not started yet, as Redis held them at the last heartbeat
+    (0 for a standalone pod): with `sessions`, the occupancy an autoscaler reads (platform §8)."""
     ticks: int
     busy_us: int
     last_tick_us: int
@@ -61,11 +64,13 @@ class PodSnapshot:
 
 
 def snapshot(info: contract.LiveInfo, pulse: Pulse | None, front: FrontSnapshot, ready: bool,
-             draining: bool, model_load_s: float, lateness_budget_ms: int = LATENESS_BUDGET_MS) -> PodSnapshot:
+             draining: bool, model_load_s: float, lateness_budget_ms: int = LATENESS_BUDGET_MS,
+             reserved: int = 0) -> PodSnapshot:
     """Copy everything readers need now; `pulse` is None before the engine channel opens."""
     p = pulse or Pulse()
     return PodSnapshot(
-        info=info, front=front, ready=ready, draining=draining, sessions=p.sessions, ticks=p.ticks,
+        info=info, front=front, ready=ready, draining=draining, sessions=p.sessions, reserved=reserved,
+        ticks=p.ticks,
         busy_us=p.busy_us, last_tick_us=p.last_tick_us, late_ticks=p.late_ticks,
         lateness=_copy(p.lateness), duration=_copy(p.duration), batch=_copy(p.batch),
         prefill=_copy(p.prefill), kv_positions=p.kv_positions, kv_capacity=p.kv_capacity,
@@ -83,7 +88,8 @@ def stats_json(s: PodSnapshot) -> dict[str, Any]:
     f = s.front
     return {
         **dict(s.info.engine),
-        "sessions": s.sessions, "max_sessions": s.info.max_sessions, "frame_ms": frames.FRAME_MS,
+        "sessions": s.sessions, "reserved": s.reserved, "max_sessions": s.info.max_sessions,
+        "frame_ms": frames.FRAME_MS,
         "ticks": s.ticks, "tick_busy_us": s.busy_us, "last_tick_us": s.last_tick_us,
         "late_ticks": s.late_ticks, "ticks_late": s.ticks_late, "draining": s.draining,
         "sockets": f.sockets_open, "underruns": f.underruns, "dropped_samples": f.dropped_samples,

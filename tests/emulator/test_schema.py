@@ -44,3 +44,11 @@ def test_violations_name_the_field_in_kube_apiserver_words() -> None:
 
 def test_a_valid_object_has_no_causes() -> None:
     assert schema.validate({"spec": {"replicas": 0, "engine": {"kind": "sim"}, "port": "http"}}, SCHEMA) == []
+
+
+def test_metadata_is_never_pruned_even_where_the_schema_declares_it() -> None:
+    """The LiveEngine CRD declares `metadata: {type: object}` (no properties), as controller-gen does."""
+    declared = {**SCHEMA, "properties": {**SCHEMA["properties"], "metadata": {"type": "object"}}}
+    obj = {"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n", "labels": {"a": "b"}}, "spec": {}}
+    pruned, dropped = schema.prune(obj, declared)
+    assert pruned["metadata"] == {"name": "n", "labels": {"a": "b"}} and dropped == []

@@ -13,7 +13,7 @@ from typing import Any
 
 from liveplex.emulator.apiserver.patch import merge_patch
 from liveplex.operator import PoolLoad, Ref
-from liveplex.operator.apply import Conflict
+from liveplex.operator.apply import Conflict, KubeError
 
 Obj = dict[str, Any]
 
@@ -25,6 +25,8 @@ class FakeKubeClient:
     def __init__(self) -> None:
         self.objects: dict[Ref, Obj] = {}
         self.writes: list[tuple[str, Ref, Obj]] = []
+        self.unserved: set[tuple[str, str]] = set()
+        """(api_version, kind) the server does not serve: a CRD not installed (KEDA's)."""
         self._versions = itertools.count(1)
 
     def put(self, obj: Mapping[str, Any]) -> Obj:
@@ -60,10 +62,16 @@ class FakeKubeClient:
 
     async def list(self, api_version: str, kind: str, namespace: str | None,
                    selector: Mapping[str, str] | None = None) -> list[Obj]:
+        if (api_version, kind) in self.unserved:
+            raise KubeError(404, f"the server could not find the requested resource ({kind})")
         return [copy.deepcopy(o) for ref, o in sorted(self.objects.items(), key=lambda kv: str(kv[0]))
                 if (ref.api_version, ref.kind) == (api_version, kind)
                 and (namespace is None or ref.namespace == namespace)
                 and all(o["metadata"].get("labels", {}).get(k) == v for k, v in (selector or {}).items())]
+
+    async def delete(self, ref: Ref) -> None:
+        self.writes.append(("delete", ref, {}))
+        self.objects.pop(ref, None)
 
 
 class FakeLoads:

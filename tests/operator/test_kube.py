@@ -33,7 +33,7 @@ class _Recorder(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_POST = do_PATCH = _answer
+    do_GET = do_POST = do_PATCH = do_DELETE = _answer
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -89,3 +89,17 @@ async def test_a_409_is_a_conflict_and_a_refused_connection_is_transient(server:
     with pytest.raises(KubeError) as caught:
         await _client(port).get(Ref("v1", "Pod", "voice", "x"))
     assert caught.value.transient
+
+
+async def test_delete_addresses_the_autoscalers_and_a_missing_object_is_no_error(server: ThreadingHTTPServer) -> None:
+    hpa = "/apis/autoscaling/v2/namespaces/voice/horizontalpodautoscalers/pp"
+    server.answers[("DELETE", hpa)] = (200, {"kind": "Status", "status": "Success"})
+    client = _client(server.server_address[1])
+    await client.delete(Ref("autoscaling/v2", "HorizontalPodAutoscaler", "voice", "pp"))
+    await client.delete(Ref("keda.sh/v1alpha1", "ScaledObject", "voice", "pp"))  # 404: KEDA or the object absent
+    assert [(m, p) for m, p, _, _ in server.requests] == [
+        ("DELETE", hpa), ("DELETE", "/apis/keda.sh/v1alpha1/namespaces/voice/scaledobjects/pp")]
+    server.answers[("GET", "/apis/keda.sh/v1alpha1/namespaces/voice/scaledobjects")] = (404, {"kind": "Status"})
+    with pytest.raises(KubeError) as caught:
+        await client.list("keda.sh/v1alpha1", "ScaledObject", "voice")
+    assert caught.value.status == 404

@@ -90,8 +90,33 @@ def test_conditions_and_phase(case: str) -> None:
     assert (_reasons(out), out["phase"]) == (reasons, phase)
 
 
+AUTOSCALING = {"enabled": True, "provider": "hpa", "minReplicas": 1, "maxReplicas": 4}
+AUTOSCALING_CASES: dict[str, tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]] = {
+    "enabled": (_le(autoscaling=AUTOSCALING), (), ("AutoscalerRendered",)),
+    "another targets it": (_le(autoscaling=AUTOSCALING), ("HorizontalPodAutoscaler/manual",), ("AutoscalerConflict",)),
+    "disabled": (_le(autoscaling={**AUTOSCALING, "enabled": False}), ("HorizontalPodAutoscaler/manual",), ()),
+    "absent": (_le(), (), ()),
+}
+
+
+@pytest.mark.parametrize("case", AUTOSCALING_CASES)
+def test_the_autoscaling_condition_is_there_only_while_enabled(case: str) -> None:
+    le, foreign, reasons = AUTOSCALING_CASES[case]
+    out = compute_status(le, READY2, PODS2, LOAD, NOW, foreign_autoscalers=foreign)
+    assert _reasons(out)[4:] == reasons and out["phase"] == "Ready"
+    if foreign and reasons:
+        assert foreign[0] in out["conditions"][4]["message"]
+
+
+def test_an_invalid_spec_keeps_the_last_autoscaling_condition() -> None:
+    first = compute_status(_le(autoscaling=AUTOSCALING), READY2, PODS2, LOAD, NOW)
+    broken = objects.liveengine({"engine": {"kind": "personaplex"}}, status=first)
+    assert compute_status(broken, READY2, PODS2, LOAD, NOW)["conditions"][4] == first["conditions"][4]
+
+
 def test_every_reason_is_reachable() -> None:
     seen = {r for le, dep, pods, load, conflicts, reasons, _ in CASES.values() for r in reasons}
+    seen |= {r for _, _, reasons in AUTOSCALING_CASES.values() for r in reasons}
     assert seen == {str(r) for r in Reason}
 
 

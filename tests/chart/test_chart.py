@@ -1,0 +1,250 @@
+"""The Helm chart rendered by Helm's own engine over a matrix of values: Kubernetes' schemas on every
+object, Helm's lint, the generated CRD equal to `render_crd()`, the locked-down default install,
+the command lines the real parsers accept, and bad values refused with their path named."""
+
+from __future__ import annotations
+
+import base64
+import copy
+from typing import Any
+
+import helm_python as helm
+import pytest
+import yaml
+
+from liveplex.gateway import cli as gateway_cli
+from liveplex.operator import chart, cli, crd, kube, names, signals, spec
+from tests.chart import render
+from tests.chart.render import NAMESPACE, by_kind, one
+from tests.operator import kubeschemas
+
+FULL = "lp-liveplex"
+MATRIX: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "all namespaces": {"operator": {"watch": {"allNamespaces": True}}},
+    "two namespaces": {"operator": {"watch": {"namespaces": ["voice-a", "voice-b"]}}},
+    "external url": {"redis": {"mode": "external", "external": {"url": "redis://:pw@127.0.0.1:6380/0"}}},
+    "external secret": {"redis": {"mode": "external",
+                                  "external": {"existingSecret": "my-redis", "existingSecretKey": "u"}}},
+    "monitoring": {"monitoring": {"podMonitor": {"enabled": True}, "serviceMonitor": {"enabled": True},
+                                  "prometheusAdapterRules": {"enabled": True}}},
+    "gateway options": {"gateway": {"autoscaling": {"enabled": True}, "apiKeys": {"existingSecret": "keys"},
+                                    "pool": "voice/sim", "failClosed": True, "maxSessionsPerKey": 4,
+                                    "service": {"type": "LoadBalancer", "port": 443}},
+                        "imagePullSecrets": [{"name": "regcred"}], "image": {"tag": "dev"}},
+    "sample autoscaled": {"sample": {"enabled": True, "autoscaling": {"enabled": True, "provider": "keda"}}},
+    "open": {"crds": {"install": False}, "networkPolicy": {"enabled": False}},
+}
+NOT_BUILT_IN = {"LiveEngine", "PodMonitor", "ServiceMonitor"}
+WARNING = 2
+"""helm lint's severities: 1 info, 2 warning, 3 error."""
+
+
+def _args(container: dict[str, Any]) -> list[str]:
+    return [a.replace("$(POD_IP)", "10.0.0.7").replace("$(LIVEPLEX_REDIS_URL)", "redis://r:6379/0")
+            for a in container["args"]]
+
+
+@pytest.mark.parametrize("case", MATRIX)
+def test_every_built_in_object_validates_strictly_at_the_lowest_and_newest_minor(case: str) -> None:
+    objs = render.render(MATRIX[case])
+    assert objs
+    for obj in objs:
+        if obj["kind"] not in NOT_BUILT_IN:
+            for version in (kubeschemas.LOWEST, kubeschemas.NEWEST):
+                kubeschemas.validate_strict(obj, version)
+
+
+@pytest.mark.parametrize("case", MATRIX)
+def test_helm_lint_finds_nothing(case: str) -> None:
+    report = render.lint(MATRIX[case])
+    findings = [m for m in report["messages"] if m["severity"] >= WARNING]
+    assert report["errors"] == [] and findings == [], report
+    assert {m["error"] for m in report["messages"]} <= {"icon is recommended"}  # the chart has no icon
+
+
+def test_the_default_install_is_the_locked_down_platform() -> None:
+    objs = render.render()
+    kinds = sorted((o["kind"], o["metadata"]["name"]) for o in objs)
+    assert kinds == sorted([
+        ("CustomResourceDefinition", "liveengines.live.liveplex.io"),
+        ("ServiceAccount", f"{FULL}-operator"), ("ClusterRole", f"{FULL}-operator-voice-cluster"),
+        ("ClusterRoleBinding", f"{FULL}-operator-voice-cluster"), ("Role", f"{FULL}-operator"),
+        ("RoleBinding", f"{FULL}-operator"), ("Deployment", f"{FULL}-operator"),
+        ("Deployment", f"{FULL}-gateway"), ("Service", f"{FULL}-gateway"),
+        ("PodDisruptionBudget", f"{FULL}-gateway"),
+        ("Secret", f"{FULL}-redis-auth"), ("Secret", f"{FULL}-redis-url"), ("Deployment", f"{FULL}-redis"),
+        ("Service", f"{FULL}-redis"),
+        ("NetworkPolicy", f"{FULL}-engines"), ("NetworkPolicy", f"{FULL}-redis"),
+    ])
+    assert all(o["metadata"].get("namespace") in (NAMESPACE, None) for o in objs)
+
+
+def test_the_templated_crd_equals_render_crd_and_is_kept_on_uninstall() -> None:
+    [rendered] = by_kind(render.render(), "CustomResourceDefinition")
+    assert rendered["metadata"].pop("annotations") == chart.KEEP
+    assert rendered == crd.render_crd()
+    assert not by_kind(render.render({"crds": {"install": False}}), "CustomResourceDefinition")
+
+
+def test_the_generated_templates_are_in_sync_with_their_python_owners() -> None:
+    for relative, generate in chart.FILES.items():
+        assert (render.CHART / relative).read_text() == generate(), (
+            f"charts/liveplex/{relative} is stale: run scripts/chart_generate.py")
+
+
+def test_the_operator_runs_one_recreated_replica_the_real_parser_accepts() -> None:
+    dep = one(render.render(), "Deployment", f"{FULL}-operator")
+    assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"] == {"type": "Recreate"}
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    args = _args(container)
+    assert args[:2] == ["operator", "run"]
+    s = cli.settings_from_args(cli.build_parser().parse_args(args[1:]))
+    assert s.namespaces == (NAMESPACE,) and s.redis_secret is not None
+    assert (s.redis_secret.name, s.redis_secret.key) == (f"{FULL}-redis-url", "url")
+    assert s.liveness_endpoint == "http://10.0.0.7:8080/healthz"
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert (s.image_repository, s.image_tag) == ("ghcr.io/liveplex/liveplex", "0.1.0")
+    wide = one(render.render(MATRIX["all namespaces"]), "Deployment", f"{FULL}-operator")
+    assert cli.settings_from_args(cli.build_parser().parse_args(
+        _args(wide["spec"]["template"]["spec"]["containers"][0])[1:])).clusterwide
+
+
+def _rules(role: dict[str, Any]) -> set[tuple[str, str, str]]:
+    return {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
+            for v in rule["verbs"]}
+
+
+@pytest.mark.parametrize("case", ["defaults", "two namespaces", "all namespaces"])
+def test_rbac_grants_every_kind_the_operator_touches_in_each_watched_namespace(case: str) -> None:
+    objs = render.render(MATRIX[case])
+    needed = {(api.rpartition("/")[0], plural, verb) for (api, _), plural in kube.PLURALS.items()
+              for verb in ("get", "list", "watch", "patch")} - {("", "pods", "get")}
+    if case == "all namespaces":
+        [role] = by_kind(objs, "ClusterRole")
+        assert not by_kind(objs, "Role") and ("", "namespaces", "watch") in _rules(role)
+        roles = [role]
+    else:
+        roles = by_kind(objs, "Role")
+        watched = MATRIX[case].get("operator", {}).get("watch", {}).get("namespaces") or [NAMESPACE]
+        assert sorted(r["metadata"]["namespace"] for r in roles) == sorted(watched)
+        [cluster] = by_kind(objs, "ClusterRole")
+        assert _rules(cluster) == {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("list", "watch")}
+    for role in roles:
+        assert needed <= _rules(role), needed - _rules(role)
+        assert not any(r == "secrets" for _, r, _ in _rules(role)), "the operator never reads Secrets"
+
+
+def test_the_gateway_rolls_without_unavailability_and_drains_before_it_stops() -> None:
+    objs = render.render()
+    dep = one(objs, "Deployment", f"{FULL}-gateway")
+    assert dep["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+    pod = dep["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["lifecycle"]["preStop"]["httpGet"] == {"path": "/drain?deadline_s=600", "port": "http"}
+    assert pod["terminationGracePeriodSeconds"] == 630
+    assert container["readinessProbe"]["httpGet"]["path"] == "/ready"
+    parsed = gateway_cli.build_parser().parse_args(_args(container)[1:])
+    assert (parsed.host, parsed.port, parsed.drain_deadline_s, parsed.pool) == ("10.0.0.7", 8080, 600.0, None)
+    assert one(objs, "PodDisruptionBudget", f"{FULL}-gateway")["spec"]["maxUnavailable"] == 1
+    optioned = one(render.render(MATRIX["gateway options"]), "Deployment", f"{FULL}-gateway")
+    args = gateway_cli.build_parser().parse_args(_args(optioned["spec"]["template"]["spec"]["containers"][0])[1:])
+    assert (args.pool, args.fail_closed, args.max_sessions_per_key) == ("voice/sim", True, 4)
+    assert str(args.api_key_file) == "/etc/liveplex/api-keys/keys" and "replicas" not in optioned["spec"]
+
+
+def test_only_gateways_reach_engine_pods_and_only_liveplex_pods_reach_redis() -> None:
+    objs = render.render(MATRIX["two namespaces"])
+    engines = [o for o in by_kind(objs, "NetworkPolicy") if o["metadata"]["name"].endswith("-engines")]
+    assert sorted(p["metadata"]["namespace"] for p in engines) == ["voice-a", "voice-b"]
+    for policy in engines:
+        assert policy["spec"]["podSelector"] == {"matchLabels": {names.NAME_LABEL: names.APP}}
+        [rule] = policy["spec"]["ingress"]
+        assert rule["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
+                                 "podSelector": {"matchLabels": {"app.kubernetes.io/name": "liveplex-gateway",
+                                                                 "app.kubernetes.io/instance": "lp"}}}]
+        assert rule["ports"] == [{"port": names.PORT_NAME, "protocol": "TCP"}]
+    redis = one(objs, "NetworkPolicy", f"{FULL}-redis")
+    sources = redis["spec"]["ingress"][0]["from"]
+    assert [s["podSelector"]["matchLabels"].get("app.kubernetes.io/name") for s in sources] == [
+        "liveplex-gateway", "liveplex-operator", names.APP, names.APP]
+    monitored = render.render(MATRIX["monitoring"])
+    assert len(one(monitored, "NetworkPolicy", f"{FULL}-engines")["spec"]["ingress"]) == 2
+    assert not by_kind(render.render(MATRIX["open"]), "NetworkPolicy")
+
+
+def test_an_explicit_redis_url_reaches_every_component_through_one_secret() -> None:
+    objs = render.render(MATRIX["external url"])
+    assert not [o for o in objs if o["metadata"]["name"].endswith("-redis")]
+    secret = one(objs, "Secret", f"{FULL}-redis-url")
+    assert base64.b64decode(secret["data"]["url"]).decode() == "redis://:pw@127.0.0.1:6380/0"
+    for dep in by_kind(objs, "Deployment"):
+        env_vars = dep["spec"]["template"]["spec"]["containers"][0]["env"]
+        [env] = [e for e in env_vars if e["name"] == "LIVEPLEX_REDIS_URL"]
+        assert env["valueFrom"]["secretKeyRef"] == {"name": f"{FULL}-redis-url", "key": "url"}
+    mine = render.render(MATRIX["external secret"])
+    assert not by_kind(mine, "Secret")
+    dep = one(mine, "Deployment", f"{FULL}-operator")
+    assert "--redis-secret=my-redis:u" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_the_url_secret_is_in_every_watched_namespace_for_the_engine_pods() -> None:
+    secrets = [o for o in render.render(MATRIX["two namespaces"]) if o["metadata"]["name"] == f"{FULL}-redis-url"]
+    assert sorted(s["metadata"]["namespace"] for s in secrets) == ["voice", "voice-a", "voice-b"]
+    assert len({s["data"]["url"] for s in secrets}) == 1
+
+
+def test_monitors_label_engine_series_with_the_liveengine_the_queries_select() -> None:
+    objs = render.render(MATRIX["monitoring"])
+    [pm] = by_kind(objs, "PodMonitor")
+    [endpoint] = pm["spec"]["podMetricsEndpoints"]
+    assert endpoint["relabelings"] == [{"sourceLabels": ["__meta_kubernetes_pod_label_app_kubernetes_io_instance"],
+                                        "targetLabel": "liveengine"}]
+    assert pm["spec"]["selector"] == {"matchLabels": {names.NAME_LABEL: names.APP}}
+    [sm] = by_kind(objs, "ServiceMonitor")
+    assert sm["spec"]["endpoints"][0]["path"] == "/metrics"
+    config = one(objs, "ConfigMap", f"{FULL}-adapter-rules")
+    assert yaml.safe_load(config["data"]["config.yaml"]) == signals.adapter_rules()
+
+
+def test_the_sample_is_a_valid_sim_liveengine_that_leaves_replicas_to_its_autoscaler() -> None:
+    [sample] = by_kind(render.render(MATRIX["sample autoscaled"]), "LiveEngine")
+    le = spec.parse(sample)
+    assert le.spec.kind == "sim" and le.spec.autoscaling is not None and le.spec.autoscaling.provider == "keda"
+    assert "replicas" not in sample["spec"]
+    [plain] = by_kind(render.render({"sample": {"enabled": True}}), "LiveEngine")
+    assert spec.parse(plain).spec.replicas == 1
+
+
+def test_the_notes_name_the_endpoint() -> None:
+    assert f"ws://{FULL}-gateway.{NAMESPACE}.svc:80/v1/live/sessions" in render.notes()
+
+
+BAD: dict[str, tuple[dict[str, Any], str]] = {
+    "typo": ({"gateway": {"replcas": 3}}, "/gateway"),
+    "zero gateways": ({"gateway": {"replicas": 0}}, "/gateway/replicas"),
+    "bad pull policy": ({"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),
+    "namespace": ({"operator": {"watch": {"namespaces": ["Voice_A"]}}}, "/operator/watch/namespaces/0"),
+    "external without url": ({"redis": {"mode": "external"}}, "/redis/external"),
+    "redis mode": ({"redis": {"mode": "cluster"}}, "/redis/mode"),
+    "url scheme": ({"redis": {"mode": "external", "external": {"url": "http://redis:6379"}}}, "/redis/external/url"),
+    "pool": ({"gateway": {"pool": "sim"}}, "/gateway/pool"),
+    "quantity": ({"gateway": {"resources": {"requests": {"cpu": "lots"}}}}, "/gateway/resources/requests/cpu"),
+    "log level": ({"operator": {"logLevel": "trace"}}, "/operator/logLevel"),
+    "string for a bool": ({"crds": {"install": "yes"}}, "/crds/install"),
+    "sample name": ({"sample": {"enabled": True, "name": "Sim"}}, "/sample/name"),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_values_are_refused_with_the_path_named(case: str) -> None:
+    values, where = BAD[case]
+    with pytest.raises(helm.HelmValuesError, match=f"at '{where}'"):
+        render.validate(copy.deepcopy(values))
+    with pytest.raises(helm.HelmValuesError, match=f"at '{where}'"):
+        render.render(values)
+
+
+@pytest.mark.parametrize("case", MATRIX)
+def test_every_value_set_of_the_matrix_passes_the_schema(case: str) -> None:
+    render.validate(copy.deepcopy(MATRIX[case]))

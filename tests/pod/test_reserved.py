@@ -1,0 +1,53 @@
+"""`liveengine_sessions_reserved`: a pod exports the reservations Redis holds for it, read in its heartbeat."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import orjson
+import websockets
+
+from liveplex.gateway import relay
+from liveplex.placement import PlacementClient, choice
+from tests.support import pods
+
+POOL = "test/reserved"
+START = orjson.dumps({"type": "session.start", "session": {"model": "gpt-live-1"}}).decode()
+
+
+async def _gauges(root: str) -> dict[str, float]:
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(root + "/metrics", timeout=5)).text
+    return {name: float(value) for name, value in (line.split(" ", 1) for line in text.splitlines()
+                                                   if line.startswith("liveengine_sessions_"))}
+
+
+async def _until(root: str, name: str, value: float, deadline_s: float = 10.0) -> dict[str, float]:
+    """The pod's gauges once `name` reads `value` (a heartbeat is 500 ms)."""
+    async with asyncio.timeout(deadline_s):
+        while (gauges := await _gauges(root)).get(name) != value:
+            await asyncio.sleep(0.05)
+    return gauges
+
+
+async def test_the_pod_exports_its_unstarted_reservations_and_drops_one_when_it_starts(redis_url: str) -> None:
+    # The advertised address is never dialled here: placement only needs the pod in its pool.
+    async with pods.in_process("--redis-url", redis_url, "--pool", POOL, "--pod-name", "pod-a",
+                               "--advertise", "ws://127.0.0.1:9") as pod, PlacementClient(redis_url) as placement:
+        async with asyncio.timeout(10):
+            while not (await placement.snapshot(POOL)).members:
+                await asyncio.sleep(0.05)
+        placed = [await placement.place(POOL, f"sess_{i}") for i in range(3)]
+        assert all(isinstance(p, choice.Placed) and p.pod == "pod-a" for p in placed)
+        assert (await _until(pod.root, "liveengine_sessions_reserved", 3.0))["liveengine_sessions_active"] == 0
+
+        async with websockets.connect(pod.ws_url, additional_headers={relay.SESSION_ID_HEADER: "sess_1"}) as ws:
+            await ws.send(START)
+            async with asyncio.timeout(10):
+                while orjson.loads(await ws.recv())["type"] != "session.started":
+                    pass
+            gauges = await _until(pod.root, "liveengine_sessions_reserved", 2.0)
+            assert gauges["liveengine_sessions_active"] <= 1
+        assert await placement.unreserve(POOL, "pod-a", "sess_0")
+        await _until(pod.root, "liveengine_sessions_reserved", 1.0)
