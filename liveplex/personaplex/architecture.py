@@ -221,8 +221,9 @@ def from_moshi_kwargs(kwargs: Mapping[str, object], where: str) -> tuple[dict[st
 
 def _feedforward(dim: int, hidden: int) -> tuple[float, int]:
     """moshi's (`hidden_scale`, `dim_feedforward`) that give the gated width `hidden` for `dim`."""
-    for ff in (int(config.HIDDEN_SCALE * dim), (3 * hidden + 1) // 2, 3 * hidden // 2, (3 * hidden + 1) // 2 + 1):
-        if ff != 4 * dim and config.gated_hidden(dim, ff) == hidden:
+    for ff in (int(config.HIDDEN_SCALE * dim), (3 * hidden + 1) // 2, 3 * hidden // 2, (3 * hidden + 1) // 2 + 1,
+               4 * dim):  # moshi's special case: 4 × dim gives 21 × dim // 8
+        if config.gated_hidden(dim, ff) == hidden:
             scale = ff / dim
             while int(scale * dim) < ff:
                 scale = math.nextafter(scale, math.inf)
