@@ -68,6 +68,8 @@ class Emulator:
         if self._controllers is not None:
             self._controllers.start()
         if self.kubelet is not None:
+            account = self.write_kubeconfig(self.state_dir / "serviceaccount.kubeconfig")
+            self.kubelet.service_account = {"KUBECONFIG": str(account.resolve())}
             self.kubelet.start()
         return self.url
 

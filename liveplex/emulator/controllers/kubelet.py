@@ -152,7 +152,8 @@ class _Container:
             try:
                 with open(log, "ab") as out:
                     self.process = await asyncio.create_subprocess_exec(
-                        *line, env={**os.environ, "HOSTNAME": self.pod.name, **self.env}, stdout=out,
+                        *line, env={**os.environ, **self.pod.kubelet.service_account, "HOSTNAME": self.pod.name,
+                                    **self.env}, stdout=out,
                         stderr=asyncio.subprocess.STDOUT, cwd=self.spec.get("workingDir") or self.pod.dir,
                         start_new_session=True)
             except OSError as exc:
@@ -398,6 +399,9 @@ class Kubelet:
         self._queue: asyncio.Queue[storage.Change] = asyncio.Queue()
         self._task: asyncio.Task | None = None
         self._terminations: set[asyncio.Task] = set()
+        self.service_account: dict[str, str] = {}
+        """Env every container gets in place of a mounted service-account token: `KUBECONFIG`
+        naming the emulator's own kubeconfig, so an operator pod reaches the API like in a cluster."""
 
     def start(self) -> None:
         self.store.subscribe(self._changed)

@@ -1,0 +1,100 @@
+"""The chart installed for real into the emulator: its objects applied with kubectl, its operator
+and gateway run by the emulator's kubelet as local `liveplex` processes from the chart's own image,
+and a session placed through that gateway onto the pods of a LiveEngine the operator made."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+import websockets
+import yaml
+
+from liveplex.emulator import Emulator
+from tests.chart import render
+from tests.support import platform
+from tests.support.clients import START, until
+
+pytestmark = pytest.mark.timeout(240)
+
+ENGINE = {"apiVersion": "live.liveplex.io/v1alpha1", "kind": "LiveEngine",
+          "metadata": {"name": "sim", "namespace": render.NAMESPACE},
+          "spec": {"replicas": 2, "engine": {"kind": "sim"},
+                   "model": {"name": "liveplex-sim", "servedModels": ["gpt-live-1"]},
+                   "capacity": {"maxSessions": 4}, "drain": {"gracePeriodSeconds": 30}}}
+
+
+@contextlib.contextmanager
+def emulator(state: Path) -> Iterator[tuple[Path, asyncio.AbstractEventLoop]]:
+    """The emulator on its own loop in a thread; yields its kubeconfig."""
+    import threading
+
+    loop = asyncio.new_event_loop()
+    emu = Emulator(state)
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        asyncio.run_coroutine_threadsafe(emu.start(), loop).result(30)
+        yield emu.write_kubeconfig(state / "kubeconfig"), loop
+    finally:
+        asyncio.run_coroutine_threadsafe(emu.stop(2.0), loop).result(60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+
+
+def kubectl(config: Path, *args: str, stdin: str | None = None) -> str:
+    done = subprocess.run(["kubectl", "--kubeconfig", str(config), *args], input=stdin, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+    return done.stdout
+
+
+def ready_pods(config: Path, selector: str) -> list[dict]:
+    items = json.loads(kubectl(config, "get", "pods", "-A", "-l", selector, "-o", "json"))["items"]
+    return [p for p in items if any(c["type"] == "Ready" and c["status"] == "True"
+                                    for c in p["status"].get("conditions", ()))]
+
+
+def test_the_chart_runs_in_the_emulator_and_places_a_session(redis_url, tmp_path) -> None:
+    objs = render.render({"redis": {"mode": "external", "external": {"url": redis_url}},
+                          "gateway": {"replicas": 1}})
+    crds = [o for o in objs if o["kind"] == "CustomResourceDefinition"]
+    rest = [o for o in objs if o["kind"] != "CustomResourceDefinition"]
+    with emulator(tmp_path / "state") as (config, _):
+        kubectl(config, "apply", "-f", "-", stdin=json.dumps(  # (`create namespace` speaks protobuf)
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": render.NAMESPACE}}))
+        kubectl(config, "apply", "-f", "-", stdin=yaml.safe_dump_all(crds))
+        kubectl(config, "wait", "--for=condition=established", "crd/liveengines.live.liveplex.io")
+        kubectl(config, "apply", "-f", "-", stdin=yaml.safe_dump_all(rest))
+        platform.eventually(lambda: len(ready_pods(config, "app.kubernetes.io/name=liveplex-gateway")) == 1,
+                            "the chart's gateway pod Ready", deadline_s=60)
+        platform.eventually(lambda: len(ready_pods(config, "app.kubernetes.io/name=liveplex-operator")) == 1,
+                            "the chart's operator pod Ready", deadline_s=60)
+        kubectl(config, "apply", "-f", "-", stdin=json.dumps(ENGINE))
+        platform.eventually(lambda: len(ready_pods(config, "app.kubernetes.io/instance=sim")) == 2,
+                            "the LiveEngine's two pods Ready", deadline_s=90)
+        (gateway,) = ready_pods(config, "app.kubernetes.io/name=liveplex-gateway")
+        port = next(p["containerPort"] for c in gateway["spec"]["containers"] for p in c.get("ports", ()))
+        url = f"ws://{gateway['status']['podIP']}:{port}/v1/live/sessions"
+
+        async def session() -> None:
+            async with asyncio.timeout(60):
+                while True:  # the gateway learns the route within a roll-up and a refresh
+                    ws = await websockets.connect(url)
+                    await ws.send(orjson.dumps(START).decode())
+                    event = orjson.loads(await ws.recv())
+                    if event["type"] == "session.started":
+                        break
+                    await ws.close()
+                    await asyncio.sleep(0.5)
+            await ws.send(orjson.dumps({"type": "session.close"}).decode())
+            closed, _ = await until(ws, "session.closed")
+            assert closed["reason"] == "close_requested"
+            await ws.close()
+        asyncio.run(session())
