@@ -54,6 +54,28 @@ class Kube:
         status = self.get("le", name).get("status", {})
         return next((c for c in status.get("conditions", ()) if c["type"] == kind), {})
 
+    def draining(self) -> int:
+        """Draining pods, as the gateway sees the pool in Redis."""
+        stats = platform.get_json(f"http://{self.gateway}/live/stats")
+        return sum(pool["draining"] for pool in stats["pools"].values())  # type: ignore[index, union-attr]
+
+    def pod_names(self, name: str) -> set[str]:
+        return {p["metadata"]["name"] for p in self.get("pods", "-l", f"app.kubernetes.io/instance={name}")["items"]}
+
+    def costs(self, name: str) -> dict[str, str]:
+        """Pod -> its deletion cost, for the pods that have one."""
+        return {p["metadata"]["name"]: p["metadata"]["annotations"][DELETION_COST]
+                for p in self.get("pods", "-l", f"app.kubernetes.io/instance={name}")["items"]
+                if DELETION_COST in p["metadata"].get("annotations", {})}
+
+    def pod_sessions(self, pods: dict[str, str]) -> dict[str, int]:
+        """Each pod's running sessions, from its own /live/stats."""
+        out = {}
+        for name in pods:
+            pod = self.get("pod", name)
+            out[name] = platform.get_json(f"http://{pod['status']['podIP']}:8000/live/stats")["sessions"]
+        return out
+
     def costed(self, name: str, cost: str) -> set[str]:
         """Ready pods whose `pod-deletion-cost` annotation is `cost` (their active sessions)."""
         return {p["metadata"]["name"] for p in self.ready_pods(name)
@@ -99,7 +121,7 @@ def up(redis_url: str, tmp: Path) -> Iterator[Kube]:
 
 
 async def started(address: str):
-    ws = await websockets.connect(f"ws://{address}/v1/live/sessions")
+    ws = await websockets.connect(f"ws://{address}/v1/live/sessions", max_queue=None)
     await ws.send(orjson.dumps(START).decode())
     async with asyncio.timeout(10):
         while orjson.loads(await ws.recv())["type"] != "session.started":
@@ -115,25 +137,34 @@ def test_kubectl_drives_liveengines_that_the_gateway_places_sessions_on(redis_ur
         assert "True" in kube.kubectl("get", "le")  # the printer columns
 
         async def scenario() -> None:
-            ws = await started(kube.gateway)
+            first = await started(kube.gateway)
             platform.eventually(lambda: kube.get("le", "sim")["status"]["sessions"]["active"] == 1,
                                 "the SESSIONS column to show the held session", deadline_s=30)
             kube.kubectl("scale", "le/sim", "--replicas=3")
             platform.eventually(lambda: len(kube.ready_pods("sim")) == 3, "three ready pods", deadline_s=60)
-            platform.eventually(lambda: len(kube.costed("sim", "1")) == 1, "the busy pod's deletion cost",
+            second = await started(kube.gateway)  # spread: onto an empty pod, so two pods are busy
+            platform.eventually(lambda: len(kube.costed("sim", "1")) == 2, "the busy pods' deletion cost",
                                 deadline_s=30)
             busy = kube.costed("sim", "1")
-            kube.kubectl("scale", "le/sim", "--replicas=1")
-            platform.eventually(lambda: len(kube.get("pods", "-l", "app.kubernetes.io/instance=sim")["items"]) == 1,
-                                "scale-down to one pod", deadline_s=60)
-            (left,) = kube.get("pods", "-l", "app.kubernetes.io/instance=sim")["items"]
-            assert left["metadata"]["name"] in busy  # the emptiest pods went first
-            await ws.send(orjson.dumps({"type": "session.close"}).decode())  # it was never cut
-            async with asyncio.timeout(10):
-                while (event := orjson.loads(await ws.recv()))["type"] != "session.closed":
-                    pass
-            assert event["reason"] == "close_requested"
-            await ws.close()
+            kube.kubectl("scale", "le/sim", "--replicas=2")  # platform §5: the emptiest pod goes
+            platform.eventually(lambda: kube.pod_names("sim") == busy, "the emptiest pod removed", deadline_s=60)
+            third = await started(kube.gateway)  # now 2 + 1 sessions on the two pods
+            platform.eventually(lambda: sorted(kube.costs("sim").values()) == ["1", "2"], "costs 1 and 2",
+                                deadline_s=30)
+            kube.kubectl("scale", "le/sim", "--replicas=1")  # the pod with one session drains, slowly
+            platform.eventually(lambda: kube.draining() == 1, "a pod draining with its session", deadline_s=30)
+            later = [await started(kube.gateway) for _ in range(2)]  # never placed on the draining pod
+            costs = kube.costs("sim")
+            assert sorted(kube.pod_sessions(costs).values()) == [1, 4]  # 2 + 2 new on one, the drained 1
+            for ws in (first, second, third, *later):  # none was cut: each ends as its caller asks
+                await ws.send(orjson.dumps({"type": "session.close"}).decode())
+                async with asyncio.timeout(10):
+                    while (event := orjson.loads(await ws.recv()))["type"] != "session.closed":
+                        pass
+                assert event["reason"] == "close_requested"
+                await ws.close()
+            platform.eventually(lambda: len(kube.pod_names("sim")) == 1, "the drained pod gone once empty",
+                                deadline_s=30)
         asyncio.run(scenario())
 
         kube.kubectl("delete", "le", "sim")
