@@ -114,6 +114,6 @@ def main(argv: list[str]) -> int:
         print(f"liveplex serve: {exc}", file=sys.stderr)
         return 2
     pod = built.pod
-    run.run(built.app, args.host, args.port, lambda host, port: _banner(pod, host, port),
+    run.run(built.app, pod.front.settings, args.host, args.port, lambda host, port: _banner(pod, host, port),
             pod.drain, lambda: pod.draining)
     return 0 if pod.engine.failed is None else 1

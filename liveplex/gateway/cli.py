@@ -44,5 +44,6 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         print(f"liveplex gateway: {exc}", file=sys.stderr)
         return 2
-    run.run(application, args.host, args.port, _banner, gateway.drain, lambda: gateway.draining)
+    run.run(application, gateway.front.settings, args.host, args.port, _banner, gateway.drain,
+            lambda: gateway.draining)
     return 0

@@ -14,6 +14,11 @@ A gateway runs the same `Connection` up to the start: once its upstream pod answ
 Which command is legal in which state is the `LEGAL` table below, and nowhere else. Usage events
 are driven by the frames sent (every `usage_period_ms` of session time), so a live session needs
 no timer at all; only idle guard, pending start and close grace have deadlines.
+
+A socket gets at most `errors_per_s` `error` replies per second (counted on the clock of the
+messages they answer): past that `reading` is False until the second is over, so a client that
+answers every error with a new bad event is held back by its own socket, and still gets every
+answer.
 """
 
 from __future__ import annotations
@@ -105,6 +110,9 @@ NORMAL = 1000
 GOING_AWAY = 1001
 INTERNAL_ERROR = 1011
 
+ERROR_WINDOW_NS = 1_000_000_000
+"""The window `Settings.errors_per_s` counts over."""
+
 
 # --- states and the legality table ------------------------------------------------------------------
 
@@ -182,8 +190,14 @@ class Connection:
         self.catalog = catalog
         self.settings = settings
         self.state = State.IDLE
-        self.deadline_ns: int | None = now_ns + settings.idle_guard_ms * 1_000_000
+        self._due_ns: int | None = now_ns + settings.idle_guard_ms * 1_000_000
+        """The protocol's own deadline (idle guard, pending start, close grace)."""
+        self._quiet_until_ns: int | None = None
+        """Set while the socket spent its error budget: not read until then."""
+        self.deadline_ns: int | None = self._due_ns
         """When `timer` must next be called; None while nothing is due (a live session)."""
+        self._errors_left = settings.errors_per_s
+        self._window_end_ns = now_ns + ERROR_WINDOW_NS
         self._session_id = session_id
         """Given by the caller (a gateway's placement), else minted per start."""
         self._last_message_ns = now_ns
@@ -200,8 +214,10 @@ class Connection:
 
     @property
     def reading(self) -> bool:
-        """Whether the pump may read the socket: not while a start is pending (gpt-live §2.4)."""
-        return self.state in (State.IDLE, State.LIVE, State.CLOSING, State.RELAYING)
+        """Whether the pump may read the socket: not while a start is pending (gpt-live §2.4),
+        nor for the rest of a second in which the client spent its error budget."""
+        return self._quiet_until_ns is None and self.state in (State.IDLE, State.LIVE, State.CLOSING,
+                                                                State.RELAYING)
 
     @property
     def frames_sent(self) -> int:
@@ -219,7 +235,7 @@ class Connection:
             raise RuntimeError("a relayed session's frames go to the upstream, not here")
         self._last_message_ns = now_ns
         if self.state is State.IDLE:  # the idle guard restarts on every client message
-            self.deadline_ns = now_ns + self.settings.idle_guard_ms * 1_000_000
+            self._due(now_ns + self.settings.idle_guard_ms * 1_000_000)
         event = events.parse(data)
         if isinstance(event, events.Invalid):
             return [self._error(event.error, event.event_id)]
@@ -245,7 +261,7 @@ class Connection:
             assert isinstance(data, str)  # a bytes frame never parses as a start
             self._pending, self._pending_event_id = prepared, event.event_id
             self.state = State.STARTING
-            self.deadline_ns = now_ns + self.settings.start_timeout_ms * 1_000_000
+            self._due(now_ns + self.settings.start_timeout_ms * 1_000_000)
             return [Start(prepared.session, prepared.resource, data)]
         if isinstance(event, events.InputAudioAppend):
             return self._append(event)
@@ -258,7 +274,7 @@ class Connection:
         assert isinstance(event, events.SessionClose)
         self.state = State.CLOSING
         self._close_event_id = event.event_id
-        self.deadline_ns = now_ns + self.settings.close_grace_ms * 1_000_000
+        self._due(now_ns + self.settings.close_grace_ms * 1_000_000)
         return [Hangup()]
 
     def rejected(self, error: ProtocolError | None) -> list[Action]:
@@ -330,15 +346,23 @@ class Connection:
         """The shared timer's tick; acts only once `deadline_ns` has passed."""
         if self.deadline_ns is None or now_ns < self.deadline_ns:
             return []
+        quiet = self._quiet_until_ns
+        if quiet is not None and now_ns >= quiet:  # read again, with a fresh budget
+            self._quiet_until_ns = None
+            self._errors_left = self.settings.errors_per_s
+            self._window_end_ns = now_ns + ERROR_WINDOW_NS
+            self._due(self._due_ns)
+            if self.deadline_ns is None or now_ns < self.deadline_ns:
+                return []
         if self.state is State.IDLE:  # pre-start idle guard: no session existed, nothing to say
             self.state = State.DONE
-            self.deadline_ns = None
+            self._due(None)
             return [Close(NORMAL)]
         if self.state is State.STARTING:
             return self._refuse(errors.server_error("the engine did not answer the start"))
         if self.state is State.CLOSING:  # close grace: the engine did not answer in time
             return self._finish("close_requested", self._close_event_id, NORMAL)
-        self.deadline_ns = None
+        self._due(None)
         return []
 
     def disconnect(self) -> list[Action]:
@@ -349,7 +373,7 @@ class Connection:
         if self.state in (State.STARTING, State.LIVE, State.CLOSING, State.RELAYING):
             actions.append(Release())
         self.state = State.DONE
-        self.deadline_ns = None
+        self._due(None)
         return actions
 
     def shutdown(self) -> list[Action]:
@@ -359,7 +383,7 @@ class Connection:
                     *self._finish("connection_lost", None, GOING_AWAY, ended="server_shutdown")]
         had_session = self.state is State.STARTING
         self.state = State.DONE
-        self.deadline_ns = None
+        self._due(None)
         return [Release(), Close(GOING_AWAY)] if had_session else [Close(GOING_AWAY)]
 
     # --- session.start ---------------------------------------------------------------------------------
@@ -373,7 +397,7 @@ class Connection:
         self._pending = None
         self._served = pending.served
         self._resource = resource
-        self.deadline_ns = None
+        self._due(None)
 
     def _started(self) -> list[Action]:
         pending = self._pending
@@ -390,7 +414,7 @@ class Connection:
         """The pending start failed: error, no session, the socket stays open (gpt-live §8.3)."""
         self._pending = None
         self.state = State.IDLE
-        self.deadline_ns = self._last_message_ns + self.settings.idle_guard_ms * 1_000_000
+        self._due(self._last_message_ns + self.settings.idle_guard_ms * 1_000_000)
         if error is None:
             return [Refused("upstream"), Release()]
         return [self._error(error, self._pending_event_id), Refused(error.code.value), Release()]
@@ -458,10 +482,29 @@ class Connection:
         differs from what the client is told (a shutdown is `connection_lost` on the wire)."""
         assert self._resource is not None
         self.state = State.DONE
-        self.deadline_ns = None
+        self._due(None)
         seconds = self._usage_seconds()
         closed = events.SessionClosed(reason, self._resource, seconds, client_event_id)
         return [Send(closed), Ended(ended or reason, seconds, *counts), Close(code), Release()]
 
     def _error(self, error: ProtocolError, client_event_id: str | None) -> Send:
+        """An `error` reply, spent from this second's budget."""
+        now_ns = self._last_message_ns
+        if now_ns >= self._window_end_ns:
+            self._window_end_ns = now_ns + ERROR_WINDOW_NS
+            self._errors_left = self.settings.errors_per_s
+        self._errors_left -= 1
+        if self._errors_left <= 0 and self.state is not State.DONE:
+            self._quiet_until_ns = self._window_end_ns
+            self._due(self._due_ns)
         return Send(events.Error(error, client_event_id))
+
+    def _due(self, ns: int | None) -> None:
+        """Set the protocol's deadline; `deadline_ns` is the earlier of it and the end of a quiet
+        spell (a closed socket has no quiet spell)."""
+        self._due_ns = ns
+        quiet = self._quiet_until_ns
+        if quiet is None or self.state is State.DONE:
+            self.deadline_ns = ns
+        else:
+            self.deadline_ns = quiet if ns is None else min(ns, quiet)

@@ -19,7 +19,6 @@ from pathlib import Path
 import uvicorn
 
 from liveplex import serve
-from liveplex.gptlive import events
 from liveplex.gptlive.server import run
 from liveplex.live import runner
 
@@ -81,9 +80,7 @@ async def in_process(*flags: str, engine: runner.EngineFactory | None = None,
     """`liveplex serve --engine sim FLAGS` on this loop (`engine` replaces the sim)."""
     built = serve.build_pod(serve.build_parser().parse_args(["--engine", "sim", *flags]), engine)
     sock = listening_socket()
-    config = uvicorn.Config(built.app, ws=ws, ws_max_size=events.MAX_MESSAGE_BYTES, lifespan="on",
-                            log_level="warning", access_log=False)
-    server = _Announcing(config)
+    server = _Announcing(run.config(built.app, built.pod.front.settings, ws=ws))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         async with asyncio.timeout(READY_S):

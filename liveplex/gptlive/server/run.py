@@ -15,16 +15,21 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from types import FrameType
+from typing import Any
 
 import uvicorn
 
 from liveplex.gptlive import events
-from liveplex.gptlive.server import native
+from liveplex.gptlive.server import http_protocol, native
+from liveplex.gptlive.server.settings import ServerSettings
 
 logger = logging.getLogger(__name__)
 
 WS_PROTOCOL = native.LiveProtocol
 """uvicorn's `ws=`: serves `/v1/live/sessions` without ASGI, every other upgrade through the app."""
+
+HTTP_PROTOCOL = http_protocol.HttpProtocol
+"""uvicorn's `http=`: httptools with a header timeout and a connection cap."""
 
 
 class JsonFormatter(logging.Formatter):
@@ -90,12 +95,19 @@ def shown(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def run(app: object, host: str, port: int, bound: Callable[[str, int], str],
+def config(app: object, settings: ServerSettings, **more: Any) -> uvicorn.Config:
+    """How every GPT-Live server runs uvicorn (tests included): the native live socket, the bounded
+    HTTP protocol, the 4 MiB message limit, the keepalive ping, and uvicorn's own log lines
+    going through the JSON root logger (`log_config=None`); `more` adds or replaces options."""
+    chosen: dict[str, Any] = {
+        "http": HTTP_PROTOCOL, "ws": WS_PROTOCOL, "ws_max_size": events.MAX_MESSAGE_BYTES,
+        "ws_ping_interval": settings.ws_ping_interval_s, "ws_ping_timeout": settings.ws_ping_interval_s,
+        "lifespan": "on", "log_config": None, "log_level": "warning", "access_log": False}
+    return uvicorn.Config(app, **{**chosen, **more})
+
+
+def run(app: object, settings: ServerSettings, host: str, port: int, bound: Callable[[str, int], str],
         drain: Callable[[], Awaitable[object]], draining: Callable[[], bool]) -> None:
     """Serve `app` until stopped; a `stopped` line says after how long and which signals."""
-    config = uvicorn.Config(
-        app, host=host, port=port, loop="uvloop", http="httptools", ws=WS_PROTOCOL,
-        ws_max_size=events.MAX_MESSAGE_BYTES, lifespan="on", log_level="warning", access_log=False,
-        timeout_graceful_shutdown=5,
-    )
-    Server(config, bound, drain, draining).run()
+    Server(config(app, settings, host=host, port=port, loop="uvloop", timeout_graceful_shutdown=5),
+           bound, drain, draining).run()
