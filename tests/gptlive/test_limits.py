@@ -121,8 +121,12 @@ async def test_connections_beyond_the_cap_are_cut_at_once_and_capacity_comes_bac
                 with contextlib.suppress(httpx.TransportError):
                     async with httpx.AsyncClient(base_url=running.root) as http:
                         if (await http.get("/health")).text == "ok":
+                            stats = (await http.get("/live/stats")).json()
+                            metrics = (await http.get("/metrics")).text
                             break
                 await asyncio.sleep(0.02)
+    assert stats["dropped_connections"] == {"over_capacity": 1}
+    assert 'liveengine_connections_dropped_total{reason="over_capacity"} 1.0' in metrics
 
 
 async def test_an_unanswered_ping_aborts_a_socket_whose_send_buffer_is_full() -> None:
