@@ -40,7 +40,7 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 
 from liveplex.gptlive import connection, events
-from liveplex.gptlive.server import backend
+from liveplex.gptlive.server import auth, backend
 
 if TYPE_CHECKING:
     from websockets.frames import Frame
@@ -86,6 +86,8 @@ class LiveProtocol(WebSocketsSansIOProtocol):
         del self.response.headers["Date"]
         self.response.headers.update([(n.decode("latin-1").lower(), v.decode("latin-1"))
                                       for n, v in self.default_headers])
+        if auth.PAGE_SUBPROTOCOL in (auth.subprotocols(event.headers.get_all("sec-websocket-protocol")) or ()):
+            self.response.headers["Sec-WebSocket-Protocol"] = auth.PAGE_SUBPROTOCOL
         self.handshake_complete = True
         self.conn.send_response(self.response)
         self.transport.write(b"".join(self.conn.data_to_send()))
