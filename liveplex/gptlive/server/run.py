@@ -8,6 +8,7 @@ at once. The banner says where the server listens once bound (port 0 resolves he
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import logging
@@ -44,6 +45,14 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
         return json.dumps(out, default=str)
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def add_log_level(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS,
+                        help="least severe log line written (default: %(default)s)")
 
 
 def configure_logging(level: str) -> None:
