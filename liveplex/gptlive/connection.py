@@ -96,12 +96,14 @@ class Refused:
 @dataclass(frozen=True, slots=True)
 class Ended:
     """A started session ended: `close_requested`, `expired`, `connection_lost`, `remote_hangup`
-    or `server_shutdown`, after `seconds` of session time."""
+    or `server_shutdown`, after `seconds` of session time (`frames` audio deltas sent)."""
 
     reason: str
     seconds: float
     underruns: int = 0
     dropped: int = 0
+    session_id: str = ""
+    frames: int = 0
 
 
 Action = Send | Start | Append | Hangup | Release | Close | Accepted | Refused | Ended
@@ -309,7 +311,7 @@ class Connection:
             return []
         self._frames_sent = frames
         self.state = State.DONE
-        return [Ended(reason, self._usage_seconds()), Close(code), Release()]
+        return [self._ended(reason), Close(code), Release()]
 
     def relay_lost(self, frames: int) -> list[Action]:
         """The upstream vanished mid-session (platform §7.8): error, connection_lost, 1011."""
@@ -369,7 +371,7 @@ class Connection:
         """The client is gone (close frame, error, EOF, failed send): hang the session up."""
         actions: list[Action] = []
         if self.state in (State.LIVE, State.CLOSING, State.RELAYING):
-            actions.append(Ended("remote_hangup", self._usage_seconds()))
+            actions.append(self._ended("remote_hangup"))
         if self.state in (State.STARTING, State.LIVE, State.CLOSING, State.RELAYING):
             actions.append(Release())
         self.state = State.DONE
@@ -485,7 +487,11 @@ class Connection:
         self._due(None)
         seconds = self._usage_seconds()
         closed = events.SessionClosed(reason, self._resource, seconds, client_event_id)
-        return [Send(closed), Ended(ended or reason, seconds, *counts), Close(code), Release()]
+        return [Send(closed), self._ended(ended or reason, counts), Close(code), Release()]
+
+    def _ended(self, reason: str, counts: tuple[int, int] = (0, 0)) -> Ended:
+        resource = self._resource
+        return Ended(reason, self._usage_seconds(), *counts, resource.id if resource else "", self._frames_sent)
 
     def _error(self, error: ProtocolError, client_event_id: str | None) -> Send:
         """An `error` reply, spent from this second's budget."""

@@ -225,7 +225,7 @@ def test_outcomes_count_each_session_once() -> None:
     assert outcomes(conn.deliver([contract.Started()])) == [c.Accepted(conn._resource.id)]
     conn.deliver([FRAME] * 25)
     out = conn.deliver([contract.Closed(contract.CloseReason.EXPIRED, 25, 3, 7)])
-    assert outcomes(out) == [c.Ended("expired", 2.0, 3, 7)]
+    assert outcomes(out) == [c.Ended("expired", 2.0, 3, 7, conn._resource.id, 25)]
     assert conn.disconnect() == []
 
 
@@ -248,12 +248,13 @@ def test_a_relayed_session_hands_off_then_ends_or_is_lost() -> None:
     closed = sent(out)[1]
     assert (closed["reason"], closed["usage"]["seconds"], closed["session"]["expires_at"]) == (
         "connection_lost", 2.0, 4242)
-    assert wire(out)[2:] == [c.Close(1011), c.Release()] and outcomes(out) == [c.Ended("connection_lost", 2.0)]
+    assert wire(out)[2:] == [c.Close(1011), c.Release()]
+    assert outcomes(out) == [c.Ended("connection_lost", 2.0, session_id=conn._resource.id, frames=25)]
     other = new()
     other.receive(START, 0, 0.0)
     other.handed_off()
-    assert other.relay_ended("close_requested", 5) == [c.Ended("close_requested", 0.4), c.Close(1000),
-                                                       c.Release()]
+    assert other.relay_ended("close_requested", 5) == [
+        c.Ended("close_requested", 0.4, session_id=other._resource.id, frames=5), c.Close(1000), c.Release()]
 
 
 def test_start_with_no_answer_times_out_as_server_error() -> None:

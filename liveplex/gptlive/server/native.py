@@ -269,8 +269,7 @@ class LiveSocket:
             elif kind is connection.Close:
                 close_code = action.code
             else:
-                self._stats.record(action)
-                self._backend.settled(self.conn, action)
+                self._outcome(action)
         self._flush(close_code)
         self._track()
 
@@ -330,8 +329,16 @@ class LiveSocket:
         """Count the outcomes of a disconnect the pump decided itself (the release follows)."""
         for action in actions:
             if isinstance(action, connection.Accepted | connection.Refused | connection.Ended):
-                self._stats.record(action)
-                self._backend.settled(self.conn, action)
+                self._outcome(action)
+
+    def _outcome(self, action: connection.Action) -> None:
+        """A session started, was refused or ended: counted, told to the backend; an end is logged."""
+        self._stats.record(action)
+        self._backend.settled(self.conn, action)
+        if type(action) is connection.Ended:
+            logger.info("session ended", extra={
+                "session_id": action.session_id, "reason": action.reason, "seconds": action.seconds,
+                "frames": action.frames, "underruns": action.underruns, "dropped_samples": action.dropped})
 
     # --- writing ----------------------------------------------------------------------------------
 

@@ -3,13 +3,18 @@ SIGTERM that drains before it exits. `liveplex serve` and `liveplex gateway` bot
 
 A first SIGTERM calls the server's drain (platform §5: new starts refused, running sessions
 finish, the rest ended at the drain deadline) and then exits; SIGINT, or a second signal, exits
-at once. The banner says where the server listens once bound (port 0 resolves here).
+at once. Either way the last log line is `stopped`.
+
+Logs are JSON lines on stderr, uvicorn's own included (`log_config=None` sends them to the root
+logger); stdout carries only the banner for people, which says where the server listens once
+bound (port 0 resolves here) and is also logged as `listening`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import signal
@@ -78,6 +83,7 @@ class Server(uvicorn.Server):
         await super().startup(sockets)
         if self.started:
             host, port = self.servers[0].sockets[0].getsockname()[:2]
+            logger.info("listening", extra={"host": host, "port": port})
             print(self._bound(host, port), flush=True)
 
     async def shutdown(self, sockets: list | None = None) -> None:  # type: ignore[override]
@@ -118,5 +124,7 @@ def config(app: object, settings: ServerSettings, **more: Any) -> uvicorn.Config
 def run(app: object, settings: ServerSettings, host: str, port: int, bound: Callable[[str, int], str],
         drain: Callable[[], Awaitable[object]], draining: Callable[[], bool]) -> None:
     """Serve `app` until stopped; a `stopped` line says after how long and which signals."""
-    Server(config(app, settings, host=host, port=port, loop="uvloop", timeout_graceful_shutdown=5),
-           bound, drain, draining).run()
+    server = Server(config(app, settings, host=host, port=port, loop="uvloop", timeout_graceful_shutdown=5),
+                    bound, drain, draining)
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises a captured SIGINT once stopped
+        server.run()
