@@ -61,10 +61,13 @@ class Mute:
                 proto.receive_data(await loop.sock_recv(sock, 4096))
         return cls(sock, proto)
 
-    async def send(self, event: dict[str, object] | str) -> None:
-        """One text frame (a dict is sent as JSON); waits while the server does not read."""
-        text = event if isinstance(event, str) else orjson.dumps(event).decode()
-        self._proto.send_text(text.encode())
+    async def send(self, event: dict[str, object] | str | bytes) -> None:
+        """One frame: text, a dict as JSON text, or bytes as a binary frame; waits while the
+        server does not read."""
+        if isinstance(event, bytes):
+            self._proto.send_binary(event)
+        else:
+            self._proto.send_text((event if isinstance(event, str) else orjson.dumps(event).decode()).encode())
         await asyncio.get_running_loop().sock_sendall(self.sock, b"".join(self._proto.data_to_send()))
 
     def close(self) -> None:
