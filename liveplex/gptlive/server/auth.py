@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from websockets.datastructures import Headers
 from websockets.exceptions import InvalidHeader
 from websockets.headers import parse_subprotocol
 
@@ -86,3 +87,9 @@ def match_key(keys: tuple[str, ...], authorization: Iterable[str], offered: Iter
         if hmac.compare_digest(candidate, key.encode()):
             found = key
     return found
+
+
+def upgrade_key(keys: tuple[str, ...], headers: Headers) -> str | None:
+    """`match_key` for a WebSocket upgrade: its `Authorization` headers and offered subprotocols."""
+    offered = subprotocols(headers.get_all("sec-websocket-protocol"))
+    return None if offered is None else match_key(keys, headers.get_all("authorization"), offered)
