@@ -11,8 +11,9 @@ import argparse
 import dataclasses
 import logging
 import sys
+from collections.abc import Mapping
 
-from liveplex import engine_pod
+from liveplex import engine_pod, listen
 from liveplex.gptlive import voices
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.server import auth, run
@@ -27,6 +28,8 @@ from liveplex.sim_pod import add_arguments as add_sim_arguments
 
 logger = logging.getLogger(__name__)
 
+EngineFlags = Mapping[str, tuple[argparse.Action, ...]]
+"""engine -> the flags only that engine reads."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -41,29 +44,42 @@ class Built:
         return self.pod.served.info
 
 
-def build_parser() -> argparse.ArgumentParser:
+def parser_and_engine_flags() -> tuple[argparse.ArgumentParser, EngineFlags]:
+    """The `liveplex serve` parser, and which of its flags only one engine reads."""
     parser = argparse.ArgumentParser(
         prog="liveplex serve",
         description="Serve GPT-Live (/v1/live/sessions) over an engine; the demo page is at /.")
     parser.add_argument("--engine", choices=["sim", "personaplex"], default="sim",
                         help="the model behind the pod (sim: the CPU echo engine; personaplex: "
-                             "PersonaPlex-7B from --model-path)")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+                             "PersonaPlex-7B from --model-path; default: %(default)s)")
+    listen.add_arguments(parser, 8000, "the pod")
     parser.add_argument("--queue", type=int, default=channel.DEFAULT_QUEUE,
-                        help="submissions the engine queue holds before server_busy")
-    parser.add_argument("--log-level", default="info",
-                        choices=["debug", "info", "warning", "error"])
-    add_sim_arguments(parser)
-    engine_pod.add_arguments(parser)
+                        help="submissions the engine queue holds before server_busy (default: %(default)s)")
+    run.add_log_level(parser)
+    engine_flags = {"sim": add_sim_arguments(parser), "personaplex": engine_pod.add_arguments(parser)}
     server_settings.add_arguments(parser)
     pod_settings.add_arguments(parser)
-    return parser
+    return parser, engine_flags
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return parser_and_engine_flags()[0]
+
+
+def ignored(args: argparse.Namespace, engine_flags: EngineFlags) -> list[str]:
+    """The flags given (not at their default) that only another engine than `--engine` reads."""
+    return [action.option_strings[0] for engine, actions in engine_flags.items() if engine != args.engine
+            for action in actions if getattr(args, action.dest) != action.default]
 
 
 def build_pod(args: argparse.Namespace, make_engine: runner.EngineFactory | None = None) -> Built:
     """Settings parsed once, the engine thread, the pod and its app; raises ValueError naming a
     bad flag. `make_engine` replaces the sim engine (a hand-played engine in tests)."""
+    if args.max_sessions is not None and args.max_sessions < 1:
+        raise ValueError(f"--max-sessions must be >= 1, got {args.max_sessions} (leave it out for the "
+                         "engine's own cap)")
+    if args.queue < 1:
+        raise ValueError(f"--queue must be >= 1, got {args.queue}")
     server = server_settings.settings_from_args(args, auth.environment())
     settings = pod_settings.settings_from_args(args)
     custom = voices.registry_ids(settings.voice_dir)
@@ -104,14 +120,18 @@ def _banner(pod: Pod, host: str, port: int) -> str:
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    parser, engine_flags = parser_and_engine_flags()
+    args = parser.parse_args(argv)
     run.configure_logging(args.log_level)
+    for flag in ignored(args, engine_flags):
+        logger.warning(f"{flag} is ignored by the {args.engine} engine", extra={"flag": flag})
     try:
+        listen.check(args.host, args.port)
         built = build_pod(args)
     except ValueError as exc:
         print(f"liveplex serve: {exc}", file=sys.stderr)
         return 2
     pod = built.pod
-    run.run(built.app, args.host, args.port, lambda host, port: _banner(pod, host, port),
+    run.run(built.app, pod.front.settings, args.host, args.port, lambda host, port: _banner(pod, host, port),
             pod.drain, lambda: pod.draining)
     return 0 if pod.engine.failed is None else 1

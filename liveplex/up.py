@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from liveplex import listen
 from liveplex.placement import LocalRedis, LocalRedisError, pool_keys
 
 DEFAULT_POOL = "default/local"
@@ -50,12 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--engine", choices=["sim", "personaplex"], default="sim",
                         help="the pods' engine (default: %(default)s)")
     parser.add_argument("--max-sessions", type=int, default=None, help="per pod (default: the engine's)")
-    parser.add_argument("--host", default="127.0.0.1", help="address of every process (default: %(default)s)")
-    parser.add_argument("--port", type=int, default=8000, help="the gateway's port (default: %(default)s)")
+    listen.add_arguments(parser, 8000, "the gateway (the host: every process)")
     parser.add_argument("--redis-url", default=None, help="use this Redis (default: start redis-server)")
     parser.add_argument("--pool", default=DEFAULT_POOL, help="the pods' pool (default: %(default)s)")
     parser.add_argument("--kube", action="store_true",
-                        help="behind the development Kubernetes emulator: pods come from LiveEngines")
+                        help="behind the development Kubernetes emulator: pods come from LiveEngines (default: off)")
     parser.add_argument("--kubeconfig", type=Path, default=Path("liveplex.kubeconfig"),
                         help="with --kube: where to write the kubeconfig (default: %(default)s)")
     parser.add_argument("--state-dir", type=Path, default=Path(".liveplex-emulator"),
@@ -191,6 +191,11 @@ def main(argv: list[str]) -> int:
         pool_keys(args.pool)
     except ValueError as exc:
         print(f"liveplex up: --pool: {exc}", file=sys.stderr)
+        return 2
+    try:
+        listen.check(args.host, args.port)
+    except ValueError as exc:
+        print(f"liveplex up: {exc}", file=sys.stderr)
         return 2
     try:
         with kube_platform(args) if args.kube else platform(args, serve_flags) as children:

@@ -37,3 +37,19 @@ def test_every_command_module_has_a_main() -> None:
     for commands in (cli.COMMANDS, bench_cli.SUBCOMMANDS):
         for module, _ in commands.values():
             assert callable(importlib.import_module(module).main)
+
+
+def _parsers() -> list:
+    """The parsers of `serve`, `gateway`, `up` and every `bench` subcommand."""
+    from liveplex import serve, up
+    from liveplex.bench import baseline, duplex, engine
+    from liveplex.gateway import cli as gateway_cli
+    return [serve.build_parser(), gateway_cli.build_parser(), up.build_parser(),
+            baseline.build_parser(), duplex.build_parser(), engine.build_parser()]
+
+
+def test_every_serve_gateway_up_and_bench_flag_says_what_it_does_and_its_default() -> None:
+    missing = [f"{parser.prog} {action.option_strings[0]}" for parser in _parsers() for action in parser._actions
+               if action.option_strings and action.dest != "help"
+               and not action.required and "default" not in (action.help or "")]
+    assert missing == []

@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import base64
 import logging
+import sys
 from collections.abc import Awaitable, Callable
 
 import orjson
@@ -26,6 +27,7 @@ from websockets import exceptions as ws_exceptions
 from websockets import http11
 from websockets.asyncio import server as ws_server
 
+from liveplex import listen
 from liveplex.bench import loop
 from liveplex.gptlive import events
 from liveplex.live import frames
@@ -160,14 +162,22 @@ async def serve(variant: str, host: str, port: int, ready: asyncio.Future[int] |
         await asyncio.Future()
 
 
-def main(argv: list[str]) -> int:
-    """`liveplex bench baseline [--variant json|raw] [--host H] [--port P]`."""
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="liveplex bench baseline", description=__doc__.split("\n")[0])
     parser.add_argument("--variant", choices=VARIANTS, default="json",
-                        help="json: parse and re-encode each frame; raw: slice text (default json)")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8100)
-    args = parser.parse_args(argv)
+                        help="json: parse and re-encode each frame; raw: slice text (default: %(default)s)")
+    listen.add_arguments(parser, 8100, "the baseline")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """`liveplex bench baseline [--variant json|raw] [--host H] [--port P]`."""
+    args = build_parser().parse_args(argv)
+    try:
+        listen.check(args.host, args.port)
+    except ValueError as exc:
+        print(f"liveplex bench baseline: {exc}", file=sys.stderr)
+        return 2
     print(f"liveplex bench baseline ({args.variant}) on ws://{args.host}:{args.port}/v1/live/sessions",
           flush=True)
     try:

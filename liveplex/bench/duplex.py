@@ -94,41 +94,52 @@ class DuplexSettings:
         )
 
 
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="liveplex bench duplex", description=__doc__.split("\n")[0])
+    p.add_argument("--base-url", default="http://127.0.0.1:8000/v1",
+                   help="the server's /v1 base (default: %(default)s)")
+    p.add_argument("--model", help="model to start (default: the first of GET /v1/models)")
+    p.add_argument("--voice", help="voice to start with (default: the server's)")
+    p.add_argument("--instructions", help="role prompt (default: the server's)")
+    p.add_argument("--rate", type=int, default=24000, help="audio sample rate, Hz (default: %(default)s)")
+    p.add_argument("--format", dest="audio_format", choices=audio.FORMATS, default="audio/pcm",
+                   help="audio format (default: %(default)s)")
+    p.add_argument("--sessions", type=int, default=8,
+                   help="concurrent sessions; ignored with --ramp (default: %(default)s)")
+    p.add_argument("--ramp", type=_levels, help="comma-separated levels, e.g. 8,32,64 (default: one level, --sessions)")
+    p.add_argument("--seconds", type=float, default=20.0, help="length of each call, s (default: %(default)s)")
+    p.add_argument("--input", help=f"mono 16-bit WAV (looped) or '{audio.SYNTHETIC}' "
+                                   "(default: the shipped speech recording)")
+    p.add_argument("--chunk-ms", type=int, default=20, help="caller audio per append, ms (default: %(default)s)")
+    p.add_argument("--stagger-ms", type=int, default=20, help="between session starts, ms (default: %(default)s)")
+    p.add_argument("--playout-ms", type=int, default=120,
+                   help="the caller's playout buffer, ms: later frames count as late (default: %(default)s)")
+    p.add_argument("--late-p99-ms", type=float,
+                   help="a level is clean only with p99 lateness under this (default: the playout buffer)")
+    p.add_argument("--workers", "--procs", type=int, default=1, help="client processes (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic input (default: %(default)s)")
+    p.add_argument("--out", help="JSON report path (default: none)")
+    p.add_argument("--plot", help="PNG plot path (default: none)")
+    p.add_argument("--label", default="", help="name of the run in the report (default: none)")
+    p.add_argument("--vs-baseline", nargs="?", const="json", choices=("json", "raw"),
+                   help="also measure `bench baseline` (json when given bare) at every level (default: off)")
+    p.add_argument("--baseline-port", type=int, default=0, help="port of the baseline (default: a free one)")
+    p.add_argument("--vs-url", default=None, metavar="BASE_URL",
+                   help="also measure this running server at every level, e.g. the pod directly against "
+                        "--base-url a gateway in front of it (default: none)")
+    p.add_argument("--vs-pid", type=int, default=None,
+                   help="the --vs-url server's pid, for its CPU per frame (default: none)")
+    p.add_argument("--server-pid", type=int, help="the pod's pid, for its CPU per frame (default: none)")
+    p.add_argument("--serve-cmd", help="start the pod with this command and stop it at the end (default: none)")
+    p.add_argument("--no-progress", action="store_true", help="no progress line (default: shown)")
+    p.add_argument("--strict", action="store_true",
+                   help=f"exit {EXIT_UNCLEAN} if any level was not clean, for CI (default: off)")
+    return p
+
+
 def parse(argv: list[str]) -> DuplexSettings:
     """Parse the command line; argparse exits with status 2 naming a bad flag."""
-    p = argparse.ArgumentParser(prog="liveplex bench duplex", description=__doc__.split("\n")[0])
-    p.add_argument("--base-url", default="http://127.0.0.1:8000/v1")
-    p.add_argument("--model")
-    p.add_argument("--voice")
-    p.add_argument("--instructions")
-    p.add_argument("--rate", type=int, default=24000)
-    p.add_argument("--format", dest="audio_format", choices=audio.FORMATS, default="audio/pcm")
-    p.add_argument("--sessions", type=int, default=8, help="ignored with --ramp")
-    p.add_argument("--ramp", type=_levels, help="comma-separated levels, e.g. 8,32,64")
-    p.add_argument("--seconds", type=float, default=20.0)
-    p.add_argument("--input", help=f"mono 16-bit WAV (looped) or '{audio.SYNTHETIC}'; "
-                                   "default: the shipped speech recording")
-    p.add_argument("--chunk-ms", type=int, default=20)
-    p.add_argument("--stagger-ms", type=int, default=20)
-    p.add_argument("--playout-ms", type=int, default=120)
-    p.add_argument("--late-p99-ms", type=float)
-    p.add_argument("--workers", "--procs", type=int, default=1, help="client processes")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", help="JSON report path")
-    p.add_argument("--plot", help="PNG plot path")
-    p.add_argument("--label", default="")
-    p.add_argument("--vs-baseline", nargs="?", const="json", choices=("json", "raw"),
-                   help="also measure `bench baseline` (json by default) at every level")
-    p.add_argument("--baseline-port", type=int, default=0)
-    p.add_argument("--vs-url", default=None, metavar="BASE_URL",
-                   help="also measure this running server at every level (e.g. the pod directly, "
-                        "against --base-url a gateway in front of it)")
-    p.add_argument("--vs-pid", type=int, default=None, help="the --vs-url server's pid, for its CPU per frame")
-    p.add_argument("--server-pid", type=int, help="the pod's pid, for its CPU per frame")
-    p.add_argument("--serve-cmd", help="start the pod with this command and stop it at the end")
-    p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--strict", action="store_true",
-                   help=f"exit {EXIT_UNCLEAN} if any level was not clean (for CI)")
+    p = build_parser()
     a = p.parse_args(argv)
     for flag, value in (("--seconds", a.seconds), ("--chunk-ms", a.chunk_ms),
                         ("--rate", a.rate), ("--workers", a.workers), ("--sessions", a.sessions)):

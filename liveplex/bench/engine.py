@@ -89,16 +89,22 @@ def measure(cfg: config.LMConfig, batches: list[int], ticks: int, warmup: int,
     return rows
 
 
-def main(argv: list[str]) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="liveplex bench engine", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", choices=["tiny", "small"], default="small")
-    parser.add_argument("--batch", default="1,2,4,8,16,32", help="comma-separated batch sizes")
-    parser.add_argument("--ticks", type=int, default=50, help="measured ticks per batch size")
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--schedule", choices=[s.value for s in prompt.Schedule], default=prompt.DEFAULT_SCHEDULE.value)
-    parser.add_argument("--out", type=pathlib.Path, help="write the report as JSON")
-    args = parser.parse_args(argv)
+    parser.add_argument("--config", choices=["tiny", "small"], default="small",
+                        help="model size (default: %(default)s)")
+    parser.add_argument("--batch", default="1,2,4,8,16,32", help="comma-separated batch sizes (default: %(default)s)")
+    parser.add_argument("--ticks", type=int, default=50, help="measured ticks per batch size (default: %(default)s)")
+    parser.add_argument("--warmup", type=int, default=5, help="unmeasured ticks first (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: %(default)s)")
+    parser.add_argument("--schedule", choices=[s.value for s in prompt.Schedule], default=prompt.DEFAULT_SCHEDULE.value,
+                        help="which user codes enter the fed column (default: %(default)s)")
+    parser.add_argument("--out", type=pathlib.Path, help="write the report as JSON (default: none)")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     cfg = config.CONFIGS[args.config]()
     batches = [int(b) for b in args.batch.split(",")]

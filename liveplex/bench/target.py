@@ -1,16 +1,17 @@
 """The server under test, seen from the bench: its URLs, `/live/stats`, CPU time and process.
 
-CPU comes from `/proc/<pid>/stat` (utime + stime), so it needs the server's pid: either given
-(`--server-pid`) or known because the bench started the process itself (`--serve-cmd`, and
-always for the baseline).
+CPU is the server process's CPU-time clock (`clock_getcpuclockid`: every thread, nanoseconds;
+`/proc/<pid>/stat` counts 10 ms ticks, and a light server over a 1 s level read 0), so it needs
+the server's pid: either given (`--server-pid`) or known because the bench started the process
+itself (`--serve-cmd`, and always for the baseline).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import dataclasses
 import logging
-import os
 import shlex
 import subprocess
 import sys
@@ -30,7 +31,7 @@ HTTP_TIMEOUT_S = 5.0
 READY_TIMEOUT_S = 60.0
 """How long a server the bench started has to answer `GET /v1/models`."""
 
-_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 class TargetError(Exception):
@@ -77,14 +78,13 @@ class Target:
         """The server's user + system CPU seconds so far, or None without a readable pid."""
         if self.pid is None:
             return None
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
+        clock = ctypes.c_int()
+        if _LIBC.clock_getcpuclockid(self.pid, ctypes.byref(clock)) != 0:
             return None
-        # The command name (field 2) may contain spaces; fields after its ')' are fixed.
-        fields = stat[stat.rindex(b")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+        try:
+            return time.clock_gettime(clock.value)
+        except OSError:  # the process is gone
+            return None
 
     async def wait_ready(self) -> None:
         """Wait until the server answers `GET /v1/models`; raise `TargetError` if it exits or

@@ -21,7 +21,8 @@ def parse_args(argv: list[str]) -> tuple[target.Options, str | None, bool]:
     parser.add_argument("--api-key", default="local-key", help="bearer sent when auth is off")
     parser.add_argument("--timeout", type=float, default=10.0, metavar="S",
                         help="seconds to wait for any one reply, added to each check's duration")
-    parser.add_argument("--concurrency", type=int, default=8, help="checks run at once (default %(default)s)")
+    parser.add_argument("--concurrency", type=int, default=8,
+                        help="checks run at once, never more than the server's max_sessions (default %(default)s)")
     parser.add_argument("--expect-capacity", type=int, metavar="N",
                         help="the server runs with --max-sessions N (else read from /live/stats)")
     parser.add_argument("--idle-guard-s", type=float, metavar="S",
@@ -63,7 +64,12 @@ async def _check(options: target.Options, only: str | None) -> int:
         return 1
     print(f"checking {options.base_url}: model {server.model!r}, max_sessions {server.max_sessions}, "
           f"max_seconds {server.max_seconds}")
-    outcomes = await runner.run(selected, target.Target(options, server))
+    tgt = target.Target(options, server)
+    if tgt.capacity is None:
+        print("capacity unknown: checks may meet server_busy; pass --expect-capacity N")
+    else:
+        print(f"at most {runner.concurrency(tgt)} checks and {tgt.capacity} sockets at once")
+    outcomes = await runner.run(selected, tgt)
     for check in selected:
         print(line(check.number, check.name, outcomes[check.number]))
     counts = {status: sum(o.status is status for o in outcomes.values()) for status in Status}

@@ -1,12 +1,15 @@
-"""What a running check may use: the target, and sockets opened the way the SDK opens them."""
+"""What a running check may use: the target, and sockets opened the way the SDK opens them, each
+within the run's session budget."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import AsyncIterator
 
 import openai
 
-from liveplex.conformance import target, wire
+from liveplex.conformance import sessions, target, wire
 from liveplex.gptlive import urls
 
 
@@ -26,6 +29,10 @@ class Context:
     target: target.Target
     ledger: wire.Ledger
     check: int
+    sessions: sessions.Sessions | None = None
+    """The run's budget; None for a check that holds every slot already (it runs alone)."""
+    deadline: sessions.Deadline | None = None
+    """The check's time limit, stopped while it waits for slots."""
 
     @property
     def options(self) -> target.Options:
@@ -44,7 +51,26 @@ class Context:
         return sdk_headers(self.options.base_url, self.options.bearer if bearer == "" else bearer)
 
     async def wire(self, *, bearer: str | None = "", path: str = "/live/sessions") -> wire.Wire:
-        """Open a validated socket; use it as `async with await ctx.wire() as w`."""
+        """Open a validated socket in a slot of the budget; use it as `async with await ctx.wire() as w`."""
         url = urls.ws_url(self.options.base_url, path)
-        return await wire.Wire.open(url, self.headers(bearer), self.ledger, self.check,
-                                    self.options.timeout_s)
+        give_back = await self._slot()
+        try:
+            return await wire.Wire.open(url, self.headers(bearer), self.ledger, self.check,
+                                        self.options.timeout_s, give_back)
+        except BaseException:
+            give_back()
+            raise
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold a slot while a session runs outside `wire` (an SDK client)."""
+        give_back = await self._slot()
+        try:
+            yield
+        finally:
+            give_back()
+
+    async def _slot(self) -> sessions.GiveBack:
+        if self.sessions is None:
+            return sessions.nothing
+        return await self.sessions.take(1, self.deadline)

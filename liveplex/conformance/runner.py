@@ -1,4 +1,9 @@
-"""Runs the selected checks against one server: concurrently, then the ones that need it alone, then the verdicts."""
+"""Runs the selected checks against one server: concurrently, then the ones that need it alone, then the verdicts.
+
+Against a server of known capacity (`/live/stats` or `--expect-capacity`) no more checks run at once
+than it has slots, and no more sockets are open at once than that (`sessions.Sessions`), so a
+small server is never asked for a session it cannot have.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import logging
 import re
 from collections.abc import Iterable
 
-from liveplex.conformance import checks, context, target, wire
+from liveplex.conformance import checks, context, sessions, target, wire
 from liveplex.conformance.checklist import Check, Failed, Outcome, Skipped, Status
 
 logger = logging.getLogger(__name__)
@@ -31,11 +36,13 @@ def select(pattern: str | None, available: Iterable[Check] = checks.ALL) -> tupl
     return tuple(c for c in available if fnmatch.fnmatch(c.name, glob))
 
 
-async def run_one(check: Check, tgt: target.Target, ledger: wire.Ledger) -> Outcome:
-    """One check with its timeout; every way it can end becomes an `Outcome`."""
-    ctx = context.Context(tgt, ledger, check.number)
+async def run_one(check: Check, tgt: target.Target, ledger: wire.Ledger,
+                  budget: sessions.Sessions | None = None) -> Outcome:
+    """One check with its timeout; every way it can end becomes an `Outcome`. Its sockets take
+    slots of `budget` (None: the check has the server to itself)."""
     try:
-        async with asyncio.timeout(check.seconds + tgt.options.timeout_s):
+        async with asyncio.timeout(check.seconds + tgt.options.timeout_s) as timeout:
+            ctx = context.Context(tgt, ledger, check.number, budget, sessions.Deadline(timeout))
             detail = await check.run(ctx)
     except Failed as exc:
         return Outcome(Status.FAIL, str(exc))
@@ -50,15 +57,24 @@ async def run_one(check: Check, tgt: target.Target, ledger: wire.Ledger) -> Outc
 
 
 async def run(selected: Iterable[Check], tgt: target.Target) -> dict[int, Outcome]:
-    """Run checks: shared ones at most `concurrency` at a time, then `alone` ones, then `final` ones."""
+    """Run checks: shared ones at most `concurrency` (and at most the server's capacity) at a time,
+    then `alone` ones, then `final` ones."""
     selected = tuple(selected)
     ledger = wire.Ledger()
     outcomes: dict[int, Outcome] = {}
-    gate = asyncio.Semaphore(max(1, tgt.options.concurrency))
+    budget = sessions.Sessions(tgt.capacity)
+    gate = asyncio.Semaphore(concurrency(tgt))
 
     async def gated(check: Check) -> None:
         async with gate:
-            outcomes[check.number] = await run_one(check, tgt, ledger)
+            outcomes[check.number] = await run_one(check, tgt, ledger, budget)
+
+    async def alone(check: Check) -> Outcome:
+        give_back = await budget.take(tgt.capacity or 1)  # every slot: nothing else holds one
+        try:
+            return await run_one(check, tgt, ledger)
+        finally:
+            give_back()
 
     async with asyncio.TaskGroup() as group:
         for check in selected:
@@ -66,8 +82,13 @@ async def run(selected: Iterable[Check], tgt: target.Target) -> dict[int, Outcom
                 group.create_task(gated(check))
     for check in selected:
         if check.alone:
-            outcomes[check.number] = await run_one(check, tgt, ledger)
+            outcomes[check.number] = await alone(check)
     for check in selected:
         if check.final:
-            outcomes[check.number] = await run_one(check, tgt, ledger)
+            outcomes[check.number] = await run_one(check, tgt, ledger, budget)
     return outcomes
+
+
+def concurrency(tgt: target.Target) -> int:
+    """Checks run at once: `--concurrency`, but no more than the server has slots."""
+    return max(1, min(tgt.options.concurrency, tgt.capacity or tgt.options.concurrency))

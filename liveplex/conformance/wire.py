@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+from collections.abc import Callable
 from types import TracebackType
 
 import websockets
@@ -67,8 +68,10 @@ class Ledger:
 class Wire:
     """A GPT-Live socket driven by hand. Use `async with Wire.open(...) as wire`."""
 
-    def __init__(self, ws: ClientConnection, ledger: Ledger, check: int, reply_timeout_s: float) -> None:
+    def __init__(self, ws: ClientConnection, ledger: Ledger, check: int, reply_timeout_s: float,
+                 closed: Callable[[], None] | None = None) -> None:
         self.ws = ws
+        self._closed = closed
         self.log: list[Received] = []
         """Every valid event received so far, in order."""
         self.deltas: list[Received] = []
@@ -87,23 +90,28 @@ class Wire:
 
     @classmethod
     async def open(cls, url: str, headers: dict[str, str], ledger: Ledger, check: int,
-                   reply_timeout_s: float) -> Wire:
-        """Connect the way the SDK does: no subprotocol, no compression, no size limit."""
+                   reply_timeout_s: float, closed: Callable[[], None] | None = None) -> Wire:
+        """Connect the way the SDK does: no subprotocol, no compression, no size limit; `closed`
+        is called once the socket is closed."""
         ws = await connect(url, additional_headers=headers, compression=None, max_size=None,
                            user_agent_header=None, open_timeout=reply_timeout_s)
-        return cls(ws, ledger, check, reply_timeout_s)
+        return cls(ws, ledger, check, reply_timeout_s, closed)
 
     async def __aenter__(self) -> Wire:
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
-        await self.ws.close()
-        self._reader.cancel()
         try:
-            await self._reader
-        except asyncio.CancelledError:
-            pass
+            await self.ws.close()
+            self._reader.cancel()
+            try:
+                await self._reader
+            except asyncio.CancelledError:
+                pass
+        finally:
+            if self._closed is not None:
+                self._closed()
 
     async def _read(self) -> None:
         loop = asyncio.get_running_loop()

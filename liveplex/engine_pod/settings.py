@@ -100,31 +100,35 @@ class EngineSettings:
             raise ValueError(f"invalid personaplex setting {bad[0]}={getattr(self, bad[0])!r}")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The PersonaPlex engine's own flags on `liveplex serve --engine personaplex`."""
+def add_arguments(parser: argparse.ArgumentParser) -> tuple[argparse.Action, ...]:
+    """The PersonaPlex engine's own flags on `liveplex serve --engine personaplex`; returned so
+    that a run with another engine can say it ignores them."""
     d = EngineSettings
     g = parser.add_argument_group("personaplex engine (also: --max-sessions, --max-seconds)")
-    g.add_argument("--model-path", type=Path, default=None,
-                   help="checkpoint directory (`liveplex personaplex make-tiny DIR` writes a tiny one)")
-    g.add_argument("--device", default=None, help="cpu or cuda[:n] (default: cuda if available)")
-    g.add_argument("--dtype", choices=["bf16", "fp32"], default=None,
-                   help="LM weights and KV (default: bf16 on CUDA, fp32 on CPU)")
-    g.add_argument("--schedule", choices=SCHEDULES, default=default_of(d, "schedule"),
-                   help="which user codes enter the fed column (default: %(default)s)")
-    g.add_argument("--context-frames", type=int, default=default_of(d, "context_frames"),
-                   help="temporal window, positions (default: %(default)s = 240 s; the persona leaves "
-                        "it after ~233 s)")
-    g.add_argument("--max-prefill-rows", type=int, default=default_of(d, "max_prefill_rows"),
-                   help="prompt rows prefilled per tick (default: %(default)s)")
-    g.add_argument("--memory-reserve-gib", type=float, default=default_of(d, "memory_reserve_gib"),
-                   help="device memory kept free, GiB (default: %(default)s)")
-    g.add_argument("--no-cuda-graphs", action="store_true", help="run ticks eagerly on CUDA (default: graphs)")
-    g.add_argument("--greedy", action="store_true", help="argmax draws (tests; default: sampling)")
-    g.add_argument("--seed", type=int, default=None, help="derive session seeds from this (default: random)")
-    g.add_argument("--default-voice", default=default_of(d, "default_voice"),
-                   help="voice used when a client names none (default: %(default)s)")
-    g.add_argument("--cpu-threads", type=int, default=default_of(d, "cpu_threads"),
-                   help="torch threads on --device cpu (default: %(default)s)")
+    return (
+        g.add_argument("--model-path", type=Path, default=None,
+                       help="checkpoint directory, required (`liveplex personaplex make-tiny DIR` writes a "
+                            "tiny one; default: none)"),
+        g.add_argument("--device", default=None, help="cpu or cuda[:n] (default: cuda if available)"),
+        g.add_argument("--dtype", choices=["bf16", "fp32"], default=None,
+                       help="LM weights and KV (default: bf16 on CUDA, fp32 on CPU)"),
+        g.add_argument("--schedule", choices=SCHEDULES, default=default_of(d, "schedule"),
+                       help="which user codes enter the fed column (default: %(default)s)"),
+        g.add_argument("--context-frames", type=int, default=default_of(d, "context_frames"),
+                       help="temporal window, positions (default: %(default)s = 240 s; the persona leaves "
+                            "it after ~233 s)"),
+        g.add_argument("--max-prefill-rows", type=int, default=default_of(d, "max_prefill_rows"),
+                       help="prompt rows prefilled per tick (default: %(default)s)"),
+        g.add_argument("--memory-reserve-gib", type=float, default=default_of(d, "memory_reserve_gib"),
+                       help="device memory kept free, GiB (default: %(default)s)"),
+        g.add_argument("--no-cuda-graphs", action="store_true", help="run ticks eagerly on CUDA (default: graphs)"),
+        g.add_argument("--greedy", action="store_true", help="argmax draws (tests; default: sampling)"),
+        g.add_argument("--seed", type=int, default=None, help="derive session seeds from this (default: random)"),
+        g.add_argument("--default-voice", default=default_of(d, "default_voice"),
+                       help="voice used when a client names none (default: %(default)s)"),
+        g.add_argument("--cpu-threads", type=int, default=default_of(d, "cpu_threads"),
+                       help="torch threads on --device cpu (default: %(default)s)"),
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> EngineSettings:
@@ -134,6 +138,8 @@ def settings_from_args(args: argparse.Namespace) -> EngineSettings:
     if not args.model_path.is_dir():
         raise ValueError(f"--model-path: {args.model_path} is not a directory")
     device = args.device or _default_device()
+    if device.startswith("cuda"):
+        _check_cuda(device)
     dtype = args.dtype or ("bf16" if device.startswith("cuda") else "fp32")
     return EngineSettings(
         model_dir=args.model_path, device=device, dtype=dtype,
@@ -145,6 +151,21 @@ def settings_from_args(args: argparse.Namespace) -> EngineSettings:
         jitter_frames=args.jitter_frames, prebuffer_frames=args.prebuffer_frames,
         fail_after_ticks=args.fail_after_ticks, cpu_threads=args.cpu_threads,
     )
+
+
+def _check_cuda(device: str) -> None:
+    """Refuse a CUDA device this machine does not have, naming the flag (torch would fail later,
+    deep in the checkpoint load)."""
+    import torch  # only the personaplex path pays for importing torch
+
+    name, _, index = device.partition(":")
+    if name != "cuda" or (index and not index.isdigit()):
+        raise ValueError(f"--device must be cpu or cuda[:n], got {device!r}")
+    if not torch.cuda.is_available():
+        raise ValueError(f"--device {device}: this machine has no CUDA device; use --device cpu")
+    count = torch.cuda.device_count()
+    if int(index or 0) >= count:
+        raise ValueError(f"--device {device}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
 
 
 def _default_device() -> str:

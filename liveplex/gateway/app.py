@@ -53,7 +53,8 @@ def create_app(gateway: Gateway) -> FastAPI:
                                     status_code=503)
             load = loads().get(pool) if pool else None
             return JSONResponse({**served.config(), "pool": pool,
-                                 "max_sessions": load.capacity if load else 0})
+                                 "max_sessions": load.capacity if load else 0,
+                                 "api_key_required": front.key_required})
 
         @app.get("/live/stats")
         async def live_stats() -> dict[str, Any]:

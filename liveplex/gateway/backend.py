@@ -59,7 +59,7 @@ class GatewayBackend:
 
     def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
         conn = connection.Connection(self._view.catalog, self.protocol, now_ns)
-        self._conn_keys[conn] = auth.match_key(self._api_keys, headers.get_all("authorization")) or ""
+        self._conn_keys[conn] = auth.upgrade_key(self._api_keys, headers) or ""
         return conn
 
     def start(self, start: connection.Start, peer: backend.Peer) -> UpstreamLeg | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from liveplex import listen
 from liveplex.gateway import app, settings
 from liveplex.gateway.gateway import Gateway
 from liveplex.gptlive.server import auth, run
@@ -15,9 +16,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="liveplex gateway",
         description="Serve GPT-Live (/v1/live/sessions) by placing each session on a pod of its pool.")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
-    parser.add_argument("--port", type=int, default=8000, help="port, 0 picks a free one (default: %(default)s)")
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    listen.add_arguments(parser, 8000, "the gateway")
+    run.add_log_level(parser)
     settings.add_arguments(parser)
     server_settings.add_arguments(parser)
     return parser
@@ -37,9 +37,11 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     run.configure_logging(args.log_level)
     try:
+        listen.check(args.host, args.port)
         gateway, application = build(args)
     except ValueError as exc:
         print(f"liveplex gateway: {exc}", file=sys.stderr)
         return 2
-    run.run(application, args.host, args.port, _banner, gateway.drain, lambda: gateway.draining)
+    run.run(application, gateway.front.settings, args.host, args.port, _banner, gateway.drain,
+            lambda: gateway.draining)
     return 0

@@ -14,6 +14,11 @@ A gateway runs the same `Connection` up to the start: once its upstream pod answ
 Which command is legal in which state is the `LEGAL` table below, and nowhere else. Usage events
 are driven by the frames sent (every `usage_period_ms` of session time), so a live session needs
 no timer at all; only idle guard, pending start and close grace have deadlines.
+
+A socket gets at most `errors_per_s` `error` replies per second (counted on the clock of the
+messages they answer): past that `reading` is False until the second is over, so a client that
+answers every error with a new bad event is held back by its own socket, and still gets every
+answer.
 """
 
 from __future__ import annotations
@@ -91,12 +96,14 @@ class Refused:
 @dataclass(frozen=True, slots=True)
 class Ended:
     """A started session ended: `close_requested`, `expired`, `connection_lost`, `remote_hangup`
-    or `server_shutdown`, after `seconds` of session time."""
+    or `server_shutdown`, after `seconds` of session time (`frames` audio deltas sent)."""
 
     reason: str
     seconds: float
     underruns: int = 0
     dropped: int = 0
+    session_id: str = ""
+    frames: int = 0
 
 
 Action = Send | Start | Append | Hangup | Release | Close | Accepted | Refused | Ended
@@ -104,6 +111,9 @@ Action = Send | Start | Append | Hangup | Release | Close | Accepted | Refused |
 NORMAL = 1000
 GOING_AWAY = 1001
 INTERNAL_ERROR = 1011
+
+ERROR_WINDOW_NS = 1_000_000_000
+"""The window `Settings.errors_per_s` counts over."""
 
 
 # --- states and the legality table ------------------------------------------------------------------
@@ -182,8 +192,14 @@ class Connection:
         self.catalog = catalog
         self.settings = settings
         self.state = State.IDLE
-        self.deadline_ns: int | None = now_ns + settings.idle_guard_ms * 1_000_000
+        self._due_ns: int | None = now_ns + settings.idle_guard_ms * 1_000_000
+        """The protocol's own deadline (idle guard, pending start, close grace)."""
+        self._quiet_until_ns: int | None = None
+        """Set while the socket spent its error budget: not read until then."""
+        self.deadline_ns: int | None = self._due_ns
         """When `timer` must next be called; None while nothing is due (a live session)."""
+        self._errors_left = settings.errors_per_s
+        self._window_end_ns = now_ns + ERROR_WINDOW_NS
         self._session_id = session_id
         """Given by the caller (a gateway's placement), else minted per start."""
         self._last_message_ns = now_ns
@@ -200,8 +216,10 @@ class Connection:
 
     @property
     def reading(self) -> bool:
-        """Whether the pump may read the socket: not while a start is pending (gpt-live §2.4)."""
-        return self.state in (State.IDLE, State.LIVE, State.CLOSING, State.RELAYING)
+        """Whether the pump may read the socket: not while a start is pending (gpt-live §2.4),
+        nor for the rest of a second in which the client spent its error budget."""
+        return self._quiet_until_ns is None and self.state in (State.IDLE, State.LIVE, State.CLOSING,
+                                                                State.RELAYING)
 
     @property
     def frames_sent(self) -> int:
@@ -219,7 +237,7 @@ class Connection:
             raise RuntimeError("a relayed session's frames go to the upstream, not here")
         self._last_message_ns = now_ns
         if self.state is State.IDLE:  # the idle guard restarts on every client message
-            self.deadline_ns = now_ns + self.settings.idle_guard_ms * 1_000_000
+            self._due(now_ns + self.settings.idle_guard_ms * 1_000_000)
         event = events.parse(data)
         if isinstance(event, events.Invalid):
             return [self._error(event.error, event.event_id)]
@@ -245,7 +263,7 @@ class Connection:
             assert isinstance(data, str)  # a bytes frame never parses as a start
             self._pending, self._pending_event_id = prepared, event.event_id
             self.state = State.STARTING
-            self.deadline_ns = now_ns + self.settings.start_timeout_ms * 1_000_000
+            self._due(now_ns + self.settings.start_timeout_ms * 1_000_000)
             return [Start(prepared.session, prepared.resource, data)]
         if isinstance(event, events.InputAudioAppend):
             return self._append(event)
@@ -258,7 +276,7 @@ class Connection:
         assert isinstance(event, events.SessionClose)
         self.state = State.CLOSING
         self._close_event_id = event.event_id
-        self.deadline_ns = now_ns + self.settings.close_grace_ms * 1_000_000
+        self._due(now_ns + self.settings.close_grace_ms * 1_000_000)
         return [Hangup()]
 
     def rejected(self, error: ProtocolError | None) -> list[Action]:
@@ -293,7 +311,7 @@ class Connection:
             return []
         self._frames_sent = frames
         self.state = State.DONE
-        return [Ended(reason, self._usage_seconds()), Close(code), Release()]
+        return [self._ended(reason), Close(code), Release()]
 
     def relay_lost(self, frames: int) -> list[Action]:
         """The upstream vanished mid-session (platform §7.8): error, connection_lost, 1011."""
@@ -330,26 +348,34 @@ class Connection:
         """The shared timer's tick; acts only once `deadline_ns` has passed."""
         if self.deadline_ns is None or now_ns < self.deadline_ns:
             return []
+        quiet = self._quiet_until_ns
+        if quiet is not None and now_ns >= quiet:  # read again, with a fresh budget
+            self._quiet_until_ns = None
+            self._errors_left = self.settings.errors_per_s
+            self._window_end_ns = now_ns + ERROR_WINDOW_NS
+            self._due(self._due_ns)
+            if self.deadline_ns is None or now_ns < self.deadline_ns:
+                return []
         if self.state is State.IDLE:  # pre-start idle guard: no session existed, nothing to say
             self.state = State.DONE
-            self.deadline_ns = None
+            self._due(None)
             return [Close(NORMAL)]
         if self.state is State.STARTING:
             return self._refuse(errors.server_error("the engine did not answer the start"))
         if self.state is State.CLOSING:  # close grace: the engine did not answer in time
             return self._finish("close_requested", self._close_event_id, NORMAL)
-        self.deadline_ns = None
+        self._due(None)
         return []
 
     def disconnect(self) -> list[Action]:
         """The client is gone (close frame, error, EOF, failed send): hang the session up."""
         actions: list[Action] = []
         if self.state in (State.LIVE, State.CLOSING, State.RELAYING):
-            actions.append(Ended("remote_hangup", self._usage_seconds()))
+            actions.append(self._ended("remote_hangup"))
         if self.state in (State.STARTING, State.LIVE, State.CLOSING, State.RELAYING):
             actions.append(Release())
         self.state = State.DONE
-        self.deadline_ns = None
+        self._due(None)
         return actions
 
     def shutdown(self) -> list[Action]:
@@ -359,7 +385,7 @@ class Connection:
                     *self._finish("connection_lost", None, GOING_AWAY, ended="server_shutdown")]
         had_session = self.state is State.STARTING
         self.state = State.DONE
-        self.deadline_ns = None
+        self._due(None)
         return [Release(), Close(GOING_AWAY)] if had_session else [Close(GOING_AWAY)]
 
     # --- session.start ---------------------------------------------------------------------------------
@@ -373,7 +399,7 @@ class Connection:
         self._pending = None
         self._served = pending.served
         self._resource = resource
-        self.deadline_ns = None
+        self._due(None)
 
     def _started(self) -> list[Action]:
         pending = self._pending
@@ -390,7 +416,7 @@ class Connection:
         """The pending start failed: error, no session, the socket stays open (gpt-live §8.3)."""
         self._pending = None
         self.state = State.IDLE
-        self.deadline_ns = self._last_message_ns + self.settings.idle_guard_ms * 1_000_000
+        self._due(self._last_message_ns + self.settings.idle_guard_ms * 1_000_000)
         if error is None:
             return [Refused("upstream"), Release()]
         return [self._error(error, self._pending_event_id), Refused(error.code.value), Release()]
@@ -458,10 +484,33 @@ class Connection:
         differs from what the client is told (a shutdown is `connection_lost` on the wire)."""
         assert self._resource is not None
         self.state = State.DONE
-        self.deadline_ns = None
+        self._due(None)
         seconds = self._usage_seconds()
         closed = events.SessionClosed(reason, self._resource, seconds, client_event_id)
-        return [Send(closed), Ended(ended or reason, seconds, *counts), Close(code), Release()]
+        return [Send(closed), self._ended(ended or reason, counts), Close(code), Release()]
+
+    def _ended(self, reason: str, counts: tuple[int, int] = (0, 0)) -> Ended:
+        resource = self._resource
+        return Ended(reason, self._usage_seconds(), *counts, resource.id if resource else "", self._frames_sent)
 
     def _error(self, error: ProtocolError, client_event_id: str | None) -> Send:
+        """An `error` reply, spent from this second's budget."""
+        now_ns = self._last_message_ns
+        if now_ns >= self._window_end_ns:
+            self._window_end_ns = now_ns + ERROR_WINDOW_NS
+            self._errors_left = self.settings.errors_per_s
+        self._errors_left -= 1
+        if self._errors_left <= 0 and self.state is not State.DONE:
+            self._quiet_until_ns = self._window_end_ns
+            self._due(self._due_ns)
         return Send(events.Error(error, client_event_id))
+
+    def _due(self, ns: int | None) -> None:
+        """Set the protocol's deadline; `deadline_ns` is the earlier of it and the end of a quiet
+        spell (a closed socket has no quiet spell)."""
+        self._due_ns = ns
+        quiet = self._quiet_until_ns
+        if quiet is None or self.state is State.DONE:
+            self.deadline_ns = ns
+        else:
+            self.deadline_ns = quiet if ns is None else min(ns, quiet)

@@ -23,8 +23,11 @@ class Settings:
     """A pending start with no answer from the engine after this gets `server_error`."""
     idle_guard_ms: int = 60_000
     """With no session, close the socket after this long without a client message."""
+    errors_per_s: int = 50
+    """`error` replies a socket gets per second; past it the socket is not read until the second
+    ends, so a client answering every error with a new bad event is slowed, never silenced."""
 
     def __post_init__(self) -> None:
-        for name in ("close_grace_ms", "usage_period_ms", "start_timeout_ms", "idle_guard_ms"):
+        for name in ("close_grace_ms", "usage_period_ms", "start_timeout_ms", "idle_guard_ms", "errors_per_s"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")

@@ -31,7 +31,7 @@ def create_app(pod: Pod) -> FastAPI:
 
         @app.get("/live/config")
         async def live_config() -> dict[str, Any]:
-            return served.config()
+            return {**served.config(), "api_key_required": front.key_required}
 
         @app.get("/live/stats")
         async def live_stats() -> dict[str, Any]:

@@ -44,6 +44,8 @@ class PodCollector(Collector):
         yield _labelled("liveengine_sessions_rejected", "Refused starts by reason.", "reason", f.rejected)
         yield _labelled("liveengine_sessions_closed", "Ended sessions by reason.", "reason", f.closed)
         yield _labelled("liveengine_errors", "Error events sent, by code.", "code", f.errors)
+        yield _labelled("liveengine_connections_dropped", "Connections the pod cut, by reason.", "reason",
+                        f.dropped)
         yield CounterMetricFamily("liveengine_underruns", "Jitter-buffer dry spells.", value=f.underruns)
         yield CounterMetricFamily("liveengine_dropped_samples", "Caller samples dropped by the jitter cap.",
                                   value=f.dropped_samples)

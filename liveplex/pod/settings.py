@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--redis-url", default=None,
                    help="publish load to this Redis for a gateway (default: standalone)")
     g.add_argument("--pool", default=None, metavar="NS/NAME",
-                   help="the pool (LiveEngine) this pod belongs to; with --redis-url")
+                   help="the pool (LiveEngine) this pod belongs to; with --redis-url (default: none)")
     g.add_argument("--advertise", default=None, metavar="URL",
                    help="ws://host:port the gateway dials; with --redis-url (default: the bound address)")
     g.add_argument("--pod-name", default=None, help="member name in the pool (default: from --advertise)")

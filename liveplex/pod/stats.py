@@ -94,6 +94,7 @@ def stats_json(s: PodSnapshot) -> dict[str, Any]:
         "late_ticks": s.late_ticks, "ticks_late": s.ticks_late, "draining": s.draining,
         "sockets": f.sockets_open, "underruns": f.underruns, "dropped_samples": f.dropped_samples,
         "refused_busy": f.rejected.get("server_busy", 0),
+        "dropped_connections": f.dropped,
         "tick_lateness": _histogram(s.lateness), "tick_duration": _histogram(s.duration),
         "batch_size": _histogram(s.batch), "prefill": _histogram(s.prefill),
         "kv_occupancy": s.kv_occupancy,

@@ -80,29 +80,40 @@ class SimProfile:
         return self.tick_base_us + self.tick_per_session_us * sessions
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The sim's flags on `liveplex serve --engine sim`."""
+def add_arguments(parser: argparse.ArgumentParser) -> tuple[argparse.Action, ...]:
+    """The engine flags of `liveplex serve`: first those both engines read (the PersonaPlex engine
+    reads them from the same namespace), then the sim's own, which it returns so that a run with
+    another engine can say it ignores them."""
     d = SimProfile()
-    g = parser.add_argument_group("sim engine")
-    g.add_argument("--model", default=None, help=f"served model id (sim: {d.model})")
-    g.add_argument("--max-sessions", type=int, default=None, help=f"admission cap (sim: {d.max_sessions})")
-    g.add_argument("--max-seconds", type=float, default=d.max_seconds, help="session length, s")
-    g.add_argument("--jitter-frames", type=int, default=d.jitter_frames)
-    g.add_argument("--prebuffer-frames", type=int, default=d.prebuffer_frames)
-    g.add_argument("--echo-frames", type=int, default=d.echo_frames)
-    g.add_argument("--tick-base-us", type=int, default=d.tick_base_us,
-                   help="emulated compute per tick, µs")
-    g.add_argument("--tick-per-session-us", type=int, default=d.tick_per_session_us,
-                   help="emulated compute per session per tick, µs")
-    g.add_argument("--fail-after-ticks", type=int, default=d.fail_after_ticks,
-                   help="fault injection: the tick raises after N ticks (0: off)")
+    shared = parser.add_argument_group("engine (sim and personaplex)")
+    shared.add_argument("--max-sessions", type=int, default=None, metavar="N",
+                        help=f"admission cap (default: sim {d.max_sessions}; personaplex: what the device "
+                             "memory holds)")
+    shared.add_argument("--max-seconds", type=float, default=d.max_seconds,
+                        help="session length, s; personaplex: 0 = unlimited (default: %(default)s)")
+    shared.add_argument("--jitter-frames", type=int, default=d.jitter_frames,
+                        help="jitter buffer cap, 80 ms frames (default: %(default)s)")
+    shared.add_argument("--prebuffer-frames", type=int, default=d.prebuffer_frames,
+                        help="frames buffered before playout starts (default: %(default)s)")
+    shared.add_argument("--fail-after-ticks", type=int, default=d.fail_after_ticks,
+                        help="fault injection: the tick raises after N ticks (default: %(default)s = never)")
+    sim = parser.add_argument_group("sim engine")
+    return (
+        sim.add_argument("--model", default=None, help=f"served model id (default: {d.model})"),
+        sim.add_argument("--echo-frames", type=int, default=d.echo_frames,
+                         help="how late the echo plays the caller back, frames (default: %(default)s)"),
+        sim.add_argument("--tick-base-us", type=int, default=d.tick_base_us,
+                         help="emulated compute per tick, µs (default: %(default)s)"),
+        sim.add_argument("--tick-per-session-us", type=int, default=d.tick_per_session_us,
+                         help="emulated compute per session per tick, µs (default: %(default)s)"),
+    )
 
 
 def profile_from_args(args: argparse.Namespace) -> SimProfile:
     d = SimProfile()
     return SimProfile(
         model=args.model or d.model,
-        max_sessions=args.max_sessions or d.max_sessions,
+        max_sessions=d.max_sessions if args.max_sessions is None else args.max_sessions,
         max_seconds=args.max_seconds,
         jitter_frames=args.jitter_frames,
         prebuffer_frames=args.prebuffer_frames,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from liveplex.conformance import checks, runner, signals, target, wire
+from liveplex.conformance import checks, runner, sessions, signals, target, wire
 from liveplex.conformance.checklist import Check, Failed, Outcome, Skipped, Status
 from liveplex.conformance.cli import line
 from liveplex.gptlive import urls
@@ -112,3 +112,43 @@ def test_speech_is_loud_in_every_frame(ms):
 
 def test_frames_in_matches_the_spec_examples():
     assert (signals.frames_in(500), signals.frames_in(5000), signals.frames_in(80)) == (6, 62, 1)
+
+
+async def test_no_more_sockets_are_open_at_once_than_the_server_has_slots_and_waiting_is_not_timed():
+    """Four checks of three sockets each, and four sockets besides, against 2 slots: never more than
+    2 open, and a check whose own limit (0.2 s) is far shorter than its wait for slots passes."""
+    budget = sessions.Sessions(2)
+    holding = peak = 0
+
+    async def hold() -> None:
+        nonlocal holding, peak
+        holding += 1
+        peak = max(peak, holding)
+        await asyncio.sleep(0.05)
+        holding -= 1
+
+    async def socket_() -> None:
+        give_back = await budget.take()
+        await hold()
+        give_back()
+
+    async def body(ctx):
+        assert ctx.sessions is budget
+        async def one():
+            async with ctx.slot():
+                await hold()
+        await asyncio.gather(*(one() for _ in range(3)))
+
+    others = [asyncio.create_task(socket_()) for _ in range(4)]
+    outcomes = await asyncio.gather(*(runner.run_one(Check(n, "x", body, seconds=0), TARGET, wire.Ledger(), budget)
+                                      for n in range(4)))
+    await asyncio.gather(*others)
+    assert {o.status for o in outcomes} == {Status.PASS}
+    assert peak <= 2
+
+
+def test_concurrency_never_exceeds_the_capacity():
+    def tgt(concurrency, capacity):
+        return target.Target(target.Options(base_url="http://h:1/v1", concurrency=concurrency,
+                                            expect_capacity=capacity), TARGET.server)
+    assert [runner.concurrency(tgt(8, c)) for c in (None, 1, 4, 64)] == [8, 1, 4, 8]

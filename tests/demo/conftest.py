@@ -131,3 +131,12 @@ def one_slot_pod(tmp_path: pathlib.Path) -> Iterator[str]:
     """The same with room for one session, so a second caller meets `server_busy`."""
     with servers.serve("--max-sessions", "1", log=tmp_path / "pod.log") as base_url:
         yield base_url.removesuffix("/v1")
+
+
+@pytest.fixture
+def keyed_pod(tmp_path: pathlib.Path) -> Iterator[str]:
+    """A pod that needs the API key `demo-key` (given in a file, not on the command line)."""
+    keys = tmp_path / "keys"
+    keys.write_text("demo-key\n")
+    with servers.serve("--api-key-file", str(keys), log=tmp_path / "pod.log") as base_url:
+        yield base_url.removesuffix("/v1")

@@ -77,3 +77,35 @@ def test_a_full_pod_answers_server_busy_and_a_retry_on_the_same_socket_gets_in(
         sync_api.expect(second.locator("body")).to_have_attribute("data-ended", "close_requested",
                                                                   timeout=CALL_TIMEOUT_MS)
         assert first.problems == second.problems == []  # type: ignore[attr-defined]
+
+
+def test_a_pod_that_needs_a_key_asks_for_it_names_a_wrong_one_and_takes_the_right_one(
+    page: sync_api.Page, keyed_pod: str
+) -> None:
+    page.goto(keyed_pod + "/")
+    key = page.get_by_label("API key")
+    sync_api.expect(key).to_be_visible()
+    start = page.get_by_role("button", name="Start call")
+    sync_api.expect(start).to_be_enabled()
+    start.click()
+    sync_api.expect(page.locator("#problem-text")).to_have_text("This pod needs an API key: enter it above.")
+
+    key.fill("wrong-key")
+    start.click()
+    sync_api.expect(page.get_by_role("alert")).to_contain_text("check the API key", timeout=CALL_TIMEOUT_MS)
+    sync_api.expect(page.locator("body")).to_have_attribute("data-call", "idle")
+
+    key.fill("demo-key")
+    start.click()
+    sync_api.expect(page.locator("body")).to_have_attribute("data-call", "live", timeout=CALL_TIMEOUT_MS)
+    sync_api.expect(page.get_by_role("alert")).to_be_hidden()
+    page.get_by_role("button", name="End call").click()
+    sync_api.expect(page.locator("body")).to_have_attribute("data-ended", "close_requested", timeout=CALL_TIMEOUT_MS)
+    # the refused upgrade is the one console error the browser reports itself
+    assert all("WebSocket connection" in p for p in page.problems)  # type: ignore[attr-defined]
+
+
+def test_a_pod_without_a_key_shows_no_key_field(page: sync_api.Page, pod: str) -> None:
+    page.goto(pod + "/")
+    sync_api.expect(page.locator("#model")).not_to_have_text("…")
+    sync_api.expect(page.get_by_label("API key")).to_be_hidden()

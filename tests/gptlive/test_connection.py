@@ -225,7 +225,7 @@ def test_outcomes_count_each_session_once() -> None:
     assert outcomes(conn.deliver([contract.Started()])) == [c.Accepted(conn._resource.id)]
     conn.deliver([FRAME] * 25)
     out = conn.deliver([contract.Closed(contract.CloseReason.EXPIRED, 25, 3, 7)])
-    assert outcomes(out) == [c.Ended("expired", 2.0, 3, 7)]
+    assert outcomes(out) == [c.Ended("expired", 2.0, 3, 7, conn._resource.id, 25)]
     assert conn.disconnect() == []
 
 
@@ -248,12 +248,13 @@ def test_a_relayed_session_hands_off_then_ends_or_is_lost() -> None:
     closed = sent(out)[1]
     assert (closed["reason"], closed["usage"]["seconds"], closed["session"]["expires_at"]) == (
         "connection_lost", 2.0, 4242)
-    assert wire(out)[2:] == [c.Close(1011), c.Release()] and outcomes(out) == [c.Ended("connection_lost", 2.0)]
+    assert wire(out)[2:] == [c.Close(1011), c.Release()]
+    assert outcomes(out) == [c.Ended("connection_lost", 2.0, session_id=conn._resource.id, frames=25)]
     other = new()
     other.receive(START, 0, 0.0)
     other.handed_off()
-    assert other.relay_ended("close_requested", 5) == [c.Ended("close_requested", 0.4), c.Close(1000),
-                                                       c.Release()]
+    assert other.relay_ended("close_requested", 5) == [
+        c.Ended("close_requested", 0.4, session_id=other._resource.id, frames=5), c.Close(1000), c.Release()]
 
 
 def test_start_with_no_answer_times_out_as_server_error() -> None:
@@ -409,3 +410,48 @@ def test_disconnect_releases_a_running_session_and_shutdown_says_so() -> None:
 def test_legal_table_covers_every_supported_command_in_every_read_state() -> None:
     for state in (c.State.IDLE, c.State.LIVE, c.State.CLOSING):
         assert set(c.LEGAL[state]) == set(events.SUPPORTED)
+
+
+# --- the error budget ------------------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30), st.lists(st.integers(0, 300_000), min_size=1, max_size=400))
+def test_errors_come_at_most_a_budget_per_second_and_every_bad_event_is_answered(
+        budget: int, gaps_us: list[int]) -> None:
+    """A pump that reads only while `reading` and calls `timer` whenever it gets a turn: bad events
+    arriving `gaps_us` apart are all answered, in order, never more than `budget` in one window
+    (so at most two budgets in any second)."""
+    conn = new(Settings(errors_per_s=budget))
+    backlog: list[str] = []
+    answers: list[tuple[int, str]] = []
+    now = 0
+
+    def pump() -> None:
+        conn.timer(now)
+        while backlog and conn.reading:
+            for error in sent(conn.receive(backlog.pop(0), now, 0.0)):
+                answers.append((now, error["client_event_id"]))
+
+    for i, gap in enumerate(gaps_us):
+        now += gap * 1000
+        backlog.append(msg("session.close", f"e{i}"))
+        pump()
+    while backlog:  # the sweeper's later turns
+        assert conn.deadline_ns is not None and not conn.reading
+        now = max(now, conn.deadline_ns)
+        pump()
+    assert [event_id for _, event_id in answers] == [f"e{i}" for i in range(len(gaps_us))]
+    times = [t for t, _ in answers]
+    for i, t in enumerate(times):
+        assert sum(1 for u in times[i:] if u < t + 1_000 * MS) <= 2 * budget
+
+
+def test_a_quiet_spell_ends_with_the_second_and_keeps_the_idle_guard() -> None:
+    conn = new(Settings(errors_per_s=2, idle_guard_ms=60_000))
+    conn.receive("x", 100 * MS, 0.0)
+    assert conn.reading
+    conn.receive("x", 200 * MS, 0.0)
+    assert not conn.reading and conn.deadline_ns == 1_000 * MS
+    assert conn.timer(1_000 * MS) == [] and conn.reading
+    assert conn.deadline_ns == 60_200 * MS
+    assert conn.timer(60_200 * MS) == [c.Close(1000)]

@@ -19,7 +19,6 @@ from pathlib import Path
 import uvicorn
 
 from liveplex import serve
-from liveplex.gptlive import events
 from liveplex.gptlive.server import run
 from liveplex.live import runner
 
@@ -81,9 +80,7 @@ async def in_process(*flags: str, engine: runner.EngineFactory | None = None,
     """`liveplex serve --engine sim FLAGS` on this loop (`engine` replaces the sim)."""
     built = serve.build_pod(serve.build_parser().parse_args(["--engine", "sim", *flags]), engine)
     sock = listening_socket()
-    config = uvicorn.Config(built.app, ws=ws, ws_max_size=events.MAX_MESSAGE_BYTES, lifespan="on",
-                            log_level="warning", access_log=False)
-    server = _Announcing(config)
+    server = _Announcing(run.config(built.app, built.pod.front.settings, ws=ws))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         async with asyncio.timeout(READY_S):
@@ -113,13 +110,16 @@ def _announced(proc: subprocess.Popen[bytes], log: Path, found: list[str], ready
 
 
 @contextlib.contextmanager
-def subprocess_pod(*flags: str, log: Path, command: str = "serve") -> Iterator[tuple[Running, subprocess.Popen[bytes]]]:
+def subprocess_pod(*flags: str, log: Path, command: str = "serve",
+                   stderr: Path | None = None) -> Iterator[tuple[Running, subprocess.Popen[bytes]]]:
     """`liveplex COMMAND --host 127.0.0.1 --port 0 FLAGS` (default `serve --engine sim`) as a
-    child process; yields once it has printed where it listens."""
+    child process; yields once it has printed where it listens. Its stderr (the JSON logs) goes
+    to `log` with its stdout, or to `stderr` apart."""
     head = ["serve", "--engine", "sim"] if command == "serve" else [command]
+    errors = open(stderr, "wb") if stderr is not None else None  # noqa: SIM115 (closed below)
     proc = subprocess.Popen(
         [sys.executable, "-m", "liveplex.cli", *head, "--host", "127.0.0.1", "--port", "0", *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        stdout=subprocess.PIPE, stderr=errors or subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     found: list[str] = []
     ready = threading.Event()
     reader = threading.Thread(target=_announced, args=(proc, log, found, ready), daemon=True)
@@ -137,3 +137,5 @@ def subprocess_pod(*flags: str, log: Path, command: str = "serve") -> Iterator[t
             proc.kill()
             proc.wait()
         reader.join(5)
+        if errors is not None:
+            errors.close()

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, TypeVar
 
 import openai
 
@@ -17,6 +22,8 @@ LARGE_MESSAGE_BYTES = 1_572_864
 
 SDK_AUDIO_S = 2.0
 """gpt-live §14.40: the smoke clients receive 2 s of model audio."""
+
+T = TypeVar("T")
 
 
 def _summary(ctx: Context, rules: frozenset[frames.Rule] | None) -> str:
@@ -77,11 +84,61 @@ class _Smoke:
         return False, False, False
 
 
-def _sync_smoke(base_url: str, api_key: str) -> tuple[int, str]:
-    """The sync SDK client: start, 2 s of model audio, close; (audio bytes, close reason)."""
+class _Watchdog:
+    """Closes a sync SDK connection after `seconds`: a thread cannot be cancelled, and one waiting
+    on a silent server kept `liveplex check` from ever exiting."""
+
+    def __init__(self, conn: Any, seconds: float) -> None:
+        self.fired = False
+        self._conn = conn
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def _fire(self) -> None:
+        self.fired = True
+        self._conn.close()
+
+    def __enter__(self) -> _Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._timer.cancel()
+
+
+async def _in_thread(fn: Callable[..., T], *args: object) -> T:
+    """`fn(*args)` on a daemon thread: unlike `asyncio.to_thread`'s, a thread still running when the
+    run ends cannot keep the process alive."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)  # type: ignore[arg-type]
+
+    def work() -> None:
+        try:
+            result, error = fn(*args), None
+        except BaseException as exc:  # handed to the awaiting check
+            result, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, daemon=True).start()
+    return await done
+
+
+def _sync_smoke(base_url: str, api_key: str, seconds: float) -> tuple[int, str]:
+    """The sync SDK client: start, 2 s of model audio, close, all within `seconds`; (audio bytes,
+    close reason)."""
     client = openai.OpenAI(base_url=base_url, api_key=api_key)
     smoke, frame = _Smoke("sync"), signals.b64(signals.silence(signals.FRAME_MS))
-    with client.live.connect() as conn:
+    with client.live.connect() as conn, _Watchdog(conn, seconds) as watchdog:
         conn.session.start(event_id="start", session={"model": DEFAULT_MODEL})
         for event in conn:
             append, close, stop = smoke.on(event)
@@ -91,6 +148,8 @@ def _sync_smoke(base_url: str, api_key: str) -> tuple[int, str]:
                 conn.session.close(event_id="bye")
             if stop:
                 break
+    if watchdog.fired:
+        raise Failed(f"sync SDK client: no session.closed within {seconds:.1f} s")
     return smoke.received, smoke.reason
 
 
@@ -110,16 +169,22 @@ async def _async_smoke(base_url: str, api_key: str) -> tuple[int, str]:
     return smoke.received, smoke.reason
 
 
-def _sync_dispatch(base_url: str, api_key: str) -> list[str]:
-    """`dispatch_events()` with an "error" handler: a refusal reaches it; the loop ends after close."""
+def _sync_dispatch(base_url: str, api_key: str, seconds: float) -> list[str]:
+    """`dispatch_events()` with an "error" handler, within `seconds`: the refused `session.update`
+    reaches it and its `session.close` ends the session. Any other error closes the socket: closing
+    the session on every error loops forever once the start is refused (`server_busy`, then each
+    close's `session_not_started`)."""
     client = openai.OpenAI(base_url=base_url, api_key=api_key)
     errors: list[str] = []
-    with client.live.connect() as conn:
+    with client.live.connect() as conn, _Watchdog(conn, seconds):
         conn.on("session.started", lambda _event: conn.session.update(session={}, event_id="upd"))
 
         def on_error(event: object) -> None:
             errors.append(event.error.code)  # type: ignore[attr-defined]
-            conn.session.close()
+            if errors == ["unsupported_event"]:
+                conn.session.close()
+            else:
+                conn.close()
 
         conn.on("error", on_error)
         conn.session.start(session={"model": DEFAULT_MODEL})
@@ -129,9 +194,19 @@ def _sync_dispatch(base_url: str, api_key: str) -> list[str]:
 
 async def sdk_clients(ctx: Context) -> str:
     base, key = ctx.options.base_url, ctx.options.bearer
+
+    async def in_slot(client: Callable[[str, str, float], T]) -> T:
+        async with ctx.slot():
+            left = ctx.deadline.remaining() if ctx.deadline is not None else None
+            seconds = ctx.options.timeout_s + 2 * SDK_AUDIO_S if left is None else left
+            return await _in_thread(client, base, key, max(seconds, 0.1))
+
+    async def async_in_slot() -> tuple[int, str]:
+        async with ctx.slot():
+            return await _async_smoke(base, key)
+
     (sync_bytes, sync_reason), (async_bytes, async_reason), errors = await asyncio.gather(
-        asyncio.to_thread(_sync_smoke, base, key), _async_smoke(base, key),
-        asyncio.to_thread(_sync_dispatch, base, key))
+        in_slot(_sync_smoke), async_in_slot(), in_slot(_sync_dispatch))
     for name, got, reason in (("sync", sync_bytes, sync_reason), ("async", async_bytes, async_reason)):
         expect(got >= SDK_AUDIO_S * 48_000, f"{name} SDK client received {got} bytes of audio")
         expect(reason == "close_requested", f"{name} SDK client ended with {reason!r}")

@@ -42,13 +42,18 @@ class Front:
     sweeper: Sweeper | None = None
     sockets: set[Socket] = field(default_factory=set)
 
+    @property
+    def key_required(self) -> bool:
+        """Whether a request must carry an API key (said in `/live/config`, for the demo page)."""
+        return bool(self.settings.api_keys)
+
     def key(self, authorization: list[str]) -> str | None:
-        """The API key a request carries (`auth.ANONYMOUS` without keys); None: refuse."""
+        """The API key an HTTP request carries (`auth.ANONYMOUS` without keys); None: refuse."""
         return auth.match_key(self.settings.api_keys, authorization)
 
     def refusal(self, headers: Headers) -> tuple[int, bytes] | None:
         """Why an upgrade of the live path is refused (status, JSON body); None to accept."""
-        if self.key(headers.get_all("authorization")) is None:
+        if auth.upgrade_key(self.settings.api_keys, headers) is None:
             return replies.UNAUTHORIZED
         if self.sweeper is None:
             return replies.NOT_READY

@@ -3,7 +3,12 @@
 `load_keys` reads the accepted keys from a flag, the environment or a file (a token on the
 command line is visible in the process table, so the flag is the least preferred). `match_key`
 answers which key a request carries, comparing against every key in constant time, and refuses a
-request with more than one `Authorization` header rather than trusting the first.
+request with more than one credential rather than trusting the first.
+
+A browser cannot set `Authorization` on a WebSocket, so the live socket also takes the key as a
+subprotocol, OpenAI's convention: `new WebSocket(url, ["liveplex", "openai-insecure-api-key.KEY"])`.
+The server then selects `liveplex` (a browser fails a handshake that selects none of the offered
+subprotocols), so the key is never echoed.
 """
 
 from __future__ import annotations
@@ -13,11 +18,21 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from websockets.datastructures import Headers
+from websockets.exceptions import InvalidHeader
+from websockets.headers import parse_subprotocol
+
 ENV_KEYS = "LIVEPLEX_API_KEYS"
 """Comma-separated accepted keys, when neither flag names any."""
 
 ANONYMOUS = ""
 """What `match_key` answers when the server needs no key."""
+
+KEY_SUBPROTOCOL = "openai-insecure-api-key."
+"""Prefix of the subprotocol a browser offers its key as."""
+
+PAGE_SUBPROTOCOL = "liveplex"
+"""The subprotocol selected when a client offers it (next to a key subprotocol)."""
 
 
 def load_keys(flag: str | None, key_file: Path | None, environ: Mapping[str, str]) -> tuple[str, ...]:
@@ -45,12 +60,22 @@ def environment() -> Mapping[str, str]:
     return os.environ
 
 
-def match_key(keys: tuple[str, ...], authorization: Iterable[str]) -> str | None:
-    """The key the request's `Authorization: Bearer <key>` carries; `ANONYMOUS` when `keys` is
-    empty; None to refuse (no header, two headers, or an unknown key)."""
+def subprotocols(headers: Iterable[str]) -> list[str] | None:
+    """The subprotocols offered in `Sec-WebSocket-Protocol` header values; None when malformed."""
+    try:
+        return [str(p) for value in headers for p in parse_subprotocol(value)]
+    except InvalidHeader:
+        return None
+
+
+def match_key(keys: tuple[str, ...], authorization: Iterable[str], offered: Iterable[str] = ()) -> str | None:
+    """The key the request carries, in `Authorization: Bearer <key>` or a `KEY_SUBPROTOCOL`
+    subprotocol; `ANONYMOUS` when `keys` is empty; None to refuse (no credential, two of them, or
+    an unknown key)."""
     if not keys:
         return ANONYMOUS
     values = list(authorization)
+    values += [f"Bearer {p.removeprefix(KEY_SUBPROTOCOL)}" for p in offered if p.startswith(KEY_SUBPROTOCOL)]
     if len(values) != 1:
         return None
     scheme, _, given = values[0].partition(" ")
@@ -62,3 +87,9 @@ def match_key(keys: tuple[str, ...], authorization: Iterable[str]) -> str | None
         if hmac.compare_digest(candidate, key.encode()):
             found = key
     return found
+
+
+def upgrade_key(keys: tuple[str, ...], headers: Headers) -> str | None:
+    """`match_key` for a WebSocket upgrade: its `Authorization` headers and offered subprotocols."""
+    offered = subprotocols(headers.get_all("sec-websocket-protocol"))
+    return None if offered is None else match_key(keys, headers.get_all("authorization"), offered)

@@ -13,7 +13,10 @@ the socket's `Connection` by push, with no task and no await per frame (performa
   `perform` and `relay`; a pod's engine calls every session's output listener once per tick;
 - sends are websockets' `send_text` and one `transport.write` per batch of actions. While the
   transport's write buffer is over its high-water mark, sends wait in order in a held queue;
-  more than `outbound_max_frames` audio deltas held is a disconnect (close 1011);
+  more than `outbound_max_frames` audio deltas or `outbound_max_bytes` bytes of events held is a
+  disconnect (close 1011, the reason says which; the transport is aborted `DROP_GRACE_S` later);
+- a keepalive ping left unanswered aborts the transport (uvicorn closes it, which waits for a
+  send buffer a non-reading client never drains, so its descriptor stayed open);
 - the server's one `Sweeper` fires the deadlines.
 
 Every other path (404s, the demo, other upgrade paths) goes through the ASGI app unchanged.
@@ -37,7 +40,7 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 
 from liveplex.gptlive import connection, events
-from liveplex.gptlive.server import backend
+from liveplex.gptlive.server import auth, backend
 
 if TYPE_CHECKING:
     from websockets.frames import Frame
@@ -45,6 +48,9 @@ if TYPE_CHECKING:
     from liveplex.gptlive.server.app import Front
 
 logger = logging.getLogger(__name__)
+
+DROP_GRACE_S = 1.0
+"""A client dropped for being slow has this long to read the close frame before the abort."""
 
 LIVE_PATH = "/v1/live/sessions"
 FRONT = "liveplex.gptlive.front"
@@ -80,6 +86,8 @@ class LiveProtocol(WebSocketsSansIOProtocol):
         del self.response.headers["Date"]
         self.response.headers.update([(n.decode("latin-1").lower(), v.decode("latin-1"))
                                       for n, v in self.default_headers])
+        if auth.PAGE_SUBPROTOCOL in (auth.subprotocols(event.headers.get_all("sec-websocket-protocol")) or ()):
+            self.response.headers["Sec-WebSocket-Protocol"] = auth.PAGE_SUBPROTOCOL
         self.handshake_complete = True
         self.conn.send_response(self.response)
         self.transport.write(b"".join(self.conn.data_to_send()))
@@ -127,6 +135,21 @@ class LiveProtocol(WebSocketsSansIOProtocol):
             self.live.lost()
         super().connection_lost(exc)
 
+    def keepalive_timeout(self) -> None:
+        """No pong: abort, since uvicorn's close waits for a send buffer a non-reading client never drains."""
+        super().keepalive_timeout()
+        front: Front | None = self.app_state.get(FRONT)
+        if front is not None:
+            front.stats.dropped["ping_timeout"] += 1
+        self.transport.abort()
+
+    async def send(self, message: Any) -> None:
+        """An ASGI refusal (the 404 upgrades) completes the handshake too: uvicorn does not note it, and
+        would log `ASGI callable returned without completing handshake` for every probe."""
+        await super().send(message)
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
+            self.handshake_complete = True
+
     def shutdown(self) -> None:
         """The server is stopping: a live session ends with `server_shutdown` and close 1001."""
         if self.live is not None:
@@ -157,11 +180,14 @@ class LiveSocket:
         self._stats = front.stats
         self._sweeper = front.sweeper
         self._max_frames = front.settings.outbound_max_frames
+        self._max_bytes = front.settings.outbound_max_bytes
         self.conn = front.backend.connection(headers, time.monotonic_ns())
         self.writable = True
         """False while the transport's write buffer is over its high-water mark."""
-        self._held: deque[tuple[str, bool]] = deque()
+        self._held: deque[tuple[bytes, bool]] = deque()
         self._held_frames = 0
+        self.held_bytes = 0
+        """Bytes of events waiting for the transport (what a slow client costs the server)."""
         self._backlog: deque[str | bytes] = deque()
         self._draining = False
         self._read_paused = False
@@ -215,9 +241,8 @@ class LiveSocket:
         self.writable = True
         if self._held and self._open():
             while self._held:
-                text, frame = self._held.popleft()
-                self._held_frames -= frame
-                self._ws.send_text(text.encode())
+                self._ws.send_text(self._held.popleft()[0])
+            self._held_frames = self.held_bytes = 0
             self._write()
 
     # --- actions ----------------------------------------------------------------------------------
@@ -244,13 +269,8 @@ class LiveSocket:
             elif kind is connection.Close:
                 close_code = action.code
             else:
-                self._stats.record(action)
-                self._backend.settled(self.conn, action)
-        close_code = self._police(close_code)
-        if close_code is not None:
-            self._close(close_code)
-        else:
-            self._write()
+                self._outcome(action)
+        self._flush(close_code)
         self._track()
 
     def relay(self, text: str, frame: bool) -> None:
@@ -258,21 +278,31 @@ class LiveSocket:
         if self._done:
             return
         self._send(text, frame)
-        close_code = self._police(None)
-        if close_code is not None:
+        self._flush(None)
+
+    def _flush(self, close_code: int | None) -> None:
+        """Write what was sent, or close with `close_code`; a client over its limits is dropped."""
+        if self._held_frames > self._max_frames or self.held_bytes > self._max_bytes:
+            self._drop()
+        elif close_code is not None:
             self._close(close_code)
         else:
             self._write()
 
-    def _police(self, close_code: int | None) -> int | None:
-        """A client more than `outbound_max_frames` audio frames behind is gone (close 1011)."""
-        if self._held_frames <= self._max_frames:
-            return close_code
-        logger.warning("client too slow; dropping it", extra={"queued_frames": self._held_frames})
+    def _drop(self) -> None:
+        """A client too far behind is gone: what is held is discarded, the session hung up, close
+        1011 with the reason, and the transport aborted if the client does not read it."""
+        if self._held_frames > self._max_frames:
+            kind, why = "slow_frames", f"more than {self._max_frames} audio frames queued"
+        else:
+            kind, why = "slow_bytes", f"more than {self._max_bytes} bytes queued"
+        logger.warning("client too slow; dropping it", extra={
+            "reason": why, "held_frames": self._held_frames, "held_bytes": self.held_bytes})
+        self._stats.dropped[kind] += 1
         self._held.clear()
-        self._held_frames = 0
+        self._held_frames = self.held_bytes = 0
         self._settle(self.conn.disconnect())
-        return connection.INTERNAL_ERROR
+        self._close(connection.INTERNAL_ERROR, f"client too slow: {why}", DROP_GRACE_S)
 
     def _send(self, text: str, frame: bool) -> None:
         if not self._open():
@@ -280,8 +310,10 @@ class LiveSocket:
         if self.writable and not self._held:
             self._ws.send_text(text.encode())
         else:
-            self._held.append((text, frame))
+            data = text.encode()
+            self._held.append((data, frame))
             self._held_frames += frame
+            self.held_bytes += len(data)
 
     def _release(self) -> None:
         leg, self._leg = self._leg, None
@@ -297,8 +329,16 @@ class LiveSocket:
         """Count the outcomes of a disconnect the pump decided itself (the release follows)."""
         for action in actions:
             if isinstance(action, connection.Accepted | connection.Refused | connection.Ended):
-                self._stats.record(action)
-                self._backend.settled(self.conn, action)
+                self._outcome(action)
+
+    def _outcome(self, action: connection.Action) -> None:
+        """A session started, was refused or ended: counted, told to the backend; an end is logged."""
+        self._stats.record(action)
+        self._backend.settled(self.conn, action)
+        if type(action) is connection.Ended:
+            logger.info("session ended", extra={
+                "session_id": action.session_id, "reason": action.reason, "seconds": action.seconds,
+                "frames": action.frames, "underruns": action.underruns, "dropped_samples": action.dropped})
 
     # --- writing ----------------------------------------------------------------------------------
 
@@ -310,17 +350,18 @@ class LiveSocket:
         if data and not self._transport.is_closing():
             self._transport.write(b"".join(data))
 
-    def _close(self, code: int) -> None:
-        """Everything held, then the close frame; the transport is dropped if the client never
-        answers it."""
+    def _close(self, code: int, reason: str = "", grace_s: float | None = None) -> None:
+        """Everything held, then the close frame; the transport is aborted if the client has not
+        answered it after `grace_s` (uvicorn's close timeout by default)."""
         if self._open():
             while self._held:
-                self._ws.send_text(self._held.popleft()[0].encode())
-            self._ws.send_close(code)
+                self._ws.send_text(self._held.popleft()[0])
+            self._ws.send_close(code, reason)
             self._write()
             proto = self._proto
             proto.close_sent = True
-            proto.close_timer = proto.loop.call_later(proto.close_timeout, self._transport.abort)
+            proto.close_timer = proto.loop.call_later(proto.close_timeout if grace_s is None else grace_s,
+                                                      self._transport.abort)
         self._finish()
 
     def _finish(self) -> None:
@@ -330,6 +371,7 @@ class LiveSocket:
         self._done = True
         self._release()
         self._held.clear()
+        self._held_frames = self.held_bytes = 0
         self._backlog.clear()
         self._sweeper.unwatch(self)
         self._front.sockets.discard(self)

@@ -3,28 +3,39 @@ SIGTERM that drains before it exits. `liveplex serve` and `liveplex gateway` bot
 
 A first SIGTERM calls the server's drain (platform §5: new starts refused, running sessions
 finish, the rest ended at the drain deadline) and then exits; SIGINT, or a second signal, exits
-at once. The banner says where the server listens once bound (port 0 resolves here).
+at once. Either way the last log line is `stopped`.
+
+Logs are JSON lines on stderr, uvicorn's own included (`log_config=None` sends them to the root
+logger); stdout carries only the banner for people, which says where the server listens once
+bound (port 0 resolves here) and is also logged as `listening`.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import signal
 import time
 from collections.abc import Awaitable, Callable
 from types import FrameType
+from typing import Any
 
 import uvicorn
 
 from liveplex.gptlive import events
-from liveplex.gptlive.server import native
+from liveplex.gptlive.server import http_protocol, native
+from liveplex.gptlive.server.settings import ServerSettings
 
 logger = logging.getLogger(__name__)
 
 WS_PROTOCOL = native.LiveProtocol
 """uvicorn's `ws=`: serves `/v1/live/sessions` without ASGI, every other upgrade through the app."""
+
+HTTP_PROTOCOL = http_protocol.HttpProtocol
+"""uvicorn's `http=`: httptools with a header timeout and a connection cap."""
 
 
 class JsonFormatter(logging.Formatter):
@@ -39,6 +50,14 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
         return json.dumps(out, default=str)
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def add_log_level(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS,
+                        help="least severe log line written (default: %(default)s)")
 
 
 def configure_logging(level: str) -> None:
@@ -64,6 +83,7 @@ class Server(uvicorn.Server):
         await super().startup(sockets)
         if self.started:
             host, port = self.servers[0].sockets[0].getsockname()[:2]
+            logger.info("listening", extra={"host": host, "port": port})
             print(self._bound(host, port), flush=True)
 
     async def shutdown(self, sockets: list | None = None) -> None:  # type: ignore[override]
@@ -94,12 +114,21 @@ def banner(title: str, host: str, port: int) -> str:
             f"  GPT-Live   ws://{at}:{port}/v1/live/sessions  (OpenAI(base_url=\"http://{at}:{port}/v1\"))")
 
 
-def run(app: object, host: str, port: int, bound: Callable[[str, int], str],
+def config(app: object, settings: ServerSettings, **more: Any) -> uvicorn.Config:
+    """How every GPT-Live server runs uvicorn (tests included): the native live socket, the bounded
+    HTTP protocol, the 4 MiB message limit, the keepalive ping, and uvicorn's own log lines
+    going through the JSON root logger (`log_config=None`); `more` adds or replaces options."""
+    chosen: dict[str, Any] = {
+        "http": HTTP_PROTOCOL, "ws": WS_PROTOCOL, "ws_max_size": events.MAX_MESSAGE_BYTES,
+        "ws_ping_interval": settings.ws_ping_interval_s, "ws_ping_timeout": settings.ws_ping_interval_s,
+        "lifespan": "on", "log_config": None, "log_level": "warning", "access_log": False}
+    return uvicorn.Config(app, **{**chosen, **more})
+
+
+def run(app: object, settings: ServerSettings, host: str, port: int, bound: Callable[[str, int], str],
         drain: Callable[[], Awaitable[object]], draining: Callable[[], bool]) -> None:
     """Serve `app` until stopped; a `stopped` line says after how long and which signals."""
-    config = uvicorn.Config(
-        app, host=host, port=port, loop="uvloop", http="httptools", ws=WS_PROTOCOL,
-        ws_max_size=events.MAX_MESSAGE_BYTES, lifespan="on", log_level="warning", access_log=False,
-        timeout_graceful_shutdown=5,
-    )
-    Server(config, bound, drain, draining).run()
+    server = Server(config(app, settings, host=host, port=port, loop="uvloop", timeout_graceful_shutdown=5),
+                    bound, drain, draining)
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises a captured SIGINT once stopped
+        server.run()

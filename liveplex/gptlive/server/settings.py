@@ -28,6 +28,17 @@ class ServerSettings:
     """Accepted bearer keys for the socket and `/v1/*`; empty: no key needed."""
     outbound_max_frames: int = 64
     """Audio frames queued for a slow client (≈5 s) before it is treated as gone."""
+    outbound_max_bytes: int = 1 << 20
+    """Bytes of events of any kind queued for a slow client before it is treated as gone."""
+    header_timeout_s: float = 10.0
+    """A connection must complete its request headers this long after it opened (or after the
+    previous response), else it is aborted."""
+    max_connections: int = 1000
+    """Open connections, HTTP and WebSocket; one more is aborted at once (under the usual limit of
+    1024 file descriptors)."""
+    ws_ping_interval_s: float = 20.0
+    """WebSocket keepalive ping period; a client that has not answered one within another period
+    is aborted."""
     sweep_ms: int = 50
     """Period of the one shared timer that fires idle, start and grace deadlines."""
     metrics: bool = True
@@ -36,7 +47,8 @@ class ServerSettings:
     """The demo page's files, served at `/` and `/static/`."""
 
     def __post_init__(self) -> None:
-        for name in ("outbound_max_frames", "sweep_ms"):
+        for name in ("outbound_max_frames", "outbound_max_bytes", "header_timeout_s", "max_connections",
+                     "ws_ping_interval_s", "sweep_ms"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
 
@@ -59,8 +71,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="a start with no answer after this is server_error (default: %(default)s)")
     g.add_argument("--idle-guard-s", type=float, default=default_of(p, "idle_guard_ms") / 1000,
                    help="close a socket with no session after this long idle (default: %(default)s)")
+    g.add_argument("--errors-per-s", type=int, default=default_of(p, "errors_per_s"),
+                   help="error replies per socket per second; past it the socket is not read until the "
+                        "second ends (default: %(default)s)")
     g.add_argument("--outbound-max-frames", type=int, default=default_of(s, "outbound_max_frames"),
                    help="audio frames held for a slow client before dropping it (default: %(default)s)")
+    g.add_argument("--outbound-max-bytes", type=int, default=default_of(s, "outbound_max_bytes"),
+                   help="bytes of events held for a slow client before dropping it (default: %(default)s)")
+    g.add_argument("--header-timeout-s", type=float, default=default_of(s, "header_timeout_s"),
+                   help="abort a connection whose request headers are not complete after this "
+                        "(default: %(default)s)")
+    g.add_argument("--max-connections", type=int, default=default_of(s, "max_connections"),
+                   help="open connections before new ones are aborted (default: %(default)s)")
+    g.add_argument("--ws-ping-interval-s", type=float, default=default_of(s, "ws_ping_interval_s"),
+                   help="WebSocket keepalive ping period; no pong within another period aborts the "
+                        "socket (default: %(default)s)")
     g.add_argument("--no-metrics", action="store_true", help="answer /metrics with 503 (default: served)")
 
 
@@ -68,7 +93,12 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     """Build the settings once; raises ValueError naming the bad flag."""
     for flag, value in (("--close-grace-ms", args.close_grace_ms), ("--usage-period-ms", args.usage_period_ms),
                         ("--start-timeout-s", args.start_timeout_s), ("--idle-guard-s", args.idle_guard_s),
-                        ("--outbound-max-frames", args.outbound_max_frames)):
+                        ("--errors-per-s", args.errors_per_s),
+                        ("--outbound-max-frames", args.outbound_max_frames),
+                        ("--outbound-max-bytes", args.outbound_max_bytes),
+                        ("--header-timeout-s", args.header_timeout_s),
+                        ("--max-connections", args.max_connections),
+                        ("--ws-ping-interval-s", args.ws_ping_interval_s)):
         if value <= 0:
             raise ValueError(f"{flag} must be > 0, got {value}")
     protocol = Settings(
@@ -77,10 +107,15 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         usage_period_ms=args.usage_period_ms,
         start_timeout_ms=round(args.start_timeout_s * 1000),
         idle_guard_ms=round(args.idle_guard_s * 1000),
+        errors_per_s=args.errors_per_s,
     )
     return ServerSettings(
         protocol=protocol,
         api_keys=auth.load_keys(args.api_key, args.api_key_file, environ),
         outbound_max_frames=args.outbound_max_frames,
+        outbound_max_bytes=args.outbound_max_bytes,
+        header_timeout_s=args.header_timeout_s,
+        max_connections=args.max_connections,
+        ws_ping_interval_s=args.ws_ping_interval_s,
         metrics=not args.no_metrics,
     )

@@ -31,6 +31,7 @@ class FrontSnapshot:
     underruns: int
     dropped_samples: int
     session_seconds: Buckets
+    dropped: dict[str, int]
 
 
 @dataclass(slots=True)
@@ -52,6 +53,10 @@ class FrontStats:
     dropped_samples: int = 0
     """Caller samples dropped by the jitter cap, added from each session's end."""
     session_seconds: Buckets = field(default_factory=lambda: Buckets(SESSION_SECONDS_BUCKETS))
+    dropped: Counter[str] = field(default_factory=Counter)
+    """Connections the server cut, by why: `slow_frames` and `slow_bytes` (a client too far
+    behind), `ping_timeout`, `header_timeout` (no complete request in time), `over_capacity`
+    (beyond `max_connections`)."""
 
     def record(self, action: connection.Action) -> None:
         """Count one performed action (those that are not outcomes are ignored)."""
@@ -82,4 +87,5 @@ class FrontStats:
             errors=dict(self.errors), underruns=self.underruns, dropped_samples=self.dropped_samples,
             session_seconds=Buckets(self.session_seconds.bounds, list(self.session_seconds.counts),
                                     self.session_seconds.total),
+            dropped=dict(self.dropped),
         )

@@ -7,7 +7,7 @@
  */
 
 import { AudioLink } from './audio.js';
-import { Call } from './call.js';
+import { Call, sendableKey } from './call.js';
 import { FRAME_MS } from './events.js';
 import { Lateness } from './lateness.js';
 import * as sparkline from './sparkline.js';
@@ -21,6 +21,8 @@ const $ = (id) => document.getElementById(id);
 const ui = {
   model: $('model'),
   status: $('status'),
+  keyField: $('key-field'),
+  apiKey: $('api-key'),
   voice: $('voice'),
   persona: $('persona'),
   personaCount: $('persona-count'),
@@ -65,6 +67,7 @@ async function loadConfig() {
   if (!response.ok) throw new Error(`GET /live/config answered ${response.status}`);
   config = await response.json();
   ui.model.textContent = config.model;
+  ui.keyField.hidden = !config.api_key_required;
   ui.voice.replaceChildren(
     ...config.voices.map((name) => new Option(name, name, name === config.voice, name === config.voice)),
   );
@@ -91,8 +94,23 @@ function settings() {
 
 // ---- call controls ----------------------------------------------------------------------------
 
+/** The key to offer, or why there is none to offer on a pod that needs one. */
+function apiKey() {
+  if (!config.api_key_required) return { key: null, problem: null };
+  const key = ui.apiKey.value.trim();
+  if (!key) return { key, problem: 'This pod needs an API key: enter it above.' };
+  if (!sendableKey(key)) return { key, problem: 'This key has characters a browser cannot send.' };
+  return { key, problem: null };
+}
+
 async function startCall() {
   clearProblem();
+  const { key, problem } = apiKey();
+  if (problem) {
+    showProblem(problem, false);
+    ui.apiKey.focus();
+    return;
+  }
   ui.start.disabled = true;
   try {
     if (!link) {
@@ -100,7 +118,7 @@ async function startCall() {
       resetCallStats();
     }
     await link.resume();
-    await call.start(settings());
+    await call.start(settings(), key);
   } catch (error) {
     showProblem(error.name === 'NotAllowedError'
       ? 'Microphone access was refused: allow it in the browser to talk.'
@@ -226,7 +244,7 @@ function setControls() {
   const state = call.state;
   const personaOk = ui.persona.getAttribute('aria-invalid') !== 'true';
   ui.start.disabled = !config || !personaOk || !(state === 'idle' || state === 'ready') || draining;
-  ui.voice.disabled = ui.persona.disabled = !(state === 'idle' || state === 'ready');
+  ui.voice.disabled = ui.persona.disabled = ui.apiKey.disabled = !(state === 'idle' || state === 'ready');
   ui.mute.disabled = state !== 'live';
   ui.end.disabled = !(state === 'live' || state === 'ready' || state === 'starting');
   ui.mute.setAttribute('aria-pressed', String(muted));

@@ -16,12 +16,25 @@
  *
  * `ready` means the socket is open without a session: after `server_busy` or a refused start the
  * same socket may send `session.start` again (gpt-live §8.3).
+ *
+ * A browser cannot set `Authorization` on a WebSocket: an API key travels as the subprotocol
+ * `openai-insecure-api-key.KEY` (OpenAI's convention) next to `liveplex`, which the server selects.
+ * A refused upgrade only shows as close 1006, so a failed connect with a key blames the key.
  */
 
 import * as events from './events.js';
 
 /** The server's close grace is 2 s (gpt-live §9.1); after this the page stops waiting. */
 const CLOSE_WAIT_MS = 3000;
+
+const PAGE_SUBPROTOCOL = 'liveplex';
+const KEY_SUBPROTOCOL = 'openai-insecure-api-key.';
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/** Whether `key` can travel in a subprotocol (an HTTP token); others cannot leave a browser. */
+export function sendableKey(key) {
+  return TOKEN.test(key);
+}
 
 export class Call extends EventTarget {
   /** @param {string} url the `ws(s)://…/v1/live/sessions` endpoint */
@@ -35,10 +48,10 @@ export class Call extends EventTarget {
     this.closeTimer = null;
   }
 
-  /** Open the socket if needed and send `session.start`. */
-  async start(settings) {
+  /** Open the socket if needed (offering `key`, when given) and send `session.start`. */
+  async start(settings, key = null) {
     if (this.state !== 'idle' && this.state !== 'ready') return;
-    if (!this.socket) await this.connect();
+    if (!this.socket) await this.connect(key);
     this.startId = events.eventId('start');
     this.ended = false;
     this.setState('starting');
@@ -69,10 +82,10 @@ export class Call extends EventTarget {
     }
   }
 
-  connect() {
+  connect(key) {
     this.setState('connecting');
     return new Promise((resolve, reject) => {
-      const socket = new WebSocket(this.url);
+      const socket = new WebSocket(this.url, key ? [PAGE_SUBPROTOCOL, KEY_SUBPROTOCOL + key] : []);
       this.socket = socket;
       socket.onopen = () => {
         this.setState('ready');
@@ -84,7 +97,9 @@ export class Call extends EventTarget {
         this.socket = null;
         if (this.state === 'connecting') {
           this.setState('idle');
-          reject(new Error(`cannot reach ${this.url} (close code ${close.code})`));
+          reject(new Error(key
+            ? 'the pod refused the connection: check the API key'
+            : `cannot reach ${this.url} (close code ${close.code})`));
         } else if (!this.ended && this.state !== 'ready') {
           this.problem('connection_lost', `The connection dropped (close code ${close.code}).`, false);
           this.finish('connection_lost', null);

@@ -1,0 +1,75 @@
+"""`liveplex serve`, `gateway`, `up` and `bench baseline` refuse bad input before starting, with one
+line naming the flag, and `serve` warns about flags its engine ignores (issue 11, item 6)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from liveplex import listen
+from tests.support import pods
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def refused(*argv: str) -> str:
+    """Run `liveplex ARGV`: it must exit 2 at once, saying one line on stderr; that line."""
+    done = subprocess.run([sys.executable, "-m", "liveplex.cli", *argv], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and done.stdout == "", done.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("flags, says", [
+    (("--port", "99999"), "liveplex serve: --port must be in 0..65535, got 99999"),
+    (("--port", "-1"), "liveplex serve: --port must be in 0..65535, got -1"),
+    (("--max-sessions", "0"), "liveplex serve: --max-sessions must be >= 1, got 0"),
+    (("--host", "no-such-host.invalid"), "liveplex serve: --host 'no-such-host.invalid' does not resolve"),
+    (("--header-timeout-s", "0"), "liveplex serve: --header-timeout-s must be > 0, got 0.0"),
+    (("--api-key-file", "/nonexistent/keys"), "liveplex serve: --api-key-file: cannot read /nonexistent/keys"),
+])
+def test_serve_refuses_bad_flags_in_one_line_naming_the_flag(flags: tuple[str, ...], says: str) -> None:
+    assert refused("serve", *flags).startswith(says)
+
+
+def test_a_cuda_device_on_a_machine_without_one_is_one_line_not_a_traceback(tmp_path) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    line = refused("serve", "--engine", "personaplex", "--model-path", str(tmp_path), "--device", "cuda")
+    assert line == "liveplex serve: --device cuda: this machine has no CUDA device; use --device cpu"
+
+
+def test_a_port_in_use_is_named_by_serve_gateway_up_and_the_baseline() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        for command in (["serve"], ["gateway", "--redis-url", "redis://127.0.0.1:1"], ["up"], ["bench", "baseline"]):
+            line = refused(*command, "--port", port)
+            assert line.endswith(f"--host 127.0.0.1 --port {port}: cannot listen there: Address already in use")
+    assert refused("gateway", "--redis-url", "redis://127.0.0.1:1", "--port", "70000").endswith(
+        "--port must be in 0..65535, got 70000")
+
+
+def test_the_check_accepts_what_can_be_served() -> None:
+    listen.check("127.0.0.1", 0)
+    listen.check("localhost", 0)
+    with pytest.raises(ValueError, match="^--port must be in 0..65535, got 65536$"):
+        listen.check("127.0.0.1", 65536)
+
+
+def test_serve_warns_in_its_log_about_flags_the_engine_ignores(tmp_path) -> None:
+    log = tmp_path / "pod.log"
+    with pods.subprocess_pod("--device", "cpu", "--context-frames", "100", log=log):
+        pass
+    warnings = [json.loads(line) for line in log.read_text().splitlines()
+                if line.startswith("{") and '"warning"' in line]
+    assert [w["msg"] for w in warnings] == ["--device is ignored by the sim engine",
+                                            "--context-frames is ignored by the sim engine"]
