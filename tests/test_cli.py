@@ -42,10 +42,10 @@ def test_every_command_module_has_a_main() -> None:
 def _parsers() -> list:
     """The parsers of `serve`, `gateway`, `up` and every `bench` subcommand."""
     from liveplex import serve, up
-    from liveplex.bench import baseline, duplex, engine
+    from liveplex.bench import baseline, duplex, engine, place
     from liveplex.gateway import cli as gateway_cli
     return [serve.build_parser(), gateway_cli.build_parser(), up.build_parser(),
-            baseline.build_parser(), duplex.build_parser(), engine.build_parser()]
+            baseline.build_parser(), duplex.build_parser(), engine.build_parser(), place.build_parser()]
 
 
 def test_every_serve_gateway_up_and_bench_flag_says_what_it_does_and_its_default() -> None:
