@@ -30,18 +30,33 @@ def _mix(x: torch.Tensor) -> torch.Tensor:
     return x ^ (x >> 16)
 
 
-def uniform(seed: torch.Tensor, column: torch.Tensor, stream: int, tokens: torch.Tensor) -> torch.Tensor:
-    """Noise U in (0, 1) for the given token ids of one draw per row.
-
-    seed, column: [B] int64; tokens: [B, n] int64 ids (only the candidates need noise). Returns
-    [B, n] fp32, `U = (24 hash bits + 0.5) / 2^24`: exact in fp32, never 0 or 1.
-    """
+def _stream_hash(seed: torch.Tensor, column: torch.Tensor, streams: torch.Tensor) -> torch.Tensor:
+    """The hash of (seed, column, stream) per row and stream: [B] x [B] x [n] -> [B, n]."""
     h = _mix((seed & _MASK32) ^ _SALT_SEED_LO)
     h = _mix(h ^ ((seed >> 32) & _MASK32) ^ _SALT_SEED_HI)
     h = _mix(h ^ (column & _MASK32) ^ _SALT_COLUMN)
-    h = _mix(h ^ (stream ^ _SALT_STREAM))
-    bits = _mix(h[:, None] ^ tokens) >> 8
+    return _mix(h[:, None] ^ (streams ^ _SALT_STREAM))
+
+
+def uniforms(seed: torch.Tensor, column: torch.Tensor, streams: range, card: int) -> torch.Tensor:
+    """Noise U in (0, 1) of every token id 0..card-1 of draws `streams` per row.
+
+    seed, column: [B] int64. Returns [B, len(streams), card] fp32, `U = (24 hash bits + 0.5) / 2^24`:
+    exact in fp32, never 0 or 1.
+    """
+    ids = torch.arange(card, device=seed.device)
+    h = _stream_hash(seed, column, torch.arange(streams.start, streams.stop, device=seed.device))
+    bits = _mix(h[..., None] ^ ids) >> 8
     return (bits.float() + 0.5) / float(1 << 24)
+
+
+def noise(seed: torch.Tensor, column: torch.Tensor, streams: range, card: int) -> torch.Tensor:
+    """The race noise `-log(-log U)` of every token id of several draws: [B, len(streams), card] fp32.
+
+    A tick computes it once for all its draws (the hash of seed and column is shared, and each
+    draw then only gathers its candidates' values) instead of hashing per draw.
+    """
+    return -torch.log(-torch.log(uniforms(seed, column, streams, card)))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,16 +72,17 @@ class Sampling:
 
 
 def draw(logits: torch.Tensor, *, greedy: bool, temperature: float, top_k: int,
-         seed: torch.Tensor, column: torch.Tensor, stream: int) -> torch.Tensor:
+         race: torch.Tensor | None) -> torch.Tensor:
     """One token per row: [B, V] logits -> [B] int64.
 
     Greedy: argmax, ties to the lowest id. Otherwise keep the top k of `logits / temperature` and
-    take `argmax(z - log(-log U))`, which is a draw from softmax over the kept tokens. `column` is
-    the drawn token's grid column and `stream` 0 for text, 1..8 for agent cb0..7.
+    take `argmax(z - log(-log U))`, which is a draw from softmax over the kept tokens; `race` [B, V]
+    is the draw's `noise`.
     """
     if greedy:
         return torch.argmax(logits, dim=-1)
+    assert race is not None, "a sampled draw needs its noise"
     z = logits.float() / temperature
     top = torch.topk(z, min(top_k, z.shape[-1]), dim=-1)
-    race = top.values - torch.log(-torch.log(uniform(seed, column, stream, top.indices)))
-    return top.indices.gather(-1, torch.argmax(race, dim=-1, keepdim=True))[:, 0]
+    scores = top.values + race.gather(-1, top.indices)
+    return top.indices.gather(-1, torch.argmax(scores, dim=-1, keepdim=True))[:, 0]
