@@ -63,7 +63,8 @@ class Counts:
     kv_bytes: int = 0
     """Bytes of K and V the attention kernels read."""
     kv_unknown: bool = False
-    """A varlen kernel ran on the meta device: `kv_bytes` counted its dense upper bound."""
+    """A varlen kernel ran on the meta device, where `seqused_k` has no values: `kv_bytes` counted
+    `max_k` keys per group, its upper bound."""
 
     @property
     def total_ops(self) -> int:
@@ -142,11 +143,12 @@ class _Dispatch(TorchDispatchMode):
 
     def _flash(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """Count the varlen flash kernel's reads; on the CPU run it by a reference implementation."""
-        q, k, v, cu_q, cu_k, _max_q, _max_k, _dropout, causal = args[:9]
+        q, k, v, cu_q, cu_k, _max_q, max_k, _dropout, causal = args[:9]
         used = kwargs.get("seqused_k")
         per_key = (k.shape[-2] * k.shape[-1] * k.element_size()) * 2
         if used is None or used.device.type == "meta":
-            self.counts.kv_bytes += k.shape[0] * per_key
+            groups = cu_k.shape[0] - 1
+            self.counts.kv_bytes += groups * max_k * per_key if used is not None else k.shape[0] * per_key
             self.counts.kv_unknown = self.counts.kv_unknown or used is not None
         else:
             self.counts.kv_bytes += int(used.sum()) * per_key

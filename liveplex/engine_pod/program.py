@@ -133,7 +133,7 @@ class Program:
         user = self._codec.encode_step(p.pcm_in[:bucket], rows)
         pos = p.tokens.pos[:bucket]
         plan = ring.live_plan(pos, p.kv, self._backend, span)
-        draw = step.sampled_draws(self._sample, p.tokens.seed[:bucket], pos + 1, cfg.text_card, cfg.card)
+        draw = step.sampled_draws(self._sample, p.tokens.key[:bucket], pos + 1, cfg.text_card, cfg.card)
         out = step.live_step(self._lm.temporal, self._lm.depformer, p.kv, p.tokens, user, self._schedule, draw, plan)
         pcm = self._codec.decode_step(out.emitted[:, 1:], rows)
         finite = (torch.isfinite(out.text_logits).all(1) & torch.isfinite(out.audio_logits).flatten(1).all(1)

@@ -102,7 +102,7 @@ def _pack(chunks: Sequence[Chunk], context: int) -> tuple[torch.Tensor, list[rin
     """The host block the device needs, and the runs (host ints).
 
     Layout (int64): columns [R, 17], row slot [R], row position [R], cu_q [n + 1], used [n], then
-    for the finishing newcomers f: last row [f], start position [f], seed [f], total [f], tail [f, 17].
+    for the finishing newcomers f: last row [f], start position [f], sampling key [f], total [f], tail [f, 17].
     """
     runs, cols, row_slot, row_pos, cu, used = [], [], [], [], [0], []
     for c in chunks:
@@ -119,7 +119,7 @@ def _pack(chunks: Sequence[Chunk], context: int) -> tuple[torch.Tensor, list[rin
     done = [(c, r) for c, r in zip(chunks, runs) if c.last]
     tail = [r.first + r.length - 1 for _, r in done]
     tail += [prompt.start_position(c.newcomer.prompt, prompt.Schedule.UPSTREAM) for c, _ in done]
-    tail += [c.newcomer.seed for c, _ in done] + [c.newcomer.prompt.total for c, _ in done]
+    tail += [sampling.key(c.newcomer.seed) for c, _ in done] + [c.newcomer.prompt.total for c, _ in done]
     block = [torch.cat(cols).reshape(-1), torch.tensor(row_slot + row_pos + cu + used + tail, dtype=torch.long)]
     block += [c.newcomer.prompt.tail.long() for c, _ in done]
     return torch.cat(block), runs
@@ -150,7 +150,7 @@ def admit(temp: temporal.Temporal, dep: depformer.Depformer, pool: ring.KVPool, 
     block = upload(host) if upload is not None else host.to(device)
     R, n, f = sum(r.length for r in runs), len(runs), sum(c.last for c in chunks)
     parts = torch.split(block, [17 * R, R, R, n + 1, n, f, f, f, f, 17 * f])
-    columns, row_slot, row_pos, cu_q, used, ends, start, seed, total, tail = parts
+    columns, row_slot, row_pos, cu_q, used, ends, start, key, total, tail = parts
     plan = ring.rows_plan(row_slot, row_pos, cu_q.to(torch.int32), used.to(torch.int32), runs, pool, backend)
     h = temp.forward(temp.embed(columns.view(R, 17)), row_pos, pool, plan)
     last = h[ends]
@@ -161,12 +161,12 @@ def admit(temp: temporal.Temporal, dep: depformer.Depformer, pool: ring.KVPool, 
     rows = slice(done[0].newcomer.slot, done[-1].newcomer.slot + 1)
     admission = None
     if schedule is prompt.Schedule.UPSTREAM:
-        draws = step.sampled_draws(sample, seed, total, temp.cfg.text_card, temp.cfg.card)
+        draws = step.sampled_draws(sample, key, total, temp.cfg.text_card, temp.cfg.card)
         text = draws(temp.text_logits(last), 0)
         cb0 = draws(dep.step(0, last, text, dep.new_frame(f)), 1)
         admission = torch.stack([text, cb0], dim=1)
     position = start if schedule is prompt.Schedule.UPSTREAM else start - 1
-    state.start(rows, schedule, position, seed, tail.view(f, 17), admission)
+    state.start(rows, schedule, position, key, tail.view(f, 17), admission)
     return last
 
 

@@ -1,7 +1,7 @@
 """Token draws: greedy argmax, or temperature + top-k via an exponential race on counter noise.
 
 Decision D8 (spec personaplex §5.9): the uniform noise for token i of a draw is a pure function of
-(session seed, column, stream, i). There is no generator state, so a session's draws never depend
+(session seed, column, stream, i); the seed's part of the hash (`key`) is computed once per session. There is no generator state, so a session's draws never depend
 on its batch neighbours, its slot, the bucket or the schedule, forced draws consume nothing, and
 the computation is CUDA-graph safe. The hash is a 32-bit avalanche mix done with int64 tensor ops;
 every multiplier is below 2^31, so no product overflows int64, and CPU and GPU agree bit for bit.
@@ -10,8 +10,11 @@ every multiplier is below 2^31, so no product overflows int64, and CPU and GPU a
 from __future__ import annotations
 
 import dataclasses
+from typing import TypeVar
 
 import torch
+
+_Int = TypeVar("_Int", torch.Tensor, int)
 
 _MASK32 = 0xFFFFFFFF
 # Odd multipliers below 2^31 (a 32-bit value times one stays below 2^63).
@@ -21,8 +24,8 @@ _M2 = 0x2C1B3C6D
 _SALT_SEED_LO, _SALT_SEED_HI, _SALT_COLUMN, _SALT_STREAM = 0x243F6A88, 0x085A308D, 0x13198A2E, 0x03707344
 
 
-def _mix(x: torch.Tensor) -> torch.Tensor:
-    """A 32-bit avalanche (xorshift-multiply) on int64 holding values in [0, 2^32)."""
+def _mix(x: _Int) -> _Int:
+    """A 32-bit avalanche (xorshift-multiply) on int64 holding values in [0, 2^32) (tensors or ints)."""
     x = x ^ (x >> 16)
     x = (x * _M1) & _MASK32
     x = x ^ (x >> 15)
@@ -30,33 +33,50 @@ def _mix(x: torch.Tensor) -> torch.Tensor:
     return x ^ (x >> 16)
 
 
-def _stream_hash(seed: torch.Tensor, column: torch.Tensor, streams: torch.Tensor) -> torch.Tensor:
-    """The hash of (seed, column, stream) per row and stream: [B] x [B] x [n] -> [B, n]."""
+def key(seed: _Int) -> _Int:
+    """A session's sampling key: its 64-bit seed folded to 32 bits (int64 tensors or ints, equal
+    results). Computed once per session, on the host; the token state holds it."""
     h = _mix((seed & _MASK32) ^ _SALT_SEED_LO)
-    h = _mix(h ^ ((seed >> 32) & _MASK32) ^ _SALT_SEED_HI)
-    h = _mix(h ^ (column & _MASK32) ^ _SALT_COLUMN)
+    return _mix(h ^ ((seed >> 32) & _MASK32) ^ _SALT_SEED_HI)
+
+
+def _stream_hash(key_: torch.Tensor, column: torch.Tensor, streams: torch.Tensor) -> torch.Tensor:
+    """The hash of (key, column, stream) per row and stream: [B] x [B] x [n] -> [B, n]."""
+    h = _mix(key_ ^ (column & _MASK32) ^ _SALT_COLUMN)
     return _mix(h[:, None] ^ (streams ^ _SALT_STREAM))
 
 
-def uniforms(seed: torch.Tensor, column: torch.Tensor, streams: range, card: int) -> torch.Tensor:
-    """Noise U in (0, 1) of every token id 0..card-1 of draws `streams` per row.
-
-    seed, column: [B] int64. Returns [B, len(streams), card] fp32, `U = (24 hash bits + 0.5) / 2^24`:
-    exact in fp32, never 0 or 1.
-    """
-    ids = torch.arange(card, device=seed.device)
-    h = _stream_hash(seed, column, torch.arange(streams.start, streams.stop, device=seed.device))
-    bits = _mix(h[..., None] ^ ids) >> 8
+def _uniforms(h: torch.Tensor, card: int) -> torch.Tensor:
+    """U in (0, 1) of token ids 0..card-1 from stream hashes h [...]: `(24 hash bits + 0.5) / 2^24`,
+    exact in fp32, never 0 or 1. [..., card] fp32."""
+    bits = _mix(h[..., None] ^ torch.arange(card, device=h.device)) >> 8
     return (bits.float() + 0.5) / float(1 << 24)
 
 
-def noise(seed: torch.Tensor, column: torch.Tensor, streams: range, card: int) -> torch.Tensor:
-    """The race noise `-log(-log U)` of every token id of several draws: [B, len(streams), card] fp32.
+def uniforms(key_: torch.Tensor, column: torch.Tensor, streams: range, card: int) -> torch.Tensor:
+    """Noise U of every token id 0..card-1 of draws `streams`: keys [B] x columns [B] ->
+    [B, len(streams), card]."""
+    return _uniforms(_stream_hash(key_, column, torch.arange(streams.start, streams.stop, device=key_.device)), card)
 
-    A tick computes it once for all its draws (the hash of seed and column is shared, and each
-    draw then only gathers its candidates' values) instead of hashing per draw.
+
+def noise(key_: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...]) -> list[torch.Tensor]:
+    """The race noise `-log(-log U)` of every token id of draws 0..len(cards)-1 of one column.
+
+    key_, column: [B] int64 (`key` of the seeds); draw s has `cards[s]` token ids. Returns one [B, cards[s]] fp32 tensor
+    per draw, with draws of equal cards computed together as one [B, n, card] tensor (views of it):
+    a tick hashes seed and column once for all its draws instead of once per draw.
     """
-    return -torch.log(-torch.log(uniforms(seed, column, streams, card)))
+    h = _stream_hash(key_, column, torch.arange(len(cards), device=key_.device))
+    out: list[torch.Tensor] = []
+    first = 0
+    while first < len(cards):
+        stop = first
+        while stop < len(cards) and cards[stop] == cards[first]:
+            stop += 1
+        race = -torch.log(-torch.log(_uniforms(h[:, first:stop], cards[first])))
+        out += race.unbind(1)
+        first = stop
+    return out
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ Per-slot token state after the prompt is enough for both schedules:
 | `ahead`   | [S, 9] | text and agent cb0..7 of column `pos`, drawn at the previous tick        |
 | `u1`,`u2` | [S, 8] | the caller codes of the previous tick and of the tick before             |
 | `forced`  | [S, 7] | agent cb1..7 teacher-forced while `forcing` (first reference tick only)  |
-| `seed`    | [S]    | the session's sampling seed                                              |
+| `key`     | [S]    | the session's sampling key (`sampling.key` of its seed)                  |
 
 A tick feeds `ahead ++ user_part`, draws the text and agent codebooks of column pos+1, and emits
 `[ahead[0], ahead[1], a[1..7]]`: the text id and agent frame (cb0 of column pos, cb1..7 of pos+1).
@@ -40,7 +40,7 @@ class TokenState(slots.RowState):
     u2: torch.Tensor
     forced: torch.Tensor
     forcing: torch.Tensor
-    seed: torch.Tensor
+    key: torch.Tensor
 
     @classmethod
     def allocate(cls, slots_: int, device: torch.device | str = "cpu") -> TokenState:
@@ -49,11 +49,11 @@ class TokenState(slots.RowState):
         return cls(z(slots_), z(slots_, 1 + A), z(slots_, A), z(slots_, A), z(slots_, A - 1),
                    torch.zeros(slots_, dtype=torch.bool, device=device), z(slots_))
 
-    def start(self, rows: slice, schedule: prompt.Schedule, position: torch.Tensor, seed: torch.Tensor,
+    def start(self, rows: slice, schedule: prompt.Schedule, position: torch.Tensor, key: torch.Tensor,
               tail: torch.Tensor, admission: torch.Tensor | None = None) -> None:
         """Set newcomers' rows to §3.4's start state, from device tensors (no host sync).
 
-        position, seed: [n]; tail: [n, 17], each prompt's `Prompt.tail`; admission: [n, 2], the
+        position, key: [n] (key: `sampling.key` of the seeds); tail: [n, 17], each prompt's `Prompt.tail`; admission: [n, 2], the
         upstream admission draw (text, agent cb0 of column P): the agent's other codes and the
         user's previous ones come from the tail. `reference` starts from the tail column itself,
         with agent cb1..7 forced to the tail's on its first tick.
@@ -61,7 +61,7 @@ class TokenState(slots.RowState):
         self.pos[rows] = position
         self.u1[rows] = tail[:, 1 + A:]
         self.u2[rows] = tail[:, 1 + A:]
-        self.seed[rows] = seed
+        self.key[rows] = key
         if schedule is prompt.Schedule.REFERENCE:
             self.ahead[rows] = tail[:, :1 + A]
             self.forced[rows] = tail[:, 2:1 + A]
@@ -91,21 +91,20 @@ class Draw(Protocol):
     def __call__(self, logits: torch.Tensor, stream: int) -> torch.Tensor: ...
 
 
-def sampled_draws(sample: sampling.Sampling, seed: torch.Tensor, column: torch.Tensor, text_card: int,
+def sampled_draws(sample: sampling.Sampling, key: torch.Tensor, column: torch.Tensor, text_card: int,
                   card: int) -> Draw:
-    """The served draws of one tick for rows with `seed` and drawn `column` [B]: greedy, or the
-    race with its noise computed once for all nine draws (`sampling.noise`)."""
+    """The served draws of one tick for rows with sampling `key` and drawn `column` [B]: greedy, or
+    the race with its noise computed once for all nine draws (`sampling.noise`)."""
     if sample.greedy:
         return lambda logits, stream: sampling.draw(logits, greedy=True, temperature=1.0, top_k=1, race=None)
-    text = sampling.noise(seed, column, range(0, 1), text_card)[:, 0]
-    audio = sampling.noise(seed, column, range(1, 1 + A), card)
+    races = sampling.noise(key, column, (text_card,) + (card,) * A)
 
     def draw(logits: torch.Tensor, stream: int) -> torch.Tensor:
         if stream == 0:
             return sampling.draw(logits, greedy=False, temperature=sample.text_temperature,
-                                 top_k=sample.text_top_k, race=text)
+                                 top_k=sample.text_top_k, race=races[0])
         return sampling.draw(logits, greedy=False, temperature=sample.audio_temperature,
-                             top_k=sample.audio_top_k, race=audio[:, stream - 1])
+                             top_k=sample.audio_top_k, race=races[stream])
     return draw
 
 

@@ -76,14 +76,13 @@ class Temporal(nn.Module):
     def embed(self, columns: torch.Tensor) -> torch.Tensor:
         """Sum of the 17 stream embeddings of each column: [N, 17] int64 -> [N, dim].
 
-        Audio streams are summed first, then text, in upstream's order (fp32 rounding parity).
+        Audio streams are summed first, in stream order, then text, as upstream does (the sum over
+        the stacked streams accumulates in order: fp32 rounding parity, in three kernels, not 16).
         """
         assert columns.dim() == 2 and columns.shape[1] == 1 + self.cfg.n_q, \
             f"columns are {tuple(columns.shape)}, expected [N, {1 + self.cfg.n_q}]"
-        x = self.emb[0](columns[:, 1])
-        for q in range(1, self.cfg.n_q):
-            x = x + self.emb[q](columns[:, 1 + q])
-        return x + self.text_emb(columns[:, 0])
+        audio = torch.stack([self.emb[q](columns[:, 1 + q]) for q in range(self.cfg.n_q)]).sum(0)
+        return audio + self.text_emb(columns[:, 0])
 
     def text_logits(self, h: torch.Tensor) -> torch.Tensor:
         """Text head on `out_norm`ed rows: [N, dim] -> [N, text_card], fp32."""

@@ -111,7 +111,7 @@ def drive(lm, codec: mimi.Mimi, specs: list[tuple[Spec, int]], ticks: int, sched
             user = torch.tensor([force_user[i][t] for i, t in zip(live, t_of)])
         B = len(live)
         pos = state.pos[:B].clone()
-        draw = step.sampled_draws(sample, state.seed[:B], pos + 1, temp.cfg.text_card, temp.cfg.card)
+        draw = step.sampled_draws(sample, state.key[:B], pos + 1, temp.cfg.text_card, temp.cfg.card)
         if force is not None:
             forced = torch.tensor([force[i][t] if force[i] is not None else [-1] * 9 for i, t in zip(live, t_of)])
             draw = forcing(draw, forced)

@@ -13,22 +13,31 @@ columns = st.integers(min_value=0, max_value=10 ** 7)
 
 
 def _race(seeds: list[int], columns: list[int], stream: int, card: int) -> torch.Tensor:
-    return sampling.noise(torch.tensor(seeds), torch.tensor(columns), range(stream, stream + 1), card)[:, 0]
+    return sampling.noise(sampling.key(torch.tensor(seeds)), torch.tensor(columns), (1,) * stream + (card,))[stream]
+
+
+def test_the_noise_of_a_tick_is_its_draws_noise_each_computed_alone():
+    key, column = sampling.key(torch.tensor([3, -9])), torch.tensor([40, 41])
+    assert key.tolist() == [sampling.key(3), sampling.key(-9)]  # the host's key is the device's
+    together = sampling.noise(key, column, (7, 5, 5, 9))
+    for s, race in enumerate(together):
+        alone = -torch.log(-torch.log(sampling.uniforms(key, column, range(s, s + 1), race.shape[1])[:, 0]))
+        assert torch.equal(race, alone)
 
 
 def test_pinned_noise_values():
     """Pinned so that a change of the hash (or a CPU/GPU difference) is caught."""
-    u = sampling.uniforms(torch.tensor([0, 42, -1]), torch.tensor([1, 88, 3000]), range(0, 1), 4)[:, 0]
+    u = sampling.uniforms(sampling.key(torch.tensor([0, 42, -1])), torch.tensor([1, 88, 3000]), range(0, 1), 4)[:, 0]
     bits = (u * 2 ** 24 - 0.5).long().tolist()
     assert bits == [[7166677, 5733293, 3613689, 7993780], [13085746, 2749313, 3621176, 2714914],
                     [9494836, 15529386, 10964654, 7613151]]
-    u = sampling.uniforms(torch.tensor([7]), torch.tensor([5]), range(7, 9), 2)[:, 1]
+    u = sampling.uniforms(sampling.key(torch.tensor([7])), torch.tensor([5]), range(7, 9), 2)[:, 1]
     assert (u * 2 ** 24 - 0.5).long().tolist() == [[13885296, 12974050]]
 
 
 @given(seed=seeds, column=columns, stream=st.integers(0, 8))
 def test_noise_is_strictly_inside_the_unit_interval(seed, column, stream):
-    u = sampling.uniforms(torch.tensor([seed]), torch.tensor([column]), range(stream, stream + 1), 64)
+    u = sampling.uniforms(sampling.key(torch.tensor([seed])), torch.tensor([column]), range(stream, stream + 1), 64)
     assert bool((u > 0).all()) and bool((u < 1).all())
 
 
@@ -66,7 +75,7 @@ def test_frequencies_match_the_softmax():
     temperature = 0.8
     n = 8000
     got = sampling.draw(logits.expand(n, -1), greedy=False, temperature=temperature, top_k=5,
-                        race=sampling.noise(torch.arange(n), torch.full((n,), 9), range(0, 1), 5)[:, 0])
+                        race=sampling.noise(sampling.key(torch.arange(n)), torch.full((n,), 9), (5,))[0])
     counts = torch.bincount(got, minlength=5).double()
     expected = torch.softmax(logits.double() / temperature, -1) * n
     chi2 = float(((counts - expected) ** 2 / expected).sum())
