@@ -82,9 +82,17 @@ def _storage(t: torch.Tensor) -> int:
 class _Memory:
     """Which tensors are device memory: non-CPU ones, and on the CPU the tainted storages."""
 
-    def __init__(self, device: Iterable[torch.Tensor], staging: Iterable[torch.Tensor]) -> None:
+    def __init__(self, device: Iterable[torch.Tensor], staging: Iterable[torch.Tensor],
+                 kv: Iterable[torch.Tensor]) -> None:
         self.tainted = {_storage(t) for t in device if t.device.type == "cpu"}
         self.staging = {_storage(t) for t in staging}
+        self.kv = {id(t.untyped_storage()) if t.device.type == "meta" else _storage(t) for t in kv}
+
+    def counts_kv(self, key: torch.Tensor) -> bool:
+        """Whether attention reads of `key` count (all of them when no `kv` pool was given)."""
+        if not self.kv:
+            return True
+        return (id(key.untyped_storage()) if key.device.type == "meta" else _storage(key)) in self.kv
 
     def on_device(self, t: torch.Tensor) -> bool:
         if t.device.type != "cpu":
@@ -114,7 +122,8 @@ class _Dispatch(TorchDispatchMode):
             out = self._flash(func, args, kwargs)
         else:
             out = func(*args, **kwargs)
-        if any(self.memory.on_device(t) for t in inputs):
+        if any(self.memory.on_device(t) for t in inputs) or (
+                packet is aten._to_copy and self.memory.is_staging(args[0])):  # an upload: device memory
             self.memory.taint(_tensors(out))
         if self.fused:
             return out
@@ -141,17 +150,22 @@ class _Dispatch(TorchDispatchMode):
         staged = self.memory.is_staging(src) or (func.overloadpacket is aten.copy_ and self.memory.is_staging(args[0]))
         return crosses and not staged
 
+    def _flash_keys(self, k: torch.Tensor, cu_k: torch.Tensor, max_k: int, used: torch.Tensor | None) -> int:
+        """Keys the varlen kernel reads: each group's `used` (upper bound `max_k` on the meta device)."""
+        if used is None:
+            return k.shape[0]
+        if used.device.type == "meta":
+            self.counts.kv_unknown = True
+            return (cu_k.shape[0] - 1) * max_k
+        return int(used.sum())
+
     def _flash(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """Count the varlen flash kernel's reads; on the CPU run it by a reference implementation."""
         q, k, v, cu_q, cu_k, _max_q, max_k, _dropout, causal = args[:9]
         used = kwargs.get("seqused_k")
-        per_key = (k.shape[-2] * k.shape[-1] * k.element_size()) * 2
-        if used is None or used.device.type == "meta":
-            groups = cu_k.shape[0] - 1
-            self.counts.kv_bytes += groups * max_k * per_key if used is not None else k.shape[0] * per_key
-            self.counts.kv_unknown = self.counts.kv_unknown or used is not None
-        else:
-            self.counts.kv_bytes += int(used.sum()) * per_key
+        if self.memory.counts_kv(k):
+            per_key = 2 * k.shape[-2] * k.shape[-1] * k.element_size()
+            self.counts.kv_bytes += self._flash_keys(k, cu_k, max_k, used) * per_key
         if q.device.type != "cpu":
             return func(*args, **kwargs)
         return reference_flash_varlen(q, k, v, cu_q, cu_k, causal, used, kwargs.get("scale"))
@@ -189,7 +203,7 @@ class _Function(TorchFunctionMode):
         if self.dispatch.fused:
             return func(*args, **kwargs)
         if func in _FUSED_ON_CUDA:
-            if func is F.scaled_dot_product_attention:
+            if func is F.scaled_dot_product_attention and self.memory.counts_kv(args[1]):
                 key, value = args[1], args[2]
                 self.counts.kv_bytes += key.numel() * key.element_size() + value.numel() * value.element_size()
             self.dispatch.fused += 1
@@ -220,15 +234,17 @@ class _Function(TorchFunctionMode):
 
 
 @contextlib.contextmanager
-def count(device: Iterable[torch.Tensor] = (), staging: Iterable[torch.Tensor] = ()) -> Iterator[Counts]:
+def count(device: Iterable[torch.Tensor] = (), staging: Iterable[torch.Tensor] = (),
+          kv: Iterable[torch.Tensor] = ()) -> Iterator[Counts]:
     """Count what runs inside the block.
 
     `device`: on the CPU, the tensors that stand for device memory (weights, pools); anything
     computed from them is device memory too. `staging`: host buffers the device copies to and from
-    asynchronously (pinned on CUDA).
+    asynchronously (pinned on CUDA). `kv`: the KV pool whose attention reads `kv_bytes` counts
+    (default: every attention's).
     """
     counts = Counts()
-    memory = _Memory(device, staging)
+    memory = _Memory(device, staging, kv)
     dispatch = _Dispatch(counts, memory)
     with _Function(dispatch, counts, memory), dispatch:
         yield counts

@@ -13,14 +13,13 @@ refused) and the engine thread turns not ready (D9).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import time
 from collections import deque
-import dataclasses
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from liveplex.engine_pod import buckets, grouping, leases, memory, program, staging
@@ -176,6 +175,20 @@ class PersonaPlexEngine:
             if r.id == session_id:
                 return slot
         return None
+
+    @property
+    def host_buffers(self) -> tuple[torch.Tensor, ...]:
+        """The staging buffers the host copies through (pinned on CUDA; counted as host memory)."""
+        return (self._pcm_stage.host, self._out_stage.host, self._prompt_stage.host)
+
+    def device_tensors(self) -> list[torch.Tensor]:
+        """Everything the engine keeps in device memory: weights, pools, voice prefixes, the
+        primed decoder (what `liveplex.bench.counts` must know on the CPU)."""
+        m = self._model
+        found = [t for module in (m.lm.temporal, m.lm.depformer, m.codec) for t in module.state_dict().values()]
+        found += self.pools.tensors()
+        found += [t for p in (*self._prefixes.values(), self._bare_prefix) for t in (p.k, p.v)]
+        return found + (self._primed.tensors() if self._primed is not None else [])
 
     @property
     def prefill_budget_s(self) -> float:

@@ -61,6 +61,10 @@ class Pools:
         for state in self._states():
             state.reset(rows)
 
+    def tensors(self) -> list[torch.Tensor]:
+        """Every pool tensor."""
+        return [t for state in self._states() for t in state.tensors()] + [self.pcm_in]
+
     @property
     def slot_bytes(self) -> int:
         """Device bytes per slot, every pool included."""

@@ -133,9 +133,9 @@ def admit(temp: temporal.Temporal, dep: depformer.Depformer, pool: ring.KVPool, 
     is then complete. A `Newcomer` is its whole prompt.
 
     Chunks are in ascending, consecutive slots with one chunk per newcomer, only the last of them
-    partial, and a newcomer's chunks come in order in successive calls. Returns the `out_norm`ed last prompt row of each newcomer
-    started, [f, dim]. A prompt that would not fit the window is a programming error (the
-    role-prompt limit and the token-count backstop keep them out).
+    partial, and a newcomer's chunks come in order in successive calls. Returns the `out_norm`ed
+    last prompt row of each newcomer started, [f, dim]. A prompt that would not fit the window
+    is a programming error (the role-prompt limit and the token-count backstop keep them out).
     """
     chunks = [c if isinstance(c, Chunk) else Chunk(c) for c in chunks]
     device = pool.k.device

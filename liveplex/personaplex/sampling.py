@@ -1,9 +1,10 @@
 """Token draws: greedy argmax, or temperature + top-k via an exponential race on counter noise.
 
 Decision D8 (spec personaplex §5.9): the uniform noise for token i of a draw is a pure function of
-(session seed, column, stream, i); the seed's part of the hash (`key`) is computed once per session. There is no generator state, so a session's draws never depend
-on its batch neighbours, its slot, the bucket or the schedule, forced draws consume nothing, and
-the computation is CUDA-graph safe. The hash is a 32-bit avalanche mix done with int64 tensor ops;
+(session seed, column, stream, i); the seed's part of the hash (`key`) is computed once per
+session. There is no generator state, so a session's draws never depend on its batch neighbours,
+its slot, the bucket or the schedule, forced draws consume nothing, and the computation is
+CUDA-graph safe. The hash is a 32-bit avalanche mix done with int64 tensor ops;
 every multiplier is below 2^31, so no product overflows int64, and CPU and GPU agree bit for bit.
 """
 

@@ -53,10 +53,10 @@ class TokenState(slots.RowState):
               tail: torch.Tensor, admission: torch.Tensor | None = None) -> None:
         """Set newcomers' rows to §3.4's start state, from device tensors (no host sync).
 
-        position, key: [n] (key: `sampling.key` of the seeds); tail: [n, 17], each prompt's `Prompt.tail`; admission: [n, 2], the
-        upstream admission draw (text, agent cb0 of column P): the agent's other codes and the
-        user's previous ones come from the tail. `reference` starts from the tail column itself,
-        with agent cb1..7 forced to the tail's on its first tick.
+        position, key: [n] (key: `sampling.key` of the seeds); tail: [n, 17], each prompt's
+        `Prompt.tail`; admission: [n, 2], the upstream admission draw (text, agent cb0 of column
+        P): the agent's other codes and the user's previous ones come from the tail. `reference`
+        starts from the tail column itself, with agent cb1..7 forced to the tail's on its first tick.
         """
         self.pos[rows] = position
         self.u1[rows] = tail[:, 1 + A:]

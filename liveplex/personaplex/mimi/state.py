@@ -15,6 +15,7 @@ import torch
 
 from liveplex.personaplex import slots
 
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class RingState(slots.RowState):
     """KV ring of one Mimi transformer (spec §1.4: 250 steps at 25 Hz per layer)."""
