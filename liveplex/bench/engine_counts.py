@@ -70,25 +70,25 @@ def _kv_bytes_per_key(cfg: config.LMConfig, dtype: torch.dtype) -> int:
 
 
 def valid_kv_bytes(cfg: config.LMConfig, dtype: torch.dtype, positions: list[int]) -> int:
-    """What attention reads when each row reads only its valid keys (`ring.valid_length`)."""
+    """What attention reads when each row at `positions` reads only its valid keys (`ring.valid_length`;
+    a prefill's run reads its ring's prefix up to its last position)."""
     return sum(min(p + 1, cfg.context) for p in positions) * _kv_bytes_per_key(cfg, dtype)
 
 
 @torch.no_grad()
-def tick(model: Model, batch: int, backend: ring.Backend, position: int) -> dict[str, object]:
-    """One served tick of `batch` rows at `position` (`program.Program.run`), counted."""
+def tick(model: Model, positions: list[int], backend: ring.Backend) -> dict[str, object]:
+    """One served tick of rows at `positions` (`program.Program.run`), counted."""
+    batch = len(positions)
     pools = program.Pools(model.lm, model.codec, batch)
     if pools.pcm_in.device.type != "meta":
-        pools.tokens.pos.fill_(position)
+        pools.tokens.pos.copy_(torch.tensor(positions))
     prog = program.Program(model.lm, model.codec, pools, prompt.Schedule.UPSTREAM, sampling.Sampling(), False,
                            backend)
-    span = min(model.cfg.context, position + 1)
+    span = min(model.cfg.context, max(positions) + 1)
     with counts.count(device=_device_tensors(model, pools), kv=pools.kv.tensors()) as c:
         prog.run(batch, span)
-    dtype = pools.kv.k.dtype
-    return {"batch": batch, "position": position, "ops": c.total_ops, "syncs": c.syncs,
-            "kv_bytes": c.kv_bytes, "kv_measured": not c.kv_unknown,
-            "valid_kv_bytes": valid_kv_bytes(model.cfg, dtype, [position] * batch)}
+    return {"batch": batch, "ops": c.total_ops, "syncs": c.syncs, "kv_bytes": c.kv_bytes,
+            "kv_measured": not c.kv_unknown, "valid_kv_bytes": valid_kv_bytes(model.cfg, pools.kv.k.dtype, positions)}
 
 
 @torch.no_grad()
@@ -112,8 +112,9 @@ def newcomer(model: Model, backend: ring.Backend) -> dict[str, object]:
         prefill.admit(model.lm.temporal, model.lm.depformer, pools.kv, pools.tokens,
                       [prefill.Newcomer(0, layout, prefix, seed=1)], prompt.Schedule.UPSTREAM, sampling.Sampling(),
                       backend, stage.upload)
-    return {"rows": layout.columns.shape[0], "ops": c.total_ops, "syncs": c.syncs, "kv_bytes": c.kv_bytes,
-            "kv_measured": not c.kv_unknown}
+    rows = layout.columns.shape[0]
+    return {"rows": rows, "ops": c.total_ops, "syncs": c.syncs, "kv_bytes": c.kv_bytes,
+            "kv_measured": not c.kv_unknown, "valid_kv_bytes": valid_kv_bytes(cfg, dtype, [N + rows - 1])}
 
 
 def _device_tensors(model: Model, pools: program.Pools) -> list[torch.Tensor]:
@@ -121,10 +122,22 @@ def _device_tensors(model: Model, pools: program.Pools) -> list[torch.Tensor]:
     return params + pools.tensors()
 
 
+def levels(model: Model, batches: list[int], buckets: list[int], backend: ring.Backend) -> list[dict[str, object]]:
+    """Per batch size, one tick of young sessions and one at full context, each in its bucket
+    (padding rows at position 0)."""
+    rows = []
+    for batch in batches:
+        bucket = min(b for b in buckets if b >= batch)
+        for position in (YOUNG, model.cfg.context):
+            row = tick(model, [position] * batch + [0] * (bucket - batch), backend)
+            rows.append({**row, "batch": batch, "bucket": bucket, "position": position})
+    return rows
+
+
 @torch.no_grad()
-def engine_syncs(ticks: int = 4, attention: str | None = None) -> dict[str, object]:
-    """Host syncs per tick of a real engine on the tiny checkpoint (CPU): two sessions running,
-    then a third admitted and prefilled, then all three running."""
+def engine_syncs(ticks: int = 4) -> dict[str, object]:
+    """Host syncs per tick of a real engine on the tiny checkpoint (CPU, `masked`: the host side is
+    the same for both backends): two sessions running, then a third admitted and prefilled."""
     from liveplex.engine_pod import engine
     from liveplex.engine_pod import model as model_mod
     from liveplex.live import channel, contract, frames
@@ -134,7 +147,7 @@ def engine_syncs(ticks: int = 4, attention: str | None = None) -> dict[str, obje
         directory = pathlib.Path(tmp) / "tiny"
         cli.make_tiny(directory)
         loaded = model_mod.load(directory, device="cpu", dtype="fp32", context_frames=3000, max_voice_frames=250)
-    s = settings.EngineSettings(model_dir=directory, max_sessions=4, greedy=False, seed=0, attention=attention)
+    s = settings.EngineSettings(model_dir=directory, max_sessions=4, greedy=False, seed=0)
     info = engine.live_info(loaded, s, engine.session_cap(loaded, s))
     handle, inbox = channel.live_channel(info)
     eng = engine.PersonaPlexEngine(loaded, s, info, inbox.pulse)
