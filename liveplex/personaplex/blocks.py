@@ -34,6 +34,14 @@ def residual(x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor) -> torch.Te
     return torch.addmm(x, y, weight.t())
 
 
+def logits(h: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """A head's logits in fp32 (spec §5.8): `h @ weight.T` [N, V]. With bf16 weights the GEMM writes
+    its fp32 accumulator out (`mm` with `out_dtype`, CUDA) instead of rounding it to bf16 first."""
+    if h.dtype == torch.float32 or h.device.type == "cpu":
+        return F.linear(h, weight).float()
+    return torch.mm(h, weight.t(), out_dtype=torch.float32)
+
+
 class Gating(nn.Module):
     """Gated SiLU FFN: `linear_in` gives [gate; linear] halves, `linear_out` maps back."""
 

@@ -96,4 +96,4 @@ class Depformer(nn.Module):
             w_out = layer.self_attn.out_proj.weight[d * s: d * (s + 1)]
             x = blocks.residual(x, a.reshape(B, d), w_out)
             x = layer.gating[s].add_to(x, layer.norm2(x))
-        return self.linears[s](x).float()
+        return blocks.logits(x, self.linears[s].weight)

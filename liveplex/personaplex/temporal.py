@@ -86,7 +86,7 @@ class Temporal(nn.Module):
 
     def text_logits(self, h: torch.Tensor) -> torch.Tensor:
         """Text head on `out_norm`ed rows: [N, dim] -> [N, text_card], fp32."""
-        return self.text_linear(h).float()
+        return blocks.logits(h, self.text_linear.weight)
 
     def step(self, x: torch.Tensor, position: torch.Tensor, pool: ring.KVPool,
              plan: ring.Plan | None = None) -> torch.Tensor:
