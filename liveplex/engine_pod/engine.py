@@ -190,15 +190,6 @@ class PersonaPlexEngine:
         found += [t for p in (*self._prefixes.values(), self._bare_prefix) for t in (p.k, p.v)]
         return found + (self._primed.tensors() if self._primed is not None else [])
 
-    @property
-    def prefill_budget_s(self) -> float:
-        """Prefill seconds a tick may spend (measured at startup, or the setting)."""
-        return self._budget_s
-
-    @property
-    def prefill_cost(self) -> grouping.PrefillCost:
-        return self._cost
-
     def sessions(self) -> int:
         return len(self._rows) + len(self._queue)
 
@@ -356,7 +347,8 @@ class PersonaPlexEngine:
     def _measure_prefill(self) -> grouping.PrefillCost:
         """`grouping.PrefillCost.fit` from timed prefills (chunks of a prompt of repeated bare
         columns, at the configured attention backend), three repeats each."""
-        rows = max(1, min(2 * grouping.MIN_CHUNK_ROWS, (self._model.cfg.context - 3) // 2))
+        rows = max(1, min(2 * grouping.MIN_CHUNK_ROWS, (self._model.cfg.context - 3) // 2,
+                          self._settings.max_prefill_rows // 2))
         layout = dataclasses.replace(self._bare, columns=self._bare.columns.expand(2 * rows, -1).contiguous(),
                                      total=2 * rows + 1)
         pair = self.pools.slots >= 2

@@ -52,13 +52,13 @@ def chunks(remaining: Sequence[int], budget: float, cost: PrefillCost, max_rows:
 
     Returns a list no longer than the queue: newcomers 0..k-2 whole, newcomer k-1 whole or split.
     The predicted cost stays within `budget` and the rows within `max_rows`, except that the
-    first newcomer always gets `min(its rows, MIN_CHUNK_ROWS)`, so progress never stops.
+    first newcomer always gets `min(its rows, MIN_CHUNK_ROWS, max_rows)`, so progress never stops.
     """
     taken: list[int] = []
     for left in remaining:
         room = min(max_rows - sum(taken), _rows_affordable(taken, budget, cost))
         if not taken:
-            room = max(room, MIN_CHUNK_ROWS)
+            room = max(room, min(MIN_CHUNK_ROWS, max_rows))
         rows = min(left, room)
         if rows <= 0:
             break

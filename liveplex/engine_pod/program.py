@@ -90,10 +90,6 @@ class Program:
     def graphs(self) -> bool:
         return self._graphs_on
 
-    @property
-    def backend(self) -> ring.Backend:
-        return self._backend
-
     def run(self, bucket: int, span: int | None = None) -> TickOutput:
         """One tick of rows 0..bucket-1; advances their state in place.
 

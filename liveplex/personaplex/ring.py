@@ -44,25 +44,15 @@ def slot_of(position: torch.Tensor, context: int) -> torch.Tensor:
     return torch.remainder(position, context)
 
 
-def held_positions(last: torch.Tensor, context: int) -> torch.Tensor:
-    """Which position each ring slot holds once positions 0..last have been written.
-
-    `last` is [B] int64 (-1 for an empty ring); returns [B, context] int64, -1 where the slot has
-    never been written. Slot s holds `last - ((last - s) mod context)`.
-    """
-    slots_ = torch.arange(context, device=last.device, dtype=torch.long)
-    held = last[:, None] - torch.remainder(last[:, None] - slots_, context)
-    return torch.where(held >= 0, held, torch.full_like(held, -1))
-
-
 def valid_length(position: torch.Tensor, context: int) -> torch.Tensor:
     """How many leading ring slots a row at `position` [B] attends to: `min(p + 1, context)`."""
     return torch.clamp(position + 1, max=context)
 
 
-def valid_slots(position: torch.Tensor, context: int) -> torch.Tensor:
-    """Slots a row at `position` [B] may attend to once its own K/V is written: [B, context] bool."""
-    return torch.arange(context, device=position.device) < valid_length(position, context)[:, None]
+def valid_slots(position: torch.Tensor, context: int, span: int | None = None) -> torch.Tensor:
+    """Which of the leading `span` (default: all) ring slots a row at `position` [B] may attend to
+    once its own K/V is written: [B, span] bool."""
+    return torch.arange(span or context, device=position.device) < valid_length(position, context)[:, None]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -148,10 +138,9 @@ def live_plan(position: torch.Tensor, pool: KVPool, backend: Backend, span: int)
     B, L, C = position.shape[0], pool.layers, pool.context
     rows = torch.arange(B, device=position.device)
     write = _offsets(rows, L, C) + slot_of(position, C)[None, :]
-    used = valid_length(position, C)
     if backend is Backend.MASKED:
-        mask = (torch.arange(span, device=position.device) < used[:, None])[:, None, None, :]
-        return Plan(backend, B, write, span, mask, None, None, None, 1)
+        return Plan(backend, B, write, span, valid_slots(position, C, span)[:, None, None, :], None, None, None, 1)
+    used = valid_length(position, C)
     cu_q = torch.arange(B + 1, device=position.device, dtype=torch.int32)
     return Plan(backend, B, write, C, None, cu_q, _key_offsets(rows, L, C, B), used.to(torch.int32), 1)
 
