@@ -130,7 +130,7 @@ class _Bench:
         self.out_stage = staging.Staging((slots, program.PACKED_WIDTH), torch.int32, device)
         self.prompt_stage = staging.Staging((prefill.block_numel(26 * self.prompt.columns.shape[0]),), torch.long,
                                             device)
-        self.pcm_stage.host.copy_(torch.rand(slots, codec.cfg.frame_samples, generator=gen) - 0.5)
+        self.pcm_stage.writable().copy_(torch.rand(slots, codec.cfg.frame_samples, generator=gen) - 0.5)
 
     def admit(self, slots: list[int], greedy: bool = False) -> float:
         """Prefill newcomers into consecutive `slots` as the engine does; returns ms (synchronised)."""

@@ -230,7 +230,7 @@ class PersonaPlexEngine:
         if self._settings.fail_after_ticks and self._ticks > self._settings.fail_after_ticks:
             raise InjectedFault(f"injected fault after {self._settings.fail_after_ticks} ticks")
         bucket = buckets.bucket_for(B, self._buckets)
-        heard = self._pcm_stage.host.numpy()
+        heard = self._pcm_stage.writable().numpy()
         for slot, r in enumerate(self._rows):
             heard[slot] = r.line.hear(skipped)
         heard[B:bucket] = 0  # padding rows: silent input at position 0, in free slots only
