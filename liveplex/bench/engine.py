@@ -80,9 +80,12 @@ def measure(cfg: config.LMConfig, batches: list[int], ticks: int, warmup: int,
         for i in range(len(levels)):
             level = levels[(i + r) % len(levels)]
             user = torch.randint(0, cfg.card, (level.batch, config.AGENT_CODEBOOKS), generator=gen)
+            span = min(cfg.context, int(level.state.pos.max()) + 1)  # the engine's host knows it
             t0 = time.perf_counter_ns()
-            draw = step.sampled_draws(sample, level.state.key, level.state.pos + 1, cfg.text_card, cfg.card)
-            step.live_step(lm.temporal, lm.depformer, level.pool, level.state, user, schedule, draw)
+            pos = level.state.pos
+            plan = ring.live_plan(pos, level.pool, ring.Backend.MASKED, span)
+            draw = step.sampled_draws(sample, level.state.key, pos + 1, cfg.text_card, cfg.card)
+            step.live_step(lm.temporal, lm.depformer, level.pool, level.state, user, schedule, draw, plan)
             if r >= warmup:
                 level.ticks_us.append((time.perf_counter_ns() - t0) // 1000)
     rows = []

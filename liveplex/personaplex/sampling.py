@@ -11,6 +11,8 @@ every multiplier is below 2^31, so no product overflows int64, and CPU and GPU a
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from typing import TypeVar
 
 import torch
@@ -47,37 +49,58 @@ def _stream_hash(key_: torch.Tensor, column: torch.Tensor, streams: torch.Tensor
     return _mix(h[:, None] ^ (streams ^ _SALT_STREAM))
 
 
-def _uniforms(h: torch.Tensor, card: int) -> torch.Tensor:
-    """U in (0, 1) of token ids 0..card-1 from stream hashes h [...]: `(24 hash bits + 0.5) / 2^24`,
-    exact in fp32, never 0 or 1. [..., card] fp32."""
-    bits = _mix(h[..., None] ^ torch.arange(card, device=h.device)) >> 8
+def _uniforms(h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """U in (0, 1) of token `ids` under stream hashes h: [...] x [..., k] -> [..., k] fp32,
+    `U = (24 hash bits + 0.5) / 2^24`: exact in fp32, never 0 or 1."""
+    bits = _mix(h[..., None] ^ ids) >> 8
     return (bits.float() + 0.5) / float(1 << 24)
 
 
 def uniforms(key_: torch.Tensor, column: torch.Tensor, streams: range, card: int) -> torch.Tensor:
     """Noise U of every token id 0..card-1 of draws `streams`: keys [B] x columns [B] ->
-    [B, len(streams), card]."""
-    return _uniforms(_stream_hash(key_, column, torch.arange(streams.start, streams.stop, device=key_.device)), card)
+    [B, len(streams), card] (spec §5.9: what the tests pin)."""
+    h = _stream_hash(key_, column, torch.arange(streams.start, streams.stop, device=key_.device))
+    return _uniforms(h, torch.arange(card, device=key_.device))
 
 
-def noise(key_: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...]) -> list[torch.Tensor]:
-    """The race noise `-log(-log U)` of every token id of draws 0..len(cards)-1 of one column.
+Race = Callable[[torch.Tensor], torch.Tensor]
+"""A draw's race noise `-log(-log U)` of candidate token ids: [B, k] int64 -> [B, k] fp32."""
 
-    key_, column: [B] int64 (`key` of the seeds); draw s has `cards[s]` token ids. Returns one [B, cards[s]] fp32 tensor
-    per draw, with draws of equal cards computed together as one [B, n, card] tensor (views of it):
-    a tick hashes seed and column once for all its draws instead of once per draw.
+
+def races(key_: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...], whole: bool) -> list[Race]:
+    """The `Race` of each draw 0..len(cards)-1 of one column (draw s over `cards[s]` token ids),
+    the hash of key and column shared by all of them.
+
+    key_, column: [B] int64 (`key` of the seeds). `whole`: hash every token id of every draw at
+    once, draws of equal cards together ([B, n, card]), and gather the candidates: a handful of
+    kernels per tick, for CUDA, where a tick's cost is its kernel count. Otherwise hash each
+    draw's candidates only, when it asks: far less arithmetic, for the CPU. Same values.
     """
     h = _stream_hash(key_, column, torch.arange(len(cards), device=key_.device))
-    out: list[torch.Tensor] = []
+    if not whole:
+        return [functools.partial(_race_of, h[:, s]) for s in range(len(cards))]
+    out: list[Race] = []
     first = 0
     while first < len(cards):
         stop = first
         while stop < len(cards) and cards[stop] == cards[first]:
             stop += 1
-        race = -torch.log(-torch.log(_uniforms(h[:, first:stop], cards[first])))
-        out += race.unbind(1)
+        table = _noise(_uniforms(h[:, first:stop], torch.arange(cards[first], device=key_.device)))
+        out += [functools.partial(_gathered, t) for t in table.unbind(1)]
         first = stop
     return out
+
+
+def _noise(u: torch.Tensor) -> torch.Tensor:
+    return -torch.log(-torch.log(u))
+
+
+def _race_of(h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    return _noise(_uniforms(h, ids))
+
+
+def _gathered(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    return table.gather(-1, ids)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -93,17 +116,17 @@ class Sampling:
 
 
 def draw(logits: torch.Tensor, *, greedy: bool, temperature: float, top_k: int,
-         race: torch.Tensor | None) -> torch.Tensor:
+         race: Race | None) -> torch.Tensor:
     """One token per row: [B, V] logits -> [B] int64.
 
     Greedy: argmax, ties to the lowest id. Otherwise keep the top k of `logits / temperature` and
-    take `argmax(z - log(-log U))`, which is a draw from softmax over the kept tokens; `race` [B, V]
-    is the draw's `noise`.
+    take `argmax(z - log(-log U))`, which is a draw from softmax over the kept tokens; `race` is
+    the draw's noise (`races`).
     """
     if greedy:
         return torch.argmax(logits, dim=-1)
     assert race is not None, "a sampled draw needs its noise"
     z = logits.float() / temperature
     top = torch.topk(z, min(top_k, z.shape[-1]), dim=-1)
-    scores = top.values + race.gather(-1, top.indices)
+    scores = top.values + race(top.indices)
     return top.indices.gather(-1, torch.argmax(scores, dim=-1, keepdim=True))[:, 0]

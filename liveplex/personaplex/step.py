@@ -94,10 +94,11 @@ class Draw(Protocol):
 def sampled_draws(sample: sampling.Sampling, key: torch.Tensor, column: torch.Tensor, text_card: int,
                   card: int) -> Draw:
     """The served draws of one tick for rows with sampling `key` and drawn `column` [B]: greedy, or
-    the race with its noise computed once for all nine draws (`sampling.noise`)."""
+    the race, its noise hashed once for all nine draws (`sampling.races`: every id at once off the
+    CPU, the candidates only on it)."""
     if sample.greedy:
         return lambda logits, stream: sampling.draw(logits, greedy=True, temperature=1.0, top_k=1, race=None)
-    races = sampling.noise(key, column, (text_card,) + (card,) * A)
+    races = sampling.races(key, column, (text_card,) + (card,) * A, whole=key.device.type != "cpu")
 
     def draw(logits: torch.Tensor, stream: int) -> torch.Tensor:
         if stream == 0:
