@@ -1,5 +1,5 @@
-"""GPU check of the PersonaPlex engine's real tick (spec personaplex §6.12, issue 5): memory per
-session next to the floor, bandwidth, prefill per newcomer and whole-tick time per batch size.
+"""GPU check of the PersonaPlex engine's real tick (spec personaplex §6.12, issues 5 and 14): memory
+per session next to the floor, bandwidth, prefill, whole-tick time per batch size, kernels per tick.
 
     python scripts/gpu_check.py --out gpu-check.json                              # H200: full size, bf16
     python scripts/gpu_check.py --config tiny --device cpu --out x.json           # CPU smoke test
@@ -8,53 +8,59 @@ Needs no checkpoint: speed does not depend on the weights' values, so it builds 
 weights (8 resident depformer steps, in the LM dtype) and a seeded random Mimi (fp32; the real
 codec for `personaplex-7b`, the tiny one otherwise). The tick is the engine's own:
 `engine_pod.program.Pools` (one row per slot, allocated once) and `Program.run(bucket)` (Mimi
-encode, live step, Mimi decode, int16), captured as **one CUDA graph per bucket** on CUDA (eager
-on CPU), with the engine's host side around it (caller PCM in, ids, PCM and finite flags out: the
-one sync per tick). Newcomers are prefilled as the engine does: slot reset, primed decoder, one
-ragged `prefill.admit`. Stages, the JSON rewritten after each, so a failure late still leaves the
-earlier numbers:
+encode, live step, Mimi decode, packing), with the engine's host side around it (caller PCM up
+through a pinned staging buffer, one packed output down: the one sync per tick), under the
+engine's attention backend (`flash` on CUDA; `--attention masked` for the fallback). Every
+level's bucket is captured at the start, **largest first, into one pool, as the engine does**; a
+bucket whose capture fails runs eagerly and the report says why. Newcomers are prefilled as the
+engine does: slot reset, primed decoder, one ragged `prefill.admit` through a staging buffer.
+Stages, the JSON rewritten after each, so a failure late still leaves the earlier numbers:
 
 1. environment: device, torch and CUDA versions, dtype, schedule, attention backend, graphs;
 2. memory: weights; per slot measured from the pool allocation (KV ring, Mimi state, token state,
    caller PCM) next to spec §5.12 (1.48 GiB), KV bytes per frame per session next to 512 KiB,
    free memory after load, the derived `max_sessions` (8 GiB reserve);
 3. bandwidth: a device-to-device copy (4 GiB on CUDA), for the floor;
-4. prefill of one newcomer alone (p50 of 5);
-5. per batch size B (default 1, 8, 32, 64, capped by the derived maximum): the bucket's graph
-   capture (s), B newcomers prefilled in one forward (ms, ms per newcomer, rows), then warm-up and
-   measured ticks, for young sessions and at full context (every ring slot valid, the KV filled
-   with random values: the traffic of a long session). p50/p99 from CUDA events around the
-   program (device) and from the wall clock around the whole tick (host). Each level reports the
-   floor of spec §5.13, W + sum of KV read, with W for 8 and for 16 depformer steps (16.1 GB for
-   the real model), and the ratio; every logit and PCM sample must be finite;
-6. sanity: graph replay against eager at B = 4 for 10 greedy ticks, tokens identical; graph pool
-   bytes after all captures.
-
-Not covered: the `flex` attention backend (the engine has only `masked`, which reads the whole KV
-ring of every row: at young positions the KV term of the floor understates what it reads).
+4. graphs: every bucket captured (s each, largest first), the device memory the graphs and their
+   pool took (free memory before and after, `mem_get_info`: what the allocator's own
+   `empty_cache` cannot hide), failures;
+5. prefill of one newcomer alone (p50 of 5), and of a burst of 8 and 26 in one call;
+6. per batch size B (default 1, 8, 32, 64, capped by the derived maximum): B newcomers prefilled
+   in one forward (ms, ms per newcomer, rows), then warm-up and measured ticks, for young
+   sessions and at full context (every ring slot valid, the KV filled with random values: the
+   traffic of a long session). p50/p99 from CUDA events around the program (device) and from the
+   wall clock around the whole tick (host). Each level reports the floor of spec §5.13, W + the
+   KV its rows read, with W for 8 and for 16 depformer steps (16.1 GB for the real model), and
+   the ratio; every logit and PCM sample must be finite;
+7. kernels: a profiler trace of 3 replayed ticks at B = 1 and the largest level (Chrome trace
+   files next to the report), kernels per tick from it, and the host syncs per tick that
+   `torch.cuda.set_sync_debug_mode("warn")` reports (one expected: the download);
+8. sanity: graph replay against eager at B = 4 for 10 greedy ticks, tokens identical; and the
+   `flash` backend against `masked` (eager, greedy), tokens identical.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import pathlib
 import platform
 import sys
 import time
+import warnings
 from collections.abc import Callable
 
 import torch
 
 from liveplex.bench import percentiles
-from liveplex.engine_pod import program
+from liveplex.engine_pod import program, staging
 from liveplex.personaplex import (
     checkpoint,
     config,
     mimi,
     prefill,
     prompt,
+    ring,
     sampling,
 )
 
@@ -102,7 +108,7 @@ def _bandwidth(device: torch.device) -> dict[str, float]:
 class _Bench:
     """The engine's device side for one run: pools for the largest level, programs, one prompt."""
 
-    def __init__(self, lm: checkpoint.LM, codec: mimi.Mimi, slots: int, graphs: bool,
+    def __init__(self, lm: checkpoint.LM, codec: mimi.Mimi, slots: int, graphs: bool, backend: ring.Backend,
                  device: torch.device) -> None:
         cfg = lm.temporal.cfg
         gen = torch.Generator().manual_seed(0)
@@ -110,62 +116,113 @@ class _Bench:
         role = min(26, cfg.context - voice_frames - 15)
         voice = torch.randn(voice_frames, cfg.dim, generator=gen).to(device, lm.temporal.text_linear.weight.dtype)
         sil = prompt.silence_column()
-        p = prompt.layout(voice, sil, sil, torch.randint(4, 400, (role,), generator=gen).tolist(), SCHEDULE)
-        self.prompt = dataclasses.replace(p, columns=p.columns.to(device))
+        self.prompt = prompt.layout(voice, sil, sil, torch.randint(4, 400, (role,), generator=gen).tolist(), SCHEDULE)
         self.prefix = prefill.voice_prefix(lm.temporal, voice)
-        self.lm, self.codec, self.device = lm, codec, device
+        self.lm, self.codec, self.device, self.backend = lm, codec, device, backend
         self.sync = _sync(device)
         allocated = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
         self.pools = program.Pools(lm, codec, slots)
         self.pool_bytes = (torch.cuda.memory_allocated(device) - allocated) if device.type == "cuda" else None
         self.primed = prefill.primed_codec_state(codec)
-        self.sampled = program.Program(lm, codec, self.pools, SCHEDULE, sampling.Sampling(), graphs)
-        self.caller = (torch.rand(slots, codec.cfg.frame_samples, generator=gen) - 0.5).numpy()
+        self.sampled = program.Program(lm, codec, self.pools, SCHEDULE, sampling.Sampling(), graphs, backend)
+        self.eager = program.Program(lm, codec, self.pools, SCHEDULE, sampling.Sampling(), False, backend)
+        self.pcm_stage = staging.Staging((slots, codec.cfg.frame_samples), torch.float32, device)
+        self.out_stage = staging.Staging((slots, program.PACKED_WIDTH), torch.int32, device)
+        self.prompt_stage = staging.Staging((prefill.block_numel(26 * self.prompt.columns.shape[0]),), torch.long,
+                                            device)
+        self.pcm_stage.writable().copy_(torch.rand(slots, codec.cfg.frame_samples, generator=gen) - 0.5)
 
     def admit(self, slots: list[int], greedy: bool = False) -> float:
-        """Prefill newcomers into `slots` as the engine does; returns ms (synchronised)."""
+        """Prefill newcomers into consecutive `slots` as the engine does; returns ms (synchronised)."""
         self.sync()
         t0 = time.perf_counter()
-        self.pools.codec.reset(slots)
-        self.pools.codec.decoder.copy_rows(slots, self.primed.decoder, [0] * len(slots))
+        rows = slice(slots[0], slots[-1] + 1)
+        self.pools.codec.reset(rows)
+        self.pools.codec.decoder.copy_rows(rows, self.primed.decoder, slice(0, 1))
         newcomers = [prefill.Newcomer(s, self.prompt, self.prefix, seed=s) for s in slots]
         prefill.admit(self.lm.temporal, self.lm.depformer, self.pools.kv, self.pools.tokens, newcomers, SCHEDULE,
-                      sampling.Sampling(greedy=greedy))
+                      sampling.Sampling(greedy=greedy), self.backend, self.prompt_stage.upload)
         self.sync()
         return (time.perf_counter() - t0) * 1e3
 
     def tick(self, prog: program.Program, batch: int) -> tuple[list[list[int]], bool, float | None]:
-        """One engine tick: caller PCM in, `prog.run(batch)`, ids, PCM and finite flags out.
+        """One engine tick: caller PCM up, `prog.run(batch)`, the packed output down (the one sync).
 
         Returns the emitted ids, whether every row was finite, and the program's device ms (CUDA).
         """
         events = None
         if self.device.type == "cuda":
             events = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        self.pools.pcm_in[:batch].copy_(torch.from_numpy(self.caller[:batch]))
+        self.pcm_stage.send(self.pools.pcm_in[:batch])
         if events:
             events[0].record()
-        out = prog.run(batch)
+        out = prog.run(batch, span=self.lm.temporal.cfg.context)
         if events:
             events[1].record()
-        emitted = out.emitted[:batch].cpu().tolist()  # the tick's one host sync, as in the engine
-        out.pcm[:batch].cpu().numpy()
-        finite = all(out.finite[:batch].cpu().tolist())
+        packed = self.out_stage.download(out.packed[:batch])
+        emitted = packed[:, program.EMITTED].tolist()
+        finite = bool(packed[:, program.FINITE].all())
         return emitted, finite, events[0].elapsed_time(events[1]) if events else None
+
+
+def _capture(bench: _Bench, buckets: list[int]) -> dict[str, object]:
+    """Capture every bucket as the engine does (largest first, one pool); on failure, say so and
+    fall back to eager ticks for the whole run."""
+    report: dict[str, object] = {"buckets": sorted(buckets, reverse=True), "graphs": bench.sampled.graphs}
+    if not bench.sampled.graphs:
+        return report
+    free_before, _ = torch.cuda.mem_get_info(bench.device)
+    t0 = time.perf_counter()
+    try:
+        bench.sampled.capture(buckets)
+    except Exception as e:  # noqa: BLE001  (the report carries it; the ticks then run eagerly)
+        report["error"] = repr(e)
+        bench.sampled = bench.eager
+    torch.cuda.synchronize(bench.device)
+    free_after, _ = torch.cuda.mem_get_info(bench.device)
+    report.update({"capture_s": time.perf_counter() - t0, "graph_device_bytes": free_before - free_after,
+                   "graphs": bench.sampled.graphs})
+    bench.pools.reset(slice(0, bench.pools.slots))  # capture ran the buckets' rows
+    return report
+
+
+def _kernels(bench: _Bench, batch: int, out_dir: pathlib.Path) -> dict[str, object]:
+    """Kernels per replayed tick from a profiler trace, and the syncs the sync debug mode flags."""
+    from torch.profiler import ProfilerActivity, profile
+
+    row: dict[str, object] = {"batch": batch}
+    if bench.device.type != "cuda":
+        return row
+    bench.pools.reset(slice(0, batch))
+    bench.admit(list(range(batch)))
+    ticks = 3
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(ticks):
+            bench.tick(bench.sampled, batch)
+    trace = out_dir / f"gpu-check-trace-b{batch}.json"
+    prof.export_chrome_trace(str(trace))
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    row.update({"kernels_per_tick": len(kernels) / ticks, "trace": str(trace)})
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            bench.tick(bench.sampled, batch)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    row["syncs_flagged_per_tick"] = [str(w.message)[:200] for w in caught]
+    return row
 
 
 def _level(bench: _Bench, batch: int, full: bool, args: argparse.Namespace,
            floor: dict[str, float]) -> dict[str, object]:
     cfg = bench.lm.temporal.cfg
     pools = bench.pools
-    t0 = time.perf_counter()
-    bench.sampled.capture([batch])  # no-op on CPU and for an already captured bucket
-    capture_s = time.perf_counter() - t0
-    pools.clear_all()  # capture ran the bucket's rows
+    pools.reset(slice(0, batch))
     prefill_ms = bench.admit(list(range(batch)))
     if full:
-        for t in pools.kv.k + pools.kv.v:
-            t.normal_()
+        for t in pools.kv.tensors():
+            t[:batch].normal_()
         pools.tokens.pos[:batch] = cfg.context  # wrapped: every ring slot valid
     first_pos = int(pools.tokens.pos[0])
     wall, device_ms, finite = [], [], True
@@ -184,7 +241,7 @@ def _level(bench: _Bench, batch: int, full: bool, args: argparse.Namespace,
                 for name, w in (("8_steps", floor["weights_8_steps"]), ("16_steps", floor["weights_16_steps"]))}
     rows = batch * bench.prompt.columns.shape[0]
     row: dict[str, object] = {
-        "batch": batch, "full_context": full, "mean_position": mean_pos, "capture_s": capture_s,
+        "batch": batch, "full_context": full, "mean_position": mean_pos,
         "prefill_ms": prefill_ms, "prefill_rows": rows, "prefill_ms_per_newcomer": prefill_ms / batch,
         "prefill_ms_per_row": prefill_ms / rows, "wall": _summary(wall), "finite": finite, **floor_ms}
     if device_ms:
@@ -195,18 +252,31 @@ def _level(bench: _Bench, batch: int, full: bool, args: argparse.Namespace,
     return row
 
 
+def _greedy_tokens(bench: _Bench, prog: program.Program, batch: int) -> list[list[list[int]]]:
+    bench.pools.reset(slice(0, bench.pools.slots))
+    bench.admit(list(range(batch)), greedy=True)
+    return [bench.tick(prog, batch)[0] for _ in range(SANITY_TICKS)]
+
+
 def _replay_matches_eager(bench: _Bench, graphs: bool) -> dict[str, object]:
-    """The same newcomers, greedy, for `SANITY_TICKS` ticks: eagerly, then through the graph."""
+    """The same newcomers, greedy, for `SANITY_TICKS` ticks: eagerly, then through a graph (captured
+    here, after the measured levels), then eagerly under the other attention backend."""
     batch = min(SANITY_BATCH, bench.pools.slots)
-    runs = []
-    for use_graphs in (False, graphs):
-        prog = program.Program(bench.lm, bench.codec, bench.pools, SCHEDULE, sampling.Sampling(greedy=True),
-                               use_graphs)
-        prog.capture([batch])
-        bench.pools.clear_all()
-        bench.admit(list(range(batch)), greedy=True)
-        runs.append([bench.tick(prog, batch)[0] for _ in range(SANITY_TICKS)])
-    return {"batch": batch, "ticks": SANITY_TICKS, "graphs": graphs, "tokens_identical": runs[0] == runs[1]}
+    greedy = sampling.Sampling(greedy=True)
+
+    def prog(use_graphs: bool, backend: ring.Backend) -> program.Program:
+        p = program.Program(bench.lm, bench.codec, bench.pools, SCHEDULE, greedy, use_graphs, backend)
+        p.capture([batch])
+        return p
+
+    eager = _greedy_tokens(bench, prog(False, bench.backend), batch)
+    replayed = _greedy_tokens(bench, prog(graphs, bench.backend), batch)
+    other = ring.Backend.MASKED if bench.backend is ring.Backend.FLASH else ring.Backend.FLASH
+    report: dict[str, object] = {"batch": batch, "ticks": SANITY_TICKS, "graphs": graphs,
+                                 "tokens_identical": eager == replayed}
+    if bench.device.type == "cuda" or other is ring.Backend.MASKED:
+        report[f"{other.value}_tokens_identical"] = _greedy_tokens(bench, prog(False, other), batch) == eager
+    return report
 
 
 @torch.inference_mode()
@@ -219,6 +289,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--ticks", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--no-cuda-graphs", action="store_true", help="run the ticks eagerly on CUDA")
+    parser.add_argument("--attention", choices=[b.value for b in ring.Backend], default=None,
+                        help="temporal attention backend (default: flash on CUDA, masked on CPU)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (host work; the CPU smoke test)")
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("gpu-check.json"))
     args = parser.parse_args(argv)
@@ -226,12 +298,13 @@ def main(argv: list[str]) -> int:
     device = torch.device(args.device)
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
     graphs = device.type == "cuda" and not args.no_cuda_graphs
+    backend = ring.Backend(args.attention or ("flash" if device.type == "cuda" else "masked"))
     cfg = config.CONFIGS[args.config]()
     mimi_cfg = mimi.mimi_config() if args.config == "personaplex-7b" else mimi.tiny_config()
     levels = sorted({int(x) for x in args.batch.split(",")})
     report: dict[str, object] = {
         "config": args.config, "device": str(device), "dtype": str(dtype), "mimi_dtype": "torch.float32",
-        "torch": torch.__version__, "cuda": torch.version.cuda, "host": platform.node(), "attention": "masked",
+        "torch": torch.__version__, "cuda": torch.version.cuda, "host": platform.node(), "attention": backend.value,
         "cuda_graphs": graphs, "schedule": SCHEDULE.value, "command": " ".join(sys.argv), "levels": []}
     if device.type == "cuda":
         report["gpu"] = torch.cuda.get_device_name(device)
@@ -274,13 +347,16 @@ def main(argv: list[str]) -> int:
         report["bandwidth"] = {"error": repr(e)}
     floor["bytes_per_s"] = report["bandwidth"].get("bytes_per_s", float("nan"))  # type: ignore[union-attr]
     save()
-    bench = _Bench(lm, codec, slots, graphs, device)
+    bench = _Bench(lm, codec, slots, graphs, backend, device)
     report.update({"slots": slots, "bytes_per_slot": bench.pools.slot_bytes, "pool_bytes_measured": bench.pool_bytes,
                    "bytes_per_slot_measured": bench.pool_bytes / slots if bench.pool_bytes else None,
                    "prompt_rows": bench.prompt.columns.shape[0], "voice_frames": bench.prompt.voice.shape[0]})
-    report["prefill_one_newcomer_ms"] = sorted(bench.admit([0]) for _ in range(5))[2]
+    runnable = [b for b in levels if b <= slots]
+    report["capture"] = _capture(bench, runnable)
     save()
-    reserved = torch.cuda.memory_reserved(device) if device.type == "cuda" else 0
+    report["prefill_one_newcomer_ms"] = sorted(bench.admit([0]) for _ in range(5))[2]
+    report["prefill_burst_ms"] = {n: bench.admit(list(range(n))) for n in (8, 26) if n <= slots}
+    save()
     for b in levels:
         if b > slots:
             report["levels"].append({"batch": b, "skipped": "above the derived max_sessions"})  # type: ignore[union-attr]
@@ -294,8 +370,11 @@ def main(argv: list[str]) -> int:
             report["levels"].append(row)  # type: ignore[union-attr]
             save()
             print(json.dumps(row), flush=True)
-    if device.type == "cuda":
-        report["graph_and_workspace_bytes"] = torch.cuda.memory_reserved(device) - reserved
+    try:
+        report["kernels"] = [_kernels(bench, b, args.out.parent) for b in sorted({runnable[0], runnable[-1]})]
+    except Exception as e:  # noqa: BLE001
+        report["kernels"] = {"error": repr(e)}
+    save()
     try:
         report["replay_vs_eager"] = _replay_matches_eager(bench, graphs)
     except Exception as e:  # noqa: BLE001

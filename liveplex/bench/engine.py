@@ -8,6 +8,10 @@ of each batch size, in a rotating order. On a shared machine the load drifts ove
 batch 1 first and batch 32 a minute later made the ratio swing between 3.5x and 4.5x, while
 interleaving exposes every batch size to the same load. Ticks run under `torch.inference_mode`.
 Mimi is not included: the figure is the language model's share of a tick.
+
+`--count` instead counts, exactly, what one served tick and one newcomer's prefill run: aten
+ops, host syncs and KV bytes read by attention, at any config's real shapes (`--device meta`
+needs no memory), and the host syncs of a real engine's tick (`liveplex.bench.engine_counts`).
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import time
 
 import torch
 
-from liveplex.bench import percentiles
+from liveplex.bench import engine_counts, percentiles
+from liveplex.engine_pod import settings as engine_settings
 from liveplex.personaplex import (
     checkpoint,
     config,
@@ -75,8 +80,12 @@ def measure(cfg: config.LMConfig, batches: list[int], ticks: int, warmup: int,
         for i in range(len(levels)):
             level = levels[(i + r) % len(levels)]
             user = torch.randint(0, cfg.card, (level.batch, config.AGENT_CODEBOOKS), generator=gen)
+            span = min(cfg.context, int(level.state.pos.max()) + 1)  # the engine's host knows it
             t0 = time.perf_counter_ns()
-            step.live_step(lm.temporal, lm.depformer, level.pool, level.state, user, schedule, sample)
+            pos = level.state.pos
+            plan = ring.live_plan(pos, level.pool, ring.Backend.MASKED, span)
+            draw = step.sampled_draws(sample, level.state.key, pos + 1, cfg.text_card, cfg.card)
+            step.live_step(lm.temporal, lm.depformer, level.pool, level.state, user, schedule, draw, plan)
             if r >= warmup:
                 level.ticks_us.append((time.perf_counter_ns() - t0) // 1000)
     rows = []
@@ -89,10 +98,46 @@ def measure(cfg: config.LMConfig, batches: list[int], ticks: int, warmup: int,
     return rows
 
 
+def count(args: argparse.Namespace) -> dict[str, object]:
+    """`--count`: program and prefill counts per batch size, and the engine's host syncs."""
+    dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype or ("bf16" if args.device != "cpu" else "fp32")]
+    backend = ring.Backend(args.attention)
+    model = engine_counts.build(args.config, args.device, dtype)
+    batches = [int(b) for b in args.batch.split(",")]
+    buckets = list(engine_settings.DEFAULT_BUCKETS) + [max(batches)]
+    levels = engine_counts.levels(model, batches, buckets, backend)
+    newcomer = engine_counts.newcomer(model, backend)
+    host = engine_counts.engine_syncs()
+    print(f"config {args.config} on {args.device}, {dtype}, attention {backend.value}")
+    print(f"{'batch':>6} {'bucket':>7} {'position':>9} {'ops':>6} {'syncs':>6} {'KV read MB':>11} {'valid KV MB':>12}")
+    for row in levels:
+        measured = "" if row["kv_measured"] else "*"
+        print(f"{row['batch']:>6} {row['bucket']:>7} {row['position']:>9} {row['ops']:>6} {len(row['syncs']):>6} "
+              f"{row['kv_bytes'] / 1e6:>10.1f}{measured or ' '} {row['valid_kv_bytes'] / 1e6:>12.1f}")
+    print(f"newcomer prefill ({newcomer['rows']} rows): {newcomer['ops']} ops, {len(newcomer['syncs'])} syncs, "
+          f"KV read {newcomer['kv_bytes'] / 1e6:.1f} MB{'' if newcomer['kv_measured'] else '*'}, "
+          f"valid {newcomer['valid_kv_bytes'] / 1e6:.1f} MB")
+    print(f"engine host syncs per tick (tiny engine, CPU): {host['syncs_per_tick']} served, "
+          f"{host['syncs_in_an_admitting_tick']} while admitting ({', '.join(host['what_syncs'])})")
+    if any(not row["kv_measured"] for row in levels) or not newcomer["kv_measured"]:
+        print("* the meta device has no lengths: the varlen kernel's upper bound; it reads the valid KV")
+    return {"config": args.config, "device": args.device, "dtype": str(dtype), "attention": backend.value,
+            "torch": torch.__version__, "date": datetime.date.today().isoformat(), "levels": levels,
+            "newcomer": newcomer, "engine": host}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="liveplex bench engine", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", choices=["tiny", "small"], default="small",
-                        help="model size (default: %(default)s)")
+    parser.add_argument("--config", choices=sorted(config.CONFIGS), default="small",
+                        help="tiny or small for timing; any, personaplex-7b included, with --count "
+                             "(default: %(default)s)")
+    parser.add_argument("--count", action="store_true",
+                        help="count ops, syncs and KV bytes instead of timing (default: timing)")
+    parser.add_argument("--device", default="cpu",
+                        help="with --count: cpu or meta (real shapes, no memory) (default: %(default)s)")
+    parser.add_argument("--dtype", choices=["bf16", "fp32"], help="with --count (default: bf16 off the CPU)")
+    parser.add_argument("--attention", choices=[b.value for b in ring.Backend], default="flash",
+                        help="with --count: the attention backend counted (default: %(default)s, CUDA's)")
     parser.add_argument("--batch", default="1,2,4,8,16,32", help="comma-separated batch sizes (default: %(default)s)")
     parser.add_argument("--ticks", type=int, default=50, help="measured ticks per batch size (default: %(default)s)")
     parser.add_argument("--warmup", type=int, default=5, help="unmeasured ticks first (default: %(default)s)")
@@ -104,8 +149,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.count:
+        report = count(args)
+        if args.out:
+            args.out.write_text(json.dumps(report, indent=2))
+        return 0
+    if args.config not in ("tiny", "small"):
+        parser.error("timing runs take --config tiny or small")
     cfg = config.CONFIGS[args.config]()
     batches = [int(b) for b in args.batch.split(",")]
     load_before = os.getloadavg()

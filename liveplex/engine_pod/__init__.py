@@ -12,13 +12,13 @@ modules.
 """
 
 from liveplex.engine_pod.buckets import bucket_for, cut
-from liveplex.engine_pod.grouping import prefix_within
+from liveplex.engine_pod.grouping import PrefillCost, budget_s, chunks
 from liveplex.engine_pod.leases import LeaseError, Leases, Move
 from liveplex.engine_pod.memory import CapacityError, SlotBytes, kv_bytes, max_sessions
 from liveplex.engine_pod.settings import EngineSettings, add_arguments, settings_from_args
 
 __all__ = [
     "CapacityError", "EngineSettings", "LeaseError", "Leases", "Move", "SlotBytes",
-    "add_arguments", "bucket_for", "cut", "kv_bytes", "max_sessions", "prefix_within",
+    "PrefillCost", "add_arguments", "bucket_for", "budget_s", "chunks", "cut", "kv_bytes", "max_sessions",
     "settings_from_args",
 ]

@@ -1,25 +1,28 @@
 """`PersonaPlexEngine`: every live session in one batched tick, as a `Ticker` under `drive`.
 
 Spec personaplex §5. Host side of the engine: sessions are leases on preallocated slots
-(`leases`), newcomers queue in arrival order and are prefilled at the start of the next tick,
-batched within a row budget (`grouping`, `prefill.admit`); then every running session's caller
-frame goes through `program.Program.run(bucket)` and comes back as exactly one 80 ms frame and its
-text. An exception anywhere in `tick` propagates: `drive` then calls `abort` (every line gets
-`Closed(ABORTED)`, every newcomer is refused) and the engine thread turns not ready (D9).
+(`leases`), newcomers queue in arrival order and are prefilled at the start of the next ticks
+within a budget of prefill time measured at startup, a long prompt split across ticks
+(`grouping`, `prefill.admit`); then every running session's caller frame goes through
+`program.Program.run(bucket)` and comes back as exactly one 80 ms frame and its text. The host
+talks to the device through staging buffers (`staging`): caller PCM and prompt blocks go up
+asynchronously and one packed output comes down, the tick's one host sync. An exception anywhere in
+`tick` propagates: `drive` then calls `abort` (every line gets `Closed(ABORTED)`, every newcomer is
+refused) and the engine thread turns not ready (D9).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import time
 from collections import deque
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
-from liveplex.engine_pod import buckets, grouping, leases, memory, program
+from liveplex.engine_pod import buckets, grouping, leases, memory, program, staging
 from liveplex.engine_pod import model as model_mod
 from liveplex.engine_pod.settings import CPU_MAX_SESSIONS, EngineSettings
 from liveplex.live import channel, contract, frames
@@ -27,7 +30,7 @@ from liveplex.live.drive import EngineError
 from liveplex.live.jitter import Jitter
 from liveplex.live.line import Line
 from liveplex.live.pulse import Pulse
-from liveplex.personaplex import prefill, prompt, sampling, tokenizer
+from liveplex.personaplex import prefill, prompt, ring, sampling, tokenizer
 from liveplex.sim_pod import profile as sim_profile
 
 logger = logging.getLogger(__name__)
@@ -42,12 +45,18 @@ class InjectedFault(EngineError):
 
 @dataclass(slots=True)
 class _Waiting:
-    """A newcomer: taken, laid out, not yet prefilled (no `Started` yet)."""
+    """A newcomer: taken, laid out, not yet (wholly) prefilled (no `Started` yet)."""
 
     sub: channel.LiveSubmission
     layout: prompt.Prompt
     prefix: prefill.VoicePrefix
     seed: int
+    done: int = 0
+    """Prompt rows prefilled so far; while 0 < done < rows it borrows slot `Leases.live`."""
+
+    @property
+    def left(self) -> int:
+        return self.layout.columns.shape[0] - self.done
 
 
 @dataclass(slots=True)
@@ -119,8 +128,14 @@ class PersonaPlexEngine:
         self._sampling = sampling.Sampling(greedy=settings.greedy)
         self._leases = leases.Leases(info.max_sessions)
         self.pools = program.Pools(model.lm, model.codec, info.max_sessions)
+        self._attention = ring.Backend(settings.attention or ("flash" if self._device.type == "cuda" else "masked"))
         self._program = program.Program(model.lm, model.codec, self.pools, self._schedule, self._sampling,
-                                        settings.cuda_graphs)
+                                        settings.cuda_graphs, self._attention)
+        S = info.max_sessions
+        self._pcm_stage = staging.Staging((S, frames.FRAME_SAMPLES), torch.float32, self._device)
+        self._out_stage = staging.Staging((S, program.PACKED_WIDTH), torch.int32, self._device)
+        self._prompt_stage = staging.Staging((prefill.block_numel(settings.max_prefill_rows),), torch.long,
+                                             self._device)
         self._buckets = buckets.cut(settings.buckets, info.max_sessions)
         self._prefixes = {name: prefill.voice_prefix(model.lm.temporal, v.embeddings.to(self._device))
                           for name, v in model.voices.items()}
@@ -132,16 +147,17 @@ class PersonaPlexEngine:
         self._rows: list[_Running] = []
         self._queue: deque[_Waiting] = deque()
         self._ticks = 0
-        self._warm_up()
+        self._cost, self._budget_s = self._warm_up()
         self._pulse.kv_capacity = info.max_sessions * model.cfg.context
         logger.info("personaplex engine ready", extra={
             "device": str(self._device), "dtype": settings.dtype, "schedule": settings.schedule,
-            "attention": "masked", "cuda_graphs": self._program.graphs, "architecture": model.name,
+            "attention": self._attention.value, "cuda_graphs": self._program.graphs, "architecture": model.name,
             "convention": model.convention.value,
             "checkpoint_steps": model.lm.file_steps, "context": model.cfg.context,
             "voices": {n: v.frames for n, v in sorted(model.voices.items())},
             "max_sessions": info.max_sessions, "max_instructions_chars": info.max_instructions_chars,
-            "buckets": list(self._buckets), "slot_bytes": self.pools.slot_bytes})
+            "buckets": list(self._buckets), "slot_bytes": self.pools.slot_bytes,
+            "prefill_budget_ms": round(self._budget_s * 1e3, 2), "prefill_ms_per_row": self._cost.per_row * 1e3})
 
     @property
     def running(self) -> int:
@@ -159,6 +175,20 @@ class PersonaPlexEngine:
             if r.id == session_id:
                 return slot
         return None
+
+    @property
+    def host_buffers(self) -> tuple[torch.Tensor, ...]:
+        """The staging buffers the host copies through (pinned on CUDA; counted as host memory)."""
+        return (self._pcm_stage.host, self._out_stage.host, self._prompt_stage.host)
+
+    def device_tensors(self) -> list[torch.Tensor]:
+        """Everything the engine keeps in device memory: weights, pools, voice prefixes, the
+        primed decoder (what `liveplex.bench.counts` must know on the CPU)."""
+        m = self._model
+        found = [t for module in (m.lm.temporal, m.lm.depformer, m.codec) for t in module.state_dict().values()]
+        found += self.pools.tensors()
+        found += [t for p in (*self._prefixes.values(), self._bare_prefix) for t in (p.k, p.v)]
+        return found + (self._primed.tensors() if self._primed is not None else [])
 
     def sessions(self) -> int:
         return len(self._rows) + len(self._queue)
@@ -200,28 +230,29 @@ class PersonaPlexEngine:
         if self._settings.fail_after_ticks and self._ticks > self._settings.fail_after_ticks:
             raise InjectedFault(f"injected fault after {self._settings.fail_after_ticks} ticks")
         bucket = buckets.bucket_for(B, self._buckets)
-        heard = np.stack([r.line.hear(skipped) for r in self._rows])
-        self.pools.pcm_in[:B].copy_(torch.from_numpy(heard))
-        if bucket > B:  # padding rows: silent input at position 0, in free slots only
-            self.pools.pcm_in[B:bucket].zero_()
+        heard = self._pcm_stage.writable().numpy()
+        for slot, r in enumerate(self._rows):
+            heard[slot] = r.line.hear(skipped)
+        heard[B:bucket] = 0  # padding rows: silent input at position 0, in free slots only
+        self._pcm_stage.send(self.pools.pcm_in[:bucket])
+        if bucket > B:
             self.pools.tokens.pos[B:bucket] = 0
-        out = self._program.run(bucket)
-        emitted = out.emitted[:B, 0].cpu().tolist()  # the tick's one host sync
-        pcm = out.pcm[:B].cpu().numpy()
-        finite = out.finite[:B].cpu().tolist()
+        span = min(self._model.cfg.context, max(r.pos for r in self._rows) + 1)
+        out = self._out_stage.download(self._program.run(bucket, span).packed[:B]).numpy()  # the one sync
+        pcm = out[:, program.PCM].astype("<i2")
         gone: list[tuple[int, bool]] = []
         for slot, r in enumerate(self._rows):
-            if not finite[slot]:  # D9: a non-finite row ends only its own session
+            if not out[slot, program.FINITE]:  # D9: a non-finite row ends only its own session
                 logger.warning("non-finite model output; session aborted", extra={"session_id": r.id})
                 r.line.close(contract.CloseReason.ABORTED)
                 gone.append((slot, True))
                 continue
             r.pos += 1
-            if not r.line.say(pcm[slot].tobytes(), r.detok.push(emitted[slot])):
+            if not r.line.say(pcm[slot].tobytes(), r.detok.push(int(out[slot, 0]))):
                 gone.append((slot, False))
         for slot, dirty in reversed(gone):
             if dirty:
-                self.pools.clear(slot)
+                self.pools.reset(slice(slot, slot + 1))
             self._release(slot)
 
     def abort(self) -> None:
@@ -236,36 +267,44 @@ class PersonaPlexEngine:
         self._pulse.kv_positions = 0
 
     def _prefill(self) -> None:
-        """Prefill the arrival-order prefix of newcomers within the row budget, in one forward.
+        """Prefill what the budget allows of the queue, in arrival order, in one forward.
 
-        `Started` goes out only once the prefill has succeeded, in the same tick (and flush) as
-        frame 0. If the prefill raises, its newcomers never ran: they are refused `ABORTED`
-        (live-contract §10: `server_error`, the socket stays open) and the fault propagates.
+        A newcomer whose prompt is then complete gets its slot's codec state and its `Line`, and
+        `Started` goes out in the same tick (and flush) as frame 0; one left partial keeps its
+        place at the head of the queue. If the prefill raises, the newcomers it touched never ran:
+        they are refused `ABORTED` (live-contract §10: `server_error`, the socket stays open) and
+        the fault propagates.
         """
         s = self._settings
-        n = grouping.prefix_within([w.layout.columns.shape[0] for w in self._queue], s.max_prefill_rows)
-        batch = [self._queue.popleft() for _ in range(n)]
+        plan = grouping.chunks([w.left for w in self._queue], self._budget_s, self._cost, s.max_prefill_rows)
+        first = self._leases.live
+        chunks = []
+        for i, rows in enumerate(plan):
+            w = self._queue[i]
+            newcomer = prefill.Newcomer(first + i, w.layout, w.prefix, w.seed)
+            chunks.append(prefill.Chunk(newcomer, w.done, w.done + rows))
+        finished = sum(c.last for c in chunks)
         started = time.perf_counter_ns()
-        newcomers = []
-        for w in batch:
-            slot = self._leases.acquire()
-            self.pools.codec.reset([slot])
-            if self._primed is not None:
-                self.pools.codec.decoder.copy_rows([slot], self._primed.decoder, [0])
-            newcomers.append(prefill.Newcomer(slot, w.layout, w.prefix, w.seed))
         try:
+            if finished:
+                rows = slice(first, first + finished)
+                self.pools.codec.reset(rows)
+                if self._primed is not None:
+                    self.pools.codec.decoder.copy_rows(rows, self._primed.decoder, slice(0, 1))
             prefill.admit(self._model.lm.temporal, self._model.lm.depformer, self.pools.kv, self.pools.tokens,
-                          newcomers, self._schedule, self._sampling)
-            if self.pools.pcm_in.is_cuda:
-                torch.cuda.synchronize(self._device)
+                          chunks, self._schedule, self._sampling, self._attention, self._prompt_stage.upload)
         except BaseException:
-            for w, newcomer in zip(reversed(batch), reversed(newcomers)):  # the top slots: no moves
-                w.sub.refuse(contract.CloseReason.ABORTED)
-                self._leases.release(newcomer.slot)
+            for _ in chunks:
+                self._queue.popleft().sub.refuse(contract.CloseReason.ABORTED)
             raise
         self._pulse.prefill.observe((time.perf_counter_ns() - started) / 1e9)
         lost = []
-        for w in batch:
+        for c in chunks:
+            w = self._queue[0] if not c.last else self._queue.popleft()
+            w.done = c.end
+            if not c.last:
+                break
+            self._leases.acquire()
             jitter = Jitter(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames)
             line = Line.start(w.sub, jitter, self._info.max_frames)
             if line is None:  # nobody listens any more: its slot goes back below (the Line is only its row)
@@ -277,17 +316,58 @@ class PersonaPlexEngine:
             self._release(slot)
 
     def _release(self, slot: int) -> None:
-        """Give back `slot`; the session in the highest slot moves into the hole."""
+        """Give back `slot`; the session in the highest slot moves into the hole, and a newcomer
+        partway through its prefill follows the free slot down."""
         move = self._leases.release(slot)
         last = self._rows.pop()
         if move is not None:
             self.pools.move(move.src, move.dst)
             self._rows[move.dst] = last
+        if self._queue and self._queue[0].done:
+            self.pools.move(self._leases.live + 1, self._leases.live)
 
-    def _warm_up(self) -> None:
-        """Capture the graphs (CUDA) or run each bucket once (CPU), then reset every pool."""
+    def _warm_up(self) -> tuple[grouping.PrefillCost, float]:
+        """Capture the graphs (CUDA) or run the largest bucket once (CPU); measure the prefill's
+        cost and the largest bucket's tick for the prefill budget; then reset every pool."""
         if self._program.graphs:
             self._program.capture(list(self._buckets))
-        else:
-            self._program.run(self._buckets[0])
-        self.pools.clear_all()
+        largest = self._buckets[-1]
+        self._program.run(largest)  # on the CPU: allocator and kernels warm
+        times = []
+        for _ in range(3):
+            started = time.perf_counter_ns()
+            self._out_stage.download(self._program.run(largest).packed)
+            times.append((time.perf_counter_ns() - started) / 1e9)
+        tick_s = sorted(times)[1]
+        cost = self._measure_prefill()
+        self.pools.reset(slice(0, self.pools.slots))
+        budget = self._settings.prefill_budget_ms / 1e3 or grouping.budget_s(frames.PERIOD_NS / 1e9, tick_s)
+        return cost, budget
+
+    def _measure_prefill(self) -> grouping.PrefillCost:
+        """`grouping.PrefillCost.fit` from timed prefills (chunks of a prompt of repeated bare
+        columns, at the configured attention backend), three repeats each."""
+        rows = max(1, min(2 * grouping.MIN_CHUNK_ROWS, (self._model.cfg.context - 3) // 2,
+                          self._settings.max_prefill_rows // 2))
+        layout = dataclasses.replace(self._bare, columns=self._bare.columns.expand(2 * rows, -1).contiguous(),
+                                     total=2 * rows + 1)
+        pair = self.pools.slots >= 2
+
+        def timed(lengths: list[int]) -> float:
+            chunks = [prefill.Chunk(prefill.Newcomer(i, layout, self._bare_prefix, 0), 0, n)
+                      for i, n in enumerate(lengths)]
+            self._sync()
+            started = time.perf_counter_ns()
+            prefill.admit(self._model.lm.temporal, self._model.lm.depformer, self.pools.kv, self.pools.tokens,
+                          chunks, self._schedule, self._sampling, self._attention, self._prompt_stage.upload)
+            self._sync()
+            return (time.perf_counter_ns() - started) / 1e9
+
+        timed([rows])
+        one, double = [timed([rows]) for _ in range(3)], [timed([2 * rows - 1]) for _ in range(3)]
+        both = [timed([rows, rows]) for _ in range(3)] if pair else double
+        return grouping.PrefillCost.fit(rows, one, double, both)
+
+    def _sync(self) -> None:
+        if self._device.type == "cuda":
+            torch.cuda.synchronize(self._device)

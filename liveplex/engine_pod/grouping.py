@@ -1,21 +1,77 @@
-"""Which newcomers a tick prefills: an arrival-order prefix within a row budget (spec §4.6)."""
+"""Which newcomers a tick prefills, and how much of each: a budget of prefill work per tick.
+
+Spec §4.6, issue 14. A prefill runs before the tick's live step, so its time adds to the tick's.
+The budget is time, not rows: the part of the 80 ms tick the live step leaves free (`budget_s`),
+spent on newcomers in arrival order at a cost measured at startup (`PrefillCost`). A newcomer that
+does not fit whole is split (chunked prefill): it takes what is left of this tick's budget and
+continues at the next tick, so a burst of newcomers is spread over ticks instead of making one late.
+Strict order: a later, smaller prompt never overtakes an earlier one. Pure: no tensors, no clock.
+"""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+MIN_CHUNK_ROWS = 16
+"""The head of the queue always gets at least this many rows per tick (or all it has left), so
+every newcomer starts after a bounded number of ticks even when the budget is nearly spent."""
 
 
-def prefix_within(rows: Sequence[int], budget: int) -> int:
-    """How many of the queued newcomers (prompt rows each, in arrival order) to prefill now.
+@dataclass(frozen=True, slots=True)
+class PrefillCost:
+    """Seconds one prefill call takes: `per_call + per_newcomer x newcomers + per_row x rows`."""
 
-    Newcomers are taken while the next one still fits `budget` rows; the first is always taken,
-    even alone over budget, so every newcomer is prefilled within len(queue) ticks. Strict order:
-    a later, smaller prompt never overtakes an earlier one.
+    per_call: float
+    per_newcomer: float
+    per_row: float
+
+    def of(self, rows: Sequence[int]) -> float:
+        """Predicted seconds of one call prefilling chunks of `rows` rows (one per newcomer)."""
+        return self.per_call + self.per_newcomer * len(rows) + self.per_row * sum(rows)
+
+    @classmethod
+    def fit(cls, rows: int, one: Sequence[float], double: Sequence[float], pair: Sequence[float]) -> PrefillCost:
+        """From measured seconds of three calls (medians of repeats): one newcomer of `rows`
+        rows, one of `2 rows` and two of `rows` each. Negative terms (noise) become 0."""
+        a, b, c = (statistics.median(x) for x in (one, double, pair))
+        per_row = max(0.0, (b - a) / rows)
+        per_newcomer = max(0.0, c - b)
+        return cls(max(0.0, a - per_newcomer - per_row * rows), per_newcomer, per_row)
+
+
+def budget_s(period_s: float, tick_s: float, reserve: float = 0.25) -> float:
+    """Prefill seconds a tick may spend: the period, less the live step's measured time at the
+    largest bucket and a `reserve` share of the period (host work, jitter)."""
+    return max(0.0, period_s * (1 - reserve) - tick_s)
+
+
+def chunks(remaining: Sequence[int], budget: float, cost: PrefillCost, max_rows: int) -> list[int]:
+    """Rows to prefill now from each queued newcomer (prompt rows left each, arrival order).
+
+    Returns a list no longer than the queue: newcomers 0..k-2 whole, newcomer k-1 whole or split.
+    The predicted cost stays within `budget` and the rows within `max_rows`, except that the
+    first newcomer always gets `min(its rows, MIN_CHUNK_ROWS, max_rows)`, so progress never stops.
     """
-    taken, used = 0, 0
-    for r in rows:
-        if taken and used + r > budget:
+    taken: list[int] = []
+    for left in remaining:
+        room = min(max_rows - sum(taken), _rows_affordable(taken, budget, cost))
+        if not taken:
+            room = max(room, min(MIN_CHUNK_ROWS, max_rows))
+        rows = min(left, room)
+        if rows <= 0:
             break
-        taken += 1
-        used += r
+        taken.append(rows)
+        if rows < left:
+            break
     return taken
+
+
+def _rows_affordable(taken: list[int], budget: float, cost: PrefillCost) -> int:
+    """How many rows one more newcomer may add to `taken` within `budget`."""
+    spare = budget - cost.of(taken + [0])
+    if spare < 0:
+        return 0
+    return int(spare / cost.per_row + 1e-9) if cost.per_row > 0 else 1 << 30
+

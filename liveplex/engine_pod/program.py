@@ -3,10 +3,10 @@
 Spec personaplex §5.3, §5.5, §5.7. `Pools` holds every per-session tensor with a leading slot
 dimension, allocated once. `Program.run(Bk)` encodes each row's caller frame with Mimi, runs the
 live step (temporal transformer at each row's position, text head, 8 depformer steps, draws),
-decodes the emitted agent frame with Mimi and rounds it to int16, with no host synchronisation.
-On CUDA each bucket's program is captured once as a CUDA graph (largest first, one shared memory
-pool) and replayed; on CPU it runs eagerly. Outputs live in the returned tensors; the engine
-copies them to the host once per tick.
+decodes the emitted agent frame with Mimi and rounds it to int16, with no host synchronisation,
+and packs everything the host needs into one int32 tensor, so the engine copies one tensor down
+per tick. On CUDA each bucket's program is captured once as a CUDA graph (largest first, one
+shared memory pool) at startup and replayed; on CPU it runs eagerly.
 """
 
 from __future__ import annotations
@@ -16,73 +16,72 @@ from dataclasses import dataclass
 import torch
 
 from liveplex.live import frames
-from liveplex.personaplex import checkpoint, mimi, prompt, ring, sampling, step
+from liveplex.personaplex import checkpoint, config, mimi, prompt, ring, sampling, slots, step
+
+EMITTED = slice(0, 1 + config.AGENT_CODEBOOKS)
+"""Columns of `TickOutput.packed`: text id and agent cb0..7 of the frame played now..."""
+FINITE = 1 + config.AGENT_CODEBOOKS
+"""...1 where the row's logits and PCM are all finite (spec §5.11)..."""
+PCM = slice(FINITE + 1, FINITE + 1 + frames.FRAME_SAMPLES)
+"""...and that frame, decoded, as int16 values."""
+PACKED_WIDTH = PCM.stop
 
 
 @dataclass(frozen=True, slots=True)
 class TickOutput:
-    """What `program(Bk)` leaves for rows 0..Bk-1 (device tensors)."""
+    """What `program(Bk)` leaves for rows 0..Bk-1 (a device tensor)."""
 
-    emitted: torch.Tensor
-    """[Bk, 9] int64: text id and agent cb0..7 of the frame played now."""
-    pcm: torch.Tensor
-    """[Bk, 1920] int16: that frame, decoded."""
-    finite: torch.Tensor
-    """[Bk] bool: logits and PCM of the row are finite (spec §5.11)."""
-    text_logits: torch.Tensor
-    """[Bk, text_card] fp32 (tests compare them)."""
+    packed: torch.Tensor
+    """[Bk, PACKED_WIDTH] int32: `EMITTED`, `FINITE`, `PCM` columns."""
 
 
 class Pools:
     """Every per-slot tensor, allocated once for `slots` sessions and never resized."""
 
-    def __init__(self, lm: checkpoint.LM, codec: mimi.Mimi, slots: int) -> None:
+    def __init__(self, lm: checkpoint.LM, codec: mimi.Mimi, slots_: int) -> None:
         device = lm.temporal.text_linear.weight.device
-        self.slots = slots
-        self.kv: ring.KVPool = lm.temporal.new_pool(slots)
-        self.codec = codec.init_state(slots)
-        self.tokens = step.TokenState.allocate(slots, device)
-        self.pcm_in = torch.zeros(slots, frames.FRAME_SAMPLES, dtype=torch.float32, device=device)
-        """Caller frames in [-1, 1], written by the host before each tick."""
+        self.slots = slots_
+        self.kv: ring.KVPool = lm.temporal.new_pool(slots_)
+        self.codec = codec.init_state(slots_)
+        self.tokens = step.TokenState.allocate(slots_, device)
+        self.pcm_in = torch.zeros(slots_, frames.FRAME_SAMPLES, dtype=torch.float32, device=device)
+        """Caller frames in [-1, 1], copied up by the host before each tick."""
+
+    def _states(self) -> tuple[slots.RowState, ...]:
+        return (self.kv, self.codec, self.tokens)
 
     def move(self, src: int, dst: int) -> None:
         """Compaction: slot `src`'s session continues in slot `dst`."""
-        self.kv.copy_slot(src, dst)
-        self.codec.copy_rows([dst], self.codec, [src])
-        self.tokens.copy_slot(src, dst)
+        for state in self._states():
+            state.copy_rows(slice(dst, dst + 1), state, slice(src, src + 1))
 
-    def clear(self, slot: int) -> None:
-        """Zero every row of `slot` (after a non-finite session: masked NaN still poisons 0 x NaN)."""
-        self.kv.clear(slot)
-        self.codec.reset([slot])
-        for t in (self.tokens.pos, self.tokens.ahead, self.tokens.u1, self.tokens.u2,
-                  self.tokens.forced, self.tokens.forcing, self.tokens.seed):
-            t[slot] = 0
+    def reset(self, rows: slots.Rows) -> None:
+        """Zero every row of `rows` (a newcomer's slot; after a non-finite session, whose masked
+        NaNs would still poison 0 x NaN)."""
+        for state in self._states():
+            state.reset(rows)
 
-    def clear_all(self) -> None:
-        """Back to the freshly allocated state (after graph capture and warm-up)."""
-        for slot in range(self.slots):
-            self.clear(slot)
+    def tensors(self) -> list[torch.Tensor]:
+        """Every pool tensor."""
+        return [t for state in self._states() for t in state.tensors()] + [self.pcm_in]
 
     @property
     def slot_bytes(self) -> int:
         """Device bytes per slot, every pool included."""
-        tokens = sum(t[0].numel() * t.element_size() for t in (
-            self.tokens.pos, self.tokens.ahead, self.tokens.u1, self.tokens.u2, self.tokens.forced,
-            self.tokens.forcing, self.tokens.seed, self.pcm_in))
-        return self.kv.nbytes_per_slot + self.codec.nbytes // self.slots + tokens
+        return sum(s.nbytes for s in self._states()) // self.slots + self.pcm_in[0].numel() * 4
 
 
 class Program:
     """`run(Bk)`: one tick over pool rows 0..Bk-1, eager or as a replayed CUDA graph."""
 
     def __init__(self, lm: checkpoint.LM, codec: mimi.Mimi, pools: Pools, schedule: prompt.Schedule,
-                 sample: sampling.Sampling, graphs: bool) -> None:
+                 sample: sampling.Sampling, graphs: bool, backend: ring.Backend = ring.Backend.MASKED) -> None:
         self._lm = lm
         self._codec = codec
         self._pools = pools
         self._schedule = schedule
         self._sample = sample
+        self._backend = backend
         self._graphs_on = graphs and pools.pcm_in.is_cuda
         self._graphs: dict[int, tuple[torch.cuda.CUDAGraph, TickOutput]] = {}
         self._graph_pool: tuple[int, int] | None = None
@@ -91,47 +90,53 @@ class Program:
     def graphs(self) -> bool:
         return self._graphs_on
 
-    def run(self, bucket: int) -> TickOutput:
-        """One tick of rows 0..bucket-1; advances their state in place."""
+    def run(self, bucket: int, span: int | None = None) -> TickOutput:
+        """One tick of rows 0..bucket-1; advances their state in place.
+
+        `span`: under `masked`, the ring slots read (an upper bound of every row's valid length,
+        which the host knows); ignored under graphs, which read the whole ring.
+        """
         if not self._graphs_on:
-            return self._eager(bucket)
-        if bucket not in self._graphs:
-            self.capture([bucket])
+            return self._eager(bucket, span or self._pools.kv.context)
+        assert bucket in self._graphs, f"bucket {bucket} was not captured at startup"
         graph, out = self._graphs[bucket]
         graph.replay()
         return out
 
     def capture(self, buckets: list[int]) -> None:
-        """Capture the given buckets' graphs, largest first, into one shared memory pool.
+        """At startup: capture the buckets' graphs, largest first, into one shared memory pool.
 
-        Each is run eagerly on a side stream first (kernel selection, allocator warm-up); the
-        caller resets the pools afterwards, since those runs advance free slots' state.
+        Each is run eagerly on a side stream first (kernel selection, allocator warm-up). Warm-up
+        and capture both advance the rows they run, so this runs before any session holds a slot
+        and the caller resets the pools afterwards.
         """
         if not self._graphs_on:
             return
         if self._graph_pool is None:
             self._graph_pool = torch.cuda.graph_pool_handle()
+        context = self._pools.kv.context
         for bucket in sorted(set(buckets) - set(self._graphs), reverse=True):
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
-                self._eager(bucket)
+                self._eager(bucket, context)
             torch.cuda.current_stream().wait_stream(side)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool=self._graph_pool):
-                out = self._eager(bucket)
+                out = self._eager(bucket, context)
             self._graphs[bucket] = (graph, out)
 
     @torch.no_grad()
-    def _eager(self, bucket: int) -> TickOutput:
-        p = self._pools
+    def _eager(self, bucket: int, span: int) -> TickOutput:
+        p, cfg = self._pools, self._lm.temporal.cfg
         rows = p.codec.head(bucket)
         user = self._codec.encode_step(p.pcm_in[:bucket], rows)
-        out = step.live_step(self._lm.temporal, self._lm.depformer, p.kv, p.tokens, user, self._schedule,
-                             self._sample)
+        pos = p.tokens.pos[:bucket]
+        plan = ring.live_plan(pos, p.kv, self._backend, span)
+        draw = step.sampled_draws(self._sample, p.tokens.key[:bucket], pos + 1, cfg.text_card, cfg.card)
+        out = step.live_step(self._lm.temporal, self._lm.depformer, p.kv, p.tokens, user, self._schedule, draw, plan)
         pcm = self._codec.decode_step(out.emitted[:, 1:], rows)
         finite = (torch.isfinite(out.text_logits).all(1) & torch.isfinite(out.audio_logits).flatten(1).all(1)
                   & torch.isfinite(pcm).all(1))
-        pcm16 = torch.round(torch.clamp(torch.nan_to_num(pcm), -1.0, 1.0) * 32767.0).to(torch.int16)
-        return TickOutput(out.emitted, pcm16, finite, out.text_logits)
-
+        pcm16 = torch.round(torch.clamp(torch.nan_to_num(pcm), -1.0, 1.0) * 32767.0)
+        return TickOutput(torch.cat([out.emitted.int(), finite[:, None].int(), pcm16.int()], dim=1))

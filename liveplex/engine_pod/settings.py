@@ -24,6 +24,9 @@ DEFAULT_BUCKETS: tuple[int, ...] = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 SCHEDULES: tuple[str, ...] = ("reference", "upstream")
 """`personaplex.prompt.Schedule` values (D3)."""
 
+ATTENTION: tuple[str, ...] = ("flash", "masked")
+"""`personaplex.ring.Backend` values (spec §5.6)."""
+
 DEFAULT_SCHEDULE = "upstream"
 """`personaplex.prompt.DEFAULT_SCHEDULE`: settled by the model package's D3 golden test."""
 
@@ -52,7 +55,13 @@ class EngineSettings:
     memory_reserve_gib: float = 8.0
     """Device memory kept free for activations, graphs and the allocator, GiB."""
     max_prefill_rows: int = 1024
-    """Prompt rows prefilled per tick; the first newcomer always runs (D6b)."""
+    """Prompt rows prefilled per tick at most (activation memory); a longer queue is split (D6b)."""
+    prefill_budget_ms: float = 0.0
+    """Prefill time a tick may spend, ms; 0 = derive it at startup from the measured prefill cost
+    and the largest bucket's tick (`grouping.budget_s`)."""
+    attention: str | None = None
+    """Temporal attention backend (`personaplex.ring.Backend`): `flash` or `masked`; None = `flash`
+    on CUDA, `masked` on the CPU (spec §5.6)."""
     buckets: tuple[int, ...] = DEFAULT_BUCKETS
     """Batch buckets before cutting at `max_sessions`."""
     cuda_graphs: bool = True
@@ -88,6 +97,8 @@ class EngineSettings:
             "max_sessions": self.max_sessions >= 0,
             "memory_reserve_gib": self.memory_reserve_gib >= 0,
             "max_prefill_rows": self.max_prefill_rows > 0,
+            "prefill_budget_ms": self.prefill_budget_ms >= 0,
+            "attention": self.attention in (None, *ATTENTION),
             "buckets": bool(self.buckets) and all(b > 0 for b in self.buckets),
             "max_voice_frames": self.max_voice_frames > 0,
             "jitter_frames": self.jitter_frames > 0,
@@ -119,6 +130,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> tuple[argparse.Action, ...
                             "it after ~233 s)"),
         g.add_argument("--max-prefill-rows", type=int, default=default_of(d, "max_prefill_rows"),
                        help="prompt rows prefilled per tick (default: %(default)s)"),
+        g.add_argument("--prefill-budget-ms", type=float, default=default_of(d, "prefill_budget_ms"),
+                       help="prefill time per tick, ms (default: %(default)s = derived from measured cost)"),
+        g.add_argument("--attention", choices=ATTENTION, default=None,
+                       help="temporal attention backend (default: flash on CUDA, masked on CPU)"),
         g.add_argument("--memory-reserve-gib", type=float, default=default_of(d, "memory_reserve_gib"),
                        help="device memory kept free, GiB (default: %(default)s)"),
         g.add_argument("--no-cuda-graphs", action="store_true", help="run ticks eagerly on CUDA (default: graphs)"),
@@ -146,6 +161,7 @@ def settings_from_args(args: argparse.Namespace) -> EngineSettings:
         schedule=args.schedule, context_frames=args.context_frames,
         max_seconds=args.max_seconds, max_sessions=args.max_sessions or 0,
         memory_reserve_gib=args.memory_reserve_gib, max_prefill_rows=args.max_prefill_rows,
+        prefill_budget_ms=args.prefill_budget_ms, attention=args.attention,
         cuda_graphs=not args.no_cuda_graphs, greedy=args.greedy,
         seed=args.seed, custom_voices_dir=args.voice_dir, default_voice=args.default_voice,
         jitter_frames=args.jitter_frames, prebuffer_frames=args.prebuffer_frames,

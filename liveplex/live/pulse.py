@@ -1,7 +1,10 @@
-"""Engine counters: one writer (the drive loop), any number of readers (stats, metrics).
+"""Engine counters: each field has one writer, any number of readers (stats, metrics).
 
-live-contract §7. Plain ints and bucket lists are enough under CPython's GIL: readers diff two
-samples and a torn read is off by at most one tick.
+live-contract §7. The drive loop writes the tick fields (`sessions`, `ticks`, `late_ticks`,
+`busy_us`, `last_tick_us`, `lateness`, `duration`, `batch`); an engine that prefills or keeps a KV
+cache writes its own (`prefill`, `kv_positions`, `kv_capacity`), on the same thread. Plain ints and
+bucket lists are enough under CPython's GIL: readers diff two samples and a torn read is off by at
+most one tick.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ class Pulse:
     """What the engine did, cumulative; diff two samples for rates."""
 
     sessions: int = 0
-    """Gauge: running sessions, including admitted but not yet prefilled ones."""
+    """Gauge (drive loop): running sessions, including admitted but not yet prefilled ones."""
     ticks: int = 0
     """Counter: ticks run."""
     late_ticks: int = 0
@@ -43,11 +46,11 @@ class Pulse:
     batch: Buckets = field(default_factory=lambda: Buckets(BATCH_BUCKETS))
     """Sessions per tick."""
     prefill: Buckets = field(default_factory=lambda: Buckets(PREFILL_BUCKETS_S))
-    """Seconds per batched prefill of newcomers (written by engines that prefill)."""
+    """Seconds per batched prefill of newcomers (the engine, if it prefills)."""
     kv_positions: int = 0
-    """Gauge: KV-cache positions held by running sessions (engines with a KV cache)."""
+    """Gauge (the engine, if it has a KV cache): KV-cache positions held by running sessions."""
     kv_capacity: int = 0
-    """Gauge: KV-cache positions the engine's pools hold; 0 when it has none."""
+    """Gauge (the engine): KV-cache positions its pools hold; 0 when it has none."""
 
     def record(self, took_ns: int, skipped: int, batch: int) -> None:
         """One tick ran for `batch` sessions and took `took_ns`; `skipped` slots were missed."""

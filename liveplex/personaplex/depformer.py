@@ -50,8 +50,8 @@ class _Transformer(nn.Module):
         self.layers = nn.ModuleList(_Layer(cfg, steps) for _ in range(cfg.dep_num_layers))
 
 
-FrameKV = list[tuple[list[torch.Tensor], list[torch.Tensor]]]
-"""Per layer, the K and V of the steps run so far in this frame, each [B, H, D]."""
+FrameKV = list[torch.Tensor]
+"""Per layer, [B, steps, 2, H, D]: the K and V of each step run so far in this frame."""
 
 
 class Depformer(nn.Module):
@@ -69,29 +69,31 @@ class Depformer(nn.Module):
         self.depformer = _Transformer(cfg, steps)
         self.linears = nn.ModuleList(nn.Linear(d, cfg.card, bias=False) for _ in range(steps))
 
-    def new_frame(self) -> FrameKV:
-        """Empty per-frame KV: call once per frame before step 0."""
-        return [([], []) for _ in range(self.cfg.dep_num_layers)]
+    def new_frame(self, batch: int) -> FrameKV:
+        """Per-frame KV for `batch` rows (uninitialised: step s writes slot s before reading it);
+        call once per frame before step 0."""
+        cfg, weight = self.cfg, self.depformer_in[0].weight
+        shape = (batch, self.steps, 2, cfg.dep_num_heads, cfg.dep_dim // cfg.dep_num_heads)
+        return [torch.empty(shape, dtype=weight.dtype, device=weight.device) for _ in range(cfg.dep_num_layers)]
 
     def step(self, s: int, h: torch.Tensor, prev: torch.Tensor, kv: FrameKV) -> torch.Tensor:
         """Run step s for B rows and return its logits [B, card] in fp32.
 
         h: [B, dim], the temporal output after `out_norm`; prev: [B] int64, the frame's text token
-        for s = 0, else step s-1's token; kv: this frame's KV, extended in place.
+        for s = 0, else step s-1's token; kv: this frame's KV, written in place at step s.
         """
         cfg = self.cfg
         B = h.shape[0]
         d, heads = cfg.dep_dim, cfg.dep_num_heads
         token = self.depformer_text_emb(prev) if s == 0 else self.depformer_emb[s - 1](prev)
-        x = self.depformer_in[s](h) + token
-        for layer, (ks, vs) in zip(self.depformer.layers, kv):
-            y = layer.norm1(x)
+        x = blocks.residual(token, h, self.depformer_in[s].weight)
+        for layer, frame in zip(self.depformer.layers, kv):
             w_in = layer.self_attn.in_proj_weight[3 * d * s: 3 * d * (s + 1)]
-            qkv = F.linear(y, w_in).view(B, 3, heads, d // heads)
-            ks.append(qkv[:, 1])
-            vs.append(qkv[:, 2])
-            a = F.scaled_dot_product_attention(qkv[:, 0, :, None], torch.stack(ks, 2), torch.stack(vs, 2))
+            qkv = F.linear(layer.norm1(x), w_in).view(B, 3, heads, d // heads)
+            frame[:, s] = qkv[:, 1:]
+            keys, values = frame[:, :s + 1, 0].transpose(1, 2), frame[:, :s + 1, 1].transpose(1, 2)
+            a = F.scaled_dot_product_attention(qkv[:, 0, :, None], keys, values)
             w_out = layer.self_attn.out_proj.weight[d * s: d * (s + 1)]
-            x = x + F.linear(a.reshape(B, d), w_out)
-            x = x + layer.gating[s](layer.norm2(x))
-        return self.linears[s](x).float()
+            x = blocks.residual(x, a.reshape(B, d), w_out)
+            x = layer.gating[s].add_to(x, layer.norm2(x))
+        return blocks.logits(x, self.linears[s].weight)

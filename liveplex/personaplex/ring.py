@@ -1,17 +1,42 @@
-"""The per-session temporal KV ring: slot indexing, validity masks and masked attention over it.
+"""The per-session temporal KV ring: slot indexing, the valid window, and attention over it.
 
-Each session owns one row of a preallocated pool, `[slots, heads, context, head_dim]` per layer
-for K and for V. Position p lives in ring slot `p mod context` and is never moved. Keys are
-stored after RoPE, so attention does not care where a position sits in the ring; it only needs to
-know which slots hold positions inside the row's window (spec personaplex §3.6, §5.6): a row at
-position p reads positions max(0, p - context + 1)..p, i.e. at most `context` keys, itself
-included (upstream moshi 0.2.13's bounds, not the reference's off-by-one).
+Each session owns one row of a preallocated pool, `[slots, layers, context, heads, head_dim]`
+for K and for V (token-major, so the rows of a bucket are one packed `[rows * layers * context,
+heads, head_dim]` sequence for the varlen kernel). Position p lives in ring slot `p mod context`
+and is never moved. Keys are stored after RoPE, so attention does not care where a position sits
+in the ring; it only needs the row's window (spec personaplex §3.6, §5.6): a row at position p
+reads positions max(0, p - context + 1)..p, i.e. at most `context` keys, itself included
+(upstream moshi 0.2.13's bounds, not the reference's off-by-one). Those always fill a prefix of the
+ring: slots 0..p until the ring wraps, all of it afterwards. So a row's window is its valid
+length `min(p + 1, context)`, nothing else.
+
+Two interchangeable backends (spec §5.6), chosen per engine:
+
+- `masked`: `scaled_dot_product_attention` over the leading `span` slots with a mask from each
+  row's valid length: portable (CPU, golden tests, GPU fallback); it reads `span` slots per row.
+- `flash`: the varlen flash kernel (`aten._flash_attention_forward` with `seqused_k`) over the
+  packed rows, reading only each row's valid keys: a young row or a padding row reads almost
+  nothing. CUDA only (on the CPU, `liveplex.bench.counts` runs it by a reference implementation).
+
+What every layer of a tick needs (write index, mask or lengths) is computed once per tick
+(`live_plan`, `rows_plan`), not per layer.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
+
+from liveplex.personaplex import slots
+
+
+class Backend(enum.Enum):
+    MASKED = "masked"
+    FLASH = "flash"
 
 
 def slot_of(position: torch.Tensor, context: int) -> torch.Tensor:
@@ -19,104 +44,166 @@ def slot_of(position: torch.Tensor, context: int) -> torch.Tensor:
     return torch.remainder(position, context)
 
 
-def held_positions(last: torch.Tensor, context: int) -> torch.Tensor:
-    """Which position each ring slot holds once positions 0..last have been written.
-
-    `last` is [B] int64 (-1 for an empty ring); returns [B, context] int64, -1 where the slot has
-    never been written. Slot s holds `last - ((last - s) mod context)`.
-    """
-    slots = torch.arange(context, device=last.device, dtype=torch.long)
-    held = last[:, None] - torch.remainder(last[:, None] - slots, context)
-    return torch.where(held >= 0, held, torch.full_like(held, -1))
+def valid_length(position: torch.Tensor, context: int) -> torch.Tensor:
+    """How many leading ring slots a row at `position` [B] attends to: `min(p + 1, context)`."""
+    return torch.clamp(position + 1, max=context)
 
 
-def valid_slots(position: torch.Tensor, context: int) -> torch.Tensor:
-    """Slots a row at `position` [B] may attend to once its own K/V is written: [B, context] bool."""
-    return held_positions(position, context) >= 0
+def valid_slots(position: torch.Tensor, context: int, span: int | None = None) -> torch.Tensor:
+    """Which of the leading `span` (default: all) ring slots a row at `position` [B] may attend to
+    once its own K/V is written: [B, span] bool."""
+    return torch.arange(span or context, device=position.device) < valid_length(position, context)[:, None]
 
 
-def write_and_attend(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-    k_ring: torch.Tensor, v_ring: torch.Tensor, position: torch.Tensor,
-) -> torch.Tensor:
-    """One live row per session: store its K/V at its slot, then attend over its window.
+@dataclasses.dataclass(frozen=True, slots=True)
+class KVPool(slots.RowState):
+    """Preallocated temporal K and V rings, `[slots, layers, context, heads, head_dim]` each.
 
-    q, k, v: [B, H, D] for rows 0..B-1; k_ring, v_ring: [B, H, C, D] views of the pool rows (written
-    in place); position: [B] int64. Returns [B, H, D]. The `masked` backend: it masks the invalid
-    slots of every row.
-
-    On a CUDA device it reads every slot, so shapes stay static for graph capture (the `flex`
-    backend is the one that skips empty blocks there). Elsewhere it runs eagerly and reads only the
-    leading `span = min(C, max(position) + 1)` slots: until a row wraps, its valid slots are
-    0..position, so no row can hold anything beyond them. At batch 32 with young sessions this
-    cut the attention's share of a `small` CPU tick from ~30 % to ~8 % (docs/personaplex.md).
-    """
-    B, H, C, D = k_ring.shape
-    assert q.shape == (B, H, D), f"q is {tuple(q.shape)}, expected [B={B}, H={H}, D={D}]"
-    rows = torch.arange(B, device=q.device)
-    slot = slot_of(position, C)
-    k_ring[rows, :, slot] = k.to(k_ring.dtype)
-    v_ring[rows, :, slot] = v.to(v_ring.dtype)
-    span = C if q.device.type == "cuda" else min(C, int(position.max()) + 1)
-    mask = valid_slots(position, C)[:, None, None, :span]
-    out = F.scaled_dot_product_attention(
-        q[:, :, None].to(k_ring.dtype), k_ring[:, :, :span], v_ring[:, :, :span], attn_mask=mask)
-    return out[:, :, 0]
-
-
-def attend_rows(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-    k_ring: torch.Tensor, v_ring: torch.Tensor, start: int,
-) -> torch.Tensor:
-    """Several consecutive rows of one session (a prefill): causal attention, then store them.
-
-    q, k, v: [T, H, D] for positions start..start+T-1; k_ring, v_ring: [H, C, D], the session's ring
-    before these rows (written in place afterwards). Keys are the old ring plus the new rows, so a
-    chunk that crosses the ring boundary still sees exactly its window. Returns [T, H, D].
-    """
-    T = q.shape[0]
-    C = k_ring.shape[1]
-    assert T <= C, f"a prefill of {T} rows cannot exceed the ring of {C}"
-    device = q.device
-    old_pos = held_positions(torch.tensor([start - 1], device=device), C)[0]
-    new_pos = torch.arange(start, start + T, device=device)
-    key_pos = torch.cat([old_pos, new_pos])
-    delta = new_pos[:, None] - key_pos[None, :]
-    mask = (key_pos[None, :] >= 0) & (delta >= 0) & (delta < C)
-    keys = torch.cat([k_ring, k.transpose(0, 1).to(k_ring.dtype)], dim=1)
-    values = torch.cat([v_ring, v.transpose(0, 1).to(v_ring.dtype)], dim=1)
-    out = F.scaled_dot_product_attention(
-        q.transpose(0, 1).to(k_ring.dtype), keys, values, attn_mask=mask[None])
-    slots = slot_of(new_pos, C)
-    k_ring[:, slots] = k.transpose(0, 1).to(k_ring.dtype)
-    v_ring[:, slots] = v.transpose(0, 1).to(v_ring.dtype)
-    return out.transpose(0, 1)
-
-
-class KVPool:
-    """Preallocated temporal K and V rings for `slots` sessions, one pair of tensors per layer.
-
-    Each of `k[layer]`, `v[layer]` is [slots, heads, context, head_dim]. Allocated once at engine
-    start and never resized; a session's rows change only through its own writes.
+    Allocated once at engine start and never resized; a session's row changes only through its
+    own writes and the slot interface (`reset`, `copy_rows`).
     """
 
-    def __init__(self, layers: int, slots: int, heads: int, context: int, head_dim: int,
-                 dtype: torch.dtype, device: torch.device | str) -> None:
-        shape = (slots, heads, context, head_dim)
-        self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(layers)]
-        self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(layers)]
-        self.context = context
+    k: torch.Tensor
+    v: torch.Tensor
+
+    @classmethod
+    def allocate(cls, layers: int, slots_: int, heads: int, context: int, head_dim: int,
+                 dtype: torch.dtype, device: torch.device | str) -> KVPool:
+        shape = (slots_, layers, context, heads, head_dim)
+        return cls(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
+
+    @property
+    def layers(self) -> int:
+        return self.k.shape[1]
+
+    @property
+    def context(self) -> int:
+        return self.k.shape[2]
 
     @property
     def nbytes_per_slot(self) -> int:
-        return sum(t[0].numel() * t.element_size() for t in self.k + self.v)
+        return self.nbytes // self.batch
 
-    def clear(self, slot: int) -> None:
-        """Zero one slot (reuse after a non-finite row: masked NaNs would still poison 0 x NaN)."""
-        for t in self.k + self.v:
-            t[slot].zero_()
+    def packed(self, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """K and V of slots 0..rows-1 as one sequence `[rows * layers * context, heads, head_dim]`."""
+        _, L, C, H, D = self.k.shape
+        return self.k[:rows].view(rows * L * C, H, D), self.v[:rows].view(rows * L * C, H, D)
 
-    def copy_slot(self, src: int, dst: int) -> None:
-        """Move a session's ring from one slot to another (compaction)."""
-        for t in self.k + self.v:
-            t[dst].copy_(t[src])
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Plan:
+    """Where one forward's rows go in the ring and what each attends to; built once, used by every layer.
+
+    The rows are queries grouped by session (one per session in a live tick, a run of positions
+    per newcomer in a prefill). `write[l]` is each row's index in `KVPool.packed` for layer l.
+    """
+
+    backend: Backend
+    rows: int
+    """Slots 0..rows-1 hold every group."""
+    write: torch.Tensor
+    """[layers, N] int64."""
+    span: int
+    """`masked`: ring slots read per group."""
+    mask: torch.Tensor | None
+    """`masked`: [groups, 1, queries per group, span] bool."""
+    cu_q: torch.Tensor | None
+    """`flash`: [groups + 1] int32 query offsets."""
+    cu_k: torch.Tensor | None
+    """`flash`: [layers, groups + 1] int32 key offsets of each group's ring row, per layer."""
+    used: torch.Tensor | None
+    """`flash`: [groups] int32 valid keys per group."""
+    max_q: int
+    runs: Sequence[Run] = ()
+    """`masked` prefill: the runs, host side."""
+
+
+def _offsets(slot: torch.Tensor, layers: int, context: int) -> torch.Tensor:
+    """[layers, n] start of each slot's layer-l ring in `KVPool.packed`."""
+    return (slot[None, :] * layers + torch.arange(layers, device=slot.device)[:, None]) * context
+
+
+def _key_offsets(slot: torch.Tensor, layers: int, context: int, rows: int) -> torch.Tensor:
+    """[layers, n + 1] int32 varlen key offsets: each group's layer-l ring, then the end of the
+    `rows` packed slots (the kernel reads `used` keys from each start; the last offset only closes
+    the sequence)."""
+    starts = _offsets(slot, layers, context)
+    end = torch.full_like(starts[:, :1], rows * layers * context)
+    return torch.cat([starts, end], dim=1).to(torch.int32)
+
+
+def live_plan(position: torch.Tensor, pool: KVPool, backend: Backend, span: int) -> Plan:
+    """One live row per slot 0..B-1 at `position` [B]; `masked` reads the leading `span` slots
+    (the ring's length under a CUDA graph; on the CPU the host's bound on every row's valid length)."""
+    B, L, C = position.shape[0], pool.layers, pool.context
+    rows = torch.arange(B, device=position.device)
+    write = _offsets(rows, L, C) + slot_of(position, C)[None, :]
+    if backend is Backend.MASKED:
+        return Plan(backend, B, write, span, valid_slots(position, C, span)[:, None, None, :], None, None, None, 1)
+    used = valid_length(position, C)
+    cu_q = torch.arange(B + 1, device=position.device, dtype=torch.int32)
+    return Plan(backend, B, write, C, None, cu_q, _key_offsets(rows, L, C, B), used.to(torch.int32), 1)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Run:
+    """Consecutive positions start..start+length-1 of the session in `slot`, rows first..first+length-1."""
+
+    slot: int
+    first: int
+    length: int
+    start: int
+
+
+def rows_plan(slot: torch.Tensor, position: torch.Tensor, cu_q: torch.Tensor, used: torch.Tensor,
+              runs: Sequence[Run], pool: KVPool, backend: Backend) -> Plan:
+    """A prefill: one run of consecutive positions per session, in ascending slots, none crossing
+    the ring's end (a prompt fits the window), so each run's keys are its ring's prefix.
+
+    slot, position: [N] per row; cu_q: [n + 1] int32 row offsets of the runs; used: [n] int32,
+    each run's `start + length`. Rows attend causally within their own session.
+    """
+    L, C = pool.layers, pool.context
+    write = _offsets(slot, L, C) + position[None, :]
+    max_q = max(r.length for r in runs)
+    rows = max(r.slot for r in runs) + 1
+    if backend is Backend.MASKED:
+        return Plan(backend, rows, write, C, None, None, None, None, max_q, tuple(runs))
+    cu_k = _key_offsets(slot[cu_q[:-1].long()], L, C, rows)
+    return Plan(backend, rows, write, C, None, cu_q, cu_k, used, max_q, ())
+
+def write_and_attend(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pool: KVPool,
+                     plan: Plan) -> torch.Tensor:
+    """Store the rows' K/V in layer `layer` of their rings, then attend over each row's window.
+
+    q, k, v: [N, H, D]. Returns [N, H, D] in the pool's dtype.
+    """
+    rows = plan.rows
+    k_all, v_all = pool.packed(rows)
+    k_all.index_copy_(0, plan.write[layer], k.to(k_all.dtype))
+    v_all.index_copy_(0, plan.write[layer], v.to(v_all.dtype))
+    q = q.to(k_all.dtype)
+    if plan.backend is Backend.FLASH:
+        assert plan.cu_q is not None and plan.cu_k is not None
+        return torch.ops.aten._flash_attention_forward(
+            q, k_all, v_all, plan.cu_q, plan.cu_k[layer], plan.max_q, plan.span, 0.0, plan.max_q > 1, False,
+            seqused_k=plan.used)[0]
+    if plan.runs:
+        return _masked_runs(layer, q, pool, plan)
+    assert plan.mask is not None
+    keys = pool.k[:rows, layer, :plan.span].transpose(1, 2)
+    values = pool.v[:rows, layer, :plan.span].transpose(1, 2)
+    return F.scaled_dot_product_attention(q[:, :, None], keys, values, attn_mask=plan.mask)[:, :, 0]
+
+
+def _masked_runs(layer: int, q: torch.Tensor, pool: KVPool, plan: Plan) -> torch.Tensor:
+    """Prefill runs under `masked`: each run's queries over its ring's prefix, causal, 4-D."""
+    outs = []
+    for r in plan.runs:
+        end = r.start + r.length
+        keys = pool.k[r.slot, layer, :end].transpose(0, 1)[None]
+        values = pool.v[r.slot, layer, :end].transpose(0, 1)[None]
+        mask = torch.ones(r.length, end, dtype=torch.bool, device=q.device).tril(r.start)
+        queries = q[r.first:r.first + r.length].transpose(0, 1)[None]
+        outs.append(F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)[0].transpose(0, 1))
+    return torch.cat(outs)

@@ -1,17 +1,23 @@
 """Token draws: greedy argmax, or temperature + top-k via an exponential race on counter noise.
 
 Decision D8 (spec personaplex §5.9): the uniform noise for token i of a draw is a pure function of
-(session seed, column, stream, i). There is no generator state, so a session's draws never depend
-on its batch neighbours, its slot, the bucket or the schedule, forced draws consume nothing, and
-the computation is CUDA-graph safe. The hash is a 32-bit avalanche mix done with int64 tensor ops;
+(session seed, column, stream, i); the seed's part of the hash (`key`) is computed once per
+session. There is no generator state, so a session's draws never depend on its batch neighbours,
+its slot, the bucket or the schedule, forced draws consume nothing, and the computation is
+CUDA-graph safe. The hash is a 32-bit avalanche mix done with int64 tensor ops;
 every multiplier is below 2^31, so no product overflows int64, and CPU and GPU agree bit for bit.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
+from typing import TypeVar
 
 import torch
+
+_Int = TypeVar("_Int", torch.Tensor, int)
 
 _MASK32 = 0xFFFFFFFF
 # Odd multipliers below 2^31 (a 32-bit value times one stays below 2^63).
@@ -21,8 +27,8 @@ _M2 = 0x2C1B3C6D
 _SALT_SEED_LO, _SALT_SEED_HI, _SALT_COLUMN, _SALT_STREAM = 0x243F6A88, 0x085A308D, 0x13198A2E, 0x03707344
 
 
-def _mix(x: torch.Tensor) -> torch.Tensor:
-    """A 32-bit avalanche (xorshift-multiply) on int64 holding values in [0, 2^32)."""
+def _mix(x: _Int) -> _Int:
+    """A 32-bit avalanche (xorshift-multiply) on int64 holding values in [0, 2^32) (tensors or ints)."""
     x = x ^ (x >> 16)
     x = (x * _M1) & _MASK32
     x = x ^ (x >> 15)
@@ -30,18 +36,71 @@ def _mix(x: torch.Tensor) -> torch.Tensor:
     return x ^ (x >> 16)
 
 
-def uniform(seed: torch.Tensor, column: torch.Tensor, stream: int, tokens: torch.Tensor) -> torch.Tensor:
-    """Noise U in (0, 1) for the given token ids of one draw per row.
-
-    seed, column: [B] int64; tokens: [B, n] int64 ids (only the candidates need noise). Returns
-    [B, n] fp32, `U = (24 hash bits + 0.5) / 2^24`: exact in fp32, never 0 or 1.
-    """
+def key(seed: _Int) -> _Int:
+    """A session's sampling key: its 64-bit seed folded to 32 bits (int64 tensors or ints, equal
+    results). Computed once per session, on the host; the token state holds it."""
     h = _mix((seed & _MASK32) ^ _SALT_SEED_LO)
-    h = _mix(h ^ ((seed >> 32) & _MASK32) ^ _SALT_SEED_HI)
-    h = _mix(h ^ (column & _MASK32) ^ _SALT_COLUMN)
-    h = _mix(h ^ (stream ^ _SALT_STREAM))
-    bits = _mix(h[:, None] ^ tokens) >> 8
+    return _mix(h ^ ((seed >> 32) & _MASK32) ^ _SALT_SEED_HI)
+
+
+def _stream_hash(key_: torch.Tensor, column: torch.Tensor, streams: torch.Tensor) -> torch.Tensor:
+    """The hash of (key, column, stream) per row and stream: [B] x [B] x [n] -> [B, n]."""
+    h = _mix(key_ ^ (column & _MASK32) ^ _SALT_COLUMN)
+    return _mix(h[:, None] ^ (streams ^ _SALT_STREAM))
+
+
+def _uniforms(h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """U in (0, 1) of token `ids` under stream hashes h: [...] x [..., k] -> [..., k] fp32,
+    `U = (24 hash bits + 0.5) / 2^24`: exact in fp32, never 0 or 1."""
+    bits = _mix(h[..., None] ^ ids) >> 8
     return (bits.float() + 0.5) / float(1 << 24)
+
+
+def uniforms(key_: torch.Tensor, column: torch.Tensor, streams: range, card: int) -> torch.Tensor:
+    """Noise U of every token id 0..card-1 of draws `streams`: keys [B] x columns [B] ->
+    [B, len(streams), card] (spec §5.9: what the tests pin)."""
+    h = _stream_hash(key_, column, torch.arange(streams.start, streams.stop, device=key_.device))
+    return _uniforms(h, torch.arange(card, device=key_.device))
+
+
+Race = Callable[[torch.Tensor], torch.Tensor]
+"""A draw's race noise `-log(-log U)` of candidate token ids: [B, k] int64 -> [B, k] fp32."""
+
+
+def races(key_: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...], whole: bool) -> list[Race]:
+    """The `Race` of each draw 0..len(cards)-1 of one column (draw s over `cards[s]` token ids),
+    the hash of key and column shared by all of them.
+
+    key_, column: [B] int64 (`key` of the seeds). `whole`: hash every token id of every draw at
+    once, draws of equal cards together ([B, n, card]), and gather the candidates: a handful of
+    kernels per tick, for CUDA, where a tick's cost is its kernel count. Otherwise hash each
+    draw's candidates only, when it asks: far less arithmetic, for the CPU. Same values.
+    """
+    h = _stream_hash(key_, column, torch.arange(len(cards), device=key_.device))
+    if not whole:
+        return [functools.partial(_race_of, h[:, s]) for s in range(len(cards))]
+    out: list[Race] = []
+    first = 0
+    while first < len(cards):
+        stop = first
+        while stop < len(cards) and cards[stop] == cards[first]:
+            stop += 1
+        table = _noise(_uniforms(h[:, first:stop], torch.arange(cards[first], device=key_.device)))
+        out += [functools.partial(_gathered, t) for t in table.unbind(1)]
+        first = stop
+    return out
+
+
+def _noise(u: torch.Tensor) -> torch.Tensor:
+    return -torch.log(-torch.log(u))
+
+
+def _race_of(h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    return _noise(_uniforms(h, ids))
+
+
+def _gathered(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    return table.gather(-1, ids)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,16 +116,17 @@ class Sampling:
 
 
 def draw(logits: torch.Tensor, *, greedy: bool, temperature: float, top_k: int,
-         seed: torch.Tensor, column: torch.Tensor, stream: int) -> torch.Tensor:
+         race: Race | None) -> torch.Tensor:
     """One token per row: [B, V] logits -> [B] int64.
 
     Greedy: argmax, ties to the lowest id. Otherwise keep the top k of `logits / temperature` and
-    take `argmax(z - log(-log U))`, which is a draw from softmax over the kept tokens. `column` is
-    the drawn token's grid column and `stream` 0 for text, 1..8 for agent cb0..7.
+    take `argmax(z - log(-log U))`, which is a draw from softmax over the kept tokens; `race` is
+    the draw's noise (`races`).
     """
     if greedy:
         return torch.argmax(logits, dim=-1)
+    assert race is not None, "a sampled draw needs its noise"
     z = logits.float() / temperature
     top = torch.topk(z, min(top_k, z.shape[-1]), dim=-1)
-    race = top.values - torch.log(-torch.log(uniform(seed, column, stream, top.indices)))
-    return top.indices.gather(-1, torch.argmax(race, dim=-1, keepdim=True))[:, 0]
+    scores = top.values + race(top.indices)
+    return top.indices.gather(-1, torch.argmax(scores, dim=-1, keepdim=True))[:, 0]

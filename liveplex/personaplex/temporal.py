@@ -1,12 +1,13 @@
 """The temporal transformer (Helium backbone), batched over sessions at different positions.
 
 Input rows are summed stream embeddings; each row carries its own position (RoPE angle and ring
-slot). Two entry points share the layers and differ only in attention:
+slot). One forward serves both uses, and differs only in its `ring.Plan`:
 
-- `step`: one row per session for sessions in pool slots 0..B-1 (the live tick), batched;
-- `forward_rows`: packed rows of several sessions, each a run of consecutive positions in its own
-  slot (the ragged prefill). Projections and FFNs run on all rows at once; attention loops over
-  the sessions.
+- the live tick: one row per session for sessions in pool slots 0..B-1 (`ring.live_plan`);
+- a prefill: packed runs of consecutive positions, one run per session in its own slot
+  (`ring.rows_plan`), projections and FFNs on all rows at once.
+
+The plan and the RoPE rotation are computed once per forward, not per layer.
 
 Parameter names are the checkpoint's (spec personaplex §2.2), so `state_dict()` keys are the file's.
 """
@@ -14,16 +15,13 @@ Parameter names are the checkpoint's (spec personaplex §2.2), so `state_dict()`
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
 from liveplex.personaplex import blocks, ring
 from liveplex.personaplex.config import RMS_EPS, LMConfig
-
-# (layer index, q, k, v) -> attention output, all [N, H, D]
-_Attend = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -72,68 +70,72 @@ class Temporal(nn.Module):
     def new_pool(self, slots: int, dtype: torch.dtype | None = None) -> ring.KVPool:
         """Allocate KV rings for `slots` sessions on this module's device (dtype: the weights')."""
         weight = self.text_linear.weight
-        return ring.KVPool(self.cfg.num_layers, slots, self.cfg.num_heads, self.cfg.context,
-                           self.cfg.head_dim, dtype or weight.dtype, weight.device)
+        return ring.KVPool.allocate(self.cfg.num_layers, slots, self.cfg.num_heads, self.cfg.context,
+                                    self.cfg.head_dim, dtype or weight.dtype, weight.device)
 
     def embed(self, columns: torch.Tensor) -> torch.Tensor:
         """Sum of the 17 stream embeddings of each column: [N, 17] int64 -> [N, dim].
 
-        Audio streams are summed first, then text, in upstream's order (fp32 rounding parity).
+        Audio streams are summed first, in stream order, then text, as upstream does (the sum over
+        the stacked streams accumulates in order: fp32 rounding parity, in three kernels, not 16).
         """
         assert columns.dim() == 2 and columns.shape[1] == 1 + self.cfg.n_q, \
             f"columns are {tuple(columns.shape)}, expected [N, {1 + self.cfg.n_q}]"
-        x = self.emb[0](columns[:, 1])
-        for q in range(1, self.cfg.n_q):
-            x = x + self.emb[q](columns[:, 1 + q])
-        return x + self.text_emb(columns[:, 0])
+        audio = torch.stack([self.emb[q](columns[:, 1 + q]) for q in range(self.cfg.n_q)]).sum(0)
+        return audio + self.text_emb(columns[:, 0])
 
     def text_logits(self, h: torch.Tensor) -> torch.Tensor:
         """Text head on `out_norm`ed rows: [N, dim] -> [N, text_card], fp32."""
-        return self.text_linear(h).float()
+        return blocks.logits(h, self.text_linear.weight)
 
-    def step(self, x: torch.Tensor, position: torch.Tensor, pool: ring.KVPool) -> torch.Tensor:
+    def step(self, x: torch.Tensor, position: torch.Tensor, pool: ring.KVPool,
+             plan: ring.Plan | None = None) -> torch.Tensor:
         """One live row per session, sessions in pool slots 0..B-1.
 
-        x: [B, dim] input embeddings; position: [B] int64. Writes each row's K/V into its ring and
-        returns `out_norm(h)` [B, dim].
+        x: [B, dim] input embeddings; position: [B] int64; plan: `ring.live_plan(position, ...)`
+        (default: `masked` over the whole ring). Writes each row's K/V into its ring and returns
+        `out_norm(h)` [B, dim].
         """
-        B = x.shape[0]
+        plan = plan or ring.live_plan(position, pool, ring.Backend.MASKED, pool.context)
+        return self.forward(x, position, pool, plan)
 
-        def attend(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-            return ring.write_and_attend(q, k, v, pool.k[layer][:B], pool.v[layer][:B], position)
-
-        return self._run(x, position, attend)
-
-    def forward_rows(self, x: torch.Tensor, segments: Sequence[Segment], pool: ring.KVPool) -> torch.Tensor:
-        """Packed rows of several sessions (a ragged prefill).
+    def forward_rows(self, x: torch.Tensor, segments: Sequence[Segment], pool: ring.KVPool,
+                     backend: ring.Backend = ring.Backend.MASKED) -> torch.Tensor:
+        """Packed rows of several sessions (a ragged prefill; segments in ascending slots, none
+        crossing the ring's end), from host-side segments.
 
         x: [N, dim] with N = sum of segment lengths, in segment order. Each segment's K/V goes to
         its slot; each row attends to its own session's window only. Returns `out_norm(h)` [N, dim].
         """
-        assert x.shape[0] == sum(s.length for s in segments), "rows do not match the segments"
-        position = torch.cat([torch.arange(s.start, s.start + s.length, device=x.device) for s in segments])
-        bounds = [0]
-        for s in segments:
-            bounds.append(bounds[-1] + s.length)
+        plan, position = rows_plan(segments, pool, backend, x.device)
+        return self.forward(x, position, pool, plan)
 
-        def attend(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-            outs = [
-                ring.attend_rows(q[a:b], k[a:b], v[a:b], pool.k[layer][s.slot], pool.v[layer][s.slot], s.start)
-                for s, a, b in zip(segments, bounds, bounds[1:])
-            ]
-            return torch.cat(outs)
-
-        return self._run(x, position, attend)
-
-    def _run(self, x: torch.Tensor, position: torch.Tensor, attend: _Attend) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, position: torch.Tensor, pool: ring.KVPool, plan: ring.Plan) -> torch.Tensor:
+        """x: [N, dim] rows at `position` [N], laid out in the ring as `plan` says -> `out_norm(h)`."""
         cfg = self.cfg
         N = x.shape[0]
+        rot = blocks.rotation(position, cfg.head_dim, cfg.max_period)
         for i, layer in enumerate(self.transformer.layers):
-            y = layer.norm1(x)
-            qkv = nn.functional.linear(y, layer.self_attn.in_proj_weight).view(N, 3, cfg.num_heads, cfg.head_dim)
-            q = blocks.rope(qkv[:, 0], position, cfg.max_period)
-            k = blocks.rope(qkv[:, 1], position, cfg.max_period)
-            a = attend(i, q, k, qkv[:, 2]).to(x.dtype)
-            x = x + layer.self_attn.out_proj(a.reshape(N, cfg.dim))
-            x = x + layer.gating(layer.norm2(x))
+            qkv = nn.functional.linear(layer.norm1(x), layer.self_attn.in_proj_weight)
+            qkv = qkv.view(N, 3, cfg.num_heads, cfg.head_dim)
+            qk = blocks.rope(qkv[:, :2], rot)
+            a = ring.write_and_attend(i, qk[:, 0], qk[:, 1], qkv[:, 2], pool, plan).to(x.dtype)
+            x = blocks.residual(x, a.reshape(N, cfg.dim), layer.self_attn.out_proj.weight)
+            x = layer.gating.add_to(x, layer.norm2(x))
         return self.out_norm(x)
+
+
+def rows_plan(segments: Sequence[Segment], pool: ring.KVPool, backend: ring.Backend,
+              device: torch.device) -> tuple[ring.Plan, torch.Tensor]:
+    """The plan and row positions of host-side segments (startup and tests: the index tensors are
+    made from host lists; the engine's prefill uploads them through its staging buffer instead)."""
+    runs, first = [], 0
+    for s in segments:
+        assert s.start + s.length <= pool.context, "a prefill run cannot cross the ring's end"
+        runs.append(ring.Run(s.slot, first, s.length, s.start))
+        first += s.length
+    position = torch.cat([torch.arange(s.start, s.start + s.length) for s in segments]).to(device)
+    slot = torch.cat([torch.full((s.length,), s.slot) for s in segments]).to(device)
+    cu_q = torch.tensor([0] + [r.first + r.length for r in runs], dtype=torch.int32, device=device)
+    used = torch.tensor([s.start + s.length for s in segments], dtype=torch.int32, device=device)
+    return ring.rows_plan(slot, position, cu_q, used, runs, pool, backend), position

@@ -93,7 +93,7 @@ def test_a_freed_slot_full_of_garbage_is_clean_for_the_next_session(tiny_model):
     assert first.closed is not None and pod.engine.running == 0
     gen = torch.Generator().manual_seed(0)
     pools = pod.engine.pools
-    for t in pools.kv.k + pools.kv.v + pools.codec.tensors():
+    for t in pools.kv.tensors() + pools.codec.tensors():
         if t.is_floating_point():
             t.copy_(torch.randn(t.shape, generator=gen) * 100)
     c = pod.start(*C, harness.caller_audio(C_AUDIO, TICKS))

@@ -47,39 +47,62 @@ def test_a_full_pool_refuses_and_a_free_slot_must_be_leased():
         lease.release(0)
 
 
-@given(st.lists(st.integers(1, 3000), max_size=12), st.integers(1, 4096))
-def test_prefill_takes_an_arrival_order_prefix_within_the_budget(rows, budget):
-    n = grouping.prefix_within(rows, budget)
+COST = grouping.PrefillCost(per_call=0.004, per_newcomer=0.001, per_row=0.0001)
+"""4 ms per call, 1 ms per newcomer, 0.1 ms per row."""
+costs = st.builds(grouping.PrefillCost, st.floats(0, 0.01), st.floats(0, 0.01), st.floats(1e-6, 1e-3))
+
+
+@given(st.lists(st.integers(1, 3000), max_size=12), st.floats(0, 0.1), costs, st.integers(16, 4096))
+def test_a_tick_prefills_an_arrival_order_prefix_within_its_budget_splitting_only_the_last(
+        rows, budget, cost, max_rows):
+    taken = grouping.chunks(rows, budget, cost, max_rows)
+    assert len(taken) <= len(rows)
     if not rows:
-        assert n == 0
+        assert taken == []
         return
-    assert n >= 1
-    if n > 1:
-        assert sum(rows[:n]) <= budget
-    if n < len(rows):
-        assert sum(rows[: n + 1]) > budget
+    assert taken[0] >= min(rows[0], grouping.MIN_CHUNK_ROWS)  # the head always progresses
+    assert taken[:-1] == rows[:len(taken) - 1]  # whole newcomers, in order, then maybe part of one
+    assert 0 < taken[-1] <= rows[len(taken) - 1]
+    if len(taken) > 1 or taken[0] > grouping.MIN_CHUNK_ROWS:
+        assert cost.of(taken) <= budget + 1e-12 and sum(taken) <= max_rows
 
 
-@pytest.mark.parametrize(("rows", "budget", "taken"), [
-    ([3, 2], 5, 2),  # an exact fill is taken whole
-    ([3, 2, 1], 5, 2),
-    ([3, 3], 5, 1),
-    ([5], 5, 1),
-    ([6, 1], 5, 1),  # the first goes alone over budget, and nothing joins it
-    ([2, 4, 1], 5, 1),  # strict order: the 1 never overtakes the 4
-    ([], 5, 0),
+@pytest.mark.parametrize(("rows", "budget_ms", "taken"), [
+    ([10, 20], 40, [10, 20]),  # 4 + 2 + 3 ms: both whole
+    ([200, 100], 40, [200, 100]),  # 4 + 2 + 30 = 36 ms
+    ([200, 150], 40, [200, 140]),  # the second is split: 4 + 2 + 34 ms
+    ([400, 10], 40, [350]),  # 4 + 1 + 35 ms: the head alone, split
+    ([400], 2, [16]),  # nothing fits: the head still gets its minimum chunk
+    ([5, 400, 1], 40, [5, 335]),  # strict order: the 1 never overtakes the 400
+    ([], 40, []),
 ])
-def test_prefill_prefix_examples(rows: list[int], budget: int, taken: int) -> None:
-    assert grouping.prefix_within(rows, budget) == taken
+def test_prefill_chunk_examples(rows: list[int], budget_ms: float, taken: list[int]) -> None:
+    assert grouping.chunks(rows, budget_ms / 1e3, COST, 4096) == taken
 
 
-@given(st.lists(st.integers(1, 3000), min_size=1, max_size=12), st.integers(1, 4096))
-def test_every_newcomer_is_prefilled_within_as_many_ticks_as_newcomers(rows, budget):
-    queue, ticks = list(rows), 0
+@given(st.lists(st.integers(1, 3000), min_size=1, max_size=12), st.floats(0, 0.1), costs)
+def test_every_newcomer_starts_within_a_bound_of_ticks_set_by_the_rows_ahead_of_it(rows, budget, cost):
+    """However small the budget, the head of the queue gets `MIN_CHUNK_ROWS` (or what it has left)
+    every tick, so newcomer i starts within sum over j <= i of ceil(rows[j] / MIN_CHUNK_ROWS) ticks."""
+    queue, tick, started = list(rows), 0, []
     while queue:
-        del queue[: grouping.prefix_within(queue, budget)]
-        ticks += 1
-    assert ticks <= len(rows)
+        tick += 1
+        taken = grouping.chunks(queue, budget, cost, 4096)
+        for i, n in enumerate(taken):
+            queue[i] -= n
+        while queue and queue[0] == 0:
+            queue.pop(0)
+            started.append(tick)
+    for i, at in enumerate(started):
+        assert at <= sum(-(-r // grouping.MIN_CHUNK_ROWS) for r in rows[:i + 1])
+
+
+def test_the_cost_fit_recovers_its_terms_and_the_budget_is_what_the_tick_leaves():
+    one, double, pair = [COST.of([32])], [COST.of([64])], [COST.of([32, 32])]
+    fit = grouping.PrefillCost.fit(32, one, double, pair)
+    assert fit.per_call == pytest.approx(COST.per_call) and fit.per_newcomer == pytest.approx(COST.per_newcomer)
+    assert fit.per_row == pytest.approx(COST.per_row)
+    assert grouping.budget_s(0.08, 0.03) == pytest.approx(0.03) and grouping.budget_s(0.08, 0.07) == 0.0
 
 
 @given(st.lists(st.integers(1, 200), min_size=1, max_size=12), st.integers(1, 200), st.integers(1, 200))

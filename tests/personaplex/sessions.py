@@ -97,10 +97,10 @@ def drive(lm, codec: mimi.Mimi, specs: list[tuple[Spec, int]], ticks: int, sched
                 live.append(i)
         if newcomers:
             prefill.admit(temp, dep, pool, state, newcomers, schedule, sample)
-            slots = [n.slot for n in newcomers]
+            slots = slice(newcomers[0].slot, newcomers[-1].slot + 1)
             codec_state.reset(slots)
             if schedule is prompt.Schedule.UPSTREAM:
-                codec_state.decoder.copy_rows(slots, primed.decoder, [0] * len(slots))
+                codec_state.decoder.copy_rows(slots, primed.decoder, slice(0, 1))
         if not live:
             continue
         t_of = [tick - specs[i][1] for i in live]
@@ -109,21 +109,33 @@ def drive(lm, codec: mimi.Mimi, specs: list[tuple[Spec, int]], ticks: int, sched
         user = encoded
         if force_user is not None:
             user = torch.tensor([force_user[i][t] for i, t in zip(live, t_of)])
-        forced = None
+        B = len(live)
+        pos = state.pos[:B].clone()
+        draw = step.sampled_draws(sample, state.key[:B], pos + 1, temp.cfg.text_card, temp.cfg.card)
         if force is not None:
             forced = torch.tensor([force[i][t] if force[i] is not None else [-1] * 9 for i, t in zip(live, t_of)])
-        out = step.live_step(temp, dep, pool, state, user, schedule, sample, forced)
+            draw = forcing(draw, forced)
+        fed = step.fed_column(state, user, schedule)
+        out = step.live_step(temp, dep, pool, state, user, schedule, draw)
         pcm = codec.decode_step(out.emitted[:, 1:], rows)
         for row, i in enumerate(live):
             r = runs[i]
             r.emitted.append(out.emitted[row].tolist())
-            r.fed.append(out.fed[row].tolist())
-            r.drawn.append(out.drawn[row].tolist())
+            r.fed.append(fed[row].tolist())
+            r.drawn.append(state.ahead[row].tolist())
             r.text_logits.append(out.text_logits[row])
             r.audio_logits.append(out.audio_logits[row])
             r.encoded.append(encoded[row].tolist())
             r.pcm.append(pcm[row])
     return runs
+
+
+def forcing(draw: step.Draw, forced: torch.Tensor) -> step.Draw:
+    """`draw` with the tokens of `forced` [B, 9] (text, agent cb0..7; -1 = draw) put in instead."""
+    def forced_draw(logits: torch.Tensor, stream: int) -> torch.Tensor:
+        got = draw(logits, stream)
+        return torch.where(forced[:, stream] >= 0, forced[:, stream], got)
+    return forced_draw
 
 
 def reference_run(upstream_lm, upstream_mimi, spec: Spec, frames: int) -> reference_step.Record:

@@ -22,6 +22,8 @@ def test_the_cpu_smoke_run_writes_every_stage(tmp_path):
     report = json.loads(out.read_text())
     assert report["bytes_per_slot"] > report["kv_bytes_per_slot"] + report["mimi_state_bytes_per_slot"] > 0
     assert report["prefill_one_newcomer_ms"] > 0 and report["replay_vs_eager"]["tokens_identical"]
+    assert report["attention"] == "masked" and report["capture"] == {"buckets": [2, 1], "graphs": False}
+    assert [k["batch"] for k in report["kernels"]] == [1, 2]
     assert report["bandwidth"]["bytes_per_s"] > 0
     assert report["floor_inputs"]["weights_16_steps"] > report["floor_inputs"]["weights_8_steps"] > 0
     levels = report["levels"]

@@ -53,7 +53,8 @@ def test_make_tiny_output_loads_through_the_directory_loader_and_steps(tiny_dir)
     pcm = torch.zeros(2, codec.cfg.frame_samples)
     emitted = []
     for _ in range(config.tiny().context):  # past the window
-        out = step.live_step(temp, dep, pool, state, codec.encode_step(pcm, rows), schedule, sample)
+        draw = step.sampled_draws(sample, state.key, state.pos + 1, temp.cfg.text_card, temp.cfg.card)
+        out = step.live_step(temp, dep, pool, state, codec.encode_step(pcm, rows), schedule, draw)
         pcm = codec.decode_step(out.emitted[:, 1:], rows)
         assert pcm.shape == (2, 1920) and bool(torch.isfinite(pcm).all())
         emitted.append(out.emitted)

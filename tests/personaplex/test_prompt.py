@@ -47,7 +47,8 @@ def test_prompt_rows_follow_the_layout(N, L):
 
 def test_reference_start_state_is_the_silence_column_with_forced_acoustics():
     state = step.TokenState.allocate(2)
-    state.start(1, prompt.Schedule.REFERENCE, 30, seed=5, tail=prompt.silence_column())
+    state.start(slice(1, 2), prompt.Schedule.REFERENCE, torch.tensor([30]), torch.tensor([5]),
+                prompt.silence_column()[None])
     assert state.ahead[1].tolist() == [config.TEXT_PAD, *config.SILENCE]
     assert state.u1[1].tolist() == state.u2[1].tolist() == list(config.SINE)
     assert state.forcing[1] and state.forced[1].tolist() == list(config.SILENCE[1:])
@@ -56,7 +57,8 @@ def test_reference_start_state_is_the_silence_column_with_forced_acoustics():
 
 def test_the_upstream_start_keeps_the_admission_draw_and_the_silence_after_the_prompt():
     state = step.TokenState.allocate(1)
-    state.start(0, prompt.Schedule.UPSTREAM, 30, seed=5, tail=prompt.silence_column(), admission=(7, 9))
+    state.start(slice(0, 1), prompt.Schedule.UPSTREAM, torch.tensor([30]), torch.tensor([5]),
+                prompt.silence_column()[None], torch.tensor([[7, 9]]))
     assert state.ahead[0].tolist() == [7, 9, *config.SILENCE[1:]] and not state.forcing[0]
     assert state.u1[0].tolist() == list(config.SINE)
 
@@ -71,7 +73,8 @@ def test_moshi_prompts_nothing_and_starts_live_at_position_1_after_an_all_init_c
     assert p.columns.tolist() == [[400] + [2048] * 16]
     assert prompt.start_position(p, prompt.Schedule.UPSTREAM) == p.total == 1
     state = step.TokenState.allocate(1)
-    state.start(0, prompt.Schedule.UPSTREAM, 1, seed=5, tail=p.tail, admission=(7, 9))
+    state.start(slice(0, 1), prompt.Schedule.UPSTREAM, torch.tensor([1]), torch.tensor([5]), p.tail[None],
+                torch.tensor([[7, 9]]))
     user = torch.tensor([[11, 12, 13, 14, 15, 16, 17, 18]])
     fed = step.fed_column(state, user, prompt.Schedule.UPSTREAM)
     assert fed[0].tolist() == [7, 9, *[2048] * 7, 11, *[2048] * 7]
@@ -120,9 +123,8 @@ def test_ragged_prefill_gives_each_newcomer_what_it_gets_alone(tiny_lm, shapes):
         p1, s1 = temp.new_pool(1), step.TokenState.allocate(1)
         alone = prefill.admit(temp, dep, p1, s1, [newcomer(0, spec)], prompt.Schedule.UPSTREAM, sample)
         torch.testing.assert_close(together[i], alone[0], rtol=0, atol=1e-5)
-        for layer in range(len(pool.k)):
-            torch.testing.assert_close(pool.k[layer][i], p1.k[layer][0], rtol=0, atol=1e-5)
-            torch.testing.assert_close(pool.v[layer][i], p1.v[layer][0], rtol=0, atol=1e-5)
+        torch.testing.assert_close(pool.k[i], p1.k[0], rtol=0, atol=1e-5)
+        torch.testing.assert_close(pool.v[i], p1.v[0], rtol=0, atol=1e-5)
         assert torch.equal(state.ahead[i], s1.ahead[0]) and state.pos[i] == s1.pos[0]
 
 
@@ -133,4 +135,4 @@ def test_voice_prefix_equals_running_the_embeddings_in_place(tiny_lm):
     pool = temp.new_pool(1)
     temp.forward_rows(voice, [temporal.Segment(0, 0, 6)], pool)
     assert prefix.frames == 6
-    assert all(torch.equal(prefix.k[i], pool.k[i][0, :, :6]) for i in range(len(pool.k)))
+    assert torch.equal(prefix.k, pool.k[0, :, :6]) and torch.equal(prefix.v, pool.v[0, :, :6])

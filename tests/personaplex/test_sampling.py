@@ -12,19 +12,36 @@ seeds = st.integers(min_value=-(2 ** 63), max_value=2 ** 63 - 1)
 columns = st.integers(min_value=0, max_value=10 ** 7)
 
 
+def _race(seeds: list[int], columns: list[int], stream: int, card: int) -> sampling.Race:
+    return sampling.races(sampling.key(torch.tensor(seeds)), torch.tensor(columns), (1,) * stream + (card,),
+                          whole=True)[stream]
+
+
+def test_a_ticks_races_whole_or_by_candidates_are_each_draws_own_noise():
+    key, column = sampling.key(torch.tensor([3, -9])), torch.tensor([40, 41])
+    assert key.tolist() == [sampling.key(3), sampling.key(-9)]  # the host's key is the device's
+    cards = (7, 5, 5, 9)
+    whole = sampling.races(key, column, cards, whole=True)
+    by_candidates = sampling.races(key, column, cards, whole=False)
+    for s, card in enumerate(cards):
+        ids = torch.tensor([[card - 1, 0, 2], [1, 1, card - 2]])
+        alone = -torch.log(-torch.log(sampling.uniforms(key, column, range(s, s + 1), card)[:, 0])).gather(-1, ids)
+        assert torch.equal(whole[s](ids), alone) and torch.equal(by_candidates[s](ids), alone)
+
+
 def test_pinned_noise_values():
     """Pinned so that a change of the hash (or a CPU/GPU difference) is caught."""
-    u = sampling.uniform(torch.tensor([0, 42, -1]), torch.tensor([1, 88, 3000]), 0, torch.arange(4).expand(3, 4))
+    u = sampling.uniforms(sampling.key(torch.tensor([0, 42, -1])), torch.tensor([1, 88, 3000]), range(0, 1), 4)[:, 0]
     bits = (u * 2 ** 24 - 0.5).long().tolist()
     assert bits == [[7166677, 5733293, 3613689, 7993780], [13085746, 2749313, 3621176, 2714914],
                     [9494836, 15529386, 10964654, 7613151]]
-    u = sampling.uniform(torch.tensor([7]), torch.tensor([5]), 8, torch.arange(2)[None])
+    u = sampling.uniforms(sampling.key(torch.tensor([7])), torch.tensor([5]), range(7, 9), 2)[:, 1]
     assert (u * 2 ** 24 - 0.5).long().tolist() == [[13885296, 12974050]]
 
 
 @given(seed=seeds, column=columns, stream=st.integers(0, 8))
 def test_noise_is_strictly_inside_the_unit_interval(seed, column, stream):
-    u = sampling.uniform(torch.tensor([seed]), torch.tensor([column]), stream, torch.arange(64)[None])
+    u = sampling.uniforms(sampling.key(torch.tensor([seed])), torch.tensor([column]), range(stream, stream + 1), 64)
     assert bool((u > 0).all()) and bool((u < 1).all())
 
 
@@ -34,14 +51,13 @@ def test_noise_is_strictly_inside_the_unit_interval(seed, column, stream):
 def test_a_rows_draw_does_not_depend_on_its_batch_neighbours(seed, column, others, where, data):
     gen = torch.Generator().manual_seed(data.randint(0, 2 ** 31))
     logits = torch.randn(1, 300, generator=gen)
-    kwargs = {"greedy": False, "temperature": 0.8, "top_k": 25, "stream": 1}
-    alone = sampling.draw(logits, seed=torch.tensor([seed]), column=torch.tensor([column]), **kwargs)
+    kwargs = {"greedy": False, "temperature": 0.8, "top_k": 25}
+    alone = sampling.draw(logits, race=_race([seed], [column], 1, 300), **kwargs)
     where = min(where, len(others))
     rows = others[:where] + [(seed, column)] + others[where:]
     batch_logits = torch.randn(len(rows), 300, generator=gen)
     batch_logits[where] = logits[0]
-    batch = sampling.draw(batch_logits, seed=torch.tensor([s for s, _ in rows]),
-                          column=torch.tensor([c for _, c in rows]), **kwargs)
+    batch = sampling.draw(batch_logits, race=_race([s for s, _ in rows], [c for _, c in rows], 1, 300), **kwargs)
     assert int(batch[where]) == int(alone[0])
 
 
@@ -51,7 +67,7 @@ def test_draws_never_leave_the_top_k(seed, column, top_k, stream):
     gen = torch.Generator().manual_seed(abs(seed) % 2 ** 31)
     logits = torch.randn(3, 100, generator=gen) * 3
     got = sampling.draw(logits, greedy=False, temperature=1.0, top_k=top_k,
-                        seed=torch.tensor([seed] * 3), column=torch.tensor([column] * 3), stream=stream)
+                        race=_race([seed] * 3, [column] * 3, stream, 100))
     top = torch.topk(logits, top_k, dim=-1).indices
     assert all(int(got[r]) in top[r].tolist() for r in range(3))
 
@@ -63,7 +79,7 @@ def test_frequencies_match_the_softmax():
     temperature = 0.8
     n = 8000
     got = sampling.draw(logits.expand(n, -1), greedy=False, temperature=temperature, top_k=5,
-                        seed=torch.arange(n), column=torch.full((n,), 9), stream=0)
+                        race=sampling.races(sampling.key(torch.arange(n)), torch.full((n,), 9), (5,), whole=False)[0])
     counts = torch.bincount(got, minlength=5).double()
     expected = torch.softmax(logits.double() / temperature, -1) * n
     chi2 = float(((counts - expected) ** 2 / expected).sum())
@@ -72,6 +88,5 @@ def test_frequencies_match_the_softmax():
 
 def test_greedy_takes_the_argmax_and_ties_go_to_the_lowest_id():
     logits = torch.tensor([[0.0, 2.0, 2.0, 1.0], [5.0, 5.0, 0.0, 0.0]])
-    got = sampling.draw(logits, greedy=True, temperature=1.0, top_k=2,
-                        seed=torch.tensor([1, 2]), column=torch.tensor([0, 0]), stream=0)
+    got = sampling.draw(logits, greedy=True, temperature=1.0, top_k=2, race=None)
     assert got.tolist() == [1, 0]

@@ -54,28 +54,36 @@ class ResidualQuantizer(nn.Module):
         self.output_proj = nn.Conv1d(cfg.codebook_dim, cfg.dimension, 1, bias=False)
         self.vq = _Levels(count, cfg.bins, cfg.codebook_dim)
         self.register_buffer("_centroids", torch.zeros(count, cfg.bins, cfg.codebook_dim), persistent=False)
+        self.register_buffer("_squares", torch.zeros(count, cfg.bins), persistent=False)
 
     def refresh(self) -> None:
-        """Recompute the centroids from the stored buffers (after loading)."""
+        """Recompute the centroids and their squared norms from the stored buffers (after loading)."""
         centroids: torch.Tensor = self._centroids  # type: ignore[assignment]
         centroids.copy_(torch.stack([level._codebook.centroids() for level in self.vq.layers]))
+        self._squares.copy_(centroids.pow(2).sum(-1))  # type: ignore[operator]
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
-        """Latent x [B, D, T] -> codes [B, count, T] (int64)."""
+        """Latent x [B, D, T] -> codes [B, count, T] (int64).
+
+        The nearest centroid minimises `|c|^2 - 2 r.c` (the residual's own norm is the same for
+        every centroid): one GEMM per codebook instead of `cdist`'s several kernels.
+        """
         B, _, T = x.shape
         residual = self.input_proj(x).transpose(1, 2).reshape(B * T, -1)
         codes = []
-        for centroids in self._centroids:  # type: ignore[attr-defined]
-            index = torch.cdist(residual[None], centroids[None], p=2)[0].argmin(dim=-1)
+        for centroids, squares in zip(self._centroids, self._squares, strict=True):  # type: ignore[call-overload]
+            index = torch.addmm(squares, residual, centroids.t(), alpha=-2).argmin(dim=-1)
             residual = residual - F.embedding(index, centroids)
             codes.append(index.view(B, T))
         return torch.stack(codes, dim=1)
 
     def decode(self, codes: torch.Tensor) -> torch.Tensor:
-        """Codes [B, count, T] -> latent [B, D, T]."""
-        quantized = torch.zeros((), device=codes.device)
-        for index, centroids in zip(codes.unbind(1), self._centroids, strict=True):  # type: ignore[call-overload]
-            quantized = quantized + F.embedding(index, centroids)
+        """Codes [B, count, T] -> latent [B, D, T]: the codebooks' centroids summed in order (one
+        lookup in the stacked table, then one sum, which accumulates in codebook order)."""
+        centroids: torch.Tensor = self._centroids  # type: ignore[assignment]
+        count, bins, _ = centroids.shape
+        offsets = torch.arange(0, count * bins, bins, device=codes.device)[:, None]
+        quantized = F.embedding(codes + offsets, centroids.view(count * bins, -1)).sum(1)
         return self.output_proj(quantized.transpose(1, 2))
 
 

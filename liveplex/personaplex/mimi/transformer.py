@@ -9,12 +9,11 @@ equals upstream's streaming, not a full-sequence pass, past the window.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from liveplex.personaplex import blocks
 from liveplex.personaplex.mimi import config as mimi_config
 from liveplex.personaplex.mimi import state as mimi_state
 
@@ -51,13 +50,6 @@ class _Stack(nn.Module):
         self.layers = nn.ModuleList([_Layer(cfg) for _ in range(cfg.num_layers)])
 
 
-def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate interleaved pairs (2i, 2i+1) of x [B, H, T, D] by angles given as cos/sin [B, 1, T, D/2]."""
-    pairs = x.view(*x.shape[:-1], -1, 2)
-    real, imag = pairs[..., 0], pairs[..., 1]
-    return torch.stack([real * cos - imag * sin, real * sin + imag * cos], dim=-1).view(x.shape)
-
-
 class Transformer(nn.Module):
     """`{encoder,decoder}_transformer`: conv layout in and out ([B, C, T]), identity projections."""
 
@@ -78,7 +70,12 @@ class Transformer(nn.Module):
         )
 
     def step(self, x: torch.Tensor, ring: mimi_state.RingState) -> torch.Tensor:
-        """One chunk x [B, C, T] -> [B, C, T]; writes T steps per row into `ring` and advances it."""
+        """One chunk x [B, C, T] -> [B, C, T]; writes T steps per row into `ring` and advances it.
+
+        The mask, the write index and the RoPE rotation are built once per chunk; each layer is
+        then 13 kernels: norm, QKV, one complex RoPE for q and k, two ring writes, attention,
+        the head merge, output GEMM, layer-scaled residual, norm and the three of the FFN.
+        """
         cfg = self.cfg
         B, C, T = x.shape
         heads, context = cfg.num_heads, cfg.context
@@ -97,24 +94,20 @@ class Transformer(nn.Module):
         distance = q_pos[:, :, None] - k_pos[:, None, :]
         mask = ((k_pos[:, None, :] >= 0) & (distance >= 0) & (distance < context))[:, None]
         # RoPE angles in fp32, frequencies 10000^(-2i/D) computed as upstream does.
-        freqs = torch.exp(torch.arange(head_dim // 2, device=device, dtype=torch.float32)
-                          * (-math.log(cfg.max_period) * 2 / head_dim))
-        angles = q_pos.float().view(B, 1, T, 1) * freqs
-        cos, sin = torch.cos(angles), torch.sin(angles)
+        rot = blocks.rotation(q_pos.reshape(-1), head_dim, cfg.max_period).view(B, T, 1, 1, head_dim // 2)
         write = slots.view(B, 1, T, 1).expand(B, heads, T, head_dim)
 
         h = x.transpose(1, 2)
         for layer, keys, values in zip(self.transformer.layers, ring.keys, ring.values, strict=True):
             attn: _Attention = layer.self_attn
-            qkv = F.linear(layer.norm1(h), attn.in_proj_weight)
-            q, k, v = qkv.view(B, T, 3, heads, head_dim).permute(2, 0, 3, 1, 4)
-            q, k = _rope(q, cos, sin), _rope(k, cos, sin)
+            qkv = F.linear(layer.norm1(h), attn.in_proj_weight).view(B, T, 3, heads, head_dim)
+            qk = blocks.rope(qkv[:, :, :2], rot)
+            q, k, v = qk[:, :, 0].transpose(1, 2), qk[:, :, 1].transpose(1, 2), qkv[:, :, 2].transpose(1, 2)
             keys.scatter_(2, write, k)
             values.scatter_(2, write, v)
             out = F.scaled_dot_product_attention(q, keys, values, mask)
-            out = attn.out_proj(out.transpose(1, 2).reshape(B, T, C))
-            h = h + layer.layer_scale_1.scale * out
+            h = torch.addcmul(h, layer.layer_scale_1.scale, attn.out_proj(out.transpose(1, 2).reshape(B, T, C)))
             ff = layer.linear2(F.gelu(layer.linear1(layer.norm2(h))))
-            h = h + layer.layer_scale_2.scale * ff
+            h = torch.addcmul(h, layer.layer_scale_2.scale, ff)
         pos.add_(T)
         return h.transpose(1, 2)

@@ -1,0 +1,188 @@
+"""`liveplex bench engine --count`: the PersonaPlex tick's kernels, host syncs and KV reads, exactly.
+
+Issue 14. Three measurements, each with `liveplex.bench.counts`:
+
+- **the device program** (`engine_pod.program.Program.run(B)`: Mimi encode, live step, draws,
+  Mimi decode, packing) and **one newcomer's prefill** (`prefill.admit`, the default prompt: a
+  50-frame voice and 26 role tokens), at any config's real shapes on the meta device (no memory,
+  no weights) or on the CPU: aten ops, host syncs inside them (there must be none), and the KV
+  bytes attention reads;
+- **the engine's host side**: a real `PersonaPlexEngine` on the tiny checkpoint on the CPU (the
+  host code does not depend on shapes), serving sessions through the live channel: host syncs
+  per served tick, with and without a newcomer being prefilled.
+
+KV bytes: on the CPU they are what the kernels are given (each row's `seqused_k` keys under
+`flash`, the whole span under `masked`); on the meta device the lengths have no values, so a
+level reports what `flash` is told to read for its scenario's positions, `valid_kv_bytes`
+(`tests/bench/test_engine_counts.py` checks on the CPU that the kernels read exactly that).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import tempfile
+
+import torch
+
+from liveplex.bench import counts
+from liveplex.engine_pod import program, settings, staging
+from liveplex.personaplex import checkpoint, config, depformer, mimi, prefill, prompt, ring, sampling, temporal
+
+VOICE_FRAMES = 50
+ROLE_TOKENS = 26
+"""The default prompt: a 50-frame voice, the default instructions' 26 tokens."""
+YOUNG = 100
+"""A young session's position (8 s)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Model:
+    """An LM and a codec on one device, the weights' values irrelevant."""
+
+    lm: checkpoint.LM
+    codec: mimi.Mimi
+
+    @property
+    def cfg(self) -> config.LMConfig:
+        return self.lm.temporal.cfg
+
+
+def build(name: str, device: str, dtype: torch.dtype) -> Model:
+    """`name`'s shapes with 8 resident depformer steps and its Mimi (the real one for
+    `personaplex-7b`), on `device`: uninitialised on the meta device, seeded random elsewhere."""
+    cfg = config.CONFIGS[name]()
+    codec_cfg = mimi.mimi_config() if name == "personaplex-7b" else mimi.tiny_config()
+    if device == "meta":
+        with torch.device("meta"):
+            lm = checkpoint.LM(temporal.Temporal(cfg).eval(), depformer.Depformer(cfg, 8).eval(), 8, ("F32",))
+            codec = mimi.Mimi(codec_cfg).eval()
+    else:
+        lm, codec = checkpoint.random_lm(cfg, seed=0, device=device), mimi.random_mimi(codec_cfg, 0, device)
+    lm.temporal.to(dtype)
+    lm.depformer.to(dtype)
+    return Model(lm, codec)
+
+
+def _kv_bytes_per_key(cfg: config.LMConfig, dtype: torch.dtype) -> int:
+    """K and V of one position, all layers."""
+    return 2 * cfg.num_layers * cfg.dim * torch.empty((), dtype=dtype).element_size()
+
+
+def valid_kv_bytes(cfg: config.LMConfig, dtype: torch.dtype, positions: list[int]) -> int:
+    """What attention reads when each row at `positions` reads only its valid keys (`ring.valid_length`;
+    a prefill's run reads its ring's prefix up to its last position)."""
+    return sum(min(p + 1, cfg.context) for p in positions) * _kv_bytes_per_key(cfg, dtype)
+
+
+@torch.no_grad()
+def tick(model: Model, positions: list[int], backend: ring.Backend) -> dict[str, object]:
+    """One served tick of rows at `positions` (`program.Program.run`), counted."""
+    batch = len(positions)
+    pools = program.Pools(model.lm, model.codec, batch)
+    if pools.pcm_in.device.type != "meta":
+        pools.tokens.pos.copy_(torch.tensor(positions))
+    prog = program.Program(model.lm, model.codec, pools, prompt.Schedule.UPSTREAM, sampling.Sampling(), False,
+                           backend)
+    span = min(model.cfg.context, max(positions) + 1)
+    with counts.count(device=_device_tensors(model, pools), kv=pools.kv.tensors()) as c:
+        prog.run(batch, span)
+    return {"batch": batch, "ops": c.total_ops, "syncs": c.syncs, "kv_bytes": c.kv_bytes,
+            "kv_measured": not c.kv_unknown, "valid_kv_bytes": valid_kv_bytes(model.cfg, pools.kv.k.dtype, positions)}
+
+
+@torch.no_grad()
+def newcomer(model: Model, backend: ring.Backend) -> dict[str, object]:
+    """One newcomer's prefill with the default prompt (`prefill.admit`, its block through a
+    staging buffer as the engine does), counted."""
+    cfg = model.cfg
+    device = model.lm.temporal.text_linear.weight.device
+    pools = program.Pools(model.lm, model.codec, 1)
+    N = min(VOICE_FRAMES, cfg.context // 4)
+    role = min(ROLE_TOKENS, cfg.context - N - 15)
+    silence = prompt.silence_column()
+    layout = prompt.layout(torch.zeros(N, cfg.dim), silence, silence, [5] * role, prompt.Schedule.UPSTREAM)
+    shape = (cfg.num_layers, N, cfg.num_heads, cfg.head_dim)
+    dtype = pools.kv.k.dtype
+    prefix = prefill.VoicePrefix(torch.zeros(shape, dtype=dtype, device=device),
+                                 torch.zeros(shape, dtype=dtype, device=device))
+    stage = staging.Staging((prefill.block_numel(layout.columns.shape[0]),), torch.long, device)
+    with counts.count(device=_device_tensors(model, pools) + [prefix.k, prefix.v], staging=[stage.host],
+                      kv=pools.kv.tensors()) as c:
+        prefill.admit(model.lm.temporal, model.lm.depformer, pools.kv, pools.tokens,
+                      [prefill.Newcomer(0, layout, prefix, seed=1)], prompt.Schedule.UPSTREAM, sampling.Sampling(),
+                      backend, stage.upload)
+    rows = layout.columns.shape[0]
+    return {"rows": rows, "ops": c.total_ops, "syncs": c.syncs, "kv_bytes": c.kv_bytes,
+            "kv_measured": not c.kv_unknown, "valid_kv_bytes": valid_kv_bytes(cfg, dtype, [N + rows - 1])}
+
+
+def _device_tensors(model: Model, pools: program.Pools) -> list[torch.Tensor]:
+    params = [t for m in (model.lm.temporal, model.lm.depformer, model.codec) for t in m.state_dict().values()]
+    return params + pools.tensors()
+
+
+def levels(model: Model, batches: list[int], buckets: list[int], backend: ring.Backend) -> list[dict[str, object]]:
+    """Per batch size, one tick of young sessions and one at full context, each in its bucket
+    (padding rows at position 0)."""
+    rows = []
+    for batch in batches:
+        bucket = min(b for b in buckets if b >= batch)
+        for position in (YOUNG, model.cfg.context):
+            row = tick(model, [position] * batch + [0] * (bucket - batch), backend)
+            rows.append({**row, "batch": batch, "bucket": bucket, "position": position})
+    return rows
+
+
+@torch.no_grad()
+def engine_syncs(ticks: int = 4) -> dict[str, object]:
+    """Host syncs per tick of a real engine on the tiny checkpoint (CPU, `masked`: the host side is
+    the same for both backends): two sessions running, then a third admitted and prefilled."""
+    from liveplex.engine_pod import engine
+    from liveplex.engine_pod import model as model_mod
+    from liveplex.live import channel, contract, frames
+    from liveplex.personaplex import cli
+
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = pathlib.Path(tmp) / "tiny"
+        cli.make_tiny(directory)
+        loaded = model_mod.load(directory, device="cpu", dtype="fp32", context_frames=3000, max_voice_frames=250)
+    s = settings.EngineSettings(model_dir=directory, max_sessions=4, greedy=False, seed=0)
+    info = engine.live_info(loaded, s, engine.session_cap(loaded, s))
+    handle, inbox = channel.live_channel(info)
+    eng = engine.PersonaPlexEngine(loaded, s, info, inbox.pulse)
+    silence = bytes(frames.FRAME_BYTES)
+    opened: list[channel.Opened] = []
+    found: dict[str, list[list[str]]] = {"running": [], "admitting": []}
+
+    def start() -> None:
+        got = handle.start(contract.Session("NATF2", "Hi."))
+        assert isinstance(got, channel.Opened)
+        opened.append(got)
+
+    def step(kind: str | None) -> None:
+        for o in opened:
+            o.audio.send(silence)
+        for sub in inbox.drain_nowait():
+            eng.take(sub)
+        with counts.count(device=eng.device_tensors(), staging=eng.host_buffers) as c:
+            eng.tick(0)
+        if kind:
+            found[kind].append(c.syncs)
+        for o in opened:
+            o.output.drain()
+
+    start()
+    start()
+    for _ in range(ticks):  # the prefill tick, then the prebuffer ticks, then served ticks
+        step(None)
+    for _ in range(ticks):
+        step("running")
+    start()
+    step("admitting")
+    for o in opened:
+        o.audio.close()
+    step(None)
+    return {"syncs_per_tick": max(len(x) for x in found["running"]),
+            "syncs_in_an_admitting_tick": max(len(x) for x in found["admitting"]),
+            "what_syncs": sorted({s for x in found["running"] + found["admitting"] for s in x})}
