@@ -3,7 +3,6 @@ metrics. The live path and the demo page are the shared app's."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -30,13 +29,7 @@ def create_app(gateway: Gateway) -> FastAPI:
                 return PlainTextResponse("ready")
             return PlainTextResponse("draining" if gateway.draining else "redis unreachable", status_code=503)
 
-        @app.api_route("/drain", methods=["GET", "POST"])
-        async def drain(deadline_s: float | None = None) -> Response:
-            if deadline_s is not None and deadline_s < 0:
-                return JSONResponse({"error": {"param": "deadline_s", "message": "must be >= 0"}},
-                                    status_code=400)
-            ended = await asyncio.shield(gateway.drain(deadline_s))
-            return JSONResponse({"drained": True, "ended_at_deadline": ended})
+        server_app.add_drain_route(app, gateway.drain)
 
         @app.get("/v1/models")
         async def models(request: Request) -> Response:
@@ -70,10 +63,6 @@ def create_app(gateway: Gateway) -> FastAPI:
                                  "pods": p.fresh, "draining": p.draining} for pool, p in pools.items()},
             }
 
-        @app.get("/metrics")
-        async def metrics_text() -> Response:
-            if not front.settings.metrics:
-                return PlainTextResponse("metrics are disabled", status_code=503)
-            return Response(exposition.render(registry), media_type=exposition.CONTENT_TYPE)
+        server_app.add_metrics_route(app, front, registry)
 
     return server_app.create_app(front, gateway.serving, add_routes, "liveplex gateway")

@@ -17,12 +17,12 @@ from liveplex.gateway.settings import GatewaySettings
 from liveplex.gateway.stats import GatewayStats
 from liveplex.gateway.view import PoolView
 from liveplex.gptlive.server.app import SHUTDOWN_GRACE_S, Front
+from liveplex.gptlive.server.drain import Drain
 from liveplex.gptlive.server.settings import ServerSettings
 from liveplex.placement import PlacementClient
 
 logger = logging.getLogger(__name__)
 
-DRAIN_POLL_S = 0.05
 
 
 class Gateway:
@@ -36,7 +36,9 @@ class Gateway:
         self.backend = GatewayBackend(settings, server.protocol, server.api_keys, self.client, self.view,
                                       self.stats)
         self.front = Front(server, self.backend)
-        self._drain: asyncio.Task[int] | None = None
+        self.drain = Drain(self.front, lambda: self.backend.sessions, settings.drain_deadline_s,
+                           self._announce_drain)
+        """`gateway.drain(deadline_s)`: the same drain as a pod's (`server.drain`)."""
 
     @property
     def draining(self) -> bool:
@@ -58,21 +60,5 @@ class Gateway:
             await self.front.end_sessions(SHUTDOWN_GRACE_S)
             await self.client.close()
 
-    def drain(self, deadline_s: float | None = None) -> asyncio.Task[int]:
-        if self._drain is None:
-            self._drain = asyncio.get_running_loop().create_task(
-                self._drained(self.settings.drain_deadline_s if deadline_s is None else deadline_s))
-        return self._drain
-
-    async def _drained(self, deadline_s: float) -> int:
+    async def _announce_drain(self) -> None:
         self.backend.draining = True
-        logger.info("draining", extra={"sessions": self.backend.sessions, "deadline_s": deadline_s})
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(deadline_s):
-                while self.backend.sessions:
-                    await asyncio.sleep(DRAIN_POLL_S)
-        left = self.backend.sessions
-        if left:
-            await self.front.end_sessions(SHUTDOWN_GRACE_S)
-        logger.info("drained", extra={"ended_at_deadline": left})
-        return left

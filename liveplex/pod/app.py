@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -43,19 +42,8 @@ def create_app(pod: Pod) -> FastAPI:
                 return PlainTextResponse("ready")
             return PlainTextResponse("draining" if pod.draining else "not ready", status_code=503)
 
-        @app.api_route("/drain", methods=["GET", "POST"])
-        async def drain(deadline_s: float | None = None) -> Response:
-            """Blocks until the pod is empty or the deadline passed (a preStop hook waits on it)."""
-            if deadline_s is not None and deadline_s < 0:
-                return JSONResponse({"error": {"param": "deadline_s", "message": "must be >= 0"}},
-                                    status_code=400)
-            ended = await asyncio.shield(pod.drain(deadline_s))  # a hung-up caller must not cancel it
-            return JSONResponse({"drained": True, "ended_at_deadline": ended})
+        server_app.add_drain_route(app, pod.drain)
 
-        @app.get("/metrics")
-        async def metrics_text() -> Response:
-            if not front.settings.metrics:
-                return PlainTextResponse("metrics are disabled", status_code=503)
-            return Response(exposition.render(registry), media_type=exposition.CONTENT_TYPE)
+        server_app.add_metrics_route(app, front, registry)
 
     return server_app.create_app(front, pod.serving, add_routes, "liveplex")

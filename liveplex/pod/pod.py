@@ -19,6 +19,7 @@ from typing import Protocol
 from liveplex.gptlive import connection
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.server.app import SHUTDOWN_GRACE_S, Front
+from liveplex.gptlive.server.drain import Drain
 from liveplex.gptlive.server.settings import ServerSettings
 from liveplex.live.runner import EngineThread
 from liveplex.pod import stats
@@ -27,8 +28,6 @@ from liveplex.pod.settings import PodSettings
 
 logger = logging.getLogger(__name__)
 
-DRAIN_POLL_S = 0.05
-"""How often a drain looks at the session count (a gauge, not an event)."""
 
 
 class Publisher(Protocol):
@@ -64,7 +63,8 @@ class Pod:
         if publisher is not None:
             self.backend.on_settled = publisher.settled
         self.model_load_s = 0.0
-        self._drain: asyncio.Task[int] | None = None
+        self.drain = Drain(self.front, self._live, settings.drain_deadline_s, self._announce_drain)
+        """`pod.drain(deadline_s)`: platform §5, see `server.drain`."""
         self._started_ns = 0
         self.bound: tuple[str, int] | None = None
         """The address the server bound (set once it listens): the default advertised address."""
@@ -105,32 +105,14 @@ class Pod:
         await asyncio.to_thread(self.engine.wait_built)
         self.model_load_s = round((time.monotonic_ns() - self._started_ns) / 1e9, 3)
 
-    def drain(self, deadline_s: float | None = None) -> asyncio.Task[int]:
-        """Start draining (once; a second call joins the first); the task's result is how many
-        sessions were ended at the deadline."""
-        if self._drain is None:
-            self._drain = asyncio.get_running_loop().create_task(
-                self._drained(self.settings.drain_deadline_s if deadline_s is None else deadline_s))
-        return self._drain
-
     def _live(self) -> int:
         pulse = self.engine.pulse
-        return max(self.front.stats.snapshot().sessions_open, pulse.sessions if pulse else 0)
+        return max(self.front.stats.sessions_open, pulse.sessions if pulse else 0)
 
-    async def _drained(self, deadline_s: float) -> int:
+    async def _announce_drain(self) -> None:
         self.backend.draining = True
-        logger.info("draining", extra={"sessions": self._live(), "deadline_s": deadline_s})
         if self.publisher is not None:
             await self.publisher.drain()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(deadline_s):
-                while self._live():
-                    await asyncio.sleep(DRAIN_POLL_S)
-        left = self._live()
-        if left:
-            await self.front.end_sessions(SHUTDOWN_GRACE_S)
-        logger.info("drained", extra={"ended_at_deadline": left})
-        return left
 
     async def stop(self) -> None:
         """Leave the pool, end what still runs, stop the engine thread."""

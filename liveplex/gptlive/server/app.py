@@ -15,12 +15,13 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, PlainTextResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from prometheus_client import CollectorRegistry
 from starlette.routing import WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from websockets.datastructures import Headers
 
-from liveplex.gptlive.server import auth, backend, native, replies
+from liveplex.gptlive.server import auth, backend, exposition, native, replies
 from liveplex.gptlive.server.settings import ServerSettings
 from liveplex.gptlive.server.stats import FrontStats
 from liveplex.gptlive.server.sweeper import Socket, Sweeper
@@ -72,6 +73,27 @@ class Front:
             async with asyncio.timeout(grace_s):
                 while self.sockets:
                     await asyncio.sleep(0.02)
+
+
+def add_drain_route(app: FastAPI, drain: Callable[[float | None], asyncio.Task[int]]) -> None:
+    """`GET|POST /drain?deadline_s=S`: blocks until drained or the deadline (a preStop hook waits on it)."""
+
+    @app.api_route("/drain", methods=["GET", "POST"])
+    async def drain_route(deadline_s: float | None = None) -> Response:
+        if deadline_s is not None and deadline_s < 0:
+            return JSONResponse({"error": {"param": "deadline_s", "message": "must be >= 0"}}, status_code=400)
+        ended = await asyncio.shield(drain(deadline_s))  # a hung-up caller must not cancel it
+        return JSONResponse({"drained": True, "ended_at_deadline": ended})
+
+
+def add_metrics_route(app: FastAPI, front: Front, registry: CollectorRegistry) -> None:
+    """`GET /metrics`: the Prometheus text of `registry`; 503 with `--no-metrics`."""
+
+    @app.get("/metrics")
+    async def metrics_route() -> Response:
+        if not front.settings.metrics:
+            return PlainTextResponse("metrics are disabled", status_code=503)
+        return Response(exposition.render(registry), media_type=exposition.CONTENT_TYPE)
 
 
 def create_app(front: Front, lifecycle: Callable[[], contextlib.AbstractAsyncContextManager[None]],
