@@ -114,7 +114,7 @@ def _personaplex_engine(args: argparse.Namespace) -> tuple[contract.LiveInfo, ru
 
 
 def _banner(pod: Pod, host: str, port: int) -> str:
-    pod.bound = (host, port)
+    pod.bind(host, port)
     info = pod.served.info
     return run.banner(f"liveplex: serving {info.model} ({info.max_sessions} sessions)", host, port)
 

@@ -75,8 +75,8 @@ class Heartbeat:
     async def _run(self) -> None:
         pod = self._pod
         assert pod is not None
-        while pod.bound is None and pod.settings.advertise is None:  # the banner sets it
-            await asyncio.sleep(0.01)
+        if pod.settings.advertise is None:
+            await pod.listening.wait()  # the bound address is the default member name
         self._name = self._name or default_name(address(pod.settings.advertise, pod.bound))
         while True:
             await self.beat()

@@ -68,6 +68,13 @@ class Pod:
         self._started_ns = 0
         self.bound: tuple[str, int] | None = None
         """The address the server bound (set once it listens): the default advertised address."""
+        self.listening = asyncio.Event()
+        """Set by `bind`."""
+
+    def bind(self, host: str, port: int) -> None:
+        """The server listens at `host:port` (port 0 resolved)."""
+        self.bound = (host, port)
+        self.listening.set()
 
     @property
     def draining(self) -> bool:
