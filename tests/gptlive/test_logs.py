@@ -54,5 +54,6 @@ async def test_a_pod_logs_json_lines_one_per_session_end_and_stopped_whatever_th
         "session_id": started["session"]["id"], "reason": "close_requested", "seconds": closed["usage"]["seconds"]}
     assert ended["frames"] == round(ended["seconds"] / 0.08) and ended["underruns"] >= 0
     assert lines[0]["msg"] == "listening" and lines[-1]["msg"] == "stopped"
+    assert lines[0]["frozen_objects"] > 10_000  # the startup heap is out of the collector's view
     assert lines[-1]["signals"] == [stop.name]
     assert "GPT-Live   ws://" in out.read_text()  # the banner, for people, on stdout
