@@ -10,6 +10,7 @@ display and send their results back over a pipe when the level ends.
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import time
 from multiprocessing import connection as mp_connection
@@ -68,6 +69,7 @@ class Pool:
             self._local = caller.Tally()
             indices = list(range(sessions))
             sounds = await asyncio.to_thread(crowd.prepare, settings, source, indices)
+            freeze_heap()
             epoch = time.perf_counter_ns() + LEAD_NS
             return await crowd.crowd(settings, sounds, indices, epoch, stagger_ns, self._local)
         for i in range(len(self._shared)):
@@ -98,6 +100,14 @@ class Pool:
         self._procs.clear()
 
 
+def freeze_heap() -> None:
+    """Take what exists before a level (the prepared audio above all) out of the cyclic
+    collector's view, so that no full collection pauses a client mid-level: the client's own
+    pauses would read as the server's lateness."""
+    gc.collect()
+    gc.freeze()
+
+
 def _expect_ready(conn: mp_connection.Connection) -> None:
     """Block until a worker reports that its audio is prepared."""
     reply = conn.recv()
@@ -114,6 +124,7 @@ def _work(conn: mp_connection.Connection, shared: multiprocessing.Array, slot: i
         except Exception as exc:  # noqa: BLE001 - any failure goes to the parent, which raises it
             conn.send(f"{type(exc).__name__}: {exc}")
             continue
+        freeze_heap()
         conn.send("ready")
         epoch = conn.recv()
         conn.send(loop.run(_level(settings, sounds, share, epoch, stagger_ns, shared, slot)))
