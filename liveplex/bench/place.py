@@ -4,6 +4,9 @@ A placement here is what a caller waits for: the WebSocket handshake with the ga
 `session.start`, the gateway's `place.lua`, its upstream connect and the pod's `session.started`
 relayed back. `--concurrency` callers repeat that for `--seconds`, each hanging up at once after
 its start (the pod frees the slot at its next tick, so size pods with spare slots). With
+`--gateway-pid` it also reads the gateway's CPU time, so the report says what one gateway core
+places per second whatever else shares the machine (the callers' own handshakes cost about as
+much CPU as the gateway's, and on a small machine they share its cores). With
 `--redis-url` it also times the bare `place.lua` round trip on a synthetic pool
 (`liveplex.placement.latency`) side by side. Loopback only; it stops by itself.
 """
@@ -20,7 +23,7 @@ from collections import Counter
 import orjson
 import websockets
 
-from liveplex.bench import percentiles
+from liveplex.bench import loop, percentiles, target
 from liveplex.gptlive import urls
 
 START = '{"type":"session.start","event_id":"b","session":{"model":"%s"}}'
@@ -32,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="gpt-live-1", help="session.model (default: %(default)s)")
     p.add_argument("--concurrency", type=int, default=32, help="callers at once (default: %(default)s)")
     p.add_argument("--seconds", type=float, default=10.0, help="how long to place (default: %(default)s)")
+    p.add_argument("--gateway-pid", type=int, default=None,
+                   help="the gateway's pid: also report its CPU per placement (default: no)")
     p.add_argument("--redis-url", default=None, help="also time place.lua alone on this Redis (default: no)")
     p.add_argument("--pods", type=int, default=8,
                    help="pods of the synthetic pool for --redis-url (default: %(default)s)")
@@ -56,17 +61,26 @@ async def _caller(url: str, start: str, until: float, samples: list[int], outcom
             outcomes["failed"] += 1
 
 
-async def measure(base_url: str, model: str, concurrency: int, seconds: float) -> dict[str, object]:
+async def measure(base_url: str, model: str, concurrency: int, seconds: float,
+                  gateway_pid: int | None = None) -> dict[str, object]:
     url = urls.ws_url(base_url)
+    gateway = target.Target("gateway", base_url, gateway_pid)
+    cpu0 = gateway.cpu_s()
     samples: list[int] = []
     tally: Counter[str] = Counter(placed=0, failed=0)
     until = time.perf_counter() + seconds
     t0 = time.perf_counter()
     await asyncio.gather(*(_caller(url, START % model, until, samples, tally) for _ in range(concurrency)))
     took = time.perf_counter() - t0
-    return {"placements_per_s": round(tally["placed"] / took, 1), "seconds": round(took, 2),
-            "concurrency": concurrency, "outcomes": dict(tally),
-            "start_ms": percentiles.summarize(samples).as_dict()}
+    cpu1 = gateway.cpu_s()
+    report: dict[str, object] = {
+        "placements_per_s": round(tally["placed"] / took, 1), "seconds": round(took, 2),
+        "concurrency": concurrency, "outcomes": dict(tally), "start_ms": percentiles.summarize(samples).as_dict()}
+    if cpu0 is not None and cpu1 is not None and tally["placed"]:
+        per_ms = (cpu1 - cpu0) * 1e3 / tally["placed"]
+        report["gateway_cpu"] = {"seconds": round(cpu1 - cpu0, 3), "ms_per_placement": round(per_ms, 3),
+                                 "placements_per_core_s": round(1e3 / per_ms, 1)}
+    return report
 
 
 def main(argv: list[str]) -> int:
@@ -74,11 +88,11 @@ def main(argv: list[str]) -> int:
     if args.concurrency < 1 or args.seconds <= 0:
         print("liveplex bench place: --concurrency must be >= 1 and --seconds > 0", file=sys.stderr)
         return 2
-    report = asyncio.run(measure(args.base_url, args.model, args.concurrency, args.seconds))
+    report = loop.run(measure(args.base_url, args.model, args.concurrency, args.seconds, args.gateway_pid))
     if args.redis_url:
         from liveplex.placement import latency
 
-        decision, redis_us = asyncio.run(latency.measure(args.redis_url, args.pods, 5000))
+        decision, redis_us = loop.run(latency.measure(args.redis_url, args.pods, 5000))
         report["decision_ms"] = {**decision.as_dict(), "pods": args.pods, "redis_us_per_call": round(redis_us, 1)}
     text = json.dumps(report, indent=2)
     print(text)

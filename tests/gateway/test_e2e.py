@@ -190,13 +190,17 @@ def test_bench_place_reports_placements_through_the_gateway(redis_url, tmp_path)
     with platform.platform(redis_url, tmp_path, pod_flags=("--max-sessions", "32")) as p:
         done = subprocess.run([sys.executable, "-m", "liveplex.cli", "bench", "place", "--base-url",
                                p.gateway.base_url, "--concurrency", "4", "--seconds", "2", "--redis-url",
-                               redis_url, "--pods", "4", "--out", str(tmp_path / "place.json")],
+                               redis_url, "--pods", "4", "--gateway-pid", str(p.gateway_process.pid),
+                               "--out", str(tmp_path / "place.json")],
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "place.json").read_text())
     assert report["outcomes"]["placed"] > 0 and report["outcomes"]["failed"] == 0, report
     assert report["start_ms"]["count"] == report["outcomes"]["placed"]
     assert report["decision_ms"]["count"] > 0
+    cpu = report["gateway_cpu"]  # the gateway's own CPU, read from its pid
+    assert cpu["seconds"] > 0 and cpu["ms_per_placement"] == pytest.approx(
+        cpu["seconds"] * 1e3 / report["outcomes"]["placed"], rel=0.01)
 
 
 def test_api_keys_from_a_file_with_a_per_key_session_limit(redis_url, tmp_path) -> None:

@@ -36,6 +36,7 @@ def eventually(check: Callable[[], bool], what: str, deadline_s: float = 15.0) -
 class Platform:
     gateway: pods.Running
     pods: list[tuple[pods.Running, subprocess.Popen[bytes]]]
+    gateway_process: subprocess.Popen[bytes]
 
     def stats(self) -> dict:
         return get_json(self.gateway.root + "/live/stats")  # type: ignore[return-value]
@@ -52,9 +53,9 @@ def platform(redis_url: str, tmp: Path, n_pods: int = 2, pod_flags: tuple[str, .
         running = [stack.enter_context(pods.subprocess_pod(
             "--redis-url", redis_url, "--pool", POOL, "--pod-name", f"pod-{i}", *pod_flags,
             log=tmp / f"pod-{i}.log")) for i in range(n_pods)]
-        gateway, _ = stack.enter_context(pods.subprocess_pod(
+        gateway, gateway_process = stack.enter_context(pods.subprocess_pod(
             "--redis-url", redis_url, "--pool", POOL, *gateway_flags, log=tmp / "gateway.log",
             command="gateway"))
-        built = Platform(gateway, running)
+        built = Platform(gateway, running, gateway_process)
         eventually(lambda: built.stats()["pods"] == n_pods, f"the gateway to see {n_pods} pods")
         yield built
