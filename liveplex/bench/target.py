@@ -113,7 +113,10 @@ class Target:
 def start(name: str, base_url: str, argv: list[str]) -> Target:
     """Start a server process from `argv` and return its target (not yet ready)."""
     logger.info("starting server", extra={"target": name, "argv": " ".join(argv)})
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError as exc:  # not found, not executable
+        raise TargetError(f"cannot start the {name} with {argv[0]!r}: {exc.strerror}") from exc
     return Target(name, base_url, process.pid, process)
 
 

@@ -109,3 +109,10 @@ def test_serve_cmd_starts_the_server_samples_its_cpu_and_stops_it(tmp_path: obje
     assert only["ok"] == 2 and only["cpu_s"] is not None and only["cpu_s"] >= 0
     with pytest.raises(OSError):  # stopped at the end of the run
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def test_a_serve_cmd_that_cannot_start_exits_1_naming_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    code = duplex.main(["--serve-cmd", "no-such-liveplex-binary serve", "--sessions", "1", "--seconds", "0.5",
+                        "--no-progress"])
+    assert code == 1
+    assert "cannot start the pod with 'no-such-liveplex-binary'" in capsys.readouterr().err
