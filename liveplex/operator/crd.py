@@ -24,6 +24,9 @@ RELATIVE_PATH = r"^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$
 """A path inside a volume: relative, no `.` or `..` segments."""
 ABSOLUTE_PATH = r"^/.*$"
 MAX_DRAIN_SECONDS = 86_400
+ATTENTION_BACKENDS: tuple[str, ...] = ("flash", "masked")
+"""`liveplex serve --attention` choices (the engine's `ATTENTION`; the operator imports no engine code,
+so a test holds the two equal)."""
 CONDITION_TYPES: tuple[str, ...] = ("Ready", "Progressing", "Degraded", "CapacityExhausted", "Autoscaling")
 PHASES: tuple[str, ...] = ("Pending", "Progressing", "Ready", "Degraded", "Failed")
 
@@ -130,6 +133,10 @@ SPEC = _obj("What to run: the engine, its model, its capacity and its pods.", {
                               max_items=32, min_items=1, list_type="set") | {"default": ["gpt-live-1"]},
         "dtype": _str("Weights' dtype.", enum=("bf16", "fp32"), default="bf16"),
         "kvDtype": _str("KV cache dtype; must equal dtype.", enum=("bf16", "fp32")),
+        "attention": _str("Temporal attention backend (`serve --attention`); unset: flash on a GPU.",
+                          enum=ATTENTION_BACKENDS),
+        "prefillBudgetMillis": _int("Prefill time a tick may spend on newcomers, ms; 0: derived at startup "
+                                    "from the measured prefill cost.", minimum=0, maximum=80, default=0),
         "source": _SOURCE,
     }, required=("name",)),
     "image": _obj("The engine image; unset fields come from the operator's settings.", {

@@ -59,7 +59,10 @@ def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
                  "--advertise", f"ws://{pod_ip}:{names.PORT}", "--pod-name", f"$({names.POD_NAME_ENV})"]
     if s.kind == "personaplex":
         assert s.model is not None  # CEL: personaplex has a model with a source
-        args += ["--model-path", model_path(le), "--dtype", s.model.dtype, "--device", "cuda"]
+        args += ["--model-path", model_path(le), "--dtype", s.model.dtype, "--device", "cuda",
+                 "--prefill-budget-ms", str(s.model.prefill_budget_millis)]
+        if s.model.attention is not None:
+            args += ["--attention", s.model.attention]
     else:
         if s.model is not None:
             args += ["--model", s.model.name]

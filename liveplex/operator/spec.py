@@ -64,6 +64,10 @@ class Model:
     dtype: str
     source: ModelSource | None
     """Set exactly when the engine is personaplex (CEL)."""
+    attention: str | None
+    """None: the engine's default for its device."""
+    prefill_budget_millis: int
+    """0: the engine derives its budget from measured cost."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +198,8 @@ def _sim(raw: Json | None) -> Sim | None:
 def _model(raw: Json | None) -> Model | None:
     if raw is None:
         return None
-    return Model(raw["name"], tuple(raw["servedModels"]), raw["dtype"], _source(raw.get("source")))
+    return Model(raw["name"], tuple(raw["servedModels"]), raw["dtype"], _source(raw.get("source")),
+                 raw.get("attention"), raw["prefillBudgetMillis"])
 
 
 def _source(raw: Json | None) -> ModelSource | None:

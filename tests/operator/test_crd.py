@@ -97,3 +97,9 @@ def test_the_crd_command_prints_the_crd(capsys: pytest.CaptureFixture[str]) -> N
 
 def test_the_crd_names_the_api_the_operator_watches() -> None:
     assert crd.render_crd()["metadata"]["name"] == f"{names.PLURAL}.{names.GROUP}"
+
+
+def test_the_attention_backends_are_the_engines_choices() -> None:
+    from liveplex.engine_pod import settings  # the operator itself imports no engine code
+
+    assert crd.ATTENTION_BACKENDS == settings.ATTENTION

@@ -15,8 +15,6 @@ from tests.operator import golden, kubeschemas, objects
 
 REDIS = OperatorSettings(redis_url="redis://redis.liveplex:6379/0")
 SECRET = OperatorSettings(redis_url="redis://redis.liveplex:6379/0", redis_secret=SecretKey("liveplex-redis"))
-POD_FLAGS = ("--redis-url", "--pool", "--advertise", "--pod-name", "--drain-deadline-s", "--lateness-budget-ms")
-"""`liveplex serve` flags of the pod package (Redis heartbeat, drain), newer than this branch's base."""
 IMAGE_VOLUMES_SINCE = "1.31"
 """The first minor with `volumes[].image` (ImageVolume); kubernetes-validate knows it from there on."""
 
@@ -31,7 +29,7 @@ CASES: dict[str, tuple[dict[str, Any], OperatorSettings]] = {
              "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                  {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["h100"]}]}]}}}})), REDIS),
     "personaplex-image": (objects.liveengine(objects.personaplex_spec(
-        model={"name": "nvidia/personaplex-7b-v1", "dtype": "fp32",
+        model={"name": "nvidia/personaplex-7b-v1", "dtype": "fp32", "attention": "masked", "prefillBudgetMillis": 12,
                "source": {"image": {"reference": "registry.local/weights:7b", "path": "ckpt"}}})), REDIS),
     "sim-standalone": (objects.liveengine(objects.sim_spec(), labels={"team": "qa"}), OperatorSettings()),
 }
@@ -173,11 +171,12 @@ def test_liveplex_serve_accepts_the_rendered_command_line(case: str) -> None:
     from liveplex import serve
     parser = serve.build_parser()
     args = _container(case)["args"]
-    for flag in POD_FLAGS:  # until the pod flags on main are merged here, check the rest
-        if flag in args and flag not in parser._option_string_actions:
-            del args[args.index(flag):args.index(flag) + 2]
     expanded = [a.replace("$(POD_IP)", "10.1.2.3").replace("$(LIVEPLEX_REDIS_URL)", "redis://r:6379")
                 .replace("$(POD_NAME)", "pp-5d8f-x2x1") for a in args]
     parsed = parser.parse_args(expanded[1:])
     assert parsed.engine == spec.parse(CASES[case][0]).spec.kind and parsed.port == names.PORT
     assert parsed.max_sessions == spec.parse(CASES[case][0]).spec.capacity.max_sessions
+    model = spec.parse(CASES[case][0]).spec.model
+    if parsed.engine == "personaplex":
+        assert model is not None
+        assert (parsed.attention, parsed.prefill_budget_ms) == (model.attention, model.prefill_budget_millis)
