@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import numpy as np
+import pytest
 
-from liveplex.live import Audio, Closed, CloseReason, Opened, Session, Started, Text
+from liveplex.live import Audio, Closed, CloseReason, Opened, Session, Started, Text, runner
 from liveplex.live.runner import EngineThread
 from liveplex.sim_pod import InjectedFault, SimEngine, SimProfile
 
@@ -77,3 +79,19 @@ async def test_injected_fault_aborts_every_session_and_stops_the_engine() -> Non
         assert (await until(o, Closed))[-1].reason is CloseReason.ABORTED
     await asyncio.to_thread(engine.stop)
     assert isinstance(engine.failed, InjectedFault) and not engine.ready
+
+
+async def test_starting_an_engine_lowers_the_gil_switch_interval_so_a_due_tick_waits_about_1_ms() -> None:
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)  # the interpreter's default
+    try:
+        profile = SimProfile(max_sessions=1)
+        engine = EngineThread(profile.info(), lambda _: SimEngine(profile))
+        engine.start(asyncio.get_running_loop())
+        assert sys.getswitchinterval() == pytest.approx(runner.SWITCH_INTERVAL_S)
+        sys.setswitchinterval(0.0001)  # a smaller one set by the operator is kept
+        EngineThread(profile.info(), lambda _: SimEngine(profile)).start(asyncio.get_running_loop()).close()
+        assert sys.getswitchinterval() == pytest.approx(0.0001)
+        engine.stop()
+    finally:
+        sys.setswitchinterval(before)
