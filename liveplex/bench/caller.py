@@ -19,7 +19,7 @@ import orjson
 from websockets import exceptions as ws_exceptions
 from websockets.asyncio import client as ws_client
 
-from liveplex.bench import percentiles
+from liveplex.bench import percentiles, roundtrip
 from liveplex.bench import timeline as timeline_mod
 from liveplex.gptlive import events
 
@@ -57,6 +57,8 @@ class CallSettings:
     """Append size in ms (20 ms = 480 samples at 24 kHz)."""
     playout_ms: int
     """The simulated player's start-up buffer in ms (120 by default)."""
+    echo_rtt: bool = False
+    """Stamp every caller frame and time its echo (`roundtrip`; `audio/pcm` at 24 kHz only)."""
 
     @property
     def sample_bytes(self) -> int:
@@ -98,6 +100,8 @@ class CallResult:
     transcript: str = ""
     lateness_us: array.array = dataclasses.field(default_factory=lambda: array.array("q"))
     send_late_us: array.array = dataclasses.field(default_factory=lambda: array.array("q"))
+    echo_rtt_us: array.array = dataclasses.field(default_factory=lambda: array.array("q"))
+    """With `echo_rtt`: per caller frame heard back, its round trip in µs (`roundtrip`)."""
 
     def record(self) -> dict[str, object]:
         """The per-session record of the report (live-contract §13.5)."""
@@ -145,9 +149,10 @@ async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Ta
     timeline = timeline_mod.Timeline(
         settings.rate, settings.sample_bytes, settings.playout_ms * 1_000_000
     )
+    trips = roundtrip.RoundTrips() if settings.echo_rtt else None
     try:
         async with asyncio.timeout(settings.seconds + TIMEOUT_SLACK_S):
-            await _converse(settings, sound, timeline, result, tally)
+            await _converse(settings, sound, timeline, trips, result, tally)
     except TimeoutError:
         result.error = "timeout"
     except timeline_mod.TimelineError as exc:
@@ -159,6 +164,8 @@ async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Ta
     result.underrun_ms = timeline.underrun_ms
     result.transcript = "".join(timeline.transcript)
     result.lateness_us = timeline.lateness_us
+    if trips is not None:
+        result.echo_rtt_us = trips.rtt_us
     if result.error is None:
         if result.close_reason is None:
             result.error = "socket ended without session.closed"
@@ -176,6 +183,7 @@ async def _converse(
     settings: CallSettings,
     sound: bytes,
     timeline: timeline_mod.Timeline,
+    trips: roundtrip.RoundTrips | None,
     result: CallResult,
     tally: Tally,
 ) -> None:
@@ -196,9 +204,9 @@ async def _converse(
         started_ns = time.perf_counter_ns()
         result.started_ms = (started_ns - connect_ns) / 1e6
         tally.started += 1
-        writer = asyncio.create_task(_write(ws, settings, sound, started_ns, result.send_late_us))
+        writer = asyncio.create_task(_write(ws, settings, sound, started_ns, result.send_late_us, trips))
         try:
-            await _read(ws, timeline, result, tally)
+            await _read(ws, timeline, trips, result, tally)
         finally:
             if not writer.done():
                 writer.cancel()
@@ -210,6 +218,7 @@ async def _converse(
 async def _read(
     ws: ws_client.ClientConnection,
     timeline: timeline_mod.Timeline,
+    trips: roundtrip.RoundTrips | None,
     result: CallResult,
     tally: Tally,
 ) -> None:
@@ -220,12 +229,16 @@ async def _read(
             arrival_ns = time.perf_counter_ns()
             if isinstance(message, str) and message.startswith(_AUDIO_PREFIX):
                 timeline.audio(arrival_ns, b64_length(message[prefix_len:-2]))
+                if trips is not None:
+                    trips.heard(message[prefix_len:prefix_len + roundtrip.STAMP_B64_CHARS], arrival_ns)
                 tally.frames += 1
                 continue
             event = orjson.loads(message)
             kind = event.get("type")
             if kind == "session.output_audio.delta":
                 timeline.audio(arrival_ns, len(base64.b64decode(event["delta"])))
+                if trips is not None:
+                    trips.heard(event["delta"], arrival_ns)
                 tally.frames += 1
             elif kind == "session.output_transcript.delta":
                 timeline.text(int(event["start_ms"]), str(event["delta"]))
@@ -245,11 +258,13 @@ async def _write(
     sound: bytes,
     start_ns: int,
     send_late_us: array.array,
+    trips: roundtrip.RoundTrips | None,
 ) -> None:
     """Send chunk `k` at `start_ns + k · chunk_ms`, looping `sound`, then `session.close`.
 
     Records each chunk's send lateness in µs, so a slow client is not mistaken for a slow
-    server (performance.md §1).
+    server (performance.md §1); with `trips`, stamps the frames and records when each was sent
+    (before the send, so an echo can never be read before its frame counts as sent).
     """
     size = settings.chunk_bytes
     looped = sound + sound[:size]
@@ -260,8 +275,14 @@ async def _write(
         if wait_ns > 0:
             await asyncio.sleep(wait_ns / 1e9)
         offset = k * size % len(sound)
-        audio = base64.b64encode(looped[offset : offset + size]).decode()
-        send_late_us.append(max(0, time.perf_counter_ns() - due_ns) // 1000)
+        pcm = looped[offset : offset + size]
+        if trips is not None:
+            pcm = roundtrip.stamp(pcm, k * size)
+        audio = base64.b64encode(pcm).decode()
+        now_ns = time.perf_counter_ns()
+        send_late_us.append(max(0, now_ns - due_ns) // 1000)
+        if trips is not None:
+            trips.sent((k + 1) * size, now_ns)
         await ws.send('{"type":"session.input_audio.append","audio":"' + audio + '"}')
     await ws.send('{"type":"session.close"}')
 

@@ -19,10 +19,11 @@ import sys
 
 import orjson
 
-from liveplex.bench import audio, caller, loop, plot, progress, table
+from liveplex.bench import audio, caller, loop, plot, progress, roundtrip, table
 from liveplex.bench import level as level_mod
 from liveplex.bench import pool as pool_mod
 from liveplex.bench import target as target_mod
+from liveplex.live import frames
 
 logger = logging.getLogger(__name__)
 
@@ -78,19 +79,21 @@ class DuplexSettings:
     """A command that starts the pod; the bench runs it, waits for it and stops it at the end."""
     show_progress: bool
     strict: bool
+    """Exit 3 when a level was not clean (for CI, issue 3 item 5)."""
     vs_url: str | None = None
     """A second running server measured side by side at every level (e.g. the pod behind the
     gateway under test), compared like the baseline."""
     vs_pid: int | None = None
     """Its pid, for its CPU per frame."""
-    """Exit 3 when a level was not clean (for CI, issue 3 item 5)."""
+    echo_rtt: bool = False
+    """Stamp the caller's frames and time each echo against the server's floor (`roundtrip`)."""
 
     def call_settings(self, model: str, url: str) -> caller.CallSettings:
         """What each session of a level against `url` is told."""
         return caller.CallSettings(
             url=url, model=model, voice=self.voice, instructions=self.instructions,
             audio_format=self.audio_format, rate=self.rate, seconds=self.seconds,
-            chunk_ms=self.chunk_ms, playout_ms=self.playout_ms,
+            chunk_ms=self.chunk_ms, playout_ms=self.playout_ms, echo_rtt=self.echo_rtt,
         )
 
 
@@ -131,6 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the --vs-url server's pid, for its CPU per frame (default: none)")
     p.add_argument("--server-pid", type=int, help="the pod's pid, for its CPU per frame (default: none)")
     p.add_argument("--serve-cmd", help="start the pod with this command and stop it at the end (default: none)")
+    p.add_argument("--echo-rtt", action="store_true",
+                   help="stamp each caller frame and time its echo, against the server's floor "
+                        "(prebuffer + echo - 1 frames; needs audio/pcm at 24000 Hz and an echoing server: "
+                        "the sim, the baseline) (default: off)")
     p.add_argument("--no-progress", action="store_true", help="no progress line (default: shown)")
     p.add_argument("--strict", action="store_true",
                    help=f"exit {EXIT_UNCLEAN} if any level was not clean, for CI (default: off)")
@@ -151,6 +158,9 @@ def parse(argv: list[str]) -> DuplexSettings:
         p.error("give --server-pid or --serve-cmd, not both")
     if a.vs_url is not None and a.vs_baseline is not None:
         p.error("give --vs-url or --vs-baseline, not both")
+    if a.echo_rtt and (a.audio_format, a.rate) != ("audio/pcm", frames.SAMPLE_RATE):
+        p.error(f"--echo-rtt needs --format audio/pcm at --rate {frames.SAMPLE_RATE}: the frame stamps "
+                f"must come back byte for byte, and {a.audio_format} at {a.rate} Hz is converted on the way")
     synthetic = a.input == audio.SYNTHETIC
     return DuplexSettings(
         base_url=a.base_url, model=a.model, voice=a.voice, instructions=a.instructions,
@@ -161,7 +171,7 @@ def parse(argv: list[str]) -> DuplexSettings:
         late_p99_ms=a.late_p99_ms, workers=a.workers, out=a.out, plot=a.plot, label=a.label,
         vs_baseline=a.vs_baseline, baseline_port=a.baseline_port, server_pid=a.server_pid,
         serve_cmd=a.serve_cmd, show_progress=not a.no_progress, strict=a.strict,
-        vs_url=a.vs_url, vs_pid=a.vs_pid,
+        vs_url=a.vs_url, vs_pid=a.vs_pid, echo_rtt=a.echo_rtt,
     )
 
 
@@ -181,8 +191,10 @@ async def run_level(
     stagger_ms: int,
     late_p99_ms: float | None = None,
     show_progress: bool = False,
+    echo_floor_ms: float | None = None,
 ) -> tuple[level_mod.Level, list[caller.CallResult]]:
-    """Run one level of `sessions` sessions against `target` and judge it."""
+    """Run one level of `sessions` sessions against `target` and judge it (`echo_floor_ms`: the
+    target's echo floor, with `--echo-rtt`)."""
     stats_before = await target.stats()
     cpu_before = target.cpu_s()
     shown = None
@@ -197,7 +209,7 @@ async def run_level(
     cpu_after = target.cpu_s()
     stats_after = await target.stats()
     cpu_s = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
-    verdict = level_mod.judge(target.name, results, late_p99_ms, stats_before, stats_after, cpu_s)
+    verdict = level_mod.judge(target.name, results, late_p99_ms, stats_before, stats_after, cpu_s, echo_floor_ms)
     return verdict, results
 
 
@@ -285,13 +297,16 @@ async def _ramp(
     levels: dict[str, list[level_mod.Level]] = {t.name: [] for t in targets}
     records: list[list[dict[str, object]]] = []
     going = list(targets)
+    floors = {t.name: roundtrip.floor_of(await t.config()) for t in targets} if settings.echo_rtt else {}
+    for name, floor in floors.items():
+        print(f"[{name}] echo floor {floor.ms:g} ms ({floor.source})", flush=True)
     with pool_mod.Pool(settings.workers) as pool:
         for sessions in settings.levels:
             for target in list(going):
                 verdict, results = await run_level(
                     pool, target, settings.call_settings(model, target.sessions_url),
                     settings.source, sessions, settings.stagger_ms, settings.late_p99_ms,
-                    settings.show_progress,
+                    settings.show_progress, floors[target.name].ms if floors else None,
                 )
                 print(table.render_level(verdict), flush=True)
                 levels[target.name].append(verdict)
@@ -308,6 +323,8 @@ async def _ramp(
         "largest_clean": level_mod.largest_clean(levels["pod"]),
         "records": records,
     }
+    if floors:
+        report["echo_rtt_floor"] = {name: floor.as_dict() for name, floor in floors.items()}
     for target in targets:
         print(table.render_capacity(target.name, level_mod.largest_clean(levels[target.name])))
     if len(targets) > 1:
@@ -334,6 +351,7 @@ def _config(settings: DuplexSettings, model: str) -> dict[str, object]:
         "seed": settings.source.seed, "rate": settings.rate,
         "format": settings.audio_format, "late_p99_ms": settings.late_p99_ms,
         "workers": settings.workers, "vs_baseline": settings.vs_baseline, "label": settings.label,
+        "echo_rtt": settings.echo_rtt,
     }
 
 

@@ -47,6 +47,10 @@ class Level:
     late_ms: percentiles.Summary
     underrun_ms: percentiles.Summary
     send_late_ms: percentiles.Summary
+    echo_rtt_ms: percentiles.Summary
+    """Caller frame sent to its echo heard, every matched frame pooled (`--echo-rtt`; else empty)."""
+    echo_floor_ms: float | None
+    """The least echo round trip the server allows (`roundtrip.Floor`), with `--echo-rtt`."""
     underrun_sessions: int
     frames: int
     audio_s: float
@@ -54,6 +58,14 @@ class Level:
     """Δ of `/live/stats` counters over the level; empty when the server has no such endpoint."""
     cpu_s: float | None
     """Server CPU time (user + system) over the level, when its pid is known."""
+
+    @property
+    def echo_above_floor_ms(self) -> dict[str, float] | None:
+        """How far the echo round trip's p50 and p99 sit above the floor, when both are known."""
+        if self.echo_floor_ms is None or self.echo_rtt_ms.count == 0:
+            return None
+        return {"p50": round(self.echo_rtt_ms.p50 - self.echo_floor_ms, 3),
+                "p99": round(self.echo_rtt_ms.p99 - self.echo_floor_ms, 3)}
 
     @property
     def cpu_us_per_frame(self) -> float | None:
@@ -65,8 +77,9 @@ class Level:
     def as_dict(self) -> dict[str, object]:
         """The level's entry in the JSON report."""
         out = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
-        for name in ("started_ms", "late_ms", "underrun_ms", "send_late_ms"):
+        for name in ("started_ms", "late_ms", "underrun_ms", "send_late_ms", "echo_rtt_ms"):
             out[name] = getattr(self, name).as_dict()
+        out["echo_above_floor_ms"] = self.echo_above_floor_ms
         out["cpu_us_per_frame"] = self.cpu_us_per_frame
         return out
 
@@ -78,6 +91,7 @@ def judge(
     stats_before: dict[str, object] | None,
     stats_after: dict[str, object] | None,
     cpu_s: float | None,
+    echo_floor_ms: float | None = None,
 ) -> Level:
     """Pool a level's session results into a `Level`."""
     ok = [r for r in results if r.ok]
@@ -104,6 +118,8 @@ def judge(
         late_ms=late,
         underrun_ms=percentiles.summarize([round(r.underrun_ms * 1000) for r in ok]),
         send_late_ms=send_late,
+        echo_rtt_ms=percentiles.summarize(_pooled(r.echo_rtt_us for r in results)),
+        echo_floor_ms=echo_floor_ms,
         underrun_sessions=underrun_sessions,
         frames=sum(r.frames for r in results),
         audio_s=round(sum(r.audio_s for r in results), 3),

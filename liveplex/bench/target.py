@@ -74,6 +74,11 @@ class Target:
         body = await asyncio.to_thread(_get_json, self.root_url + "/live/stats")
         return body if isinstance(body, dict) else None
 
+    async def config(self) -> dict[str, object] | None:
+        """`GET /live/config`, or None when the server has none (the baseline)."""
+        body = await asyncio.to_thread(_get_json, self.root_url + "/live/config")
+        return body if isinstance(body, dict) else None
+
     def cpu_s(self) -> float | None:
         """The server's user + system CPU seconds so far, or None without a readable pid."""
         if self.pid is None:

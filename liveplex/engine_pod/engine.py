@@ -270,10 +270,12 @@ class PersonaPlexEngine:
         """Prefill what the budget allows of the queue, in arrival order, in one forward.
 
         A newcomer whose prompt is then complete gets its slot's codec state and its `Line`, and
-        `Started` goes out in the same tick (and flush) as frame 0; one left partial keeps its
-        place at the head of the queue. If the prefill raises, the newcomers it touched never ran:
-        they are refused `ABORTED` (live-contract §10: `server_error`, the socket stays open) and
-        the fault propagates.
+        `Started` goes out in the same tick (and flush) as frame 0; its `listen` runs here, so the
+        caller audio queued so far is in its jitter buffer before frame 0 reads it (issue 12: a
+        newcomer runs `prebuffer` frames behind its caller, not one more), and one that hung up
+        meanwhile is closed at once. One left partial keeps its place at the head of the queue. If
+        the prefill raises, the newcomers it touched never ran: they are refused `ABORTED`
+        (live-contract §10: `server_error`, the socket stays open) and the fault propagates.
         """
         s = self._settings
         plan = grouping.chunks([w.left for w in self._queue], self._budget_s, self._cost, s.max_prefill_rows)
@@ -310,6 +312,9 @@ class PersonaPlexEngine:
             if line is None:  # nobody listens any more: its slot goes back below (the Line is only its row)
                 lost.append(len(self._rows))
                 line = Line(w.sub.input, w.sub.sink, jitter, self._info.max_frames)
+            elif (reason := line.listen()) is not None:  # what the caller sent so far is heard this tick
+                line.close(reason)
+                lost.append(len(self._rows))
             self._rows.append(_Running(w.sub.id, line, self._model.tokenizer.detokenizer(),
                                        prompt.start_position(w.layout, self._schedule)))
         for slot in reversed(lost):

@@ -73,6 +73,8 @@ class SimProfile:
             max_instructions_chars=self.max_instructions_chars,
             max_sessions=self.max_sessions,
             max_frames=int(self.max_seconds * 1e9) // period_ns,
+            # published in /live/config, so a client knows what holds its audio back (the bench's echo floor)
+            engine=(("prebuffer_frames", str(self.prebuffer_frames)), ("echo_frames", str(self.echo_frames))),
         )
 
     def cost_us(self, sessions: int) -> int:

@@ -87,3 +87,15 @@ def test_largest_clean_stops_at_the_first_unclean_level() -> None:
 
     assert level.largest_clean([at(2, True), at(4, True), at(6, False), at(8, True)]) == 4
     assert level.largest_clean([at(2, False)]) is None
+
+
+def test_echo_round_trips_are_pooled_and_measured_against_the_floor() -> None:
+    sessions = [_result(), _result()]
+    sessions[0].echo_rtt_us = array.array("q", [600_000] * 3)
+    sessions[1].echo_rtt_us = array.array("q", [700_000])
+    verdict = level.judge("pod", sessions, None, None, None, None, 560.0)
+    assert (verdict.echo_rtt_ms.count, verdict.echo_rtt_ms.p50, verdict.echo_rtt_ms.p99) == (4, 600.0, 700.0)
+    assert verdict.echo_above_floor_ms == {"p50": 40.0, "p99": 140.0}
+    assert verdict.as_dict()["echo_rtt_ms"]["count"] == 4
+    assert level.judge("pod", sessions, None, None, None, None).echo_above_floor_ms is None  # no floor
+    assert level.judge("pod", [_result()], None, None, None, None, 560.0).echo_above_floor_ms is None  # no echo

@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
+import pytest
+
 from liveplex.bench import audio, caller, duplex, pool, target
 from tests.support import pods
 
@@ -64,3 +66,31 @@ async def test_vs_baseline_runs_both_servers_and_compares_them() -> None:
     assert comparison["capacity_ratio"] == 1.0
     assert comparison["baseline_cpu_us_per_frame"] > 0
     assert comparison["pod_cpu_us_per_frame"] is None  # no --server-pid for an in-process pod
+
+
+async def test_echo_rtt_sits_above_each_servers_floor_and_within_a_tick_of_it_when_idle() -> None:
+    """The sim publishes its prebuffer (2) and echo (6): floor (2 + 6 - 1) · 80 = 560 ms; the
+    baseline echoes at once (floor 0). Nothing comes back below a floor; a lightly loaded pod sits
+    within a tick of it, and 4 ticks is the generous bound here."""
+    async with in_process_pod() as url:
+        settings = duplex.parse(["--base-url", url, "--sessions", "3", "--seconds", "2", "--echo-rtt",
+                                 "--vs-baseline", "--no-progress"])
+        report, levels = await duplex.bench(settings)
+    assert duplex.exit_code(levels, strict=False) == 0
+    floors = report["echo_rtt_floor"]
+    assert floors["pod"]["ms"] == 560.0 and floors["pod"]["source"].startswith("/live/config")
+    assert floors["baseline-json"]["ms"] == 0.0
+    for lv in report["levels"]:
+        rtt, floor = lv["echo_rtt_ms"], lv["echo_floor_ms"]
+        assert rtt.keys() == lv["late_ms"].keys()
+        assert rtt["count"] >= 3 * 10  # most of 3 × 25 frames come back before the close
+        assert floor <= rtt["p50"] < floor + 4 * 80, lv["target"]
+        assert lv["echo_above_floor_ms"]["p50"] == round(rtt["p50"] - floor, 3)
+
+
+def test_echo_rtt_is_refused_where_the_echo_cannot_come_back_byte_for_byte(capsys) -> None:
+    for flags in (["--format", "audio/pcmu", "--rate", "8000"], ["--rate", "16000"]):
+        with pytest.raises(SystemExit) as exited:
+            duplex.parse(["--echo-rtt", *flags])
+        assert exited.value.code == 2
+        assert "--echo-rtt needs --format audio/pcm at --rate 24000" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from liveplex.live import Audio, Closed, CloseReason, Opened, Session, Started, Text, runner
+from liveplex.live import Audio, Closed, CloseReason, Opened, Session, Started, Text, live_channel, runner
 from liveplex.live.runner import EngineThread
 from liveplex.sim_pod import InjectedFault, SimEngine, SimProfile
 
@@ -67,6 +67,30 @@ async def test_loud_caller_is_echoed_six_frames_late_with_words() -> None:
     await until(a, Closed)
     handle.close()
     await asyncio.to_thread(engine.stop)
+
+
+@pytest.mark.parametrize("head", [0, 1])
+def test_a_caller_frame_is_echoed_prebuffer_plus_echo_frames_ticks_after_it_is_sent(head: int) -> None:
+    """Issue 12: a session hears its caller from its first tick. A real-time caller sends one frame
+    before each tick (`head` more at once before the first); before tick t `head + t` frames are
+    queued, so frame 0 plays in tick `prebuffer - head` and comes back `echo_frames` ticks later."""
+    profile = SimProfile(prebuffer_frames=2, echo_frames=6)
+    handle, inbox = live_channel(profile.info())  # no loop: the test drains, drive's steps by hand
+    engine = SimEngine(profile)
+    a = handle.start(SESSION)
+    assert isinstance(a, Opened)
+    sent = [np.full(1920, 1000 + 100 * i, "<i2").tobytes() for i in range(16)]  # loud, each its own
+    for pcm in sent[:head]:
+        a.audio.send(pcm)
+    echoed: list[tuple[int, bytes]] = []
+    for tick, pcm in enumerate(sent[head:12], start=1):
+        a.audio.send(pcm)
+        for sub in inbox.drain_nowait():
+            engine.take(sub)
+        engine.tick(0)
+        echoed += [(tick, o.pcm) for o in a.output.drain() if isinstance(o, Audio) and o.pcm in sent]
+    assert echoed[0] == (profile.prebuffer_frames - head + profile.echo_frames, sent[0])
+    assert [pcm for _, pcm in echoed] == sent[:len(echoed)]  # then one frame a tick, in order
 
 
 async def test_injected_fault_aborts_every_session_and_stops_the_engine() -> None:
