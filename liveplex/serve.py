@@ -84,13 +84,14 @@ def build_pod(args: argparse.Namespace, make_engine: runner.EngineFactory | None
     settings = pod_settings.settings_from_args(args)
     custom = voices.registry_ids(settings.voice_dir)
     if args.engine == "personaplex":
-        info, engine = _personaplex_engine(args)
+        info, engine = _personaplex_engine(args, settings)
     else:
         profile = profile_from_args(args)
         info = profile.info()
         if custom:  # the sim accepts every registered custom voice as a voice of its own
             info = dataclasses.replace(info, voices=tuple(sorted({*info.voices, *custom})))
-        engine = runner.EngineThread(info, make_engine or (lambda _: SimEngine(profile)), args.queue)
+        engine = runner.EngineThread(info, make_engine or (lambda _: SimEngine(profile)), args.queue,
+                                     settings.pacing)
     served = Served(info, voices.Voices(info.voices, settings.builtin_voices, custom),
                     settings.model_aliases)
     pod = Pod(engine, served, server, settings, _publisher(settings))
@@ -104,12 +105,13 @@ def _publisher(settings: pod_settings.PodSettings) -> heartbeat.Heartbeat | None
     return heartbeat.Heartbeat(settings.redis_url, settings.pool, settings.pod_name)
 
 
-def _personaplex_engine(args: argparse.Namespace) -> tuple[contract.LiveInfo, runner.EngineThread]:
+def _personaplex_engine(args: argparse.Namespace,
+                        settings: pod_settings.PodSettings) -> tuple[contract.LiveInfo, runner.EngineThread]:
     """Load the checkpoint here (LiveInfo depends on it); the engine is built on its thread."""
     from liveplex.engine_pod import pod  # imports torch: only the personaplex path pays for it
 
     info, build = pod.prepare(engine_pod.settings_from_args(args))
-    engine = runner.EngineThread(info, lambda _: build(engine.pulse), args.queue)
+    engine = runner.EngineThread(info, lambda _: build(engine.pulse), args.queue, settings.pacing)
     return info, engine
 
 

@@ -33,6 +33,9 @@ def refused(*argv: str) -> str:
     (("--host", "no-such-host.invalid"), "liveplex serve: --host 'no-such-host.invalid' does not resolve"),
     (("--header-timeout-s", "0"), "liveplex serve: --header-timeout-s must be > 0, got 0.0"),
     (("--api-key-file", "/nonexistent/keys"), "liveplex serve: --api-key-file: cannot read /nonexistent/keys"),
+    (("--pace-lead-ms", "-1"), "liveplex serve: --pace-lead-ms must lie in [0, 80), got -1.0"),
+    (("--pace-lead-ms", "60", "--pace-spread-ms", "20"),
+     "liveplex serve: --pace-lead-ms + --pace-spread-ms must be < 80 (one tick), got 80.0"),
 ])
 def test_serve_refuses_bad_flags_in_one_line_naming_the_flag(flags: tuple[str, ...], says: str) -> None:
     assert refused("serve", *flags).startswith(says)

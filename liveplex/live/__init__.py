@@ -35,6 +35,7 @@ from liveplex.live.drive import EngineError, Ticker, drive
 from liveplex.live.frames import FRAME_BYTES, FRAME_MS, FRAME_SAMPLES, PERIOD_NS, SAMPLE_RATE
 from liveplex.live.jitter import Jitter, s16le
 from liveplex.live.line import Line
+from liveplex.live.pacing import Pacing
 from liveplex.live.pulse import Pulse
 
 __all__ = [
@@ -45,5 +46,5 @@ __all__ = [
     "SessionDraft", "Started", "Text",
     "EngineError", "Ticker", "drive",
     "FRAME_BYTES", "FRAME_MS", "FRAME_SAMPLES", "PERIOD_NS", "SAMPLE_RATE",
-    "Jitter", "s16le", "Line", "Buckets", "Pulse",
+    "Jitter", "s16le", "Line", "Pacing", "Buckets", "Pulse",
 ]

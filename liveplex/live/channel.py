@@ -8,8 +8,9 @@ thread. Crossing threads:
 - Caller audio goes through a `deque` per session (`AudioSender.send` appends, the engine drains).
 - Outputs are appended to a `deque` per session from the engine thread; the pipes written to are
   collected in a `Handoff`, and `drive` flushes it once per tick with **one**
-  `loop.call_soon_threadsafe` that wakes every waiting receiver (§4.5). Never one wake-up per
-  session per tick from the engine thread.
+  `loop.call_soon_threadsafe` that wakes every waiting receiver (§4.5), at once or paced
+  (`pacing`: the tick's frames leave on a schedule the tick's own timing does not move). Never
+  one wake-up per session per tick from the engine thread.
 
 Ending is ownership (§4.4): the front end closes its `AudioSender` (a hangup) or its
 `OutputReceiver` (lost interest); the engine sends `Closed` and drops its `OutputSink`. Senders and
@@ -23,12 +24,13 @@ import enum
 import functools
 import itertools
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from liveplex.live import contract
+from liveplex.live import contract, pacing
 from liveplex.live.pulse import Pulse
 
 DEFAULT_QUEUE = 65_536
@@ -135,8 +137,9 @@ class Handoff:
             with self._lock:
                 self._dirty.append(pipe)
 
-    def flush(self) -> None:
-        """Wake every receiver written to since the last flush (call from the engine thread)."""
+    def flush(self, wait_ns: int = 0, spread_ns: int = 0) -> None:
+        """Wake every receiver written to since the last flush (call from the engine thread):
+        `wait_ns` from now, in waves over `spread_ns` (`pacing.waves`), in the order written."""
         with self._lock:
             if not self._dirty:
                 return
@@ -146,9 +149,27 @@ class Handoff:
         if self._loop is None:
             return
         try:
-            self._loop.call_soon_threadsafe(_wake_all, pipes)
+            if wait_ns or spread_ns:
+                self._loop.call_soon_threadsafe(_wake_paced, self._loop, pipes, wait_ns, spread_ns,
+                                                time.perf_counter_ns())
+            else:
+                self._loop.call_soon_threadsafe(_wake_all, pipes)
         except RuntimeError:  # the loop is closed: nobody is listening any more
             pass
+
+
+def _wake_paced(loop: asyncio.AbstractEventLoop, pipes: list[_OutputPipe], wait_ns: int, spread_ns: int,
+                flushed_ns: int) -> None:
+    """On the loop: wake each wave now or on a timer, counting the hop from the engine thread."""
+    hop_ns = time.perf_counter_ns() - flushed_ns
+    start = 0
+    for end, delay_ns in pacing.waves(len(pipes), wait_ns - hop_ns, spread_ns):
+        wave = pipes[start:end]
+        start = end
+        if delay_ns <= 0:
+            _wake_all(wave)
+        else:
+            loop.call_later(delay_ns / 1e9, _wake_all, wave)
 
 
 def _wake_all(pipes: list[_OutputPipe]) -> None:
@@ -367,9 +388,9 @@ class LiveInbox(_End):
             q.items.clear()
         return out
 
-    def flush(self) -> None:
-        """Hand every output written since the last flush to the front end."""
-        self._q.handoff.flush()
+    def flush(self, wait_ns: int = 0, spread_ns: int = 0) -> None:
+        """Hand every output written since the last flush to the front end (paced: `Handoff.flush`)."""
+        self._q.handoff.flush(wait_ns, spread_ns)
 
     def stop(self) -> None:
         """The engine is gone: refuse what is queued with ABORTED and every later start."""

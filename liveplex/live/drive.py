@@ -14,6 +14,7 @@ from typing import Protocol
 
 from liveplex.live import channel, contract
 from liveplex.live.clock import Clock, Wait
+from liveplex.live.pacing import Pacing
 
 
 class EngineError(RuntimeError):
@@ -44,11 +45,13 @@ def drive(
     inbox: channel.LiveInbox,
     engine: Ticker,
     now_ns: Callable[[], int] = time.perf_counter_ns,
+    pacing: Pacing = Pacing(),
 ) -> None:
     """Run `engine` until every handle is closed and no session is left.
 
     `now_ns` is the monotonic clock (injectable for tests); tick k is due k periods after the
-    first call.
+    first call. A tick's outputs are handed out on `pacing`'s schedule; a start's or a refusal's
+    between ticks at once.
     """
     info, pulse = inbox.info, inbox.pulse
     period = info.period_ns()
@@ -92,7 +95,7 @@ def drive(
             engine.tick(step.skipped)
             pulse.record(now_ns() - epoch - start, step.skipped, batch)
             pulse.sessions = engine.sessions()
-            inbox.flush()
+            inbox.flush(pacing.wait_ns(step.tick * period, now_ns() - epoch), pacing.spread_ns)
     except BaseException:
         engine.abort()
         pulse.sessions = 0

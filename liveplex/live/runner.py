@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from liveplex.live import channel, contract
 from liveplex.live.drive import Ticker, drive
+from liveplex.live.pacing import Pacing
 from liveplex.live.pulse import Pulse
 
 logger = logging.getLogger(__name__)
@@ -36,10 +37,12 @@ class EngineThread:
     """Runs `drive` for one engine; `ready` once the engine is built, `failed` after a fault."""
 
     def __init__(self, info: contract.LiveInfo, make_engine: EngineFactory,
-                 queue: int = channel.DEFAULT_QUEUE) -> None:
+                 queue: int = channel.DEFAULT_QUEUE, pacing: Pacing = Pacing()) -> None:
         self.info = info
         self._make_engine = make_engine
         self._queue = queue
+        self.pacing = pacing
+        """When each tick's frames leave (`drive`)."""
         self._thread: threading.Thread | None = None
         self._handle: channel.LiveHandle | None = None
         self._built = threading.Event()
@@ -88,7 +91,7 @@ class EngineThread:
             return
         self._built.set()
         try:
-            drive(inbox, engine)
+            drive(inbox, engine, pacing=self.pacing)
         except BaseException as exc:
             self.failed = exc
             logger.error("engine stopped on a fault", exc_info=True)

@@ -30,7 +30,9 @@ def create_app(pod: Pod) -> FastAPI:
 
         @app.get("/live/config")
         async def live_config() -> dict[str, Any]:
-            return {**served.config(), "api_key_required": front.key_required}
+            pacing = pod.engine.pacing
+            return {**served.config(), "api_key_required": front.key_required,
+                    "pacing": {"lead_ms": pacing.lead_ns / 1e6, "spread_ms": pacing.spread_ns / 1e6}}
 
         @app.get("/live/stats")
         async def live_stats() -> dict[str, Any]:

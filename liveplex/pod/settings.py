@@ -14,6 +14,8 @@ import orjson
 
 from liveplex.flags import default_of
 from liveplex.gptlive import voices
+from liveplex.live import frames
+from liveplex.live.pacing import Pacing
 from liveplex.pod import stats
 
 
@@ -39,6 +41,15 @@ class PodSettings:
     """`/drain` (and SIGTERM) wait this long for sessions to end before ending them."""
     lateness_budget_ms: int = stats.LATENESS_BUDGET_MS
     """A tick later than this counts in `liveengine_ticks_late_total` and marks the pod degraded."""
+    pace_lead_ms: float = 12.0
+    """A tick's frames leave this long after the tick is due, or when computed if later
+    (`live.pacing`): tick jitter shorter than it becomes a constant delay."""
+    pace_spread_ms: float = 0.0
+    """...in waves 1 ms apart over this long (0: one burst)."""
+
+    @property
+    def pacing(self) -> Pacing:
+        return Pacing(round(self.pace_lead_ms * 1e6), round(self.pace_spread_ms * 1e6))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="how long /drain and SIGTERM wait for sessions (default: %(default)s)")
     g.add_argument("--lateness-budget-ms", type=int, default=default_of(d, "lateness_budget_ms"),
                    help="ticks later than this are late (default: %(default)s)")
+    g.add_argument("--pace-lead-ms", type=float, default=default_of(d, "pace_lead_ms"),
+                   help="a tick's frames leave this long after it is due, or once computed if later "
+                        "(default: %(default)s)")
+    g.add_argument("--pace-spread-ms", type=float, default=default_of(d, "pace_spread_ms"),
+                   help="...in waves 1 ms apart over this long; 0: one burst (default: %(default)s)")
 
 
 def settings_from_args(args: argparse.Namespace) -> PodSettings:
@@ -84,9 +100,16 @@ def settings_from_args(args: argparse.Namespace) -> PodSettings:
         raise ValueError(f"--drain-deadline-s must be >= 0, got {args.drain_deadline_s}")
     if args.lateness_budget_ms <= 0:
         raise ValueError(f"--lateness-budget-ms must be > 0, got {args.lateness_budget_ms}")
+    for flag, value in (("--pace-lead-ms", args.pace_lead_ms), ("--pace-spread-ms", args.pace_spread_ms)):
+        if not 0 <= value < frames.FRAME_MS:
+            raise ValueError(f"{flag} must lie in [0, {frames.FRAME_MS}), got {value}")
+    if args.pace_lead_ms + args.pace_spread_ms >= frames.FRAME_MS:
+        raise ValueError(f"--pace-lead-ms + --pace-spread-ms must be < {frames.FRAME_MS} (one tick), got "
+                         f"{args.pace_lead_ms + args.pace_spread_ms}")
     return PodSettings(
         model_aliases=tuple(args.model_alias) if args.model_alias else default_of(PodSettings, "model_aliases"),
         voice_dir=args.voice_dir, builtin_voices=builtin, redis_url=args.redis_url, pool=args.pool,
         advertise=args.advertise, pod_name=args.pod_name, drain_deadline_s=args.drain_deadline_s,
-        lateness_budget_ms=args.lateness_budget_ms,
+        lateness_budget_ms=args.lateness_budget_ms, pace_lead_ms=args.pace_lead_ms,
+        pace_spread_ms=args.pace_spread_ms,
     )

@@ -12,6 +12,7 @@ import pytest
 import websockets
 from prometheus_client.parser import text_string_to_metric_families
 
+from liveplex.pod.settings import PodSettings
 from tests.gptlive.servers import Stubborn
 from tests.support import pods
 from tests.support.clients import LOUD, START, until
@@ -196,6 +197,8 @@ async def test_http_routes_auth_and_refused_paths() -> None:
             assert (await http.get("/metrics")).status_code == 503
             config = (await http.get("/live/config")).json()
             assert (config["voice"], config["max_seconds"]) == ("marin", 240.0)
+            defaults = PodSettings()
+            assert config["pacing"] == {"lead_ms": defaults.pace_lead_ms, "spread_ms": defaults.pace_spread_ms}
             assert (await http.get("/health")).text == "ok"
         with pytest.raises(websockets.InvalidStatus) as refused:
             await websockets.connect(f"ws://{address}/v1/live/sessions")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -14,6 +15,7 @@ from liveplex.live import (
     LiveHandle,
     LiveInfo,
     Opened,
+    Pacing,
     Rejected,
     Session,
     Started,
@@ -39,10 +41,11 @@ def make_info(max_sessions: int = 4, max_frames: int = 3000) -> LiveInfo:
 class Pod:
     """drive on a thread, outputs on the test's loop."""
 
-    def __init__(self, engine: Silent, handle: LiveHandle, inbox: LiveInbox, now_ns=None) -> None:
+    def __init__(self, engine: Silent, handle: LiveHandle, inbox: LiveInbox, now_ns=None,
+                 pacing: Pacing | None = None) -> None:
         self.engine, self.handle, self.inbox = engine, handle, inbox
         self.error: BaseException | None = None
-        kwargs = {} if now_ns is None else {"now_ns": now_ns}
+        kwargs = ({} if now_ns is None else {"now_ns": now_ns}) | ({} if pacing is None else {"pacing": pacing})
 
         def run() -> None:
             try:
@@ -155,6 +158,26 @@ async def test_a_late_tick_is_recorded_with_exactly_its_lateness() -> None:
     assert lateness.total == pytest.approx(0.030)
     a.audio.close()
     now[0] += 10 * period
+    await until(a, Closed)
+    p.finish()
+
+
+async def test_a_ticks_frames_leave_lead_after_it_was_due_whatever_the_tick_took() -> None:
+    now = [0]
+    ran_at: list[int] = []
+
+    def compute(n: int) -> None:  # tick 0, due at 0, takes 3 ms of the drive clock
+        ran_at.append(time.perf_counter_ns())
+        now[0] += 3_000_000
+
+    p = await pod(make_info(), now_ns=lambda: now[0], during_tick=compute, pacing=Pacing(lead_ns=12_000_000))
+    a = start(p)
+    assert await until(a, Started) == [Started()]  # a start leaves at once
+    await audio_frames(a, 1)
+    arrived = time.perf_counter_ns()
+    assert arrived - ran_at[0] >= 9_000_000 - 1_500_000  # due + 12 ms, 3 ms of it spent in the tick
+    a.audio.close()
+    now[0] += 10 * 80_000_000
     await until(a, Closed)
     p.finish()
 
