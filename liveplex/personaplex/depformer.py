@@ -77,8 +77,10 @@ class Depformer(nn.Module):
         shape = (self.steps, batch, 3, cfg.dep_num_heads, cfg.dep_dim // cfg.dep_num_heads)
         return [torch.empty(shape, dtype=weight.dtype, device=weight.device) for _ in range(cfg.dep_num_layers)]
 
+    @torch.no_grad()
     def step(self, s: int, h: torch.Tensor, prev: torch.Tensor, kv: FrameKV) -> torch.Tensor:
-        """Run step s for B rows and return its logits [B, card] in fp32.
+        """Run step s for B rows and return its logits [B, card] in fp32 (inference only: its QKV
+        GEMM writes the frame's KV in place).
 
         h: [B, dim], the temporal output after `out_norm`; prev: [B] int64, the frame's text token
         for s = 0, else step s-1's token; kv: this frame's KV, written in place at step s.
@@ -99,4 +101,4 @@ class Depformer(nn.Module):
             w_out = layer.self_attn.out_proj.weight[d * s: d * (s + 1)]
             x = blocks.residual(x, a, w_out)
             x = layer.gating[s].add_to(x, layer.norm2(x))
-        return blocks.logits(x, self.linears[s].weight)
+        return blocks.linear_fp32(x, self.linears[s].weight)

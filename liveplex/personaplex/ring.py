@@ -1,8 +1,9 @@
 """The per-session temporal KV ring: slot indexing, the valid window, and attention over it.
 
-Each session owns one row of a preallocated pool, `[slots, layers, context, heads, head_dim]`
-for K and for V (token-major, so the rows of a bucket are one packed `[rows * layers * context,
-heads, head_dim]` sequence for the varlen kernel). Position p lives in ring slot `p mod context`
+Each session owns one row of a preallocated pool, `[slots, layers, context, 2, heads, head_dim]`:
+K and V of a position side by side, so that one index copy writes both, and token-major, so the
+rows of a bucket are one packed `[rows * layers * context, heads, head_dim]` sequence of keys
+(and one of values) for the varlen kernel. Position p lives in ring slot `p mod context`
 and is never moved. Keys are stored after RoPE, so attention does not care where a position sits
 in the ring; it only needs the row's window (spec personaplex §3.6, §5.6): a row at position p
 reads positions max(0, p - context + 1)..p, i.e. at most `context` keys, itself included
@@ -57,37 +58,45 @@ def valid_slots(position: torch.Tensor, context: int, span: int | None = None) -
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class KVPool(slots.RowState):
-    """Preallocated temporal K and V rings, `[slots, layers, context, heads, head_dim]` each.
+    """Preallocated temporal K and V rings, `[slots, layers, context, 2, heads, head_dim]`.
 
     Allocated once at engine start and never resized; a session's row changes only through its
     own writes and the slot interface (`reset`, `copy_rows`).
     """
 
-    k: torch.Tensor
-    v: torch.Tensor
+    kv: torch.Tensor
 
     @classmethod
     def allocate(cls, layers: int, slots_: int, heads: int, context: int, head_dim: int,
                  dtype: torch.dtype, device: torch.device | str) -> KVPool:
-        shape = (slots_, layers, context, heads, head_dim)
-        return cls(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
+        return cls(torch.zeros((slots_, layers, context, 2, heads, head_dim), dtype=dtype, device=device))
+
+    @property
+    def k(self) -> torch.Tensor:
+        """K, `[slots, layers, context, heads, head_dim]` (a view)."""
+        return self.kv[..., 0, :, :]
+
+    @property
+    def v(self) -> torch.Tensor:
+        """V, `[slots, layers, context, heads, head_dim]` (a view)."""
+        return self.kv[..., 1, :, :]
 
     @property
     def layers(self) -> int:
-        return self.k.shape[1]
+        return self.kv.shape[1]
 
     @property
     def context(self) -> int:
-        return self.k.shape[2]
+        return self.kv.shape[2]
 
     @property
     def nbytes_per_slot(self) -> int:
         return self.nbytes // self.batch
 
-    def packed(self, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """K and V of slots 0..rows-1 as one sequence `[rows * layers * context, heads, head_dim]`."""
-        _, L, C, H, D = self.k.shape
-        return self.k[:rows].view(rows * L * C, H, D), self.v[:rows].view(rows * L * C, H, D)
+    def packed(self, rows: int) -> torch.Tensor:
+        """K and V of slots 0..rows-1 as one sequence `[rows * layers * context, 2, heads, head_dim]`."""
+        _, L, C, _, H, D = self.kv.shape
+        return self.kv[:rows].view(rows * L * C, 2, H, D)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -172,22 +181,19 @@ def rows_plan(slot: torch.Tensor, position: torch.Tensor, cu_q: torch.Tensor, us
     cu_k = _key_offsets(slot[cu_q[:-1].long()], L, C, rows)
     return Plan(backend, rows, write, C, None, cu_q, cu_k, used, max_q, ())
 
-def write_and_attend(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pool: KVPool,
-                     plan: Plan) -> torch.Tensor:
-    """Store the rows' K/V in layer `layer` of their rings, then attend over each row's window.
+def write_and_attend(layer: int, q: torch.Tensor, kv: torch.Tensor, pool: KVPool, plan: Plan) -> torch.Tensor:
+    """Store the rows' K and V in layer `layer` of their rings, then attend over each row's window.
 
-    q, k, v: [N, H, D]. Returns [N, H, D] in the pool's dtype.
+    q: [N, H, D]; kv: [N, 2, H, D], both in the pool's dtype. Returns [N, H, D].
     """
     rows = plan.rows
-    k_all, v_all = pool.packed(rows)
-    k_all.index_copy_(0, plan.write[layer], k.to(k_all.dtype))
-    v_all.index_copy_(0, plan.write[layer], v.to(v_all.dtype))
-    q = q.to(k_all.dtype)
+    kv_all = pool.packed(rows)
+    kv_all.index_copy_(0, plan.write[layer], kv)
     if plan.backend is Backend.FLASH:
         assert plan.cu_q is not None and plan.cu_k is not None
         return torch.ops.aten._flash_attention_forward(
-            q, k_all, v_all, plan.cu_q, plan.cu_k[layer], plan.max_q, plan.span, 0.0, plan.max_q > 1, False,
-            seqused_k=plan.used)[0]
+            q, kv_all[:, 0], kv_all[:, 1], plan.cu_q, plan.cu_k[layer], plan.max_q, plan.span, 0.0, plan.max_q > 1,
+            False, seqused_k=plan.used)[0]
     if plan.runs:
         return _masked_runs(layer, q, pool, plan)
     assert plan.mask is not None

@@ -7,7 +7,9 @@ slot). One forward serves both uses, and differs only in its `ring.Plan`:
 - a prefill: packed runs of consecutive positions, one run per session in its own slot
   (`ring.rows_plan`), projections and FFNs on all rows at once.
 
-The plan and the RoPE rotation are computed once per forward, not per layer.
+The plan and the RoPE rotation are computed once per forward, not per layer. Each layer's QKV GEMM
+leaves fp32 (`blocks.linear_fp32`), RoPE rotates q and k in it and rounds q, k and v to the pool's
+dtype once, and one index copy stores K and V (issue 14).
 
 Parameter names are the checkpoint's (spec personaplex §2.2), so `state_dict()` keys are the file's.
 """
@@ -66,6 +68,7 @@ class Temporal(nn.Module):
         self.transformer = _Transformer(cfg)
         self.out_norm = blocks.RMSNorm(cfg.dim, RMS_EPS)
         self.text_linear = nn.Linear(cfg.dim, cfg.text_card, bias=False)
+        self.rotary = blocks.Rotary(cfg.head_dim, cfg.max_period)
 
     def new_pool(self, slots: int, dtype: torch.dtype | None = None) -> ring.KVPool:
         """Allocate KV rings for `slots` sessions on this module's device (dtype: the weights')."""
@@ -86,7 +89,7 @@ class Temporal(nn.Module):
 
     def text_logits(self, h: torch.Tensor) -> torch.Tensor:
         """Text head on `out_norm`ed rows: [N, dim] -> [N, text_card], fp32."""
-        return blocks.logits(h, self.text_linear.weight)
+        return blocks.linear_fp32(h, self.text_linear.weight)
 
     def step(self, x: torch.Tensor, position: torch.Tensor, pool: ring.KVPool,
              plan: ring.Plan | None = None) -> torch.Tensor:
@@ -114,12 +117,11 @@ class Temporal(nn.Module):
         """x: [N, dim] rows at `position` [N], laid out in the ring as `plan` says -> `out_norm(h)`."""
         cfg = self.cfg
         N = x.shape[0]
-        rot = blocks.rotation(position, cfg.head_dim, cfg.max_period)
+        rot = self.rotary.rotation(position)
         for i, layer in enumerate(self.transformer.layers):
-            qkv = nn.functional.linear(layer.norm1(x), layer.self_attn.in_proj_weight)
-            qkv = qkv.view(N, 3, cfg.num_heads, cfg.head_dim)
-            qk = blocks.rope(qkv[:, :2], rot)
-            a = ring.write_and_attend(i, qk[:, 0], qk[:, 1], qkv[:, 2], pool, plan).to(x.dtype)
+            qkv = blocks.linear_fp32(layer.norm1(x), layer.self_attn.in_proj_weight)
+            qkv = blocks.rope(qkv.view(N, 3, cfg.num_heads, cfg.head_dim), rot, pool.kv.dtype)
+            a = ring.write_and_attend(i, qkv[:, 0], qkv[:, 1:], pool, plan).to(x.dtype)
             x = blocks.residual(x, a.reshape(N, cfg.dim), layer.self_attn.out_proj.weight)
             x = layer.gating.add_to(x, layer.norm2(x))
         return self.out_norm(x)

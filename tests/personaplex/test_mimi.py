@@ -89,7 +89,7 @@ def test_a_row_in_a_bucket_view_advances_the_pool(our_mimi):
         chunk = audio[:, f * FRAME:(f + 1) * FRAME]
         assert torch.equal(our_mimi.encode_step(chunk, pool.head(2)), our_mimi.encode_step(chunk, alone))
     assert torch.equal(pool.encoder.ring.pos, torch.tensor([4, 4, 0, 0]))
-    assert torch.equal(pool.head(2).encoder.ring.keys[0], alone.encoder.ring.keys[0])
+    assert torch.equal(pool.head(2).encoder.ring.kv[0], alone.encoder.ring.kv[0])
 
 
 def test_encode_rejects_a_wrong_frame_size(our_mimi):

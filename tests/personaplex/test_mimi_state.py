@@ -64,14 +64,14 @@ def test_copy_rows_primes_one_part_from_a_template():
     before = state.clone()
     state.decoder.copy_rows([3], template.decoder, [0])
     assert torch.equal(state.decoder.convs[0][3], template.decoder.convs[0][0])
-    assert torch.equal(state.encoder.ring.keys[0][3], before.encoder.ring.keys[0][3])
+    assert torch.equal(state.encoder.ring.kv[0][3], before.encoder.ring.kv[0][3])
 
 
 def test_head_is_a_view_of_the_pool():
     state = _filled(3)
     state.head(2).reset([1])
     fresh = _MODEL.init_state(ROWS)
-    assert torch.equal(state.decoder.ring.values[-1][1], fresh.decoder.ring.values[-1][1])
+    assert torch.equal(state.decoder.ring.kv[-1][1], fresh.decoder.ring.kv[-1][1])
     assert state.head(2).batch == 2
 
 

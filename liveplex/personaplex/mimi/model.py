@@ -28,6 +28,15 @@ class Mimi(nn.Module):
         self.downsample = conv.Downsample(cfg.dimension, cfg.downsample_stride)
         self.upsample = conv.Upsample(cfg.dimension, cfg.downsample_stride)
         self.quantizer = quantizer.SplitQuantizer(cfg)
+        self.register_load_state_dict_post_hook(lambda module, _keys: module.refresh())
+
+    @torch.no_grad()
+    def refresh(self) -> None:
+        """Recompute what is derived from the stored tensors (centroids, LayerScale-folded
+        projections); after every load (`load_state_dict` does it by itself)."""
+        self.quantizer.refresh()
+        self.encoder_transformer.refresh()
+        self.decoder_transformer.refresh()
 
     @property
     def device(self) -> torch.device:

@@ -94,7 +94,6 @@ class SplitQuantizer(nn.Module):
         super().__init__()
         self.rvq_first = ResidualQuantizer(cfg, 1)
         self.rvq_rest = ResidualQuantizer(cfg, cfg.codebooks - 1)
-        self.register_load_state_dict_post_hook(lambda module, _keys: module.refresh())
 
     def refresh(self) -> None:
         """Recompute both halves' centroids from the stored buffers."""

@@ -20,10 +20,8 @@ from liveplex.personaplex import slots
 class RingState(slots.RowState):
     """KV ring of one Mimi transformer (spec §1.4: 250 steps at 25 Hz per layer)."""
 
-    keys: tuple[torch.Tensor, ...]
-    """Per layer, [B, heads, context, head_dim], RoPE applied; slot = step mod context."""
-    values: tuple[torch.Tensor, ...]
-    """Per layer, [B, heads, context, head_dim]."""
+    kv: tuple[torch.Tensor, ...]
+    """Per layer, [B, 2, heads, context, head_dim]: K (RoPE applied) and V; slot = step mod context."""
     pos: torch.Tensor
     """[B] int64: 25 Hz steps consumed so far (the next step's position)."""
 
