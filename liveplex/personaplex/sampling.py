@@ -53,7 +53,7 @@ def _uniforms(h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """U in (0, 1) of token `ids` under stream hashes h: [...] x [..., k] -> [..., k] fp32,
     `U = (24 hash bits + 0.5) / 2^24`: exact in fp32, never 0 or 1."""
     bits = _mix(h[..., None] ^ ids) >> 8
-    return (bits.float() + 0.5) / float(1 << 24)
+    return torch.add(bits, 0.5) * 2.0 ** -24  # the add computes in fp32 (type promotion): exact
 
 
 def uniforms(key_: torch.Tensor, column: torch.Tensor, streams: range, card: int) -> torch.Tensor:
@@ -64,7 +64,8 @@ def uniforms(key_: torch.Tensor, column: torch.Tensor, streams: range, card: int
 
 
 Race = Callable[[torch.Tensor], torch.Tensor]
-"""A draw's race noise `-log(-log U)` of candidate token ids: [B, k] int64 -> [B, k] fp32."""
+"""A draw's race noise of candidate token ids, negated: `log(-log U)`, [B, k] int64 -> [B, k] fp32
+(the draw subtracts it, so the negation costs no kernel)."""
 
 
 def races(key_: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...], whole: bool) -> list[Race]:
@@ -92,7 +93,7 @@ def races(key_: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...], whol
 
 
 def _noise(u: torch.Tensor) -> torch.Tensor:
-    return -torch.log(-torch.log(u))
+    return torch.log(-torch.log(u))
 
 
 def _race_of(h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
@@ -119,14 +120,15 @@ def draw(logits: torch.Tensor, *, greedy: bool, temperature: float, top_k: int,
          race: Race | None) -> torch.Tensor:
     """One token per row: [B, V] logits -> [B] int64.
 
-    Greedy: argmax, ties to the lowest id. Otherwise keep the top k of `logits / temperature` and
-    take `argmax(z - log(-log U))`, which is a draw from softmax over the kept tokens; `race` is
-    the draw's noise (`races`).
+    Greedy: argmax, ties to the lowest id. Otherwise keep the top k logits z and take
+    `argmax(z / temperature - log(-log U))`, a draw from the softmax of `z / temperature` over
+    the kept tokens, as `argmax(z - temperature log(-log U))` (the same argmax; one kernel for
+    the temperature and the noise); `race` is the draw's noise (`races`).
     """
     if greedy:
         return torch.argmax(logits, dim=-1)
     assert race is not None, "a sampled draw needs its noise"
-    z = logits.float() / temperature
+    z = logits.float()
     top = torch.topk(z, min(top_k, z.shape[-1]), dim=-1)
-    scores = top.values + race(top.indices)
+    scores = torch.add(top.values, race(top.indices), alpha=-temperature)
     return top.indices.gather(-1, torch.argmax(scores, dim=-1, keepdim=True))[:, 0]

@@ -25,7 +25,7 @@ def test_a_ticks_races_whole_or_by_candidates_are_each_draws_own_noise():
     by_candidates = sampling.races(key, column, cards, whole=False)
     for s, card in enumerate(cards):
         ids = torch.tensor([[card - 1, 0, 2], [1, 1, card - 2]])
-        alone = -torch.log(-torch.log(sampling.uniforms(key, column, range(s, s + 1), card)[:, 0])).gather(-1, ids)
+        alone = torch.log(-torch.log(sampling.uniforms(key, column, range(s, s + 1), card)[:, 0])).gather(-1, ids)
         assert torch.equal(whole[s](ids), alone) and torch.equal(by_candidates[s](ids), alone)
 
 
