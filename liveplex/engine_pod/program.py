@@ -42,6 +42,7 @@ class Pools:
         device = lm.temporal.text_linear.weight.device
         self.slots = slots_
         self.kv: ring.KVPool = lm.temporal.new_pool(slots_)
+        self.offsets = ring.Offsets.of(self.kv)
         self.codec = codec.init_state(slots_)
         self.tokens = step.TokenState.allocate(slots_, device)
         self.pcm_in = torch.zeros(slots_, frames.FRAME_SAMPLES, dtype=torch.float32, device=device)
@@ -62,8 +63,9 @@ class Pools:
             state.reset(rows)
 
     def tensors(self) -> list[torch.Tensor]:
-        """Every pool tensor."""
-        return [t for state in self._states() for t in state.tensors()] + [self.pcm_in]
+        """Every pool tensor, and the ring offsets."""
+        offsets = [self.offsets.starts, self.offsets.cu_k, self.offsets.cu_q]
+        return [t for state in self._states() for t in state.tensors()] + [self.pcm_in] + offsets
 
     @property
     def slot_bytes(self) -> int:
@@ -132,7 +134,7 @@ class Program:
         rows = p.codec.head(bucket)
         user = self._codec.encode_step(p.pcm_in[:bucket], rows)
         pos = p.tokens.pos[:bucket]
-        plan = ring.live_plan(pos, p.kv, self._backend, span)
+        plan = ring.live_plan(pos, p.kv, p.offsets, self._backend, span)
         draw = step.sampled_draws(self._sample, p.tokens.key[:bucket], pos + 1, cfg.text_card, cfg.card)
         out = step.live_step(self._lm.temporal, self._lm.depformer, p.kv, p.tokens, user, self._schedule, draw, plan)
         pcm = self._codec.decode_step(out.emitted[:, 1:], rows)

@@ -99,7 +99,7 @@ class Temporal(nn.Module):
         (default: `masked` over the whole ring). Writes each row's K/V into its ring and returns
         `out_norm(h)` [B, dim].
         """
-        plan = plan or ring.live_plan(position, pool, ring.Backend.MASKED, pool.context)
+        plan = plan or ring.live_plan(position, pool, ring.Offsets.of(pool), ring.Backend.MASKED, pool.context)
         return self.forward(x, position, pool, plan)
 
     def forward_rows(self, x: torch.Tensor, segments: Sequence[Segment], pool: ring.KVPool,

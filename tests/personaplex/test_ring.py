@@ -50,7 +50,8 @@ def test_live_attention_reads_exactly_each_rows_window(positions, seed, backend,
     position = torch.tensor(positions)
     span = min(C, max(positions) + 1) if tight else C
     with counts.count():
-        out = ring.write_and_attend(0, q, torch.stack([k, v], 1), pool, ring.live_plan(position, pool, backend, span))
+        plan = ring.live_plan(position, pool, ring.Offsets.of(pool), backend, span)
+        out = ring.write_and_attend(0, q, torch.stack([k, v], 1), pool, plan)
     for b in range(B):
         slots = torch.nonzero(ring.valid_slots(position[b:b + 1], C)[0])[:, 0]
         assert len(slots) == min(C, positions[b] + 1)
