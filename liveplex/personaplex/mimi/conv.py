@@ -57,8 +57,7 @@ class CausalConv(nn.Module):
             return conv(x)
         if self.replicate:
             assert started is not None
-            fresh = ~started.view(-1, 1, 1)
-            context.copy_(torch.where(fresh, x[..., :1].expand_as(context), context))
+            torch.where(started.view(-1, 1, 1), context, x[..., :1], out=context)
         full = torch.cat([context, x], dim=-1)
         y = conv(full)
         context.copy_(full[..., full.shape[-1] - context.shape[-1]:])
@@ -88,17 +87,23 @@ class CausalConvTranspose(nn.Module):
         return (conv.out_channels, conv.kernel_size[0] - conv.stride[0])
 
     def step(self, x: torch.Tensor, overlap: torch.Tensor) -> torch.Tensor:
-        """One chunk: x [B, C_in, T] -> [B, C_out, T * stride]; `overlap` is updated in place."""
+        """One chunk: x [B, C_in, T] -> [B, C_out, T * stride]; `overlap` is updated in place.
+
+        The output is a view of the conv's: its head gets the carried overlap added in place, then
+        its tail (past T * stride, apart from the head: kernel <= 2 * stride) is carried, less the bias.
+        """
         conv = self._convtr
         y = conv(x)
         tail = overlap.shape[-1]
-        head = y[..., :tail] + overlap
-        rest = y[..., tail:]
-        carried = rest[..., rest.shape[-1] - tail:]
+        end = y.shape[-1] - tail
+        assert end >= tail, "the head and the carried tail overlap"
+        y[..., :tail].add_(overlap)
+        carried = y[..., end:]
         if conv.bias is not None:
-            carried = carried - conv.bias[:, None]
-        overlap.copy_(carried)
-        return torch.cat([head, rest[..., : rest.shape[-1] - tail]], dim=-1)
+            torch.sub(carried, conv.bias[:, None], out=overlap)
+        else:
+            overlap.copy_(carried)
+        return y[..., :end]
 
 
 class Downsample(nn.Module):
