@@ -138,7 +138,10 @@ class Program:
         draw = step.sampled_draws(self._sample, p.tokens.key[:bucket], pos + 1, cfg.text_card, cfg.card)
         out = step.live_step(self._lm.temporal, self._lm.depformer, p.kv, p.tokens, user, self._schedule, draw, plan)
         pcm = self._codec.decode_step(out.emitted[:, 1:], rows)
-        finite = (torch.isfinite(out.text_logits).all(1) & torch.isfinite(out.audio_logits).flatten(1).all(1)
-                  & torch.isfinite(pcm).all(1))
+        # An inf or NaN anywhere makes a row's sum inf or NaN (so does an overflow, only at values near
+        # fp32's limit); 0 * x is 0 exactly for finite x. Five kernels where `isfinite(...).all()` takes 15.
+        total = out.text_logits.sum(1) + out.audio_logits.sum((1, 2)) + pcm.sum(1)
+        finite = total * 0 == 0
         pcm16 = torch.round(torch.clamp(torch.nan_to_num(pcm), -1.0, 1.0) * 32767.0)
-        return TickOutput(torch.cat([out.emitted.int(), finite[:, None].int(), pcm16.int()], dim=1))
+        # One cat in fp32 (exact for token ids, the flag and int16 samples), then one cast.
+        return TickOutput(torch.cat([out.emitted, finite[:, None], pcm16], dim=1).int())
