@@ -85,6 +85,10 @@ class Program:
         self._sample = sample
         self._backend = backend
         self._graphs_on = graphs and pools.pcm_in.is_cuda
+        cfg, device = lm.temporal.cfg, pools.pcm_in.device
+        cards = step.draw_cards(cfg.text_card, cfg.card)
+        self._lanes = None if device.type == "cpu" else sampling.Lanes.of(cards, device)
+        """Off the CPU a tick hashes the noise of every token id at once (`sampling.races`)."""
         self._graphs: dict[int, tuple[torch.cuda.CUDAGraph, TickOutput]] = {}
         self._graph_pool: tuple[int, int] | None = None
 
@@ -135,7 +139,7 @@ class Program:
         user = self._codec.encode_step(p.pcm_in[:bucket], rows)
         pos = p.tokens.pos[:bucket]
         plan = ring.live_plan(pos, p.kv, p.offsets, self._backend, span)
-        draw = step.sampled_draws(self._sample, p.tokens.key[:bucket], pos + 1, cfg.text_card, cfg.card)
+        draw = step.sampled_draws(self._sample, p.tokens.key[:bucket], pos + 1, cfg.text_card, cfg.card, self._lanes)
         out = step.live_step(self._lm.temporal, self._lm.depformer, p.kv, p.tokens, user, self._schedule, draw, plan)
         pcm = self._codec.decode_step(out.emitted[:, 1:], rows)
         # An inf or NaN anywhere makes a row's sum inf or NaN (so does an overflow, only at values near

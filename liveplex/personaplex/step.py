@@ -91,14 +91,19 @@ class Draw(Protocol):
     def __call__(self, logits: torch.Tensor, stream: int) -> torch.Tensor: ...
 
 
+def draw_cards(text_card: int, card: int) -> tuple[int, ...]:
+    """The token ids each of a tick's draws is over: text, then agent cb0..7."""
+    return (text_card,) + (card,) * A
+
+
 def sampled_draws(sample: sampling.Sampling, key: torch.Tensor, column: torch.Tensor, text_card: int,
-                  card: int) -> Draw:
+                  card: int, lanes: sampling.Lanes | None = None) -> Draw:
     """The served draws of one tick for rows with sampling `key` and drawn `column` [B]: greedy, or
-    the race, its noise hashed once for all nine draws (`sampling.races`: every id at once off the
-    CPU, the candidates only on it)."""
+    the race, its noise hashed once for all nine draws (`sampling.races`: every id at once with
+    the engine's `lanes`, off the CPU; the candidates only without)."""
     if sample.greedy:
         return lambda logits, stream: sampling.draw(logits, greedy=True, temperature=1.0, top_k=1, race=None)
-    races = sampling.races(key, column, (text_card,) + (card,) * A, whole=key.device.type != "cpu")
+    races = sampling.races(key, column, draw_cards(text_card, card), lanes)
 
     def draw(logits: torch.Tensor, stream: int) -> torch.Tensor:
         if stream == 0:

@@ -58,7 +58,17 @@ class _Transformer(nn.Module):
 
 
 class Temporal(nn.Module):
-    """Embeddings, the temporal layers, `out_norm` and the text head."""
+    """Embeddings, the temporal layers, `out_norm` and the text head.
+
+    The 17 embedding tables (text, then audio streams 0..15) are views of one table, rebuilt on
+    every move, cast or `to_empty` (`_apply`), so that a column's embeddings are one lookup; the
+    parameters, their names and loading are the checkpoint's as before.
+    """
+
+    _table: torch.Tensor
+    """[text_card + 1 + 16 (card + 1), dim]: every embedding table, end to end."""
+    _offsets: torch.Tensor
+    """[17] int64: where each stream's table starts in `_table`."""
 
     def __init__(self, cfg: LMConfig) -> None:
         super().__init__()
@@ -69,6 +79,21 @@ class Temporal(nn.Module):
         self.out_norm = blocks.RMSNorm(cfg.dim, RMS_EPS)
         self.text_linear = nn.Linear(cfg.dim, cfg.text_card, bias=False)
         self.rotary = blocks.Rotary(cfg.head_dim, cfg.max_period)
+        self._stack_embeddings()
+
+    def _stack_embeddings(self) -> None:
+        tables = [self.text_emb, *self.emb]
+        self._table = torch.cat([e.weight.detach() for e in tables])
+        starts = [0]
+        for e in tables:
+            e.weight = nn.Parameter(self._table[starts[-1]:starts[-1] + e.num_embeddings], e.weight.requires_grad)
+            starts.append(starts[-1] + e.num_embeddings)
+        self._offsets = torch.tensor(starts[:-1], device=self._table.device)
+
+    def _apply(self, fn, recurse=True):  # type: ignore[no-untyped-def]
+        super()._apply(fn, recurse)
+        self._stack_embeddings()
+        return self
 
     def new_pool(self, slots: int, dtype: torch.dtype | None = None) -> ring.KVPool:
         """Allocate KV rings for `slots` sessions on this module's device (dtype: the weights')."""
@@ -80,12 +105,12 @@ class Temporal(nn.Module):
         """Sum of the 17 stream embeddings of each column: [N, 17] int64 -> [N, dim].
 
         Audio streams are summed first, in stream order, then text, as upstream does (the sum over
-        the stacked streams accumulates in order: fp32 rounding parity, in three kernels, not 16).
+        the streams accumulates in order: fp32 rounding parity), from one lookup: four kernels.
         """
         assert columns.dim() == 2 and columns.shape[1] == 1 + self.cfg.n_q, \
             f"columns are {tuple(columns.shape)}, expected [N, {1 + self.cfg.n_q}]"
-        audio = torch.stack([self.emb[q](columns[:, 1 + q]) for q in range(self.cfg.n_q)]).sum(0)
-        return audio + self.text_emb(columns[:, 0])
+        rows = nn.functional.embedding(columns + self._offsets, self._table)  # [N, 17, dim]
+        return rows[:, 1:].sum(1) + rows[:, 0]
 
     def text_logits(self, h: torch.Tensor) -> torch.Tensor:
         """Text head on `out_norm`ed rows: [N, dim] -> [N, text_card], fp32."""

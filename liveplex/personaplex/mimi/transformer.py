@@ -101,7 +101,7 @@ class Transformer(nn.Module):
         steps = torch.arange(T, device=x.device)
         q_pos = ring.pos[:, None] + steps  # [B, T]
         write = (q_pos % context).view(B, 1, 1, T, 1).expand(B, 2, heads, T, head_dim)
-        mask = window(ring.pos, T, context)
+        mask = window(q_pos, steps, context)
         rot = self.rotary.rotation(q_pos.view(-1)).view(B, T, 3, 1, head_dim // 2)
 
         h = x.transpose(1, 2).contiguous().view(B * T, C)
@@ -116,15 +116,16 @@ class Transformer(nn.Module):
         return h.view(B, T, C).transpose(1, 2)
 
 
-def window(pos: torch.Tensor, T: int, context: int) -> torch.Tensor:
+def window(q_pos: torch.Tensor, steps: torch.Tensor, context: int) -> torch.Tensor:
     """Which ring slots each of a chunk's T queries attends to once the chunk is written: [B, 1, T, context].
 
-    The rows are at `pos` [B] before the chunk. Slot j then holds position `last - d` with
-    `last = pos + T - 1` and `d = (last - j) mod context`; query t (at `last - (T - 1 - t)`) sees it
-    when it was ever written (`d <= last`) and is not in its future (`d >= T - 1 - t`); the window
-    `q - k < context` then always holds.
+    q_pos: [B, T], the queries' positions; steps: `arange(T)`. Slot j then holds position
+    `last - d` with `last` the chunk's last position and `d = (last - j) mod context`; query t
+    (at `last - (T - 1 - t)`) sees it when it was ever written (`d <= last`) and is not in its
+    future (`d >= T - 1 - t`); the window `q - k < context` then always holds.
     """
-    last = pos[:, None] + (T - 1)
-    d = torch.remainder(last - torch.arange(context, device=pos.device), context)  # [B, context]
-    lag = (T - 1) - torch.arange(T, device=pos.device)
+    T = steps.shape[0]
+    last = q_pos[:, T - 1:]
+    d = torch.remainder(last - torch.arange(context, device=q_pos.device), context)  # [B, context]
+    lag = (T - 1) - steps
     return ((d <= last)[:, None, :] & (d[:, None, :] >= lag[:, None]))[:, None]
