@@ -31,11 +31,12 @@ class EncoderState(slots.RowState):
     """Streaming state of the encoding path: SEANet, transformer, downsample."""
 
     convs: tuple[torch.Tensor, ...]
-    """Left contexts of SEANet's convs with kernel > stride, in execution order, [B, C_in, k - s]."""
+    """Windows of SEANet's convs with kernel > stride, in execution order, [B, C_in, k - s + T]:
+    the left context, then the frame's chunk of T samples at that conv (`conv.CausalConv`)."""
     ring: RingState
     """Encoder transformer KV ring."""
     down: torch.Tensor
-    """[B, dimension, 2]: the downsample conv's left context."""
+    """[B, dimension, 2 + 2]: the downsample conv's window (left context, then the frame's 2 steps)."""
     started: torch.Tensor
     """[B] bool: false until the first frame, when the downsample replicates its first input."""
 
@@ -49,12 +50,12 @@ class DecoderState(slots.RowState):
     ring: RingState
     """Decoder transformer KV ring."""
     convs: tuple[torch.Tensor, ...]
-    """SEANet decoder: conv left contexts and transposed-conv overlaps, in execution order."""
+    """SEANet decoder: conv windows and transposed-conv overlaps, in execution order."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class MimiState(slots.RowState):
-    """Everything a Mimi session keeps between frames (≈16.5 MB per row for the real codec)."""
+    """Everything a Mimi session keeps between frames (≈19.6 MB per row for the real codec)."""
 
     encoder: EncoderState
     decoder: DecoderState
