@@ -87,7 +87,7 @@ class Depformer(nn.Module):
         """
         cfg = self.cfg
         B = h.shape[0]
-        d, heads = cfg.dep_dim, cfg.dep_num_heads
+        d = cfg.dep_dim
         token = self.depformer_text_emb(prev) if s == 0 else self.depformer_emb[s - 1](prev)
         x = blocks.residual(token, h, self.depformer_in[s].weight)
         for layer, frame in zip(self.depformer.layers, kv):

@@ -114,5 +114,5 @@ class SplitQuantizer(nn.Module):
         half projected back, and the two added."""
         _, _, dim = self._centroids.shape
         quantized = F.embedding(codes + self._offsets, self._centroids.view(-1, dim))  # [B, codebooks, T, dim]
-        semantic, acoustic = quantized[:, 0], quantized[:, 1:].sum(1)
-        return self.rvq_first.output_proj(semantic.transpose(1, 2)) + self.rvq_rest.output_proj(acoustic.transpose(1, 2))
+        semantic, acoustic = quantized[:, 0].transpose(1, 2), quantized[:, 1:].sum(1).transpose(1, 2)
+        return self.rvq_first.output_proj(semantic) + self.rvq_rest.output_proj(acoustic)

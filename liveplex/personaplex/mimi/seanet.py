@@ -16,6 +16,7 @@ from torch.nn import functional as F
 from liveplex.personaplex.mimi import config as mimi_config
 from liveplex.personaplex.mimi import conv
 
+
 class ResidualBlock(nn.Module):
     """ELU, conv (kernel 3, channels halved), ELU, 1x1 conv back; identity skip."""
 
