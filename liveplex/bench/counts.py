@@ -7,7 +7,8 @@ shapes, no memory) with two dispatch modes:
 
 - **ops**: every aten op the dispatcher runs, except those that launch no kernel (views, aliases,
   allocations, metadata). `F.scaled_dot_product_attention` and `F.rms_norm` count as one op each:
-  on CUDA each is one fused kernel, while on the CPU and meta device they decompose.
+  on CUDA each is one fused kernel, while on the CPU and meta device they decompose (and the
+  attention's output keeps the fused kernels' layout, `_fused_layout`).
 - **syncs**: anything that makes the host wait for the device on CUDA: reading a device value
   (`item`, `tolist`, `numpy`, `cpu`, `bool`/`int`/`float` of a tensor), data-dependent shapes
   (`nonzero`, ...), a copy between the device and host memory that is not one of the declared
@@ -193,6 +194,13 @@ def reference_flash_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu
     return out, lse, torch.empty(2, dtype=torch.uint64), torch.empty((), dtype=torch.uint64), torch.empty(0)
 
 
+def _fused_layout(out: torch.Tensor) -> torch.Tensor:
+    """SDPA's output [B, H, T, D] laid out as the fused kernels (CUDA's flash and efficient ones, and
+    the CPU's) write it, [B, T, H, D] in memory, so that a head merge after it is a view there as
+    here; the meta device's decomposition writes [B, H, T, D] and would add a copy no GPU makes."""
+    return out.transpose(1, 2).contiguous().transpose(1, 2)
+
+
 class _Function(TorchFunctionMode):
     def __init__(self, dispatch: _Dispatch, counts: Counts, memory: _Memory) -> None:
         super().__init__()
@@ -209,6 +217,8 @@ class _Function(TorchFunctionMode):
             self.dispatch.fused += 1
             try:
                 out = func(*args, **kwargs)
+                if func is F.scaled_dot_product_attention:
+                    out = _fused_layout(out)
             finally:
                 self.dispatch.fused -= 1
             if any(self.memory.on_device(t) for t in _tensors((args, kwargs))):

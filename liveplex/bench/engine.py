@@ -47,6 +47,7 @@ class _Level:
 
     batch: int
     pool: ring.KVPool
+    offsets: ring.Offsets
     state: step.TokenState
     prefill_ms: float
     prefill_rows: int
@@ -65,7 +66,8 @@ def _admit(lm: checkpoint.LM, batch: int, schedule: prompt.Schedule, sample: sam
     t0 = time.perf_counter_ns()
     prefill.admit(temp, lm.depformer, pool, state, [prefill.Newcomer(i, p, prefix, seed=i) for i in range(batch)],
                   schedule, sample)
-    return _Level(batch, pool, state, (time.perf_counter_ns() - t0) / 1e6, batch * p.columns.shape[0])
+    return _Level(batch, pool, ring.Offsets.of(pool), state, (time.perf_counter_ns() - t0) / 1e6,
+                  batch * p.columns.shape[0])
 
 
 @torch.inference_mode()
@@ -83,7 +85,7 @@ def measure(cfg: config.LMConfig, batches: list[int], ticks: int, warmup: int,
             span = min(cfg.context, int(level.state.pos.max()) + 1)  # the engine's host knows it
             t0 = time.perf_counter_ns()
             pos = level.state.pos
-            plan = ring.live_plan(pos, level.pool, ring.Backend.MASKED, span)
+            plan = ring.live_plan(pos, level.pool, level.offsets, ring.Backend.MASKED, span)
             draw = step.sampled_draws(sample, level.state.key, pos + 1, cfg.text_card, cfg.card)
             step.live_step(lm.temporal, lm.depformer, level.pool, level.state, user, schedule, draw, plan)
             if r >= warmup:

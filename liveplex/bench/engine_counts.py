@@ -88,7 +88,7 @@ def tick(model: Model, positions: list[int], backend: ring.Backend) -> dict[str,
     with counts.count(device=_device_tensors(model, pools), kv=pools.kv.tensors()) as c:
         prog.run(batch, span)
     return {"batch": batch, "ops": c.total_ops, "syncs": c.syncs, "kv_bytes": c.kv_bytes,
-            "kv_measured": not c.kv_unknown, "valid_kv_bytes": valid_kv_bytes(model.cfg, pools.kv.k.dtype, positions)}
+            "kv_measured": not c.kv_unknown, "valid_kv_bytes": valid_kv_bytes(model.cfg, pools.kv.kv.dtype, positions)}
 
 
 @torch.no_grad()
@@ -102,12 +102,11 @@ def newcomer(model: Model, backend: ring.Backend) -> dict[str, object]:
     role = min(ROLE_TOKENS, cfg.context - N - 15)
     silence = prompt.silence_column()
     layout = prompt.layout(torch.zeros(N, cfg.dim), silence, silence, [5] * role, prompt.Schedule.UPSTREAM)
-    shape = (cfg.num_layers, N, cfg.num_heads, cfg.head_dim)
-    dtype = pools.kv.k.dtype
-    prefix = prefill.VoicePrefix(torch.zeros(shape, dtype=dtype, device=device),
-                                 torch.zeros(shape, dtype=dtype, device=device))
+    shape = (cfg.num_layers, N, 2, cfg.num_heads, cfg.head_dim)
+    dtype = pools.kv.kv.dtype
+    prefix = prefill.VoicePrefix(torch.zeros(shape, dtype=dtype, device=device))
     stage = staging.Staging((prefill.block_numel(layout.columns.shape[0]),), torch.long, device)
-    with counts.count(device=_device_tensors(model, pools) + [prefix.k, prefix.v], staging=[stage.host],
+    with counts.count(device=_device_tensors(model, pools) + [prefix.kv], staging=[stage.host],
                       kv=pools.kv.tensors()) as c:
         prefill.admit(model.lm.temporal, model.lm.depformer, pools.kv, pools.tokens,
                       [prefill.Newcomer(0, layout, prefix, seed=1)], prompt.Schedule.UPSTREAM, sampling.Sampling(),

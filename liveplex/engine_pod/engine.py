@@ -187,7 +187,7 @@ class PersonaPlexEngine:
         m = self._model
         found = [t for module in (m.lm.temporal, m.lm.depformer, m.codec) for t in module.state_dict().values()]
         found += self.pools.tensors()
-        found += [t for p in (*self._prefixes.values(), self._bare_prefix) for t in (p.k, p.v)]
+        found += [p.kv for p in (*self._prefixes.values(), self._bare_prefix)]
         return found + (self._primed.tensors() if self._primed is not None else [])
 
     def sessions(self) -> int:

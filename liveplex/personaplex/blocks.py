@@ -3,8 +3,9 @@
 Parameter names and layouts follow the checkpoint (spec personaplex §2.2), and the arithmetic
 follows upstream moshi 0.2.13, so fp32 results agree to rounding. Each block is written as the
 fewest kernels the arithmetic allows (issue 14): RMSNorm is `F.rms_norm` (one fused kernel on
-CUDA, computing in fp32 whatever the input dtype), RoPE takes a rotation table built once per
-forward and rotates q and k together as one complex product, and residual adds ride on the
+CUDA, computing in fp32 whatever the input dtype); RoPE's frequencies are a table built once per
+model (`Rotary`), its rotation once per forward, and one complex product rotates q and k and
+carries v through unchanged, so that the three leave it in one tensor; residual adds ride on the
 output projection's GEMM (`residual`).
 """
 
@@ -34,9 +35,10 @@ def residual(x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor) -> torch.Te
     return torch.addmm(x, y, weight.t())
 
 
-def logits(h: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """A head's logits in fp32 (spec §5.8): `h @ weight.T` [N, V]. With bf16 weights the GEMM writes
-    its fp32 accumulator out (`mm` with `out_dtype`, CUDA) instead of rounding it to bf16 first."""
+def linear_fp32(h: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """`h @ weight.T` in fp32 [N, out]: with bf16 weights on CUDA the GEMM writes its fp32
+    accumulator out (`mm` with `out_dtype`) instead of rounding it to bf16 first. Logits are fp32
+    (spec §5.8), and so are q, k and v until RoPE has rotated them (`rope`)."""
     if h.dtype == torch.float32 or h.device.type == "cpu":
         return F.linear(h, weight).float()
     return torch.mm(h, weight.t(), out_dtype=torch.float32)
@@ -64,23 +66,45 @@ class Gating(nn.Module):
         return residual(x, self.hidden(normed), self.linear_out.weight)
 
 
-def rotation(position: torch.Tensor, head_dim: int, max_period: float) -> torch.Tensor:
-    """RoPE angles of each row as unit complex numbers: position [N] int64 -> [N, 1, 1, D/2] complex64.
+class Rotary(nn.Module):
+    """RoPE's frequencies `max_period^(-2i/D)`, for q and k, and 0 for v: a [3, 1, D/2] fp32 table
+    on the module's device, whatever the model's dtype (recomputed, as upstream computes it, on
+    every move, cast or `to_empty`; never in the checkpoint)."""
 
-    Angles are `position * max_period^(-2i/D)` in fp32, with cos and sin computed as upstream does.
-    """
-    ds = torch.arange(head_dim // 2, device=position.device, dtype=torch.float32)
-    freqs = torch.exp(ds * (-math.log(max_period) * 2 / head_dim))
-    angle = position.float()[:, None] * freqs
-    return torch.complex(torch.cos(angle), torch.sin(angle))[:, None, None, :]
+    freqs: torch.Tensor
+
+    def __init__(self, head_dim: int, max_period: float) -> None:
+        super().__init__()
+        self.head_dim, self.max_period = head_dim, max_period
+        self.register_buffer("freqs", self._table(None), persistent=False)
+
+    def _table(self, device: torch.device | None) -> torch.Tensor:
+        ds = torch.arange(self.head_dim // 2, device=device, dtype=torch.float32)
+        freqs = torch.exp(ds * (-math.log(self.max_period) * 2 / self.head_dim))
+        return torch.stack([freqs, freqs, torch.zeros_like(freqs)])[:, None, :]
+
+    def _apply(self, fn, recurse=True):  # type: ignore[no-untyped-def]
+        super()._apply(fn, recurse)
+        self.freqs = self._table(self.freqs.device)
+        return self
+
+    def rotation(self, position: torch.Tensor) -> torch.Tensor:
+        """The rotation of each row's q, k and v: position [N] int64 -> [N, 3, 1, D/2] complex64.
+
+        q and k turn by `position * freqs` in fp32, cos and sin computed as upstream does; v by
+        angle 0, whose cos and sin are exactly 1 and 0.
+        """
+        angle = position.float()[:, None, None, None] * self.freqs
+        return torch.complex(torch.cos(angle), torch.sin(angle))
 
 
-def rope(x: torch.Tensor, rot: torch.Tensor) -> torch.Tensor:
+def rope(x: torch.Tensor, rot: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
     """Rotate interleaved pairs (2i, 2i+1) of each head by the row's angles, in fp32.
 
-    x: [N, k, H, D] (q and k side by side, k = 2, or one of them); rot: `rotation(...)` of the N
-    rows. The complex product is the upstream formula `(xr cos - xi sin, xr sin + xi cos)` with the
-    same roundings. Returns x's shape, contiguous, in x's dtype.
+    x: [N, 3, H, D], q, k and v side by side; rot: `Rotary.rotation` of the N rows. The complex
+    product is the upstream formula `(xr cos - xi sin, xr sin + xi cos)` with the same roundings,
+    and leaves v as it is (`xr 1 - xi 0`, `xr 0 + xi 1`). Returns x's shape, contiguous, in
+    `dtype` (default x's).
     """
     pairs = torch.view_as_complex(x.float().unflatten(-1, (-1, 2)))
-    return torch.view_as_real(pairs * rot).flatten(-2).to(x.dtype)
+    return torch.view_as_real(pairs * rot).flatten(-2).to(dtype or x.dtype)

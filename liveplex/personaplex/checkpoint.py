@@ -199,5 +199,6 @@ def random_lm(cfg: config.LMConfig, seed: int, steps: int = config.AGENT_CODEBOO
 
 
 def lm_state(lm: LM) -> dict[str, torch.Tensor]:
-    """The LM's tensors under the checkpoint's key names."""
-    return {**lm.temporal.state_dict(), **lm.depformer.state_dict()}
+    """The LM's tensors under the checkpoint's key names, each its own copy (the embedding tables
+    are views of one tensor in the module, which a file cannot hold)."""
+    return {k: v.clone() for k, v in {**lm.temporal.state_dict(), **lm.depformer.state_dict()}.items()}

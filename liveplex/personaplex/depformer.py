@@ -51,7 +51,8 @@ class _Transformer(nn.Module):
 
 
 FrameKV = list[torch.Tensor]
-"""Per layer, [B, steps, 2, H, D]: the K and V of each step run so far in this frame."""
+"""Per layer, [steps, B, 3, H, D]: the Q, K and V of each step run so far in this frame (step s's
+QKV GEMM writes its slot directly, so keeping K and V costs no copy)."""
 
 
 class Depformer(nn.Module):
@@ -73,27 +74,31 @@ class Depformer(nn.Module):
         """Per-frame KV for `batch` rows (uninitialised: step s writes slot s before reading it);
         call once per frame before step 0."""
         cfg, weight = self.cfg, self.depformer_in[0].weight
-        shape = (batch, self.steps, 2, cfg.dep_num_heads, cfg.dep_dim // cfg.dep_num_heads)
+        shape = (self.steps, batch, 3, cfg.dep_num_heads, cfg.dep_dim // cfg.dep_num_heads)
         return [torch.empty(shape, dtype=weight.dtype, device=weight.device) for _ in range(cfg.dep_num_layers)]
 
+    @torch.no_grad()
     def step(self, s: int, h: torch.Tensor, prev: torch.Tensor, kv: FrameKV) -> torch.Tensor:
-        """Run step s for B rows and return its logits [B, card] in fp32.
+        """Run step s for B rows and return its logits [B, card] in fp32 (inference only: its QKV
+        GEMM writes the frame's KV in place).
 
         h: [B, dim], the temporal output after `out_norm`; prev: [B] int64, the frame's text token
         for s = 0, else step s-1's token; kv: this frame's KV, written in place at step s.
         """
         cfg = self.cfg
         B = h.shape[0]
-        d, heads = cfg.dep_dim, cfg.dep_num_heads
+        d = cfg.dep_dim
         token = self.depformer_text_emb(prev) if s == 0 else self.depformer_emb[s - 1](prev)
         x = blocks.residual(token, h, self.depformer_in[s].weight)
         for layer, frame in zip(self.depformer.layers, kv):
             w_in = layer.self_attn.in_proj_weight[3 * d * s: 3 * d * (s + 1)]
-            qkv = F.linear(layer.norm1(x), w_in).view(B, 3, heads, d // heads)
-            frame[:, s] = qkv[:, 1:]
-            keys, values = frame[:, :s + 1, 0].transpose(1, 2), frame[:, :s + 1, 1].transpose(1, 2)
-            a = F.scaled_dot_product_attention(qkv[:, 0, :, None], keys, values)
+            torch.mm(layer.norm1(x), w_in.t(), out=frame[s].view(B, 3 * d))
+            if s == 0:  # attention over one key is its value, exactly (a softmax of one score is 1)
+                a = frame[0].view(B, 3, d)[:, 2]
+            else:
+                keys, values = frame[:s + 1, :, 1].permute(1, 2, 0, 3), frame[:s + 1, :, 2].permute(1, 2, 0, 3)
+                a = F.scaled_dot_product_attention(frame[s, :, 0, :, None], keys, values).view(B, d)
             w_out = layer.self_attn.out_proj.weight[d * s: d * (s + 1)]
-            x = blocks.residual(x, a.reshape(B, d), w_out)
+            x = blocks.residual(x, a, w_out)
             x = layer.gating[s].add_to(x, layer.norm2(x))
-        return blocks.logits(x, self.linears[s].weight)
+        return blocks.linear_fp32(x, self.linears[s].weight)

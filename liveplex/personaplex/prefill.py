@@ -38,14 +38,13 @@ Upload = Callable[[torch.Tensor], torch.Tensor]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class VoicePrefix:
-    """The K and V of a voice's N embedding rows, [layers, N, heads, head_dim] each."""
+    """The K and V of a voice's N embedding rows, [layers, N, 2, heads, head_dim] (`ring.KVPool`'s layout)."""
 
-    k: torch.Tensor
-    v: torch.Tensor
+    kv: torch.Tensor
 
     @property
     def frames(self) -> int:
-        return self.k.shape[1]
+        return self.kv.shape[1]
 
 
 @torch.no_grad()
@@ -57,7 +56,7 @@ def voice_prefix(temp: temporal.Temporal, voice: torch.Tensor) -> VoicePrefix:
     scratch = temp.new_pool(1)
     if N:
         temp.forward_rows(voice.to(temp.text_linear.weight.dtype), [temporal.Segment(0, 0, N)], scratch)
-    return VoicePrefix(scratch.k[0, :, :N].clone(), scratch.v[0, :, :N].clone())
+    return VoicePrefix(scratch.kv[0, :, :N].clone())
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -138,14 +137,13 @@ def admit(temp: temporal.Temporal, dep: depformer.Depformer, pool: ring.KVPool, 
     is a programming error (the role-prompt limit and the token-count backstop keep them out).
     """
     chunks = [c if isinstance(c, Chunk) else Chunk(c) for c in chunks]
-    device = pool.k.device
+    device = pool.kv.device
     slots_ = [c.newcomer.slot for c in chunks]
     assert slots_ == list(range(slots_[0], slots_[0] + len(slots_))), "newcomers take consecutive slots"
     for c in chunks:  # every chunk: padding rows of the ticks between chunks wrote position 0
         N = c.newcomer.prefix.frames
         assert N == c.newcomer.prompt.voice_frames and (N or c.first == 0), "only a voiced prompt splits"
-        pool.k[c.newcomer.slot, :, :N] = c.newcomer.prefix.k
-        pool.v[c.newcomer.slot, :, :N] = c.newcomer.prefix.v
+        pool.kv[c.newcomer.slot, :, :N] = c.newcomer.prefix.kv
     host, runs = _pack(chunks, pool.context)
     block = upload(host) if upload is not None else host.to(device)
     R, n, f = sum(r.length for r in runs), len(runs), sum(c.last for c in chunks)

@@ -1,8 +1,9 @@
 """The per-session temporal KV ring: slot indexing, the valid window, and attention over it.
 
-Each session owns one row of a preallocated pool, `[slots, layers, context, heads, head_dim]`
-for K and for V (token-major, so the rows of a bucket are one packed `[rows * layers * context,
-heads, head_dim]` sequence for the varlen kernel). Position p lives in ring slot `p mod context`
+Each session owns one row of a preallocated pool, `[slots, layers, context, 2, heads, head_dim]`:
+K and V of a position side by side, so that one index copy writes both, and token-major, so the
+pool is one packed sequence of keys `[slots * layers * context, heads, head_dim]` and one of
+values for the varlen kernel (its kv-packed layout: rows `2 * heads * head_dim` apart). Position p lives in ring slot `p mod context`
 and is never moved. Keys are stored after RoPE, so attention does not care where a position sits
 in the ring; it only needs the row's window (spec personaplex §3.6, §5.6): a row at position p
 reads positions max(0, p - context + 1)..p, i.e. at most `context` keys, itself included
@@ -19,7 +20,8 @@ Two interchangeable backends (spec §5.6), chosen per engine:
   nothing. CUDA only (on the CPU, `liveplex.bench.counts` runs it by a reference implementation).
 
 What every layer of a tick needs (write index, mask or lengths) is computed once per tick
-(`live_plan`, `rows_plan`), not per layer.
+(`live_plan`, `rows_plan`), not per layer, and what does not depend on the positions (where each
+slot's rings start) once per pool (`Offsets`).
 """
 
 from __future__ import annotations
@@ -57,37 +59,74 @@ def valid_slots(position: torch.Tensor, context: int, span: int | None = None) -
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class KVPool(slots.RowState):
-    """Preallocated temporal K and V rings, `[slots, layers, context, heads, head_dim]` each.
+    """Preallocated temporal K and V rings, `[slots, layers, context, 2, heads, head_dim]`.
 
     Allocated once at engine start and never resized; a session's row changes only through its
     own writes and the slot interface (`reset`, `copy_rows`).
     """
 
-    k: torch.Tensor
-    v: torch.Tensor
+    kv: torch.Tensor
 
     @classmethod
     def allocate(cls, layers: int, slots_: int, heads: int, context: int, head_dim: int,
                  dtype: torch.dtype, device: torch.device | str) -> KVPool:
-        shape = (slots_, layers, context, heads, head_dim)
-        return cls(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
+        return cls(torch.zeros((slots_, layers, context, 2, heads, head_dim), dtype=dtype, device=device))
+
+    @property
+    def k(self) -> torch.Tensor:
+        """K, `[slots, layers, context, heads, head_dim]` (a view)."""
+        return self.kv[..., 0, :, :]
+
+    @property
+    def v(self) -> torch.Tensor:
+        """V, `[slots, layers, context, heads, head_dim]` (a view)."""
+        return self.kv[..., 1, :, :]
 
     @property
     def layers(self) -> int:
-        return self.k.shape[1]
+        return self.kv.shape[1]
 
     @property
     def context(self) -> int:
-        return self.k.shape[2]
+        return self.kv.shape[2]
 
     @property
     def nbytes_per_slot(self) -> int:
         return self.nbytes // self.batch
 
-    def packed(self, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """K and V of slots 0..rows-1 as one sequence `[rows * layers * context, heads, head_dim]`."""
-        _, L, C, H, D = self.k.shape
-        return self.k[:rows].view(rows * L * C, H, D), self.v[:rows].view(rows * L * C, H, D)
+    @property
+    def packed(self) -> torch.Tensor:
+        """K and V of every slot as one sequence `[slots * layers * context, 2, heads, head_dim]`."""
+        S, L, C, _, H, D = self.kv.shape
+        return self.kv.view(S * L * C, 2, H, D)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Offsets:
+    """Where each slot's ring of each layer starts in `KVPool.packed`: what a live tick's plan
+    needs besides the positions, built once per pool (`of`), so a tick computes only its writes
+    and lengths."""
+
+    starts: torch.Tensor
+    """[layers, slots + 1] int64: slot j's layer-l ring starts at `(j * layers + l) * context`;
+    column `slots` is where a slot after the last would start."""
+    cu_k: torch.Tensor
+    """[layers, slots + 1] int32: `starts`, the last column clamped to the pool's end (varlen key
+    offsets: the kernel reads `used` keys from each start; the last offset only closes the sequence)."""
+    cu_q: torch.Tensor
+    """[slots + 1] int32: 0..slots, the query offsets of one row per slot."""
+
+    @classmethod
+    def of(cls, pool: KVPool) -> Offsets:
+        S, L, C = pool.batch, pool.layers, pool.context
+        slot = torch.arange(S + 1, device=pool.kv.device)
+        starts = _starts(slot, L, C)
+        return cls(starts, starts.clamp(max=S * L * C).to(torch.int32), slot.to(torch.int32))
+
+
+def _starts(slot: torch.Tensor, layers: int, context: int) -> torch.Tensor:
+    """[layers, n] int64: where each of `slot`'s layer-l rings starts in `KVPool.packed`."""
+    return (slot[None, :] * layers + torch.arange(layers, device=slot.device)[:, None]) * context
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -100,7 +139,7 @@ class Plan:
 
     backend: Backend
     rows: int
-    """Slots 0..rows-1 hold every group."""
+    """`masked`: slots 0..rows-1 hold every group."""
     write: torch.Tensor
     """[layers, N] int64."""
     span: int
@@ -118,31 +157,15 @@ class Plan:
     """`masked` prefill: the runs, host side."""
 
 
-def _offsets(slot: torch.Tensor, layers: int, context: int) -> torch.Tensor:
-    """[layers, n] start of each slot's layer-l ring in `KVPool.packed`."""
-    return (slot[None, :] * layers + torch.arange(layers, device=slot.device)[:, None]) * context
-
-
-def _key_offsets(slot: torch.Tensor, layers: int, context: int, rows: int) -> torch.Tensor:
-    """[layers, n + 1] int32 varlen key offsets: each group's layer-l ring, then the end of the
-    `rows` packed slots (the kernel reads `used` keys from each start; the last offset only closes
-    the sequence)."""
-    starts = _offsets(slot, layers, context)
-    end = torch.full_like(starts[:, :1], rows * layers * context)
-    return torch.cat([starts, end], dim=1).to(torch.int32)
-
-
-def live_plan(position: torch.Tensor, pool: KVPool, backend: Backend, span: int) -> Plan:
+def live_plan(position: torch.Tensor, pool: KVPool, offsets: Offsets, backend: Backend, span: int) -> Plan:
     """One live row per slot 0..B-1 at `position` [B]; `masked` reads the leading `span` slots
     (the ring's length under a CUDA graph; on the CPU the host's bound on every row's valid length)."""
-    B, L, C = position.shape[0], pool.layers, pool.context
-    rows = torch.arange(B, device=position.device)
-    write = _offsets(rows, L, C) + slot_of(position, C)[None, :]
+    B, C = position.shape[0], pool.context
+    write = offsets.starts[:, :B] + slot_of(position, C)[None, :]
     if backend is Backend.MASKED:
         return Plan(backend, B, write, span, valid_slots(position, C, span)[:, None, None, :], None, None, None, 1)
-    used = valid_length(position, C)
-    cu_q = torch.arange(B + 1, device=position.device, dtype=torch.int32)
-    return Plan(backend, B, write, C, None, cu_q, _key_offsets(rows, L, C, B), used.to(torch.int32), 1)
+    used = valid_length(position, C).to(torch.int32)
+    return Plan(backend, B, write, C, None, offsets.cu_q[:B + 1], offsets.cu_k[:, :B + 1], used, 1)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -163,31 +186,30 @@ def rows_plan(slot: torch.Tensor, position: torch.Tensor, cu_q: torch.Tensor, us
     slot, position: [N] per row; cu_q: [n + 1] int32 row offsets of the runs; used: [n] int32,
     each run's `start + length`. Rows attend causally within their own session.
     """
-    L, C = pool.layers, pool.context
-    write = _offsets(slot, L, C) + position[None, :]
+    S, L, C = pool.batch, pool.layers, pool.context
+    write = _starts(slot, L, C) + position[None, :]
     max_q = max(r.length for r in runs)
     rows = max(r.slot for r in runs) + 1
     if backend is Backend.MASKED:
         return Plan(backend, rows, write, C, None, None, None, None, max_q, tuple(runs))
-    cu_k = _key_offsets(slot[cu_q[:-1].long()], L, C, rows)
-    return Plan(backend, rows, write, C, None, cu_q, cu_k, used, max_q, ())
+    starts = _starts(slot[cu_q[:-1].long()], L, C)
+    end = torch.full_like(starts[:, :1], S * L * C)
+    return Plan(backend, rows, write, C, None, cu_q, torch.cat([starts, end], dim=1).to(torch.int32), used, max_q, ())
 
-def write_and_attend(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pool: KVPool,
-                     plan: Plan) -> torch.Tensor:
-    """Store the rows' K/V in layer `layer` of their rings, then attend over each row's window.
 
-    q, k, v: [N, H, D]. Returns [N, H, D] in the pool's dtype.
+def write_and_attend(layer: int, q: torch.Tensor, kv: torch.Tensor, pool: KVPool, plan: Plan) -> torch.Tensor:
+    """Store the rows' K and V in layer `layer` of their rings, then attend over each row's window.
+
+    q: [N, H, D]; kv: [N, 2, H, D], both in the pool's dtype. Returns [N, H, D].
     """
     rows = plan.rows
-    k_all, v_all = pool.packed(rows)
-    k_all.index_copy_(0, plan.write[layer], k.to(k_all.dtype))
-    v_all.index_copy_(0, plan.write[layer], v.to(v_all.dtype))
-    q = q.to(k_all.dtype)
+    kv_all = pool.packed
+    kv_all.index_copy_(0, plan.write[layer], kv)
     if plan.backend is Backend.FLASH:
         assert plan.cu_q is not None and plan.cu_k is not None
         return torch.ops.aten._flash_attention_forward(
-            q, k_all, v_all, plan.cu_q, plan.cu_k[layer], plan.max_q, plan.span, 0.0, plan.max_q > 1, False,
-            seqused_k=plan.used)[0]
+            q, kv_all[:, 0], kv_all[:, 1], plan.cu_q, plan.cu_k[layer], plan.max_q, plan.span, 0.0, plan.max_q > 1,
+            False, seqused_k=plan.used)[0]
     if plan.runs:
         return _masked_runs(layer, q, pool, plan)
     assert plan.mask is not None

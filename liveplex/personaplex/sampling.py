@@ -49,54 +49,74 @@ def _stream_hash(key_: torch.Tensor, column: torch.Tensor, streams: torch.Tensor
     return _mix(h[:, None] ^ (streams ^ _SALT_STREAM))
 
 
-def _uniforms(h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """U in (0, 1) of token `ids` under stream hashes h: [...] x [..., k] -> [..., k] fp32,
-    `U = (24 hash bits + 0.5) / 2^24`: exact in fp32, never 0 or 1."""
-    bits = _mix(h[..., None] ^ ids) >> 8
-    return (bits.float() + 0.5) / float(1 << 24)
+def _uniforms(hashed: torch.Tensor) -> torch.Tensor:
+    """U in (0, 1) of tokens from their stream hash xor their id (any shape) -> fp32,
+    `U = (24 bits of their mix + 0.5) / 2^24`: exact in fp32, never 0 or 1."""
+    bits = _mix(hashed) >> 8
+    return torch.add(bits, 0.5) * 2.0 ** -24  # the add computes in fp32 (type promotion): exact
 
 
 def uniforms(key_: torch.Tensor, column: torch.Tensor, streams: range, card: int) -> torch.Tensor:
     """Noise U of every token id 0..card-1 of draws `streams`: keys [B] x columns [B] ->
     [B, len(streams), card] (spec §5.9: what the tests pin)."""
     h = _stream_hash(key_, column, torch.arange(streams.start, streams.stop, device=key_.device))
-    return _uniforms(h, torch.arange(card, device=key_.device))
+    return _uniforms(h[..., None] ^ torch.arange(card, device=key_.device))
 
 
 Race = Callable[[torch.Tensor], torch.Tensor]
-"""A draw's race noise `-log(-log U)` of candidate token ids: [B, k] int64 -> [B, k] fp32."""
+"""A draw's race noise of candidate token ids, negated: `log(-log U)`, [B, k] int64 -> [B, k] fp32
+(the draw subtracts it, so the negation costs no kernel)."""
 
 
-def races(key_: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...], whole: bool) -> list[Race]:
+@dataclasses.dataclass(frozen=True, slots=True)
+class Lanes:
+    """Every token id of every draw of a tick laid end to end, one lane each, built once per engine:
+    hashing the noise of all of them is then one pass of a dozen kernels, whatever the cards."""
+
+    cards: tuple[int, ...]
+    streams: torch.Tensor
+    """[n] int64: the draws 0..n-1."""
+    stream: torch.Tensor
+    """[sum(cards)] int64: each lane's draw."""
+    ids: torch.Tensor
+    """[sum(cards)] int64: each lane's token id."""
+
+    @classmethod
+    def of(cls, cards: tuple[int, ...], device: torch.device | str) -> Lanes:
+        stream = torch.cat([torch.full((c,), s, dtype=torch.long, device=device) for s, c in enumerate(cards)])
+        ids = torch.cat([torch.arange(c, device=device) for c in cards])
+        return cls(cards, torch.arange(len(cards), device=device), stream, ids)
+
+
+def races(key_: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...], lanes: Lanes | None = None) -> list[Race]:
     """The `Race` of each draw 0..len(cards)-1 of one column (draw s over `cards[s]` token ids),
     the hash of key and column shared by all of them.
 
-    key_, column: [B] int64 (`key` of the seeds). `whole`: hash every token id of every draw at
-    once, draws of equal cards together ([B, n, card]), and gather the candidates: a handful of
-    kernels per tick, for CUDA, where a tick's cost is its kernel count. Otherwise hash each
-    draw's candidates only, when it asks: far less arithmetic, for the CPU. Same values.
+    key_, column: [B] int64 (`key` of the seeds). With `lanes` (`Lanes.of(cards)`): hash every
+    token id of every draw at once ([B, sum(cards)]) and gather the candidates: a handful of
+    kernels per tick, for CUDA, where a tick's cost is its kernel count. Without: hash each draw's
+    candidates only, when it asks: far less arithmetic, for the CPU. Same values.
     """
-    h = _stream_hash(key_, column, torch.arange(len(cards), device=key_.device))
-    if not whole:
+    if lanes is None:
+        h = _stream_hash(key_, column, torch.arange(len(cards), device=key_.device))
         return [functools.partial(_race_of, h[:, s]) for s in range(len(cards))]
+    assert lanes.cards == cards, "lanes of other draws"
+    h = _stream_hash(key_, column, lanes.streams)
+    table = _noise(_uniforms(h.index_select(1, lanes.stream) ^ lanes.ids))
     out: list[Race] = []
     first = 0
-    while first < len(cards):
-        stop = first
-        while stop < len(cards) and cards[stop] == cards[first]:
-            stop += 1
-        table = _noise(_uniforms(h[:, first:stop], torch.arange(cards[first], device=key_.device)))
-        out += [functools.partial(_gathered, t) for t in table.unbind(1)]
-        first = stop
+    for card in cards:
+        out.append(functools.partial(_gathered, table[:, first:first + card]))
+        first += card
     return out
 
 
 def _noise(u: torch.Tensor) -> torch.Tensor:
-    return -torch.log(-torch.log(u))
+    return torch.log(-torch.log(u))
 
 
 def _race_of(h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    return _noise(_uniforms(h, ids))
+    return _noise(_uniforms(h[:, None] ^ ids))
 
 
 def _gathered(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
@@ -119,14 +139,15 @@ def draw(logits: torch.Tensor, *, greedy: bool, temperature: float, top_k: int,
          race: Race | None) -> torch.Tensor:
     """One token per row: [B, V] logits -> [B] int64.
 
-    Greedy: argmax, ties to the lowest id. Otherwise keep the top k of `logits / temperature` and
-    take `argmax(z - log(-log U))`, which is a draw from softmax over the kept tokens; `race` is
-    the draw's noise (`races`).
+    Greedy: argmax, ties to the lowest id. Otherwise keep the top k logits z and take
+    `argmax(z / temperature - log(-log U))`, a draw from the softmax of `z / temperature` over
+    the kept tokens, as `argmax(z - temperature log(-log U))` (the same argmax; one kernel for
+    the temperature and the noise); `race` is the draw's noise (`races`).
     """
     if greedy:
         return torch.argmax(logits, dim=-1)
     assert race is not None, "a sampled draw needs its noise"
-    z = logits.float() / temperature
+    z = logits.float()
     top = torch.topk(z, min(top_k, z.shape[-1]), dim=-1)
-    scores = top.values + race(top.indices)
+    scores = torch.add(top.values, race(top.indices), alpha=-temperature)
     return top.indices.gather(-1, torch.argmax(scores, dim=-1, keepdim=True))[:, 0]

@@ -6,7 +6,7 @@ Per-slot token state after the prompt is enough for both schedules:
 |-----------|--------|--------------------------------------------------------------------------|
 | `pos`     | [S]    | position of the row this tick runs                                       |
 | `ahead`   | [S, 9] | text and agent cb0..7 of column `pos`, drawn at the previous tick        |
-| `u1`,`u2` | [S, 8] | the caller codes of the previous tick and of the tick before             |
+| `u1`,`u2` | [S, 8] | the caller codes of the previous tick and (`reference`) of the one before |
 | `forced`  | [S, 7] | agent cb1..7 teacher-forced while `forcing` (first reference tick only)  |
 | `key`     | [S]    | the session's sampling key (`sampling.key` of its seed)                  |
 
@@ -91,14 +91,19 @@ class Draw(Protocol):
     def __call__(self, logits: torch.Tensor, stream: int) -> torch.Tensor: ...
 
 
+def draw_cards(text_card: int, card: int) -> tuple[int, ...]:
+    """The token ids each of a tick's draws is over: text, then agent cb0..7."""
+    return (text_card,) + (card,) * A
+
+
 def sampled_draws(sample: sampling.Sampling, key: torch.Tensor, column: torch.Tensor, text_card: int,
-                  card: int) -> Draw:
+                  card: int, lanes: sampling.Lanes | None = None) -> Draw:
     """The served draws of one tick for rows with sampling `key` and drawn `column` [B]: greedy, or
-    the race, its noise hashed once for all nine draws (`sampling.races`: every id at once off the
-    CPU, the candidates only on it)."""
+    the race, its noise hashed once for all nine draws (`sampling.races`: every id at once with
+    the engine's `lanes`, off the CPU; the candidates only without)."""
     if sample.greedy:
         return lambda logits, stream: sampling.draw(logits, greedy=True, temperature=1.0, top_k=1, race=None)
-    races = sampling.races(key, column, (text_card,) + (card,) * A, whole=key.device.type != "cpu")
+    races = sampling.races(key, column, draw_cards(text_card, card), lanes)
 
     def draw(logits: torch.Tensor, stream: int) -> torch.Tensor:
         if stream == 0:
@@ -113,23 +118,22 @@ def fed_column(state: TokenState, user: torch.Tensor, schedule: prompt.Schedule)
     """[B, 17] the column each row feeds this tick; `user` [B, 8] is this tick's caller codes."""
     B = user.shape[0]
     if schedule is prompt.Schedule.UPSTREAM:
-        user_part = torch.cat([user[:, :1], state.u1[:B, 1:]], dim=1)
-    else:
-        user_part = torch.cat([state.u1[:B, :1], state.u2[:B, 1:]], dim=1)
-    return torch.cat([state.ahead[:B], user_part], dim=1)
+        return torch.cat([state.ahead[:B], user[:, :1], state.u1[:B, 1:]], dim=1)
+    return torch.cat([state.ahead[:B], state.u1[:B, :1], state.u2[:B, 1:]], dim=1)
 
 
 def draw_agent(h: torch.Tensor, text: torch.Tensor, dep: depformer.Depformer, draw: Draw,
                forcing: torch.Tensor | None = None, forced: torch.Tensor | None = None,
                ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Depformer steps 0..7 for B rows: ([B, 8] tokens, [B, 8, card] logits).
+    """Depformer steps 0..7 for B rows after the `text` draw: ([B, 9] the frame's tokens, text
+    then agent cb0..7; [B, 8, card] logits).
 
     Rows with `forcing` [B] take agent cb1..7 from `forced` [B, 7] instead of their draws; a forced
     token still runs its step (its logits are reported) and becomes the next step's input.
     """
     kv = dep.new_frame(h.shape[0])
     prev = text
-    tokens, logits = [], []
+    tokens, logits = [text], []
     for s in range(A):
         lg = dep.step(s, h, prev, kv)
         prev = draw(lg, 1 + s)
@@ -156,13 +160,13 @@ def live_step(temp: temporal.Temporal, dep: depformer.Depformer, pool: ring.KVPo
     text_logits = temp.text_logits(h)
     text = draw(text_logits, 0)
     forcing = state.forcing[:B] if schedule is prompt.Schedule.REFERENCE else None
-    agent, audio_logits = draw_agent(h, text, dep, draw, forcing, state.forced[:B])
-    emitted = torch.cat([state.ahead[:B, :2], agent[:, 1:]], dim=1)
-    state.ahead[:B, 0] = text
-    state.ahead[:B, 1:] = agent
-    state.u2[:B] = state.u1[:B]
+    drawn, audio_logits = draw_agent(h, text, dep, draw, forcing, state.forced[:B])
+    emitted = torch.cat([state.ahead[:B, :2], drawn[:, 2:]], dim=1)
+    state.ahead[:B] = drawn
+    if schedule is prompt.Schedule.REFERENCE:  # only `reference` feeds the codes of two ticks ago
+        state.u2[:B] = state.u1[:B]
     state.u1[:B] = user
     if forcing is not None:
         state.forcing[:B] = False
-    state.pos[:B] += 1
+    state.pos[:B].add_(1)
     return StepOutput(emitted, text_logits, audio_logits)

@@ -7,7 +7,9 @@ slot). One forward serves both uses, and differs only in its `ring.Plan`:
 - a prefill: packed runs of consecutive positions, one run per session in its own slot
   (`ring.rows_plan`), projections and FFNs on all rows at once.
 
-The plan and the RoPE rotation are computed once per forward, not per layer.
+The plan and the RoPE rotation are computed once per forward, not per layer. Each layer's QKV GEMM
+leaves fp32 (`blocks.linear_fp32`), RoPE rotates q and k in it and rounds q, k and v to the pool's
+dtype once, and one index copy stores K and V (issue 14).
 
 Parameter names are the checkpoint's (spec personaplex §2.2), so `state_dict()` keys are the file's.
 """
@@ -56,7 +58,17 @@ class _Transformer(nn.Module):
 
 
 class Temporal(nn.Module):
-    """Embeddings, the temporal layers, `out_norm` and the text head."""
+    """Embeddings, the temporal layers, `out_norm` and the text head.
+
+    The 17 embedding tables (text, then audio streams 0..15) are views of one table, rebuilt on
+    every move, cast or `to_empty` (`_apply`), so that a column's embeddings are one lookup; the
+    parameters, their names and loading are the checkpoint's as before.
+    """
+
+    _table: torch.Tensor
+    """[text_card + 1 + 16 (card + 1), dim]: every embedding table, end to end."""
+    _offsets: torch.Tensor
+    """[17] int64: where each stream's table starts in `_table`."""
 
     def __init__(self, cfg: LMConfig) -> None:
         super().__init__()
@@ -66,6 +78,22 @@ class Temporal(nn.Module):
         self.transformer = _Transformer(cfg)
         self.out_norm = blocks.RMSNorm(cfg.dim, RMS_EPS)
         self.text_linear = nn.Linear(cfg.dim, cfg.text_card, bias=False)
+        self.rotary = blocks.Rotary(cfg.head_dim, cfg.max_period)
+        self._stack_embeddings()
+
+    def _stack_embeddings(self) -> None:
+        tables = [self.text_emb, *self.emb]
+        self._table = torch.cat([e.weight.detach() for e in tables])
+        starts = [0]
+        for e in tables:
+            e.weight = nn.Parameter(self._table[starts[-1]:starts[-1] + e.num_embeddings], e.weight.requires_grad)
+            starts.append(starts[-1] + e.num_embeddings)
+        self._offsets = torch.tensor(starts[:-1], device=self._table.device)
+
+    def _apply(self, fn, recurse=True):  # type: ignore[no-untyped-def]
+        super()._apply(fn, recurse)
+        self._stack_embeddings()
+        return self
 
     def new_pool(self, slots: int, dtype: torch.dtype | None = None) -> ring.KVPool:
         """Allocate KV rings for `slots` sessions on this module's device (dtype: the weights')."""
@@ -77,16 +105,16 @@ class Temporal(nn.Module):
         """Sum of the 17 stream embeddings of each column: [N, 17] int64 -> [N, dim].
 
         Audio streams are summed first, in stream order, then text, as upstream does (the sum over
-        the stacked streams accumulates in order: fp32 rounding parity, in three kernels, not 16).
+        the streams accumulates in order: fp32 rounding parity), from one lookup: four kernels.
         """
         assert columns.dim() == 2 and columns.shape[1] == 1 + self.cfg.n_q, \
             f"columns are {tuple(columns.shape)}, expected [N, {1 + self.cfg.n_q}]"
-        audio = torch.stack([self.emb[q](columns[:, 1 + q]) for q in range(self.cfg.n_q)]).sum(0)
-        return audio + self.text_emb(columns[:, 0])
+        rows = nn.functional.embedding(columns + self._offsets, self._table)  # [N, 17, dim]
+        return rows[:, 1:].sum(1) + rows[:, 0]
 
     def text_logits(self, h: torch.Tensor) -> torch.Tensor:
         """Text head on `out_norm`ed rows: [N, dim] -> [N, text_card], fp32."""
-        return blocks.logits(h, self.text_linear.weight)
+        return blocks.linear_fp32(h, self.text_linear.weight)
 
     def step(self, x: torch.Tensor, position: torch.Tensor, pool: ring.KVPool,
              plan: ring.Plan | None = None) -> torch.Tensor:
@@ -96,7 +124,7 @@ class Temporal(nn.Module):
         (default: `masked` over the whole ring). Writes each row's K/V into its ring and returns
         `out_norm(h)` [B, dim].
         """
-        plan = plan or ring.live_plan(position, pool, ring.Backend.MASKED, pool.context)
+        plan = plan or ring.live_plan(position, pool, ring.Offsets.of(pool), ring.Backend.MASKED, pool.context)
         return self.forward(x, position, pool, plan)
 
     def forward_rows(self, x: torch.Tensor, segments: Sequence[Segment], pool: ring.KVPool,
@@ -114,12 +142,11 @@ class Temporal(nn.Module):
         """x: [N, dim] rows at `position` [N], laid out in the ring as `plan` says -> `out_norm(h)`."""
         cfg = self.cfg
         N = x.shape[0]
-        rot = blocks.rotation(position, cfg.head_dim, cfg.max_period)
+        rot = self.rotary.rotation(position)
         for i, layer in enumerate(self.transformer.layers):
-            qkv = nn.functional.linear(layer.norm1(x), layer.self_attn.in_proj_weight)
-            qkv = qkv.view(N, 3, cfg.num_heads, cfg.head_dim)
-            qk = blocks.rope(qkv[:, :2], rot)
-            a = ring.write_and_attend(i, qk[:, 0], qk[:, 1], qkv[:, 2], pool, plan).to(x.dtype)
+            qkv = blocks.linear_fp32(layer.norm1(x), layer.self_attn.in_proj_weight)
+            qkv = blocks.rope(qkv.view(N, 3, cfg.num_heads, cfg.head_dim), rot, pool.kv.dtype)
+            a = ring.write_and_attend(i, qkv[:, 0], qkv[:, 1:], pool, plan).to(x.dtype)
             x = blocks.residual(x, a.reshape(N, cfg.dim), layer.self_attn.out_proj.weight)
             x = layer.gating.add_to(x, layer.norm2(x))
         return self.out_norm(x)

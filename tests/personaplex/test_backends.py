@@ -15,6 +15,7 @@ def _run(lm: checkpoint.LM, backend: ring.Backend, ticks: int) -> tuple[list[lis
     temp, dep = lm.temporal, lm.depformer
     gen = torch.Generator().manual_seed(7)
     pool, state = temp.new_pool(3), step.TokenState.allocate(3)
+    offsets = ring.Offsets.of(pool)
     sample = sampling.Sampling()
     silence = prompt.silence_column()
     newcomers = []
@@ -31,7 +32,7 @@ def _run(lm: checkpoint.LM, backend: ring.Backend, ticks: int) -> tuple[list[lis
             B = 2 if t < 5 else 3
             user = torch.randint(0, temp.cfg.card, (B, config.AGENT_CODEBOOKS), generator=gen)
             pos = state.pos[:B]
-            plan = ring.live_plan(pos, pool, backend, temp.cfg.context)
+            plan = ring.live_plan(pos, pool, offsets, backend, temp.cfg.context)
             draw = step.sampled_draws(sample, state.key[:B], pos + 1, temp.cfg.text_card, temp.cfg.card)
             out = step.live_step(temp, dep, pool, state, user, prompt.Schedule.UPSTREAM, draw, plan)
             emitted += out.emitted.tolist()

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from liveplex.personaplex import mimi
+from liveplex.personaplex.mimi import transformer as mimi_transformer
 from tests.personaplex import mimi_fixtures
 from tests.personaplex.mimi_fixtures import caller_audio
 
@@ -89,9 +92,22 @@ def test_a_row_in_a_bucket_view_advances_the_pool(our_mimi):
         chunk = audio[:, f * FRAME:(f + 1) * FRAME]
         assert torch.equal(our_mimi.encode_step(chunk, pool.head(2)), our_mimi.encode_step(chunk, alone))
     assert torch.equal(pool.encoder.ring.pos, torch.tensor([4, 4, 0, 0]))
-    assert torch.equal(pool.head(2).encoder.ring.keys[0], alone.encoder.ring.keys[0])
+    assert torch.equal(pool.head(2).encoder.ring.kv[0], alone.encoder.ring.kv[0])
 
 
 def test_encode_rejects_a_wrong_frame_size(our_mimi):
     with pytest.raises(AssertionError, match="1920"):
         our_mimi.encode_step(torch.zeros(1, 960), our_mimi.init_state(1))
+
+
+@given(pos=st.lists(st.integers(0, 2000), min_size=1, max_size=4), T=st.integers(1, 4), context=st.integers(1, 300))
+def test_the_transformer_window_is_the_ring_written_out(pos, T, context):
+    """Slot j holds the latest position `k = last - ((last - j) mod context)` written; query q sees
+    it when it was written (k >= 0) and `0 <= q - k < context` (upstream's `RingKVCache`)."""
+    steps = torch.arange(T)
+    q_pos = torch.tensor(pos)[:, None] + steps
+    last = q_pos[:, -1:]
+    held = last - torch.remainder(last - torch.arange(context), context)  # [B, context]
+    distance = q_pos[:, :, None] - held[:, None, :]
+    expected = (held[:, None, :] >= 0) & (distance >= 0) & (distance < context)
+    assert torch.equal(mimi_transformer.window(q_pos, steps, context), expected[:, None])

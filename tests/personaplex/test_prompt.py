@@ -135,4 +135,4 @@ def test_voice_prefix_equals_running_the_embeddings_in_place(tiny_lm):
     pool = temp.new_pool(1)
     temp.forward_rows(voice, [temporal.Segment(0, 0, 6)], pool)
     assert prefix.frames == 6
-    assert torch.equal(prefix.k, pool.k[0, :, :6]) and torch.equal(prefix.v, pool.v[0, :, :6])
+    assert torch.equal(prefix.kv, pool.kv[0, :, :6])

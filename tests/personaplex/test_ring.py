@@ -44,13 +44,14 @@ def test_live_attention_reads_exactly_each_rows_window(positions, seed, backend,
     C, H, D = 40, 2, 8
     gen = torch.Generator().manual_seed(seed)
     B = len(positions)
-    pool = ring.KVPool(torch.randn(B, 1, C, H, D, generator=gen), torch.randn(B, 1, C, H, D, generator=gen))
+    pool = ring.KVPool(torch.randn(B, 1, C, 2, H, D, generator=gen))
     before = pool.clone()
     q, k, v = (torch.randn(B, H, D, generator=gen) for _ in range(3))
     position = torch.tensor(positions)
     span = min(C, max(positions) + 1) if tight else C
     with counts.count():
-        out = ring.write_and_attend(0, q, k, v, pool, ring.live_plan(position, pool, backend, span))
+        plan = ring.live_plan(position, pool, ring.Offsets.of(pool), backend, span)
+        out = ring.write_and_attend(0, q, torch.stack([k, v], 1), pool, plan)
     for b in range(B):
         slots = torch.nonzero(ring.valid_slots(position[b:b + 1], C)[0])[:, 0]
         assert len(slots) == min(C, positions[b] + 1)

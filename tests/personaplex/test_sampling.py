@@ -13,19 +13,20 @@ columns = st.integers(min_value=0, max_value=10 ** 7)
 
 
 def _race(seeds: list[int], columns: list[int], stream: int, card: int) -> sampling.Race:
-    return sampling.races(sampling.key(torch.tensor(seeds)), torch.tensor(columns), (1,) * stream + (card,),
-                          whole=True)[stream]
+    cards = (1,) * stream + (card,)
+    return sampling.races(sampling.key(torch.tensor(seeds)), torch.tensor(columns), cards,
+                          sampling.Lanes.of(cards, "cpu"))[stream]
 
 
 def test_a_ticks_races_whole_or_by_candidates_are_each_draws_own_noise():
     key, column = sampling.key(torch.tensor([3, -9])), torch.tensor([40, 41])
     assert key.tolist() == [sampling.key(3), sampling.key(-9)]  # the host's key is the device's
     cards = (7, 5, 5, 9)
-    whole = sampling.races(key, column, cards, whole=True)
-    by_candidates = sampling.races(key, column, cards, whole=False)
+    whole = sampling.races(key, column, cards, sampling.Lanes.of(cards, "cpu"))
+    by_candidates = sampling.races(key, column, cards)
     for s, card in enumerate(cards):
         ids = torch.tensor([[card - 1, 0, 2], [1, 1, card - 2]])
-        alone = -torch.log(-torch.log(sampling.uniforms(key, column, range(s, s + 1), card)[:, 0])).gather(-1, ids)
+        alone = torch.log(-torch.log(sampling.uniforms(key, column, range(s, s + 1), card)[:, 0])).gather(-1, ids)
         assert torch.equal(whole[s](ids), alone) and torch.equal(by_candidates[s](ids), alone)
 
 
@@ -79,7 +80,7 @@ def test_frequencies_match_the_softmax():
     temperature = 0.8
     n = 8000
     got = sampling.draw(logits.expand(n, -1), greedy=False, temperature=temperature, top_k=5,
-                        race=sampling.races(sampling.key(torch.arange(n)), torch.full((n,), 9), (5,), whole=False)[0])
+                        race=sampling.races(sampling.key(torch.arange(n)), torch.full((n,), 9), (5,))[0])
     counts = torch.bincount(got, minlength=5).double()
     expected = torch.softmax(logits.double() / temperature, -1) * n
     chi2 = float(((counts - expected) ** 2 / expected).sum())

@@ -109,7 +109,7 @@ def load(path: str | Path, device: torch.device | str = "cpu",
     with safetensors.safe_open(str(path), framework="pt") as handle, torch.no_grad():
         for key, target in targets.items():
             target.copy_(handle.get_tensor(key))
-    module.quantizer.refresh()
+    module.refresh()
     return module
 
 
@@ -139,7 +139,7 @@ def _random_module(cfg: mimi_config.MimiConfig, generator: torch.Generator) -> m
                 value.copy_(CODEBOOK_SCALE * torch.randn(value.shape, generator=generator))
             elif "_codebook." in key:
                 value.fill_(1.0)
-    module.quantizer.refresh()
+    module.refresh()
     return module
 
 

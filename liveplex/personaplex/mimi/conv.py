@@ -1,6 +1,8 @@
 """Causal streaming convolutions with the checkpoint's module nesting (`.conv.conv.weight`).
 
-A streaming conv keeps `kernel - stride` input samples of left context per row; a streaming
+A streaming conv keeps `kernel - stride` input samples of left context per row, as the head of
+the window it convolves: each chunk is written into the window after the context (by the ELU
+before the conv itself, when there is one), so no concatenation copies it (issue 14). A streaming
 transposed conv keeps `kernel - stride` output samples of overlap (without bias) per row. Feeding
 a signal in stride-multiple chunks gives the same output as one causal pass over the whole signal
 (spec §1.4). The numerics mirror upstream's `StreamingConv1d` / `StreamingConvTranspose1d`.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 
 class _Holder(nn.Module):
@@ -37,31 +40,44 @@ class CausalConv(nn.Module):
         return self.conv.conv  # type: ignore[return-value]
 
     @property
+    def stride(self) -> int:
+        return self._conv.stride[0]
+
+    @property
     def context(self) -> int:
         """Left-context samples kept per channel: kernel - stride."""
         return self._conv.kernel_size[0] - self._conv.stride[0]
 
-    def state_shape(self) -> tuple[int, int]:
-        """Per-row state: [in_channels, kernel - stride]."""
-        return (self._conv.in_channels, self.context)
+    def state_shape(self, chunk: int) -> tuple[int, int]:
+        """Per-row state for chunks of `chunk` samples: its window, [in_channels, kernel - stride +
+        chunk]; the context is its head, the rest is where each chunk is written."""
+        return (self._conv.in_channels, self.context + chunk)
 
-    def step(self, x: torch.Tensor, context: torch.Tensor | None, started: torch.Tensor | None = None) -> torch.Tensor:
-        """One chunk: x [B, C_in, T] with T a multiple of the stride -> [B, C_out, T / stride].
+    def step(self, x: torch.Tensor, window: torch.Tensor | None, started: torch.Tensor | None = None, *,
+             elu: bool = False) -> torch.Tensor:
+        """One chunk: x [B, C_in, T] with T a multiple of the stride -> [B, C_out, T / stride], of
+        `elu(x)` with `elu` (the ELU writes its output into the window).
 
-        `context` [B, C_in, kernel - stride] is read and updated in place (None when it is empty).
-        With `replicate`, `started` [B] bool says which rows have seen input; fresh rows pad with
-        their first sample. The caller updates `started` (it may be shared by several convs).
+        `window` [B, C_in, kernel - stride + T] is read and updated in place (None when the conv
+        keeps no context). With `replicate`, `started` [B] bool says which rows have seen input;
+        fresh rows pad with their first sample. The caller updates `started` (it may be shared by
+        several convs).
         """
         conv = self._conv
-        if context is None:
-            return conv(x)
+        if window is None:
+            return conv(F.elu(x) if elu else x)
+        context = self.context
+        chunk = window[..., context:]
+        if elu:
+            torch.ops.aten.elu.out(x, out=chunk)
+        else:
+            chunk.copy_(x)
         if self.replicate:
             assert started is not None
-            fresh = ~started.view(-1, 1, 1)
-            context.copy_(torch.where(fresh, x[..., :1].expand_as(context), context))
-        full = torch.cat([context, x], dim=-1)
-        y = conv(full)
-        context.copy_(full[..., full.shape[-1] - context.shape[-1]:])
+            torch.where(started.view(-1, 1, 1), window[..., :context], chunk[..., :1], out=window[..., :context])
+        y = conv(window)
+        carried = window[..., chunk.shape[-1]:]  # the next chunk's context; a short chunk's overlaps it
+        window[..., :context].copy_(carried if chunk.shape[-1] >= context else carried.clone())
         return y
 
 
@@ -82,23 +98,33 @@ class CausalConvTranspose(nn.Module):
     def _convtr(self) -> nn.ConvTranspose1d:
         return self.convtr.convtr  # type: ignore[return-value]
 
+    @property
+    def stride(self) -> int:
+        return self._convtr.stride[0]
+
     def state_shape(self) -> tuple[int, int]:
         """Per-row state: [out_channels, kernel - stride] of overlap."""
         conv = self._convtr
         return (conv.out_channels, conv.kernel_size[0] - conv.stride[0])
 
     def step(self, x: torch.Tensor, overlap: torch.Tensor) -> torch.Tensor:
-        """One chunk: x [B, C_in, T] -> [B, C_out, T * stride]; `overlap` is updated in place."""
+        """One chunk: x [B, C_in, T] -> [B, C_out, T * stride]; `overlap` is updated in place.
+
+        The output is a view of the conv's: its head gets the carried overlap added in place, then
+        its tail (past T * stride, apart from the head: kernel <= 2 * stride) is carried, less the bias.
+        """
         conv = self._convtr
         y = conv(x)
         tail = overlap.shape[-1]
-        head = y[..., :tail] + overlap
-        rest = y[..., tail:]
-        carried = rest[..., rest.shape[-1] - tail:]
+        end = y.shape[-1] - tail
+        assert end >= tail, "the head and the carried tail overlap"
+        y[..., :tail].add_(overlap)
+        carried = y[..., end:]
         if conv.bias is not None:
-            carried = carried - conv.bias[:, None]
-        overlap.copy_(carried)
-        return torch.cat([head, rest[..., : rest.shape[-1] - tail]], dim=-1)
+            torch.sub(carried, conv.bias[:, None], out=overlap)
+        else:
+            overlap.copy_(carried)
+        return y[..., :end]
 
 
 class Downsample(nn.Module):
@@ -111,9 +137,9 @@ class Downsample(nn.Module):
         super().__init__()
         self.conv = CausalConv(dimension, dimension, 2 * stride, stride, bias=False, replicate=True)
 
-    def step(self, x: torch.Tensor, context: torch.Tensor, started: torch.Tensor) -> torch.Tensor:
+    def step(self, x: torch.Tensor, window: torch.Tensor, started: torch.Tensor) -> torch.Tensor:
         """x [B, D, T] -> [B, D, T / stride]; sets `started` for every row."""
-        y = self.conv.step(x, context, started)
+        y = self.conv.step(x, window, started)
         started.fill_(True)
         return y
 

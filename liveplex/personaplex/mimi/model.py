@@ -28,6 +28,15 @@ class Mimi(nn.Module):
         self.downsample = conv.Downsample(cfg.dimension, cfg.downsample_stride)
         self.upsample = conv.Upsample(cfg.dimension, cfg.downsample_stride)
         self.quantizer = quantizer.SplitQuantizer(cfg)
+        self.register_load_state_dict_post_hook(lambda module, _keys: module.refresh())
+
+    @torch.no_grad()
+    def refresh(self) -> None:
+        """Recompute what is derived from the stored tensors (centroids, LayerScale-folded
+        projections); after every load (`load_state_dict` does it by itself)."""
+        self.quantizer.refresh()
+        self.encoder_transformer.refresh()
+        self.decoder_transformer.refresh()
 
     @property
     def device(self) -> torch.device:
@@ -35,19 +44,19 @@ class Mimi(nn.Module):
 
     def init_state(self, batch: int) -> mimi_state.MimiState:
         """Fresh state for `batch` rows on the model's device (fp32, zeros)."""
-        device = self.device
-        width, overlap = self.cfg.dimension, self.cfg.downsample_stride
+        device, cfg = self.device, self.cfg
+        steps = cfg.downsample_stride  # 25 Hz latent steps per frame
         return mimi_state.MimiState(
             encoder=mimi_state.EncoderState(
-                convs=self.encoder.init_states(batch, device),
+                convs=self.encoder.init_states(batch, cfg.frame_samples, device),
                 ring=self.encoder_transformer.init_ring(batch, device),
-                down=torch.zeros(batch, width, overlap, device=device),
+                down=torch.zeros(batch, *self.downsample.conv.state_shape(steps), device=device),
                 started=torch.zeros(batch, dtype=torch.bool, device=device),
             ),
             decoder=mimi_state.DecoderState(
-                up=torch.zeros(batch, width, overlap, device=device),
+                up=torch.zeros(batch, *self.upsample.convtr.state_shape(), device=device),
                 ring=self.decoder_transformer.init_ring(batch, device),
-                convs=self.decoder.init_states(batch, device),
+                convs=self.decoder.init_states(batch, steps, device),
             ),
         )
 

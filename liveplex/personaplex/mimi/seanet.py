@@ -16,8 +16,6 @@ from torch.nn import functional as F
 from liveplex.personaplex.mimi import config as mimi_config
 from liveplex.personaplex.mimi import conv
 
-_Stateful = conv.CausalConv | conv.CausalConvTranspose
-
 
 class ResidualBlock(nn.Module):
     """ELU, conv (kernel 3, channels halved), ELU, 1x1 conv back; identity skip."""
@@ -34,37 +32,53 @@ class ResidualBlock(nn.Module):
 
 
 def _run(modules: nn.ModuleList, x: torch.Tensor, states: Iterator[torch.Tensor]) -> torch.Tensor:
-    """Apply a stack of ELUs, streaming convs and residual blocks, consuming states in order."""
+    """Apply a stack of ELUs, streaming convs and residual blocks, consuming states in order. An
+    ELU before a conv is that conv's (`CausalConv.step(elu=True)`: it writes into the window)."""
+    elu = False
     for module in modules:
         if isinstance(module, nn.ELU):
-            x = F.elu(x)
-        elif isinstance(module, ResidualBlock):
-            x = module.step(x, states)
-        elif isinstance(module, conv.CausalConv):
-            x = module.step(x, next(states) if module.context else None)
+            assert not elu, "two ELUs in a row"
+            elu = True
+            continue
+        if isinstance(module, conv.CausalConv):
+            x = module.step(x, next(states) if module.context else None, elu=elu)
         else:
-            assert isinstance(module, conv.CausalConvTranspose)
-            x = module.step(x, next(states))
-    return x
+            x = F.elu(x) if elu else x
+            if isinstance(module, ResidualBlock):
+                x = module.step(x, states)
+            else:
+                assert isinstance(module, conv.CausalConvTranspose)
+                x = module.step(x, next(states))
+        elu = False
+    return F.elu(x) if elu else x
 
 
-def _stateful(modules: nn.ModuleList) -> list[_Stateful]:
-    """The convs that keep state, in execution order."""
-    found: list[_Stateful] = []
+def _state_shapes(modules: nn.ModuleList, chunk: int) -> tuple[list[tuple[int, int]], int]:
+    """Per-row shapes of the stack's states, in execution order, for input chunks of `chunk`
+    samples; and the chunk it outputs."""
+    found: list[tuple[int, int]] = []
     for module in modules:
         if isinstance(module, ResidualBlock):
-            found += _stateful(module.block)
-        elif isinstance(module, conv.CausalConvTranspose) or (isinstance(module, conv.CausalConv) and module.context):
-            found.append(module)
-    return found
+            inner, _ = _state_shapes(module.block, chunk)
+            found += inner
+        elif isinstance(module, conv.CausalConvTranspose):
+            found.append(module.state_shape())
+            chunk *= module.stride
+        elif isinstance(module, conv.CausalConv):
+            if module.context:
+                found.append(module.state_shape(chunk))
+            chunk //= module.stride
+    return found, chunk
 
 
 class _Seanet(nn.Module):
     model: nn.ModuleList
 
-    def init_states(self, batch: int, device: torch.device) -> tuple[torch.Tensor, ...]:
-        """Fresh (zero) per-row states of every stateful conv, in execution order."""
-        return tuple(torch.zeros(batch, *m.state_shape(), device=device) for m in _stateful(self.model))
+    def init_states(self, batch: int, chunk: int, device: torch.device) -> tuple[torch.Tensor, ...]:
+        """Fresh (zero) per-row states of every stateful conv, in execution order, for input
+        chunks of `chunk` samples."""
+        shapes, _ = _state_shapes(self.model, chunk)
+        return tuple(torch.zeros(batch, *shape, device=device) for shape in shapes)
 
     def step(self, x: torch.Tensor, states: tuple[torch.Tensor, ...]) -> torch.Tensor:
         """One chunk through the stack; `states` (from `init_states`) are updated in place."""

@@ -20,10 +20,8 @@ from liveplex.personaplex import slots
 class RingState(slots.RowState):
     """KV ring of one Mimi transformer (spec §1.4: 250 steps at 25 Hz per layer)."""
 
-    keys: tuple[torch.Tensor, ...]
-    """Per layer, [B, heads, context, head_dim], RoPE applied; slot = step mod context."""
-    values: tuple[torch.Tensor, ...]
-    """Per layer, [B, heads, context, head_dim]."""
+    kv: tuple[torch.Tensor, ...]
+    """Per layer, [B, 2, heads, context, head_dim]: K (RoPE applied) and V; slot = step mod context."""
     pos: torch.Tensor
     """[B] int64: 25 Hz steps consumed so far (the next step's position)."""
 
@@ -33,11 +31,12 @@ class EncoderState(slots.RowState):
     """Streaming state of the encoding path: SEANet, transformer, downsample."""
 
     convs: tuple[torch.Tensor, ...]
-    """Left contexts of SEANet's convs with kernel > stride, in execution order, [B, C_in, k - s]."""
+    """Windows of SEANet's convs with kernel > stride, in execution order, [B, C_in, k - s + T]:
+    the left context, then the frame's chunk of T samples at that conv (`conv.CausalConv`)."""
     ring: RingState
     """Encoder transformer KV ring."""
     down: torch.Tensor
-    """[B, dimension, 2]: the downsample conv's left context."""
+    """[B, dimension, 2 + 2]: the downsample conv's window (left context, then the frame's 2 steps)."""
     started: torch.Tensor
     """[B] bool: false until the first frame, when the downsample replicates its first input."""
 
@@ -51,12 +50,12 @@ class DecoderState(slots.RowState):
     ring: RingState
     """Decoder transformer KV ring."""
     convs: tuple[torch.Tensor, ...]
-    """SEANet decoder: conv left contexts and transposed-conv overlaps, in execution order."""
+    """SEANet decoder: conv windows and transposed-conv overlaps, in execution order."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class MimiState(slots.RowState):
-    """Everything a Mimi session keeps between frames (≈16.5 MB per row for the real codec)."""
+    """Everything a Mimi session keeps between frames (≈19.6 MB per row for the real codec)."""
 
     encoder: EncoderState
     decoder: DecoderState
