@@ -44,7 +44,7 @@ class PodSettings:
     pace_lead_ms: float = 12.0
     """A tick's frames leave this long after the tick is due, or when computed if later
     (`live.pacing`): tick jitter shorter than it becomes a constant delay."""
-    pace_spread_ms: float = 0.0
+    pace_spread_ms: float = 20.0
     """...in waves 1 ms apart over this long (0: one burst)."""
 
     @property
