@@ -131,6 +131,11 @@ class Handoff:
         self._dirty: list[_OutputPipe] = []
         self._lock = threading.Lock()
 
+    @property
+    def on_loop(self) -> bool:
+        """Receivers are woken on an event loop (and see only what a flush released)."""
+        return self._loop is not None
+
     def mark(self, pipe: _OutputPipe) -> None:
         if not pipe.marked:
             pipe.marked = True
@@ -139,32 +144,47 @@ class Handoff:
 
     def flush(self, wait_ns: int = 0, spread_ns: int = 0) -> None:
         """Wake every receiver written to since the last flush (call from the engine thread):
-        `wait_ns` from now, in waves over `spread_ns` (`pacing.waves`), in the order written."""
+        `wait_ns` from now, in waves over `spread_ns` (`pacing.waves`), in join order.
+
+        Join order, not the order written: a session whose `Started` was written first in its
+        first tick (a prefill, a start taken just before the tick) would lead that tick's burst
+        and then fall back to its place, so every later frame would arrive a burst (or a whole
+        spread) behind its first, for the whole call."""
         with self._lock:
             if not self._dirty:
                 return
             pipes, self._dirty = self._dirty, []
         for pipe in pipes:
             pipe.marked = False
+        pipes.sort(key=_join_order)
         if self._loop is None:
             return
+        releases = [(pipe, pipe.written, pipe.sink_gone) for pipe in pipes]
         try:
             if wait_ns or spread_ns:
-                self._loop.call_soon_threadsafe(_wake_paced, self._loop, pipes, wait_ns, spread_ns,
+                self._loop.call_soon_threadsafe(_wake_paced, self._loop, releases, wait_ns, spread_ns,
                                                 time.perf_counter_ns())
             else:
-                self._loop.call_soon_threadsafe(_wake_all, pipes)
+                self._loop.call_soon_threadsafe(_wake_all, releases)
         except RuntimeError:  # the loop is closed: nobody is listening any more
             pass
 
 
-def _wake_paced(loop: asyncio.AbstractEventLoop, pipes: list[_OutputPipe], wait_ns: int, spread_ns: int,
+def _join_order(pipe: _OutputPipe) -> int:
+    return pipe.order
+
+
+_Release = tuple["_OutputPipe", int, bool]
+"""A pipe as a flush left it: outputs written so far, and whether its sink was gone."""
+
+
+def _wake_paced(loop: asyncio.AbstractEventLoop, releases: list[_Release], wait_ns: int, spread_ns: int,
                 flushed_ns: int) -> None:
-    """On the loop: wake each wave now or on a timer, counting the hop from the engine thread."""
+    """On the loop: release each wave now or on a timer, counting the hop from the engine thread."""
     hop_ns = time.perf_counter_ns() - flushed_ns
     start = 0
-    for end, delay_ns in pacing.waves(len(pipes), wait_ns - hop_ns, spread_ns):
-        wave = pipes[start:end]
+    for end, delay_ns in pacing.waves(len(releases), wait_ns - hop_ns, spread_ns):
+        wave = releases[start:end]
         start = end
         if delay_ns <= 0:
             _wake_all(wave)
@@ -172,8 +192,16 @@ def _wake_paced(loop: asyncio.AbstractEventLoop, pipes: list[_OutputPipe], wait_
             loop.call_later(delay_ns / 1e9, _wake_all, wave)
 
 
-def _wake_all(pipes: list[_OutputPipe]) -> None:
-    for pipe in pipes:
+def _wake_all(releases: list[_Release]) -> None:
+    """Make what each flush covered visible to its receiver, then wake the receiver. Outputs the
+    engine wrote after that flush stay invisible until their own, even to a receiver woken
+    early by another one (a `Started` flushed at once just before the tick), so a paced frame
+    never leaves ahead of its wave."""
+    for pipe, written, gone in releases:
+        if written > pipe.visible:
+            pipe.visible = written
+        if gone:
+            pipe.gone_visible = True
         listener = pipe.listener
         if listener is not None:
             listener()
@@ -185,16 +213,37 @@ def _resolve(future: asyncio.Future[None]) -> None:
 
 
 class _OutputPipe:
-    __slots__ = ("items", "receiver_closed", "sink_gone", "listener", "marked", "handoff",
-                 "__weakref__")
+    __slots__ = ("items", "receiver_closed", "sink_gone", "listener", "marked", "handoff", "order",
+                 "written", "visible", "taken", "gone_visible", "held", "__weakref__")
 
-    def __init__(self, handoff: Handoff) -> None:
+    def __init__(self, handoff: Handoff, order: int) -> None:
+        self.order = order
+        """The session's submission id: hand-offs wake pipes in this order."""
         self.items: deque[contract.Output] = deque()
         self.receiver_closed = False
         self.sink_gone = False
         self.listener: Callable[[], None] | None = None
         self.marked = False
         self.handoff = handoff
+        self.held = handoff.on_loop
+        """Outputs become visible only when a flush releases them (`_wake_all`); without a
+        loop (pure tests) everything written is visible at once."""
+        self.written = 0
+        """Outputs the engine wrote (engine thread)."""
+        self.visible = 0
+        """Outputs released to the receiver (loop thread)."""
+        self.taken = 0
+        """Outputs the receiver drained (loop thread)."""
+        self.gone_visible = False
+        """A release said the sink is gone: after the visible outputs, nothing more comes."""
+
+    def ready(self) -> int:
+        """Outputs the receiver may drain now."""
+        return self.visible - self.taken if self.held else len(self.items)
+
+    def gone(self) -> bool:
+        """The receiver may know that nothing more will ever arrive."""
+        return self.gone_visible if self.held else self.sink_gone
 
 
 def _drop_sink(pipe: _OutputPipe) -> None:
@@ -218,6 +267,7 @@ class OutputSink:
         if pipe.receiver_closed or pipe.sink_gone:
             return False
         pipe.items.append(output)
+        pipe.written += 1
         if not pipe.marked:
             pipe.handoff.mark(pipe)
         return True
@@ -237,21 +287,22 @@ class OutputReceiver:
 
     def drain(self) -> list[contract.Output]:
         """Everything delivered so far, in order; never waits."""
-        items = self._pipe.items
-        out = []
-        while items:
-            out.append(items.popleft())
+        pipe = self._pipe
+        popleft = pipe.items.popleft
+        out = [popleft() for _ in range(pipe.ready())]
+        pipe.taken += len(out)
         return out
 
     @property
     def ended(self) -> bool:
         """The sink is gone and every output was drained: nothing more will ever arrive."""
-        return self._pipe.sink_gone and not self._pipe.items
+        pipe = self._pipe
+        return pipe.gone() and not pipe.ready()
 
     async def next(self) -> list[contract.Output]:
         """Wait for outputs; an empty list means the sink is gone and nothing more will come."""
         pipe = self._pipe
-        while not pipe.items and not pipe.sink_gone:
+        while not pipe.ready() and not pipe.gone():
             woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             # handoffs run on this loop, so nothing lands between the check above and this line
             self.listen(functools.partial(_resolve, woken))
@@ -348,9 +399,9 @@ class LiveHandle(_End):
                 return Rejected.STOPPED
             if len(q.items) >= q.capacity:
                 return Rejected.FULL
-            audio_pipe, output_pipe = _AudioPipe(), _OutputPipe(q.handoff)
-            sub = LiveSubmission(next(q.ids), session, AudioReceiver(audio_pipe),
-                                 OutputSink(output_pipe))
+            sub_id = next(q.ids)
+            audio_pipe, output_pipe = _AudioPipe(), _OutputPipe(q.handoff, sub_id)
+            sub = LiveSubmission(sub_id, session, AudioReceiver(audio_pipe), OutputSink(output_pipe))
             q.items.append(sub)
             q.cond.notify()
         return Opened(sub.id, session, AudioSender(audio_pipe), OutputReceiver(output_pipe))

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from liveplex.live import Audio, Opened, Pacing, Session, live_channel, pacing
+from liveplex.live import Audio, Closed, CloseReason, Opened, Pacing, Session, Started, live_channel, pacing
 
 from .test_drive import make_info
 
@@ -49,14 +49,15 @@ async def test_a_paced_flush_wakes_each_wave_not_before_its_time_in_join_order()
     for i, o in enumerate(opened):
         assert isinstance(o, Opened)
         o.output.listen(lambda i=i, o=o: (woken.append((i, time.perf_counter_ns())), o.output.drain()))
-    for sub in inbox.drain_nowait():
+    subs = inbox.drain_nowait()
+    for sub in [subs[7], subs[30]] + subs:  # two written first, as a prefill's `Started` would be
         sub.sink.send(Audio(0, bytes(3840)))
     flushed = time.perf_counter_ns()
     inbox.flush(wait_ns=10 * MS, spread_ns=3 * MS)  # 4 waves of 10, 10-13 ms from now
     deadline = time.monotonic() + 5
     while len(woken) < 40 and time.monotonic() < deadline:
         await asyncio.sleep(0.001)
-    assert [i for i, _ in woken] == list(range(40))  # every session once, in the order written
+    assert [i for i, _ in woken] == list(range(40))  # every session once, in join order
     slack = 1.5 * MS  # event loop timers may fire up to a clock tick early
     for i, at in woken:
         assert at - flushed >= 10 * MS + (i // 10) * MS - slack, (i, (at - flushed) / MS)
@@ -71,4 +72,26 @@ async def test_an_unpaced_flush_wakes_every_receiver_at_once() -> None:
     sub.sink.send(Audio(0, bytes(3840)))
     inbox.flush()
     assert await asyncio.wait_for(o.output.next(), 1) == [Audio(0, bytes(3840))]
+    handle.close()
+
+
+async def test_a_receiver_woken_early_does_not_take_a_paced_frame_before_its_wave() -> None:
+    handle, inbox = live_channel(make_info(max_sessions=1), loop=asyncio.get_running_loop())
+    o = handle.start(Session(voice="NATF2", instructions="hi"))
+    assert isinstance(o, Opened)
+    (sub,) = inbox.drain_nowait()
+    sub.sink.send(Started())
+    inbox.flush()  # at once: its wake runs only after the tick below has written frame 0
+    sub.sink.send(Audio(0, bytes(3840)))
+    flushed = time.perf_counter_ns()
+    inbox.flush(wait_ns=10 * MS)
+    assert await asyncio.wait_for(o.output.next(), 1) == [Started()]
+    assert await asyncio.wait_for(o.output.next(), 1) == [Audio(0, bytes(3840))]
+    assert time.perf_counter_ns() - flushed >= 10 * MS - 1.5 * MS
+    sub.sink.send(Closed(CloseReason.HANGUP, 1, 0, 0))
+    sub.sink.drop()
+    assert not o.output.ended  # the end is news only once a flush releases it
+    inbox.flush()
+    assert await asyncio.wait_for(o.output.next(), 1) == [Closed(CloseReason.HANGUP, 1, 0, 0)]
+    assert await asyncio.wait_for(o.output.next(), 1) == [] and o.output.ended
     handle.close()
