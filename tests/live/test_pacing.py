@@ -28,9 +28,10 @@ def test_waves_hand_out_every_output_once_in_order_one_step_apart(n: int, wait: 
 
 
 def test_without_a_spread_a_tick_leaves_in_one_wave() -> None:
+    step = pacing.STEP_NS
     assert pacing.waves(300, 5 * MS, 0) == [(300, 5 * MS)]
-    assert pacing.waves(300, 0, 19 * MS) == [(15 * k, (k - 1) * MS) for k in range(1, 21)]
-    assert pacing.waves(3, 0, 50 * MS) == [(1, 0), (2, MS), (3, 2 * MS)]  # at most one wave per output
+    assert pacing.waves(300, 0, 5 * step) == [(50 * k, (k - 1) * step) for k in range(1, 7)]
+    assert pacing.waves(3, 0, 50 * step) == [(1, 0), (2, step), (3, 2 * step)]  # at most one wave per output
 
 
 def test_a_tick_waits_for_due_plus_lead_or_not_at_all_once_later() -> None:
@@ -53,14 +54,14 @@ async def test_a_paced_flush_wakes_each_wave_not_before_its_time_in_join_order()
     for sub in [subs[7], subs[30]] + subs:  # two written first, as a prefill's `Started` would be
         sub.sink.send(Audio(0, bytes(3840)))
     flushed = time.perf_counter_ns()
-    inbox.flush(wait_ns=10 * MS, spread_ns=3 * MS)  # 4 waves of 10, 10-13 ms from now
+    inbox.flush(wait_ns=10 * MS, spread_ns=3 * pacing.STEP_NS)  # 4 waves of 10, one step apart from 10 ms on
     deadline = time.monotonic() + 5
     while len(woken) < 40 and time.monotonic() < deadline:
         await asyncio.sleep(0.001)
     assert [i for i, _ in woken] == list(range(40))  # every session once, in join order
     slack = 1.5 * MS  # event loop timers may fire up to a clock tick early
     for i, at in woken:
-        assert at - flushed >= 10 * MS + (i // 10) * MS - slack, (i, (at - flushed) / MS)
+        assert at - flushed >= 10 * MS + (i // 10) * pacing.STEP_NS - slack, (i, (at - flushed) / MS)
     handle.close()
 
 
