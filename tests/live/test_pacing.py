@@ -9,7 +9,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from liveplex.live import Audio, Closed, CloseReason, Opened, Pacing, Session, Started, live_channel, pacing
+from liveplex.live import (
+    Audio,
+    Closed,
+    CloseReason,
+    LiveHandle,
+    LiveSubmission,
+    Opened,
+    Pacing,
+    Session,
+    Started,
+    live_channel,
+    pacing,
+)
+from liveplex.live.channel import LiveInbox
 
 from .test_drive import make_info
 
@@ -65,11 +78,17 @@ async def test_a_paced_flush_wakes_each_wave_not_before_its_time_in_join_order()
     handle.close()
 
 
-async def test_an_unpaced_flush_wakes_every_receiver_at_once() -> None:
-    handle, inbox = live_channel(make_info(max_sessions=2), loop=asyncio.get_running_loop())
+def one_session(loop: asyncio.AbstractEventLoop) -> tuple[LiveHandle, LiveInbox, Opened, LiveSubmission]:
+    """A channel on `loop` with one session taken: the front end's and the engine's ends of it."""
+    handle, inbox = live_channel(make_info(max_sessions=1), loop=loop)
     o = handle.start(Session(voice="NATF2", instructions="hi"))
     assert isinstance(o, Opened)
     (sub,) = inbox.drain_nowait()
+    return handle, inbox, o, sub
+
+
+async def test_an_unpaced_flush_wakes_every_receiver_at_once() -> None:
+    handle, inbox, o, sub = one_session(asyncio.get_running_loop())
     sub.sink.send(Audio(0, bytes(3840)))
     inbox.flush()
     assert await asyncio.wait_for(o.output.next(), 1) == [Audio(0, bytes(3840))]
@@ -77,10 +96,7 @@ async def test_an_unpaced_flush_wakes_every_receiver_at_once() -> None:
 
 
 async def test_a_receiver_woken_early_does_not_take_a_paced_frame_before_its_wave() -> None:
-    handle, inbox = live_channel(make_info(max_sessions=1), loop=asyncio.get_running_loop())
-    o = handle.start(Session(voice="NATF2", instructions="hi"))
-    assert isinstance(o, Opened)
-    (sub,) = inbox.drain_nowait()
+    handle, inbox, o, sub = one_session(asyncio.get_running_loop())
     sub.sink.send(Started())
     inbox.flush()  # at once: its wake runs only after the tick below has written frame 0
     sub.sink.send(Audio(0, bytes(3840)))
