@@ -156,9 +156,9 @@ class Handoff:
             pipes, self._dirty = self._dirty, []
         for pipe in pipes:
             pipe.marked = False
-        pipes.sort(key=_join_order)
         if self._loop is None:
             return
+        pipes.sort(key=_join_order)
         releases = [(pipe, pipe.written, pipe.sink_gone) for pipe in pipes]
         try:
             if wait_ns or spread_ns:
