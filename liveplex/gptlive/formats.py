@@ -70,18 +70,21 @@ def codec(fmt: AudioFormat) -> Codec:
 class Inbound:
     """Caller audio of one session: wire bytes -> 24 kHz s16le for the engine."""
 
-    __slots__ = ("codec", "_resampler")
+    __slots__ = ("codec", "max_bytes", "_resampler", "_passthrough")
 
     def __init__(self, fmt: AudioFormat) -> None:
         self.codec = codec(fmt)
+        self.max_bytes = self.codec.max_chunk_bytes()
+        """The longest chunk an append may carry, in wire bytes."""
         self._resampler = (None if fmt.rate == frames.SAMPLE_RATE
                            else Resampler(fmt.rate, frames.SAMPLE_RATE))
+        self._passthrough = self._resampler is None and self.codec.native
 
     def convert(self, data: bytes, muted: bool) -> bytes:
         """Engine bytes for a validated chunk (whole samples); muted audio becomes zeros of the
         same decoded length, still through the resampler so the timeline runs on. May return b""
         while a 10 ms block is incomplete."""
-        if self._resampler is None and self.codec.native:
+        if self._passthrough:
             return bytes(len(data)) if muted else data
         samples = self.codec.to_samples(data)
         if muted:
@@ -94,17 +97,18 @@ class Inbound:
 class Outbound:
     """Model audio of one session: one 24 kHz engine frame -> exactly one frame in the format."""
 
-    __slots__ = ("codec", "_resampler")
+    __slots__ = ("codec", "_resampler", "_passthrough")
 
     def __init__(self, fmt: AudioFormat) -> None:
         self.codec = codec(fmt)
         self._resampler = (None if fmt.rate == frames.SAMPLE_RATE
                            else Resampler(frames.SAMPLE_RATE, fmt.rate))
+        self._passthrough = self.codec.native
 
     def convert(self, pcm: bytes) -> bytes:
         """`pcm` is one engine frame (FRAME_BYTES of s16le); raises ValueError otherwise when
         transcoding, since the output would no longer be one frame."""
-        if self.codec.native:
+        if self._passthrough:
             return pcm
         if len(pcm) != frames.FRAME_BYTES:
             raise ValueError(f"engine frame of {len(pcm)} bytes, expected {frames.FRAME_BYTES}")

@@ -248,17 +248,20 @@ class LiveSocket:
     # --- actions ----------------------------------------------------------------------------------
 
     def perform(self, actions: list[connection.Action]) -> None:
-        """Do what `Connection` asked, in order; sends are written in one go at the end."""
+        """Do what `Connection` asked, in order; sends are written in one go at the end (a batch
+        without sends or a close writes nothing: backends that send perform their own batch)."""
         close_code: int | None = None
+        sent = False
         for action in actions:
             kind = type(action)
-            if kind is connection.Send:
+            if kind is connection.Append:  # caller audio, four per frame sent: tested first
+                if self._leg is not None:
+                    self._leg.append(action.pcm)
+            elif kind is connection.Send:
+                sent = True
                 self._send(events.dump(action.event), action.frame)
                 if not action.frame:
                     self._stats.record(action)
-            elif kind is connection.Append:
-                if self._leg is not None:
-                    self._leg.append(action.pcm)
             elif kind is connection.Start:
                 self._leg = self._backend.start(action, self)
             elif kind is connection.Hangup:
@@ -270,7 +273,8 @@ class LiveSocket:
                 close_code = action.code
             else:
                 self._outcome(action)
-        self._flush(close_code)
+        if sent or close_code is not None:
+            self._flush(close_code)
         self._track()
 
     def relay(self, text: str, frame: bool) -> None:
