@@ -108,11 +108,8 @@ class AudioReceiver:
 
     def drain(self) -> list[bytes]:
         """Every chunk queued so far, oldest first."""
-        chunks = self._pipe.chunks
-        out = []
-        while chunks:
-            out.append(chunks.popleft())
-        return out
+        popleft = self._pipe.chunks.popleft
+        return [popleft() for _ in range(len(self._pipe.chunks))]  # the front end may append meanwhile
 
 
 # --- outputs ------------------------------------------------------------------------------------

@@ -37,8 +37,9 @@ class Line:
     def listen(self) -> contract.CloseReason | None:
         """Take the caller's queued audio; say why the session must end now, if it must."""
         hung_up = self.input.closed  # read before draining: chunks queued before a hangup count
-        for chunk in self.input.drain():
-            self.jitter.push(chunk)
+        chunks = self.input.drain()
+        if chunks:  # one push of the tick's bytes: the same stream as a push per chunk
+            self.jitter.push(chunks[0] if len(chunks) == 1 else b"".join(chunks))
         if hung_up:
             return contract.CloseReason.HANGUP
         if self.frames >= self.max_frames:
