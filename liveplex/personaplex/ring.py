@@ -1,15 +1,15 @@
 """The per-session temporal KV ring: slot indexing, the valid window, and attention over it.
 
-Each session owns one row of a preallocated pool, `[slots, layers, context, 2, heads, head_dim]`:
-K and V of a position side by side, so that one index copy writes both, and token-major, so the
-pool is one packed sequence of keys `[slots * layers * context, heads, head_dim]` and one of
-values for the varlen kernel (its kv-packed layout: rows `2 * heads * head_dim` apart). Position p lives in ring slot `p mod context`
-and is never moved. Keys are stored after RoPE, so attention does not care where a position sits
-in the ring; it only needs the row's window (spec personaplex §3.6, §5.6): a row at position p
-reads positions max(0, p - context + 1)..p, i.e. at most `context` keys, itself included
-(upstream moshi 0.2.13's bounds, not the reference's off-by-one). Those always fill a prefix of the
-ring: slots 0..p until the ring wraps, all of it afterwards. So a row's window is its valid
-length `min(p + 1, context)`, nothing else.
+Each session owns one row of a preallocated pool, `[slots, layers, context, 2, heads, head_dim]`: K
+and V of a position side by side, so that one index copy writes both, and token-major, so the pool
+is one packed sequence of keys `[slots * layers * context, heads, head_dim]` and one of values for
+the varlen kernel (its kv-packed layout: rows `2 * heads * head_dim` apart). Position p lives in
+ring slot `p mod context` and is never moved. Keys are stored after RoPE, so attention does not
+care where a position sits in the ring; it only needs the row's window (spec personaplex §3.6,
+§5.6): a row at position p reads positions max(0, p - context + 1)..p, i.e. at most `context` keys,
+itself included (upstream moshi 0.2.13's bounds, not the reference's off-by-one). Those always fill
+a prefix of the ring: slots 0..p until the ring wraps, all of it afterwards. So a row's window is
+its valid length `min(p + 1, context)`, nothing else.
 
 Two interchangeable backends (spec §5.6), chosen per engine:
 

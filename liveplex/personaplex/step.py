@@ -24,7 +24,7 @@ from typing import Protocol
 
 import torch
 
-from liveplex.personaplex import config, depformer, prompt, ring, sampling, slots, temporal
+from liveplex.personaplex import config, depformer, kernels, prompt, ring, sampling, slots, temporal
 
 A = config.AGENT_CODEBOOKS
 
@@ -100,10 +100,12 @@ def sampled_draws(sample: sampling.Sampling, key: torch.Tensor, column: torch.Te
                   card: int, lanes: sampling.Lanes | None = None) -> Draw:
     """The served draws of one tick for rows with sampling `key` and drawn `column` [B]: greedy, or
     the race, its noise hashed once for all nine draws (`sampling.races`: every id at once with
-    the engine's `lanes`, off the CPU; the candidates only without)."""
+    the engine's `lanes`, off the CPU, in one kernel where fused, `kernels.noise`; the candidates
+    only without)."""
     if sample.greedy:
         return lambda logits, stream: sampling.draw(logits, greedy=True, temperature=1.0, top_k=1, race=None)
-    races = sampling.races(key, column, draw_cards(text_card, card), lanes)
+    table = None if lanes is None else kernels.lane_noise(key, column, lanes)
+    races = sampling.races(key, column, draw_cards(text_card, card), table)
 
     def draw(logits: torch.Tensor, stream: int) -> torch.Tensor:
         if stream == 0:

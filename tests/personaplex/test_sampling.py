@@ -12,17 +12,22 @@ seeds = st.integers(min_value=-(2 ** 63), max_value=2 ** 63 - 1)
 columns = st.integers(min_value=0, max_value=10 ** 7)
 
 
+def _whole(key: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...]) -> list[sampling.Race]:
+    """The races gathered from the noise of every lane, as off the CPU."""
+    lanes = sampling.Lanes.of(cards, "cpu")
+    return sampling.races(key, column, cards, sampling.lane_noise(key, column, lanes.stream, lanes.ids))
+
+
 def _race(seeds: list[int], columns: list[int], stream: int, card: int) -> sampling.Race:
     cards = (1,) * stream + (card,)
-    return sampling.races(sampling.key(torch.tensor(seeds)), torch.tensor(columns), cards,
-                          sampling.Lanes.of(cards, "cpu"))[stream]
+    return _whole(sampling.key(torch.tensor(seeds)), torch.tensor(columns), cards)[stream]
 
 
 def test_a_ticks_races_whole_or_by_candidates_are_each_draws_own_noise():
     key, column = sampling.key(torch.tensor([3, -9])), torch.tensor([40, 41])
     assert key.tolist() == [sampling.key(3), sampling.key(-9)]  # the host's key is the device's
     cards = (7, 5, 5, 9)
-    whole = sampling.races(key, column, cards, sampling.Lanes.of(cards, "cpu"))
+    whole = _whole(key, column, cards)
     by_candidates = sampling.races(key, column, cards)
     for s, card in enumerate(cards):
         ids = torch.tensor([[card - 1, 0, 2], [1, 1, card - 2]])
