@@ -39,8 +39,8 @@ Stages, the JSON rewritten after each, so a failure late still leaves the earlie
    `flash` backend against `masked` (eager, greedy), tokens identical;
 9. fused kernels (`personaplex.kernels`, run by the tick on CUDA with Triton): each op against
    its eager composition on the device at the tick's shapes (64 rows, the real FFN widths and
-   draws): the largest differences, and the CUDA kernels one call launches (the counts take it
-   as one). Skipped, saying so, off CUDA or without Triton.
+   draws): the largest differences (the race: tokens identical), and the CUDA kernels one call
+   launches (the counts take it as one). Skipped, saying so, off CUDA or without Triton.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ from liveplex.personaplex import (
     sampling,
     step,
 )
-from liveplex.personaplex.kernels import gate, noise
+from liveplex.personaplex.kernels import gate, noise, race
 
 RESERVE_BYTES = 8 * 2 ** 30
 """Kept free for activations, graphs and the allocator (spec §5.1 `memory_reserve_gib`)."""
@@ -322,10 +322,19 @@ def _fused(lm: checkpoint.LM, device: torch.device) -> dict[str, object]:
     lanes = sampling.Lanes.of(step.draw_cards(cfg.text_card, cfg.card), device)
     key = sampling.key(torch.randint(-2 ** 62, 2 ** 62, (FUSED_ROWS,), device=device, generator=gen))
     column = torch.randint(0, 10 ** 6, (FUSED_ROWS,), device=device, generator=gen)
-    report["race_noise"] = {
-        "vs_eager": _difference(noise.race_noise(key, column, lanes.stream, lanes.ids),
-                                sampling.lane_noise(key, column, lanes.stream, lanes.ids)),
-        "kernels_per_call": _launches(lambda: noise.race_noise(key, column, lanes.stream, lanes.ids))}
+    hashed = (key, column, lanes.stream, lanes.ids)
+    table = noise.race_noise(*hashed)
+    report["race_noise"] = {"vs_eager": _difference(table, sampling.lane_noise(*hashed)),
+                            "kernels_per_call": _launches(lambda: noise.race_noise(*hashed))}
+    sample = sampling.Sampling()
+    for name, draw, top_k, temperature in (("text", 0, sample.text_top_k, sample.text_temperature),
+                                           ("audio", 1, sample.audio_top_k, sample.audio_temperature)):
+        columns = lanes.split(table)[draw]
+        top = sampling.candidates(torch.randn(FUSED_ROWS, columns.shape[1], device=device, generator=gen), top_k)
+        args = (top.values, top.indices, columns, temperature)
+        report[f"race_winner_{name}"] = {"tokens_identical": bool(torch.equal(race.race_winner(*args),
+                                                                              race.reference(*args))),
+                                         "kernels_per_call": _launches(lambda args=args: race.race_winner(*args))}
     return report
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -86,6 +87,11 @@ class Lanes:
         ids = torch.cat([torch.arange(c, device=device) for c in cards])
         return cls(cards, stream, ids)
 
+    def split(self, table: torch.Tensor) -> list[torch.Tensor]:
+        """Each draw's columns of a [B, sum(cards)] table (`lane_noise`): [B, cards[s]] views."""
+        assert table.shape[-1] == sum(self.cards), "a table of other draws"
+        return [table[:, end - card:end] for card, end in zip(self.cards, itertools.accumulate(self.cards))]
+
 
 def lane_noise(key_: torch.Tensor, column: torch.Tensor, stream: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """The race noise (`Race`'s values) of lanes `stream`, `ids` [L] (`Lanes`) for rows with keys and
@@ -93,27 +99,12 @@ def lane_noise(key_: torch.Tensor, column: torch.Tensor, stream: torch.Tensor, i
     return _noise(_uniforms(_stream_hash(key_, column, stream) ^ ids))
 
 
-def races(key_: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...],
-          table: torch.Tensor | None = None) -> list[Race]:
+def races(key_: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...]) -> list[Race]:
     """The `Race` of each draw 0..len(cards)-1 of one column (draw s over `cards[s]` token ids),
-    the hash of key and column shared by all of them.
-
-    key_, column: [B] int64 (`key` of the seeds). With `table`, the noise of every token id of
-    every draw, [B, sum(cards)] (`lane_noise` of `Lanes.of(cards)`, or its fused kernel): each draw
-    gathers its candidates from it, a handful of kernels per tick, for CUDA, where a tick's cost
-    is its kernel count. Without: hash each draw's candidates only, when it asks: far less
-    arithmetic, for the CPU. Same values.
-    """
-    if table is None:
-        h = _stream_hash(key_, column, torch.arange(len(cards), device=key_.device))
-        return [functools.partial(_race_of, h[:, s]) for s in range(len(cards))]
-    assert table.shape[-1] == sum(cards), "a table of other draws"
-    out: list[Race] = []
-    first = 0
-    for card in cards:
-        out.append(functools.partial(_gathered, table[:, first:first + card]))
-        first += card
-    return out
+    hashing only the candidates a draw asks for: far less arithmetic than every lane
+    (`lane_noise`), for the CPU. key_, column: [B] int64 (`key` of the seeds)."""
+    h = _stream_hash(key_, column, torch.arange(len(cards), device=key_.device))
+    return [functools.partial(_race_of, h[:, s]) for s in range(len(cards))]
 
 
 def _noise(u: torch.Tensor) -> torch.Tensor:
@@ -122,10 +113,6 @@ def _noise(u: torch.Tensor) -> torch.Tensor:
 
 def _race_of(h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     return _noise(_uniforms(h[:, None] ^ ids))
-
-
-def _gathered(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    return table.gather(-1, ids)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -144,15 +131,30 @@ def draw(logits: torch.Tensor, *, greedy: bool, temperature: float, top_k: int,
          race: Race | None) -> torch.Tensor:
     """One token per row: [B, V] logits -> [B] int64.
 
-    Greedy: argmax, ties to the lowest id. Otherwise keep the top k logits z and take
-    `argmax(z / temperature - log(-log U))`, a draw from the softmax of `z / temperature` over
-    the kept tokens, as `argmax(z - temperature log(-log U))` (the same argmax; one kernel for
-    the temperature and the noise); `race` is the draw's noise (`races`).
+    Greedy: argmax, ties to the lowest id. Otherwise keep the top k logits z (`candidates`) and
+    take `argmax(z / temperature - log(-log U))`, a draw from the softmax of `z / temperature`
+    over the kept tokens (`winner`); `race` is the draw's noise (`races`).
     """
     if greedy:
         return torch.argmax(logits, dim=-1)
     assert race is not None, "a sampled draw needs its noise"
+    top = candidates(logits, top_k)
+    return winner(top.values, top.indices, race(top.indices), temperature)
+
+
+def candidates(logits: torch.Tensor, top_k: int) -> torch.return_types.topk:
+    """A sampled draw's candidates: the top k of [B, V] logits, in fp32, largest first ([B, k]
+    values and ids)."""
     z = logits.float()
-    top = torch.topk(z, min(top_k, z.shape[-1]), dim=-1)
-    scores = torch.add(top.values, race(top.indices), alpha=-temperature)
-    return top.indices.gather(-1, torch.argmax(scores, dim=-1, keepdim=True))[:, 0]
+    return torch.topk(z, min(top_k, z.shape[-1]), dim=-1)
+
+
+def winner(values: torch.Tensor, ids: torch.Tensor, noise: torch.Tensor, temperature: float) -> torch.Tensor:
+    """The race among candidates: values, ids and their noise `log(-log U)` [B, k] -> [B] int64.
+
+    `argmax(z - temperature log(-log U))`, the same argmax as `z / temperature - log(-log U)`
+    with one kernel for the temperature and the noise; ties to the first candidate (the largest
+    logit). `kernels.race` does this and the noise's gather in one kernel.
+    """
+    scores = torch.add(values, noise, alpha=-temperature)
+    return ids.gather(-1, torch.argmax(scores, dim=-1, keepdim=True))[:, 0]

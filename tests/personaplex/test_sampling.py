@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,7 +17,8 @@ columns = st.integers(min_value=0, max_value=10 ** 7)
 def _whole(key: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...]) -> list[sampling.Race]:
     """The races gathered from the noise of every lane, as off the CPU."""
     lanes = sampling.Lanes.of(cards, "cpu")
-    return sampling.races(key, column, cards, sampling.lane_noise(key, column, lanes.stream, lanes.ids))
+    noise = lanes.split(sampling.lane_noise(key, column, lanes.stream, lanes.ids))
+    return [functools.partial(torch.gather, n, -1) for n in noise]
 
 
 def _race(seeds: list[int], columns: list[int], stream: int, card: int) -> sampling.Race:
