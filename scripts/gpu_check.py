@@ -36,7 +36,11 @@ Stages, the JSON rewritten after each, so a failure late still leaves the earlie
    files next to the report), kernels per tick from it, and the host syncs per tick that
    `torch.cuda.set_sync_debug_mode("warn")` reports (one expected: the download);
 8. sanity: graph replay against eager at B = 4 for 10 greedy ticks, tokens identical; and the
-   `flash` backend against `masked` (eager, greedy), tokens identical.
+   `flash` backend against `masked` (eager, greedy), tokens identical;
+9. fused kernels (`personaplex.kernels`, run by the tick on CUDA with Triton): each op against
+   its eager composition on the device at the tick's shapes (64 rows, the real FFN widths and
+   draws): the largest differences (the race: tokens identical), and the CUDA kernels one call
+   launches (the counts take it as one). Skipped, saying so, off CUDA or without Triton.
 """
 
 from __future__ import annotations
@@ -57,12 +61,15 @@ from liveplex.engine_pod import program, staging
 from liveplex.personaplex import (
     checkpoint,
     config,
+    kernels,
     mimi,
     prefill,
     prompt,
     ring,
     sampling,
+    step,
 )
+from liveplex.personaplex.kernels import gate, noise, race
 
 RESERVE_BYTES = 8 * 2 ** 30
 """Kept free for activations, graphs and the allocator (spec §5.1 `memory_reserve_gib`)."""
@@ -70,6 +77,8 @@ SCHEDULE = prompt.Schedule.UPSTREAM
 SANITY_BATCH = 4
 """Graph replay against eager is checked at this batch size (spec §6.12 item 7)."""
 SANITY_TICKS = 10
+FUSED_ROWS = 64
+"""The fused kernels are checked on this many rows (the largest default bucket)."""
 _GATHERED = ("emb.", "text_emb.", "depformer_text_emb.", "depformer_emb.")  # embeddings: rows gathered, not read
 
 
@@ -279,6 +288,56 @@ def _replay_matches_eager(bench: _Bench, graphs: bool) -> dict[str, object]:
     return report
 
 
+def _launches(call: Callable[[], object]) -> int:
+    """CUDA kernels one call launches (after a first call: Triton compiles on its first launch)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    call()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        call()
+        torch.cuda.synchronize()
+    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+
+
+def _difference(got: torch.Tensor, want: torch.Tensor) -> dict[str, float]:
+    delta = (got.float() - want.float()).abs()
+    return {"max_abs": float(delta.max()), "max_rel": float((delta / want.float().abs().clamp_min(1e-30)).max()),
+            "identical_fraction": float((got == want).float().mean())}
+
+
+def _fused(lm: checkpoint.LM, device: torch.device) -> dict[str, object]:
+    """Each fused op against its eager composition on the device, at the tick's shapes."""
+    if device.type != "cuda" or not kernels.fused(device):
+        return {"skipped": "the fused kernels run on CUDA, with Triton"}
+    cfg, dtype = lm.temporal.cfg, lm.temporal.text_linear.weight.dtype
+    gen = torch.Generator(device=device).manual_seed(0)
+    report: dict[str, object] = {"rows": FUSED_ROWS}
+    for name, hidden in (("temporal", cfg.hidden), ("depformer", cfg.dep_hidden)):
+        y = (3 * torch.randn(FUSED_ROWS, 2 * hidden, device=device, generator=gen)).to(dtype)
+        fused = gate.silu_and_mul(y)
+        report[f"silu_and_mul_{name}"] = {
+            "vs_eager": _difference(fused, gate.reference(y)), "vs_fp32": _difference(fused, gate.reference(y.float())),
+            "kernels_per_call": _launches(lambda y=y: gate.silu_and_mul(y))}
+    lanes = sampling.Lanes.of(step.draw_cards(cfg.text_card, cfg.card), device)
+    key = sampling.key(torch.randint(-2 ** 62, 2 ** 62, (FUSED_ROWS,), device=device, generator=gen))
+    column = torch.randint(0, 10 ** 6, (FUSED_ROWS,), device=device, generator=gen)
+    hashed = (key, column, lanes.stream, lanes.ids)
+    table = noise.race_noise(*hashed)
+    report["race_noise"] = {"vs_eager": _difference(table, sampling.lane_noise(*hashed)),
+                            "kernels_per_call": _launches(lambda: noise.race_noise(*hashed))}
+    sample = sampling.Sampling()
+    for name, draw, top_k, temperature in (("text", 0, sample.text_top_k, sample.text_temperature),
+                                           ("audio", 1, sample.audio_top_k, sample.audio_temperature)):
+        columns = lanes.split(table)[draw]
+        top = sampling.candidates(torch.randn(FUSED_ROWS, columns.shape[1], device=device, generator=gen), top_k)
+        args = (top.values, top.indices, columns, temperature)
+        report[f"race_winner_{name}"] = {"tokens_identical": bool(torch.equal(race.race_winner(*args),
+                                                                              race.reference(*args))),
+                                         "kernels_per_call": _launches(lambda args=args: race.race_winner(*args))}
+    return report
+
+
 @torch.inference_mode()
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -379,6 +438,11 @@ def main(argv: list[str]) -> int:
         report["replay_vs_eager"] = _replay_matches_eager(bench, graphs)
     except Exception as e:  # noqa: BLE001
         report["replay_vs_eager"] = {"error": repr(e)}
+    save()
+    try:
+        report["fused"] = _fused(lm, device)
+    except Exception as e:  # noqa: BLE001
+        report["fused"] = {"error": repr(e)}
     report["total_s"] = time.perf_counter() - t0
     save()
     return 0

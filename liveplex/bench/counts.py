@@ -8,7 +8,11 @@ shapes, no memory) with two dispatch modes:
 - **ops**: every aten op the dispatcher runs, except those that launch no kernel (views, aliases,
   allocations, metadata). `F.scaled_dot_product_attention` and `F.rms_norm` count as one op each:
   on CUDA each is one fused kernel, while on the CPU and meta device they decompose (and the
-  attention's output keeps the fused kernels' layout, `_fused_layout`).
+  attention's output keeps the fused kernels' layout, `_fused_layout`). A `liveplex::` custom op
+  (`personaplex.kernels`) counts as one, under its qualified name: on CUDA it is one Triton
+  kernel, and what its fake (meta) or CPU implementation runs inside it is not counted. The
+  served code calls one only where it is that kernel (`kernels.fusion`: CUDA, and the meta
+  device that stands for it), so a CPU count is of the eager ops the CPU runs.
 - **syncs**: anything that makes the host wait for the device on CUDA: reading a device value
   (`item`, `tolist`, `numpy`, `cpu`, `bool`/`int`/`float` of a tensor), data-dependent shapes
   (`nonzero`, ...), a copy between the device and host memory that is not one of the declared
@@ -48,6 +52,8 @@ _NO_KERNEL = {
 _DATA_DEPENDENT = {aten.nonzero, aten.masked_select, aten.unique_consecutive, aten._unique2, aten.unique_dim}
 _FUSED_ON_CUDA = {F.scaled_dot_product_attention: "fused_sdpa", F.rms_norm: "fused_rms_norm"}
 """Composite functions that are one kernel on CUDA but decompose elsewhere."""
+_CUSTOM = "liveplex"
+"""The namespace of the fused kernels' custom ops: one Triton kernel each on CUDA."""
 _READS = {torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.cpu, torch.Tensor.__bool__,
           torch.Tensor.__int__, torch.Tensor.__float__, torch.Tensor.__index__}
 _UPLOADS = {torch.tensor, torch.as_tensor}
@@ -135,8 +141,10 @@ class _Dispatch(TorchDispatchMode):
             self.counts.syncs.append(f"data-dependent shape ({packet.__name__})")
         elif packet in (aten._to_copy, aten.copy_) and self._crosses(func, args, kwargs):
             self.counts.syncs.append("copy between host and device memory")
-        if not (func.is_view or packet in _NO_KERNEL or packet is aten._local_scalar_dense
-                or func.namespace == "prim"):
+        if func.namespace == _CUSTOM:
+            self.counts.ops[f"{_CUSTOM}::{packet.__name__}"] += 1
+        elif not (func.is_view or packet in _NO_KERNEL or packet is aten._local_scalar_dense
+                  or func.namespace == "prim"):
             self.counts.ops[packet.__name__] += 1
         return out
 

@@ -87,8 +87,9 @@ def tick(model: Model, positions: list[int], backend: ring.Backend) -> dict[str,
     span = min(model.cfg.context, max(positions) + 1)
     with counts.count(device=_device_tensors(model, pools), kv=pools.kv.tensors()) as c:
         prog.run(batch, span)
-    return {"batch": batch, "ops": c.total_ops, "syncs": c.syncs, "kv_bytes": c.kv_bytes,
-            "kv_measured": not c.kv_unknown, "valid_kv_bytes": valid_kv_bytes(model.cfg, pools.kv.kv.dtype, positions)}
+    return {"batch": batch, "ops": c.total_ops, "by_op": dict(c.ops.most_common()), "syncs": c.syncs,
+            "kv_bytes": c.kv_bytes, "kv_measured": not c.kv_unknown,
+            "valid_kv_bytes": valid_kv_bytes(model.cfg, pools.kv.kv.dtype, positions)}
 
 
 @torch.no_grad()

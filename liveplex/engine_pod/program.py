@@ -88,7 +88,7 @@ class Program:
         cfg, device = lm.temporal.cfg, pools.pcm_in.device
         cards = step.draw_cards(cfg.text_card, cfg.card)
         self._lanes = None if device.type == "cpu" else sampling.Lanes.of(cards, device)
-        """Off the CPU a tick hashes the noise of every token id at once (`sampling.races`)."""
+        """Off the CPU a tick hashes the noise of every token id at once (`step.sampled_draws`)."""
         self._graphs: dict[int, tuple[torch.cuda.CUDAGraph, TickOutput]] = {}
         self._graph_pool: tuple[int, int] | None = None
 

@@ -6,7 +6,8 @@ fewest kernels the arithmetic allows (issue 14): RMSNorm is `F.rms_norm` (one fu
 CUDA, computing in fp32 whatever the input dtype); RoPE's frequencies are a table built once per
 model (`Rotary`), its rotation once per forward, and one complex product rotates q and k and
 carries v through unchanged, so that the three leave it in one tensor; residual adds ride on the
-output projection's GEMM (`residual`).
+output projection's GEMM (`residual`); the FFN's SiLU and gate are one fused kernel on CUDA
+(`kernels.gate`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from liveplex.personaplex import kernels
 
 
 class RMSNorm(nn.Module):
@@ -53,10 +56,8 @@ class Gating(nn.Module):
         self.linear_out = nn.Linear(hidden, dim, bias=False)
 
     def hidden(self, x: torch.Tensor) -> torch.Tensor:
-        """`silu(gate) * linear` of x [N, dim]: the input of `linear_out`."""
-        y = self.linear_in(x)
-        y = y.view(*y.shape[:-1], 2, -1)
-        return F.silu(y[..., 0, :]) * y[..., 1, :]
+        """`silu(gate) * linear` of x [N, dim]: the input of `linear_out` (one fused kernel on CUDA)."""
+        return kernels.gated(self.linear_in(x))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.linear_out(self.hidden(x))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -19,34 +20,35 @@ import torch
 
 _Int = TypeVar("_Int", torch.Tensor, int)
 
-_MASK32 = 0xFFFFFFFF
+# The hash's constants (public: `kernels.noise` computes the same hash in one kernel).
+MASK32 = 0xFFFFFFFF
 # Odd multipliers below 2^31 (a 32-bit value times one stays below 2^63).
-_M1 = 0x7FEB352D
-_M2 = 0x2C1B3C6D
+M1 = 0x7FEB352D
+M2 = 0x2C1B3C6D
 # Distinct constants per folded field, so (a, b) and (b, a) hash apart.
-_SALT_SEED_LO, _SALT_SEED_HI, _SALT_COLUMN, _SALT_STREAM = 0x243F6A88, 0x085A308D, 0x13198A2E, 0x03707344
+_SALT_SEED_LO, _SALT_SEED_HI, SALT_COLUMN, SALT_STREAM = 0x243F6A88, 0x085A308D, 0x13198A2E, 0x03707344
 
 
 def _mix(x: _Int) -> _Int:
     """A 32-bit avalanche (xorshift-multiply) on int64 holding values in [0, 2^32) (tensors or ints)."""
     x = x ^ (x >> 16)
-    x = (x * _M1) & _MASK32
+    x = (x * M1) & MASK32
     x = x ^ (x >> 15)
-    x = (x * _M2) & _MASK32
+    x = (x * M2) & MASK32
     return x ^ (x >> 16)
 
 
 def key(seed: _Int) -> _Int:
     """A session's sampling key: its 64-bit seed folded to 32 bits (int64 tensors or ints, equal
     results). Computed once per session, on the host; the token state holds it."""
-    h = _mix((seed & _MASK32) ^ _SALT_SEED_LO)
-    return _mix(h ^ ((seed >> 32) & _MASK32) ^ _SALT_SEED_HI)
+    h = _mix((seed & MASK32) ^ _SALT_SEED_LO)
+    return _mix(h ^ ((seed >> 32) & MASK32) ^ _SALT_SEED_HI)
 
 
 def _stream_hash(key_: torch.Tensor, column: torch.Tensor, streams: torch.Tensor) -> torch.Tensor:
     """The hash of (key, column, stream) per row and stream: [B] x [B] x [n] -> [B, n]."""
-    h = _mix(key_ ^ (column & _MASK32) ^ _SALT_COLUMN)
-    return _mix(h[:, None] ^ (streams ^ _SALT_STREAM))
+    h = _mix(key_ ^ (column & MASK32) ^ SALT_COLUMN)
+    return _mix(h[:, None] ^ (streams ^ SALT_STREAM))
 
 
 def _uniforms(hashed: torch.Tensor) -> torch.Tensor:
@@ -71,11 +73,9 @@ Race = Callable[[torch.Tensor], torch.Tensor]
 @dataclasses.dataclass(frozen=True, slots=True)
 class Lanes:
     """Every token id of every draw of a tick laid end to end, one lane each, built once per engine:
-    hashing the noise of all of them is then one pass of a dozen kernels, whatever the cards."""
+    hashing the noise of all of them is then one pass (`lane_noise`), whatever the cards."""
 
     cards: tuple[int, ...]
-    streams: torch.Tensor
-    """[n] int64: the draws 0..n-1."""
     stream: torch.Tensor
     """[sum(cards)] int64: each lane's draw."""
     ids: torch.Tensor
@@ -85,30 +85,26 @@ class Lanes:
     def of(cls, cards: tuple[int, ...], device: torch.device | str) -> Lanes:
         stream = torch.cat([torch.full((c,), s, dtype=torch.long, device=device) for s, c in enumerate(cards)])
         ids = torch.cat([torch.arange(c, device=device) for c in cards])
-        return cls(cards, torch.arange(len(cards), device=device), stream, ids)
+        return cls(cards, stream, ids)
+
+    def split(self, table: torch.Tensor) -> list[torch.Tensor]:
+        """Each draw's columns of a [B, sum(cards)] table (`lane_noise`): [B, cards[s]] views."""
+        assert table.shape[-1] == sum(self.cards), "a table of other draws"
+        return [table[:, end - card:end] for card, end in zip(self.cards, itertools.accumulate(self.cards))]
 
 
-def races(key_: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...], lanes: Lanes | None = None) -> list[Race]:
+def lane_noise(key_: torch.Tensor, column: torch.Tensor, stream: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """The race noise (`Race`'s values) of lanes `stream`, `ids` [L] (`Lanes`) for rows with keys and
+    columns [B]: [B, L] fp32. Eager, about forty kernels; `kernels.noise` computes it in one."""
+    return _noise(_uniforms(_stream_hash(key_, column, stream) ^ ids))
+
+
+def races(key_: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...]) -> list[Race]:
     """The `Race` of each draw 0..len(cards)-1 of one column (draw s over `cards[s]` token ids),
-    the hash of key and column shared by all of them.
-
-    key_, column: [B] int64 (`key` of the seeds). With `lanes` (`Lanes.of(cards)`): hash every
-    token id of every draw at once ([B, sum(cards)]) and gather the candidates: a handful of
-    kernels per tick, for CUDA, where a tick's cost is its kernel count. Without: hash each draw's
-    candidates only, when it asks: far less arithmetic, for the CPU. Same values.
-    """
-    if lanes is None:
-        h = _stream_hash(key_, column, torch.arange(len(cards), device=key_.device))
-        return [functools.partial(_race_of, h[:, s]) for s in range(len(cards))]
-    assert lanes.cards == cards, "lanes of other draws"
-    h = _stream_hash(key_, column, lanes.streams)
-    table = _noise(_uniforms(h.index_select(1, lanes.stream) ^ lanes.ids))
-    out: list[Race] = []
-    first = 0
-    for card in cards:
-        out.append(functools.partial(_gathered, table[:, first:first + card]))
-        first += card
-    return out
+    hashing only the candidates a draw asks for: far less arithmetic than every lane
+    (`lane_noise`), for the CPU. key_, column: [B] int64 (`key` of the seeds)."""
+    h = _stream_hash(key_, column, torch.arange(len(cards), device=key_.device))
+    return [functools.partial(_race_of, h[:, s]) for s in range(len(cards))]
 
 
 def _noise(u: torch.Tensor) -> torch.Tensor:
@@ -117,10 +113,6 @@ def _noise(u: torch.Tensor) -> torch.Tensor:
 
 def _race_of(h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     return _noise(_uniforms(h[:, None] ^ ids))
-
-
-def _gathered(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    return table.gather(-1, ids)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -139,15 +131,30 @@ def draw(logits: torch.Tensor, *, greedy: bool, temperature: float, top_k: int,
          race: Race | None) -> torch.Tensor:
     """One token per row: [B, V] logits -> [B] int64.
 
-    Greedy: argmax, ties to the lowest id. Otherwise keep the top k logits z and take
-    `argmax(z / temperature - log(-log U))`, a draw from the softmax of `z / temperature` over
-    the kept tokens, as `argmax(z - temperature log(-log U))` (the same argmax; one kernel for
-    the temperature and the noise); `race` is the draw's noise (`races`).
+    Greedy: argmax, ties to the lowest id. Otherwise keep the top k logits z (`candidates`) and
+    take `argmax(z / temperature - log(-log U))`, a draw from the softmax of `z / temperature`
+    over the kept tokens (`winner`); `race` is the draw's noise (`races`).
     """
     if greedy:
         return torch.argmax(logits, dim=-1)
     assert race is not None, "a sampled draw needs its noise"
+    top = candidates(logits, top_k)
+    return winner(top.values, top.indices, race(top.indices), temperature)
+
+
+def candidates(logits: torch.Tensor, top_k: int) -> torch.return_types.topk:
+    """A sampled draw's candidates: the top k of [B, V] logits, in fp32, largest first ([B, k]
+    values and ids)."""
     z = logits.float()
-    top = torch.topk(z, min(top_k, z.shape[-1]), dim=-1)
-    scores = torch.add(top.values, race(top.indices), alpha=-temperature)
-    return top.indices.gather(-1, torch.argmax(scores, dim=-1, keepdim=True))[:, 0]
+    return torch.topk(z, min(top_k, z.shape[-1]), dim=-1)
+
+
+def winner(values: torch.Tensor, ids: torch.Tensor, noise: torch.Tensor, temperature: float) -> torch.Tensor:
+    """The race among candidates: values, ids and their noise `log(-log U)` [B, k] -> [B] int64.
+
+    `argmax(z - temperature log(-log U))`, the same argmax as `z / temperature - log(-log U)`
+    with one kernel for the temperature and the noise; ties to the first candidate (the largest
+    logit). `kernels.race` does this and the noise's gather in one kernel.
+    """
+    scores = torch.add(values, noise, alpha=-temperature)
+    return ids.gather(-1, torch.argmax(scores, dim=-1, keepdim=True))[:, 0]

@@ -24,7 +24,7 @@ from typing import Protocol
 
 import torch
 
-from liveplex.personaplex import config, depformer, prompt, ring, sampling, slots, temporal
+from liveplex.personaplex import config, depformer, kernels, prompt, ring, sampling, slots, temporal
 
 A = config.AGENT_CODEBOOKS
 
@@ -99,19 +99,18 @@ def draw_cards(text_card: int, card: int) -> tuple[int, ...]:
 def sampled_draws(sample: sampling.Sampling, key: torch.Tensor, column: torch.Tensor, text_card: int,
                   card: int, lanes: sampling.Lanes | None = None) -> Draw:
     """The served draws of one tick for rows with sampling `key` and drawn `column` [B]: greedy, or
-    the race, its noise hashed once for all nine draws (`sampling.races`: every id at once with
-    the engine's `lanes`, off the CPU; the candidates only without)."""
+    the race. With the engine's `lanes` (off the CPU) the noise of every id of all nine draws is
+    hashed at once and each draw's race runs on it (`kernels.noise`, `kernels.race`: one kernel
+    each where fused); without, each draw hashes its candidates only (`sampling.races`)."""
     if sample.greedy:
         return lambda logits, stream: sampling.draw(logits, greedy=True, temperature=1.0, top_k=1, race=None)
-    races = sampling.races(key, column, draw_cards(text_card, card), lanes)
-
-    def draw(logits: torch.Tensor, stream: int) -> torch.Tensor:
-        if stream == 0:
-            return sampling.draw(logits, greedy=False, temperature=sample.text_temperature,
-                                 top_k=sample.text_top_k, race=races[0])
-        return sampling.draw(logits, greedy=False, temperature=sample.audio_temperature,
-                             top_k=sample.audio_top_k, race=races[stream])
-    return draw
+    how = [(sample.text_temperature, sample.text_top_k)] + [(sample.audio_temperature, sample.audio_top_k)] * A
+    if lanes is not None:
+        noise = lanes.split(kernels.lane_noise(key, column, lanes))
+        return lambda logits, stream: kernels.race_draw(logits, noise[stream], how[stream][1], how[stream][0])
+    races = sampling.races(key, column, draw_cards(text_card, card))
+    return lambda logits, stream: sampling.draw(logits, greedy=False, temperature=how[stream][0],
+                                                top_k=how[stream][1], race=races[stream])
 
 
 def fed_column(state: TokenState, user: torch.Tensor, schedule: prompt.Schedule) -> torch.Tensor:

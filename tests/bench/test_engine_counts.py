@@ -11,13 +11,18 @@ import pytest
 import torch
 
 from liveplex.bench import engine_counts
-from liveplex.personaplex import ring
+from liveplex.personaplex import kernels, ring
 
-OPS_PER_TICK = 1300
-"""The ceiling a served tick stays under at the real shapes (1286 now, from 5299 and then 1614;
-issue 14 aims at 1200, which needs fused kernels: docs/bench.md, "Engine counts")."""
-OPS_PER_PREFILL = 560
-"""One newcomer's prefill at the real shapes (545 now)."""
+OPS_PER_TICK = 1200
+"""Issue 14's ceiling for a served tick at the real shapes: 1137 now with the fused kernels (5299,
+then 1614, then 1286 with the eager ops alone; docs/bench.md, "Engine counts")."""
+OPS_PER_PREFILL = 520
+"""One newcomer's prefill at the real shapes (507 now with the fused kernels, 545 without)."""
+FFNS = 32 + 6 * 8
+"""The gated FFNs of a tick: 32 temporal layers, 6 depformer layers x 8 steps."""
+DRAWS = 9
+"""A tick's sampled draws: text, then agent cb0..7."""
+fused = pytest.mark.skipif(not kernels.TRITON, reason="the fused kernels need Triton (the dev extra installs it)")
 
 
 @pytest.fixture(scope="module")
@@ -30,15 +35,37 @@ def small():
     return engine_counts.build("small", "cpu", torch.float32)
 
 
-def test_a_served_tick_at_the_real_shapes_launches_the_same_kernels_at_every_bucket_and_never_syncs(real):
-    ticks = [engine_counts.tick(real, [100] * b, ring.Backend.FLASH) for b in (1, 8, 64)]
-    assert len({t["ops"] for t in ticks}) == 1 and ticks[0]["ops"] <= OPS_PER_TICK
-    assert all(t["syncs"] == [] for t in ticks)
+@pytest.fixture(scope="module")
+def real_ticks(real):
+    return [engine_counts.tick(real, [100] * b, ring.Backend.FLASH) for b in (1, 8, 64)]
 
 
-def test_a_newcomers_prefill_at_the_real_shapes_never_syncs(real):
-    got = engine_counts.newcomer(real, ring.Backend.FLASH)
-    assert got["syncs"] == [] and got["ops"] <= OPS_PER_PREFILL and got["rows"] == 39
+def test_a_served_tick_at_the_real_shapes_launches_the_same_kernels_at_every_bucket_and_never_syncs(real_ticks):
+    assert len({t["ops"] for t in real_ticks}) == 1
+    assert all(t["syncs"] == [] for t in real_ticks)
+
+
+@fused
+def test_with_the_fused_kernels_a_served_tick_stays_under_1200_ops_each_ffn_noise_and_race_one_kernel(real_ticks):
+    for t in real_ticks:
+        assert t["ops"] <= OPS_PER_TICK
+        assert t["by_op"]["liveplex::silu_and_mul"] == FFNS and "silu" not in t["by_op"]
+        assert t["by_op"]["liveplex::race_noise"] == 1 and "log" not in t["by_op"]
+        assert t["by_op"]["liveplex::race_winner"] == t["by_op"]["topk"] == DRAWS and "argmax" not in t["by_op"]
+
+
+@pytest.fixture(scope="module")
+def real_newcomer(real):
+    return engine_counts.newcomer(real, ring.Backend.FLASH)
+
+
+def test_a_newcomers_prefill_at_the_real_shapes_never_syncs(real_newcomer):
+    assert real_newcomer["syncs"] == [] and real_newcomer["rows"] == 39
+
+
+@fused
+def test_with_the_fused_kernels_a_newcomers_prefill_stays_under_its_ceiling(real_newcomer):
+    assert real_newcomer["ops"] <= OPS_PER_PREFILL
 
 
 def test_flash_attention_reads_each_rows_valid_keys_only_and_masked_reads_the_whole_span(small):

@@ -25,6 +25,7 @@ def test_the_cpu_smoke_run_writes_every_stage(tmp_path):
     assert report["attention"] == "masked" and report["capture"] == {"buckets": [2, 1], "graphs": False}
     assert [k["batch"] for k in report["kernels"]] == [1, 2]
     assert report["bandwidth"]["bytes_per_s"] > 0
+    assert report["fused"] == {"skipped": "the fused kernels run on CUDA, with Triton"}
     assert report["floor_inputs"]["weights_16_steps"] > report["floor_inputs"]["weights_8_steps"] > 0
     levels = report["levels"]
     assert [(row["batch"], row["full_context"]) for row in levels] == [(1, False), (1, True), (2, False), (2, True)]

@@ -2,32 +2,52 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from liveplex.personaplex import sampling
+from liveplex.personaplex import sampling, step
 
 seeds = st.integers(min_value=-(2 ** 63), max_value=2 ** 63 - 1)
 columns = st.integers(min_value=0, max_value=10 ** 7)
 
 
+def _whole(key: torch.Tensor, column: torch.Tensor, cards: tuple[int, ...]) -> list[sampling.Race]:
+    """The races gathered from the noise of every lane, as off the CPU."""
+    lanes = sampling.Lanes.of(cards, "cpu")
+    noise = lanes.split(sampling.lane_noise(key, column, lanes.stream, lanes.ids))
+    return [functools.partial(torch.gather, n, -1) for n in noise]
+
+
 def _race(seeds: list[int], columns: list[int], stream: int, card: int) -> sampling.Race:
     cards = (1,) * stream + (card,)
-    return sampling.races(sampling.key(torch.tensor(seeds)), torch.tensor(columns), cards,
-                          sampling.Lanes.of(cards, "cpu"))[stream]
+    return _whole(sampling.key(torch.tensor(seeds)), torch.tensor(columns), cards)[stream]
 
 
 def test_a_ticks_races_whole_or_by_candidates_are_each_draws_own_noise():
     key, column = sampling.key(torch.tensor([3, -9])), torch.tensor([40, 41])
     assert key.tolist() == [sampling.key(3), sampling.key(-9)]  # the host's key is the device's
     cards = (7, 5, 5, 9)
-    whole = sampling.races(key, column, cards, sampling.Lanes.of(cards, "cpu"))
+    whole = _whole(key, column, cards)
     by_candidates = sampling.races(key, column, cards)
     for s, card in enumerate(cards):
         ids = torch.tensor([[card - 1, 0, 2], [1, 1, card - 2]])
         alone = torch.log(-torch.log(sampling.uniforms(key, column, range(s, s + 1), card)[:, 0])).gather(-1, ids)
         assert torch.equal(whole[s](ids), alone) and torch.equal(by_candidates[s](ids), alone)
+
+
+def test_a_ticks_draws_over_every_lane_as_off_the_cpu_are_its_draws_by_candidates():
+    key, column = sampling.key(torch.tensor([1, -2, 3])), torch.tensor([5, 6, 7])
+    cards = step.draw_cards(300, 64)
+    sample = sampling.Sampling(text_top_k=25, audio_top_k=20)
+    by_lanes = step.sampled_draws(sample, key, column, 300, 64, sampling.Lanes.of(cards, "cpu"))
+    by_candidates = step.sampled_draws(sample, key, column, 300, 64)
+    gen = torch.Generator().manual_seed(4)
+    for stream, card in enumerate(cards):
+        logits = 3 * torch.randn(3, card, generator=gen)
+        assert torch.equal(by_lanes(logits, stream), by_candidates(logits, stream))
 
 
 def test_pinned_noise_values():
