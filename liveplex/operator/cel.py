@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from liveplex.live import frames
 from liveplex.operator import names
 
 Node = Mapping[str, Any]
@@ -97,6 +98,10 @@ RULES: tuple[Rule, ...] = (
          "spec.model.source must set exactly one of pvc, hostPath, image",
          ("spec", "model", "source"),
          lambda src: sum(k in src for k in _SOURCES) == 1),
+    Rule(("spec", "pacing"), f"self.leadMillis + self.spreadMillis < {frames.FRAME_MS}",
+         f"spec.pacing.leadMillis + spec.pacing.spreadMillis must be under one tick ({frames.FRAME_MS} ms)",
+         ("spec", "pacing", "spreadMillis"),
+         lambda p: p["leadMillis"] + p["spreadMillis"] < frames.FRAME_MS),
     Rule(("spec", "capacity"), "self.prebufferFrames <= self.jitterFrames",
          "spec.capacity.prebufferFrames must not exceed spec.capacity.jitterFrames",
          ("spec", "capacity", "prebufferFrames"),

@@ -167,6 +167,13 @@ SPEC = _obj("What to run: the engine, its model, its capacity and its pods.", {
         "annotations": _string_map("Pod annotations."),
         "labels": _string_map("Pod labels (never used in selectors)."),
     }),
+    "pacing": _obj("When a tick's frames leave for their sockets (`serve --pace-lead-ms`, `--pace-spread-ms`); "
+                   "unset: the engine's defaults. Both add latency and buy punctuality (docs/pod.md).", {
+        "leadMillis": _int("The first wave leaves this long after the tick was due, ms (0: as soon as computed).",
+                           minimum=0, maximum=79),
+        "spreadMillis": _int("The waves leave over this long after the first, ms (0: all at once).",
+                             minimum=0, maximum=79),
+    }, required=("leadMillis", "spreadMillis")),
     "drain": _obj("Scale-down and rollout drain.", {
         "gracePeriodSeconds": _int("preStop drain deadline, s; terminationGracePeriodSeconds is this + 30.",
                                    minimum=0, maximum=MAX_DRAIN_SECONDS, default=600),

@@ -54,6 +54,8 @@ def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
             "--jitter-frames", str(cap.jitter_frames), "--prebuffer-frames", str(cap.prebuffer_frames),
             "--lateness-budget-ms", str(cap.lateness_budget_millis),
             "--drain-deadline-s", str(s.drain_grace_seconds)]
+    if s.pacing is not None:
+        args += ["--pace-lead-ms", str(s.pacing.lead_millis), "--pace-spread-ms", str(s.pacing.spread_millis)]
     if settings.redis_configured:  # the member name is the Kubernetes pod name: pod-deletion-cost keys on it
         args += ["--redis-url", f"$({names.REDIS_URL_ENV})", "--pool", le.pool,
                  "--advertise", f"ws://{pod_ip}:{names.PORT}", "--pod-name", f"$({names.POD_NAME_ENV})"]

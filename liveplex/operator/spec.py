@@ -87,6 +87,14 @@ class Capacity:
 
 
 @dataclass(frozen=True, slots=True)
+class Pacing:
+    """`spec.pacing`: when a tick's frames leave (the pod's `--pace-*-ms`)."""
+
+    lead_millis: int
+    spread_millis: int
+
+
+@dataclass(frozen=True, slots=True)
 class Resources:
     gpus: int
     """Effective: the spec's value, else 1 for personaplex and 0 for sim."""
@@ -130,6 +138,8 @@ class EngineSpec:
     pod: PodOverrides
     drain_grace_seconds: int
     autoscaling: Autoscaling | None
+    pacing: Pacing | None
+    """None: the engine's defaults."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +194,7 @@ def parse(body: Json) -> LiveEngine:
             model=_model(raw.get("model")), image=_image(raw.get("image", {})),
             capacity=_capacity(raw["capacity"]), resources=_resources(kind, raw.get("resources", {})),
             pod=_pod(raw.get("pod", {})), drain_grace_seconds=raw["drain"]["gracePeriodSeconds"],
-            autoscaling=_autoscaling(raw.get("autoscaling")),
+            autoscaling=_autoscaling(raw.get("autoscaling")), pacing=_pacing(raw.get("pacing")),
         ),
     )
 
@@ -210,6 +220,10 @@ def _source(raw: Json | None) -> ModelSource | None:
     if "hostPath" in raw:
         return HostPathSource(raw["hostPath"]["path"])
     return ImageSource(raw["image"]["reference"], raw["image"].get("path", ""))
+
+
+def _pacing(raw: Json | None) -> Pacing | None:
+    return None if raw is None else Pacing(raw["leadMillis"], raw["spreadMillis"])
 
 
 def _image(raw: Json) -> Image:

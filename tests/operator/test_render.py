@@ -31,7 +31,8 @@ CASES: dict[str, tuple[dict[str, Any], OperatorSettings]] = {
     "personaplex-image": (objects.liveengine(objects.personaplex_spec(
         model={"name": "nvidia/personaplex-7b-v1", "dtype": "fp32", "attention": "masked", "prefillBudgetMillis": 12,
                "source": {"image": {"reference": "registry.local/weights:7b", "path": "ckpt"}}})), REDIS),
-    "sim-standalone": (objects.liveengine(objects.sim_spec(), labels={"team": "qa"}), OperatorSettings()),
+    "sim-standalone": (objects.liveengine(objects.sim_spec(pacing={"leadMillis": 0, "spreadMillis": 8}),
+                                          labels={"team": "qa"}), OperatorSettings()),
 }
 
 
@@ -176,6 +177,11 @@ def test_liveplex_serve_accepts_the_rendered_command_line(case: str) -> None:
     parsed = parser.parse_args(expanded[1:])
     assert parsed.engine == spec.parse(CASES[case][0]).spec.kind and parsed.port == names.PORT
     assert parsed.max_sessions == spec.parse(CASES[case][0]).spec.capacity.max_sessions
+    pacing = spec.parse(CASES[case][0]).spec.pacing
+    pod_defaults = serve.build_parser().parse_args(["--engine", parsed.engine])
+    assert (parsed.pace_lead_ms, parsed.pace_spread_ms) == (
+        (pod_defaults.pace_lead_ms, pod_defaults.pace_spread_ms) if pacing is None
+        else (pacing.lead_millis, pacing.spread_millis))
     model = spec.parse(CASES[case][0]).spec.model
     if parsed.engine == "personaplex":
         assert model is not None
