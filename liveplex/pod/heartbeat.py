@@ -5,7 +5,8 @@ the pool's served description, so a Redis that restarted empty is whole again wi
 Between heartbeats, `settled` writes each session outcome at once through the accept and release
 scripts: a session placed by a gateway leaves its reservation exactly when it starts or is
 refused, so it is never counted twice or zero times. The engine's hard cap stays the arbiter:
-Redis only steers. Redis errors are logged and counted, never raised into serving.
+Redis only steers. Redis errors are logged and counted, never raised into serving. Every write
+goes through one `writes.OrderedWrites`, so writes land in the order their facts were read.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from liveplex import __version__
 from liveplex.gptlive import connection
 from liveplex.placement import HEARTBEAT_MS, PlacementClient, PlacementError, PodRecord, check_pod
-from liveplex.pod import stats
+from liveplex.pod import stats, writes
 
 if TYPE_CHECKING:
     from liveplex.pod.pod import Pod
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+
 
 
 def address(advertise: str | None, bound: tuple[str, int] | None) -> str:
@@ -55,7 +57,7 @@ class Heartbeat:
         self._period_s = period_ms / 1000
         self._pod: Pod | None = None
         self._task: asyncio.Task[None] | None = None
-        self._pending: set[asyncio.Task[Any]] = set()
+        self._writes = writes.OrderedWrites(self._call)
         self._before: stats.PodSnapshot | None = None
         self._started_ms = int(time.time() * 1000)
         self.errors = 0
@@ -107,10 +109,10 @@ class Heartbeat:
     async def beat(self) -> None:
         pod = self._pod
         assert pod is not None
-        reserved = await self._call(self._client.heartbeat(self._pool, self.name, self.record()))
+        reserved = await self._writes.send(self._client.heartbeat(self._pool, self.name, self.record()))
         if reserved is not None:
             self.reserved = reserved
-        await self._call(self._client.write_config(self._pool, pod.served.config()))
+        await self._writes.send(self._client.write_config(self._pool, pod.served.config()))
 
     def settled(self, action: connection.Action, session_id: str | None) -> None:
         """A session outcome on this pod: accept, release or the new count, at once."""
@@ -125,20 +127,18 @@ class Heartbeat:
             call = self._client.set_active(self._pool, self.name, active)
         else:
             return
-        task = asyncio.get_running_loop().create_task(self._call(call))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
+        self._writes.send(call)
 
     async def drain(self) -> None:
         if self._name is not None:
-            await self._call(self._client.drain(self._pool, self.name))
+            await self._writes.send(self._client.drain(self._pool, self.name))
             await self.beat()
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        await asyncio.gather(*self._pending, return_exceptions=True)
+        await self._writes.close()  # what was queued lands first, in order
         if self._name is not None:
             await self._call(self._client.remove_pod(self._pool, self.name))
         await self._client.close()
