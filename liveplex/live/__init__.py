@@ -1,23 +1,12 @@
-"""The live contract: frames, jitter buffer, clock, channel, `Line`, `Pulse` and the drive loop.
+"""The live contract: frames, the contract's values, the clock, pacing; and, in submodules, the
+engine side (`channel`, `jitter`, `line`, `pulse`, `drive`, `runner`).
 
-Shared by every engine (sim, PersonaPlex) and the GPT-Live front end; see docs/live.md.
+Shared by every engine (sim, PersonaPlex) and the GPT-Live front end; see docs/live.md. The package
+re-exports only the pure values, so the gateway and the operator, which need the contract
+(`contract`, `frames`, `buckets`), never load the engine side: import that from its submodule.
 """
 
 from liveplex.live.buckets import Buckets
-from liveplex.live.channel import (
-    CLOSED,
-    TIMEOUT,
-    AudioReceiver,
-    AudioSender,
-    LiveHandle,
-    LiveInbox,
-    LiveSubmission,
-    Opened,
-    OutputReceiver,
-    OutputSink,
-    Rejected,
-    live_channel,
-)
 from liveplex.live.clock import Clock, Run, Wait, due
 from liveplex.live.contract import (
     Audio,
@@ -31,20 +20,13 @@ from liveplex.live.contract import (
     Started,
     Text,
 )
-from liveplex.live.drive import EngineError, Ticker, drive
 from liveplex.live.frames import FRAME_BYTES, FRAME_MS, FRAME_SAMPLES, PERIOD_NS, SAMPLE_RATE
-from liveplex.live.jitter import Jitter, s16le
-from liveplex.live.line import Line
 from liveplex.live.pacing import Pacing
-from liveplex.live.pulse import Pulse
 
 __all__ = [
-    "CLOSED", "TIMEOUT", "AudioReceiver", "AudioSender", "LiveHandle", "LiveInbox",
-    "LiveSubmission", "Opened", "OutputReceiver", "OutputSink", "Rejected", "live_channel",
     "Clock", "Run", "Wait", "due",
     "Audio", "CheckError", "Closed", "CloseReason", "LiveInfo", "Output", "Session",
     "SessionDraft", "Started", "Text",
-    "EngineError", "Ticker", "drive",
     "FRAME_BYTES", "FRAME_MS", "FRAME_SAMPLES", "PERIOD_NS", "SAMPLE_RATE",
-    "Jitter", "s16le", "Line", "Pacing", "Buckets", "Pulse",
+    "Pacing", "Buckets",
 ]

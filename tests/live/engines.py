@@ -5,7 +5,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 
-from liveplex.live import CloseReason, Jitter, Line, LiveInfo, LiveSubmission
+from liveplex.live import CloseReason, LiveInfo
+from liveplex.live.channel import LiveSubmission
+from liveplex.live.jitter import Jitter
+from liveplex.live.line import Line
 
 
 class Silent:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from liveplex.live import Audio, Opened
+from liveplex.live import Audio
+from liveplex.live.channel import Opened
 
 
 async def until(opened: Opened, kind: type, timeout: float = 5.0) -> list:

@@ -8,23 +8,9 @@ import time
 
 import pytest
 
-from liveplex.live import (
-    Audio,
-    Closed,
-    CloseReason,
-    LiveHandle,
-    LiveInfo,
-    Opened,
-    Pacing,
-    Rejected,
-    Session,
-    Started,
-    Text,
-    drive,
-    live_channel,
-)
-from liveplex.live.channel import LiveInbox
-from liveplex.live.drive import EngineError
+from liveplex.live import Audio, Closed, CloseReason, LiveInfo, Pacing, Session, Started, Text
+from liveplex.live.channel import LiveHandle, LiveInbox, Opened, Rejected, live_channel
+from liveplex.live.drive import EngineError, drive
 
 from .engines import Silent
 from .outputs import audio_frames, until

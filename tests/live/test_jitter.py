@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from liveplex.live import Jitter, s16le
+from liveplex.live.jitter import Jitter, s16le
 
 
 def pcm(*samples: int) -> bytes:

@@ -9,20 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from liveplex.live import (
-    Audio,
-    Closed,
-    CloseReason,
-    LiveHandle,
-    LiveSubmission,
-    Opened,
-    Pacing,
-    Session,
-    Started,
-    live_channel,
-    pacing,
-)
-from liveplex.live.channel import LiveInbox
+from liveplex.live import Audio, Closed, CloseReason, Pacing, Session, Started, pacing
+from liveplex.live.channel import LiveHandle, LiveInbox, LiveSubmission, Opened, live_channel
 
 from .test_drive import make_info
 

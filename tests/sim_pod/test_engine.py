@@ -8,7 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from liveplex.live import Audio, Closed, CloseReason, Opened, Session, Started, Text, live_channel, runner
+from liveplex.live import Audio, Closed, CloseReason, Session, Started, Text, runner
+from liveplex.live.channel import Opened, live_channel
 from liveplex.live.runner import EngineThread
 from liveplex.sim_pod import InjectedFault, SimEngine, SimProfile
 
