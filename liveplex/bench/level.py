@@ -77,8 +77,9 @@ class Level:
     def as_dict(self) -> dict[str, object]:
         """The level's entry in the JSON report."""
         out = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
-        for name in ("started_ms", "late_ms", "underrun_ms", "send_late_ms", "echo_rtt_ms"):
-            out[name] = getattr(self, name).as_dict()
+        for name, value in out.items():
+            if isinstance(value, percentiles.Summary):
+                out[name] = value.as_dict()
         out["echo_above_floor_ms"] = self.echo_above_floor_ms
         out["cpu_us_per_frame"] = self.cpu_us_per_frame
         return out

@@ -30,7 +30,6 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-
 def address(advertise: str | None, bound: tuple[str, int] | None) -> str:
     """`host:port` the gateway dials: `--advertise` without its scheme, else the bound address."""
     if advertise:

@@ -14,7 +14,7 @@ import orjson
 
 from liveplex.flags import default_of
 from liveplex.gptlive import voices
-from liveplex.live import frames
+from liveplex.live import frames, pacing
 from liveplex.live.pacing import Pacing
 from liveplex.pod import stats
 
@@ -45,7 +45,7 @@ class PodSettings:
     """A tick's frames leave this long after the tick is due, or when computed if later
     (`live.pacing`): tick jitter shorter than it becomes a constant delay."""
     pace_spread_ms: float = 20.0
-    """...in waves `pacing.STEP_NS` (4 ms) apart over this long (0: one burst)."""
+    """...in waves `pacing.STEP_NS` apart over this long (0: one burst)."""
 
     @property
     def pacing(self) -> Pacing:
@@ -76,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="a tick's frames leave this long after it is due, or once computed if later "
                         "(default: %(default)s)")
     g.add_argument("--pace-spread-ms", type=float, default=default_of(d, "pace_spread_ms"),
-                   help="...in waves 4 ms apart over this long; 0: one burst (default: %(default)s)")
+                   help=f"...in waves {pacing.STEP_NS // 1_000_000} ms apart over this long; 0: one burst "
+                        "(default: %(default)s)")
 
 
 def settings_from_args(args: argparse.Namespace) -> PodSettings:
