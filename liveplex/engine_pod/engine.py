@@ -110,6 +110,7 @@ def live_info(model: model_mod.Model, settings: EngineSettings, max_sessions: in
         max_instructions_chars=model.max_instructions_chars,
         max_sessions=max_sessions,
         max_frames=int(settings.max_seconds * 1e9) // period if settings.max_seconds else UNLIMITED_FRAMES,
+        context_frames=model.cfg.context,
         engine=(("schedule", settings.schedule), ("device", settings.device), ("dtype", settings.dtype)),
     )
 

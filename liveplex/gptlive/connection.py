@@ -63,6 +63,13 @@ class Append:
 
 
 @dataclass(frozen=True, slots=True)
+class Say:
+    """Have the model say `text` (`session.commentary.append`): the session's `AudioSender.say`."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Hangup:
     """Close the session's `AudioSender`: the engine answers `Closed(HANGUP)` at its next tick."""
 
@@ -104,9 +111,11 @@ class Ended:
     dropped: int = 0
     session_id: str = ""
     frames: int = 0
+    safety_identifier: str | None = None
+    """The client's id for its end user, for the session's log line (never for routing)."""
 
 
-Action = Send | Start | Append | Hangup | Release | Close | Accepted | Refused | Ended
+Action = Send | Start | Append | Say | Hangup | Release | Close | Accepted | Refused | Ended
 
 NORMAL = 1000
 GOING_AWAY = 1001
@@ -160,10 +169,10 @@ _A, _NS, _AS, _CL, _IG = (Verdict.ACCEPT, Verdict.NOT_STARTED, Verdict.ALREADY_S
 _COLUMNS = events.SUPPORTED
 LEGAL: dict[State, dict[str, Verdict]] = {
     state: dict(zip(_COLUMNS, row, strict=True)) for state, row in (
-        #               start  append mute  unmute close
-        (State.IDLE,    (_A,   _NS,   _NS,  _NS,   _NS)),
-        (State.LIVE,    (_AS,  _A,    _A,   _A,    _A)),
-        (State.CLOSING, (_CL,  _IG,   _CL,  _CL,   _CL)),
+        #               start  append mute  unmute close commentary
+        (State.IDLE,    (_A,   _NS,   _NS,  _NS,   _NS,  _NS)),
+        (State.LIVE,    (_AS,  _A,    _A,   _A,    _A,   _A)),
+        (State.CLOSING, (_CL,  _IG,   _CL,  _CL,   _CL,  _CL)),
     )
 }
 """gpt-live §3: what each supported command does in each state the socket is read in.
@@ -282,6 +291,9 @@ class Connection:
         if kind is events.InputAudioUnmute:
             self._muted = False
             return [Send(events.InputAudioUnmuted(event.event_id))]
+        if kind is events.CommentaryAppend:  # acked where the timeline stands: the next frame
+            at_ms = self._info.frame_ms(self._frames_sent)
+            return [Send(events.CommentaryAppended(at_ms, event.event_id)), Say(event.content)]
         assert kind is events.SessionClose
         self.state = State.CLOSING
         self._close_event_id = event.event_id
@@ -463,8 +475,15 @@ class Connection:
         delta = Send(events.OutputAudioDelta(_b64encode(outbound.convert(out.pcm))), True)
         if state is _LIVE and self._info.frame_ms(self._frames_sent) >= self._next_usage_ms:
             self._next_usage_ms += self.settings.usage_period_ms
-            return [delta, Send(events.UsageUpdated(self._usage_seconds()))]
+            return [delta, Send(events.UsageUpdated(self._usage_seconds(), self._context_ratio()))]
         return [delta]
+
+    def _context_ratio(self) -> float | None:
+        """The share of the engine's window the session's frames fill (None: no window)."""
+        window = self._info.context_frames
+        if not window:
+            return None
+        return round(min(self._frames_sent, window) / window, 4)
 
     def _usage_seconds(self) -> float:
         if self._served is None:
@@ -503,7 +522,8 @@ class Connection:
 
     def _ended(self, reason: str, counts: tuple[int, int] = (0, 0)) -> Ended:
         resource = self._resource
-        return Ended(reason, self._usage_seconds(), *counts, resource.id if resource else "", self._frames_sent)
+        return Ended(reason, self._usage_seconds(), *counts, resource.id if resource else "", self._frames_sent,
+                     resource.safety_identifier if resource else None)
 
     def _error(self, error: ProtocolError, client_event_id: str | None) -> Send:
         """An `error` reply, spent from this second's budget."""

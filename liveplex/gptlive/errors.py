@@ -2,8 +2,8 @@
 
 No other module writes error text. Validators raise `ProtocolError` values; only `Connection`
 turns them into `error` events. A `param` is a tuple path inside (`("session", "audio", "format")`)
-and is rendered with dots only at the edge (`session.audio.format`). No error points inside an
-array (a non-empty `input` or `triggers` is refused as a whole), so a path holds names only.
+and is rendered only at the edge: names joined by dots, array indices as `[i]`
+(`("session", "input", 0, "content")` -> `session.input[0].content`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-Path = tuple[str, ...]
-"""A parameter path from the event root."""
+Path = tuple[str | int, ...]
+"""A parameter path from the event root: field names, and indices into arrays."""
 
 
 class ErrorType(enum.Enum):
@@ -34,6 +34,7 @@ class Code(enum.Enum):
     UNSUPPORTED_PARAMETER = "unsupported_parameter"
     UNSUPPORTED_VALUE = "unsupported_value"
     STRING_ABOVE_MAX_LENGTH = "string_above_max_length"
+    ARRAY_ABOVE_MAX_LENGTH = "array_above_max_length"
     MODEL_NOT_FOUND = "model_not_found"
     UNSUPPORTED_EVENT = "unsupported_event"
     UNKNOWN_EVENT = "unknown_event"
@@ -53,8 +54,13 @@ _SERVER_CODES = frozenset({Code.SERVER_BUSY, Code.SERVER_ERROR, Code.SERVER_SHUT
 
 
 def render_path(path: Path | None) -> str | None:
-    """`("session", "audio", "format")` -> `"session.audio.format"`; None stays None."""
-    return None if path is None else ".".join(path)
+    """`("session", "input", 0, "role")` -> `"session.input[0].role"`; None stays None."""
+    if path is None:
+        return None
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
 
 
 @dataclass(frozen=True)
@@ -155,6 +161,13 @@ def string_above_max_length(path: Path, length: int, limit: int) -> ProtocolErro
     return ProtocolError(
         Code.STRING_ABOVE_MAX_LENGTH, path,
         f"String too long for '{render_path(path)}': {length} characters, the maximum is {limit}.",
+    )
+
+
+def array_above_max_length(path: Path, length: int, limit: int) -> ProtocolError:
+    return ProtocolError(
+        Code.ARRAY_ABOVE_MAX_LENGTH, path,
+        f"Array too long for '{render_path(path)}': {length} items, the maximum is {limit}.",
     )
 
 

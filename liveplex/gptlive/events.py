@@ -68,6 +68,28 @@ class ClientDelegation:
 
 
 @dataclass(frozen=True, slots=True)
+class ResponsesDelegation:
+    """`delegation: {"type": "responses", ...}`: recorded and echoed as sent; the model never
+    delegates, and `start` says so in an `info` event (never a fake `session.delegation.created`)."""
+
+    responses: dict[str, Any]
+    """The `ResponsesDelegationConfig` as the client sent it (checked one level deep)."""
+    acknowledgement_delay_ms: int | None = None
+
+
+Delegation = ClientDelegation | ResponsesDelegation
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message of `session.input`, the history a client starts with (a reconnect's so far)."""
+
+    role: str
+    """`developer`, `user` or `assistant`."""
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class SessionConfig:
     """The accepted parts of a `session.start` SessionConfig; no-op fields are dropped."""
 
@@ -75,7 +97,11 @@ class SessionConfig:
     instructions: str | None = None
     format: AudioFormat | None = None
     voice: Voice | None = None
-    delegation: ClientDelegation | None = None
+    delegation: Delegation | None = None
+    input: tuple[Turn, ...] = ()
+    safety_identifier: str | None = None
+    """The client's id for its end user: kept in the resource and the session's log line, never
+    used for routing."""
 
 
 # --- client events ----------------------------------------------------------------------------------
@@ -108,7 +134,16 @@ class SessionClose:
     event_id: str | None = None
 
 
-ClientEvent = SessionStart | InputAudioAppend | InputAudioMute | InputAudioUnmute | SessionClose
+@dataclass(frozen=True, slots=True)
+class CommentaryAppend:
+    """`session.commentary.append`: text the agent says (gpt-live §4.5)."""
+
+    content: str
+    event_id: str | None = None
+
+
+ClientEvent = (SessionStart | InputAudioAppend | InputAudioMute | InputAudioUnmute | SessionClose
+               | CommentaryAppend)
 
 CLIENT_TYPES: dict[type, str] = {
     SessionStart: "session.start",
@@ -116,6 +151,7 @@ CLIENT_TYPES: dict[type, str] = {
     InputAudioMute: "session.input_audio.mute",
     InputAudioUnmute: "session.input_audio.unmute",
     SessionClose: "session.close",
+    CommentaryAppend: "session.commentary.append",
 }
 """gpt-live §4.2: the wire `type` of each client event liveplex handles. The one table: `parse`,
 `dump` and `Connection`'s legality table all read it."""
@@ -146,7 +182,8 @@ class SessionResource:
     format: AudioFormat
     voice: Voice
     """As the client named it (or the default name)."""
-    delegation: ClientDelegation | None = None
+    delegation: Delegation | None = None
+    safety_identifier: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +210,18 @@ class OutputTranscriptDelta:
 @dataclass(frozen=True, slots=True)
 class UsageUpdated:
     seconds: float
+    context_ratio: float | None = None
+    """`context_window.usage_ratio`: the share of the model's window the session fills; None
+    when the engine has no window to report (the field is then omitted)."""
+    event_id: str = field(default_factory=new_event_id)
+
+
+@dataclass(frozen=True, slots=True)
+class CommentaryAppended:
+    """The ack of `session.commentary.append`, at the timeline position it was accepted."""
+
+    at_ms: int
+    client_event_id: str | None = None
     event_id: str = field(default_factory=new_event_id)
 
 
@@ -214,7 +263,7 @@ class Info:
 
 
 ServerEvent = (SessionStarted | OutputAudioDelta | OutputTranscriptDelta | UsageUpdated
-               | InputAudioMuted | InputAudioUnmuted | SessionClosed | Error | Info)
+               | InputAudioMuted | InputAudioUnmuted | SessionClosed | Error | Info | CommentaryAppended)
 Event = ClientEvent | ServerEvent
 
 
@@ -234,8 +283,12 @@ def _voice_json(voice: Voice) -> str | dict[str, str]:
     return {"id": voice.id} if isinstance(voice, CustomVoice) else voice
 
 
-def _delegation_json(d: ClientDelegation) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "client"}
+def _delegation_json(d: Delegation) -> dict[str, Any]:
+    out: dict[str, Any]
+    if isinstance(d, ResponsesDelegation):
+        out = {"type": "responses", "responses": d.responses}
+    else:
+        out = {"type": "client"}
     if d.acknowledgement_delay_ms is not None:
         out["acknowledgement_delay_ms"] = d.acknowledgement_delay_ms
     return out
@@ -249,6 +302,8 @@ def _resource_json(r: SessionResource) -> dict[str, Any]:
     }
     if r.delegation is not None:
         out["delegation"] = _delegation_json(r.delegation)
+    if r.safety_identifier is not None:
+        out["safety_identifier"] = r.safety_identifier
     out["store"] = False
     return out
 
@@ -266,6 +321,23 @@ def _config_json(c: SessionConfig) -> dict[str, Any]:
         out["audio"] = audio
     if c.delegation is not None:
         out["delegation"] = _delegation_json(c.delegation)
+    if c.input:
+        out["input"] = [_turn_json(t) for t in c.input]
+    if c.safety_identifier is not None:
+        out["safety_identifier"] = c.safety_identifier
+    return out
+
+
+def _turn_json(t: Turn) -> dict[str, Any]:
+    part = "output_text" if t.role == "assistant" else "input_text"
+    return {"type": "message", "role": t.role, "content": [{"type": part, "text": t.text}]}
+
+
+def _usage_json(e: UsageUpdated) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "session.usage.updated", "event_id": e.event_id,
+                           "usage": {"seconds": e.seconds}}
+    if e.context_ratio is not None:
+        out["context_window"] = {"usage_ratio": e.context_ratio}
     return out
 
 
@@ -298,8 +370,11 @@ _DUMPERS: dict[type, Callable[[Any], dict[str, Any]]] = {
     OutputTranscriptDelta: lambda e: {
         "type": "session.output_transcript.delta", "event_id": e.event_id, "delta": e.delta,
         "start_ms": e.start_ms, "end_ms": e.end_ms},
-    UsageUpdated: lambda e: {"type": "session.usage.updated", "event_id": e.event_id,
-                             "usage": {"seconds": e.seconds}},
+    CommentaryAppend: lambda e: _client(e, content=e.content),
+    UsageUpdated: _usage_json,
+    CommentaryAppended: lambda e: _with_client_id(
+        {"type": "session.commentary.appended", "event_id": e.event_id, "start_ms": e.at_ms,
+         "end_ms": e.at_ms}, e.client_event_id),
     InputAudioMuted: lambda e: _with_client_id(
         {"type": "session.input_audio.muted", "event_id": e.event_id}, e.client_event_id),
     InputAudioUnmuted: lambda e: _with_client_id(
@@ -326,9 +401,10 @@ def dump(event: Event) -> str:
 
 REFUSED: dict[str, str] = {
     "session.update": "Nothing about a running session can change.",
-    "session.instructions.append": "The role prompt is fixed at session start.",
-    "session.thinking.append": "This model has no text context channel.",
-    "session.commentary.append": "This model has no text context channel.",
+    "session.instructions.append": ("The role prompt is fixed at session start; this model's only "
+                                    "text channel mid-session is what it says (session.commentary.append)."),
+    "session.thinking.append": ("This model has no silent text context: any text it is given mid-session "
+                                "is spoken (use session.commentary.append)."),
     "session.output_audio.fixture.play": "Audio fixtures are not implemented.",
     "decision.create": "This server has no Decisions backend.",
     "decision.item.create": "This server has no Decisions backend.",
@@ -418,26 +494,118 @@ def _audio(value: object, path: Path) -> tuple[AudioFormat | None, Voice | None]
 _DELEGATION_TYPES = ("client", "responses", "decisions")
 
 
-def _delegation(value: object, path: Path) -> ClientDelegation | None:
+_RESPONSES_FIELDS: dict[str, tuple[type, ...]] = {
+    "model": (str,), "instructions": (str,), "max_output_tokens": (int,), "parallel_tool_calls": (bool,),
+    "reasoning": (dict,), "service_tier": (str,), "text": (dict,), "tool_choice": (str, dict),
+    "tools": (list,),
+}
+"""openai 3.57's `ResponsesDelegationConfig`: each field and the JSON types it may have (or null).
+Checked one level deep: the config is only recorded, since the model never delegates."""
+_JSON_NAMES = {str: "a string", int: "an integer", bool: "a boolean", dict: "an object", list: "an array"}
+
+
+def _responses(value: object, path: Path) -> dict[str, Any]:
+    obj = _expect_object(value, path)
+    _closed(obj, frozenset(_RESPONSES_FIELDS), path)
+    if "model" not in obj:
+        raise errors.missing_required_parameter((*path, "model"))
+    for key, item in obj.items():
+        kinds = _RESPONSES_FIELDS[key]
+        ok = isinstance(item, kinds) and not (bool not in kinds and isinstance(item, bool))
+        if not ok and not (item is None and key != "model"):
+            raise errors.invalid_type((*path, key), " or ".join(_JSON_NAMES[k] for k in kinds), item)
+    return obj
+
+
+def _delegation(value: object, path: Path) -> Delegation | None:
     if value is None:
         return None
     obj = _expect_object(value, path)
     if "type" not in obj:
         raise errors.missing_required_parameter((*path, "type"))
     kind = _expect_str(obj["type"], (*path, "type"))
-    if kind in ("responses", "decisions"):
-        raise errors.unsupported_value((*path, "type"), kind, ("client",))
-    if kind != "client":
+    if kind == "decisions":
+        raise errors.unsupported_value((*path, "type"), kind, ("client", "responses"))
+    if kind not in ("client", "responses"):
         raise errors.invalid_value((*path, "type"), kind, _DELEGATION_TYPES)
-    _closed(obj, frozenset({"type", "acknowledgement_delay_ms"}), path)
+    responses = kind == "responses"
+    _closed(obj, _RESPONSES_KEYS if responses else _CLIENT_KEYS, path)
     delay = obj.get("acknowledgement_delay_ms")
     if delay is not None:
         delay = _expect_int(delay, (*path, "acknowledgement_delay_ms"))
-    return ClientDelegation(delay)
+    if not responses:
+        return ClientDelegation(delay)
+    if "responses" not in obj:
+        raise errors.missing_required_parameter((*path, "responses"))
+    return ResponsesDelegation(_responses(obj["responses"], (*path, "responses")), delay)
+
+
+_CLIENT_KEYS = frozenset({"type", "acknowledgement_delay_ms"})
+_RESPONSES_KEYS = _CLIENT_KEYS | {"responses"}
+
+MAX_INPUT_ITEMS = 128
+"""openai 3.57: `session.input` holds at most 128 messages."""
+_ROLES = ("developer", "user", "assistant")
+_ITEM_KEYS = frozenset({"type", "role", "content", "id", "status"})
+_PART_KEYS = frozenset({"type", "text"})
+_STATUSES = ("incomplete", "completed")
+
+
+def _part_types(role: str) -> tuple[str, ...]:
+    """The content part types the SDK allows a role (`type` itself may be omitted)."""
+    return ("text", "output_text") if role == "assistant" else ("input_text",)
+
+
+def _turn(value: object, path: Path) -> Turn:
+    """One `InitialItem` (openai 3.57): a message with exactly one text part."""
+    obj = _expect_object(value, path)
+    _closed(obj, _ITEM_KEYS, path)
+    if "role" not in obj:
+        raise errors.missing_required_parameter((*path, "role"))
+    role = _expect_str(obj["role"], (*path, "role"))
+    if role not in _ROLES:
+        raise errors.invalid_value((*path, "role"), role, _ROLES)
+    kind = obj.get("type")
+    if kind is not None and _expect_str(kind, (*path, "type")) != "message":
+        raise errors.invalid_value((*path, "type"), kind, ("message",))
+    if obj.get("id") is not None:
+        _expect_str(obj["id"], (*path, "id"))
+    status = obj.get("status")
+    if status is not None and _expect_str(status, (*path, "status")) not in _STATUSES:
+        raise errors.invalid_value((*path, "status"), status, _STATUSES)
+    if "content" not in obj:
+        raise errors.missing_required_parameter((*path, "content"))
+    content_path = (*path, "content")
+    content = obj["content"]
+    if not isinstance(content, list):
+        raise errors.invalid_type(content_path, "an array", content)
+    if len(content) != 1:
+        raise errors.invalid_value(content_path, f"{len(content)} parts", ("exactly one text part",))
+    part_path = (*content_path, 0)
+    part = _expect_object(content[0], part_path)
+    _closed(part, _PART_KEYS, part_path)
+    allowed = _part_types(role)
+    part_type = part.get("type")
+    if part_type is not None and _expect_str(part_type, (*part_path, "type")) not in allowed:
+        raise errors.invalid_value((*part_path, "type"), part_type, allowed)
+    if "text" not in part:
+        raise errors.missing_required_parameter((*part_path, "text"))
+    return Turn(role, _expect_str(part["text"], (*part_path, "text")))
+
+
+def _input(value: object, path: Path) -> tuple[Turn, ...]:
+    """`session.input`: the startup history, checked strictly, each error naming the item."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise errors.invalid_type(path, "an array", value)
+    if len(value) > MAX_INPUT_ITEMS:
+        raise errors.array_above_max_length(path, len(value), MAX_INPUT_ITEMS)
+    return tuple(_turn(item, (*path, i)) for i, item in enumerate(value))
 
 
 def _empty_list(value: object, path: Path) -> None:
-    """`input` / `triggers`: omitted, null or [] are no-ops; anything else cannot be honoured."""
+    """`triggers`: omitted, null or [] are no-ops; anything else cannot be honoured."""
     if value is None:
         return
     if not isinstance(value, list):
@@ -453,7 +621,9 @@ def _session(value: object) -> SessionConfig:
     instructions: str | None = None
     fmt: AudioFormat | None = None
     voice: Voice | None = None
-    delegation: ClientDelegation | None = None
+    delegation: Delegation | None = None
+    turns: tuple[Turn, ...] = ()
+    safety_identifier: str | None = None
     for key, item in obj.items():  # client order: the first offending field wins
         here = (*path, key)
         if key == "model":
@@ -464,8 +634,12 @@ def _session(value: object) -> SessionConfig:
             fmt, voice = _audio(item, here)
         elif key == "delegation":
             delegation = _delegation(item, here)
-        elif key in ("input", "triggers"):
+        elif key == "input":
+            turns = _input(item, here)
+        elif key == "triggers":
             _empty_list(item, here)
+        elif key == "safety_identifier":
+            safety_identifier = None if item is None else _expect_str(item, here)
         elif key == "store":
             if item is not None and not isinstance(item, bool):
                 raise errors.invalid_type(here, "a boolean", item)
@@ -477,12 +651,17 @@ def _session(value: object) -> SessionConfig:
             raise errors.unknown_parameter(here)
     if model is None:
         raise errors.missing_required_parameter((*path, "model"))
-    return SessionConfig(model, instructions, fmt, voice, delegation)
+    return SessionConfig(model, instructions, fmt, voice, delegation, turns, safety_identifier)
 
 
 _ENVELOPE = frozenset({"type", "event_id"})
 _START_KEYS = _ENVELOPE | {"session"}
 _APPEND_KEYS = _ENVELOPE | {"audio"}
+_COMMENTARY_KEYS = _ENVELOPE | {"content", "delegation_id"}
+
+MAX_COMMENTARY_CHARS = 2_000
+"""`session.commentary.append`'s `content` limit in code points: the SDK allows 500 tokens, about
+4 characters each."""
 
 
 def _start(obj: dict[str, Any], event_id: str | None) -> SessionStart:
@@ -499,6 +678,23 @@ def _append(obj: dict[str, Any], event_id: str | None) -> InputAudioAppend:
     return InputAudioAppend(_expect_str(obj["audio"], ("audio",)), event_id)
 
 
+def _commentary(obj: dict[str, Any], event_id: str | None) -> CommentaryAppend:
+    """The text to say; `delegation_id` must be null, since this server never delegates."""
+    _closed(obj, _COMMENTARY_KEYS, ())
+    if "content" not in obj:
+        raise errors.missing_required_parameter(("content",))
+    content = _expect_str(obj["content"], ("content",))
+    if not content.strip():
+        raise errors.invalid_value(("content",), content, ("a non-empty text",))
+    if len(content) > MAX_COMMENTARY_CHARS:
+        raise errors.string_above_max_length(("content",), len(content), MAX_COMMENTARY_CHARS)
+    delegation_id = obj.get("delegation_id")
+    if delegation_id is not None:
+        _expect_str(delegation_id, ("delegation_id",))
+        raise errors.invalid_value(("delegation_id",), delegation_id, ("null: this server never delegates",))
+    return CommentaryAppend(content, event_id)
+
+
 def _bare(make: Callable[[str | None], ClientEvent]) -> Callable[[dict[str, Any], str | None],
                                                                   ClientEvent]:
     def parse_bare(obj: dict[str, Any], event_id: str | None) -> ClientEvent:
@@ -510,7 +706,8 @@ def _bare(make: Callable[[str | None], ClientEvent]) -> Callable[[dict[str, Any]
 _PARSERS: dict[str, Callable[[dict[str, Any], str | None], ClientEvent]] = {
     CLIENT_TYPES[kind]: parser for kind, parser in (
         (SessionStart, _start), (InputAudioAppend, _append), (InputAudioMute, _bare(InputAudioMute)),
-        (InputAudioUnmute, _bare(InputAudioUnmute)), (SessionClose, _bare(SessionClose)))
+        (InputAudioUnmute, _bare(InputAudioUnmute)), (SessionClose, _bare(SessionClose)),
+        (CommentaryAppend, _commentary))
 }
 SUPPORTED = tuple(_PARSERS)
 """gpt-live §4.2: the client events liveplex handles."""

@@ -19,6 +19,11 @@ from liveplex.gptlive.voices import DEFAULT_VOICE, Voices
 from liveplex.live import contract
 
 
+DEFAULT_ALIASES: tuple[str, ...] = ("gpt-live-1", "gpt-live-1.1")
+"""The model names a server answers to besides its engine's id unless configured otherwise:
+OpenAI's GPT-Live models as of openai 3.57, so a client's default model name just works."""
+
+
 @dataclass(frozen=True, slots=True)
 class Served:
     """A server's model, voices and limits; see the module docstring."""
@@ -49,7 +54,7 @@ class Served:
             "instructions": info.default_instructions,
             "max_instructions_chars": info.max_instructions_chars,
             "max_seconds": info.frame_ms(info.max_frames) / 1000, "max_frames": info.max_frames,
-            "max_sessions": info.max_sessions, "formats": [{"type": f.type, "rate": f.rate} for f in formats.SERVED],
+            "max_sessions": info.max_sessions, "context_frames": info.context_frames, "formats": [{"type": f.type, "rate": f.rate} for f in formats.SERVED],
             "native_voices": list(info.voices), "default_native_voice": info.default_voice,
             "voice_map": dict(self.voices.builtin), "custom_voices": list(self.voices.custom),
             "engine": [list(pair) for pair in info.engine],
@@ -67,6 +72,7 @@ class Served:
                 default_instructions=str(config["instructions"]),
                 max_instructions_chars=int(config["max_instructions_chars"]),
                 max_sessions=int(config["max_sessions"]), max_frames=int(config["max_frames"]),
+                context_frames=int(config.get("context_frames", 0)),
                 engine=tuple((str(k), str(v)) for k, v in config.get("engine", ())),
             )
             voices = Voices(info.voices, {str(k): str(v) for k, v in config["voice_map"].items()},

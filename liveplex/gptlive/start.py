@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
-from liveplex.gptlive import errors, events
+from liveplex.gptlive import errors, events, history
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.voices import DEFAULT_VOICE
 from liveplex.live import contract
@@ -33,7 +33,8 @@ class Prepared:
     session: contract.Session
     resource: events.SessionResource
     notes: tuple[events.Info, ...]
-    """The optional `info` events to send after `session.started`."""
+    """The `info` events to send after `session.started`: what the client must know (history
+    dropped, delegation not used) always, the optional ones with `info_events`."""
     served: Served
 
 
@@ -41,14 +42,18 @@ def check_start(catalog: Catalog, event: events.SessionStart, session_id: str, u
                 info_events: bool) -> Prepared:
     """Model, voice and instructions of `event`; raises `ProtocolError` naming the parameter.
 
-    `unix_s` is wall time, for `expires_at`.
+    The history in `session.input` is folded into the role prompt (`history.fold`); the resource
+    echoes the instructions alone. `unix_s` is wall time, for `expires_at`.
     """
     config = event.session
     served = catalog.served_for(config.model)
     info = served.info
     native = None if config.voice is None else served.voices.resolve(config.voice)
+    given = config.instructions
+    instructions = given if given and given.strip() else info.default_instructions
+    folded = history.fold(instructions, config.input, info.max_instructions_chars)
     try:
-        session = info.check(contract.SessionDraft(native, config.instructions))
+        session = info.check(contract.SessionDraft(native, folded.text))
     except contract.CheckError as exc:
         if exc.param == "instructions":
             text = config.instructions
@@ -62,18 +67,28 @@ def check_start(catalog: Catalog, event: events.SessionStart, session_id: str, u
         id=session_id,
         expires_at=math.floor(unix_s + info.frame_ms(info.max_frames) / 1000),
         model=config.model,
-        instructions=session.instructions,
+        instructions=instructions,
         format=config.format or events.DEFAULT_FORMAT,
         voice=voice,
         delegation=config.delegation,
+        safety_identifier=config.safety_identifier,
     )
     notes: list[events.Info] = []
+    if folded.dropped:
+        notes.append(events.Info(
+            "input_truncated", f"The {folded.dropped} oldest of the {len(config.input)} session.input messages "
+            f"were dropped: the role prompt holds at most {info.max_instructions_chars} characters.",
+            event.event_id))
+    if isinstance(config.delegation, events.ResponsesDelegation):
+        notes.append(events.Info(
+            "delegation_unused", "Delegation 'responses' is recorded, but this model never delegates: no "
+            "session.delegation.* or response.* events will follow.", event.event_id))
     if info_events:
         if voice != session.voice:
             shown = voice.id if isinstance(voice, events.CustomVoice) else voice
             notes.append(events.Info("voice_mapped", f"Voice '{shown}' is served by the native voice "
                                                      f"'{session.voice}'.", event.event_id))
-        if session.instructions != config.instructions:
+        if instructions != given:
             notes.append(events.Info("default_instructions",
                                      "No instructions were given; the server default is used.",
                                      event.event_id))

@@ -60,10 +60,12 @@ class Rejected(enum.Enum):
 # --- caller audio -------------------------------------------------------------------------------
 
 class _AudioPipe:
-    __slots__ = ("chunks", "closed", "__weakref__")
+    __slots__ = ("chunks", "texts", "closed", "__weakref__")
 
     def __init__(self) -> None:
         self.chunks: deque[bytes] = deque()
+        self.texts: deque[str] = deque()
+        """Text the model is asked to say (`session.commentary.append`), oldest first."""
         self.closed = False
 
 
@@ -84,6 +86,12 @@ class AudioSender:
         """Queue caller bytes (any size); ignored once closed."""
         if not self._pipe.closed:
             self._pipe.chunks.append(data)
+
+    def say(self, text: str) -> None:
+        """Ask the model to say `text` (`session.commentary.append`); ignored once closed. The
+        front end bounds each text (`gptlive.events.MAX_COMMENTARY_CHARS`), the engine the backlog."""
+        if not self._pipe.closed:
+            self._pipe.texts.append(text)
 
     def close(self) -> None:
         self._pipe.closed = True
@@ -110,6 +118,13 @@ class AudioReceiver:
         """Every chunk queued so far, oldest first."""
         popleft = self._pipe.chunks.popleft
         return [popleft() for _ in range(len(self._pipe.chunks))]  # the front end may append meanwhile
+
+    def drain_texts(self) -> list[str]:
+        """Every text to say queued so far, oldest first (usually none: one cheap length check)."""
+        texts = self._pipe.texts
+        if not texts:
+            return []
+        return [texts.popleft() for _ in range(len(texts))]
 
 
 # --- outputs ------------------------------------------------------------------------------------

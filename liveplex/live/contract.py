@@ -56,6 +56,9 @@ class LiveInfo:
     """Admission cap; one more start is answered busy."""
     max_frames: int
     """Session length in frames; the session runs exactly this many."""
+    context_frames: int = 0
+    """Frames the model's context window holds (PersonaPlex: its ring); 0 when the engine has
+    none to report. `session.usage.updated` reports the share of it a session fills."""
     engine: tuple[tuple[str, str], ...] = ()
     """How the engine runs, as (name, value) pairs the front end publishes unchanged in
     `/live/config`, `/live/stats` and the `liveengine_engine_info` metric (PersonaPlex: `schedule`)."""

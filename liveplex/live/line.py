@@ -46,6 +46,10 @@ class Line:
             return contract.CloseReason.EXPIRED
         return None
 
+    def commentary(self) -> list[str]:
+        """Texts the caller's app asked the model to say since the last call, oldest first."""
+        return self.input.drain_texts()
+
     def hear(self, skipped: int) -> np.ndarray:
         """This tick's caller frame (float32), after discarding the audio of skipped ticks."""
         if skipped:

@@ -58,6 +58,10 @@ class EngineLeg:
         if self._opened is not None:
             self._opened.audio.send(pcm)
 
+    def say(self, text: str) -> None:
+        if self._opened is not None:
+            self._opened.audio.say(text)
+
     def forward(self, data: str | bytes) -> None:
         raise RuntimeError("an engine session is not relayed")
 

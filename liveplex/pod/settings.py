@@ -14,6 +14,7 @@ import orjson
 
 from liveplex.flags import default_of
 from liveplex.gptlive import voices
+from liveplex.gptlive.served import DEFAULT_ALIASES
 from liveplex.live import frames, pacing
 from liveplex.live.pacing import Pacing
 from liveplex.pod import stats
@@ -23,7 +24,7 @@ from liveplex.pod import stats
 class PodSettings:
     """See the module docstring; the Redis fields are all set or all unset."""
 
-    model_aliases: tuple[str, ...] = ("gpt-live-1",)
+    model_aliases: tuple[str, ...] = DEFAULT_ALIASES
     """Model names accepted besides the engine's own id (gpt-live §5.1's allow-list)."""
     voice_dir: Path | None = None
     """Registry of custom voices (`<id>.pt`), for `{"id": ...}` voices."""
@@ -56,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = PodSettings
     g = parser.add_argument_group("pod")
     g.add_argument("--model-alias", action="append", default=None, metavar="NAME",
-                   help="model name accepted besides the engine's id (repeatable; default: gpt-live-1)")
+                   help="model name accepted besides the engine's id (repeatable; default: gpt-live-1 and gpt-live-1.1)")
     g.add_argument("--voice-dir", type=Path, default=None,
                    help="directory of custom voices <id>.pt for {\"id\": ...} voices (default: none)")
     g.add_argument("--voice-map", type=Path, default=None,

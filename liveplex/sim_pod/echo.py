@@ -4,7 +4,8 @@ live-contract §12.2. Pure: a frame and its loudness in, a frame and maybe a wor
 s16le bytes, echoed untouched (no float round trip), and loudness is judged for every session of
 a tick in one numpy pass (`loud_rows`), so a tick costs a few µs per session. Over a long call the
 words read "I hear you loud and clear. I hear you ..." so tests and people can see the text path
-work.
+work. Text the caller's app asks the agent to say (`say`) is spoken first, a word a frame, so a
+`session.commentary.append` shows in the transcript.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from collections import deque
 import numpy as np
 
 WORDS: tuple[str, ...] = ("I", "hear", "you", "loud", "and", "clear.")
+
+MAX_SAY_WORDS = 1_000
+"""Words of commentary a session may have waiting; words past it are dropped (about 80 s)."""
 
 LOUD_MEAN_SQUARE = 1e-4
 """A frame is loud when its mean square (samples in [-1, 1)) exceeds this: RMS > 0.01, -40 dBFS."""
@@ -35,29 +39,39 @@ def loud_rows(frames: np.ndarray) -> np.ndarray:
 class Echo:
     """Delays the caller by `echo_frames` frames and says one word per `word_frames` loud frames."""
 
-    __slots__ = ("_delay", "word_frames", "loud_frames", "words")
+    __slots__ = ("_delay", "_said", "word_frames", "loud_frames", "words")
 
     def __init__(self, frame: int, echo_frames: int, word_frames: int) -> None:
         if word_frames <= 0:
             raise ValueError(f"word_frames must be > 0, got {word_frames}")
         silence = bytes(2 * frame)
         self._delay: deque[bytes] = deque(silence for _ in range(echo_frames))
+        self._said: deque[str] = deque()
         self.word_frames = word_frames
         self.loud_frames = 0
         """Loud frames heard so far."""
         self.words = 0
-        """Words said so far."""
+        """Words said so far (echo words and commentary words)."""
+
+    def say(self, text: str) -> None:
+        """Queue `text`'s words to be said, one per frame, before any echo word."""
+        self._said.extend(text.split()[:MAX_SAY_WORDS - len(self._said)])
 
     def step(self, heard: bytes, loud: bool) -> tuple[bytes, str | None]:
         """Hear one s16le frame (`loud` from `loud_rows`); return the frame heard `echo_frames`
         ago and maybe a word."""
         self._delay.append(heard)
         out = self._delay.popleft()
-        if not loud:
+        beat = False
+        if loud:
+            self.loud_frames += 1
+            beat = self.loud_frames % self.word_frames == 0
+        if self._said:  # commentary first: an echo word whose beat falls meanwhile is not said
+            return out, self._word(self._said.popleft())
+        if not beat:
             return out, None
-        self.loud_frames += 1
-        if self.loud_frames % self.word_frames:
-            return out, None
-        w = WORDS[self.words % len(WORDS)]
+        return out, self._word(WORDS[(self.loud_frames // self.word_frames - 1) % len(WORDS)])
+
+    def _word(self, w: str) -> str:
         self.words += 1
-        return out, w if self.words == 1 else " " + w  # only the very first word has no space
+        return w if self.words == 1 else " " + w  # only the very first word has no space

@@ -65,6 +65,8 @@ class SimEngine:
                                                                     frames.FRAME_SAMPLES))
         kept = []
         for call, pcm, is_loud in zip(live, heard, loud.tolist(), strict=True):
+            for text in call[0].commentary():
+                call[1].say(text)
             out, word = call[1].step(pcm, is_loud)
             if call[0].say(out, word):
                 kept.append(call)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 
 import orjson
 import pytest
@@ -455,3 +456,85 @@ def test_a_quiet_spell_ends_with_the_second_and_keeps_the_idle_guard() -> None:
     assert conn.timer(1_000 * MS) == [] and conn.reading
     assert conn.deadline_ns == 60_200 * MS
     assert conn.timer(60_200 * MS) == [c.Close(1000)]
+
+
+# --- what GPT-Live clients send (issue 21: LiveKit, Pipecat, openai 3.57) --------------------------
+
+def start_with(**session: object) -> str:
+    return orjson.dumps({"type": "session.start", "event_id": "s1",
+                         "session": {"model": "gpt-live-1", **session}}).decode()
+
+
+def turn(role: str, text: str) -> dict[str, object]:
+    return {"role": role, "content": [{"text": text}]}
+
+
+def started(conn: c.Connection, start: str) -> tuple[c.Start, list[dict]]:
+    [begin] = conn.receive(start, 0, 1000.0)
+    assert isinstance(begin, c.Start)
+    return begin, sent(conn.deliver([contract.Started()]))
+
+
+def test_commentary_is_acked_at_the_timeline_and_said_by_the_engine() -> None:
+    conn = live()
+    conn.deliver([FRAME] * 3)
+    actions = conn.receive(msg("session.commentary.append", "k1", content="Welcome back!"), 0, 0.0)
+    [ack] = sent(actions)
+    assert ack == {"type": "session.commentary.appended", "event_id": ack["event_id"], "start_ms": 240,
+                   "end_ms": 240, "client_event_id": "k1"}
+    assert wire(actions)[1:] == [c.Say("Welcome back!")]
+    conn.receive(msg("session.close"), 0, 0.0)
+    assert codes(conn.receive(msg("session.commentary.append", content="late"), 0, 0.0)) == ["session_closing"]
+
+
+def test_history_folds_into_the_role_prompt_newest_kept_and_the_drop_is_told() -> None:
+    info = dataclasses.replace(INFO, max_instructions_chars=75)
+    conn = c.Connection(Served(info, Voices(VOICES, BUILTIN, ()), ("gpt-live-1",)), SETTINGS, 0)
+    begin, out = started(conn, start_with(input=[turn("user", "first"), turn("assistant", "second"),
+                                                 turn("user", "third")]))
+    assert begin.session.instructions == ("You echo the caller.\n\nConversation so far:\nAssistant: second"
+                                          "\nUser: third")
+    assert out[0]["session"]["instructions"] == "You echo the caller."  # the resource: instructions alone
+    assert "input" not in out[0]["session"]
+    [note] = out[1:]
+    assert (note["type"], note["code"], note["client_event_id"]) == ("info", "input_truncated", "s1")
+    assert "1 oldest of the 3" in note["message"]
+
+
+def test_history_that_fits_is_folded_whole_without_a_note() -> None:
+    info = dataclasses.replace(INFO, max_instructions_chars=200)
+    conn = c.Connection(Served(info, Voices(VOICES, BUILTIN, ()), ("gpt-live-1",)), SETTINGS, 0)
+    begin, out = started(conn, start_with(instructions="Be kind.", input=[turn("developer", "Name: Ada"),
+                                                                          turn("user", "hi")]))
+    assert begin.session.instructions == "Be kind.\n\nConversation so far:\nDeveloper: Name: Ada\nUser: hi"
+    assert [e["type"] for e in out] == ["session.started"]
+
+
+def test_responses_delegation_is_echoed_and_the_session_says_it_never_delegates() -> None:
+    config = {"model": "gpt-5", "tools": [{"type": "web_search"}]}
+    _, out = started(new(), start_with(delegation={"type": "responses", "responses": config}))
+    assert out[0]["session"]["delegation"] == {"type": "responses", "responses": config}
+    assert [(e["type"], e.get("code")) for e in out[1:]] == [("info", "delegation_unused")]
+    assert not any(e["type"].startswith(("session.delegation", "response.")) for e in out)
+
+
+def test_safety_identifier_is_kept_in_the_resource_and_the_end() -> None:
+    conn = new()
+    _, out = started(conn, start_with(safety_identifier="user-42"))
+    assert out[0]["session"]["safety_identifier"] == "user-42"
+    [ended] = outcomes(conn.disconnect())
+    assert isinstance(ended, c.Ended) and ended.safety_identifier == "user-42"
+    _, out = started(new(), start_with(safety_identifier=None))
+    assert "safety_identifier" not in out[0]["session"]
+
+
+def test_usage_reports_the_context_window_only_when_the_engine_has_one() -> None:
+    windowed = dataclasses.replace(INFO, context_frames=100)
+    conn = c.Connection(Served(windowed, Voices(VOICES, BUILTIN, ()), ("gpt-live-1",)),
+                        Settings(usage_period_ms=4000), 0)
+    started(conn, START)
+    usage = [e for e in sent(conn.deliver([FRAME] * 150)) if e["type"] == "session.usage.updated"]
+    assert [(u["usage"]["seconds"], u["context_window"]) for u in usage] == [
+        (4.0, {"usage_ratio": 0.5}), (8.0, {"usage_ratio": 1.0}), (12.0, {"usage_ratio": 1.0})]
+    assert "context_window" not in [e for e in sent(live(Settings(usage_period_ms=80)).deliver([FRAME]))
+                                    if e["type"] == "session.usage.updated"][0]

@@ -92,6 +92,15 @@ CASES = [
     Case("unknown field", sent('{"type":"session.close","x":1}'), "unknown_parameter", "x"),
     Case("client field", sent(start(client={})), "unsupported_parameter", "session.client"),
     Case("store true", sent(start(store=True)), "unsupported_value", "session.store"),
+    Case("long history", sent(start(input=[{"role": "user", "content": [{"text": "hi"}]}] * 129)),
+         "array_above_max_length", "session.input"),
+    Case("bad history role", sent(start(input=[{"role": "user", "content": [{"text": "hi"}]},
+                                               {"role": "tool", "content": []}])),
+         "invalid_value", "session.input[1].role"),
+    Case("commentary with a delegation id", sent('{"type":"session.commentary.append","content":"hi",'
+                                                 '"delegation_id":"d1"}', live), "invalid_value", "delegation_id"),
+    Case("commentary before start", sent('{"type":"session.commentary.append","content":"hi"}'),
+         "session_not_started", "type"),
     Case("refused type", sent('{"type":"response.create"}'), "unsupported_event", "type"),
     Case("unknown type", sent('{"type":"foo.bar"}'), "unknown_event", "type"),
     # what session.start checks after parsing (gpt-live §4.4 step 5)

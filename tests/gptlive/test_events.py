@@ -27,16 +27,24 @@ _ids = st.none() | st.text(max_size=12)
 _formats = st.sampled_from([events.AudioFormat("audio/pcm", 24000), events.AudioFormat("audio/pcm", 16000),
                             events.AudioFormat("audio/pcmu", 8000), events.AudioFormat("audio/pcma", 8000)])
 _voices = st.none() | st.text(max_size=8) | st.builds(events.CustomVoice, st.text(max_size=8))
+_delays = st.none() | st.integers(0, 10**6)
+_responses = st.fixed_dictionaries({"model": st.text(max_size=8)},
+                                   optional={"instructions": st.none() | st.text(max_size=8),
+                                             "tools": st.just([{"type": "web_search"}])})
+_turns = st.lists(st.builds(events.Turn, st.sampled_from(["developer", "user", "assistant"]),
+                            st.text(max_size=12)), max_size=4).map(tuple)
 _configs = st.builds(events.SessionConfig, model=st.text(max_size=10), instructions=st.none() | st.text(),
                      format=st.none() | _formats, voice=_voices,
-                     delegation=st.none() | st.builds(events.ClientDelegation,
-                                                      st.none() | st.integers(0, 10**6)))
+                     delegation=st.none() | st.builds(events.ClientDelegation, _delays)
+                     | st.builds(events.ResponsesDelegation, _responses, _delays),
+                     input=_turns, safety_identifier=st.none() | st.text(max_size=8))
 _client_events = st.one_of(
     st.builds(events.SessionStart, _configs, _ids),
     st.builds(events.InputAudioAppend, st.text(alphabet="AB+/=", max_size=16), _ids),
     st.builds(events.InputAudioMute, _ids),
     st.builds(events.InputAudioUnmute, _ids),
     st.builds(events.SessionClose, _ids),
+    st.builds(events.CommentaryAppend, st.text(max_size=20).filter(str.strip), _ids),
 )
 
 
@@ -133,18 +141,51 @@ def test_type_is_checked_before_payload() -> None:
      "session.audio.format.type"),
     (_start({"model": "m", "audio": {"format": {"type": "audio/pcma"}}}),
      "missing_required_parameter", "session.audio.format.rate"),
-    (_start({"model": "m", "delegation": {"type": "responses"}}), "unsupported_value",
-     "session.delegation.type"),
+    (_start({"model": "m", "delegation": {"type": "responses"}}), "missing_required_parameter",
+     "session.delegation.responses"),
+    (_start({"model": "m", "delegation": {"type": "responses", "responses": {}}}), "missing_required_parameter",
+     "session.delegation.responses.model"),
+    (_start({"model": "m", "delegation": {"type": "responses", "responses": {"model": "x", "tools": {}}}}),
+     "invalid_type", "session.delegation.responses.tools"),
+    (_start({"model": "m", "delegation": {"type": "responses", "responses": {"model": "x", "foo": 1}}}),
+     "unknown_parameter", "session.delegation.responses.foo"),
+    (_start({"model": "m", "delegation": {"type": "client", "responses": {"model": "x"}}}),
+     "unknown_parameter", "session.delegation.responses"),
     (_start({"model": "m", "delegation": {"type": "decisions"}}), "unsupported_value",
      "session.delegation.type"),
     (_start({"model": "m", "delegation": {"type": "foo"}}), "invalid_value", "session.delegation.type"),
     (_start({"model": "m", "delegation": {"type": "client", "acknowledgement_delay_ms": True}}),
      "invalid_type", "session.delegation.acknowledgement_delay_ms"),
     (_start({"model": "m", "store": True}), "unsupported_value", "session.store"),
-    (_start({"model": "m", "input": [{"x": 1}]}), "unsupported_parameter", "session.input"),
+    (_start({"model": "m", "input": {}}), "invalid_type", "session.input"),
+    (_start({"model": "m", "input": ["hi"]}), "invalid_type", "session.input[0]"),
+    (_start({"model": "m", "input": [{"x": 1}]}), "unknown_parameter", "session.input[0].x"),
+    (_start({"model": "m", "input": [{"content": []}]}), "missing_required_parameter", "session.input[0].role"),
+    (_start({"model": "m", "input": [{"role": "system", "content": []}]}), "invalid_value",
+     "session.input[0].role"),
+    (_start({"model": "m", "input": [{"role": "user", "type": "function_call", "content": []}]}), "invalid_value",
+     "session.input[0].type"),
+    (_start({"model": "m", "input": [{"role": "user", "status": "done", "content": []}]}), "invalid_value",
+     "session.input[0].status"),
+    (_start({"model": "m", "input": [{"role": "user"}]}), "missing_required_parameter", "session.input[0].content"),
+    (_start({"model": "m", "input": [{"role": "user", "content": "hi"}]}), "invalid_type",
+     "session.input[0].content"),
+    (_start({"model": "m", "input": [{"role": "user", "content": []}]}), "invalid_value",
+     "session.input[0].content"),
+    (_start({"model": "m", "input": [{"role": "user", "content": [{"text": "a"}, {"text": "b"}]}]}),
+     "invalid_value", "session.input[0].content"),
+    (_start({"model": "m", "input": [{"role": "user", "content": [{"text": "a"}]},
+                                     {"role": "user", "content": [{"type": "output_text", "text": "b"}]}]}),
+     "invalid_value", "session.input[1].content[0].type"),
+    (_start({"model": "m", "input": [{"role": "assistant", "content": [{"type": "output_text"}]}]}),
+     "missing_required_parameter", "session.input[0].content[0].text"),
+    (_start({"model": "m", "input": [{"role": "assistant", "content": [{"text": 1}]}]}),
+     "invalid_type", "session.input[0].content[0].text"),
+    (_start({"model": "m", "input": [{"role": "user", "content": [{"text": "a", "audio": "x"}]}]}),
+     "unknown_parameter", "session.input[0].content[0].audio"),
     (_start({"model": "m", "triggers": [{}]}), "unsupported_parameter", "session.triggers"),
     (_start({"model": "m", "client": {}}), "unsupported_parameter", "session.client"),
-    (_start({"model": "m", "safety_identifier": "u"}), "unknown_parameter", "session.safety_identifier"),
+    (_start({"model": "m", "safety_identifier": 7}), "invalid_type", "session.safety_identifier"),
     (_start({"model": "m", "audio": {"output": {"voice": {"id": "x", "extra": 1}}}}),
      "unknown_parameter", "session.audio.output.voice.extra"),
     (_start({"model": "m", "audio": {"output": {"voice": {}}}}), "missing_required_parameter",
@@ -154,6 +195,13 @@ def test_type_is_checked_before_payload() -> None:
     ('{"type":"session.input_audio.mute","foo":1}', "unknown_parameter", "foo"),
     ('{"type":"session.input_audio.append"}', "missing_required_parameter", "audio"),
     ('{"type":"session.input_audio.append","audio":1}', "invalid_type", "audio"),
+    ('{"type":"session.commentary.append"}', "missing_required_parameter", "content"),
+    ('{"type":"session.commentary.append","content":7}', "invalid_type", "content"),
+    ('{"type":"session.commentary.append","content":"  "}', "invalid_value", "content"),
+    ('{"type":"session.commentary.append","content":"' + "x" * 2001 + '"}', "string_above_max_length", "content"),
+    ('{"type":"session.commentary.append","content":"hi","delegation_id":3}', "invalid_type", "delegation_id"),
+    ('{"type":"session.commentary.append","content":"hi","delegation_id":"d"}', "invalid_value", "delegation_id"),
+    ('{"type":"session.commentary.append","content":"hi","x":1}', "unknown_parameter", "x"),
 ])
 def test_payload_errors_name_the_exact_param(message: str, code: str, param: str) -> None:
     assert _error(message)[:2] == (code, param)
@@ -164,9 +212,38 @@ def test_payload_errors_name_the_exact_param(message: str, code: str, param: str
     {"model": "m", "delegation": {"type": "client", "acknowledgement_delay_ms": 200}},
     {"model": "m", "input": []}, {"model": "m", "triggers": []}, {"model": "m", "store": False},
     {"model": "m", "instructions": None}, {"model": "m", "audio": None},
+    {"model": "m", "input": None}, {"model": "m", "safety_identifier": None},
 ])
 def test_no_op_fields_are_accepted(session: dict[str, object]) -> None:
     assert isinstance(events.parse(_start(session, event_id="s")), events.SessionStart)
+
+
+def test_the_sdks_startup_history_is_read_as_turns() -> None:
+    """openai 3.57's `InitialItem` shapes, as LiveKit and Pipecat send them (type fields optional)."""
+    out = events.parse(_start({"model": "m", "input": [
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Be brief."}]},
+        {"role": "user", "id": "m1", "status": "completed", "content": [{"text": "Hi there"}]},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "Hello!"}]},
+        {"role": "assistant", "status": "incomplete", "content": [{"type": "text", "text": "And"}]},
+    ]}))
+    assert isinstance(out, events.SessionStart)
+    assert out.session.input == (events.Turn("developer", "Be brief."), events.Turn("user", "Hi there"),
+                                 events.Turn("assistant", "Hello!"), events.Turn("assistant", "And"))
+
+
+def test_responses_delegation_is_recorded_as_sent() -> None:
+    config = {"model": "gpt-5", "instructions": None, "tools": [{"type": "web_search", "anything": 1}],
+              "reasoning": {"effort": "low"}}
+    out = events.parse(_start({"model": "m", "safety_identifier": "user-7",
+                               "delegation": {"type": "responses", "responses": config}}))
+    assert isinstance(out, events.SessionStart)
+    assert out.session.delegation == events.ResponsesDelegation(config)
+    assert out.session.safety_identifier == "user-7"
+
+
+def test_commentary_is_parsed_with_a_null_delegation_id() -> None:
+    out = events.parse('{"type":"session.commentary.append","content":"Hello","delegation_id":null,"event_id":"c"}')
+    assert out == events.CommentaryAppend("Hello", "c")
 
 
 def test_first_offending_field_in_client_order_wins() -> None:

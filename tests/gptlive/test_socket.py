@@ -255,3 +255,19 @@ async def test_late_ticks_show_their_lateness_in_stats_and_metrics() -> None:
     assert samples[("liveengine_tick_lateness_seconds_count", None)] == ticks
     assert samples[("liveengine_tick_lateness_seconds_bucket", "0.02")] == ticks - late
     assert samples[("liveengine_tick_lateness_seconds_sum", None)] >= 0.02 * late
+
+
+async def test_commentary_is_acked_and_shows_as_the_sims_transcript() -> None:
+    """What LiveKit's `generate_reply()` and Pipecat's opening instruction send (issue 21)."""
+    async with pods.in_process() as running:
+        ws = await started(running.address)
+        await send(ws, {"type": "session.commentary.append", "event_id": "k1", "content": "Hello there, Ada",
+                        "delegation_id": None})
+        ack, _ = await until(ws, "session.commentary.appended")
+        assert ack["client_event_id"] == "k1" and ack["start_ms"] == ack["end_ms"]
+        words = []
+        while "".join(words) != "Hello there, Ada":
+            delta, _ = await until(ws, "session.output_transcript.delta")
+            assert delta["start_ms"] >= ack["start_ms"]
+            words.append(delta["delta"])
+        await ws.close()

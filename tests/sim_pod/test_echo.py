@@ -74,3 +74,13 @@ def test_info_has_the_contract_defaults() -> None:
     info = SimProfile().info()
     assert (info.max_frames, info.max_sessions, info.default_voice) == (3000, 64, "NATF2")
     assert len(info.voices) == 18 and list(info.voices) == sorted(info.voices)
+
+
+def test_commentary_is_said_a_word_a_frame_before_any_echo_word() -> None:
+    echo = Echo(FRAME, 0, 1)
+    loud = bytes(2 * FRAME)
+    echo.say("Welcome  back,\nAda!")
+    said = [echo.step(loud, True)[1] for _ in range(5)]
+    assert said == ["Welcome", " back,", " Ada!", " loud", " and"]  # "I hear you" fell during it
+    echo.say("x " * 2000)
+    assert sum(echo.step(loud, False)[1] is not None for _ in range(1100)) == 1000  # the backlog is bounded

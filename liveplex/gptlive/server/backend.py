@@ -35,6 +35,9 @@ class Leg(Protocol):
     def append(self, pcm: bytes) -> None:
         """24 kHz s16le caller audio (a pod's engine)."""
 
+    def say(self, text: str) -> None:
+        """Text for the model to say (`session.commentary.append`; a pod's engine)."""
+
     def forward(self, data: str | bytes) -> None:
         """A client frame of a relayed session, verbatim (the gateway's upstream)."""
 

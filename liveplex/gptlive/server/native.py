@@ -264,6 +264,9 @@ class LiveSocket:
                     self._stats.record(action)
             elif kind is connection.Start:
                 self._leg = self._backend.start(action, self)
+            elif kind is connection.Say:
+                if self._leg is not None:
+                    self._leg.say(action.text)
             elif kind is connection.Hangup:
                 if self._leg is not None:
                     self._leg.hangup()
@@ -342,7 +345,8 @@ class LiveSocket:
         if type(action) is connection.Ended:
             logger.info("session ended", extra={
                 "session_id": action.session_id, "reason": action.reason, "seconds": action.seconds,
-                "frames": action.frames, "underruns": action.underruns, "dropped_samples": action.dropped})
+                "frames": action.frames, "underruns": action.underruns, "dropped_samples": action.dropped,
+                "safety_identifier": action.safety_identifier})
 
     # --- writing ----------------------------------------------------------------------------------
 
