@@ -43,7 +43,6 @@ NEVER_EMITTED = frozenset({
     "session.output_audio.fixture.played",
     "session.instructions.appended",
     "session.thinking.appended",
-    "session.commentary.appended",
     "session.input_transcript.delta",
     "session.delegation.created",
     "decision.event",
@@ -69,6 +68,7 @@ SESSION_EVENTS = frozenset({
     "session.usage.updated",
     "session.input_audio.muted",
     "session.input_audio.unmuted",
+    "session.commentary.appended",
     "info",
     "session.closed",
 })

@@ -5,7 +5,9 @@ member of `openai.types.live.ConnectServerEvent` becomes a JSON Schema through p
 `TypeAdapter`; every object schema in it is then closed (`additionalProperties: false`) so an
 undeclared key at any level fails. JSON integers are strict: `5.0` is not an integer here, though
 draft 2020-12 would accept it, because a client that decodes `expires_at` as an int must not get a
-float. Pin `openai==3.51.0`: a schema bump is a deliberate change.
+float. Pin `openai==3.51.0`: a schema bump is a deliberate change. The fields openai 3.57 added
+to the server events (`NEWER_FIELDS`) are declared on top, so a server that serves 3.57 clients
+passes too, and the checker still runs under the pinned SDK.
 """
 
 from __future__ import annotations
@@ -64,11 +66,32 @@ def _close_in_place(node: object) -> None:
             _close_in_place(item)
 
 
+_NULLABLE_STRING: JsonSchema = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+_NULLABLE_INTEGER: JsonSchema = {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+NEWER_FIELDS: Mapping[str, Mapping[str, JsonSchema]] = {
+    "SessionResource": {"safety_identifier": _NULLABLE_STRING},
+    "SessionUsage": {"active_seconds": _NULLABLE_INTEGER, "paused_seconds": _NULLABLE_INTEGER},
+}
+"""openai 3.57's additions to the server events' models (its `SessionResource` and `SessionUsage`),
+by model name: optional fields the pinned 3.51 lacks."""
+
+
+def add_newer_fields(schema: JsonSchema) -> JsonSchema:
+    """`schema` with `NEWER_FIELDS` declared in the definitions it has (in place; returned)."""
+    defs = schema.get("$defs")
+    if isinstance(defs, dict):
+        for name, fields in NEWER_FIELDS.items():
+            model = defs.get(name)
+            if isinstance(model, dict):
+                model.setdefault("properties", {}).update(copy.deepcopy(dict(fields)))
+    return schema
+
+
 @functools.cache
 def server_schemas() -> Mapping[str, JsonSchema]:
     """Closed JSON Schemas of every SDK server event, by `type` (read-only)."""
     schemas = {
-        event_type(model): close_objects(pydantic.TypeAdapter(model).json_schema())
+        event_type(model): close_objects(add_newer_fields(pydantic.TypeAdapter(model).json_schema()))
         for model in server_event_models()
     }
     return types.MappingProxyType(schemas)

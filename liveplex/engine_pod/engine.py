@@ -4,7 +4,9 @@ Spec personaplex §5. Host side of the engine: sessions are leases on preallocat
 (`leases`), newcomers queue in arrival order and are prefilled at the start of the next ticks
 within a budget of prefill time measured at startup, a long prompt split across ticks
 (`grouping`, `prefill.admit`); then every running session's caller frame goes through
-`program.Program.run(bucket)` and comes back as exactly one 80 ms frame and its text. The host
+`program.Program.run(bucket)` and comes back as exactly one 80 ms frame and its text. Text the
+caller's app asks the agent to say (`session.commentary.append`) is tokenized here and loaded into
+the slot's commentary row one piece at a time (`step.speak` says it on the device). The host
 talks to the device through staging buffers (`staging`): caller PCM and prompt blocks go up
 asynchronously and one packed output comes down, the tick's one host sync. An exception anywhere in
 `tick` propagates: `drive` then calls `abort` (every line gets `Closed(ABORTED)`, every newcomer is
@@ -30,10 +32,13 @@ from liveplex.live.drive import EngineError
 from liveplex.live.jitter import Jitter
 from liveplex.live.line import Line
 from liveplex.live.pulse import Pulse
-from liveplex.personaplex import prefill, prompt, ring, sampling, tokenizer
+from liveplex.personaplex import prefill, prompt, ring, sampling, step, tokenizer
 from liveplex.sim_pod import profile as sim_profile
 
 logger = logging.getLogger(__name__)
+
+MAX_COMMENTARY_PIECES = 8
+"""Pieces of `step.SAY_TOKENS` commentary ids a session may have waiting; more are dropped (logged)."""
 
 UNLIMITED_FRAMES = 1 << 31
 """`max_seconds = 0`: sessions never expire (about 5 years of frames)."""
@@ -68,6 +73,12 @@ class _Running:
     detok: tokenizer.StreamingDetokenizer
     pos: int
     """Position of the row the next tick runs (the host's copy)."""
+    waiting: deque[list[int]] = dataclasses.field(default_factory=deque)
+    """Commentary ids not yet loaded into the slot, in pieces of at most `step.SAY_TOKENS`."""
+    loaded: int = 0
+    """Ids of the piece loaded into the slot (its `say_len`)..."""
+    said: int = 0
+    """...and how many of them it has said (its `say_at`, read back each tick)."""
 
 
 def session_cap(model: model_mod.Model, settings: EngineSettings) -> int:
@@ -234,6 +245,7 @@ class PersonaPlexEngine:
         heard = self._pcm_stage.writable().numpy()
         for slot, r in enumerate(self._rows):
             heard[slot] = r.line.hear(skipped)
+            self._commentary(slot, r)
         heard[B:bucket] = 0  # padding rows: silent input at position 0, in free slots only
         self._pcm_stage.send(self.pools.pcm_in[:bucket])
         if bucket > B:
@@ -249,12 +261,28 @@ class PersonaPlexEngine:
                 gone.append((slot, True))
                 continue
             r.pos += 1
+            r.said = int(out[slot, program.SAID])
             if not r.line.say(pcm[slot].tobytes(), r.detok.push(int(out[slot, 0]))):
                 gone.append((slot, False))
         for slot, dirty in reversed(gone):
             if dirty:
                 self.pools.reset(slice(slot, slot + 1))
             self._release(slot)
+
+    def _commentary(self, slot: int, r: _Running) -> None:
+        """Queue the session's new commentary; load the next piece once the slot said the last."""
+        for text in r.line.commentary():
+            ids = self._model.tokenizer.encode(text)
+            pieces = [ids[i:i + step.SAY_TOKENS] for i in range(0, len(ids), step.SAY_TOKENS)]
+            room = MAX_COMMENTARY_PIECES - len(r.waiting)
+            if len(pieces) > room:
+                logger.warning("commentary backlog full; text dropped", extra={
+                    "session_id": r.id, "dropped_ids": sum(len(p) for p in pieces[room:])})
+            r.waiting.extend(pieces[:room])
+        if r.waiting and r.said >= r.loaded:
+            piece = r.waiting.popleft()
+            self.pools.tokens.load_commentary(slot, piece)
+            r.loaded, r.said = len(piece), 0
 
     def abort(self) -> None:
         """After a fault: every running line gets `Closed(ABORTED)`, every newcomer is refused."""

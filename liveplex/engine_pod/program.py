@@ -22,7 +22,9 @@ EMITTED = slice(0, 1 + config.AGENT_CODEBOOKS)
 """Columns of `TickOutput.packed`: text id and agent cb0..7 of the frame played now..."""
 FINITE = 1 + config.AGENT_CODEBOOKS
 """...1 where the row's logits and PCM are all finite (spec §5.11)..."""
-PCM = slice(FINITE + 1, FINITE + 1 + frames.FRAME_SAMPLES)
+SAID = FINITE + 1
+"""...how many of the slot's commentary ids it has said (`TokenState.say_at`)..."""
+PCM = slice(SAID + 1, SAID + 1 + frames.FRAME_SAMPLES)
 """...and that frame, decoded, as int16 values."""
 PACKED_WIDTH = PCM.stop
 
@@ -32,7 +34,7 @@ class TickOutput:
     """What `program(Bk)` leaves for rows 0..Bk-1 (a device tensor)."""
 
     packed: torch.Tensor
-    """[Bk, PACKED_WIDTH] int32: `EMITTED`, `FINITE`, `PCM` columns."""
+    """[Bk, PACKED_WIDTH] int32: `EMITTED`, `FINITE`, `SAID`, `PCM` columns."""
 
 
 class Pools:
@@ -148,4 +150,5 @@ class Program:
         finite = total * 0 == 0
         pcm16 = torch.round(torch.clamp(torch.nan_to_num(pcm), -1.0, 1.0) * 32767.0)
         # One cat in fp32 (exact for token ids, the flag and int16 samples), then one cast.
-        return TickOutput(torch.cat([out.emitted, finite[:, None], pcm16], dim=1).int())
+        said = p.tokens.say_at[:bucket, None]
+        return TickOutput(torch.cat([out.emitted, finite[:, None], said, pcm16], dim=1).int())

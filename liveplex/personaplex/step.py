@@ -9,9 +9,14 @@ Per-slot token state after the prompt is enough for both schedules:
 | `u1`,`u2` | [S, 8] | the caller codes of the previous tick and (`reference`) of the one before |
 | `forced`  | [S, 7] | agent cb1..7 teacher-forced while `forcing` (first reference tick only)  |
 | `key`     | [S]    | the session's sampling key (`sampling.key` of its seed)                  |
+| `say`     | [S, K] | commentary text ids to say (`session.commentary.append`), `say_len` of them |
+| `say_at`  | [S]    | how many of them were said                                               |
 
 A tick feeds `ahead ++ user_part`, draws the text and agent codebooks of column pos+1, and emits
 `[ahead[0], ahead[1], a[1..7]]`: the text id and agent frame (cb0 of column pos, cb1..7 of pos+1).
+Commentary constrains the text stream: where a row's draw is a word (not PAD or end-of-padding)
+while it has commentary left, the next commentary id is taken instead, and the depformer voices it
+(`speak`). The model keeps its timing (it still chooses when to speak) and its voice.
 No host synchronisation, no clock, no globals: the engine runs it inside a CUDA graph. How tokens
 are drawn is a `Draw` the caller passes (`sampled_draws` in the engine; tests wrap it to force
 tokens), so the served step carries no test hook.
@@ -27,6 +32,10 @@ import torch
 from liveplex.personaplex import config, depformer, kernels, prompt, ring, sampling, slots, temporal
 
 A = config.AGENT_CODEBOOKS
+SAY_TOKENS = 512
+"""Commentary ids a slot holds at once (`TokenState.say`): the SDK's 500-token limit per append."""
+SILENT = (0, config.TEXT_PAD)
+"""End-of-padding and PAD: a draw of either is the model staying silent, never replaced."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -41,13 +50,25 @@ class TokenState(slots.RowState):
     forced: torch.Tensor
     forcing: torch.Tensor
     key: torch.Tensor
+    say: torch.Tensor
+    say_len: torch.Tensor
+    say_at: torch.Tensor
 
     @classmethod
     def allocate(cls, slots_: int, device: torch.device | str = "cpu") -> TokenState:
         def z(*shape: int) -> torch.Tensor:
             return torch.zeros(shape, dtype=torch.long, device=device)
         return cls(z(slots_), z(slots_, 1 + A), z(slots_, A), z(slots_, A), z(slots_, A - 1),
-                   torch.zeros(slots_, dtype=torch.bool, device=device), z(slots_))
+                   torch.zeros(slots_, dtype=torch.bool, device=device), z(slots_),
+                   z(slots_, SAY_TOKENS), z(slots_), z(slots_))
+
+    def load_commentary(self, slot: int, ids: list[int]) -> None:
+        """Slot `slot` says `ids` (at most `SAY_TOKENS`) from its next word on, replacing what it
+        had left: the host loads the next text only once `say_at` reached `say_len`."""
+        assert 0 < len(ids) <= SAY_TOKENS, f"{len(ids)} commentary ids; a slot holds 1..{SAY_TOKENS}"
+        self.say[slot, :len(ids)] = torch.tensor(ids, dtype=torch.long)
+        self.say_len[slot] = len(ids)
+        self.say_at[slot] = 0
 
     def start(self, rows: slice, schedule: prompt.Schedule, position: torch.Tensor, key: torch.Tensor,
               tail: torch.Tensor, admission: torch.Tensor | None = None) -> None:
@@ -59,6 +80,8 @@ class TokenState(slots.RowState):
         starts from the tail column itself, with agent cb1..7 forced to the tail's on its first tick.
         """
         self.pos[rows] = position
+        self.say_len[rows] = 0
+        self.say_at[rows] = 0
         self.u1[rows] = tail[:, 1 + A:]
         self.u2[rows] = tail[:, 1 + A:]
         self.key[rows] = key
@@ -113,6 +136,17 @@ def sampled_draws(sample: sampling.Sampling, key: torch.Tensor, column: torch.Te
                                                 top_k=how[stream][1], race=races[stream])
 
 
+def speak(state: TokenState, text: torch.Tensor) -> torch.Tensor:
+    """[B] the text ids rows 0..B-1 emit: the draw, or where it is a word and commentary is left,
+    the next commentary id (which advances `say_at`)."""
+    B = text.shape[0]
+    at = state.say_at[:B]
+    word = (text != SILENT[0]) & (text != SILENT[1]) & (at < state.say_len[:B])
+    said = state.say[:B].gather(1, at.clamp(max=SAY_TOKENS - 1)[:, None])[:, 0]
+    at.add_(word.long())
+    return torch.where(word, said, text)
+
+
 def fed_column(state: TokenState, user: torch.Tensor, schedule: prompt.Schedule) -> torch.Tensor:
     """[B, 17] the column each row feeds this tick; `user` [B, 8] is this tick's caller codes."""
     B = user.shape[0]
@@ -157,7 +191,7 @@ def live_step(temp: temporal.Temporal, dep: depformer.Depformer, pool: ring.KVPo
     pos = state.pos[:B]
     h = temp.step(temp.embed(fed_column(state, user, schedule)), pos, pool, plan)
     text_logits = temp.text_logits(h)
-    text = draw(text_logits, 0)
+    text = speak(state, draw(text_logits, 0))
     forcing = state.forcing[:B] if schedule is prompt.Schedule.REFERENCE else None
     drawn, audio_logits = draw_agent(h, text, dep, draw, forcing, state.forced[:B])
     emitted = torch.cat([state.ahead[:B, :2], drawn[:, 2:]], dim=1)

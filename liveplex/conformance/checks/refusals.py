@@ -8,11 +8,12 @@ from liveplex.conformance.wire import Wire
 
 REFUSED = (
     "session.update", "session.instructions.append", "session.thinking.append",
-    "session.commentary.append", "session.output_audio.fixture.play", "decision.create",
+    "session.output_audio.fixture.play", "decision.create",
     "decision.item.create", "decision.item.delete", "response.item.create", "response.create",
     "transport.dtmf.send",
 )
-"""Valid GPT-Live client events PersonaPlex cannot honour (gpt-live §4.3)."""
+"""Valid GPT-Live client events PersonaPlex cannot honour (gpt-live §4.3); commentary it says
+(check 42)."""
 
 UNKNOWN = ("input_audio_buffer.append", "response.cancel")
 """Realtime-API events that are not GPT-Live client events."""

@@ -147,13 +147,10 @@ async def wrong_values(ctx: Context) -> str:
 
 
 async def unsupported(ctx: Context) -> str:
-    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
     return await refused_sessions(ctx, [
-        ({**MODEL, "delegation": {"type": "responses"}}, "unsupported_value", "session.delegation.type"),
         ({**MODEL, "delegation": {"type": "decisions"}}, "unsupported_value", "session.delegation.type"),
         ({**MODEL, "delegation": {"type": "foo"}}, "invalid_value", "session.delegation.type"),
         ({**MODEL, "store": True}, "unsupported_value", "session.store"),
-        ({**MODEL, "input": [item]}, "unsupported_parameter", "session.input"),
         ({**MODEL, "triggers": [{"type": "foo"}]}, "unsupported_parameter", "session.triggers"),
         ({**MODEL, "client": {}}, "unsupported_parameter", "session.client"),
     ])

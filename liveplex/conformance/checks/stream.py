@@ -160,9 +160,12 @@ async def usage_cadence(ctx: Context) -> str:
             received = await w.recv(USAGE_PERIOD_S + USAGE_SLACK_S + 1)
             if received.event.get("type") == "session.usage.updated":
                 usages.append(received)
-                expect(set(received.event) == {"type", "event_id", "usage"}
-                       and set(received.event["usage"]) == {"seconds"},  # type: ignore[arg-type]
-                       f"usage event must be exactly {{type, event_id, usage: {{seconds}}}}: {brief(received.event)}")
+                window = received.event.get("context_window", {"usage_ratio": 0})
+                expect(set(received.event) - {"context_window"} == {"type", "event_id", "usage"}
+                       and set(received.event["usage"]) == {"seconds"}  # type: ignore[arg-type]
+                       and isinstance(window, dict) and 0 <= window.get("usage_ratio", -1) <= 1,
+                       "usage event must be exactly {type, event_id, usage: {seconds}} and maybe "
+                       f"context_window: {{usage_ratio in [0, 1]}}: {brief(received.event)}")
                 before = w.log[:w.log.index(received)]
                 frames = sum(1 for r in before if r.event.get("type") == "session.output_audio.delta")
                 seconds = received.event["usage"]["seconds"]  # type: ignore[index]

@@ -1,0 +1,68 @@
+"""`session.commentary.append` on PersonaPlex (issue 21): the text the caller's app asks the agent
+to say constrains the model's text stream. Where the model draws a word while commentary is left,
+the next commentary id is taken instead, so the ids appear, in order, in the text stream, at the
+ticks the model chose to speak; where it draws PAD or end-of-padding it stays silent.
+
+Tiny model, CPU fp32, greedy, one session run twice from the same seed: once plain, once with the
+commentary. Until the commentary arrives the two text streams are identical.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from liveplex.engine_pod import engine
+from liveplex.personaplex import step
+from tests.engine_pod import harness
+
+pytestmark = pytest.mark.timeout(300)
+
+TEXT = "hello there, how are you"
+AFTER = 3
+"""Ticks the session runs before the commentary is sent."""
+
+
+def _run(tiny_model, commentary: str | None, ticks: int = 40) -> tuple[harness.Call, int]:
+    """The call, and how many of its ticks ran before the commentary was sent (the prompt may
+    take more than one tick on a loaded machine: the prefill budget is measured)."""
+    pod = harness.Pod(*harness.build(tiny_model, max_sessions=2, seed=7))
+    call = pod.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(5, ticks + 4))
+    sent = 0
+    for tick in range(ticks):
+        if tick == AFTER and commentary is not None:
+            call.opened.audio.say(commentary)
+            sent = len(call.tokens)
+        pod.tick()
+    return call, sent
+
+
+def test_commentary_ids_are_said_in_order_where_the_model_chose_to_speak(tiny_model):
+    (plain, _), (said, sent) = _run(tiny_model, None), _run(tiny_model, TEXT)
+    ids = tiny_model.tokenizer.encode(TEXT)
+    assert ids and not set(ids) & set(step.SILENT)
+    drawn = [t[0] for t in said.tokens]
+    assert drawn[:sent] == [t[0] for t in plain.tokens][:sent]  # greedy: the same session until then
+    spoken = [t for t in drawn[sent:] if t not in step.SILENT]
+    assert spoken[:len(ids)] == ids, "the commentary's ids, in order, are the first words drawn after it"
+    assert len(said.text) > 0 and "hello" in "".join(d for _, d in said.text)
+
+
+def test_commentary_longer_than_a_slot_row_is_said_piece_by_piece(tiny_model):
+    text = " ".join(["hello"] * (step.SAY_TOKENS + 20))
+    ids = tiny_model.tokenizer.encode(text)
+    assert len(ids) > step.SAY_TOKENS
+    call, sent = _run(tiny_model, text, ticks=2 * len(ids) + 10)
+    spoken = [t[0] for t in call.tokens[sent:] if t[0] not in step.SILENT]
+    assert spoken[:len(ids)] == ids
+
+
+def test_the_waiting_commentary_is_bounded(tiny_model):
+    eng, handle, inbox = harness.build(tiny_model, max_sessions=1)
+    pod = harness.Pod(eng, handle, inbox)
+    call = pod.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(5, 8))
+    pod.tick()
+    for _ in range(engine.MAX_COMMENTARY_PIECES + 5):
+        call.opened.audio.say(" ".join(["hello"] * step.SAY_TOKENS))
+    pod.tick()
+    [running] = eng._rows  # one piece loaded into the slot, the rest waiting, the overflow dropped
+    assert (running.loaded, len(running.waiting)) == (step.SAY_TOKENS, engine.MAX_COMMENTARY_PIECES - 1)
