@@ -38,10 +38,11 @@ def main(argv: list[str]) -> int:
     run.configure_logging(args.log_level)
     try:
         listen.check(args.host, args.port)
+        listen.check(args.admin_host, args.admin_port, listen.ADMIN_FLAGS)
         gateway, application = build(args)
     except ValueError as exc:
         print(f"liveplex gateway: {exc}", file=sys.stderr)
         return 2
-    run.run(application, gateway.front.settings, args.host, args.port, _banner, gateway.drain,
+    run.run(application, gateway.front, args.host, args.port, _banner, gateway.drain,
             lambda: gateway.draining)
     return 0
