@@ -8,6 +8,7 @@ fallback (platform §7.12), the breakers, per-key session counts and the counter
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import time
@@ -21,6 +22,7 @@ from liveplex.gateway.relay import UpstreamLeg
 from liveplex.gateway.settings import GatewaySettings
 from liveplex.gateway.stats import GatewayStats
 from liveplex.gateway.view import PoolView
+from liveplex.gateway.watchdog import Watchdog
 from liveplex.gptlive import connection, errors
 from liveplex.gptlive.server import auth, backend, replies
 from liveplex.gptlive.settings import Settings
@@ -45,6 +47,9 @@ class GatewayBackend:
         self._client = client
         self._view = view
         self._breaker = Breaker(settings.breaker_ms)
+        self._watchdog = Watchdog(settings.upstream_silence_ms * 1_000_000)
+        self.upstream_headers = {} if settings.pod_key is None else {"Authorization": f"Bearer {settings.pod_key}"}
+        """What every upstream upgrade carries besides the session's own headers: the pod token."""
         self._keys: Counter[str] = Counter()
         self._leg_keys: dict[UpstreamLeg, str] = {}
         self._conn_keys: weakref.WeakKeyDictionary[connection.Connection, str] = weakref.WeakKeyDictionary()
@@ -80,6 +85,17 @@ class GatewayBackend:
 
     def settled(self, conn: connection.Connection, outcome: connection.Action) -> None:
         """Nothing to tell: the pod settles its own reservation."""
+
+    async def watch(self) -> None:
+        """Run the `Watchdog` over every relayed session until cancelled."""
+        period_ns = self._watchdog.period_ns
+        due = time.monotonic_ns() + period_ns
+        while True:
+            await asyncio.sleep(max(0, due - time.monotonic_ns()) / 1e9)
+            now = time.monotonic_ns()
+            for leg in self._watchdog.check(list(self._leg_keys), now, now - due):
+                leg.silenced()
+            due = now + period_ns
 
     # --- what the legs share -----------------------------------------------------------------------
 

@@ -25,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def build(args: argparse.Namespace) -> tuple[Gateway, object]:
     """The gateway and its app; raises ValueError naming a bad flag."""
-    gateway = Gateway(settings.settings_from_args(args), server_settings.settings_from_args(args, auth.environment()))
+    environ = auth.environment()
+    gateway = Gateway(settings.settings_from_args(args, environ), server_settings.settings_from_args(args, environ))
     return gateway, app.create_app(gateway)
 
 

@@ -25,11 +25,13 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 
 @pytest.fixture
 def keyed(redis_url, tmp_path):
-    keys = tmp_path / "keys"
+    """Clients need `KEY`; pods take only the installation's pod token, which the gateway has."""
+    keys, token = tmp_path / "keys", tmp_path / "pod-token"
     keys.write_text(f"{KEY}\n")
-    with platform.platform(redis_url, tmp_path, gateway_flags=("--api-key-file", str(keys),
-                                                               "--max-connections", "100"),
-                           pod_flags=("--lateness-budget-ms", "1000")) as p:
+    token.write_text("pod-token-0123\n")
+    with platform.platform(redis_url, tmp_path, gateway_flags=("--api-key-file", str(keys), "--max-connections", "100",
+                                                               "--pod-key-file", str(token)),
+                           pod_flags=("--lateness-budget-ms", "1000", "--api-key-file", str(token))) as p:
         yield p
 
 
