@@ -54,6 +54,16 @@ LOST_BECAUSE: dict[upstream.Ending, str] = {
 """What the client's `server_error` says, by how the upstream ended."""
 
 
+def refusal_for(busy: Busy) -> errors.ProtocolError:
+    """What a client is told when placement found no room: no engine at all, every one excluded
+    (tripped or just failed: none was left to try), or every slot taken."""
+    if busy.no_engines:
+        return errors.no_engines()
+    if busy.total_capacity == 0:
+        return errors.no_engine_free()
+    return errors.server_busy(busy.total_capacity)
+
+
 def _kind(text: str | bytes) -> tuple[str, dict[str, object]]:
     """The `type` of a rare upstream event and its body ("" when unreadable)."""
     try:
@@ -163,16 +173,16 @@ class UpstreamLeg:
             if isinstance(placed, Busy) and not placed.no_engines and attempt == 0:
                 await asyncio.sleep(BUSY_RECHECK_S)
                 placed = await owner.place(self._pool, start.resource.id, exclude)
+            if isinstance(placed, errors.ProtocolError):  # placement itself is unavailable
+                owner.refused(self._pool, None)
+                peer.perform(peer.conn.rejected(placed))
+                return None
             if isinstance(placed, Busy):
                 if busy_text is not None:
                     break
                 owner.refused(self._pool, placed)
-                if unreachable:
-                    peer.perform(peer.conn.rejected(errors.server_error("no engine could be reached")))
-                elif placed.no_engines:
-                    peer.perform(peer.conn.rejected(errors.no_engines()))
-                else:
-                    peer.perform(peer.conn.rejected(errors.server_busy(placed.total_capacity)))
+                peer.perform(peer.conn.rejected(
+                    errors.server_error("no engine could be reached") if unreachable else refusal_for(placed)))
                 return None
             ws = await self._dial(placed)
             first = None if ws is None else await self._first(ws, placed)

@@ -31,8 +31,10 @@ class GatewaySettings:
     """A relayed session's pod that sends nothing for this long (12 ticks) is treated as gone
     (`watchdog.Watchdog`)."""
     breaker_ms: int = timing.CIRCUIT_BREAKER_MS
-    max_sessions_per_key: int = 0
-    """Concurrent sessions one API key may hold; 0: no limit."""
+    max_sessions_per_key: int = 100
+    """Concurrent sessions one API key may hold (keyed gateways only: `quota`); 0: no limit."""
+    starts_per_key_per_s: float = 20.0
+    """Session starts one API key may make per second, a second's worth banked; 0: no limit."""
     upstream_queue_frames: int = 256
     """Client frames held for a slow upstream before the session is dropped (≈20 s of audio)."""
     drain_deadline_s: float = 600.0
@@ -79,6 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="a session's pod silent this long is treated as gone (default: %(default)s)")
     g.add_argument("--max-sessions-per-key", type=int, default=default_of(d, "max_sessions_per_key"),
                    help="concurrent sessions per API key, 0 = unlimited (default: %(default)s)")
+    g.add_argument("--starts-per-key-per-s", type=float, default=default_of(d, "starts_per_key_per_s"),
+                   help="session starts per API key per second, 0 = unlimited (default: %(default)s)")
     g.add_argument("--pod-key-file", type=Path, default=None, metavar="FILE",
                    help=f"the bearer key presented to pods (the pods' --api-key-file; default: ${POD_KEY_ENV}, "
                         "else none)")
@@ -100,11 +104,13 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
             raise ValueError(f"{flag} must be > 0, got {value}")
     if args.max_sessions_per_key < 0:
         raise ValueError(f"--max-sessions-per-key must be >= 0, got {args.max_sessions_per_key}")
+    if not args.starts_per_key_per_s >= 0:
+        raise ValueError(f"--starts-per-key-per-s must be >= 0, got {args.starts_per_key_per_s}")
     if args.drain_deadline_s < 0:
         raise ValueError(f"--drain-deadline-s must be >= 0, got {args.drain_deadline_s}")
     return GatewaySettings(
         redis_url=args.redis_url, default_pool=args.pool, fail_open=not args.fail_closed,
         connect_timeout_ms=args.connect_timeout_ms, upstream_silence_ms=args.upstream_silence_ms,
-        max_sessions_per_key=args.max_sessions_per_key,
+        max_sessions_per_key=args.max_sessions_per_key, starts_per_key_per_s=args.starts_per_key_per_s,
         drain_deadline_s=args.drain_deadline_s, pod_key=load_pod_key(args.pod_key_file, environ),
     )

@@ -220,6 +220,29 @@ def key_session_limit(limit: int) -> ProtocolError:
                          f"This API key already has {limit} live sessions, its limit; retry later.")
 
 
+def key_start_rate(starts_per_s: float) -> ProtocolError:
+    """A gateway's per-key start rate."""
+    return ProtocolError(Code.SERVER_BUSY, None,
+                         f"This API key started more than {starts_per_s:g} sessions a second, its limit; retry later.")
+
+
+def no_engine_free() -> ProtocolError:
+    """Every engine of the pool was tried and none could take the session (all excluded)."""
+    return ProtocolError(Code.SERVER_BUSY, None, "No engine could take this session just now; retry later.")
+
+
+def placement_unavailable() -> ProtocolError:
+    """The gateway cannot reach its placement store and has no recent view of the pool."""
+    return ProtocolError(Code.SERVER_BUSY, None,
+                         "Sessions cannot be placed right now (the placement store is unreachable); retry later.")
+
+
+def gateway_draining() -> ProtocolError:
+    """A draining gateway takes no new session; the client's next connection reaches another."""
+    return ProtocolError(Code.SERVER_BUSY, None,
+                         "This gateway is shutting down; reconnect and another gateway will take the session.")
+
+
 def server_error(detail: str) -> ProtocolError:
     return ProtocolError(Code.SERVER_ERROR, None, f"The server had an internal error: {detail}.")
 

@@ -94,6 +94,7 @@ def test_redis_down_keeps_live_sessions_fails_open_then_busy_and_recovers(redis_
             await late.send(orjson.dumps(START).decode())
             error, _ = await until(late, "error")
             assert error["error"]["code"] == "server_busy"
+            assert "placement store is unreachable" in error["error"]["message"]  # not "All 0 live sessions"
             redis_server.start()
             t0 = time.monotonic()
             while True:  # placement is back within 5 s of Redis returning

@@ -145,8 +145,32 @@ def test_admin_routes_are_not_on_the_client_port(keyed) -> None:
     for pod, _ in keyed.pods:
         assert _status(pod.root + "/drain", "POST") == 404
         assert _status(pod.admin_root + "/metrics") == 200
+    assert _status(admin + "/drain?deadline_s=x", "POST") == 400
     assert _status(admin + "/drain?deadline_s=0", "POST") == 200
     assert _status(root + "/ready") == 503
+
+    async def refused() -> dict:
+        ws = await websockets.connect(keyed.gateway.ws_url, additional_headers=AUTH)
+        await ws.send(orjson.dumps(START).decode())
+        error, _ = await until(ws, "error")
+        await ws.close()
+        return error["error"]
+    error = asyncio.run(refused())  # it said "No engine is ready"
+    assert error["code"] == "server_busy" and "gateway is shutting down" in error["message"]
+
+
+def test_a_relayed_session_ended_by_its_pods_drain_deadline_closes_as_the_pod_did(keyed) -> None:
+    """The pod closes 1001 (going away) at its drain deadline; the gateway closed 1000."""
+    async def scenario() -> None:
+        ws = await started(keyed.gateway.ws_url)
+        platform.eventually(lambda: sorted(keyed.pod_sessions()) == [0, 1], "the session on one pod")
+        pod = keyed.pods[keyed.pod_sessions().index(1)][0]
+        assert await asyncio.to_thread(_status, pod.admin_root + "/drain?deadline_s=0", "POST") == 200
+        closed, seen = await until(ws, "session.closed")
+        assert "server_shutdown" in [e["error"]["code"] for e in seen if e["type"] == "error"]
+        await ws.wait_closed()
+        assert ws.close_code == 1001
+    asyncio.run(scenario())
 
 
 def test_pods_take_sessions_only_from_gateways(keyed) -> None:
