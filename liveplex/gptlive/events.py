@@ -30,7 +30,8 @@ MAX_EVENT_ID_CHARS = 512
 (`string_above_max_length`, param `event_id`) and never repeated."""
 MAX_SERVER_MESSAGE_BYTES = MAX_MESSAGE_BYTES + 64 * 1024
 """Largest message a liveplex server writes: one event repeats at most one client message's
-strings (`session.started` its instructions, in no more bytes than the client spent on them),
+strings (`session.started` its instructions, delegation config and safety identifier, in no
+more bytes than the client spent on them),
 plus bounded fields of its own (ids, a capped `event_id`, errors that echo at most
 `errors.MAX_ECHO_CHARS` of any value). The gateway reads pods with this limit."""
 
@@ -551,6 +552,9 @@ def _delegation(value: object, path: Path) -> Delegation | None:
 _CLIENT_KEYS = frozenset({"type", "acknowledgement_delay_ms"})
 _RESPONSES_KEYS = _CLIENT_KEYS | {"responses"}
 
+MAX_SAFETY_IDENTIFIER_CHARS = 64
+"""Longest `safety_identifier` (OpenAI's limit for it in the Responses API): it is echoed and logged."""
+
 MAX_INPUT_ITEMS = 128
 """openai 3.57: `session.input` holds at most 128 messages."""
 _ROLES = ("developer", "user", "assistant")
@@ -648,6 +652,8 @@ def _session(value: object) -> SessionConfig:
             _empty_list(item, here)
         elif key == "safety_identifier":
             safety_identifier = None if item is None else _expect_str(item, here)
+            if safety_identifier is not None and len(safety_identifier) > MAX_SAFETY_IDENTIFIER_CHARS:
+                raise errors.string_above_max_length(here, len(safety_identifier), MAX_SAFETY_IDENTIFIER_CHARS)
         elif key == "store":
             if item is not None and not isinstance(item, bool):
                 raise errors.invalid_type(here, "a boolean", item)

@@ -37,7 +37,7 @@ _configs = st.builds(events.SessionConfig, model=st.text(max_size=10), instructi
                      format=st.none() | _formats, voice=_voices,
                      delegation=st.none() | st.builds(events.ClientDelegation, _delays)
                      | st.builds(events.ResponsesDelegation, _responses, _delays),
-                     input=_turns, safety_identifier=st.none() | st.text(max_size=8))
+                     input=_turns, safety_identifier=st.none() | st.text(max_size=64))
 _client_events = st.one_of(
     st.builds(events.SessionStart, _configs, _ids),
     st.builds(events.InputAudioAppend, st.text(alphabet="AB+/=", max_size=16), _ids),
@@ -186,6 +186,7 @@ def test_type_is_checked_before_payload() -> None:
     (_start({"model": "m", "triggers": [{}]}), "unsupported_parameter", "session.triggers"),
     (_start({"model": "m", "client": {}}), "unsupported_parameter", "session.client"),
     (_start({"model": "m", "safety_identifier": 7}), "invalid_type", "session.safety_identifier"),
+    (_start({"model": "m", "safety_identifier": "u" * 65}), "string_above_max_length", "session.safety_identifier"),
     (_start({"model": "m", "audio": {"output": {"voice": {"id": "x", "extra": 1}}}}),
      "unknown_parameter", "session.audio.output.voice.extra"),
     (_start({"model": "m", "audio": {"output": {"voice": {}}}}), "missing_required_parameter",
