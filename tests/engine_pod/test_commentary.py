@@ -10,6 +10,7 @@ commentary. Until the commentary arrives the two text streams are identical.
 from __future__ import annotations
 
 import pytest
+import torch
 
 from liveplex.engine_pod import engine
 from liveplex.personaplex import step
@@ -66,3 +67,17 @@ def test_the_waiting_commentary_is_bounded(tiny_model):
     pod.tick()
     [running] = eng._rows  # one piece loaded into the slot, the rest waiting, the overflow dropped
     assert (running.loaded, len(running.waiting)) == (step.SAY_TOKENS, engine.MAX_COMMENTARY_PIECES - 1)
+
+
+def test_speak_replaces_words_only_and_advances_each_row_on_its_own():
+    """`step.speak` directly: rows 0 and 1 have commentary [7, 8]; row 2 has none. A PAD or
+    end-of-padding draw stays silent, a word draw takes the next id, and a row that has said all
+    of it draws freely again."""
+    state = step.TokenState.allocate(3)
+    state.load_commentary(0, [7, 8])
+    state.load_commentary(1, [7, 8])
+    ticks = [([3, 50, 51], [3, 7, 51]), ([60, 0, 52], [7, 0, 52]), ([61, 62, 3], [8, 8, 3]),
+             ([63, 64, 53], [63, 64, 53])]
+    for drawn, spoken in ticks:
+        assert step.speak(state, torch.tensor(drawn)).tolist() == spoken
+    assert state.say_at.tolist() == [2, 2, 0]
