@@ -14,7 +14,8 @@ class Settings:
     """How a GPT-Live connection behaves; every duration carries its unit."""
 
     info_events: bool = False
-    """Send the optional `info` events (voice_mapped, default_instructions) after start."""
+    """Send the optional `info` events (voice_mapped, default_instructions) after start. The ones a
+    client must know (input_truncated, delegation_unused) are always sent."""
     close_grace_ms: int = 2_000
     """After `session.close`, how long to wait for the engine before closing anyway."""
     usage_period_ms: int = 5_000
