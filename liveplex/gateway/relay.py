@@ -287,6 +287,7 @@ class UpstreamLeg:
 
     def _lost(self, ending: upstream.Ending) -> None:
         """The session cannot go on (platform §7.8); the pod's breaker trips if the pod failed."""
+        self._owner.stats.sessions_lost[ending.value] += 1
         if self._pod is not None and ending.pods_fault:
             self._owner.lost(self._pod)
         peer = self._peer
