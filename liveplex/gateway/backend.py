@@ -119,7 +119,15 @@ class GatewayBackend:
                 leg.silenced()
             due = now + period_ns
 
-    # --- what the legs share -----------------------------------------------------------------------
+    # --- what the legs share (`relay.Placer`) -------------------------------------------------------
+
+    @property
+    def connect_timeout_s(self) -> float:
+        return self.settings.connect_timeout_ms / 1000
+
+    @property
+    def start_timeout_s(self) -> float:
+        return self.protocol.start_timeout_ms / 1000
 
     def tripped(self) -> frozenset[str]:
         return self._breaker.tripped(_now_ms())
@@ -155,10 +163,9 @@ class GatewayBackend:
         self.stats.placements[(pool, "retry" if retried else "placed")] += 1
         self.stats.placement_seconds.observe((time.monotonic_ns() - started_ns) / 1e9)
 
-    def refused(self, pool: str, busy: Busy | None) -> None:
-        """A start refused for want of room (`busy`), or with placement unavailable (None)."""
+    def refused(self, pool: str, busy: Busy) -> None:
         self.stats.placements[(pool, "busy")] += 1
-        self.stats.rejected[(pool, "no_engines" if busy is not None and busy.no_engines else "server_busy")] += 1
+        self.stats.rejected[(pool, "no_engines" if busy.no_engines else "server_busy")] += 1
 
     def relaying(self, pool: str, delta: int) -> None:
         self.stats.sessions_active[pool] += delta
