@@ -14,6 +14,7 @@ import yaml
 
 from liveplex.gateway import cli as gateway_cli
 from liveplex.operator import chart, cli, crd, kube, names, signals, spec
+from liveplex.operator import render as operator_render
 from tests.chart import render
 from tests.chart.render import NAMESPACE, by_kind, one
 from tests.operator import kubeschemas
@@ -187,6 +188,25 @@ def test_an_explicit_redis_url_reaches_every_component_through_one_secret() -> N
     assert [s["metadata"]["name"] for s in by_kind(mine, "Secret")] == [f"{FULL}-pod-token"]  # no Redis one
     dep = one(mine, "Deployment", f"{FULL}-operator")
     assert "--redis-secret=my-redis:u" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+SECRET_ENV = ("LIVEPLEX_REDIS_URL", "LIVEPLEX_POD_KEY", "LIVEPLEX_API_KEYS")
+
+
+@pytest.mark.parametrize("case", sorted(MATRIX))
+def test_no_secret_reaches_a_command_line(case: str) -> None:
+    """Whatever a container's args say is in every process list and pod spec: the Redis URL (with
+    its password) and the tokens reach the gateway, the operator and the engines only as env."""
+    objs = render.render(MATRIX[case])
+    templates = [o["spec"]["template"]["spec"] for o in by_kind(objs, "Deployment")]
+    operator = one(objs, "Deployment", f"{FULL}-operator")["spec"]["template"]["spec"]["containers"][0]
+    opts = cli.settings_from_args(cli.build_parser().parse_args(_args(operator)[1:]))
+    for le in by_kind(objs, "LiveEngine"):
+        templates.append(operator_render.render_deployment(spec.parse(le), opts)["spec"]["template"]["spec"])
+    for pod in templates:
+        for container in pod.get("initContainers", []) + pod["containers"]:
+            line = " ".join(container.get("command", []) + container.get("args", []))
+            assert not any(f"$({env})" in line for env in SECRET_ENV) and "redis://" not in line, line
 
 
 def test_engines_take_sessions_only_with_the_pod_token_that_only_the_gateways_have() -> None:
