@@ -26,32 +26,20 @@ class GatewayCollector(Collector):
         for name, doc, labels, counts in (
             ("gateway_placements", "Placement outcomes.", ["liveengine", "result"], s.placements),
             ("gateway_sessions_rejected", "Refused sessions by reason.", ["liveengine", "reason"], s.rejected),
+            ("gateway_upstream_connect_failures", "Failed upstream connects.", ["pod"], s.connect_failures),
+            ("gateway_placement_fallback", "Placements decided without Redis.", ["mode"], s.fallbacks),
+            ("gateway_sessions_lost", "Relayed sessions whose pod failed them, by how.", ["reason"], s.sessions_lost),
         ):
             family = CounterMetricFamily(name, doc, labels=labels)
             for key, n in sorted(counts.items()):
-                family.add_metric(list(key), n)
+                family.add_metric(list(key) if isinstance(key, tuple) else [key], n)
             yield family
-        failures = CounterMetricFamily("gateway_upstream_connect_failures", "Failed upstream connects.",
-                                       labels=["pod"])
-        for pod, n in sorted(s.connect_failures.items()):
-            failures.add_metric([pod], n)
-        yield failures
         frames = CounterMetricFamily("gateway_relay_frames", "Frames relayed.", labels=["direction"])
         frames.add_metric(["down"], s.frames_down)
         frames.add_metric(["up"], s.frames_up)
         yield frames
         yield CounterMetricFamily("gateway_redis_errors", "Redis errors.", value=s.redis_errors)
-        fallback = CounterMetricFamily("gateway_placement_fallback", "Placements decided without Redis.",
-                                       labels=["mode"])
-        for mode, n in sorted(s.fallbacks.items()):
-            fallback.add_metric([mode], n)
-        yield fallback
         yield histogram("gateway_placement_duration_seconds", "Time to place and connect a session.",
                         s.placement_seconds)
-        lost = CounterMetricFamily("gateway_sessions_lost", "Relayed sessions whose pod failed them, by how.",
-                                   labels=["reason"])
-        for reason, n in sorted(s.sessions_lost.items()):
-            lost.add_metric([reason], n)
-        yield lost
         yield CounterMetricFamily("gateway_loop_stalls", "Times the gateway's event loop was blocked over 100 ms.",
                                   value=s.loop_stalls)
