@@ -35,8 +35,13 @@ MATRIX: dict[str, dict[str, Any]] = {
                         "imagePullSecrets": [{"name": "regcred"}], "image": {"tag": "dev"}},
     "sample autoscaled": {"sample": {"enabled": True, "autoscaling": {"enabled": True, "provider": "keda"}}},
     "open": {"crds": {"install": False}, "networkPolicy": {"enabled": False}},
+    "public tls": {"gateway": {"tls": {"existingSecret": "gateway-tls"},
+                               "ingress": {"enabled": True, "className": "nginx", "host": "live.example.com",
+                                           "tlsSecret": "live-example-tls"},
+                               "httpRoute": {"enabled": True, "parentRefs": [{"name": "public"}],
+                                             "hostnames": ["live.example.com"]}}},
 }
-NOT_BUILT_IN = {"LiveEngine", "PodMonitor"}
+NOT_BUILT_IN = {"LiveEngine", "PodMonitor", "HTTPRoute"}
 WARNING = 2
 """helm lint's severities: 1 info, 2 warning, 3 error."""
 
@@ -188,6 +193,25 @@ def test_an_explicit_redis_url_reaches_every_component_through_one_secret() -> N
     assert [s["metadata"]["name"] for s in by_kind(mine, "Secret")] == [f"{FULL}-pod-token"]  # no Redis one
     dep = one(mine, "Deployment", f"{FULL}-operator")
     assert "--redis-secret=my-redis:u" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_the_gateway_serves_tls_from_a_secret_behind_an_ingress_and_a_route_that_never_time_out() -> None:
+    objs = render.render(MATRIX["public tls"])
+    pod = one(objs, "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]
+    args = gateway_cli.build_parser().parse_args(_args(pod["containers"][0])[1:])
+    assert (str(args.tls_cert), str(args.tls_key)) == ("/etc/liveplex/tls/tls.crt", "/etc/liveplex/tls/tls.key")
+    [mount] = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "tls"]
+    assert mount["mountPath"] == "/etc/liveplex/tls" and mount["readOnly"]
+    assert {"name": "tls", "secret": {"secretName": "gateway-tls"}} in pod["volumes"]
+    assert one(objs, "Service", f"{FULL}-gateway")["spec"]["ports"][0]["appProtocol"] == "https"
+    ingress = one(objs, "Ingress", f"{FULL}-gateway")
+    assert ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/proxy-read-timeout"] == "3600"
+    assert ingress["spec"]["tls"] == [{"secretName": "live-example-tls", "hosts": ["live.example.com"]}]
+    route = one(objs, "HTTPRoute", f"{FULL}-gateway")
+    assert route["spec"]["rules"][0]["timeouts"] == {"request": "0s"}
+    assert route["spec"]["rules"][0]["backendRefs"] == [{"name": f"{FULL}-gateway", "port": 80}]
+    with pytest.raises(Exception, match="parentRefs"):
+        render.render({"gateway": {"httpRoute": {"enabled": True}}})
 
 
 SECRET_ENV = ("LIVEPLEX_REDIS_URL", "LIVEPLEX_POD_KEY", "LIVEPLEX_API_KEYS")
