@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from liveplex.gateway.stats import GatewayStats
+from liveplex.gptlive.server.stats import FrontStats
 from liveplex.gptlive.server.exposition import histogram
 
 
 class GatewayCollector(Collector):
-    def __init__(self, stats: GatewayStats, sockets: Callable[[], int]) -> None:
+    def __init__(self, stats: GatewayStats, front: FrontStats) -> None:
         self._stats = stats
-        self._sockets = sockets
+        self._front = front
 
     def collect(self) -> Iterator[Metric]:
         s = self._stats
@@ -22,7 +23,12 @@ class GatewayCollector(Collector):
         for pool, n in sorted(s.sessions_active.items()):
             active.add_metric([pool], n)
         yield active
-        yield GaugeMetricFamily("gateway_sockets_open", "Open client WebSockets.", value=self._sockets())
+        yield GaugeMetricFamily("gateway_sockets_open", "Open client WebSockets.", value=self._front.sockets_open)
+        yield histogram("gateway_session_start_seconds",
+                        "From session.start to the relayed session.started, placement included.",
+                        self._front.start_seconds)
+        yield histogram("gateway_first_audio_seconds", "From session.start to the first relayed audio delta.",
+                        self._front.first_audio_seconds)
         for name, doc, labels, counts in (
             ("gateway_placements", "Placement outcomes.", ["liveengine", "result"], s.placements),
             ("gateway_sessions_rejected", "Refused sessions by reason.", ["liveengine", "reason"], s.rejected),
