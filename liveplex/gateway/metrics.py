@@ -7,9 +7,15 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from liveplex.gateway import upstream
 from liveplex.gateway.stats import GatewayStats
 from liveplex.gptlive.server.stats import FrontStats
 from liveplex.gptlive.server.exposition import histogram
+
+
+LOST_REASONS: dict[str, int] = {ending.value: 0 for ending in upstream.Ending if ending is not upstream.Ending.CLOSED}
+"""Every way a session can be lost, exported from 0: a rate over a series that does not exist yet
+is no rate at all."""
 
 
 class GatewayCollector(Collector):
@@ -34,7 +40,8 @@ class GatewayCollector(Collector):
             ("gateway_sessions_rejected", "Refused sessions by reason.", ["liveengine", "reason"], s.rejected),
             ("gateway_upstream_connect_failures", "Failed upstream connects.", ["pod"], s.connect_failures),
             ("gateway_placement_fallback", "Placements decided without Redis.", ["mode"], s.fallbacks),
-            ("gateway_sessions_lost", "Relayed sessions whose pod failed them, by how.", ["reason"], s.sessions_lost),
+            ("gateway_sessions_lost", "Relayed sessions whose pod failed them, by how.", ["reason"],
+             {**LOST_REASONS, **s.sessions_lost}),
         ):
             family = CounterMetricFamily(name, doc, labels=labels)
             for key, n in sorted(counts.items()):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 from typing import Any
 
 import helm_python as helm
@@ -13,7 +14,7 @@ import pytest
 import yaml
 
 from liveplex.gateway import cli as gateway_cli
-from liveplex.operator import chart, cli, crd, kube, names, signals, spec
+from liveplex.operator import alerts, chart, cli, crd, dashboard, kube, names, signals, spec
 from liveplex.operator import render as operator_render
 from tests.chart import render
 from tests.chart.render import NAMESPACE, by_kind, one
@@ -28,7 +29,8 @@ MATRIX: dict[str, dict[str, Any]] = {
     "external secret": {"redis": {"mode": "external",
                                   "external": {"existingSecret": "my-redis", "existingSecretKey": "u"}}},
     "monitoring": {"monitoring": {"podMonitor": {"enabled": True}, "gatewayMonitor": {"enabled": True},
-                                  "prometheusAdapterRules": {"enabled": True}}},
+                                  "prometheusAdapterRules": {"enabled": True}, "alerts": {"enabled": True},
+                                  "dashboard": {"enabled": True}}},
     "gateway options": {"gateway": {"autoscaling": {"enabled": True}, "apiKeys": {"existingSecret": "keys"},
                                     "pool": "voice/sim", "failClosed": True, "maxSessionsPerKey": 4,
                                     "service": {"type": "LoadBalancer", "port": 443}},
@@ -41,7 +43,7 @@ MATRIX: dict[str, dict[str, Any]] = {
                                "httpRoute": {"enabled": True, "parentRefs": [{"name": "public"}],
                                              "hostnames": ["live.example.com"]}}},
 }
-NOT_BUILT_IN = {"LiveEngine", "PodMonitor", "HTTPRoute"}
+NOT_BUILT_IN = {"LiveEngine", "PodMonitor", "HTTPRoute", "PrometheusRule"}
 WARNING = 2
 """helm lint's severities: 1 info, 2 warning, 3 error."""
 
@@ -264,6 +266,10 @@ def test_monitors_label_engine_series_with_the_liveengine_the_queries_select() -
     assert pm["spec"]["selector"] == {"matchLabels": {names.NAME_LABEL: names.APP}}
     gateway_monitor = next(m for m in by_kind(objs, "PodMonitor") if m["metadata"]["name"].endswith("-gateway"))
     assert gateway_monitor["spec"]["podMetricsEndpoints"][0] == {"port": "admin", "path": "/metrics", "interval": "15s"}
+    assert one(objs, "PrometheusRule", f"{FULL}-alerts")["spec"] == alerts.rule_file()
+    board = one(objs, "ConfigMap", f"{FULL}-dashboard")
+    assert board["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(board["data"]["liveplex-pool.json"]) == dashboard.dashboard()
     config = one(objs, "ConfigMap", f"{FULL}-adapter-rules")
     assert yaml.safe_load(config["data"]["config.yaml"]) == signals.adapter_rules()
 
