@@ -149,3 +149,12 @@ def test_every_dashboard_query_and_alert_signal_returns_series_from_real_pods(re
         finally:
             server.terminate()
             server.wait(10)
+
+
+def test_every_metric_and_alert_has_its_row_in_docs_observability() -> None:
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "observability.md").read_text()
+    sources = [root / "liveplex" / "pod" / "metrics.py", root / "liveplex" / "gateway" / "metrics.py"]
+    emitted = {m for path in sources for m in re.findall(r'"((?:liveengine|gateway)_[a-z_]+)"', path.read_text())}
+    assert emitted and not [m for m in emitted if m not in doc]
+    assert not [a.name for a in alerts.ALERTS if f"| `{a.name}` | {a.severity} |" not in doc]
