@@ -15,7 +15,9 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
+import websockets
 
 from tests.conformance import servers
 from tests.support import clients, pods
@@ -63,7 +65,7 @@ def test_the_full_checklist_passes_against_the_tiny_model(tiny_dir, tmp_path):
         code, lines = servers.check(base, "--concurrency", "2")
         stats = servers.get_json(base.removesuffix("/v1") + "/live/stats")
     statuses = _clean(code, lines)
-    assert set(statuses) == set(range(1, 41))
+    assert set(statuses) == set(range(1, 43))
     assert {n for n, s in statuses.items() if s == "SKIP"} <= SIM_ONLY, "\n".join(lines)
     assert config["voices"] == ["NATF2", "NATM1", "cedar", "marin"]  # the OpenAI names mapped onto them
     assert config["max_instructions_chars"] == (3000 - 15 - 7) // 4 - 18  # D5 with the longest voice, 7 frames
@@ -76,7 +78,7 @@ def test_the_full_checklist_passes_against_a_moshi_checkpoint(tiny_moshi_dir, tm
         config = servers.get_json(base.removesuffix("/v1") + "/live/config")
         code, lines = servers.check(base, "--concurrency", "2")
     statuses = _clean(code, lines)
-    assert set(statuses) == set(range(1, 41))
+    assert set(statuses) == set(range(1, 43))
     assert {n for n, s in statuses.items() if s == "SKIP"} <= SIM_ONLY, "\n".join(lines)
     assert {"NATF2", "NATM1", "cedar", "marin"} <= set(config["voices"])
     assert (config["max_instructions_chars"], config["instructions"], config["schedule"]) == (0, "", "upstream")
@@ -110,3 +112,28 @@ def test_the_openai_sdk_holds_a_session_and_sessions_expire(tiny_dir, tmp_path):
     assert 'schedule="upstream"' in next(line for line in metrics.splitlines()
                                          if line.startswith("liveengine_engine_info{"))  # the default (D3)
     assert "liveengine_kv_occupancy_ratio" in metrics
+
+
+async def _commentary_transcript(base: str, text: str) -> str:
+    """Start a session, append `text` as commentary, and read the transcript until it shows."""
+    async with websockets.connect(base.replace("http", "ws", 1) + "/live/sessions") as ws:
+        await ws.send(orjson.dumps(clients.START).decode())
+        await clients.until(ws, "session.started", timeout=30)
+        await ws.send(orjson.dumps({"type": "session.commentary.append", "event_id": "k1", "content": text}).decode())
+        ack, _ = await clients.until(ws, "session.commentary.appended")
+        assert ack["client_event_id"] == "k1"
+        said = ""
+        async with asyncio.timeout(30):
+            while text not in said:
+                event = orjson.loads(await ws.recv())
+                if event["type"] == "session.output_transcript.delta" and event["start_ms"] >= ack["start_ms"]:
+                    said += event["delta"]
+        return said
+
+
+def test_commentary_is_spoken_by_the_tiny_personaplex_over_the_socket(tiny_dir, tmp_path):
+    """Issue 21: the text of `session.commentary.append` becomes the model's text stream, so its words
+    come back, in order, as the transcript (tiny tokenizer: each word one id, detokenized back)."""
+    with personaplex(tiny_dir, tmp_path / "serve.log") as base:
+        said = asyncio.run(_commentary_transcript(base, "hello there, how are you"))
+    assert "hello there, how are you" in said
