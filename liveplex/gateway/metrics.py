@@ -9,9 +9,8 @@ from prometheus_client.registry import Collector
 
 from liveplex.gateway import upstream
 from liveplex.gateway.stats import GatewayStats
-from liveplex.gptlive.server.stats import FrontStats
 from liveplex.gptlive.server.exposition import histogram
-
+from liveplex.gptlive.server.stats import FrontStats
 
 LOST_REASONS: dict[str, int] = {ending.value: 0 for ending in upstream.Ending if ending is not upstream.Ending.CLOSED}
 """Every way a session can be lost, exported from 0: a rate over a series that does not exist yet

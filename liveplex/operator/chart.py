@@ -2,10 +2,11 @@
 rules and the Grafana dashboard (plain files the templates read with `.Files.Get`).
 
 Their one owner is Python (`crd.render_crd`, `signals.adapter_rules`, `alerts.rule_file`,
-`dashboard.dashboard`); `scripts/chart_generate.py` writes these files and a test keeps them equal. Each is plain YAML wrapped in the Helm guard that
-installs it: the CRD behind `crds.install` and kept on uninstall (`helm.sh/resource-policy: keep`,
-so deleting a release never deletes every LiveEngine), the rules behind
-`monitoring.prometheusAdapterRules.enabled` as a ConfigMap for prometheus-adapter's `rules.existing`. Pure.
+`dashboard.dashboard`); `scripts/chart_generate.py` writes these files and a test keeps them equal.
+Each template is plain YAML wrapped in the Helm guard that installs it: the CRD behind
+`crds.install` and kept on uninstall (`helm.sh/resource-policy: keep`, so deleting a release never
+deletes every LiveEngine), the adapter rules behind `monitoring.prometheusAdapterRules.enabled` as
+a ConfigMap for prometheus-adapter's `rules.existing`. Pure.
 """
 
 from __future__ import annotations
