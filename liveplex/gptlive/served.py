@@ -18,7 +18,6 @@ from liveplex.gptlive import errors, formats
 from liveplex.gptlive.voices import DEFAULT_VOICE, Voices
 from liveplex.live import contract
 
-
 DEFAULT_ALIASES: tuple[str, ...] = ("gpt-live-1", "gpt-live-1.1")
 """The model names a server answers to besides its engine's id unless configured otherwise:
 OpenAI's GPT-Live models as of openai 3.57, so a client's default model name just works."""
@@ -54,7 +53,8 @@ class Served:
             "instructions": info.default_instructions,
             "max_instructions_chars": info.max_instructions_chars,
             "max_seconds": info.frame_ms(info.max_frames) / 1000, "max_frames": info.max_frames,
-            "max_sessions": info.max_sessions, "context_frames": info.context_frames, "formats": [{"type": f.type, "rate": f.rate} for f in formats.SERVED],
+            "max_sessions": info.max_sessions, "context_frames": info.context_frames,
+            "formats": [{"type": f.type, "rate": f.rate} for f in formats.SERVED],
             "native_voices": list(info.voices), "default_native_voice": info.default_voice,
             "voice_map": dict(self.voices.builtin), "custom_voices": list(self.voices.custom),
             "engine": [list(pair) for pair in info.engine],

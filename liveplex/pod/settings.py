@@ -58,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = PodSettings
     g = parser.add_argument_group("pod")
     g.add_argument("--model-alias", action="append", default=None, metavar="NAME",
-                   help="model name accepted besides the engine's id (repeatable; default: gpt-live-1 and gpt-live-1.1)")
+                   help="model name accepted besides the engine's id (repeatable; default: "
+                        + " and ".join(DEFAULT_ALIASES) + ")")
     g.add_argument("--voice-dir", type=Path, default=None,
                    help="directory of custom voices <id>.pt for {\"id\": ...} voices (default: none)")
     g.add_argument("--voice-map", type=Path, default=None,
