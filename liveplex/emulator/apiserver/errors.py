@@ -78,6 +78,7 @@ def stale(plural: str, group: str, name: str) -> ApiError:
 
 def invalid(kind: str, group: str, name: str, causes: tuple[Cause, ...]) -> ApiError:
     text = ", ".join(f"{c.field}: {c.message}" if c.field else c.message for c in causes)
+    text = f"[{text}]" if len(causes) > 1 else text  # upstream's aggregate error
     return ApiError(422, "Invalid", f'{kind}{"." + group if group else ""} "{name}" is invalid: {text}',
                     kind, name, group, causes)
 

@@ -7,8 +7,8 @@ enqueue; they may not write back from inside the callback).
 What a write does, in one place (`_commit`): immutable metadata is kept, `/status` writes change
 only `status` and main writes never change it (for types with a status subresource),
 `metadata.generation` moves only when something outside `metadata` and `status` changes, a write
-that changes nothing changes no resourceVersion and tells no watcher, CRD schemas default, prune
-and validate custom resources, and an object being deleted goes away when its last finalizer does.
+that changes nothing changes no resourceVersion and tells no watcher, every write passes admission
+(`admission.py`: decoding, defaults, validation), and an object being deleted goes away when its last finalizer does.
 The history keeps the last `history` changes; a watch from an older resourceVersion gets 410.
 """
 
@@ -17,14 +17,13 @@ from __future__ import annotations
 import copy
 import itertools
 import random
-import re
 import uuid
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from liveplex.emulator.apiserver import builtins, errors, kinds, patch, schema, selectors, tables
+from liveplex.emulator.apiserver import admission, builtins, errors, kinds, patch, selectors, tables
 from liveplex.emulator.apiserver.errors import Cause
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
@@ -37,7 +36,6 @@ STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE, STRATEGIC, APPLY)
 
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 """The alphabet of generated name suffixes and pod-template hashes (no vowels, no look-alikes)."""
 
@@ -316,38 +314,12 @@ class Store:
         n = next(self._cluster_ips)
         return f"10.96.{n // 250}.{n % 250 + 1}"
 
-    def _admit(self, rt: kinds.ResourceType, obj: dict, validation: str) -> dict:
-        """Defaults, pruning and validation for a write about to be stored."""
-        name = obj["metadata"].get("name", "")
-        if not _NAME.match(name) or len(name) > 253:
-            raise errors.invalid(rt.kind, rt.group, name, (Cause(
-                "metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower '
-                                 "case alphanumeric characters, '-' or '.', and must start and end with an "
-                                 "alphanumeric character"),))
+    def _admit(self, rt: kinds.ResourceType, obj: dict, validation: str, old: dict | None = None) -> dict:
+        """Decoding, defaults and validation for a write about to be stored (`admission.admit`)."""
         obj["apiVersion"] = rt.api_version(rt.preferred) if not rt.custom else obj.get(
             "apiVersion", rt.api_version(rt.preferred))
         obj["kind"] = rt.kind
-        if rt.custom:
-            version = obj["apiVersion"].rpartition("/")[2]
-            openapi = rt.schemas.get(version) or {}
-            if openapi:
-                obj = schema.apply_defaults(obj, openapi)
-                obj, dropped = schema.prune(obj, openapi)
-                if dropped and validation == "Strict":
-                    listed = ", ".join(f'unknown field "{d}"' for d in dropped)
-                    raise errors.bad_request(f"{rt.kind} in version \"{version}\" cannot be handled as a {rt.kind}: "
-                                             f"strict decoding error: {listed}")
-                causes = schema.validate(obj, openapi)
-                if causes:
-                    raise errors.invalid(rt.kind, rt.group, name, tuple(causes))
-            return obj
-        obj = builtins.default(rt.key, obj, self._cluster_ip)
-        causes = builtins.validate(rt.key, obj)
-        if rt.key == kinds.CRD_KEY:
-            causes += _crd_causes(obj)
-        if causes:
-            raise errors.invalid(rt.kind, rt.group, name, tuple(causes))
-        return obj
+        return admission.admit(rt, obj, old, validation, self._cluster_ip)
 
     def _commit(self, rt: kinds.ResourceType, old: dict, new: dict, subresource: str | None, validation: str) -> dict:
         """The write rules of the module docstring, then `_write`."""
@@ -372,7 +344,7 @@ class Store:
                 else:
                     result.pop("status", None)
         result["metadata"].pop("managedFields", None)
-        result = self._admit(rt, result, validation)
+        result = self._admit(rt, result, validation, old)
         if rt.generation and _spec_part(rt, result) != _spec_part(rt, old):
             result["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
         return self._write(rt, old, result)
@@ -437,19 +409,6 @@ class Store:
         if crd.get("status") != status:
             current = self._objects[rt.key][("", crd["metadata"]["name"])]
             self._put(rt, "", crd["metadata"]["name"], dict(copy.deepcopy(current), status=status), MODIFIED)
-
-
-def _crd_causes(crd: dict) -> list[Cause]:
-    spec = crd.get("spec") or {}
-    names = spec.get("names") or {}
-    expected = f"{names.get('plural')}.{spec.get('group')}"
-    out = []
-    if crd["metadata"]["name"] != expected:
-        out.append(Cause("metadata.name", f'Invalid value: "{crd["metadata"]["name"]}": must be spec.names.plural+"."'
-                                          "+spec.group"))
-    if not [v for v in spec.get("versions") or [] if v.get("storage")]:
-        out.append(Cause("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
-    return out
 
 
 def scale_of(rt: kinds.ResourceType, obj: dict) -> dict:

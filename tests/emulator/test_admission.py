@@ -1,0 +1,161 @@
+"""Contract: built-in objects a real kube-apiserver (v1.32) refuses are refused, with its code and causes.
+
+Written against the official client and asserting only upstream's behaviour, so the opt-in suite
+runs these same tests on a real cluster (`tests/e2e_cluster/`).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import kubernetes
+import pytest
+
+from .contract import Kube, causes, kube, refusal  # noqa: F401 (the fixture)
+
+IMAGE = "ghcr.io/example/liveplex:0.1.0"
+
+
+def deployment(name: str = "web", **pod: object) -> dict:
+    spec = {"containers": [{"name": "web", "image": IMAGE, "ports": [{"name": "http", "containerPort": 8000}]}]}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": {**spec, **pod}}}}
+
+
+def _refused(call: object, *args: object, **kwargs: object) -> dict:
+    with pytest.raises(kubernetes.client.ApiException) as caught:
+        call(*args, **kwargs)  # type: ignore[operator]
+    return refusal(caught)
+
+
+def test_the_issue_example_invalid_pod_labels_annotations_tolerations_node_selector_is_422(kube: Kube) -> None:
+    body = deployment()
+    template = body["spec"]["template"]
+    template["metadata"]["labels"]["bad label"] = "x"
+    template["metadata"]["annotations"] = {"-not-a-key-": "v"}
+    template["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists", "value": "yes"}]
+    template["spec"]["nodeSelector"] = {"pool": "not a value!"}
+    status = _refused(kube.apps.create_namespaced_deployment, kube.namespace, body)
+    assert (status["code"], status["reason"]) == (422, "Invalid")
+    found = causes(status)
+    assert "spec.template.metadata.labels" in found
+    assert "spec.template.metadata.annotations" in found
+    assert found["spec.template.spec.tolerations[0].operator"] == [
+        "Invalid value: \"yes\": value must be empty when `operator` is 'Exists'"]
+    assert any("a valid label must be an empty string" in m for m in found["spec.template.spec.nodeSelector"])
+    assert status["message"].startswith('Deployment.apps "web" is invalid: [')
+    assert status["details"]["kind"] == "Deployment" and status["details"]["group"] == "apps"
+
+
+def test_a_container_port_above_65535_is_refused_at_admission(kube: Kube) -> None:
+    body = deployment()
+    body["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = 70000
+    found = causes(_refused(kube.apps.create_namespaced_deployment, kube.namespace, body))
+    assert found == {"spec.template.spec.containers[0].ports[0].containerPort": [
+        "Invalid value: 70000: must be between 1 and 65535, inclusive"]}
+
+
+@pytest.mark.parametrize(("resources", "field", "words"), [
+    ({"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}, "requests[cpu]", "must be less than or equal to cpu limit"),
+    ({"limits": {"nvidia.com/gpu": "0.5"}}, "limits[nvidia.com/gpu]", "must be an integer"),
+    ({"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}}, "requests[nvidia.com/gpu]",
+     "must be equal to nvidia.com/gpu limit"),
+    ({"limits": {"gpu": "1"}}, "limits[gpu]", "must be a standard resource type or fully qualified"),
+])
+def test_resource_quantities_are_checked_like_upstream(kube: Kube, resources: dict, field: str, words: str) -> None:
+    body = deployment()
+    body["spec"]["template"]["spec"]["containers"][0]["resources"] = resources
+    found = causes(_refused(kube.apps.create_namespaced_deployment, kube.namespace, body))
+    assert any(words in m for m in found[f"spec.template.spec.containers[0].resources.{field}"]), found
+
+
+def test_a_malformed_quantity_or_a_wrong_json_type_is_a_400_from_the_decoder(kube: Kube) -> None:
+    body = deployment()
+    body["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"memory": "1Gb"}}
+    status = _refused(kube.apps.create_namespaced_deployment, kube.namespace, body)
+    assert (status["code"], status["reason"]) == (400, "BadRequest")
+    assert "quantities must match the regular expression" in status["message"]
+    body = deployment()
+    body["spec"]["replicas"] = "two"
+    code, status = kube.raw("POST", f"/apis/apps/v1/namespaces/{kube.namespace}/deployments", body)
+    assert code == 400 and "cannot unmarshal string into Go struct field" in status["message"]
+
+
+def test_an_unknown_field_is_a_400_under_strict_field_validation_and_dropped_otherwise(kube: Kube) -> None:
+    body = deployment()
+    body["spec"]["replica"] = 2
+    path = f"/apis/apps/v1/namespaces/{kube.namespace}/deployments"
+    code, status = kube.raw("POST", path, body, query={"fieldValidation": "Strict"})
+    assert code == 400 and 'strict decoding error: unknown field "spec.replica"' in status["message"]
+    code, created = kube.raw("POST", path, body, query={"fieldValidation": "Ignore"})
+    assert code == 201 and "replica" not in created["spec"] and created["spec"]["replicas"] == 1
+
+
+def test_env_var_names_and_container_names_are_checked(kube: Kube) -> None:
+    body = deployment()
+    container = body["spec"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "A=B", "value": "1"}]
+    container["name"] = "Web_1"
+    found = causes(_refused(kube.apps.create_namespaced_deployment, kube.namespace, body))
+    assert found["spec.template.spec.containers[0].env[0].name"] == [
+        "Invalid value: \"A=B\": a valid environment variable name must consist only of printable ASCII "
+        "characters other than '='"]
+    assert any("a lowercase RFC 1123 label" in m for m in found["spec.template.spec.containers[0].name"])
+
+
+def test_a_service_type_outside_the_enumeration_and_bad_ports_are_422(kube: Kube) -> None:
+    body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+            "spec": {"type": "Internal", "selector": {"app": "web"},
+                     "ports": [{"name": "http", "port": 0}, {"port": 9000, "targetPort": "Not-A-Name"}]}}
+    found = causes(_refused(kube.core.create_namespaced_service, kube.namespace, body))
+    assert found["spec.type"] == ['Unsupported value: "Internal": supported values: "ClusterIP", "ExternalName", '
+                                  '"LoadBalancer", "NodePort"']
+    assert found["spec.ports[0].port"] == ["Invalid value: 0: must be between 1 and 65535, inclusive"]
+    assert found["spec.ports[1].name"] == ["Required value"]
+    assert "spec.ports[1].targetPort" in found
+
+
+def test_names_follow_each_kinds_rule(kube: Kube) -> None:
+    status = _refused(kube.core.create_namespace, {"metadata": {"name": "Not_A_Label"}})
+    assert status["code"] == 422 and "metadata.name" in causes(status)
+    status = _refused(kube.core.create_namespaced_service, kube.namespace, {
+        "metadata": {"name": "9svc"}, "spec": {"ports": [{"port": 80}]}})
+    assert any("DNS-1035 label" in m for m in causes(status)["metadata.name"])
+    rbac = kubernetes.client.RbacAuthorizationV1Api(kube.client)
+    role = rbac.create_namespaced_role(kube.namespace, {"metadata": {"name": "system:reader"}, "rules": []})
+    assert role.metadata.name == "system:reader"
+
+
+def test_the_deployment_selector_is_immutable(kube: Kube) -> None:
+    kube.apps.create_namespaced_deployment(kube.namespace, deployment())
+    patch = {"spec": {"selector": {"matchLabels": {"app": "web", "tier": "x"}},
+                      "template": {"metadata": {"labels": {"app": "web", "tier": "x"}}}}}
+    status = _refused(kube.apps.patch_namespaced_deployment, "web", kube.namespace, patch)
+    assert status["code"] == 422
+    assert any("field is immutable" in m for m in causes(status)["spec.selector"])
+
+
+def test_a_services_cluster_ip_may_not_change(kube: Kube) -> None:
+    created = kube.core.create_namespaced_service(kube.namespace, {
+        "metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+    ip = created.spec.cluster_ip
+    other = ip.rsplit(".", 1)[0] + "." + str((int(ip.rsplit(".", 1)[1]) % 200) + 7)
+    status = _refused(kube.core.patch_namespaced_service, "web", kube.namespace, {"spec": {"clusterIP": other}})
+    assert status["code"] == 422 and "spec.clusterIPs[0]" in causes(status)
+    kept = kube.core.replace_namespaced_service("web", kube.namespace, {
+        "metadata": {"name": "web", "resourceVersion": created.metadata.resource_version},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 81}]}})
+    assert kept.spec.cluster_ip == ip
+
+
+def test_a_pods_spec_is_immutable_but_its_image_is_not(kube: Kube) -> None:
+    pod = {"metadata": {"name": "p"}, "spec": copy.deepcopy(deployment()["spec"]["template"]["spec"])}
+    kube.core.create_namespaced_pod(kube.namespace, pod)
+    status = _refused(kube.core.patch_namespaced_pod, "p", kube.namespace,
+                      {"spec": {"containers": [{"name": "web", "args": ["serve"]}]}})
+    assert status["code"] == 422
+    assert any(m.startswith("Forbidden: pod updates may not change fields other than") for m in causes(status)["spec"])
+    patched = kube.core.patch_namespaced_pod("p", kube.namespace,
+                                             {"spec": {"containers": [{"name": "web", "image": IMAGE + "-2"}]}})
+    assert patched.spec.containers[0].image == IMAGE + "-2"

@@ -1,0 +1,98 @@
+"""The Go validation rules and the schema decoder as pure functions (the HTTP contract is test_admission.py)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from liveplex.emulator.apiserver import openapi, quantity, validation
+
+
+@pytest.mark.parametrize(("key", "ok"), [
+    ("app", True), ("app.kubernetes.io/name", True), ("a/b/c", False), ("/x", False), ("Example.com/x", False),
+    ("x" * 63, True), ("x" * 64, False), ("-x", False), ("my_key.v1", True)])
+def test_qualified_names(key: str, ok: bool) -> None:
+    assert (validation.qualified_name(key) == []) == ok
+
+
+@pytest.mark.parametrize(("value", "ok"), [("", True), ("v1.2_x", True), ("has space", False), ("-x", False),
+                                           ("x" * 63, True), ("x" * 64, False)])
+def test_label_values(value: str, ok: bool) -> None:
+    assert (validation.label_value(value) == []) == ok
+
+
+@pytest.mark.parametrize(("name", "ok"), [("http", True), ("h2c-web", True), ("8000", False), ("a--b", False),
+                                          ("Http", False), ("very-long-port-name", False), ("-x", False)])
+def test_port_names(name: str, ok: bool) -> None:
+    assert (validation.port_name(name) == []) == ok
+
+
+@pytest.mark.parametrize(("text", "value"), [("500m", Decimal("0.5")), ("1Gi", Decimal(2**30)), ("1e3", Decimal(1000)),
+                                             ("2", Decimal(2)), (".5", Decimal("0.5")), (3, Decimal(3)),
+                                             ("1Gb", None), ("abc", None), ("", None), (True, None)])
+def test_quantities(text: object, value: Decimal | None) -> None:
+    assert quantity.parse(text) == value
+
+
+@pytest.mark.parametrize(("toleration", "fields"), [
+    ({"key": "gpu", "operator": "Exists"}, []),
+    ({"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}, []),
+    ({"operator": "Exists"}, []),
+    ({"key": "gpu", "operator": "Exists", "value": "x"}, ["t.operator"]),
+    ({"key": "gpu", "operator": "In"}, ["t.operator"]),
+    ({"operator": "Equal", "value": "x"}, ["t.operator"]),
+    ({"key": "gpu", "value": "not valid!"}, ["t.value"]),
+    ({"key": "gpu", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}, ["t.effect"]),
+    ({"key": "gpu", "operator": "Exists", "effect": "Never"}, ["t.effect"]),
+])
+def test_tolerations(toleration: dict, fields: list[str]) -> None:
+    assert [c.field for c in validation.toleration("t", toleration)] == fields
+
+
+def test_every_cause_of_a_bad_pod_spec_is_reported_with_its_path() -> None:
+    spec = {"containers": [
+        {"name": "a", "image": "i", "volumeMounts": [{"name": "missing", "mountPath": "/m"}],
+         "readinessProbe": {"periodSeconds": 1}, "livenessProbe": {"exec": {"command": ["x"]}, "successThreshold": 2},
+         "env": [{"name": "X", "value": "1", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]},
+        {"name": "a", "image": "i", "imagePullPolicy": "Sometimes"}],
+        "volumes": [{"name": "v"}], "restartPolicy": "Sometimes"}
+    fields = [c.field for c in validation.pod_spec("spec", spec)]
+    assert fields == ["spec.volumes[0]", "spec.containers[0].env[0].valueFrom",
+                      "spec.containers[0].readinessProbe", "spec.containers[0].livenessProbe.successThreshold",
+                      "spec.containers[0].volumeMounts[0].name", "spec.containers[1].name",
+                      "spec.containers[1].imagePullPolicy", "spec.restartPolicy"]
+
+
+def test_a_workload_template_must_restart_always_and_match_its_selector() -> None:
+    spec = {"selector": {"matchLabels": {"app": "a"}},
+            "template": {"metadata": {"labels": {"app": "b"}},
+                         "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}}
+    assert [c.field for c in validation.workload("apps/deployments", spec)] == [
+        "spec.template.metadata.labels", "spec.template.spec.restartPolicy",
+        "spec.strategy.rollingUpdate.maxUnavailable"]
+
+
+def test_updates_keep_immutable_fields() -> None:
+    pod = {"spec": {"containers": [{"name": "c", "image": "i"}], "tolerations": [{"operator": "Exists"}]}}
+    image = {"spec": {"containers": [{"name": "c", "image": "j"}], "tolerations": [{"operator": "Exists"}],
+                      "nodeName": "n"}}
+    assert validation.check_update("/pods", pod, image) == []
+    dropped = {"spec": {"containers": [{"name": "c", "image": "i"}]}}
+    assert [c.field for c in validation.check_update("/pods", pod, dropped)] == ["spec.tolerations"]
+    assert validation.check_update("apps/deployments", {"spec": {"selector": {"matchLabels": {"a": "1"}}}},
+                                   {"spec": {"selector": {"matchLabels": {"a": "2"}}}})[0].field == "spec.selector"
+
+
+def test_the_decoder_drops_unknown_fields_and_names_wrong_types() -> None:
+    definition = openapi.root("apps", "v1", "Deployment")
+    assert definition == "io.k8s.api.apps.v1.Deployment"
+    decoded = openapi.decode({"metadata": {"name": "x", "labels": {"a": "b"}}, "spec": {
+        "replicas": 1, "bogus": 1, "template": {"spec": {"containers": [{"name": "c", "extra": True}]}}}}, definition)
+    assert decoded.unknown == ["spec.bogus", "spec.template.spec.containers[0].extra"]
+    assert "bogus" not in decoded.obj["spec"] and decoded.mistyped == []
+    wrong = openapi.decode({"spec": {"replicas": True, "template": {"metadata": {"labels": {"a": 1}}}}}, definition)
+    assert wrong.mistyped == [
+        "json: cannot unmarshal bool into Go struct field DeploymentSpec.spec.replicas of type int32",
+        "json: cannot unmarshal number into Go struct field ObjectMeta.spec.template.metadata.labels[a] of type string"]
