@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from liveplex.emulator.apiserver import builtins, crds, errors, kinds, openapi, schema, validation
+from liveplex.emulator.apiserver import builtins, cel, crds, errors, kinds, openapi, schema, validation
 
 STRICT = "Strict"
 
@@ -79,7 +79,8 @@ def _custom(rt: kinds.ResourceType, obj: dict, old: dict | None, version: str, f
     obj, dropped = schema.prune(obj, openapi_schema)
     if dropped and field_validation == STRICT:
         raise _unknown(rt, version, dropped)
-    causes = schema.validate(obj, openapi_schema)
+    causes = schema.validate(obj, openapi_schema) or cel.validate(obj, openapi_schema,
+                                                                   cel.MISSING if old is None else old)
     if causes:
         raise errors.invalid(rt.kind, rt.group, obj["metadata"].get("name", ""), tuple(causes))
     return obj

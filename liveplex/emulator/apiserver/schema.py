@@ -4,8 +4,9 @@ Development emulator, not for production. Pure. An approximation of kube-apiserv
 schema handling: `default`s are filled in on every write, fields the schema does not declare are
 pruned (kept under `x-kubernetes-preserve-unknown-fields`), and the value checks kube-openapi does
 (type, nullable, enum, minimum/maximum, length, pattern, items, required) produce causes that name
-the field in kube-apiserver's words. CEL rules (`x-kubernetes-validations`) are NOT evaluated,
-and `format` is not checked.
+the field in kube-apiserver's words, as do `maxProperties`/`minProperties`, the uniqueness of
+`x-kubernetes-list-type` `set` and `map` lists and `format: date-time`. CEL rules
+(`x-kubernetes-validations`) are evaluated by `cel.py`; other `format`s are not checked.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from datetime import datetime
 
 from liveplex.emulator.apiserver.errors import Cause
 
@@ -116,13 +118,57 @@ def _bounds(value: object, schema: dict, path: str) -> list[Cause]:
         if "pattern" in schema and not re.search(schema["pattern"], value):
             out.append(Cause(path, f"Invalid value: {_shown(value)}: {here} in body should match "
                                    f"'{schema['pattern']}'"))
+    if isinstance(value, str) and schema.get("format") == "date-time" and not _date_time(value):
+        out.append(Cause(path, f"Invalid value: {_shown(value)}: {here} in body must be of type date-time: "
+                               f"{_shown(value)}"))
+    if isinstance(value, dict):
+        if "maxProperties" in schema and len(value) > schema["maxProperties"]:
+            out.append(Cause(path, f"Too many: {len(value)}: must have at most {schema['maxProperties']} items",
+                             "FieldValueTooMany"))
+        if "minProperties" in schema and len(value) < schema["minProperties"]:
+            out.append(Cause(path, f"Invalid value: {len(value)}: {here} in body should have at least "
+                                   f"{schema['minProperties']} properties"))
     if isinstance(value, list):
+        out += _unique(value, schema, path)
         if "maxItems" in schema and len(value) > schema["maxItems"]:
             out.append(Cause(path, f"Too many: {len(value)}: must have at most {schema['maxItems']} items",
                              "FieldValueTooMany"))
         if "minItems" in schema and len(value) < schema["minItems"]:
             out.append(Cause(path, f"Invalid value: {len(value)}: {here} in body should have at least "
                                    f"{schema['minItems']} items"))
+    return out
+
+
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _date_time(value: str) -> bool:
+    """RFC 3339, as kube-openapi's `date-time` format checker takes it."""
+    if not _DATE_TIME.match(value):
+        return False
+    try:
+        datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00").replace("t", "T"))
+    except ValueError:
+        return False
+    return True
+
+
+def _unique(items: list, schema: dict, path: str) -> list[Cause]:
+    """`x-kubernetes-list-type`: a `set` holds no value twice, a `map` no key tuple twice."""
+    kind = schema.get("x-kubernetes-list-type")
+    keys = schema.get("x-kubernetes-list-map-keys") or []
+    seen: list[object] = []
+    out = []
+    for n, item in enumerate(items):
+        if kind == "set":
+            key: object = item
+        elif kind == "map" and isinstance(item, dict):
+            key = {k: item[k] for k in keys if k in item}
+        else:
+            continue
+        if key in seen:
+            out.append(Cause(f"{path}[{n}]", f"Duplicate value: {_shown(key)}", "FieldValueDuplicate"))
+        seen.append(key)
     return out
 
 
