@@ -11,7 +11,7 @@ import copy
 import kubernetes
 import pytest
 
-from .contract import Kube, causes, kube, refusal  # noqa: F401 (the fixture)
+from .contract import REAL_CLUSTER, Kube, causes, kube, refusal  # noqa: F401 (the fixture)
 
 IMAGE = "ghcr.io/example/liveplex:0.1.0"
 
@@ -159,3 +159,42 @@ def test_a_pods_spec_is_immutable_but_its_image_is_not(kube: Kube) -> None:
     patched = kube.core.patch_namespaced_pod("p", kube.namespace,
                                              {"spec": {"containers": [{"name": "web", "image": IMAGE + "-2"}]}})
     assert patched.spec.containers[0].image == IMAGE + "-2"
+
+
+def _config_map(name: str) -> dict:
+    return {"metadata": {"name": name}, "data": {"k": name}}
+
+
+def test_limit_and_continue_chunk_a_list_and_a_changed_list_expires_the_token(kube: Kube) -> None:
+    for n in range(5):
+        kube.core.create_namespaced_config_map(kube.namespace, _config_map(f"c{n}"))
+    first = kube.core.list_namespaced_config_map(kube.namespace, limit=2)
+    assert [i.metadata.name for i in first.items] == ["c0", "c1"] and first.metadata.remaining_item_count == 3
+    second = kube.core.list_namespaced_config_map(kube.namespace, limit=2, _continue=first.metadata._continue)
+    assert [i.metadata.name for i in second.items] == ["c2", "c3"]
+    assert second.metadata.resource_version == first.metadata.resource_version
+    last = kube.core.list_namespaced_config_map(kube.namespace, limit=2, _continue=second.metadata._continue)
+    assert [i.metadata.name for i in last.items] == ["c4"] and not last.metadata._continue
+    if REAL_CLUSTER:
+        return  # a real server serves the snapshot; the emulator refuses a token it cannot honour
+    kube.core.create_namespaced_config_map(kube.namespace, _config_map("c5"))
+    status = _refused(kube.core.list_namespaced_config_map, kube.namespace, limit=2,
+                      _continue=first.metadata._continue)
+    assert (status["code"], status["reason"]) == (410, "Expired")
+
+
+def test_server_dry_run_answers_the_object_and_stores_nothing(kube: Kube) -> None:
+    answered = kube.apps.create_namespaced_deployment(kube.namespace, deployment(), dry_run="All")
+    assert answered.spec.strategy.type == "RollingUpdate"  # defaulted: admission ran
+    assert not kube.apps.list_namespaced_deployment(kube.namespace).items
+    body = deployment()
+    body["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = 0
+    assert _refused(kube.apps.create_namespaced_deployment, kube.namespace, body, dry_run="All")["code"] == 422
+
+
+@pytest.mark.skipif(REAL_CLUSTER, reason="a real server speaks protobuf; the emulator refuses it")
+def test_a_protobuf_body_is_415_saying_to_send_json(kube: Kube) -> None:
+    code, status = kube.raw("POST", "/api/v1/namespaces", b"\x6b\x38\x73\x00",
+                            content_type="application/vnd.kubernetes.protobuf")
+    assert (code, status["reason"]) == (415, "UnsupportedMediaType")
+    assert "send application/json" in status["message"]

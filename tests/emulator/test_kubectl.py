@@ -43,14 +43,24 @@ class Kubectl:
         path.write_text(yaml.safe_dump_all(objects))
         return str(path)
 
-    async def __call__(self, *args: str) -> str:
+    async def run(self, *args: str) -> tuple[int, str, str]:
         proc = await asyncio.create_subprocess_exec(
             KUBECTL, "--kubeconfig", str(self.config), "--cache-dir", str(self.cache), *args,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(proc.communicate(), 30)
-        assert proc.returncode == 0, f"kubectl {' '.join(args)} failed: {err.decode()}"
-        assert "warning" not in err.decode().lower(), err.decode()
-        return out.decode()
+        return proc.returncode or 0, out.decode(), err.decode()
+
+    async def __call__(self, *args: str) -> str:
+        code, out, err = await self.run(*args)
+        assert code == 0, f"kubectl {' '.join(args)} failed: {err}"
+        assert "warning" not in err.lower(), err
+        return out
+
+    async def refused(self, *args: str) -> str:
+        """kubectl's error output for a command the server refuses."""
+        code, out, err = await self.run(*args)
+        assert code != 0, f"kubectl {' '.join(args)} succeeded: {out}"
+        return err
 
 
 @pytest.fixture
@@ -88,3 +98,32 @@ async def test_applying_a_deployment_and_a_service_twice_leaves_them_unchanged(
     deploy = cluster.store.get(cluster.store.registry.by_key("apps/deployments"), "default", "web")
     assert deploy["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "B", "value": "2"}]
     assert deploy["metadata"]["generation"] == 2
+
+
+async def test_a_protobuf_body_is_refused_with_a_message_that_says_to_send_json(kubectl: Kubectl) -> None:
+    err = await kubectl.refused("create", "namespace", "team")
+    assert "Error from server (UnsupportedMediaType)" in err and "send application/json" in err
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
+    assert "namespace/team created" in await kubectl("create", "-f", kubectl.file("ns.yaml", namespace))
+
+
+async def test_server_dry_run_admits_without_storing(cluster: Emulator, kubectl: Kubectl) -> None:
+    manifest = kubectl.file("web.yaml", DEPLOYMENT)
+    assert "deployment.apps/web created (server dry run)" in await kubectl("apply", "--dry-run=server", "-f", manifest)
+    assert cluster.store.find(cluster.store.registry.by_key("apps/deployments"), "default", "web") is None
+    broken = json.loads(json.dumps(DEPLOYMENT))
+    broken["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = 70000
+    err = await kubectl.refused("apply", "--dry-run=server", "-f", kubectl.file("broken.yaml", broken))
+    assert "Invalid value: 70000: must be between 1 and 65535, inclusive" in err
+    await kubectl("apply", "-f", manifest)
+    assert 'deployment.apps "web" deleted (server dry run)' in await kubectl("delete", "deploy", "web",
+                                                                             "--dry-run=server")
+    assert cluster.store.find(cluster.store.registry.by_key("apps/deployments"), "default", "web") is not None
+
+
+async def test_lists_come_in_chunks_with_continue_tokens(cluster: Emulator, kubectl: Kubectl) -> None:
+    maps = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{n}"}, "data": {"n": str(n)}}
+            for n in range(5)]
+    await kubectl("apply", "-f", kubectl.file("maps.yaml", *maps))
+    listed = await kubectl("get", "configmaps", "--chunk-size=2", "-o", "name")
+    assert listed.split() == [f"configmap/c{n}" for n in range(5)]

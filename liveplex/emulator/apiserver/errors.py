@@ -110,5 +110,14 @@ def unsupported_media_type(content_type: str, accepted: tuple[str, ...]) -> ApiE
                     f"include: {', '.join(accepted)}")
 
 
+def protobuf_refused(content_type: str) -> ApiError:
+    """A protobuf body: the emulator speaks JSON only, and says so rather than failing to parse it."""
+    return ApiError(415, "UnsupportedMediaType",
+                    f"the body of the request was in an unknown format ({content_type}): the liveplex emulator speaks "
+                    "JSON only; send application/json (with kubectl, write the object as a manifest and `kubectl "
+                    "apply -f` or `kubectl create -f` it: kubectl sends manifests as JSON) - accepted media types "
+                    "include: application/json, application/yaml")
+
+
 def no_route(path: str) -> ApiError:
     return ApiError(404, "NotFound", f"the server could not find the requested resource ({path})")

@@ -1,15 +1,16 @@
 """The API server's HTTP surface: Kubernetes REST paths onto the store, watches as streamed JSON lines.
 
 Development emulator, not for production. Plain HTTP, no authentication (any bearer token is
-accepted and ignored), JSON only (a protobuf `Accept` still gets JSON). `parse_path` is pure; `Api`
-is the Starlette shell around a `storage.Store`.
+accepted and ignored), JSON only: a protobuf body is refused with 415 and a message that says to
+send JSON, a protobuf `Accept` still gets JSON. `dryRun=All` admits a write and answers it without
+storing it; `limit`/`continue` chunk lists (`paging.py`). `parse_path` is pure; `Api` is the
+Starlette shell around a `storage.Store`.
 
 Watches: without a resourceVersion (or with "0") a watch starts with a synthetic ADDED per existing
 object; with one it resumes strictly after it, from the store's history, and answers a single ERROR
 event carrying a 410 Status when that history no longer reaches back. Selector watches see an
-object that stops matching as DELETED and one that starts matching as ADDED. Not supported: `limit`
-and `continue` (lists are always whole), `dryRun` (400), protobuf, and the watch-list protocol beyond
-its closing bookmark.
+object that stops matching as DELETED and one that starts matching as ADDED. Not supported:
+protobuf, and the watch-list protocol beyond its closing bookmark.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from liveplex.emulator.apiserver import discovery, errors, kinds, selectors, storage, tables
+from liveplex.emulator.apiserver import discovery, errors, kinds, paging, selectors, storage, tables
 
 LogSource = Callable[[str, str, str | None, int | None], str]
 """(namespace, pod, container or None, tailLines or None) -> the log text; raises ApiError."""
@@ -72,6 +73,8 @@ def _dump(body: object, status: int = 200, media_type: str = "application/json")
 
 
 def _decode(raw: bytes, content_type: str) -> object:
+    if "protobuf" in content_type:
+        raise errors.protobuf_refused(content_type.split(";")[0].strip())
     if not raw:
         return {}
     try:
@@ -85,6 +88,14 @@ def _decode(raw: bytes, content_type: str) -> object:
         return yaml.safe_load(raw)
     except yaml.YAMLError as exc:
         raise errors.bad_request(f"the request body is not valid YAML: {exc}") from None
+
+
+def _dry_run(request: Request, body: dict | None = None) -> bool:
+    """`dryRun=All` in the query (or, for deletions, in the DeleteOptions body)."""
+    values = request.query_params.getlist("dryRun") + list((body or {}).get("dryRun") or [])
+    if any(v != "All" for v in values):
+        raise errors.bad_request(f'invalid dryRun value {values}: only "All" is supported')
+    return bool(values)
 
 
 def _versioned(rt: kinds.ResourceType, version: str, obj: dict) -> dict:
@@ -175,8 +186,6 @@ class Api:
         rt = registry.lookup(target.group, target.version, target.plural)
         if rt is None or (target.namespace is not None and not rt.namespaced):
             raise errors.no_route(path)
-        if request.query_params.get("dryRun"):
-            raise errors.bad_request("dryRun is not supported by the liveplex emulator")
         namespace = target.namespace or ""
         if not target.name:
             return await self._collection(request, rt, target)
@@ -199,17 +208,11 @@ class Api:
         if request.method == "GET" and query.get("watch") in ("true", "1"):
             return self._watch(request, rt, target, labels, fields)
         if request.method == "GET":
-            items, rv = self.store.list(rt, target.namespace, labels, fields)
-            items = [_versioned(rt, target.version, i) for i in items]
-            if _AS_TABLE in request.headers.get("accept", ""):
-                return _dump(tables.render(rt, items, self.store.now(), str(rv), query.get("includeObject",
-                                                                                            "PartialObjectMetadata")),
-                             media_type=TABLE)
-            return _dump({"kind": rt.list_kind, "apiVersion": rt.api_version(target.version),
-                          "metadata": {"resourceVersion": str(rv)}, "items": items})
+            return self._list(request, rt, target, labels, fields)
         if request.method == "POST":
             body = await self._body(request, rt, target.version)
-            created = self.store.create(rt, target.namespace or "", body, query.get("fieldValidation", "Warn"))
+            created = self.store.create(rt, target.namespace or "", body, query.get("fieldValidation", "Warn"),
+                                        _dry_run(request))
             return _dump(_versioned(rt, target.version, created), 201)
         if request.method == "DELETE":
             items, rv = self.store.list(rt, target.namespace, labels, fields)
@@ -220,6 +223,27 @@ class Api:
                           "metadata": {"resourceVersion": str(self.store.rv)},
                           "items": [_versioned(rt, target.version, g) for g in gone]})
         raise errors.method_not_allowed()
+
+    def _list(self, request: Request, rt: kinds.ResourceType, target: Target, labels: selectors.Selector,
+              fields: tuple[selectors.FieldRequirement, ...]) -> Response:
+        query = request.query_params
+        after = paging.decode(query["continue"]) if query.get("continue") else None
+        if after is not None and self.store.changed_since(rt, after.rv):
+            raise paging.expired()
+        items, rv = self.store.list(rt, target.namespace, labels, fields)
+        rv = after.rv if after is not None else rv
+        items, token, remaining = paging.page(items, rv, paging.limit(query.get("limit")), after)
+        items = [_versioned(rt, target.version, i) for i in items]
+        meta: dict = {"resourceVersion": str(rv)}
+        if token:
+            meta.update({"continue": token, "remainingItemCount": remaining})
+        if _AS_TABLE in request.headers.get("accept", ""):
+            table = tables.render(rt, items, self.store.now(), str(rv), query.get("includeObject",
+                                                                                  "PartialObjectMetadata"))
+            table["metadata"].update(meta)
+            return _dump(table, media_type=TABLE)
+        return _dump({"kind": rt.list_kind, "apiVersion": rt.api_version(target.version), "metadata": meta,
+                      "items": items})
 
     async def _body(self, request: Request, rt: kinds.ResourceType, version: str) -> dict:
         body = _decode(await request.body(), request.headers.get("content-type", ""))
@@ -241,7 +265,8 @@ class Api:
         if body.get("orphanDependents") is True or query.get("orphanDependents") == "true":
             propagation = "Orphan"
         pre = body.get("preconditions") or {}
-        return storage.DeleteOptions(grace, propagation, pre.get("uid"), pre.get("resourceVersion"))
+        return storage.DeleteOptions(grace, propagation, pre.get("uid"), pre.get("resourceVersion"),
+                                     _dry_run(request, body))
 
     # --- single objects ---------------------------------------------------------------------------
 
@@ -256,11 +281,13 @@ class Api:
             return _dump(obj)
         if request.method == "PUT":
             body = await self._body(request, rt, version)
-            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, None, validation)))
+            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, None, validation,
+                                                                   _dry_run(request))))
         if request.method == "PATCH":
             body = _decode(await request.body(), request.headers.get("content-type", ""))
             kind = request.headers.get("content-type", "").split(";")[0].strip()
-            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, None, validation)))
+            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, None, validation,
+                                                                  _dry_run(request))))
         if request.method == "DELETE":
             options = await self._delete_options(request)
             return _dump(_versioned(rt, version, self.store.delete(rt, ns, name, options)))
@@ -271,11 +298,13 @@ class Api:
             return _dump(_versioned(rt, version, self.store.get(rt, ns, name)))
         if request.method == "PUT":
             body = await self._body(request, rt, version)
-            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, "status")))
+            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, "status",
+                                                                   dry_run=_dry_run(request))))
         if request.method == "PATCH":
             body = _decode(await request.body(), request.headers.get("content-type", ""))
             kind = request.headers.get("content-type", "").split(";")[0].strip()
-            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, "status")))
+            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, "status",
+                                                                  dry_run=_dry_run(request))))
         raise errors.method_not_allowed()
 
     async def _scale(self, request: Request, rt: kinds.ResourceType, ns: str, name: str) -> Response:

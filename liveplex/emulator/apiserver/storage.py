@@ -63,6 +63,8 @@ class DeleteOptions:
     """Background (default), Foreground or Orphan."""
     uid: str | None = None
     resource_version: str | None = None
+    dry_run: bool = False
+    """`dryRun=All`: answer what the deletion would do, change nothing."""
 
 
 Listener = Callable[[Change], None]
@@ -153,6 +155,13 @@ class Store:
             raise errors.gone(rv, self._compacted + 1)
         return [c for c in self._history if c.rv > rv]
 
+    def changed_since(self, rt: kinds.ResourceType, rv: int) -> bool:
+        """Whether an object of `rt` changed after `rv` (True when the history no longer tells)."""
+        try:
+            return any(c.key == rt.key for c in self.changes_since(rv))
+        except errors.ApiError:
+            return True
+
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
@@ -161,7 +170,9 @@ class Store:
 
     # --- writes -----------------------------------------------------------------------------------
 
-    def create(self, rt: kinds.ResourceType, namespace: str, body: dict, validation: str = "Strict") -> dict:
+    def create(self, rt: kinds.ResourceType, namespace: str, body: dict, validation: str = "Strict",
+               dry_run: bool = False) -> dict:
+        """Create `body`; with `dry_run`, admit it and answer what would be stored, storing nothing."""
         obj = copy.deepcopy(body)
         meta = obj.setdefault("metadata", {})
         ns = namespace if rt.namespaced else ""
@@ -193,32 +204,34 @@ class Store:
         if rt.key == kinds.POD_KEY:
             obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
         obj = self._admit(rt, obj, validation)
+        if dry_run:
+            return obj
         self._put(rt, ns, name, obj, ADDED)
         if rt.key == kinds.CRD_KEY:
             self._establish(obj)
         return self.get(rt, ns, name)
 
     def update(self, rt: kinds.ResourceType, namespace: str, name: str, body: dict, subresource: str | None = None,
-               validation: str = "Strict") -> dict:
+               validation: str = "Strict", dry_run: bool = False) -> dict:
         old = self.get(rt, namespace, name)
         wanted = (body.get("metadata") or {}).get("resourceVersion")
         if wanted and wanted != old["metadata"]["resourceVersion"]:
             raise errors.stale(rt.plural, rt.group, name)
-        return self._commit(rt, old, copy.deepcopy(body), subresource, validation)
+        return self._commit(rt, old, copy.deepcopy(body), subresource, validation, dry_run)
 
     def patch(self, rt: kinds.ResourceType, namespace: str, name: str, content_type: str, body: object,
-              subresource: str | None = None, validation: str = "Strict") -> dict:
+              subresource: str | None = None, validation: str = "Strict", dry_run: bool = False) -> dict:
         if content_type == APPLY:
             if self.find(rt, namespace, name) is None:
                 return self.create(rt, namespace, dict(body, metadata=dict(body.get("metadata") or {}, name=name)),
-                                   validation)
+                                   validation, dry_run)
             content_type = MERGE
         old = self.get(rt, namespace, name)
         new = apply_patch(rt, old, content_type, body)
         wanted = (new.get("metadata") or {}).get("resourceVersion")
         if wanted and wanted != old["metadata"]["resourceVersion"]:
             raise errors.stale(rt.plural, rt.group, name)
-        return self._commit(rt, old, new, subresource, validation)
+        return self._commit(rt, old, new, subresource, validation, dry_run)
 
     def delete(self, rt: kinds.ResourceType, namespace: str, name: str,
                options: DeleteOptions = DeleteOptions()) -> dict:
@@ -245,6 +258,8 @@ class Store:
             new_meta["deletionGracePeriodSeconds"] = grace
             if rt.generation:
                 new_meta["generation"] = new_meta.get("generation", 1) + 1
+        if options.dry_run:
+            return new
         if not _blocked(rt, new):
             self._remove(rt, new)
             return new
@@ -321,7 +336,8 @@ class Store:
         obj["kind"] = rt.kind
         return admission.admit(rt, obj, old, validation, self._cluster_ip)
 
-    def _commit(self, rt: kinds.ResourceType, old: dict, new: dict, subresource: str | None, validation: str) -> dict:
+    def _commit(self, rt: kinds.ResourceType, old: dict, new: dict, subresource: str | None, validation: str,
+                dry_run: bool = False) -> dict:
         """The write rules of the module docstring, then `_write`."""
         if subresource == "status":
             result = copy.deepcopy(old)
@@ -347,6 +363,9 @@ class Store:
         result = self._admit(rt, result, validation, old)
         if rt.generation and _spec_part(rt, result) != _spec_part(rt, old):
             result["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
+        if dry_run:
+            result["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+            return result
         return self._write(rt, old, result)
 
     def _write(self, rt: kinds.ResourceType, old: dict, new: dict) -> dict:
