@@ -127,3 +127,10 @@ async def test_lists_come_in_chunks_with_continue_tokens(cluster: Emulator, kube
     await kubectl("apply", "-f", kubectl.file("maps.yaml", *maps))
     listed = await kubectl("get", "configmaps", "--chunk-size=2", "-o", "name")
     assert listed.split() == [f"configmap/c{n}" for n in range(5)]
+
+
+async def test_server_side_apply_is_refused_rather_than_approximated(cluster: Emulator, kubectl: Kubectl) -> None:
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}}
+    err = await kubectl.refused("apply", "--server-side", "-f", kubectl.file("cm.yaml", config_map))
+    assert "Server-side apply not available on the server" in err and "without --server-side" in err
+    assert cluster.store.find(cluster.store.registry.by_key("/configmaps"), "default", "c") is None

@@ -110,6 +110,15 @@ def unsupported_media_type(content_type: str, accepted: tuple[str, ...]) -> ApiE
                     f"include: {', '.join(accepted)}")
 
 
+def apply_refused(accepted: tuple[str, ...]) -> ApiError:
+    """Server-side apply: refused rather than approximated (there are no managedFields to own fields)."""
+    return ApiError(415, "UnsupportedMediaType",
+                    "the body of the request was in an unknown format (application/apply-patch+yaml): server-side "
+                    "apply is not emulated by the liveplex emulator (it keeps no managedFields, so it cannot tell "
+                    "which fields a manager owns); use client-side `kubectl apply` (without --server-side) or a merge "
+                    f"patch - accepted media types include: {', '.join(accepted)}")
+
+
 def protobuf_refused(content_type: str) -> ApiError:
     """A protobuf body: the emulator speaks JSON only, and says so rather than failing to parse it."""
     return ApiError(415, "UnsupportedMediaType",

@@ -34,7 +34,8 @@ MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
-PATCH_TYPES = (JSON_PATCH, MERGE, STRATEGIC, APPLY)
+PATCH_TYPES = (JSON_PATCH, MERGE, STRATEGIC)
+"""What the emulator applies; server-side apply (APPLY) is refused, not approximated."""
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 """The alphabet of generated name suffixes and pod-template hashes (no vowels, no look-alikes)."""
@@ -222,10 +223,7 @@ class Store:
     def patch(self, rt: kinds.ResourceType, namespace: str, name: str, content_type: str, body: object,
               subresource: str | None = None, validation: str = "Strict", dry_run: bool = False) -> dict:
         if content_type == APPLY:
-            if self.find(rt, namespace, name) is None:
-                return self.create(rt, namespace, dict(body, metadata=dict(body.get("metadata") or {}, name=name)),
-                                   validation, dry_run)
-            content_type = MERGE
+            raise errors.apply_refused(PATCH_TYPES)
         old = self.get(rt, namespace, name)
         new = apply_patch(rt, old, content_type, body)
         wanted = (new.get("metadata") or {}).get("resourceVersion")
@@ -459,5 +457,5 @@ def apply_patch(rt: kinds.ResourceType | None, current: dict, content_type: str,
         if not isinstance(body, dict):
             raise errors.bad_request("a strategic merge patch must be a JSON object")
         return patch.strategic_merge_patch(current, body)
-    accepted = (JSON_PATCH, MERGE, APPLY) if rt is not None and rt.custom else PATCH_TYPES
+    accepted = (JSON_PATCH, MERGE) if rt is not None and rt.custom else PATCH_TYPES
     raise errors.unsupported_media_type(content_type, accepted)
