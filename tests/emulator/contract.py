@@ -30,6 +30,8 @@ REAL_CLUSTER = os.environ.get("LIVEPLEX_E2E_CLUSTER") == "1" and bool(os.environ
 class Kube:
     client: kubernetes.client.ApiClient
     namespace: str
+    emulator: Emulator | None = None
+    """The emulator behind `client`; None on a real cluster."""
 
     @property
     def core(self) -> kubernetes.client.CoreV1Api:
@@ -101,13 +103,14 @@ def kube(tmp_path: pathlib.Path) -> Iterator[Kube]:
     else:
         background = _Background(tmp_path / "state")
         config = kubernetes.client.Configuration(host=background.url)
-        config.api_key = {"authorization": "Bearer emulator"}
+        config.api_key = {"authorization": f"Bearer {background.emulator.admin_token}"}
+        config.ssl_ca_cert = str(background.emulator.ca_file)
         client = kubernetes.client.ApiClient(config)
     namespace = f"contract-{uuid.uuid4().hex[:8]}"
     core = kubernetes.client.CoreV1Api(client)
     core.create_namespace({"metadata": {"name": namespace}})
     try:
-        yield Kube(client, namespace)
+        yield Kube(client, namespace, background.emulator if background is not None else None)
     finally:
         core.delete_namespace(namespace)
         client.close()

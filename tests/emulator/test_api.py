@@ -81,7 +81,8 @@ async def test_a_watch_from_an_expired_resource_version_gets_a_410_error_event(t
     emulator = Emulator(tmp_path, kubelet=False, history=30)
     await emulator.start()
     try:
-        async with httpx.AsyncClient(base_url=emulator.url) as client:
+        async with httpx.AsyncClient(base_url=emulator.url, verify=emulator.tls(),
+                                     headers={"Authorization": f"Bearer {emulator.admin_token}"}) as client:
             await _widgets(client)
             rv = (await client.post(WIDGETS, json=widget("a"))).json()["metadata"]["resourceVersion"]
             for n in range(40):

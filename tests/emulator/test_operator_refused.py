@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from liveplex.emulator import write_kubeconfig
 from liveplex.operator import crd, names
 
 from .contract import Kube, kube  # noqa: F401 (the fixture)
@@ -41,7 +40,8 @@ def _ready(kube: Kube) -> dict:
 
 def test_a_refused_deployment_shows_in_the_liveengine_status(kube: Kube, tmp_path: Path) -> None:
     kube.crds.create_custom_resource_definition(crd.render_crd())
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", kube.client.configuration.host, kube.namespace)
+    assert kube.emulator is not None
+    kubeconfig = kube.emulator.write_kubeconfig(tmp_path / "kubeconfig", kube.namespace)
     log = (tmp_path / "operator.log").open("w")
     operator = subprocess.Popen(
         [sys.executable, "-m", "liveplex.cli", "operator", "run", "-n", kube.namespace, "--status-interval-s", "1",

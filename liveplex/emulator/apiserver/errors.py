@@ -96,8 +96,12 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
-def forbidden(message: str) -> ApiError:
-    return ApiError(403, "Forbidden", message)
+def forbidden(message: str, plural: str = "", group: str = "", name: str = "") -> ApiError:
+    return ApiError(403, "Forbidden", message, plural, name, group)
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "Unauthorized", "Unauthorized")
 
 
 def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> ApiError:

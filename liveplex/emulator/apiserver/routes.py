@@ -1,7 +1,11 @@
 """The API server's HTTP surface: Kubernetes REST paths onto the store, watches as streamed JSON lines.
 
-Development emulator, not for production. Plain HTTP, no authentication (any bearer token is
-accepted and ignored), JSON only: a protobuf body is refused with 415 and a message that says to
+Development emulator, not for production. Plain HTTP. Every request is authenticated by its bearer
+token (`auth.py`: 401 for a token nobody issued, and for no token outside the public paths) and
+authorized by RBAC (`rbac.py`: 403 in the RBAC authorizer's words), including the
+OwnerReferencesPermissionEnforcement check on `blockOwnerDeletion`; `serviceaccounts/<name>/token`
+(TokenRequest) issues ServiceAccount tokens and `selfsubjectaccessreviews` answers `kubectl auth
+can-i`. JSON only: a protobuf body is refused with 415 and a message that says to
 send JSON, a protobuf `Accept` still gets JSON. `dryRun=All` admits a write and answers it without
 storing it; `limit`/`continue` chunk lists (`paging.py`). `parse_path` is pure; `Api` is the
 Starlette shell around a `storage.Store`.
@@ -26,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from liveplex.emulator.apiserver import discovery, errors, kinds, paging, selectors, storage, tables
+from liveplex.emulator.apiserver import auth, discovery, errors, kinds, paging, rbac, selectors, storage, tables
 
 LogSource = Callable[[str, str, str | None, int | None], str]
 """(namespace, pod, container or None, tailLines or None) -> the log text; raises ApiError."""
@@ -90,6 +94,22 @@ def _decode(raw: bytes, content_type: str) -> object:
         raise errors.bad_request(f"the request body is not valid YAML: {exc}") from None
 
 
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
+
+
+def request_attributes(method: str, path: str, target: Target | None, watch: bool) -> rbac.Attributes:
+    """What the authorizer is asked about a request (upstream's RequestInfo)."""
+    if target is None or not target.plural:
+        return rbac.Attributes("get" if method == "GET" else method.lower(), path=path)
+    if method == "GET":
+        verb = "watch" if watch else "get" if target.name else "list"
+    elif method == "DELETE":
+        verb = "delete" if target.name else "deletecollection"
+    else:
+        verb = _VERBS.get(method, method.lower())
+    return rbac.Attributes(verb, target.group, target.plural, target.sub, target.namespace or "", target.name)
+
+
 def _dry_run(request: Request, body: dict | None = None) -> bool:
     """`dryRun=All` in the query (or, for deletions, in the DeleteOptions body)."""
     values = request.query_params.getlist("dryRun") + list((body or {}).get("dryRun") or [])
@@ -131,9 +151,11 @@ def _visible(change: storage.Change, namespace: str | None, labels: selectors.Se
 class Api:
     """The Starlette application over one store; `close()` ends every open watch."""
 
-    def __init__(self, store: storage.Store, logs: LogSource | None = None) -> None:
+    def __init__(self, store: storage.Store, logs: LogSource | None = None,
+                 tokens: auth.Tokens | None = None) -> None:
         self.store = store
         self.logs = logs
+        self.tokens = tokens or auth.Tokens()
         self.address = "127.0.0.1"
         """host:port as advertised by `/api`; the emulator sets it once the socket is bound."""
         self._watches: set[asyncio.Queue] = set()
@@ -150,9 +172,37 @@ class Api:
         except errors.ApiError as exc:
             return _dump(exc.status(), exc.code)
 
+    def policy(self) -> rbac.Policy:
+        def objects(key: str) -> list[dict]:
+            return self.store.list(self.store.registry.by_key(f"rbac.authorization.k8s.io/{key}"))[0]
+
+        return rbac.Policy(roles={(r["metadata"]["namespace"], r["metadata"]["name"]): r for r in objects("roles")},
+                           cluster_roles={r["metadata"]["name"]: r for r in objects("clusterroles")},
+                           role_bindings=objects("rolebindings"), cluster_role_bindings=objects("clusterrolebindings"))
+
+    def authorize(self, user: auth.User, attrs: rbac.Attributes) -> None:
+        if rbac.allowed(self.policy(), user, attrs):
+            return
+        if not attrs.resource_request:
+            raise errors.forbidden(f"forbidden: {rbac.denial(user, attrs)}")
+        what = f"{attrs.resource}.{attrs.group}" if attrs.group else attrs.resource
+        named = f'{what} "{attrs.name}"' if attrs.name else what
+        raise errors.forbidden(f"{named} is forbidden: {rbac.denial(user, attrs)}", attrs.resource, attrs.group,
+                               attrs.name)
+
+    def _authenticate(self, request: Request, path: str) -> auth.User:
+        user = self.tokens.user(request.headers.get("authorization"))
+        if user is None or (user == auth.ANONYMOUS and path not in auth.PUBLIC_PATHS):
+            raise errors.unauthorized()
+        return user
+
     async def _route(self, request: Request) -> Response:
         path = "/" + request.path_params["path"].strip("/")
         registry = self.store.registry
+        user = self._authenticate(request, path)
+        target = parse_path(path)
+        self.authorize(user, request_attributes(request.method, path, target,
+                                                request.query_params.get("watch") in ("true", "1")))
         if path == "/version":
             return _dump(discovery.KUBE_VERSION)
         if path in ("/healthz", "/livez", "/readyz"):
@@ -170,7 +220,6 @@ class Api:
             if doc is None:
                 raise errors.no_route(path)
             return _dump(doc)
-        target = parse_path(path)
         if target is None and path.startswith("/apis/") and path.count("/") == 2:
             group = discovery.api_group(registry, path.split("/")[2])
             if group is None:
@@ -187,6 +236,14 @@ class Api:
         if rt is None or (target.namespace is not None and not rt.namespaced):
             raise errors.no_route(path)
         namespace = target.namespace or ""
+        if rt.key == kinds.ACCESS_REVIEW_KEY and request.method == "POST" and not target.name:
+            return await self._review(request, user)
+        if rt.key == kinds.ACCESS_REVIEW_KEY:
+            raise errors.method_not_allowed()
+        if target.sub == "token" and rt.key == kinds.SERVICE_ACCOUNT_KEY and request.method == "POST":
+            return await self._token(request, namespace, target.name)
+        if request.method in ("POST", "PUT", "PATCH") and target.sub == "":
+            await self._check_owners(request, user, rt, namespace, target.name)
         if not target.name:
             return await self._collection(request, rt, target)
         if target.sub == "":
@@ -198,6 +255,63 @@ class Api:
         if target.sub == "log" and rt.key == kinds.POD_KEY and request.method == "GET":
             return self._log(request, namespace, target.name)
         raise errors.no_route(path)
+
+    # --- authentication and authorization ---------------------------------------------------------
+
+    async def _check_owners(self, request: Request, user: auth.User, rt: kinds.ResourceType, namespace: str,
+                            name: str) -> None:
+        """OwnerReferencesPermissionEnforcement: setting `blockOwnerDeletion` needs `update` on the
+        owner's `finalizers`."""
+        body = _decode(await request.body(), request.headers.get("content-type", ""))
+        if not isinstance(body, dict):
+            return
+        old = self.store.find(rt, namespace, name) if name else None
+        for ref in rbac.newly_blocking(old, body):
+            owner = self.store.registry.by_kind(ref.get("apiVersion", ""), ref.get("kind", ""))
+            if owner is None:
+                continue
+            attrs = rbac.Attributes("update", owner.group, owner.plural, "finalizers",
+                                    namespace if owner.namespaced else "", ref.get("name", ""))
+            if not rbac.allowed(self.policy(), user, attrs):
+                what = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
+                raise errors.forbidden(
+                    f'{what} "{name or body.get("metadata", {}).get("name", "")}" is forbidden: cannot set '
+                    "blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: "
+                    f"{rbac.denial(user, attrs)}", rt.plural, rt.group, name)
+
+    async def _token(self, request: Request, namespace: str, name: str) -> Response:
+        """TokenRequest (`kubectl create token`): a token that authenticates as the ServiceAccount."""
+        self.store.get(self.store.registry.by_key(kinds.SERVICE_ACCOUNT_KEY), namespace, name)
+        body = _decode(await request.body(), request.headers.get("content-type", ""))
+        spec = dict((body or {}).get("spec") or {}) if isinstance(body, dict) else {}
+        seconds = int(spec.get("expirationSeconds") or auth.TOKEN_SECONDS)
+        spec.update(expirationSeconds=seconds, audiences=spec.get("audiences") or ["https://kubernetes.default.svc"])
+        return _dump({"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
+                      "metadata": {"name": name, "namespace": namespace,
+                                   "creationTimestamp": storage.stamp(self.store.now())},
+                      "spec": spec, "status": {"token": self.tokens.issue(namespace, name),
+                                               "expirationTimestamp": storage.stamp(self.store.now() + seconds)}},
+                     201)
+
+    async def _review(self, request: Request, user: auth.User) -> Response:
+        """SelfSubjectAccessReview (`kubectl auth can-i`): the authorizer's answer for the caller."""
+        body = _decode(await request.body(), request.headers.get("content-type", ""))
+        spec = (body or {}).get("spec") or {} if isinstance(body, dict) else {}
+        resource, other = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+        if (resource is None) == (other is None):
+            raise errors.invalid("SelfSubjectAccessReview", "authorization.k8s.io", "", (errors.Cause(
+                "spec.resourceAttributes", "Invalid value: exactly one of nonResourceAttributes or "
+                                           "resourceAttributes must be specified"),))
+        if resource is not None:
+            attrs = rbac.Attributes(resource.get("verb", ""), resource.get("group", ""), resource.get("resource", ""),
+                                    resource.get("subresource", ""), resource.get("namespace", ""),
+                                    resource.get("name", ""))
+        else:
+            attrs = rbac.Attributes(other.get("verb", ""), path=other.get("path", "") or "/")
+        allowed = rbac.allowed(self.policy(), user, attrs)
+        status = {"allowed": allowed} if allowed else {"allowed": False, "reason": rbac.denial(user, attrs)}
+        return _dump({"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
+                      "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}, 201)
 
     # --- collections ------------------------------------------------------------------------------
 
