@@ -134,3 +134,18 @@ async def test_server_side_apply_is_refused_rather_than_approximated(cluster: Em
     err = await kubectl.refused("apply", "--server-side", "-f", kubectl.file("cm.yaml", config_map))
     assert "Server-side apply not available on the server" in err and "without --server-side" in err
     assert cluster.store.find(cluster.store.registry.by_key("/configmaps"), "default", "c") is None
+
+
+async def test_kubectl_create_token_and_auth_can_i(cluster: Emulator, kubectl: Kubectl, tmp_path: pathlib.Path) -> None:
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot"}}
+    await kubectl("apply", "-f", kubectl.file("sa.yaml", account))
+    token = (await kubectl("create", "token", "bot")).strip()
+    assert token
+    assert (await kubectl("auth", "can-i", "delete", "crds", "--all-namespaces")).strip() == "yes"
+    as_bot = ["--token", token]
+    code, out, _ = await kubectl.run(*as_bot, "auth", "can-i", "list", "pods")
+    assert (code, out.strip()) == (1, "no")
+    err = await kubectl.refused(*as_bot, "get", "pods")
+    assert 'User "system:serviceaccount:default:bot" cannot list resource "pods"' in err
+    err = await kubectl.refused("--token", "made-up", "get", "pods")
+    assert "You must be logged in to the server" in err

@@ -30,7 +30,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from liveplex.emulator.apiserver import auth, discovery, errors, kinds, paging, rbac, selectors, storage, tables
+from liveplex.emulator.apiserver import (auth, discovery, errors, kinds, paging, protowire, rbac, selectors, storage,
+                                         tables)
 
 LogSource = Callable[[str, str, str | None, int | None], str]
 """(namespace, pod, container or None, tailLines or None) -> the log text; raises ApiError."""
@@ -279,10 +280,16 @@ class Api:
                     "blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: "
                     f"{rbac.denial(user, attrs)}", rt.plural, rt.group, name)
 
+    async def _review_body(self, request: Request, from_protobuf: Callable[[bytes], dict]) -> object:
+        """The body of a request kubectl sends only as protobuf (these two are read from it)."""
+        content_type = request.headers.get("content-type", "")
+        raw = await request.body()
+        return from_protobuf(raw) if "protobuf" in content_type else _decode(raw, content_type)
+
     async def _token(self, request: Request, namespace: str, name: str) -> Response:
         """TokenRequest (`kubectl create token`): a token that authenticates as the ServiceAccount."""
         self.store.get(self.store.registry.by_key(kinds.SERVICE_ACCOUNT_KEY), namespace, name)
-        body = _decode(await request.body(), request.headers.get("content-type", ""))
+        body = await self._review_body(request, protowire.token_request)
         spec = dict((body or {}).get("spec") or {}) if isinstance(body, dict) else {}
         seconds = int(spec.get("expirationSeconds") or auth.TOKEN_SECONDS)
         spec.update(expirationSeconds=seconds, audiences=spec.get("audiences") or ["https://kubernetes.default.svc"])
@@ -295,7 +302,7 @@ class Api:
 
     async def _review(self, request: Request, user: auth.User) -> Response:
         """SelfSubjectAccessReview (`kubectl auth can-i`): the authorizer's answer for the caller."""
-        body = _decode(await request.body(), request.headers.get("content-type", ""))
+        body = await self._review_body(request, protowire.access_review)
         spec = (body or {}).get("spec") or {} if isinstance(body, dict) else {}
         resource, other = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
         if (resource is None) == (other is None):
@@ -308,8 +315,7 @@ class Api:
                                     resource.get("name", ""))
         else:
             attrs = rbac.Attributes(other.get("verb", ""), path=other.get("path", "") or "/")
-        allowed = rbac.allowed(self.policy(), user, attrs)
-        status = {"allowed": allowed} if allowed else {"allowed": False, "reason": rbac.denial(user, attrs)}
+        status = {"allowed": rbac.allowed(self.policy(), user, attrs)}  # RBAC gives no reason for a denial
         return _dump({"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
                       "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}, 201)
 
