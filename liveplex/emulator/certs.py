@@ -29,9 +29,6 @@ class Pki:
     cert: Path
     key: Path
 
-    def ca_pem(self) -> bytes:
-        return self.ca.read_bytes()
-
 
 def _name(common: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])

@@ -9,6 +9,7 @@ on its own loop in a thread, because the official client blocks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import pathlib
@@ -95,17 +96,29 @@ class _Background:
         self.loop.close()
 
 
-@pytest.fixture
-def kube(tmp_path: pathlib.Path) -> Iterator[Kube]:
-    background = None
+@pytest.fixture(scope="session")
+def contract_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Background | None]:
+    """One emulator for every contract test (each gets its own namespace); None on a real cluster."""
     if REAL_CLUSTER:
-        client = kubernetes.config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
-    else:
-        background = _Background(tmp_path / "state")
-        config = kubernetes.client.Configuration(host=background.url)
-        config.api_key = {"authorization": f"Bearer {background.emulator.admin_token}"}
-        config.ssl_ca_cert = str(background.emulator.ca_file)
-        client = kubernetes.client.ApiClient(config)
+        yield None
+        return
+    background = _Background(tmp_path_factory.mktemp("contract") / "state")
+    yield background
+    background.close()
+
+
+def _connect(background: _Background | None) -> kubernetes.client.ApiClient:
+    if background is None:
+        return kubernetes.config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
+    config = kubernetes.client.Configuration(host=background.url)
+    config.api_key = {"authorization": f"Bearer {background.emulator.admin_token}"}
+    config.ssl_ca_cert = str(background.emulator.ca_file)
+    return kubernetes.client.ApiClient(config)
+
+
+@contextlib.contextmanager
+def _namespaced(background: _Background | None) -> Iterator[Kube]:
+    client = _connect(background)
     namespace = f"contract-{uuid.uuid4().hex[:8]}"
     core = kubernetes.client.CoreV1Api(client)
     core.create_namespace({"metadata": {"name": namespace}})
@@ -114,5 +127,21 @@ def kube(tmp_path: pathlib.Path) -> Iterator[Kube]:
     finally:
         core.delete_namespace(namespace)
         client.close()
-        if background is not None:
-            background.close()
+
+
+@pytest.fixture
+def kube(contract_emulator: _Background | None) -> Iterator[Kube]:
+    """The official client and a fresh namespace on the shared emulator (or the real cluster)."""
+    with _namespaced(contract_emulator) as k:
+        yield k
+
+
+@pytest.fixture
+def fresh_kube(tmp_path: pathlib.Path) -> Iterator[Kube]:
+    """As `kube`, on an emulator of its own (for tests that change cluster-wide state)."""
+    background = _Background(tmp_path / "state")
+    try:
+        with _namespaced(background) as k:
+            yield k
+    finally:
+        background.close()

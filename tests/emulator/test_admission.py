@@ -11,7 +11,7 @@ import copy
 import kubernetes
 import pytest
 
-from .contract import REAL_CLUSTER, Kube, causes, kube, refusal  # noqa: F401 (the fixture)
+from .contract import REAL_CLUSTER, Kube, causes, contract_emulator, kube, refusal  # noqa: F401 (fixtures)
 
 IMAGE = "ghcr.io/example/liveplex:0.1.0"
 

@@ -12,7 +12,7 @@ import pytest
 from liveplex.emulator.apiserver import rbac
 from liveplex.emulator.apiserver.auth import User
 
-from .contract import Kube, kube  # noqa: F401 (the fixture)
+from .contract import Kube, contract_emulator, kube  # noqa: F401 (fixtures)
 
 
 def _as(kube: Kube, token: str) -> kubernetes.client.ApiClient:

@@ -15,7 +15,7 @@ import pytest
 from liveplex.operator import crd as liveengine_crd
 from liveplex.operator import names
 
-from .contract import Kube, causes, kube, refusal  # noqa: F401 (the fixture)
+from .contract import Kube, causes, contract_emulator, kube, refusal  # noqa: F401 (fixtures)
 
 GROUP, PLURAL, KIND = "contract.liveplex.io", "gadgets", "Gadget"
 _STRING_SET = {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"}

@@ -22,7 +22,7 @@ from liveplex.emulator.apiserver import kinds
 from liveplex.operator import crd, names
 from tests.chart import render
 
-from .contract import Kube, kube  # noqa: F401 (the fixture)
+from .contract import Kube, fresh_kube  # noqa: F401 (the fixture)
 
 pytestmark = [pytest.mark.timeout(120),
               pytest.mark.skipif(os.environ.get("LIVEPLEX_E2E_CLUSTER") == "1",
@@ -72,7 +72,8 @@ def _create(kube: Kube, pod: dict | None = None) -> None:
     kube.custom.create_namespaced_custom_object(names.GROUP, names.VERSION, kube.namespace, names.PLURAL, body)
 
 
-def test_a_refused_deployment_shows_in_the_liveengine_status(kube: Kube, tmp_path: Path) -> None:
+def test_a_refused_deployment_shows_in_the_liveengine_status(fresh_kube: Kube, tmp_path: Path) -> None:
+    kube = fresh_kube
     assert kube.emulator is not None
     kube.crds.create_custom_resource_definition(crd.render_crd())
     log = tmp_path / "operator.log"
@@ -96,9 +97,10 @@ RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "Ro
 
 @pytest.mark.parametrize("dropped", [None, ("live.liveplex.io", "liveengines/finalizers")])
 def test_the_charts_rbac_is_enough_for_the_operator_and_each_rule_counts(
-        kube: Kube, tmp_path: Path, dropped: tuple[str, str] | None) -> None:
+        fresh_kube: Kube, tmp_path: Path, dropped: tuple[str, str] | None) -> None:
     """The operator runs as the chart's ServiceAccount with the chart's rules; without the
     finalizers rule its Deployment (blockOwnerDeletion) is refused with 403 and the status says so."""
+    kube = fresh_kube
     assert kube.emulator is not None
     store = kube.emulator.store
     store.create(store.registry.by_key(kinds.NAMESPACE_KEY), "", {"metadata": {"name": render.NAMESPACE}})

@@ -27,6 +27,7 @@ import lark
 from celpy import celtypes
 
 from liveplex.emulator.apiserver.errors import Cause
+from liveplex.emulator.apiserver.schema import subschemas
 
 MISSING: Any = object()
 """No old value at this node (a create, or a value that cannot be correlated)."""
@@ -200,9 +201,6 @@ def rule_errors(schema: Mapping[str, Any], path: str) -> list[Cause]:
                 except CompileError as exc:
                     out.append(Cause(f"{path}.x-kubernetes-validations[{n}].{field}",
                                      f"Invalid value: {rule[field]!r}: {exc}"))
-    for key, sub in (schema.get("properties") or {}).items():
-        out += rule_errors(sub, f"{path}.properties[{key}]")
-    for word in ("items", "additionalProperties"):
-        if isinstance(schema.get(word), dict):
-            out += rule_errors(schema[word], f"{path}.{word}")
+    for sub, sub_path in subschemas(dict(schema), path):
+        out += rule_errors(sub, sub_path)
     return out

@@ -35,11 +35,8 @@ def _structural(node: dict, path: str, root: bool = False) -> list[Cause]:
         value, _ = schema.prune(node["default"], node, root=False)
         out += [Cause(f"{path}.default", f"Invalid value: {c.field or 'default'}: {c.message}")
                 for c in schema.validate(value, node)]
-    for key, sub in (node.get("properties") or {}).items():
-        out += _structural(sub, f"{path}.properties[{key}]")
-    for word in ("items", "additionalProperties"):
-        if isinstance(node.get(word), dict):
-            out += _structural(node[word], f"{path}.{word}")
+    for sub, sub_path in schema.subschemas(node, path):
+        out += _structural(sub, sub_path)
     return out
 
 

@@ -67,27 +67,29 @@ _RESOURCE = {1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource",
 _NON_RESOURCE = {1: "path", 2: "verb"}
 
 
+def _spec(body: bytes) -> Iterator[tuple[int, int | bytes]]:
+    """The fields of the enveloped object's `spec` (field 2 of both reviews)."""
+    for number, value in fields(unwrap(body)):
+        if number == 2 and isinstance(value, bytes):
+            yield from fields(value)
+
+
 def access_review(body: bytes) -> dict:
     """A SelfSubjectAccessReview's JSON form from its protobuf."""
     spec: dict = {}
-    for number, value in fields(unwrap(body)):
-        if number == 2 and isinstance(value, bytes):
-            for inner, attrs in fields(value):
-                if inner == 1 and isinstance(attrs, bytes):
-                    spec["resourceAttributes"] = _message(attrs, _RESOURCE)
-                elif inner == 2 and isinstance(attrs, bytes):
-                    spec["nonResourceAttributes"] = _message(attrs, _NON_RESOURCE)
+    for number, attrs in _spec(body):
+        if number in (1, 2) and isinstance(attrs, bytes):
+            key, names = ("resourceAttributes", _RESOURCE) if number == 1 else ("nonResourceAttributes", _NON_RESOURCE)
+            spec[key] = _message(attrs, names)
     return {"spec": spec}
 
 
 def token_request(body: bytes) -> dict:
     """A TokenRequest's JSON form (audiences and expirationSeconds) from its protobuf."""
     spec: dict = {}
-    for number, value in fields(unwrap(body)):
-        if number == 2 and isinstance(value, bytes):
-            for inner, item in fields(value):
-                if inner == 1 and isinstance(item, bytes):
-                    spec.setdefault("audiences", []).append(item.decode())
-                elif inner == 4 and isinstance(item, int):
-                    spec["expirationSeconds"] = item
+    for number, item in _spec(body):
+        if number == 1 and isinstance(item, bytes):
+            spec.setdefault("audiences", []).append(item.decode())
+        elif number == 4 and isinstance(item, int):
+            spec["expirationSeconds"] = item
     return {"spec": spec}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Iterator
 from datetime import datetime
 
 from liveplex.emulator.apiserver.errors import Cause
@@ -23,6 +24,15 @@ _ROOT_KEYS = ("apiVersion", "kind", "metadata")
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
+
+
+def subschemas(node: dict, path: str) -> Iterator[tuple[dict, str]]:
+    """A schema node's children with their paths in a CRD (`<path>.properties[spec]`, `<path>.items`)."""
+    for key, sub in (node.get("properties") or {}).items():
+        yield sub, f"{path}.properties[{key}]"
+    for word in ("items", "additionalProperties"):
+        if isinstance(node.get(word), dict):
+            yield node[word], f"{path}.{word}"
 
 
 def apply_defaults(value: object, schema: dict) -> object:
@@ -122,21 +132,20 @@ def _bounds(value: object, schema: dict, path: str) -> list[Cause]:
         out.append(Cause(path, f"Invalid value: {_shown(value)}: {here} in body must be of type date-time: "
                                f"{_shown(value)}"))
     if isinstance(value, dict):
-        if "maxProperties" in schema and len(value) > schema["maxProperties"]:
-            out.append(Cause(path, f"Too many: {len(value)}: must have at most {schema['maxProperties']} items",
-                             "FieldValueTooMany"))
-        if "minProperties" in schema and len(value) < schema["minProperties"]:
-            out.append(Cause(path, f"Invalid value: {len(value)}: {here} in body should have at least "
-                                   f"{schema['minProperties']} properties"))
+        out += _counted(len(value), schema, path, "Properties", "properties")
     if isinstance(value, list):
-        out += _unique(value, schema, path)
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            out.append(Cause(path, f"Too many: {len(value)}: must have at most {schema['maxItems']} items",
-                             "FieldValueTooMany"))
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            out.append(Cause(path, f"Invalid value: {len(value)}: {here} in body should have at least "
-                                   f"{schema['minItems']} items"))
+        out += _unique(value, schema, path) + _counted(len(value), schema, path, "Items", "items")
     return out
+
+
+def _counted(size: int, schema: dict, path: str, bound: str, noun: str) -> list[Cause]:
+    """`max<bound>`/`min<bound>` on an object's properties or a list's items."""
+    most, least = schema.get(f"max{bound}"), schema.get(f"min{bound}")
+    if most is not None and size > most:
+        return [Cause(path, f"Too many: {size}: must have at most {most} items", "FieldValueTooMany")]
+    if least is not None and size < least:
+        return [Cause(path, f"Invalid value: {size}: {path or 'body'} in body should have at least {least} {noun}")]
+    return []
 
 
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")

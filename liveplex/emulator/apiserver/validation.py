@@ -95,31 +95,26 @@ def _full(fmt: str, value: str) -> bool:
     return re.fullmatch(fmt, value) is not None
 
 
+def _formatted(value: str, limit: int, fmt: str, message: str, *examples: str) -> list[str]:
+    out = [_max_len(limit)] if len(value) > limit else []
+    return out + ([] if _full(fmt, value) else [_regex_error(message, fmt, *examples)])
+
+
 def dns1123_label(value: str) -> list[str]:
-    out = [_max_len(63)] if len(value) > 63 else []
-    if not _full(_DNS1123_LABEL, value):
-        out.append(_regex_error("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
-                                "'-', and must start and end with an alphanumeric character", _DNS1123_LABEL,
-                                "my-name", "123-abc"))
-    return out
+    return _formatted(value, 63, _DNS1123_LABEL, "a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                      "characters or '-', and must start and end with an alphanumeric character", "my-name", "123-abc")
 
 
 def dns1123_subdomain(value: str) -> list[str]:
-    out = [_max_len(253)] if len(value) > 253 else []
-    if not _full(_DNS1123_SUBDOMAIN, value):
-        out.append(_regex_error("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-                                "'-' or '.', and must start and end with an alphanumeric character",
-                                _DNS1123_SUBDOMAIN, "example.com"))
-    return out
+    return _formatted(value, 253, _DNS1123_SUBDOMAIN, "a lowercase RFC 1123 subdomain must consist of lower case "
+                      "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+                      "example.com")
 
 
 def dns1035_label(value: str) -> list[str]:
-    out = [_max_len(63)] if len(value) > 63 else []
-    if not _full(_DNS1035_LABEL, value):
-        out.append(_regex_error("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-                                "with an alphabetic character, and end with an alphanumeric character",
-                                _DNS1035_LABEL, "my-name", "abc-123"))
-    return out
+    return _formatted(value, 63, _DNS1035_LABEL, "a DNS-1035 label must consist of lower case alphanumeric characters "
+                      "or '-', start with an alphabetic character, and end with an alphanumeric character", "my-name",
+                      "abc-123")
 
 
 def path_segment(value: str) -> list[str]:
@@ -151,12 +146,9 @@ def qualified_name(value: str) -> list[str]:
 
 
 def label_value(value: str) -> list[str]:
-    out = [_max_len(63)] if len(value) > 63 else []
-    if not _full(_LABEL_VALUE, value):
-        out.append(_regex_error("a valid label must be an empty string or consist of alphanumeric characters, '-', "
-                                "'_' or '.', and must start and end with an alphanumeric character", _LABEL_VALUE,
-                                "MyValue", "my_value", "12345"))
-    return out
+    return _formatted(value, 63, _LABEL_VALUE, "a valid label must be an empty string or consist of alphanumeric "
+                      "characters, '-', '_' or '.', and must start and end with an alphanumeric character", "MyValue",
+                      "my_value", "12345")
 
 
 def port_name(value: str) -> list[str]:
