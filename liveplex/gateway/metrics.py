@@ -48,3 +48,10 @@ class GatewayCollector(Collector):
         yield fallback
         yield histogram("gateway_placement_duration_seconds", "Time to place and connect a session.",
                         s.placement_seconds)
+        lost = CounterMetricFamily("gateway_sessions_lost", "Relayed sessions whose pod failed them, by how.",
+                                   labels=["reason"])
+        for reason, n in sorted(s.sessions_lost.items()):
+            lost.add_metric([reason], n)
+        yield lost
+        yield CounterMetricFamily("gateway_loop_stalls", "Times the gateway's event loop was blocked over 100 ms.",
+                                  value=s.loop_stalls)
