@@ -198,3 +198,23 @@ def test_a_protobuf_body_is_415_saying_to_send_json(kube: Kube) -> None:
                             content_type="application/vnd.kubernetes.protobuf")
     assert (code, status["reason"]) == (415, "UnsupportedMediaType")
     assert "send application/json" in status["message"]
+
+
+@pytest.mark.skipif(REAL_CLUSTER, reason="makes pods Ready by writing their status, which a kubelet would overwrite")
+def test_the_eviction_api_honours_the_pod_disruption_budget(kube: Kube) -> None:
+    policy = kubernetes.client.PolicyV1Api(kube.client)
+    policy.create_namespaced_pod_disruption_budget(kube.namespace, {
+        "metadata": {"name": "pp"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "pp"}}}})
+    spec = deployment()["spec"]["template"]["spec"]
+    for name in ("pp-a", "pp-b"):
+        kube.core.create_namespaced_pod(kube.namespace, {"metadata": {"name": name, "labels": {"app": "pp"}},
+                                                         "spec": spec})
+        kube.core.patch_namespaced_pod_status(name, kube.namespace, {"status": {"conditions": [
+            {"type": "Ready", "status": "True"}]}})
+    evict = {"metadata": {"name": "pp-a", "namespace": kube.namespace}}
+    kube.core.create_namespaced_pod_eviction("pp-a", kube.namespace, evict)
+    assert [p.metadata.name for p in kube.core.list_namespaced_pod(kube.namespace).items] == ["pp-b"]
+    status = _refused(kube.core.create_namespaced_pod_eviction, "pp-b", kube.namespace,
+                      dict(evict, metadata={"name": "pp-b", "namespace": kube.namespace}))
+    assert (status["code"], status["reason"]) == (429, "TooManyRequests")
+    assert status["details"]["causes"][0]["message"] == "The disruption budget pp needs 1 healthy pods and has 1 currently"

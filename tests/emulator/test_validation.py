@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from liveplex.emulator.apiserver import openapi, quantity, validation
+from liveplex.emulator.apiserver import disruption, errors, openapi, quantity, validation
 
 
 @pytest.mark.parametrize(("key", "ok"), [
@@ -96,3 +96,19 @@ def test_the_decoder_drops_unknown_fields_and_names_wrong_types() -> None:
     assert wrong.mistyped == [
         "json: cannot unmarshal bool into Go struct field DeploymentSpec.spec.replicas of type int32",
         "json: cannot unmarshal number into Go struct field ObjectMeta.spec.template.metadata.labels[a] of type string"]
+
+
+def test_a_budget_expects_its_controllers_scale_and_counts_ready_pods() -> None:
+    def pod(name: str, ready: bool, owner: str | None = "rs") -> dict:
+        refs = [{"uid": owner, "controller": True}] if owner else []
+        return {"metadata": {"name": name, "labels": {"app": "pp"}, "ownerReferences": refs},
+                "status": {"conditions": [{"type": "Ready", "status": str(ready)}]}}
+
+    pdb = {"metadata": {"name": "pp"}, "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "pp"}}}}
+    pods = [pod("a", True), pod("b", True)]
+    assert disruption.budget(pdb, pods, {"rs": 3}) == disruption.Budget("pp", 2, 2, 3)
+    disruption.check(pods[0], [pdb], pods, {"rs": 2})  # 2 healthy, 1 needed: may go
+    with pytest.raises(errors.ApiError) as refused:
+        disruption.check(pods[0], [pdb], pods, {"rs": 3})  # a third pod is missing already
+    assert refused.value.code == 429
+    disruption.check(pod("c", False), [pdb], [*pods, pod("c", False)], {"rs": 3})  # unready, budget met

@@ -65,6 +65,8 @@ def resource_list(registry: kinds.Registry, group: str, version: str) -> dict | 
                               "kind": "Scale", "verbs": SUBRESOURCE_VERBS})
         if rt.key == kinds.POD_KEY:
             resources.append({**base, "name": "pods/log", "kind": "Pod", "verbs": ["get"]})
+            resources.append({**base, "name": "pods/eviction", "group": "policy", "version": "v1", "kind": "Eviction",
+                              "verbs": ["create"]})
         if rt.key == kinds.SERVICE_ACCOUNT_KEY:
             resources.append({**base, "name": "serviceaccounts/token", "group": "authentication.k8s.io",
                               "version": "v1", "kind": "TokenRequest", "verbs": ["create"]})

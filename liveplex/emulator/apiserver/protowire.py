@@ -1,9 +1,9 @@
 """Just enough of Kubernetes' protobuf encoding to read the two review requests kubectl sends in it.
 
-Development emulator, not for production. Pure. `kubectl auth can-i` and `kubectl create token`
-send their SelfSubjectAccessReview and TokenRequest as protobuf only; every other protobuf body is
-refused with 415 (see routes.py). The envelope is the `k8s\\0` magic and a `runtime.Unknown` whose
-field 2 holds the object; the field numbers below are those of `k8s.io/api`'s generated.proto.
+Development emulator, not for production. Pure. `kubectl auth can-i`, `kubectl create token` and
+`kubectl drain` send their SelfSubjectAccessReview, TokenRequest and Eviction as protobuf only;
+every other protobuf body is refused with 415 (see routes.py). The envelope is the `k8s\\0` magic
+and a `runtime.Unknown` whose field 2 holds the object; the field numbers below are those of `k8s.io/api`'s generated.proto.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ _NON_RESOURCE = {1: "path", 2: "verb"}
 
 
 def _spec(body: bytes) -> Iterator[tuple[int, int | bytes]]:
-    """The fields of the enveloped object's `spec` (field 2 of both reviews)."""
+    """The fields of the enveloped object's field 2 (the reviews' `spec`, an Eviction's `deleteOptions`)."""
     for number, value in fields(unwrap(body)):
         if number == 2 and isinstance(value, bytes):
             yield from fields(value)
@@ -93,3 +93,14 @@ def token_request(body: bytes) -> dict:
         elif number == 4 and isinstance(item, int):
             spec["expirationSeconds"] = item
     return {"spec": spec}
+
+
+def eviction(body: bytes) -> dict:
+    """An Eviction's JSON form (its deleteOptions' grace period and dryRun) from its protobuf."""
+    options: dict = {}
+    for number, item in _spec(body):
+        if number == 1 and isinstance(item, int):
+            options["gracePeriodSeconds"] = item
+        elif number == 5 and isinstance(item, bytes):
+            options.setdefault("dryRun", []).append(item.decode())
+    return {"deleteOptions": options}

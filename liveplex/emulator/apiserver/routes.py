@@ -1,12 +1,14 @@
 """The API server's HTTP surface: Kubernetes REST paths onto the store, watches as streamed JSON lines.
 
-Development emulator, not for production. Plain HTTP. Every request is authenticated by its bearer
-token (`auth.py`: 401 for a token nobody issued, and for no token outside the public paths) and
-authorized by RBAC (`rbac.py`: 403 in the RBAC authorizer's words), including the
-OwnerReferencesPermissionEnforcement check on `blockOwnerDeletion`; `serviceaccounts/<name>/token`
-(TokenRequest) issues ServiceAccount tokens and `selfsubjectaccessreviews` answers `kubectl auth
-can-i`. JSON only: a protobuf body is refused with 415 and a message that says to
-send JSON, a protobuf `Accept` still gets JSON. `dryRun=All` admits a write and answers it without
+Development emulator, not for production. HTTPS (the emulator's CA). Every request is
+authenticated by its bearer token (`auth.py`: 401 for a token nobody issued, and for no token
+outside the public paths) and authorized by RBAC (`rbac.py`: 403 in the RBAC authorizer's words),
+including the OwnerReferencesPermissionEnforcement check on `blockOwnerDeletion`;
+`serviceaccounts/<name>/token` (TokenRequest) issues ServiceAccount tokens,
+`selfsubjectaccessreviews` answers `kubectl auth can-i`, and `pods/<name>/eviction` deletes a pod
+its PodDisruptionBudget lets go (`disruption.py`). JSON only: a protobuf body is refused with 415
+and a message that says to send JSON (but for the three kubectl sends only as protobuf,
+`protowire.py`); a protobuf `Accept` still gets JSON. `dryRun=All` admits a write and answers it without
 storing it; `limit`/`continue` chunk lists (`paging.py`). `parse_path` is pure; `Api` is the
 Starlette shell around a `storage.Store`.
 
@@ -30,8 +32,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from liveplex.emulator.apiserver import (auth, discovery, errors, kinds, paging, protowire, rbac, selectors, storage,
-                                         tables)
+from liveplex.emulator.apiserver import (auth, discovery, disruption, errors, kinds, paging, protowire, rbac,
+                                         selectors, storage, tables)
 
 LogSource = Callable[[str, str, str | None, int | None], str]
 """(namespace, pod, container or None, tailLines or None) -> the log text; raises ApiError."""
@@ -243,6 +245,8 @@ class Api:
             raise errors.method_not_allowed()
         if target.sub == "token" and rt.key == kinds.SERVICE_ACCOUNT_KEY and request.method == "POST":
             return await self._token(request, namespace, target.name)
+        if target.sub == "eviction" and rt.key == kinds.POD_KEY and request.method == "POST":
+            return await self._evict(request, namespace, target.name)
         if request.method in ("POST", "PUT", "PATCH") and target.sub == "":
             await self._check_owners(request, user, rt, namespace, target.name)
         if not target.name:
@@ -280,8 +284,23 @@ class Api:
                     "blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: "
                     f"{rbac.denial(user, attrs)}", rt.plural, rt.group, name)
 
+    async def _evict(self, request: Request, namespace: str, name: str) -> Response:
+        """The eviction API (`kubectl drain`): delete the pod unless its PodDisruptionBudget forbids it."""
+        pods_rt = self.store.registry.by_key(kinds.POD_KEY)
+        pod = self.store.get(pods_rt, namespace, name)
+        body = await self._review_body(request, protowire.eviction)
+        options = (body or {}).get("deleteOptions") or {} if isinstance(body, dict) else {}
+        pdbs, _ = self.store.list(self.store.registry.by_key("policy/poddisruptionbudgets"), namespace)
+        scales = {o["metadata"]["uid"]: int((o.get("spec") or {}).get("replicas", 1))
+                  for key in ("apps/replicasets", "apps/statefulsets")
+                  for o in self.store.list(self.store.registry.by_key(key), namespace)[0]}
+        disruption.check(pod, pdbs, self.store.list(pods_rt, namespace)[0], scales)
+        self.store.delete(pods_rt, namespace, name, storage.DeleteOptions(
+            options.get("gracePeriodSeconds"), dry_run=_dry_run(request, options)))
+        return _dump({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
+
     async def _review_body(self, request: Request, from_protobuf: Callable[[bytes], dict]) -> object:
-        """The body of a request kubectl sends only as protobuf (these two are read from it)."""
+        """The body of a request kubectl sends only as protobuf (these three are read from it)."""
         content_type = request.headers.get("content-type", "")
         raw = await request.body()
         return from_protobuf(raw) if "protobuf" in content_type else _decode(raw, content_type)
