@@ -217,4 +217,5 @@ def test_the_eviction_api_honours_the_pod_disruption_budget(kube: Kube) -> None:
     status = _refused(kube.core.create_namespaced_pod_eviction, "pp-b", kube.namespace,
                       dict(evict, metadata={"name": "pp-b", "namespace": kube.namespace}))
     assert (status["code"], status["reason"]) == (429, "TooManyRequests")
-    assert status["details"]["causes"][0]["message"] == "The disruption budget pp needs 1 healthy pods and has 1 currently"
+    assert status["details"]["causes"][0]["message"] == ("The disruption budget pp needs 1 healthy pods and has 1 "
+                                                         "currently")

@@ -93,7 +93,8 @@ def _policy(*bindings: dict, roles: dict | None = None, cluster_roles: dict | No
 
 
 def _binding(kind: str, role_kind: str, namespace: str = "voice", subject: dict | None = None) -> dict:
-    return {"kind": kind, "metadata": {"name": "b", "namespace": namespace}, "roleRef": {"kind": role_kind, "name": "r"},
+    return {"kind": kind, "metadata": {"name": "b", "namespace": namespace},
+            "roleRef": {"kind": role_kind, "name": "r"},
             "subjects": [subject or {"kind": "ServiceAccount", "name": "op", "namespace": "voice"}]}
 
 

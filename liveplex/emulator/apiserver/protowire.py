@@ -3,7 +3,8 @@
 Development emulator, not for production. Pure. `kubectl auth can-i`, `kubectl create token` and
 `kubectl drain` send their SelfSubjectAccessReview, TokenRequest and Eviction as protobuf only;
 every other protobuf body is refused with 415 (see routes.py). The envelope is the `k8s\\0` magic
-and a `runtime.Unknown` whose field 2 holds the object; the field numbers below are those of `k8s.io/api`'s generated.proto.
+and a `runtime.Unknown` whose field 2 holds the object; the field numbers below are those of
+`k8s.io/api`'s generated.proto.
 """
 
 from __future__ import annotations
