@@ -12,6 +12,7 @@ import yaml
 
 from liveplex.emulator import Emulator
 
+from .conftest import until
 from .objects import WIDGET_CRD, widget
 
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
@@ -149,3 +150,26 @@ async def test_kubectl_create_token_and_auth_can_i(cluster: Emulator, kubectl: K
     assert 'User "system:serviceaccount:default:bot" cannot list resource "pods"' in err
     err = await kubectl.refused("--token", "made-up", "get", "pods")
     assert "You must be logged in to the server" in err
+
+
+async def test_rollout_undo_brings_the_old_replicaset_back_under_the_next_revision(
+        cluster: Emulator, kubectl: Kubectl) -> None:
+    store = cluster.store
+    sets = store.registry.by_key("apps/replicasets")
+
+    def revisions() -> dict[str, str]:
+        return {rs["metadata"]["name"]: rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+                for rs in store.list(sets, "default")[0]}
+
+    await kubectl("apply", "-f", kubectl.file("web.yaml", DEPLOYMENT))
+    first = await until(store, lambda: list(revisions()) if revisions() else None)
+    changed = json.loads(json.dumps(DEPLOYMENT))
+    changed["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "B", "value": "2"}]
+    await kubectl("apply", "-f", kubectl.file("web2.yaml", changed))
+    await until(store, lambda: len(revisions()) == 2)
+    assert "rolled back" in await kubectl("rollout", "undo", "deployment/web")
+    await until(store, lambda: revisions()[first[0]] == "3")
+    assert len(revisions()) == 2  # the first ReplicaSet is reused, no third one is made
+    deploy = store.get(store.registry.by_key("apps/deployments"), "default", "web")
+    assert deploy["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "1"}]
+    assert deploy["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"

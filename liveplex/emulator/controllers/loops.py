@@ -105,6 +105,10 @@ class Controllers:
                                 {"spec": {"replicas": action.replicas}})
                 case deployments.DeletePod():
                     store.delete(registry.by_key(kinds.POD_KEY), action.namespace, action.name)
+                case deployments.Annotate():
+                    key = DEPLOYMENTS if action.kind == "Deployment" else REPLICASETS
+                    store.patch(registry.by_key(key), action.namespace, action.name, storage.MERGE,
+                                {"metadata": {"annotations": action.annotations}})
                 case deployments.SetStatus():
                     key = DEPLOYMENTS if action.kind == "Deployment" else REPLICASETS
                     store.update(registry.by_key(key), action.namespace, action.name, {"status": action.status},
