@@ -74,6 +74,11 @@ def gadgets(kube: Kube) -> Iterator[Kube]:
         yield kube
     finally:
         kube.crds.delete_custom_resource_definition(GADGET_CRD["metadata"]["name"])
+        deadline = time.monotonic() + 30  # its resources go first; the next test creates it again
+        while any(c.metadata.name == GADGET_CRD["metadata"]["name"]
+                  for c in kube.crds.list_custom_resource_definition().items):
+            assert time.monotonic() < deadline, "the CRD was not removed"
+            time.sleep(0.05)
 
 
 def _create(kube: Kube, body: dict) -> dict:

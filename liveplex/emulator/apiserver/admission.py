@@ -60,6 +60,9 @@ def _builtin(rt: kinds.ResourceType, obj: dict, old: dict | None, version: str, 
         causes += validation.check_update(rt.key, old, obj)
     if rt.key == kinds.CRD_KEY:
         causes += crds.check(obj, old)
+        if old is None:  # upstream adds it at create only, so the finalizer controller can drop it
+            finalizers = obj["metadata"].setdefault("finalizers", [])
+            finalizers += [] if kinds.CRD_CLEANUP in finalizers else [kinds.CRD_CLEANUP]
     return obj, causes
 
 

@@ -117,6 +117,8 @@ BUILTINS: tuple[ResourceType, ...] = (
 )
 
 CRD_KEY = "apiextensions.k8s.io/customresourcedefinitions"
+CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
+"""The finalizer every CRD gets: its custom resources go (with their own finalizers) before it does."""
 ACCESS_REVIEW_KEY = "authorization.k8s.io/selfsubjectaccessreviews"
 SERVICE_ACCOUNT_KEY = "/serviceaccounts"
 NAMESPACE_KEY = "/namespaces"

@@ -182,6 +182,10 @@ class Store:
                 raise errors.bad_request("the namespace of the provided object does not match the namespace sent "
                                          "on the request")
             self._check_namespace(ns)
+        if rt.custom:
+            crd = self._objects[kinds.CRD_KEY].get(("", f"{rt.plural}.{rt.group}"))
+            if crd is not None and crd["metadata"].get("deletionTimestamp"):
+                raise errors.method_not_allowed("create not allowed while custom resource definition is terminating")
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = self._generate(rt, ns, meta["generateName"])
         name = meta.get("name", "")
