@@ -109,6 +109,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False),
     _t("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False),
     _t("coordination.k8s.io", "v1", "Lease", "leases"),
+    _t("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
     _t("events.k8s.io", "v1", "Event", "events", short=("ev",)),
     _t("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False,
        short=("crd", "crds"), status=True),
