@@ -1,4 +1,4 @@
-"""The asyncio shell that runs the pure controllers (Deployments, ReplicaSets, EndpointSlices, GC) on the store.
+"""The asyncio shell that runs the pure controllers (workloads, EndpointSlices, ServiceAccounts, GC) on the store.
 
 Development emulator, not for production. Level-based: any change wakes one pass over the
 whole store, which plans with the pure modules and applies the writes; the writes wake the next
@@ -14,7 +14,7 @@ import logging
 from collections import defaultdict
 
 from liveplex.emulator.apiserver import errors, kinds, storage
-from liveplex.emulator.controllers import deployments, endpointslices, gc
+from liveplex.emulator.controllers import deployments, endpointslices, gc, serviceaccounts
 
 logger = logging.getLogger(__name__)
 
@@ -59,11 +59,14 @@ class Controllers:
             await asyncio.sleep(0)
 
     def reconcile(self) -> None:
-        """One pass: every Deployment, every ReplicaSet, every Service's slice, then the garbage collector."""
+        """One pass: Deployments, ReplicaSets, Services' slices, namespaces' `default` ServiceAccounts, then
+        the garbage collector."""
         snapshot = self.store.snapshot()
         for action in self._plan_workloads(snapshot):
             self._apply(action)
         for action in endpointslices.plan(self.store.snapshot()):
+            self._apply(action)
+        for action in serviceaccounts.plan(self.store.snapshot()):
             self._apply(action)
         for action in gc.plan(self.store.snapshot()):
             self._apply(action)
@@ -94,7 +97,8 @@ class Controllers:
                 actions += deployments.plan_replicaset(rs, pods_by_owner.get(rs["metadata"]["uid"], []))
         return actions
 
-    def _apply(self, action: deployments.Action | endpointslices.Action | gc.Action) -> None:
+    def _apply(self, action: deployments.Action | endpointslices.Action | serviceaccounts.CreateDefault | gc.Action
+               ) -> None:
         store, registry = self.store, self.store.registry
         try:
             match action:
@@ -115,6 +119,9 @@ class Controllers:
                     key = DEPLOYMENTS if action.kind == "Deployment" else REPLICASETS
                     store.update(registry.by_key(key), action.namespace, action.name, {"status": action.status},
                                  "status")
+                case serviceaccounts.CreateDefault():
+                    store.create(registry.by_key(kinds.SERVICE_ACCOUNT_KEY), action.namespace,
+                                 {"metadata": {"name": serviceaccounts.DEFAULT}})
                 case endpointslices.Write(name=None):
                     store.create(registry.by_key(endpointslices.KEY), action.namespace, action.body)
                 case endpointslices.Write():

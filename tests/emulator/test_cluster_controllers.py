@@ -1,4 +1,4 @@
-"""The EndpointSlice controller: its plan as a pure function, and the slices a client lists."""
+"""The EndpointSlice and ServiceAccount controllers: their plans as pure functions, and what a client sees."""
 
 from __future__ import annotations
 
@@ -70,3 +70,23 @@ def test_clients_list_a_services_slices(kube: Kube) -> None:
     assert endpoint.addresses == ["127.0.9.9"] and endpoint.conditions.ready
     assert [(p.name, p.port) for p in slices[0].ports] == [("http", 8000)]
     assert slices[0].metadata.owner_references[0].kind == "Service"
+
+
+def test_every_active_namespace_gets_a_default_service_account() -> None:
+    from liveplex.emulator.controllers import serviceaccounts
+
+    namespaces = REGISTRY.by_key(kinds.NAMESPACE_KEY)
+    accounts = REGISTRY.by_key(kinds.SERVICE_ACCOUNT_KEY)
+    snapshot = [(namespaces, {"metadata": {"name": n}}) for n in ("a", "b")]
+    snapshot += [(namespaces, {"metadata": {"name": "gone", "deletionTimestamp": "2026-01-01T00:00:00Z"}}),
+                 (accounts, {"metadata": {"name": "default", "namespace": "a"}})]
+    assert serviceaccounts.plan(snapshot) == [serviceaccounts.CreateDefault("b")]
+
+
+def test_a_new_namespace_gets_a_default_service_account_that_tokens_can_be_requested_for(kube: Kube) -> None:
+    deadline = time.monotonic() + 10
+    while not kube.core.list_namespaced_service_account(kube.namespace).items:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    token = kube.core.create_namespaced_service_account_token("default", kube.namespace, {"spec": {}})
+    assert token.status.token
