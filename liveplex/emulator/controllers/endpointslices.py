@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from liveplex.emulator.apiserver import kinds, selectors
+from liveplex.emulator.controllers import deployments
 
 Obj = Mapping[str, Any]
 SERVICE_NAME = "kubernetes.io/service-name"
@@ -42,11 +43,6 @@ class Remove:
 
 
 Action = Write | Remove
-
-
-def _ready(pod: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or ())
 
 
 def _port(target: object, pods: list[Obj], port: int) -> int | None:
@@ -76,7 +72,7 @@ def desired(service: Obj, pods: Iterable[Obj]) -> dict | None:
     endpoints = []
     for pod in mine:
         terminating = bool(pod["metadata"].get("deletionTimestamp"))
-        serving = _ready(pod)
+        serving = deployments.ready(dict(pod))
         endpoint = {"addresses": [pod["status"]["podIP"]],
                     "conditions": {"ready": spec.get("publishNotReadyAddresses") is True
                                    or (serving and not terminating), "serving": serving, "terminating": terminating},
