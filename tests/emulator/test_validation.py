@@ -112,3 +112,23 @@ def test_a_budget_expects_its_controllers_scale_and_counts_ready_pods() -> None:
         disruption.check(pods[0], [pdb], pods, {"rs": 3})  # a third pod is missing already
     assert refused.value.code == 429
     disruption.check(pod("c", False), [pdb], [*pods, pod("c", False)], {"rs": 3})  # unready, budget met
+
+
+def test_affinity_terms() -> None:
+    good = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["H100"]}]}]}},
+            "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 50, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                                   "labelSelector": {"matchLabels": {"app": "pp"}}}}]}}
+    assert validation.affinity("a", good) == []
+    bad = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "gpu", "operator": "In"}, {"key": "x", "operator": "Near"},
+                              {"key": "y", "operator": "Gt", "values": ["a"]}]}]}},
+           "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": ""}]},
+           "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+               {"weight": 0, "podAffinityTerm": {"topologyKey": "zone"}}]}}
+    terms = "a.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions"
+    assert [c.field for c in validation.affinity("a", bad)] == [
+        f"{terms}[0].values", f"{terms}[1].operator", f"{terms}[2].values",
+        "a.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
+        "a.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"]

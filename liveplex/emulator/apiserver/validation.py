@@ -5,8 +5,8 @@ causes a real server would put in its 422, with the same field paths and, as far
 the same words (upstream's `k8s.io/apimachinery/pkg/util/validation` and
 `pkg/apis/core/validation`, v1.32). The published schemas (`openapi.py`) cover field names, JSON
 types and required fields; this module covers what they cannot say: names, label and annotation
-keys and values, ports, quantities, tolerations, env var names, enumerations, selectors, and the
-fields an update may not change. Kinds and fields not listed here are not checked beyond the schema.
+keys and values, ports, quantities, tolerations, affinity terms, env var names, enumerations,
+selectors, and the fields an update may not change. Kinds and fields not listed here are not checked beyond the schema.
 
 `check(key, obj)` runs on every write of a defaulted object; `check_update(key, old, new)` adds the
 immutability rules on updates.
@@ -460,6 +460,70 @@ def toleration(path: str, t: Obj) -> list[Cause]:
     return out
 
 
+_NODE_OPERATORS = ("DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn")
+
+
+def _node_requirement(path: str, req: Obj) -> list[Cause]:
+    op, values = req.get("operator"), req.get("values") or []
+    out = _each(f"{path}.key", req.get("key") or "", qualified_name)
+    if op in ("In", "NotIn") and not values:
+        out.append(required(f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+    elif op in ("Exists", "DoesNotExist") and values:
+        out.append(forbidden(f"{path}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+    elif op in ("Gt", "Lt") and (len(values) != 1 or not str(values[0]).lstrip("-").isdigit()):
+        out.append(required(f"{path}.values", "must be specified single value when `operator` is 'Lt' or 'Gt'"))
+    elif op not in _NODE_OPERATORS:
+        out.append(unsupported(f"{path}.operator", op, _NODE_OPERATORS))
+    return out
+
+
+def _node_term(path: str, term: Obj) -> list[Cause]:
+    out: list[Cause] = []
+    for n, req in enumerate(term.get("matchExpressions") or []):
+        out += _node_requirement(f"{path}.matchExpressions[{n}]", req)
+    return out
+
+
+def _pod_terms(path: str, terms: list[Obj], weighted: bool) -> list[Cause]:
+    out: list[Cause] = []
+    for n, entry in enumerate(terms):
+        here = f"{path}[{n}]"
+        term = entry.get("podAffinityTerm") or {} if weighted else entry
+        where = f"{here}.podAffinityTerm" if weighted else here
+        if weighted and not 1 <= int(entry.get("weight") or 0) <= 100:
+            out.append(invalid(f"{here}.weight", entry.get("weight"), "must be in the range 1-100"))
+        key = term.get("topologyKey") or ""
+        out += [required(f"{where}.topologyKey", "can not be empty")] if not key else _each(
+            f"{where}.topologyKey", key, qualified_name)
+        out += label_selector(f"{where}.labelSelector", term.get("labelSelector"))
+    return out
+
+
+def affinity(path: str, value: Obj | None) -> list[Cause]:
+    """Node affinity terms and pod (anti-)affinity terms: operators, values, keys, topology keys."""
+    value = value or {}
+    out: list[Cause] = []
+    node = value.get("nodeAffinity") or {}
+    hard = node.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if hard is not None:
+        terms = hard.get("nodeSelectorTerms") or []
+        here = f"{path}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+        out += [required(here, "must have at least one node selector term")] if not terms else [
+            c for n, t in enumerate(terms) for c in _node_term(f"{here}[{n}]", t)]
+    for n, pref in enumerate(node.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+        here = f"{path}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{n}]"
+        if not 1 <= int(pref.get("weight") or 0) <= 100:
+            out.append(invalid(f"{here}.weight", pref.get("weight"), "must be in the range 1-100"))
+        out += _node_term(f"{here}.preference", pref.get("preference") or {})
+    for kind in ("podAffinity", "podAntiAffinity"):
+        block = value.get(kind) or {}
+        out += _pod_terms(f"{path}.{kind}.requiredDuringSchedulingIgnoredDuringExecution",
+                          block.get("requiredDuringSchedulingIgnoredDuringExecution") or [], False)
+        out += _pod_terms(f"{path}.{kind}.preferredDuringSchedulingIgnoredDuringExecution",
+                          block.get("preferredDuringSchedulingIgnoredDuringExecution") or [], True)
+    return out
+
+
 def pod_spec(path: str, spec: Obj, restart_policies: tuple[str, ...] = ("Always", "OnFailure", "Never")) -> list[Cause]:
     out, volume_names = _volumes(f"{path}.volumes", spec.get("volumes") or [])
     containers = spec.get("containers") or []
@@ -482,6 +546,7 @@ def pod_spec(path: str, spec: Obj, restart_policies: tuple[str, ...] = ("Always"
         out.append(unsupported(f"{path}.dnsPolicy", dns, ("ClusterFirst", "ClusterFirstWithHostNet", "Default",
                                                           "None")))
     out += labels(f"{path}.nodeSelector", spec.get("nodeSelector"))
+    out += affinity(f"{path}.affinity", spec.get("affinity"))
     for n, t in enumerate(spec.get("tolerations") or []):
         out += toleration(f"{path}.tolerations[{n}]", t)
     for field in ("serviceAccountName", "priorityClassName"):
