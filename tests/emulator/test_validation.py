@@ -132,3 +132,15 @@ def test_affinity_terms() -> None:
         f"{terms}[0].values", f"{terms}[1].operator", f"{terms}[2].values",
         "a.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
         "a.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"]
+
+
+def test_security_contexts() -> None:
+    hardened = {"runAsNonRoot": True, "runAsUser": 10001, "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]},
+                "seccompProfile": {"type": "RuntimeDefault"}}
+    assert validation.security_context("c", hardened) == []
+    bad = {"runAsUser": -1, "privileged": True, "allowPrivilegeEscalation": False,
+           "seccompProfile": {"type": "Localhost"}, "appArmorProfile": {"type": "RuntimeDefault",
+                                                                        "localhostProfile": "x"}}
+    assert [c.field for c in validation.security_context("c", bad)] == [
+        "c.runAsUser", "c.seccompProfile.localhostProfile", "c.appArmorProfile.localhostProfile", "c"]

@@ -5,8 +5,9 @@ causes a real server would put in its 422, with the same field paths and, as far
 the same words (upstream's `k8s.io/apimachinery/pkg/util/validation` and
 `pkg/apis/core/validation`, v1.32). The published schemas (`openapi.py`) cover field names, JSON
 types and required fields; this module covers what they cannot say: names, label and annotation
-keys and values, ports, quantities, tolerations, affinity terms, env var names, enumerations,
-selectors, and the fields an update may not change. Kinds and fields not listed here are not checked beyond the schema.
+keys and values, ports, quantities, tolerations, affinity terms, security contexts, env var names,
+enumerations, selectors, and the fields an update may not change. Kinds and fields not listed
+here are not checked beyond the schema.
 
 `check(key, obj)` runs on every write of a defaulted object; `check_update(key, old, new)` adds the
 immutability rules on updates.
@@ -373,6 +374,48 @@ def _env(path: str, env: list[Obj]) -> list[Cause]:
     return out
 
 
+_IDS = ("runAsUser", "runAsGroup", "fsGroup")
+_PROFILE_TYPES = ("Localhost", "RuntimeDefault", "Unconfined")
+
+
+def _profile(path: str, profile: Obj | None) -> list[Cause]:
+    """A seccomp or AppArmor profile: `localhostProfile` exactly when the type is Localhost."""
+    if not profile:
+        return []
+    kind = profile.get("type")
+    if kind not in _PROFILE_TYPES:
+        return [unsupported(f"{path}.type", kind or "", _PROFILE_TYPES)]
+    if kind == "Localhost" and not profile.get("localhostProfile"):
+        return [required(f"{path}.localhostProfile", "must be set when seccomp type is Localhost")]
+    if kind != "Localhost" and profile.get("localhostProfile"):
+        return [invalid(f"{path}.localhostProfile", profile["localhostProfile"],
+                        "can only be set when seccomp type is Localhost")]
+    return []
+
+
+def security_context(path: str, context: Obj | None) -> list[Cause]:
+    """Pod and container security contexts: ids in range, profiles, privilege escalation."""
+    context = context or {}
+    out: list[Cause] = []
+    for field in _IDS:
+        value = context.get(field)
+        if isinstance(value, int) and not 0 <= value <= 2147483647:
+            out.append(invalid(f"{path}.{field}", value, "must be between 0 and 2147483647, inclusive"))
+    out += _profile(f"{path}.seccompProfile", context.get("seccompProfile"))
+    out += _profile(f"{path}.appArmorProfile", context.get("appArmorProfile"))
+    capabilities = context.get("capabilities") or {}
+    if context.get("allowPrivilegeEscalation") is False and (
+            context.get("privileged") or "CAP_SYS_ADMIN" in (capabilities.get("add") or ())
+            or "SYS_ADMIN" in (capabilities.get("add") or ())):
+        out.append(invalid(f"{path}", context.get("allowPrivilegeEscalation"), "cannot set "
+                           "`allowPrivilegeEscalation` to false and `privileged` to true" if context.get("privileged")
+                           else "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN"))
+    procmount = context.get("procMount")
+    if procmount is not None and procmount not in ("Default", "Unmasked"):
+        out.append(unsupported(f"{path}.procMount", procmount, ("Default", "Unmasked")))
+    return out
+
+
 def _container(path: str, container: Obj, volumes: set[str]) -> list[Cause]:
     out: list[Cause] = []
     if not container.get("image"):
@@ -393,6 +436,7 @@ def _container(path: str, container: Obj, volumes: set[str]) -> list[Cause]:
         if port.get("protocol", "TCP") not in _PROTOCOLS:
             out.append(unsupported(f"{here}.protocol", port["protocol"], _PROTOCOLS))
     out += _env(f"{path}.env", container.get("env") or [])
+    out += security_context(f"{path}.securityContext", container.get("securityContext"))
     out += resources(f"{path}.resources", container.get("resources"))
     out += _probe(f"{path}.readinessProbe", container.get("readinessProbe"), False)
     out += _probe(f"{path}.livenessProbe", container.get("livenessProbe"), True)
@@ -547,6 +591,7 @@ def pod_spec(path: str, spec: Obj, restart_policies: tuple[str, ...] = ("Always"
                                                           "None")))
     out += labels(f"{path}.nodeSelector", spec.get("nodeSelector"))
     out += affinity(f"{path}.affinity", spec.get("affinity"))
+    out += security_context(f"{path}.securityContext", spec.get("securityContext"))
     for n, t in enumerate(spec.get("tolerations") or []):
         out += toleration(f"{path}.tolerations[{n}]", t)
     for field in ("serviceAccountName", "priorityClassName"):
