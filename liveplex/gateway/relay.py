@@ -6,9 +6,10 @@ it runs placement (through `GatewayBackend.place`), dials the pod with the sessi
 After that there is no task: frames move by callbacks in both directions. `session.started` hands the client
 socket over (`Connection.handed_off`): from then on frames are copied both ways without JSON
 parsing the audio (upstream frames starting with `AUDIO_PREFIX` are relayed as they are; only the
-rare others are parsed to learn the session's end). The pod's `session.closed` ends the client's socket with the pod's own close code,
-once the pod's close frame arrives. The upstream ending any other way (`upstream.Ending`: the pod
-vanished, went silent, broke the stream, or a message over the size limit was refused) is
+rare others are parsed to learn the session's end). The pod's `session.closed` ends the client's
+socket with the pod's own close code, once the pod's close frame arrives. The upstream ending any
+other way (`upstream.Ending`: the pod vanished, went silent, broke the stream, or a message over
+the size limit was refused) is
 `server_error` + `session.closed` `connection_lost` + 1011 to the client; only the pod's own faults
 trip its breaker, never what a client made it say.
 """
@@ -22,11 +23,10 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from liveplex.gateway import placing, upstream
+from liveplex.gateway.stats import GatewayStats
 from liveplex.gptlive import connection, errors
 from liveplex.gptlive.server import backend
-from liveplex.gateway.stats import GatewayStats
 from liveplex.placement import Busy, Placed
-
 
 logger = logging.getLogger(__name__)
 

@@ -114,7 +114,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--tls-cert", type=Path, default=None, metavar="FILE",
                    help="serve the client port over TLS with this PEM certificate chain, re-read when it "
                         "changes (with --tls-key; default: plain)")
-    g.add_argument("--tls-key", type=Path, default=None, metavar="FILE", help="the certificate's PEM private key")
+    g.add_argument("--tls-key", type=Path, default=None, metavar="FILE",
+                   help="the certificate's PEM private key (with --tls-cert; default: none)")
     g.add_argument("--no-metrics", action="store_true", help="answer /metrics with 503 (default: served)")
 
 
