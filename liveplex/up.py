@@ -14,11 +14,13 @@ operator's rendered pod template) that the gateway places sessions on.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -113,15 +115,27 @@ def _redis(args: argparse.Namespace) -> Iterator[str]:
         yield redis.url
 
 
-def _install_crd(api: str) -> None:
-    """POST the LiveEngine CRD (what `liveplex operator crd | kubectl apply -f -` does)."""
+def _install_crd(kubeconfig: Path, emulator: subprocess.Popen) -> None:
+    """POST the LiveEngine CRD (what `liveplex operator crd | kubectl apply -f -` does), as the
+    emulator's admin: the kubeconfig it writes once it serves has the URL, the CA and the token."""
+    import yaml  # the operator extra brings it, as `--kube` needs that extra anyway
+
     from liveplex.operator import crd  # the operator package, not its kopf shell
 
-    request = urllib.request.Request(f"{api}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+    deadline = time.monotonic() + 30
+    while not kubeconfig.exists():
+        if emulator.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the Kubernetes emulator wrote no kubeconfig")
+        time.sleep(0.05)
+    config = yaml.safe_load(kubeconfig.read_text())
+    cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+    tls = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+    request = urllib.request.Request(f"{cluster['server']}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                                      data=json.dumps(crd.render_crd()).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {user['token']}"})
     try:
-        urllib.request.urlopen(request, timeout=10).close()
+        urllib.request.urlopen(request, timeout=10, context=tls).close()
     except urllib.error.HTTPError as exc:
         if exc.code != 409:  # already installed
             raise RuntimeError(f"installing the CRD failed: {exc.code} {exc.read()[:200]!r}") from exc
@@ -134,13 +148,14 @@ def kube_platform(args: argparse.Namespace) -> Iterator[list[Child]]:
     with _redis(args) as redis_url:
         try:
             port = _free_port("127.0.0.1")
-            api = f"http://127.0.0.1:{port}"
+            api = f"https://127.0.0.1:{port}"
+            args.kubeconfig.unlink(missing_ok=True)  # the emulator writes a new one (new CA, new token)
             emulator = processes.spawn(
                 [sys.executable, "-m", "liveplex.emulator", "--port", str(port), "--state-dir", str(args.state_dir),
                  "--kubeconfig", str(args.kubeconfig)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
             children.append(Child("emulator", api, emulator))
             _listening("127.0.0.1", port, emulator, "the Kubernetes emulator")
-            _install_crd(api)
+            _install_crd(args.kubeconfig, emulator)
             liveness = _free_port("127.0.0.1")
             operator = _spawn(["operator", "run", "-A", "--liveness",
                                f"http://127.0.0.1:{liveness}/healthz", "--status-interval-s", "2"],

@@ -1,7 +1,7 @@
 """`Emulator`: the API server, the controllers and the kubelet on one asyncio loop, started and stopped as one.
 
 Development emulator, not for production (see docs/emulator.md for what it does not prove). The
-API server listens on 127.0.0.1 over plain HTTP; the controllers and the kubelet talk to the store
+API server listens on 127.0.0.1 over HTTPS (`certs.py`); the controllers and the kubelet talk to the store
 in-process, through the same write path the HTTP routes use.
 """
 
@@ -10,14 +10,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import ssl
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import uvicorn
 
-from liveplex.emulator import kubeconfig
-from liveplex.emulator.apiserver import kinds, routes, storage
+from liveplex.emulator import certs, kubeconfig
+from liveplex.emulator.apiserver import auth, kinds, routes, storage
 from liveplex.emulator.controllers import loops
 from liveplex.emulator.controllers.kubelet import Kubelet
 
@@ -42,8 +43,11 @@ class Emulator:
         self.state_dir = Path(state_dir)
         self.port = port
         self.store = storage.Store(time.time, history)
+        self.tokens = auth.Tokens()
         self.kubelet = Kubelet(self.store, self.state_dir, NODE) if kubelet else None
-        self.api = routes.Api(self.store, self.kubelet.logs if self.kubelet else None)
+        self.api = routes.Api(self.store, self.kubelet.logs if self.kubelet else None, self.tokens)
+        self._accounts: dict[tuple[str, str], Path] = {}
+        self.pki: certs.Pki | None = None
         self._controllers = loops.Controllers(self.store) if controllers else None
         self._server: _Server | None = None
         self._serving: asyncio.Task | None = None
@@ -53,8 +57,10 @@ class Emulator:
         """Serve, seed the cluster (namespaces, the node), start the controllers; returns the URL."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self._seed()
+        self.pki = certs.make(self.state_dir / "pki")
         config = uvicorn.Config(self.api.app, host="127.0.0.1", port=self.port, log_level="warning",
-                                lifespan="off", access_log=False, timeout_graceful_shutdown=1)
+                                lifespan="off", access_log=False, timeout_graceful_shutdown=1,
+                                ssl_certfile=str(self.pki.cert), ssl_keyfile=str(self.pki.key))
         self._server = _Server(config)
         self._serving = asyncio.create_task(self._server.serve())
         while not self._server.started:
@@ -64,12 +70,11 @@ class Emulator:
             await asyncio.sleep(0.01)
         port = self._server.servers[0].sockets[0].getsockname()[1]
         self.api.address = f"127.0.0.1:{port}"
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"https://127.0.0.1:{port}"
         if self._controllers is not None:
             self._controllers.start()
         if self.kubelet is not None:
-            account = self.write_kubeconfig(self.state_dir / "serviceaccount.kubeconfig")
-            self.kubelet.service_account = {"KUBECONFIG": str(account.resolve())}
+            self.kubelet.service_account = self.service_account
             self.kubelet.start()
         return self.url
 
@@ -85,8 +90,36 @@ class Emulator:
             await self._serving
         self._server = self._serving = None
 
+    @property
+    def admin_token(self) -> str:
+        """The cluster-admin token every kubeconfig `write_kubeconfig` writes carries."""
+        return self.tokens.admin
+
+    @property
+    def ca_file(self) -> Path:
+        """The CA certificate that signed the server's."""
+        assert self.pki is not None, "the emulator has not started"
+        return self.pki.ca
+
+    def tls(self) -> ssl.SSLContext:
+        """A client context that trusts the server (httpx's `verify`)."""
+        return ssl.create_default_context(cafile=str(self.ca_file))
+
     def write_kubeconfig(self, path: str | os.PathLike[str], namespace: str = "default") -> Path:
-        return kubeconfig.write_kubeconfig(path, self.url, namespace)
+        return kubeconfig.write_kubeconfig(path, self.url, self.tokens.admin, namespace, self.ca_file.read_bytes())
+
+    def service_account(self, pod: dict) -> dict[str, str]:
+        """The env a pod's containers get in place of a projected ServiceAccount token: `KUBECONFIG`
+        naming a kubeconfig with a token of the pod's ServiceAccount, so its rights are RBAC's."""
+        namespace = pod["metadata"]["namespace"]
+        account = pod["spec"].get("serviceAccountName") or "default"
+        path = self._accounts.get((namespace, account))
+        if path is None:
+            path = kubeconfig.write_kubeconfig(
+                self.state_dir / "serviceaccounts" / namespace / f"{account}.kubeconfig", self.url,
+                self.tokens.issue(namespace, account), namespace, self.ca_file.read_bytes()).resolve()
+            self._accounts[namespace, account] = path
+        return {"KUBECONFIG": str(path)}
 
     def _seed(self) -> None:
         registry = self.store.registry

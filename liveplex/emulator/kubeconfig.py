@@ -1,12 +1,13 @@
 """The kubeconfig that points kubectl, kopf and the Kubernetes client at a running emulator.
 
-Development emulator, not for production. Plain HTTP, so no certificates; the token is a
-placeholder because the emulator authenticates no one. Written as JSON-quoted YAML, so no YAML
+Development emulator, not for production. It carries the emulator's CA (`certs.py`) and a token:
+the admin token (cluster-admin) or a ServiceAccount's (what a pod gets). Written as JSON-quoted YAML, so no YAML
 library is needed and every YAML reader (kubectl's included) reads it.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from pathlib import Path
@@ -15,18 +16,19 @@ CLUSTER = "liveplex-emulator"
 """The cluster, user and context name in every kubeconfig the emulator writes."""
 
 
-def render(url: str, namespace: str = "default") -> str:
+def render(url: str, token: str, namespace: str = "default", ca_pem: bytes = b"") -> str:
     q = json.dumps
+    authority = f", certificate-authority-data: {q(base64.b64encode(ca_pem).decode())}" if ca_pem else ""
     return "\n".join([
         "apiVersion: v1",
         "kind: Config",
         f"current-context: {q(CLUSTER)}",
         "clusters:",
         f"- name: {q(CLUSTER)}",
-        f"  cluster: {{server: {q(url)}}}",
+        f"  cluster: {{server: {q(url)}{authority}}}",
         "users:",
         f"- name: {q(CLUSTER)}",
-        f"  user: {{token: {q('liveplex-emulator-has-no-auth')}}}",
+        f"  user: {{token: {q(token)}}}",
         "contexts:",
         f"- name: {q(CLUSTER)}",
         f"  context: {{cluster: {q(CLUSTER)}, user: {q(CLUSTER)}, namespace: {q(namespace)}}}",
@@ -35,10 +37,14 @@ def render(url: str, namespace: str = "default") -> str:
     ])
 
 
-def write_kubeconfig(path: str | os.PathLike[str], url: str, namespace: str = "default") -> Path:
-    """Write the kubeconfig for `url` to `path` (mode 0600, like kubectl's own) and return the path."""
+def write_kubeconfig(path: str | os.PathLike[str], url: str, token: str, namespace: str = "default",
+                     ca_pem: bytes = b"") -> Path:
+    """Write the kubeconfig for `url`, `token` and the server's CA to `path` (mode 0600, like kubectl's
+    own); returns the path."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(url, namespace))
-    out.chmod(0o600)
+    partial = out.with_name(out.name + ".partial")  # renamed into place: a reader never sees half of it
+    partial.write_text(render(url, token, namespace, ca_pem))
+    partial.chmod(0o600)
+    partial.replace(out)
     return out

@@ -23,7 +23,11 @@ from liveplex.operator.pool import LoadReader, PoolLoad, RouteStore
 from liveplex.operator.settings import OperatorSettings
 
 RETRY_DELAY_S = 10.0
-"""Delay before retrying after a transient API failure."""
+"""Delay before retrying after a transient API failure, and the first one after a refused child."""
+REFUSED_MAX_DELAY_S = 600.0
+"""A refused child (422, 403, 400) is retried with a doubling delay up to this: only a change of the
+LiveEngine, the cluster's rules or the operator's rights can make the same apply succeed."""
+REFUSALS = (400, 403, 422)
 RESOURCE = (names.GROUP, names.VERSION, names.PLURAL)
 
 
@@ -52,9 +56,15 @@ def _transient(exc: apply.KubeError) -> kopf.TemporaryError:
     return kopf.TemporaryError(f"Kubernetes API: {exc}", delay=RETRY_DELAY_S)
 
 
+def refused_delay(retry: int) -> float:
+    """The back-off after the `retry`-th refusal in a row (kopf counts the retries)."""
+    return min(RETRY_DELAY_S * 2 ** min(retry, 16), REFUSED_MAX_DELAY_S)
+
+
 async def reconcile(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.Logger | logging.LoggerAdapter,
-                    memo: Mapping[str, Any], **_: Any) -> None:
-    """Render and apply the children; an unrenderable spec is reported and not retried."""
+                    memo: Mapping[str, Any], retry: int = 0, **_: Any) -> None:
+    """Render and apply the children; an unrenderable spec is reported and not retried, a child the
+    API server refuses is reported in the status and retried with a growing back-off."""
     ctx = _context(memo)
     try:
         le = spec.parse(body)
@@ -69,7 +79,17 @@ async def reconcile(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.
     except apply.KubeError as exc:
         if exc.transient:
             raise _transient(exc) from exc
-        raise
+        if exc.status not in REFUSALS:
+            raise
+        refused = f"the API server refused a child: {exc}"
+        deployment, pods = await _observe(ctx, body)
+        patch.status.update(status.compute_status(body, deployment, pods, None, ctx.clock(), refused=refused))
+        delay = refused_delay(retry)
+        logger.warning("child refused", extra={"pool": le.pool, "error": str(exc), "retry_in_s": delay})
+        raise kopf.TemporaryError(refused, delay=delay) from exc
+    if status.refusal(body) is not None:  # applied now: the roll-up may report the children again
+        deployment, pods = await _observe(ctx, body)
+        patch.status.update(status.compute_status(body, deployment, pods, None, ctx.clock()))
     logger.info("children applied", extra={"pool": le.pool, "generation": le.generation})
 
 
@@ -93,7 +113,7 @@ async def roll_up(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.Lo
         raise
     load = await _load(ctx, pool, logger)
     new = status.compute_status(body, deployment, pods, load, ctx.clock(), conflicts=conflicts,
-                                foreign_autoscalers=foreign)
+                                foreign_autoscalers=foreign, refused=status.refusal(body))
     before = body.get("status") or {}
     if any(before.get(key) != value for key, value in new.items()):
         patch.status.update(new)

@@ -99,7 +99,15 @@ class OfficialClient:
             response = self._dynamic.request(method, where, serialize=False, **params)
         except kubernetes.dynamic.exceptions.DynamicApiError as exc:
             status = int(exc.status or 0)
-            raise (Conflict if status == 409 else KubeError)(status, str(exc.reason)) from exc
+            raise (Conflict if status == 409 else KubeError)(status, _message(exc)) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:  # no answer: refused, reset, timed out
             raise KubeError(0, str(exc)) from exc
         return json.loads(response.data)
+
+
+def _message(exc: kubernetes.dynamic.exceptions.DynamicApiError) -> str:
+    """The server's own words (its `Status` message, which names the fields), else the HTTP reason."""
+    try:
+        return str(json.loads(exc.body)["message"])
+    except (TypeError, ValueError, KeyError):
+        return str(exc.reason)

@@ -10,7 +10,9 @@ flips.
 roll-up's figure is `status.tick.p99LatenessMillis` itself, so no counter is stored.
 Without load figures (Redis unreadable) the session and tick figures and the two conditions
 they drive keep their previous values. An invalid spec sets `Ready=False, InvalidSpec` and
-freezes `Progressing` and `Degraded` at their previous values.
+freezes `Progressing` and `Degraded` at their previous values; so does a child the API server
+refused (`Ready=False, ChildRefused` with the server's message), which the roll-up keeps until a
+reconcile of the same generation applies every child (`refusal` reads it back).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Reason(enum.StrEnum):
     INVALID_SPEC = "InvalidSpec"
     IMAGE_PULL_FAILING = "ImagePullFailing"
     ROUTE_CONFLICT = "RouteConflict"
+    CHILD_REFUSED = "ChildRefused"
     ROLLING_OUT = "RollingOut"
     SCALING = "Scaling"
     ROLLOUT_COMPLETE = "RolloutComplete"
@@ -59,11 +62,21 @@ def timestamp(now: datetime) -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def refusal(le: Json) -> str | None:
+    """The message of this generation's refused child, as the status records it; None if none was."""
+    generation = int(le["metadata"].get("generation", 0))
+    for c in (le.get("status") or {}).get("conditions", ()):
+        if (c["type"], c.get("reason"), c.get("observedGeneration")) == ("Ready", Reason.CHILD_REFUSED, generation):
+            return str(c.get("message", ""))
+    return None
+
+
 def compute_status(le: Json, deployment: Json | None, pods: Sequence[Json], load: PoolLoad | None,
                    now: datetime, *, conflicts: Sequence[str] = (),
-                   foreign_autoscalers: Sequence[str] = ()) -> dict[str, Any]:
+                   foreign_autoscalers: Sequence[str] = (), refused: str | None = None) -> dict[str, Any]:
     """The LiveEngine's whole status; `conflicts` are model names another LiveEngine kept,
-    `foreign_autoscalers` the other autoscalers (`Kind/name`) that target it."""
+    `foreign_autoscalers` the other autoscalers (`Kind/name`) that target it, `refused` the API
+    server's answer to a child it would not take."""
     previous: Json = le.get("status") or {}
     meta = le["metadata"]
     generation = int(meta.get("generation", 0))
@@ -77,8 +90,10 @@ def compute_status(le: Json, deployment: Json | None, pods: Sequence[Json], load
     ready = int(dep_status.get("readyReplicas", 0))
 
     figures = _figures(load, previous)
-    if error is not None:
-        conds = [_invalid(error), _previous(previous, "Progressing"), _previous(previous, "Degraded")]
+    if error is not None or refused is not None:
+        first = _invalid(error) if error is not None else _condition("Ready", False, Reason.CHILD_REFUSED,
+                                                                     refused or "")
+        conds = [first, _previous(previous, "Progressing"), _previous(previous, "Degraded")]
     else:
         assert engine is not None
         conds = [_ready(desired, ready, pods, deployment, conflicts), _progressing(desired, deployment),
@@ -244,7 +259,7 @@ def _autoscaling(engine: spec.EngineSpec, foreign: Sequence[str]) -> list[dict[s
 def _phase(conds: Mapping[str, Json]) -> str:
     """For display: Failed needs a user, then Degraded, Progressing, Ready, else Pending."""
     ready = conds["Ready"]
-    if ready["reason"] in (Reason.INVALID_SPEC, Reason.ROUTE_CONFLICT):
+    if ready["reason"] in (Reason.INVALID_SPEC, Reason.ROUTE_CONFLICT, Reason.CHILD_REFUSED):
         return "Failed"
     if conds["Degraded"]["status"] == "True":
         return "Degraded"

@@ -138,7 +138,8 @@ def test_rbac_grants_every_kind_the_operator_touches_in_each_watched_namespace(c
         watched = MATRIX[case].get("operator", {}).get("watch", {}).get("namespaces") or [NAMESPACE]
         assert sorted(r["metadata"]["namespace"] for r in roles) == sorted(watched)
         [cluster] = by_kind(objs, "ClusterRole")
-        assert _rules(cluster) == {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("list", "watch")}
+        assert _rules(cluster) == {(g, r, v) for g, r in (("apiextensions.k8s.io", "customresourcedefinitions"),
+                                                          ("", "namespaces")) for v in ("list", "watch")}
     for role in roles:
         assert needed <= _rules(role), needed - _rules(role)
         assert not any(r == "secrets" for _, r, _ in _rules(role)), "the operator never reads Secrets"

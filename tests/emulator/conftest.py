@@ -48,6 +48,6 @@ async def cluster(tmp_path: pathlib.Path) -> AsyncIterator[Emulator]:
 
 @pytest.fixture
 async def client(cluster: Emulator) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=cluster.url, timeout=10.0,
-                                 headers={"Authorization": "Bearer anything"}) as http:
+    async with httpx.AsyncClient(base_url=cluster.url, timeout=10.0, verify=cluster.tls(),
+                                 headers={"Authorization": f"Bearer {cluster.admin_token}"}) as http:
         yield http

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+from collections.abc import Awaitable, Callable
 
 import httpx
 import orjson
@@ -24,6 +25,13 @@ async def _widgets(client: httpx.AsyncClient) -> None:
     assert (await client.post(CRDS, json=WIDGET_CRD)).status_code == 201
 
 
+async def _eventually(get: Callable[[], Awaitable[httpx.Response]], check: Callable[[httpx.Response], object],
+                      timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not check(await get()):
+            await asyncio.sleep(0.02)
+
+
 async def _watch(client: httpx.AsyncClient, path: str, count: int, **params: str) -> list[tuple[str, str]]:
     """The first `count` events of a watch as (type, name); the watch's own timeout bounds the wait."""
     events: list[tuple[str, str]] = []
@@ -36,7 +44,7 @@ async def _watch(client: httpx.AsyncClient, path: str, count: int, **params: str
     return events
 
 
-async def test_discovery_lists_a_crd_with_its_subresources_and_forgets_it_on_delete(client: httpx.AsyncClient) -> None:
+async def test_discovery_lists_a_crd_with_its_subresources_and_forgets_it_once_its_resources_are_gone(client: httpx.AsyncClient) -> None:
     await _widgets(client)
     groups = (await client.get("/apis")).json()
     assert "test.liveplex.io" in {g["name"] for g in groups["groups"]}
@@ -44,8 +52,14 @@ async def test_discovery_lists_a_crd_with_its_subresources_and_forgets_it_on_del
     by_name = {r["name"]: r for r in resources}
     assert by_name["widgets"]["shortNames"] == ["wd"] and by_name["widgets"]["kind"] == "Widget"
     assert by_name["widgets/scale"]["kind"] == "Scale" and "widgets/status" in by_name
+    assert (await client.post(WIDGETS, json=dict(widget("held"), metadata={
+        "name": "held", "finalizers": ["example.com/hold"]}))).status_code == 201
     assert (await client.delete(f"{CRDS}/{CRD_NAME}")).status_code == 200
-    assert (await client.get("/apis/test.liveplex.io/v1")).status_code == 404
+    # the finalizer controller deletes the widget, whose own finalizer holds it, and so the CRD
+    await _eventually(lambda: client.get(f"{WIDGETS}/held"), lambda r: r.json()["metadata"].get("deletionTimestamp"))
+    assert (await client.post(WIDGETS, json=widget("late"))).status_code == 405
+    await client.patch(f"{WIDGETS}/held", json={"metadata": {"finalizers": None}}, headers=MERGE)
+    await _eventually(lambda: client.get("/apis/test.liveplex.io/v1"), lambda r: r.status_code == 404)
 
 
 async def test_lists_carry_kind_api_version_and_an_increasing_resource_version(client: httpx.AsyncClient) -> None:
@@ -81,7 +95,8 @@ async def test_a_watch_from_an_expired_resource_version_gets_a_410_error_event(t
     emulator = Emulator(tmp_path, kubelet=False, history=30)
     await emulator.start()
     try:
-        async with httpx.AsyncClient(base_url=emulator.url) as client:
+        async with httpx.AsyncClient(base_url=emulator.url, verify=emulator.tls(),
+                                     headers={"Authorization": f"Bearer {emulator.admin_token}"}) as client:
             await _widgets(client)
             rv = (await client.post(WIDGETS, json=widget("a"))).json()["metadata"]["resourceVersion"]
             for n in range(40):

@@ -49,3 +49,17 @@ def test_a_terminating_namespace_is_emptied_then_finalized() -> None:
 
 def test_nothing_to_do_when_every_owner_is_alive() -> None:
     assert gc.plan([(CM, obj("owner")), (CM, obj("child", "owner"))]) == []
+
+
+def test_a_deleted_crd_deletes_its_resources_then_drops_its_cleanup_finalizer() -> None:
+    from .objects import WIDGET_CRD
+
+    crd = {**WIDGET_CRD, "metadata": {"name": WIDGET_CRD["metadata"]["name"], "uid": "crd",
+                                      "finalizers": [kinds.CRD_CLEANUP], "deletionTimestamp": "2025-01-01T00:00:00Z"}}
+    widgets = kinds.from_crd(crd)
+    crds = REGISTRY.by_key(kinds.CRD_KEY)
+    held = obj("w", finalizers=("example.com/hold",))
+    assert gc.plan([(crds, crd), (widgets, held)]) == [gc.Delete(widgets, "ns", "w")]
+    held["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:01Z"
+    assert gc.plan([(crds, crd), (widgets, held)]) == []  # the resource's own finalizer holds the CRD
+    assert gc.plan([(crds, crd)]) == [gc.DropFinalizer(crds, crd["metadata"]["name"], "", kinds.CRD_CLEANUP)]

@@ -26,7 +26,7 @@ async def test_kopf_runs_the_create_handler_once_and_its_status_lands(
 
     @kopf.on.login(registry=registry)
     def login(**_: object) -> kopf.ConnectionInfo:
-        return kopf.ConnectionInfo(server=cluster.url, insecure=True, scheme="Bearer", token="anything")
+        return kopf.ConnectionInfo(server=cluster.url, insecure=True, scheme="Bearer", token=cluster.admin_token)
 
     @kopf.on.create(GROUP, VERSION, PLURAL, registry=registry)
     async def on_create(name: str, spec: dict, body: kopf.Body, patch: kopf.Patch, **_: object) -> None:

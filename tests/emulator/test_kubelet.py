@@ -90,7 +90,7 @@ async def test_sim_pods_get_ready_on_their_own_addresses_and_scale_down_spares_t
     hooks = [e for e in events if e["involvedObject"]["name"] == idle["metadata"]["name"]
              and e["reason"] == "PreStopHook"]
     assert len(hooks) == 1 and "/health returned 200" in hooks[0]["message"]
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(verify=kube.tls(), headers={"Authorization": f"Bearer {kube.admin_token}"}) as http:
         log = await http.get(f"{kube.url}/api/v1/namespaces/default/pods/{busy['metadata']['name']}/log")
     assert "liveplex: serving" in log.text
     store.delete(deploys, "default", "sim")

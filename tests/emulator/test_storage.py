@@ -109,13 +109,20 @@ def test_changes_resume_strictly_after_a_resource_version_and_expire_as_410(stor
     assert (caught.value.code, caught.value.reason) == (410, "Expired")
 
 
-def test_a_crd_installs_its_type_and_removing_it_removes_its_objects(store: storage.Store) -> None:
+def test_a_crd_installs_its_type_and_goes_with_its_objects_once_its_finalizer_is_dropped(store: storage.Store) -> None:
     rt = install_widgets(store)
     store.create(rt, "default", widget("w"))
     crd = store.get(store.registry.by_key(kinds.CRD_KEY), "", "widgets.test.liveplex.io")
     assert {c["type"]: c["status"] for c in crd["status"]["conditions"]} == {"NamesAccepted": "True",
                                                                              "Established": "True"}
-    store.delete(store.registry.by_key(kinds.CRD_KEY), "", "widgets.test.liveplex.io")
+    crds = store.registry.by_key(kinds.CRD_KEY)
+    store.delete(crds, "", "widgets.test.liveplex.io")  # held by its cleanup finalizer
+    assert store.get(crds, "", "widgets.test.liveplex.io")["metadata"]["finalizers"] == [kinds.CRD_CLEANUP]
+    with pytest.raises(errors.ApiError) as terminating:
+        store.create(rt, "default", widget("x"))
+    assert terminating.value.code == 405
+    store.delete(rt, "default", "w")
+    store.patch(crds, "", "widgets.test.liveplex.io", storage.MERGE, {"metadata": {"finalizers": None}})
     assert store.registry.by_key(rt.key) is None and store.list(rt)[0] == []
 
 

@@ -118,7 +118,8 @@ async def _scenario(tmp_path: Path, running: list[pods.Running], redis_url: str)
     emulator = Emulator(tmp_path / "cluster", kubelet=False, controllers=False)
     await emulator.start()
     try:
-        async with httpx.AsyncClient(base_url=emulator.url, timeout=10) as api, \
+        async with httpx.AsyncClient(base_url=emulator.url, timeout=10, verify=emulator.tls(),
+                                     headers={"Authorization": f"Bearer {emulator.admin_token}"}) as api, \
                 PlacementClient(redis_url) as placement:
             (await api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd.render_crd())
              ).raise_for_status()

@@ -80,6 +80,38 @@ async def test_a_transient_api_failure_is_retried_soon() -> None:
         await _reconcile(_ctx(Unavailable()), _pp())
 
 
+class Refusing(FakeKubeClient):
+    """An API server that refuses the Deployment, as a real one refuses invalid pod labels."""
+
+    refuse = True
+
+    async def create(self, obj):
+        if self.refuse and obj["kind"] == "Deployment":
+            raise KubeError(422, 'Deployment.apps "pp" is invalid: spec.template.metadata.labels: Invalid value')
+        return await super().create(obj)
+
+
+async def test_a_refused_child_is_in_the_status_and_retried_with_a_growing_back_off() -> None:
+    client = Refusing()
+    ctx = _ctx(client)
+    delays = []
+    for retry in range(8):
+        patch = kopf.Patch()
+        with pytest.raises(kopf.TemporaryError) as caught:
+            await handlers.reconcile(body=_pp(), patch=patch, logger=LOG, memo=kopf.Memo(context=ctx), retry=retry)
+        delays.append(caught.value.delay)
+    assert delays == [10, 20, 40, 80, 160, 320, 600, 600]
+    ready = patch["status"]["conditions"][0]
+    assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "False", "ChildRefused")
+    assert 'Deployment.apps "pp" is invalid: spec.template.metadata.labels' in ready["message"]
+    refused = _pp()
+    refused["status"] = dict(patch["status"])
+    assert "status" not in await _roll_up(ctx, refused)  # the roll-up keeps the refusal: nothing to write
+    client.refuse = False
+    cleared = await _reconcile(ctx, refused)
+    assert cleared["status"]["conditions"][0]["reason"] != "ChildRefused"
+
+
 async def _serving(client: FakeKubeClient) -> None:
     await _reconcile(_ctx(client), _pp(replicas=2))
     client.objects[DEPLOYMENT]["status"] = objects.deployment(replicas=2, ready=2)["status"]

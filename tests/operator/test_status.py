@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from liveplex.operator import PoolLoad, compute_status
-from liveplex.operator.status import Reason
+from liveplex.operator.status import Reason, refusal
 from tests.operator import objects
 from tests.operator.objects import deployment, pod
 
@@ -117,7 +117,26 @@ def test_an_invalid_spec_keeps_the_last_autoscaling_condition() -> None:
 def test_every_reason_is_reachable() -> None:
     seen = {r for le, dep, pods, load, conflicts, reasons, _ in CASES.values() for r in reasons}
     seen |= {r for _, _, reasons in AUTOSCALING_CASES.values() for r in reasons}
+    seen |= set(_reasons(_refused()))
     assert seen == {str(r) for r in Reason}
+
+
+REFUSED = 'the API server refused a child: 422: Deployment.apps "pp" is invalid: spec.template.metadata.labels: ...'
+
+
+def _refused() -> dict[str, Any]:
+    return compute_status(_le(), None, [], None, NOW, refused=REFUSED)
+
+
+def test_a_refused_child_is_reported_with_the_servers_message_for_its_generation_only() -> None:
+    out = _refused()
+    assert _reasons(out)[:3] == ("ChildRefused", "RolloutComplete", "TickLatenessWithinBudget")
+    assert out["phase"] == "Failed"
+    assert out["conditions"][0]["message"] == REFUSED and out["conditions"][0]["status"] == "False"
+    assert refusal(_le(previous=out)) == REFUSED
+    newer = _le(previous=out)
+    newer["metadata"]["generation"] = 2
+    assert refusal(newer) is None and refusal(_le()) is None
 
 
 def test_figures_are_integers_and_the_selector_a_string() -> None:

@@ -1,9 +1,8 @@
-"""Built-in types' write-time behaviour: the defaults and checks kube-apiserver applies to them.
+"""Built-in types' defaults: what kube-apiserver fills in before it validates (validation.py checks).
 
 Development emulator, not for production. Pure. Only the defaults that controllers, kubectl's
 three-way apply or the kubelet read are filled in (replicas, rollout strategy, grace periods, probe
-timings, Service ports and cluster IPs, Secret `stringData`), and only the checks whose absence
-would let a broken renderer pass (Deployment selectors, container names and images) are made.
+timings, Service ports and cluster IPs, Secret `stringData`).
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ import base64
 import copy
 from collections.abc import Callable
 
-from liveplex.emulator.apiserver import selectors
-from liveplex.emulator.apiserver.errors import Cause
 
 PROBE_DEFAULTS = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
 """kube-apiserver's probe defaults; the kubelet reads the defaulted object."""
@@ -65,7 +62,8 @@ def default(key: str, obj: dict, cluster_ip: Callable[[], str]) -> dict:
     elif key in _WORKLOADS:
         if key != "apps/daemonsets":
             spec.setdefault("replicas", 1)
-        spec.setdefault("revisionHistoryLimit", 10)
+        if key != "apps/replicasets":  # a ReplicaSet has no history of its own
+            spec.setdefault("revisionHistoryLimit", 10)
         _pod_spec(spec.setdefault("template", {}).setdefault("spec", {}))
         if key == "apps/deployments":
             spec.setdefault("progressDeadlineSeconds", 600)
@@ -91,38 +89,4 @@ def default(key: str, obj: dict, cluster_ip: Callable[[], str]) -> dict:
         out.setdefault("status", {}).setdefault("phase", "Active")
         name = out.get("metadata", {}).get("name", "")
         out["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
-    return out
-
-
-def _containers(spec: dict, path: str) -> list[Cause]:
-    out: list[Cause] = []
-    containers = spec.get("containers") or []
-    if not containers:
-        out.append(Cause(f"{path}.containers", "Required value", "FieldValueRequired"))
-    for n, container in enumerate(containers):
-        for field in ("name", "image"):
-            if not container.get(field):
-                out.append(Cause(f"{path}.containers[{n}].{field}", "Required value", "FieldValueRequired"))
-    return out
-
-
-def validate(key: str, obj: dict) -> list[Cause]:
-    """The checks named in the module docstring; empty when the object is acceptable."""
-    spec = obj.get("spec") or {}
-    if key == "/pods":
-        return _containers(spec, "spec")
-    if key not in _WORKLOADS:
-        return []
-    out: list[Cause] = []
-    selector = spec.get("selector")
-    template = spec.get("template") or {}
-    if not selector:
-        out.append(Cause("spec.selector", "Required value", "FieldValueRequired"))
-    else:
-        labels = (template.get("metadata") or {}).get("labels") or {}
-        if not selectors.from_label_selector(selector) or not selectors.matches_labels(
-                selectors.from_label_selector(selector), {"metadata": {"labels": labels}}):
-            out.append(Cause("spec.template.metadata.labels",
-                             f"Invalid value: {labels}: `selector` does not match template `labels`"))
-    out += _containers(template.get("spec") or {}, "spec.template.spec")
     return out

@@ -55,7 +55,7 @@ def resource_list(registry: kinds.Registry, group: str, version: str) -> dict | 
         if rt.group != group or version not in rt.versions:
             continue
         resources.append({"name": rt.plural, "singularName": rt.singular, "namespaced": rt.namespaced,
-                          "kind": rt.kind, "verbs": list(kinds.VERBS), "shortNames": list(rt.short_names),
+                          "kind": rt.kind, "verbs": list(rt.verbs), "shortNames": list(rt.short_names),
                           "categories": list(rt.categories)})
         base = {"singularName": "", "namespaced": rt.namespaced}
         if rt.status:
@@ -65,6 +65,11 @@ def resource_list(registry: kinds.Registry, group: str, version: str) -> dict | 
                               "kind": "Scale", "verbs": SUBRESOURCE_VERBS})
         if rt.key == kinds.POD_KEY:
             resources.append({**base, "name": "pods/log", "kind": "Pod", "verbs": ["get"]})
+            resources.append({**base, "name": "pods/eviction", "group": "policy", "version": "v1", "kind": "Eviction",
+                              "verbs": ["create"]})
+        if rt.key == kinds.SERVICE_ACCOUNT_KEY:
+            resources.append({**base, "name": "serviceaccounts/token", "group": "authentication.k8s.io",
+                              "version": "v1", "kind": "TokenRequest", "verbs": ["create"]})
     if not resources:
         return None
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": _gv(group, version), "resources": resources}

@@ -78,6 +78,7 @@ def stale(plural: str, group: str, name: str) -> ApiError:
 
 def invalid(kind: str, group: str, name: str, causes: tuple[Cause, ...]) -> ApiError:
     text = ", ".join(f"{c.field}: {c.message}" if c.field else c.message for c in causes)
+    text = f"[{text}]" if len(causes) > 1 else text  # upstream's aggregate error
     return ApiError(422, "Invalid", f'{kind}{"." + group if group else ""} "{name}" is invalid: {text}',
                     kind, name, group, causes)
 
@@ -95,8 +96,12 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
-def forbidden(message: str) -> ApiError:
-    return ApiError(403, "Forbidden", message)
+def forbidden(message: str, plural: str = "", group: str = "", name: str = "") -> ApiError:
+    return ApiError(403, "Forbidden", message, plural, name, group)
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "Unauthorized", "Unauthorized")
 
 
 def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> ApiError:
@@ -107,6 +112,24 @@ def unsupported_media_type(content_type: str, accepted: tuple[str, ...]) -> ApiE
     return ApiError(415, "UnsupportedMediaType",
                     f"the body of the request was in an unknown format ({content_type}) - accepted media types "
                     f"include: {', '.join(accepted)}")
+
+
+def apply_refused(accepted: tuple[str, ...]) -> ApiError:
+    """Server-side apply: refused rather than approximated (there are no managedFields to own fields)."""
+    return ApiError(415, "UnsupportedMediaType",
+                    "the body of the request was in an unknown format (application/apply-patch+yaml): server-side "
+                    "apply is not emulated by the liveplex emulator (it keeps no managedFields, so it cannot tell "
+                    "which fields a manager owns); use client-side `kubectl apply` (without --server-side) or a merge "
+                    f"patch - accepted media types include: {', '.join(accepted)}")
+
+
+def protobuf_refused(content_type: str) -> ApiError:
+    """A protobuf body: the emulator speaks JSON only, and says so rather than failing to parse it."""
+    return ApiError(415, "UnsupportedMediaType",
+                    f"the body of the request was in an unknown format ({content_type}): the liveplex emulator speaks "
+                    "JSON only; send application/json (with kubectl, write the object as a manifest and `kubectl "
+                    "apply -f` or `kubectl create -f` it: kubectl sends manifests as JSON) - accepted media types "
+                    "include: application/json, application/yaml")
 
 
 def no_route(path: str) -> ApiError:

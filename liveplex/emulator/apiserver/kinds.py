@@ -51,6 +51,8 @@ class ResourceType:
     schemas: Mapping[str, dict] = field(default_factory=dict)
     """openAPIV3Schema per version, custom resources only."""
     custom: bool = False
+    verbs: tuple[str, ...] = VERBS
+    """What discovery lists; reviews are create-only and never stored."""
 
     @property
     def key(self) -> str:
@@ -75,10 +77,10 @@ class ResourceType:
 
 def _t(group: str, version: str, kind: str, plural: str, namespaced: bool = True, short: tuple[str, ...] = (),
        status: bool = False, scale: bool = False, generation: bool = False, versions: tuple[str, ...] = (),
-       categories: tuple[str, ...] = ()) -> ResourceType:
+       categories: tuple[str, ...] = (), verbs: tuple[str, ...] = VERBS) -> ResourceType:
     return ResourceType(group, (version, *versions), kind, plural, namespaced, short, categories, status,
                         ScalePaths(".spec.replicas", ".status.replicas", None) if scale else None,
-                        generation or status)
+                        generation or status, verbs=verbs)
 
 
 _ALL = ("all",)
@@ -107,12 +109,19 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False),
     _t("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False),
     _t("coordination.k8s.io", "v1", "Lease", "leases"),
+    _t("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
     _t("events.k8s.io", "v1", "Event", "events", short=("ev",)),
     _t("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False,
        short=("crd", "crds"), status=True),
+    _t("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", namespaced=False,
+       verbs=("create",)),
 )
 
 CRD_KEY = "apiextensions.k8s.io/customresourcedefinitions"
+CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
+"""The finalizer every CRD gets: its custom resources go (with their own finalizers) before it does."""
+ACCESS_REVIEW_KEY = "authorization.k8s.io/selfsubjectaccessreviews"
+SERVICE_ACCOUNT_KEY = "/serviceaccounts"
 NAMESPACE_KEY = "/namespaces"
 POD_KEY = "/pods"
 

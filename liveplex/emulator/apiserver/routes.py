@@ -1,15 +1,22 @@
 """The API server's HTTP surface: Kubernetes REST paths onto the store, watches as streamed JSON lines.
 
-Development emulator, not for production. Plain HTTP, no authentication (any bearer token is
-accepted and ignored), JSON only (a protobuf `Accept` still gets JSON). `parse_path` is pure; `Api`
-is the Starlette shell around a `storage.Store`.
+Development emulator, not for production. HTTPS (the emulator's CA). Every request is
+authenticated by its bearer token (`auth.py`: 401 for a token nobody issued, and for no token
+outside the public paths) and authorized by RBAC (`rbac.py`: 403 in the RBAC authorizer's words),
+including the OwnerReferencesPermissionEnforcement check on `blockOwnerDeletion`;
+`serviceaccounts/<name>/token` (TokenRequest) issues ServiceAccount tokens,
+`selfsubjectaccessreviews` answers `kubectl auth can-i`, and `pods/<name>/eviction` deletes a pod
+its PodDisruptionBudget lets go (`disruption.py`). JSON only: a protobuf body is refused with 415
+and a message that says to send JSON (but for the three kubectl sends only as protobuf,
+`protowire.py`); a protobuf `Accept` still gets JSON. `dryRun=All` admits a write and answers it without
+storing it; `limit`/`continue` chunk lists (`paging.py`). `parse_path` is pure; `Api` is the
+Starlette shell around a `storage.Store`.
 
 Watches: without a resourceVersion (or with "0") a watch starts with a synthetic ADDED per existing
 object; with one it resumes strictly after it, from the store's history, and answers a single ERROR
 event carrying a 410 Status when that history no longer reaches back. Selector watches see an
-object that stops matching as DELETED and one that starts matching as ADDED. Not supported: `limit`
-and `continue` (lists are always whole), `dryRun` (400), protobuf, and the watch-list protocol beyond
-its closing bookmark.
+object that stops matching as DELETED and one that starts matching as ADDED. Not supported:
+protobuf, and the watch-list protocol beyond its closing bookmark.
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from liveplex.emulator.apiserver import discovery, errors, kinds, selectors, storage, tables
+from liveplex.emulator.apiserver import (auth, discovery, disruption, errors, kinds, paging, protowire, rbac,
+                                         selectors, storage, tables)
 
 LogSource = Callable[[str, str, str | None, int | None], str]
 """(namespace, pod, container or None, tailLines or None) -> the log text; raises ApiError."""
@@ -72,6 +80,8 @@ def _dump(body: object, status: int = 200, media_type: str = "application/json")
 
 
 def _decode(raw: bytes, content_type: str) -> object:
+    if "protobuf" in content_type:
+        raise errors.protobuf_refused(content_type.split(";")[0].strip())
     if not raw:
         return {}
     try:
@@ -85,6 +95,30 @@ def _decode(raw: bytes, content_type: str) -> object:
         return yaml.safe_load(raw)
     except yaml.YAMLError as exc:
         raise errors.bad_request(f"the request body is not valid YAML: {exc}") from None
+
+
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
+
+
+def request_attributes(method: str, path: str, target: Target | None, watch: bool) -> rbac.Attributes:
+    """What the authorizer is asked about a request (upstream's RequestInfo)."""
+    if target is None or not target.plural:
+        return rbac.Attributes("get" if method == "GET" else method.lower(), path=path)
+    if method == "GET":
+        verb = "watch" if watch else "get" if target.name else "list"
+    elif method == "DELETE":
+        verb = "delete" if target.name else "deletecollection"
+    else:
+        verb = _VERBS.get(method, method.lower())
+    return rbac.Attributes(verb, target.group, target.plural, target.sub, target.namespace or "", target.name)
+
+
+def _dry_run(request: Request, body: dict | None = None) -> bool:
+    """`dryRun=All` in the query (or, for deletions, in the DeleteOptions body)."""
+    values = request.query_params.getlist("dryRun") + list((body or {}).get("dryRun") or [])
+    if any(v != "All" for v in values):
+        raise errors.bad_request(f'invalid dryRun value {values}: only "All" is supported')
+    return bool(values)
 
 
 def _versioned(rt: kinds.ResourceType, version: str, obj: dict) -> dict:
@@ -120,9 +154,11 @@ def _visible(change: storage.Change, namespace: str | None, labels: selectors.Se
 class Api:
     """The Starlette application over one store; `close()` ends every open watch."""
 
-    def __init__(self, store: storage.Store, logs: LogSource | None = None) -> None:
+    def __init__(self, store: storage.Store, logs: LogSource | None = None,
+                 tokens: auth.Tokens | None = None) -> None:
         self.store = store
         self.logs = logs
+        self.tokens = tokens or auth.Tokens()
         self.address = "127.0.0.1"
         """host:port as advertised by `/api`; the emulator sets it once the socket is bound."""
         self._watches: set[asyncio.Queue] = set()
@@ -139,9 +175,37 @@ class Api:
         except errors.ApiError as exc:
             return _dump(exc.status(), exc.code)
 
+    def policy(self) -> rbac.Policy:
+        def objects(key: str) -> list[dict]:
+            return self.store.list(self.store.registry.by_key(f"rbac.authorization.k8s.io/{key}"))[0]
+
+        return rbac.Policy(roles={(r["metadata"]["namespace"], r["metadata"]["name"]): r for r in objects("roles")},
+                           cluster_roles={r["metadata"]["name"]: r for r in objects("clusterroles")},
+                           role_bindings=objects("rolebindings"), cluster_role_bindings=objects("clusterrolebindings"))
+
+    def authorize(self, user: auth.User, attrs: rbac.Attributes) -> None:
+        if rbac.allowed(self.policy(), user, attrs):
+            return
+        if not attrs.resource_request:
+            raise errors.forbidden(f"forbidden: {rbac.denial(user, attrs)}")
+        what = f"{attrs.resource}.{attrs.group}" if attrs.group else attrs.resource
+        named = f'{what} "{attrs.name}"' if attrs.name else what
+        raise errors.forbidden(f"{named} is forbidden: {rbac.denial(user, attrs)}", attrs.resource, attrs.group,
+                               attrs.name)
+
+    def _authenticate(self, request: Request, path: str) -> auth.User:
+        user = self.tokens.user(request.headers.get("authorization"))
+        if user is None or (user == auth.ANONYMOUS and path not in auth.PUBLIC_PATHS):
+            raise errors.unauthorized()
+        return user
+
     async def _route(self, request: Request) -> Response:
         path = "/" + request.path_params["path"].strip("/")
         registry = self.store.registry
+        user = self._authenticate(request, path)
+        target = parse_path(path)
+        self.authorize(user, request_attributes(request.method, path, target,
+                                                request.query_params.get("watch") in ("true", "1")))
         if path == "/version":
             return _dump(discovery.KUBE_VERSION)
         if path in ("/healthz", "/livez", "/readyz"):
@@ -159,7 +223,6 @@ class Api:
             if doc is None:
                 raise errors.no_route(path)
             return _dump(doc)
-        target = parse_path(path)
         if target is None and path.startswith("/apis/") and path.count("/") == 2:
             group = discovery.api_group(registry, path.split("/")[2])
             if group is None:
@@ -175,9 +238,17 @@ class Api:
         rt = registry.lookup(target.group, target.version, target.plural)
         if rt is None or (target.namespace is not None and not rt.namespaced):
             raise errors.no_route(path)
-        if request.query_params.get("dryRun"):
-            raise errors.bad_request("dryRun is not supported by the liveplex emulator")
         namespace = target.namespace or ""
+        if rt.key == kinds.ACCESS_REVIEW_KEY and request.method == "POST" and not target.name:
+            return await self._review(request, user)
+        if rt.key == kinds.ACCESS_REVIEW_KEY:
+            raise errors.method_not_allowed()
+        if target.sub == "token" and rt.key == kinds.SERVICE_ACCOUNT_KEY and request.method == "POST":
+            return await self._token(request, namespace, target.name)
+        if target.sub == "eviction" and rt.key == kinds.POD_KEY and request.method == "POST":
+            return await self._evict(request, namespace, target.name)
+        if request.method in ("POST", "PUT", "PATCH") and target.sub == "":
+            await self._check_owners(request, user, rt, namespace, target.name)
         if not target.name:
             return await self._collection(request, rt, target)
         if target.sub == "":
@@ -190,6 +261,83 @@ class Api:
             return self._log(request, namespace, target.name)
         raise errors.no_route(path)
 
+    # --- authentication and authorization ---------------------------------------------------------
+
+    async def _check_owners(self, request: Request, user: auth.User, rt: kinds.ResourceType, namespace: str,
+                            name: str) -> None:
+        """OwnerReferencesPermissionEnforcement: setting `blockOwnerDeletion` needs `update` on the
+        owner's `finalizers`."""
+        body = _decode(await request.body(), request.headers.get("content-type", ""))
+        if not isinstance(body, dict):
+            return
+        old = self.store.find(rt, namespace, name) if name else None
+        for ref in rbac.newly_blocking(old, body):
+            owner = self.store.registry.by_kind(ref.get("apiVersion", ""), ref.get("kind", ""))
+            if owner is None:
+                continue
+            attrs = rbac.Attributes("update", owner.group, owner.plural, "finalizers",
+                                    namespace if owner.namespaced else "", ref.get("name", ""))
+            if not rbac.allowed(self.policy(), user, attrs):
+                what = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
+                raise errors.forbidden(
+                    f'{what} "{name or body.get("metadata", {}).get("name", "")}" is forbidden: cannot set '
+                    "blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: "
+                    f"{rbac.denial(user, attrs)}", rt.plural, rt.group, name)
+
+    async def _evict(self, request: Request, namespace: str, name: str) -> Response:
+        """The eviction API (`kubectl drain`): delete the pod unless its PodDisruptionBudget forbids it."""
+        pods_rt = self.store.registry.by_key(kinds.POD_KEY)
+        pod = self.store.get(pods_rt, namespace, name)
+        body = await self._review_body(request, protowire.eviction)
+        options = (body or {}).get("deleteOptions") or {} if isinstance(body, dict) else {}
+        pdbs, _ = self.store.list(self.store.registry.by_key("policy/poddisruptionbudgets"), namespace)
+        scales = {o["metadata"]["uid"]: int((o.get("spec") or {}).get("replicas", 1))
+                  for key in ("apps/replicasets", "apps/statefulsets")
+                  for o in self.store.list(self.store.registry.by_key(key), namespace)[0]}
+        disruption.check(pod, pdbs, self.store.list(pods_rt, namespace)[0], scales)
+        self.store.delete(pods_rt, namespace, name, storage.DeleteOptions(
+            options.get("gracePeriodSeconds"), dry_run=_dry_run(request, options)))
+        return _dump({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
+
+    async def _review_body(self, request: Request, from_protobuf: Callable[[bytes], dict]) -> object:
+        """The body of a request kubectl sends only as protobuf (these three are read from it)."""
+        content_type = request.headers.get("content-type", "")
+        raw = await request.body()
+        return from_protobuf(raw) if "protobuf" in content_type else _decode(raw, content_type)
+
+    async def _token(self, request: Request, namespace: str, name: str) -> Response:
+        """TokenRequest (`kubectl create token`): a token that authenticates as the ServiceAccount."""
+        self.store.get(self.store.registry.by_key(kinds.SERVICE_ACCOUNT_KEY), namespace, name)
+        body = await self._review_body(request, protowire.token_request)
+        spec = dict((body or {}).get("spec") or {}) if isinstance(body, dict) else {}
+        seconds = int(spec.get("expirationSeconds") or auth.TOKEN_SECONDS)
+        spec.update(expirationSeconds=seconds, audiences=spec.get("audiences") or ["https://kubernetes.default.svc"])
+        return _dump({"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
+                      "metadata": {"name": name, "namespace": namespace,
+                                   "creationTimestamp": storage.stamp(self.store.now())},
+                      "spec": spec, "status": {"token": self.tokens.issue(namespace, name),
+                                               "expirationTimestamp": storage.stamp(self.store.now() + seconds)}},
+                     201)
+
+    async def _review(self, request: Request, user: auth.User) -> Response:
+        """SelfSubjectAccessReview (`kubectl auth can-i`): the authorizer's answer for the caller."""
+        body = await self._review_body(request, protowire.access_review)
+        spec = (body or {}).get("spec") or {} if isinstance(body, dict) else {}
+        resource, other = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+        if (resource is None) == (other is None):
+            raise errors.invalid("SelfSubjectAccessReview", "authorization.k8s.io", "", (errors.Cause(
+                "spec.resourceAttributes", "Invalid value: exactly one of nonResourceAttributes or "
+                                           "resourceAttributes must be specified"),))
+        if resource is not None:
+            attrs = rbac.Attributes(resource.get("verb", ""), resource.get("group", ""), resource.get("resource", ""),
+                                    resource.get("subresource", ""), resource.get("namespace", ""),
+                                    resource.get("name", ""))
+        else:
+            attrs = rbac.Attributes(other.get("verb", ""), path=other.get("path", "") or "/")
+        status = {"allowed": rbac.allowed(self.policy(), user, attrs)}  # RBAC gives no reason for a denial
+        return _dump({"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
+                      "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}, 201)
+
     # --- collections ------------------------------------------------------------------------------
 
     async def _collection(self, request: Request, rt: kinds.ResourceType, target: Target) -> Response:
@@ -199,17 +347,11 @@ class Api:
         if request.method == "GET" and query.get("watch") in ("true", "1"):
             return self._watch(request, rt, target, labels, fields)
         if request.method == "GET":
-            items, rv = self.store.list(rt, target.namespace, labels, fields)
-            items = [_versioned(rt, target.version, i) for i in items]
-            if _AS_TABLE in request.headers.get("accept", ""):
-                return _dump(tables.render(rt, items, self.store.now(), str(rv), query.get("includeObject",
-                                                                                            "PartialObjectMetadata")),
-                             media_type=TABLE)
-            return _dump({"kind": rt.list_kind, "apiVersion": rt.api_version(target.version),
-                          "metadata": {"resourceVersion": str(rv)}, "items": items})
+            return self._list(request, rt, target, labels, fields)
         if request.method == "POST":
             body = await self._body(request, rt, target.version)
-            created = self.store.create(rt, target.namespace or "", body, query.get("fieldValidation", "Warn"))
+            created = self.store.create(rt, target.namespace or "", body, query.get("fieldValidation", "Warn"),
+                                        _dry_run(request))
             return _dump(_versioned(rt, target.version, created), 201)
         if request.method == "DELETE":
             items, rv = self.store.list(rt, target.namespace, labels, fields)
@@ -220,6 +362,27 @@ class Api:
                           "metadata": {"resourceVersion": str(self.store.rv)},
                           "items": [_versioned(rt, target.version, g) for g in gone]})
         raise errors.method_not_allowed()
+
+    def _list(self, request: Request, rt: kinds.ResourceType, target: Target, labels: selectors.Selector,
+              fields: tuple[selectors.FieldRequirement, ...]) -> Response:
+        query = request.query_params
+        after = paging.decode(query["continue"]) if query.get("continue") else None
+        if after is not None and self.store.changed_since(rt, after.rv):
+            raise paging.expired()
+        items, rv = self.store.list(rt, target.namespace, labels, fields)
+        rv = after.rv if after is not None else rv
+        items, token, remaining = paging.page(items, rv, paging.limit(query.get("limit")), after)
+        items = [_versioned(rt, target.version, i) for i in items]
+        meta: dict = {"resourceVersion": str(rv)}
+        if token:
+            meta.update({"continue": token, "remainingItemCount": remaining})
+        if _AS_TABLE in request.headers.get("accept", ""):
+            table = tables.render(rt, items, self.store.now(), str(rv), query.get("includeObject",
+                                                                                  "PartialObjectMetadata"))
+            table["metadata"].update(meta)
+            return _dump(table, media_type=TABLE)
+        return _dump({"kind": rt.list_kind, "apiVersion": rt.api_version(target.version), "metadata": meta,
+                      "items": items})
 
     async def _body(self, request: Request, rt: kinds.ResourceType, version: str) -> dict:
         body = _decode(await request.body(), request.headers.get("content-type", ""))
@@ -241,7 +404,8 @@ class Api:
         if body.get("orphanDependents") is True or query.get("orphanDependents") == "true":
             propagation = "Orphan"
         pre = body.get("preconditions") or {}
-        return storage.DeleteOptions(grace, propagation, pre.get("uid"), pre.get("resourceVersion"))
+        return storage.DeleteOptions(grace, propagation, pre.get("uid"), pre.get("resourceVersion"),
+                                     _dry_run(request, body))
 
     # --- single objects ---------------------------------------------------------------------------
 
@@ -256,11 +420,13 @@ class Api:
             return _dump(obj)
         if request.method == "PUT":
             body = await self._body(request, rt, version)
-            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, None, validation)))
+            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, None, validation,
+                                                                   _dry_run(request))))
         if request.method == "PATCH":
             body = _decode(await request.body(), request.headers.get("content-type", ""))
             kind = request.headers.get("content-type", "").split(";")[0].strip()
-            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, None, validation)))
+            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, None, validation,
+                                                                  _dry_run(request))))
         if request.method == "DELETE":
             options = await self._delete_options(request)
             return _dump(_versioned(rt, version, self.store.delete(rt, ns, name, options)))
@@ -271,11 +437,13 @@ class Api:
             return _dump(_versioned(rt, version, self.store.get(rt, ns, name)))
         if request.method == "PUT":
             body = await self._body(request, rt, version)
-            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, "status")))
+            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, "status",
+                                                                   dry_run=_dry_run(request))))
         if request.method == "PATCH":
             body = _decode(await request.body(), request.headers.get("content-type", ""))
             kind = request.headers.get("content-type", "").split(";")[0].strip()
-            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, "status")))
+            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, "status",
+                                                                  dry_run=_dry_run(request))))
         raise errors.method_not_allowed()
 
     async def _scale(self, request: Request, rt: kinds.ResourceType, ns: str, name: str) -> Response:

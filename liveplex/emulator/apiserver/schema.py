@@ -4,8 +4,9 @@ Development emulator, not for production. Pure. An approximation of kube-apiserv
 schema handling: `default`s are filled in on every write, fields the schema does not declare are
 pruned (kept under `x-kubernetes-preserve-unknown-fields`), and the value checks kube-openapi does
 (type, nullable, enum, minimum/maximum, length, pattern, items, required) produce causes that name
-the field in kube-apiserver's words. CEL rules (`x-kubernetes-validations`) are NOT evaluated,
-and `format` is not checked.
+the field in kube-apiserver's words, as do `maxProperties`/`minProperties`, the uniqueness of
+`x-kubernetes-list-type` `set` and `map` lists and `format: date-time`. CEL rules
+(`x-kubernetes-validations`) are evaluated by `cel.py`; other `format`s are not checked.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Iterator
+from datetime import datetime
 
 from liveplex.emulator.apiserver.errors import Cause
 
@@ -21,6 +24,15 @@ _ROOT_KEYS = ("apiVersion", "kind", "metadata")
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
+
+
+def subschemas(node: dict, path: str) -> Iterator[tuple[dict, str]]:
+    """A schema node's children with their paths in a CRD (`<path>.properties[spec]`, `<path>.items`)."""
+    for key, sub in (node.get("properties") or {}).items():
+        yield sub, f"{path}.properties[{key}]"
+    for word in ("items", "additionalProperties"):
+        if isinstance(node.get(word), dict):
+            yield node[word], f"{path}.{word}"
 
 
 def apply_defaults(value: object, schema: dict) -> object:
@@ -116,13 +128,56 @@ def _bounds(value: object, schema: dict, path: str) -> list[Cause]:
         if "pattern" in schema and not re.search(schema["pattern"], value):
             out.append(Cause(path, f"Invalid value: {_shown(value)}: {here} in body should match "
                                    f"'{schema['pattern']}'"))
+    if isinstance(value, str) and schema.get("format") == "date-time" and not _date_time(value):
+        out.append(Cause(path, f"Invalid value: {_shown(value)}: {here} in body must be of type date-time: "
+                               f"{_shown(value)}"))
+    if isinstance(value, dict):
+        out += _counted(len(value), schema, path, "Properties", "properties")
     if isinstance(value, list):
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            out.append(Cause(path, f"Too many: {len(value)}: must have at most {schema['maxItems']} items",
-                             "FieldValueTooMany"))
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            out.append(Cause(path, f"Invalid value: {len(value)}: {here} in body should have at least "
-                                   f"{schema['minItems']} items"))
+        out += _unique(value, schema, path) + _counted(len(value), schema, path, "Items", "items")
+    return out
+
+
+def _counted(size: int, schema: dict, path: str, bound: str, noun: str) -> list[Cause]:
+    """`max<bound>`/`min<bound>` on an object's properties or a list's items."""
+    most, least = schema.get(f"max{bound}"), schema.get(f"min{bound}")
+    if most is not None and size > most:
+        return [Cause(path, f"Too many: {size}: must have at most {most} items", "FieldValueTooMany")]
+    if least is not None and size < least:
+        return [Cause(path, f"Invalid value: {size}: {path or 'body'} in body should have at least {least} {noun}")]
+    return []
+
+
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _date_time(value: str) -> bool:
+    """RFC 3339, as kube-openapi's `date-time` format checker takes it."""
+    if not _DATE_TIME.match(value):
+        return False
+    try:
+        datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00").replace("t", "T"))
+    except ValueError:
+        return False
+    return True
+
+
+def _unique(items: list, schema: dict, path: str) -> list[Cause]:
+    """`x-kubernetes-list-type`: a `set` holds no value twice, a `map` no key tuple twice."""
+    kind = schema.get("x-kubernetes-list-type")
+    keys = schema.get("x-kubernetes-list-map-keys") or []
+    seen: list[object] = []
+    out = []
+    for n, item in enumerate(items):
+        if kind == "set":
+            key: object = item
+        elif kind == "map" and isinstance(item, dict):
+            key = {k: item[k] for k in keys if k in item}
+        else:
+            continue
+        if key in seen:
+            out.append(Cause(f"{path}[{n}]", f"Duplicate value: {_shown(key)}", "FieldValueDuplicate"))
+        seen.append(key)
     return out
 
 

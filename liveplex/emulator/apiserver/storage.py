@@ -7,8 +7,8 @@ enqueue; they may not write back from inside the callback).
 What a write does, in one place (`_commit`): immutable metadata is kept, `/status` writes change
 only `status` and main writes never change it (for types with a status subresource),
 `metadata.generation` moves only when something outside `metadata` and `status` changes, a write
-that changes nothing changes no resourceVersion and tells no watcher, CRD schemas default, prune
-and validate custom resources, and an object being deleted goes away when its last finalizer does.
+that changes nothing changes no resourceVersion and tells no watcher, every write passes admission
+(`admission.py`: decoding, defaults, validation), and an object being deleted goes away when its last finalizer does.
 The history keeps the last `history` changes; a watch from an older resourceVersion gets 410.
 """
 
@@ -17,14 +17,13 @@ from __future__ import annotations
 import copy
 import itertools
 import random
-import re
 import uuid
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from liveplex.emulator.apiserver import builtins, errors, kinds, patch, schema, selectors, tables
+from liveplex.emulator.apiserver import admission, builtins, errors, kinds, patch, selectors, tables
 from liveplex.emulator.apiserver.errors import Cause
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
@@ -35,9 +34,9 @@ MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
-PATCH_TYPES = (JSON_PATCH, MERGE, STRATEGIC, APPLY)
+PATCH_TYPES = (JSON_PATCH, MERGE, STRATEGIC)
+"""What the emulator applies; server-side apply (APPLY) is refused, not approximated."""
 
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 """The alphabet of generated name suffixes and pod-template hashes (no vowels, no look-alikes)."""
 
@@ -65,6 +64,8 @@ class DeleteOptions:
     """Background (default), Foreground or Orphan."""
     uid: str | None = None
     resource_version: str | None = None
+    dry_run: bool = False
+    """`dryRun=All`: answer what the deletion would do, change nothing."""
 
 
 Listener = Callable[[Change], None]
@@ -155,6 +156,13 @@ class Store:
             raise errors.gone(rv, self._compacted + 1)
         return [c for c in self._history if c.rv > rv]
 
+    def changed_since(self, rt: kinds.ResourceType, rv: int) -> bool:
+        """Whether an object of `rt` changed after `rv` (True when the history no longer tells)."""
+        try:
+            return any(c.key == rt.key for c in self.changes_since(rv))
+        except errors.ApiError:
+            return True
+
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
@@ -163,7 +171,9 @@ class Store:
 
     # --- writes -----------------------------------------------------------------------------------
 
-    def create(self, rt: kinds.ResourceType, namespace: str, body: dict, validation: str = "Strict") -> dict:
+    def create(self, rt: kinds.ResourceType, namespace: str, body: dict, validation: str = "Strict",
+               dry_run: bool = False) -> dict:
+        """Create `body`; with `dry_run`, admit it and answer what would be stored, storing nothing."""
         obj = copy.deepcopy(body)
         meta = obj.setdefault("metadata", {})
         ns = namespace if rt.namespaced else ""
@@ -172,6 +182,10 @@ class Store:
                 raise errors.bad_request("the namespace of the provided object does not match the namespace sent "
                                          "on the request")
             self._check_namespace(ns)
+        if rt.custom:
+            crd = self._objects[kinds.CRD_KEY].get(("", f"{rt.plural}.{rt.group}"))
+            if crd is not None and crd["metadata"].get("deletionTimestamp"):
+                raise errors.method_not_allowed("create not allowed while custom resource definition is terminating")
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = self._generate(rt, ns, meta["generateName"])
         name = meta.get("name", "")
@@ -195,32 +209,31 @@ class Store:
         if rt.key == kinds.POD_KEY:
             obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
         obj = self._admit(rt, obj, validation)
+        if dry_run:
+            return obj
         self._put(rt, ns, name, obj, ADDED)
         if rt.key == kinds.CRD_KEY:
             self._establish(obj)
         return self.get(rt, ns, name)
 
     def update(self, rt: kinds.ResourceType, namespace: str, name: str, body: dict, subresource: str | None = None,
-               validation: str = "Strict") -> dict:
+               validation: str = "Strict", dry_run: bool = False) -> dict:
         old = self.get(rt, namespace, name)
         wanted = (body.get("metadata") or {}).get("resourceVersion")
         if wanted and wanted != old["metadata"]["resourceVersion"]:
             raise errors.stale(rt.plural, rt.group, name)
-        return self._commit(rt, old, copy.deepcopy(body), subresource, validation)
+        return self._commit(rt, old, copy.deepcopy(body), subresource, validation, dry_run)
 
     def patch(self, rt: kinds.ResourceType, namespace: str, name: str, content_type: str, body: object,
-              subresource: str | None = None, validation: str = "Strict") -> dict:
+              subresource: str | None = None, validation: str = "Strict", dry_run: bool = False) -> dict:
         if content_type == APPLY:
-            if self.find(rt, namespace, name) is None:
-                return self.create(rt, namespace, dict(body, metadata=dict(body.get("metadata") or {}, name=name)),
-                                   validation)
-            content_type = MERGE
+            raise errors.apply_refused(PATCH_TYPES)
         old = self.get(rt, namespace, name)
         new = apply_patch(rt, old, content_type, body)
         wanted = (new.get("metadata") or {}).get("resourceVersion")
         if wanted and wanted != old["metadata"]["resourceVersion"]:
             raise errors.stale(rt.plural, rt.group, name)
-        return self._commit(rt, old, new, subresource, validation)
+        return self._commit(rt, old, new, subresource, validation, dry_run)
 
     def delete(self, rt: kinds.ResourceType, namespace: str, name: str,
                options: DeleteOptions = DeleteOptions()) -> dict:
@@ -247,6 +260,8 @@ class Store:
             new_meta["deletionGracePeriodSeconds"] = grace
             if rt.generation:
                 new_meta["generation"] = new_meta.get("generation", 1) + 1
+        if options.dry_run:
+            return new
         if not _blocked(rt, new):
             self._remove(rt, new)
             return new
@@ -316,40 +331,15 @@ class Store:
         n = next(self._cluster_ips)
         return f"10.96.{n // 250}.{n % 250 + 1}"
 
-    def _admit(self, rt: kinds.ResourceType, obj: dict, validation: str) -> dict:
-        """Defaults, pruning and validation for a write about to be stored."""
-        name = obj["metadata"].get("name", "")
-        if not _NAME.match(name) or len(name) > 253:
-            raise errors.invalid(rt.kind, rt.group, name, (Cause(
-                "metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower '
-                                 "case alphanumeric characters, '-' or '.', and must start and end with an "
-                                 "alphanumeric character"),))
+    def _admit(self, rt: kinds.ResourceType, obj: dict, validation: str, old: dict | None = None) -> dict:
+        """Decoding, defaults and validation for a write about to be stored (`admission.admit`)."""
         obj["apiVersion"] = rt.api_version(rt.preferred) if not rt.custom else obj.get(
             "apiVersion", rt.api_version(rt.preferred))
         obj["kind"] = rt.kind
-        if rt.custom:
-            version = obj["apiVersion"].rpartition("/")[2]
-            openapi = rt.schemas.get(version) or {}
-            if openapi:
-                obj = schema.apply_defaults(obj, openapi)
-                obj, dropped = schema.prune(obj, openapi)
-                if dropped and validation == "Strict":
-                    listed = ", ".join(f'unknown field "{d}"' for d in dropped)
-                    raise errors.bad_request(f"{rt.kind} in version \"{version}\" cannot be handled as a {rt.kind}: "
-                                             f"strict decoding error: {listed}")
-                causes = schema.validate(obj, openapi)
-                if causes:
-                    raise errors.invalid(rt.kind, rt.group, name, tuple(causes))
-            return obj
-        obj = builtins.default(rt.key, obj, self._cluster_ip)
-        causes = builtins.validate(rt.key, obj)
-        if rt.key == kinds.CRD_KEY:
-            causes += _crd_causes(obj)
-        if causes:
-            raise errors.invalid(rt.kind, rt.group, name, tuple(causes))
-        return obj
+        return admission.admit(rt, obj, old, validation, self._cluster_ip)
 
-    def _commit(self, rt: kinds.ResourceType, old: dict, new: dict, subresource: str | None, validation: str) -> dict:
+    def _commit(self, rt: kinds.ResourceType, old: dict, new: dict, subresource: str | None, validation: str,
+                dry_run: bool = False) -> dict:
         """The write rules of the module docstring, then `_write`."""
         if subresource == "status":
             result = copy.deepcopy(old)
@@ -372,9 +362,12 @@ class Store:
                 else:
                     result.pop("status", None)
         result["metadata"].pop("managedFields", None)
-        result = self._admit(rt, result, validation)
+        result = self._admit(rt, result, validation, old)
         if rt.generation and _spec_part(rt, result) != _spec_part(rt, old):
             result["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
+        if dry_run:
+            result["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+            return result
         return self._write(rt, old, result)
 
     def _write(self, rt: kinds.ResourceType, old: dict, new: dict) -> dict:
@@ -439,19 +432,6 @@ class Store:
             self._put(rt, "", crd["metadata"]["name"], dict(copy.deepcopy(current), status=status), MODIFIED)
 
 
-def _crd_causes(crd: dict) -> list[Cause]:
-    spec = crd.get("spec") or {}
-    names = spec.get("names") or {}
-    expected = f"{names.get('plural')}.{spec.get('group')}"
-    out = []
-    if crd["metadata"]["name"] != expected:
-        out.append(Cause("metadata.name", f'Invalid value: "{crd["metadata"]["name"]}": must be spec.names.plural+"."'
-                                          "+spec.group"))
-    if not [v for v in spec.get("versions") or [] if v.get("storage")]:
-        out.append(Cause("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
-    return out
-
-
 def scale_of(rt: kinds.ResourceType, obj: dict) -> dict:
     """The `autoscaling/v1` Scale view of `obj` through its type's scale paths."""
     paths = rt.scale
@@ -481,5 +461,5 @@ def apply_patch(rt: kinds.ResourceType | None, current: dict, content_type: str,
         if not isinstance(body, dict):
             raise errors.bad_request("a strategic merge patch must be a JSON object")
         return patch.strategic_merge_patch(current, body)
-    accepted = (JSON_PATCH, MERGE, APPLY) if rt is not None and rt.custom else PATCH_TYPES
+    accepted = (JSON_PATCH, MERGE) if rt is not None and rt.custom else PATCH_TYPES
     raise errors.unsupported_media_type(content_type, accepted)

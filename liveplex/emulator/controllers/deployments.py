@@ -5,7 +5,8 @@ Deployment owns one ReplicaSet per pod template (`<deploy>-<pod-template-hash>`)
 its pods (`generateName: <replicaset>-`, so `<deploy>-<hash>-<5 chars>`). RollingUpdate follows
 kube-controller-manager's arithmetic (scale the new ReplicaSet up within `maxSurge`, then the old
 ones down while at least `replicas - maxUnavailable` pods stay available); Recreate scales the old
-ReplicaSets to zero and waits for their pods to be gone first. "Available" means Ready:
+ReplicaSets to zero and waits for their pods to be gone first. A template seen before (`kubectl
+rollout undo`) brings its old ReplicaSet back, under the next revision. "Available" means Ready:
 `minReadySeconds` is not honoured, and neither are `paused`, proportional scaling of several old
 ReplicaSets, or `progressDeadlineSeconds`.
 
@@ -61,12 +62,35 @@ class SetStatus:
     status: dict
 
 
-Action = Create | Scale | DeletePod | SetStatus
+@dataclass(frozen=True, slots=True)
+class Annotate:
+    """Set `annotations` on `kind` `name` (a merge patch of its metadata)."""
+
+    kind: str
+    namespace: str
+    name: str
+    annotations: dict
+
+
+Action = Create | Scale | DeletePod | SetStatus | Annotate
+
+
+def _zero_free(value: object) -> object:
+    """`value` without nulls and empty maps or lists: Go's zero values, which a client may or may not
+    send (`kubectl rollout undo` sends `creationTimestamp: null` and `resources: {}`)."""
+    if isinstance(value, dict):
+        kept = {k: _zero_free(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in (None, {}, [])}
+    if isinstance(value, list):
+        return [_zero_free(v) for v in value]
+    return value
 
 
 def template_hash(template: dict) -> str:
-    """A stable 10-character hash of a pod template, in the alphabet of generated names."""
-    digest = int.from_bytes(hashlib.sha256(json.dumps(template, sort_keys=True).encode()).digest()[:8], "big")
+    """A stable 10-character hash of a pod template, in the alphabet of generated names; templates
+    that differ only in zero values hash alike, as upstream's hash of the Go struct does."""
+    text = json.dumps(_zero_free(template), sort_keys=True)
+    digest = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
     out = ""
     for _ in range(10):
         digest, n = divmod(digest, len(_HASH_CHARS))
@@ -250,6 +274,19 @@ def _conditions(old: list[dict], available_ok: bool, complete: bool, new_name: s
     return out
 
 
+def _revisions(deploy: dict, new: dict, old: list[dict]) -> list[Action]:
+    """A ReplicaSet that becomes current again (`kubectl rollout undo`) takes the next revision, and
+    the Deployment carries its ReplicaSet's revision, as kube-controller-manager keeps them."""
+    out: list[Action] = []
+    revision = _revision(new)
+    if any(_revision(rs) > revision for rs in old):
+        revision = max(_revision(rs) for rs in old) + 1
+        out.append(Annotate("ReplicaSet", _meta(new)["namespace"], _meta(new)["name"], {REVISION: str(revision)}))
+    if (_meta(deploy).get("annotations") or {}).get(REVISION) != str(revision):
+        out.append(Annotate("Deployment", _meta(deploy)["namespace"], _meta(deploy)["name"], {REVISION: str(revision)}))
+    return out
+
+
 def plan_deployment(deploy: dict, replicasets: Sequence[dict], pods: dict[str, list[dict]], now: str) -> list[Action]:
     """The next step for `deploy`, given the ReplicaSets it owns and their pods (by ReplicaSet uid)."""
     meta, spec = _meta(deploy), deploy["spec"]
@@ -266,7 +303,7 @@ def plan_deployment(deploy: dict, replicasets: Sequence[dict], pods: dict[str, l
         recreate = (spec.get("strategy") or {}).get("type") == "Recreate"
         start = 0 if old and (recreate or any(int(rs["spec"].get("replicas", 0)) for rs in old)) else want
         return [Create("ReplicaSet", meta["namespace"], _new_replicaset(deploy, pod_hash, revision, start))]
-    actions = _rollout(deploy, new, old, pods)
+    actions = _revisions(deploy, new, old) + _rollout(deploy, new, old, pods)
     live = {uid: [p for p in group if active(p)] for uid, group in pods.items()}
     owned = [_meta(rs)["uid"] for rs in replicasets]
     total = sum(len(live.get(uid, [])) for uid in owned)

@@ -4,7 +4,9 @@ Development emulator, not for production. Pure: `plan` reads a snapshot and says
 Background cascade: an object all of whose owners are gone is deleted; one that keeps a live
 owner just loses the dangling references. `Orphan` propagation strips the owner's references from
 its dependents before the owner goes; `Foreground` deletes the dependents first. A terminating
-namespace has its contents deleted and is removed once empty. Unlike kube-controller-manager,
+namespace has its contents deleted and is removed once empty, and so does a deleted CRD (its custom
+resources deleted, each honouring its own finalizers, then the CRD's cleanup finalizer dropped, as
+apiextensions-apiserver's finalizer controller does). Unlike kube-controller-manager,
 owners are matched by uid alone (no check of kind or namespace), and `blockOwnerDeletion` is not
 distinguished from other references.
 """
@@ -90,6 +92,12 @@ def plan(snapshot: Iterable[Entry]) -> list[Action]:
                         if not child["metadata"].get("deletionTimestamp")]
             if not children:
                 actions.append(DropFinalizer(rt, meta["name"], meta.get("namespace", ""), storage.FOREGROUND))
+        if rt.key == kinds.CRD_KEY and kinds.CRD_CLEANUP in finalizers:
+            key = kinds.from_crd(obj).key
+            contents = [(crt, o) for crt, o in entries if crt.key == key]
+            actions += [Delete(*_where(crt, o)) for crt, o in contents if not o["metadata"].get("deletionTimestamp")]
+            if not contents:
+                actions.append(DropFinalizer(rt, meta["name"], "", kinds.CRD_CLEANUP))
         if rt.key == kinds.NAMESPACE_KEY:
             contents = [(crt, o) for crt, o in entries if crt.namespaced and o["metadata"].get("namespace") == meta[
                 "name"]]

@@ -153,7 +153,8 @@ class _Container:
             try:
                 with open(log, "ab") as out:
                     self.process = await asyncio.create_subprocess_exec(
-                        *line, env={**os.environ, **self.pod.kubelet.service_account, "HOSTNAME": self.pod.name,
+                        *line, env={**os.environ, **self.pod.kubelet.service_account(self.pod.obj),
+                                    "HOSTNAME": self.pod.name,
                                     **self.env}, stdout=out,
                         stderr=asyncio.subprocess.STDOUT, cwd=self.spec.get("workingDir") or self.pod.dir,
                         start_new_session=True, preexec_fn=processes.die_with_parent)
@@ -400,9 +401,9 @@ class Kubelet:
         self._queue: asyncio.Queue[storage.Change] = asyncio.Queue()
         self._task: asyncio.Task | None = None
         self._terminations: set[asyncio.Task] = set()
-        self.service_account: dict[str, str] = {}
-        """Env every container gets in place of a mounted service-account token: `KUBECONFIG`
-        naming the emulator's own kubeconfig, so an operator pod reaches the API like in a cluster."""
+        self.service_account: Callable[[dict], dict[str, str]] = lambda pod: {}
+        """Env a pod's containers get in place of a mounted service-account token (the emulator
+        gives `KUBECONFIG` naming a kubeconfig with the pod's ServiceAccount's token)."""
 
     def start(self) -> None:
         self.store.subscribe(self._changed)

@@ -1,4 +1,4 @@
-"""The asyncio shell that runs the pure controllers (Deployments, ReplicaSets, GC) against the store.
+"""The asyncio shell that runs the pure controllers (workloads, EndpointSlices, ServiceAccounts, GC) on the store.
 
 Development emulator, not for production. Level-based: any change wakes one pass over the
 whole store, which plans with the pure modules and applies the writes; the writes wake the next
@@ -14,7 +14,7 @@ import logging
 from collections import defaultdict
 
 from liveplex.emulator.apiserver import errors, kinds, storage
-from liveplex.emulator.controllers import deployments, gc
+from liveplex.emulator.controllers import deployments, endpointslices, gc, serviceaccounts
 
 logger = logging.getLogger(__name__)
 
@@ -59,9 +59,14 @@ class Controllers:
             await asyncio.sleep(0)
 
     def reconcile(self) -> None:
-        """One pass: every Deployment, every ReplicaSet, then the garbage collector."""
+        """One pass: Deployments, ReplicaSets, Services' slices, namespaces' `default` ServiceAccounts, then
+        the garbage collector."""
         snapshot = self.store.snapshot()
         for action in self._plan_workloads(snapshot):
+            self._apply(action)
+        for action in endpointslices.plan(self.store.snapshot()):
+            self._apply(action)
+        for action in serviceaccounts.plan(self.store.snapshot()):
             self._apply(action)
         for action in gc.plan(self.store.snapshot()):
             self._apply(action)
@@ -92,7 +97,8 @@ class Controllers:
                 actions += deployments.plan_replicaset(rs, pods_by_owner.get(rs["metadata"]["uid"], []))
         return actions
 
-    def _apply(self, action: deployments.Action | gc.Action) -> None:
+    def _apply(self, action: deployments.Action | endpointslices.Action | serviceaccounts.CreateDefault | gc.Action
+               ) -> None:
         store, registry = self.store, self.store.registry
         try:
             match action:
@@ -105,10 +111,23 @@ class Controllers:
                                 {"spec": {"replicas": action.replicas}})
                 case deployments.DeletePod():
                     store.delete(registry.by_key(kinds.POD_KEY), action.namespace, action.name)
+                case deployments.Annotate():
+                    key = DEPLOYMENTS if action.kind == "Deployment" else REPLICASETS
+                    store.patch(registry.by_key(key), action.namespace, action.name, storage.MERGE,
+                                {"metadata": {"annotations": action.annotations}})
                 case deployments.SetStatus():
                     key = DEPLOYMENTS if action.kind == "Deployment" else REPLICASETS
                     store.update(registry.by_key(key), action.namespace, action.name, {"status": action.status},
                                  "status")
+                case serviceaccounts.CreateDefault():
+                    store.create(registry.by_key(kinds.SERVICE_ACCOUNT_KEY), action.namespace,
+                                 {"metadata": {"name": serviceaccounts.DEFAULT}})
+                case endpointslices.Write(name=None):
+                    store.create(registry.by_key(endpointslices.KEY), action.namespace, action.body)
+                case endpointslices.Write():
+                    store.update(registry.by_key(endpointslices.KEY), action.namespace, action.name, action.body)
+                case endpointslices.Remove():
+                    store.delete(registry.by_key(endpointslices.KEY), action.namespace, action.name)
                 case gc.Delete():
                     store.delete(action.rt, action.namespace, action.name,
                                  storage.DeleteOptions(propagation=action.propagation))
