@@ -13,12 +13,14 @@ import asyncio
 import importlib.resources
 import random
 from collections.abc import Awaitable, Collection, Mapping
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import orjson
 import redis.asyncio
 import redis.exceptions
 from redis.asyncio.retry import Retry
+from redis.commands.core import AsyncScript
 from redis.backoff import NoBackoff
 
 from liveplex.placement import choice, errors, keys, load, record, snapshot, timing
@@ -34,6 +36,15 @@ _UNAVAILABLE = (
     TimeoutError,  # our own deadline
     OSError,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One script run, built once and sent alone or in a `Batch`."""
+
+    script: AsyncScript
+    keys: list[str]
+    args: list[Any]
 
 
 def _source(name: str) -> str:
@@ -77,10 +88,12 @@ class PlacementClient:
 
         Returns the pod's unexpired reservations at that instant: sessions placed on it that have not
         started yet, which the pod exports as `liveengine_sessions_reserved` (platform §8's occupancy)."""
+        return await self._send(self._heartbeat_call(pool, pod, record, ttl_ms))
+
+    def _heartbeat_call(self, pool: str, pod: str, record: record.PodRecord, ttl_ms: int) -> _Call:
         k = keys.pool_keys(pool)
         fields = [item for pair in record.to_hash().items() for item in pair]
-        return await self._run(self._heartbeat(keys=[k.pod(pod), k.members, k.resv(pod)],
-                                               args=[pod, ttl_ms, *fields]))
+        return _Call(self._heartbeat, [k.pod(pod), k.members, k.resv(pod)], [pod, ttl_ms, *fields])
 
     async def accept(self, pool: str, pod: str, session_id: str, active: int) -> bool:
         """The engine started `session_id`: its lease becomes part of `active` in one step.
@@ -88,15 +101,15 @@ class PlacementClient:
         `active` is the engine's count including this session. Returns whether the lease was still
         held (a session whose lease expired is still accepted when the engine's own cap allows).
         """
-        return await self._settled(pool, pod, _session(session_id), _count(active))
+        return await self._send(self._settle_call(pool, pod, _session(session_id), _count(active))) == 1
 
     async def release(self, pool: str, pod: str, session_id: str, active: int) -> bool:
         """The engine refused reserved `session_id`: drop its lease and write the engine's `active`."""
-        return await self._settled(pool, pod, _session(session_id), _count(active))
+        return await self._send(self._settle_call(pool, pod, _session(session_id), _count(active))) == 1
 
     async def set_active(self, pool: str, pod: str, active: int) -> None:
         """Write the engine's session count at once (a session ended), without waiting for a heartbeat."""
-        await self._settled(pool, pod, "", _count(active))
+        await self._send(self._settle_call(pool, pod, "", _count(active)))
 
     async def drain(self, pool: str, pod: str) -> None:
         """Placement skips `pod` from now on; the pod name is published on the pool's events channel."""
@@ -142,7 +155,7 @@ class PlacementClient:
 
     async def unreserve(self, pool: str, pod: str, session_id: str) -> bool:
         """Give back a reservation the gateway could not use (connect failed); returns whether it was held."""
-        return await self._settled(pool, pod, _session(session_id), "")
+        return await self._send(self._settle_call(pool, pod, _session(session_id), "")) == 1
 
     async def route(self, model: str) -> str | None:
         """The pool serving `model`, or None when no LiveEngine routes it."""
@@ -193,9 +206,22 @@ class PlacementClient:
 
     # --- the edge -------------------------------------------------------------------------------------
 
-    async def _settled(self, pool: str, pod: str, session_id: str, active: int | str) -> bool:
+    def batch(self) -> Batch:
+        """Engine-side writes queued here and sent in one round trip, applied in order."""
+        return Batch(self)
+
+    def _settle_call(self, pool: str, pod: str, session_id: str, active: int | str) -> _Call:
         k = keys.pool_keys(pool)
-        return await self._run(self._settle(keys=[k.resv(pod), k.pod(pod)], args=[session_id, active])) == 1
+        return _Call(self._settle, [k.resv(pod), k.pod(pod)], [session_id, active])
+
+    async def _send(self, call: _Call) -> Any:
+        return await self._run(call.script(keys=call.keys, args=call.args))
+
+    async def _send_all(self, calls: list[_Call]) -> list[Any]:
+        pipe = self._redis.pipeline(transaction=False)
+        for call in calls:
+            await call.script(keys=call.keys, args=call.args, client=pipe)  # queued, not sent
+        return await self._run(pipe.execute())
 
     async def _run(self, call: Awaitable[T]) -> T:
         """Await one Redis call under the deadline; the only place redis-py errors become ours."""
@@ -206,6 +232,37 @@ class PlacementClient:
             raise errors.RedisUnavailable(f"Redis unavailable: {type(exc).__name__}: {exc}") from exc
         except redis.exceptions.RedisError as exc:
             raise errors.RedisRefused(f"Redis refused: {exc}") from exc
+
+
+class Batch:
+    """Heartbeats and settles of many pods in one round trip, in the order queued (not atomic as a whole).
+
+    For a process that speaks for many pods at once: the `bench place` pool simulator, a node agent.
+    Each queued call is checked as the single call would be, before anything is sent."""
+
+    def __init__(self, client: PlacementClient) -> None:
+        self._client = client
+        self._calls: list[_Call] = []
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def heartbeat(self, pool: str, pod: str, record: record.PodRecord, ttl_ms: int = timing.POD_TTL_MS) -> None:
+        self._calls.append(self._client._heartbeat_call(pool, pod, record, ttl_ms))
+
+    def accept(self, pool: str, pod: str, session_id: str, active: int) -> None:
+        self._calls.append(self._client._settle_call(pool, pod, _session(session_id), _count(active)))
+
+    def release(self, pool: str, pod: str, session_id: str, active: int) -> None:
+        self._calls.append(self._client._settle_call(pool, pod, _session(session_id), _count(active)))
+
+    def set_active(self, pool: str, pod: str, active: int) -> None:
+        self._calls.append(self._client._settle_call(pool, pod, "", _count(active)))
+
+    async def send(self) -> list[Any]:
+        """Each call's answer, in order (a heartbeat's live reservations, a settle's 1/0); empties the batch."""
+        calls, self._calls = self._calls, []
+        return await self._client._send_all(calls) if calls else []
 
 
 def _session(session_id: str) -> str:
