@@ -4,7 +4,7 @@ The gateway uses it to place from its last snapshot while Redis is down (platfor
 no reservation is written, the engine's hard cap decides), and the tests use it as the oracle that
 `place.lua` must agree with on any pool. Rank: pods with room only; healthy before degraded; then the
 most free slots (`spread`) or the fewest (`pack`); equals are broken by `tiebreak` modulo their
-number, in `ZRANGE` order.
+number, in pod-name order (the order of equal scores in `place.lua`'s `room` index).
 """
 
 from __future__ import annotations
@@ -73,6 +73,6 @@ def choose(
         elif rank == best:
             ties.append(member)
     if ties:
-        chosen = ties[tiebreak % len(ties)]
+        chosen = sorted(ties, key=lambda m: m.pod.encode())[tiebreak % len(ties)]
         return Placed(chosen.pod, chosen.record.addr)
     return Busy(capacity, active, no_engines=engines == 0)

@@ -47,9 +47,13 @@ class _Call:
     args: list[Any]
 
 
-def _source(name: str) -> str:
+def _source(name: str, *prelude: str) -> str:
     lua = importlib.resources.files("liveplex.placement").joinpath("lua")
-    return lua.joinpath("now.lua").read_text() + lua.joinpath(name).read_text()
+    return "".join(lua.joinpath(part).read_text() for part in ("now.lua", *prelude, name))
+
+
+_WRITER = "index.lua"
+"""Prepended to every script that changes a pod: the index it keeps (see `keys.PoolKeys.index`)."""
 
 
 class PlacementClient:
@@ -65,10 +69,11 @@ class PlacementClient:
             socket_connect_timeout=self._timeout_s,
             retry=Retry(NoBackoff(), 1),  # one reconnect after Redis closed a pooled connection
         )
-        self._heartbeat = self._redis.register_script(_source("heartbeat.lua"))
-        self._settle = self._redis.register_script(_source("settle.lua"))
-        self._drain = self._redis.register_script(_source("drain.lua"))
-        self._place = self._redis.register_script(_source("place.lua"))
+        self._heartbeat = self._redis.register_script(_source("heartbeat.lua", _WRITER))
+        self._settle = self._redis.register_script(_source("settle.lua", _WRITER))
+        self._drain = self._redis.register_script(_source("drain.lua", _WRITER))
+        self._remove = self._redis.register_script(_source("remove.lua", _WRITER))
+        self._place = self._redis.register_script(_source("place.lua", _WRITER))
         self._snapshot = self._redis.register_script(_source("snapshot.lua"))
 
     async def close(self) -> None:
@@ -93,7 +98,7 @@ class PlacementClient:
     def _heartbeat_call(self, pool: str, pod: str, record: record.PodRecord, ttl_ms: int) -> _Call:
         k = keys.pool_keys(pool)
         fields = [item for pair in record.to_hash().items() for item in pair]
-        return _Call(self._heartbeat, [k.pod(pod), k.members, k.resv(pod)], [pod, ttl_ms, *fields])
+        return _Call(self._heartbeat, k.index, [k.pod_prefix, k.resv_prefix, keys.check_pod(pod), ttl_ms, *fields])
 
     async def accept(self, pool: str, pod: str, session_id: str, active: int) -> bool:
         """The engine started `session_id`: its lease becomes part of `active` in one step.
@@ -114,14 +119,12 @@ class PlacementClient:
     async def drain(self, pool: str, pod: str) -> None:
         """Placement skips `pod` from now on; the pod name is published on the pool's events channel."""
         k = keys.pool_keys(pool)
-        await self._run(self._drain(keys=[k.pod(pod)], args=[k.events, pod]))
+        await self._run(self._drain(keys=k.index, args=[k.pod_prefix, k.resv_prefix, keys.check_pod(pod), k.events]))
 
     async def remove_pod(self, pool: str, pod: str) -> None:
         """A clean exit: the pod's hash, reservations and membership go at once instead of by TTL."""
         k = keys.pool_keys(pool)
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.delete(k.pod(pod), k.resv(pod)).zrem(k.members, pod)
-        await self._run(pipe.execute())
+        await self._run(self._remove(keys=k.index, args=[k.pod_prefix, k.resv_prefix, keys.check_pod(pod)]))
 
     async def write_config(self, pool: str, config: Mapping[str, object]) -> None:
         """Store the pool's served description (`/live/config`) for gateways' early validation."""
@@ -148,7 +151,7 @@ class PlacementClient:
         pick = random.getrandbits(31) if tiebreak is None else tiebreak
         args = [k.pod_prefix, k.resv_prefix, _session(session_id), lease_ms, stale_ms, pick,
                 choice.Mode(mode).value, *exclude]
-        reply = await self._run(self._place(keys=[k.members], args=args))
+        reply = await self._run(self._place(keys=k.index, args=args))
         if reply[0] == "placed":
             return choice.Placed(pod=reply[1], addr=reply[2])
         return choice.Busy(total_capacity=reply[1], total_active=reply[2], no_engines=reply[3] == 1)
@@ -212,7 +215,7 @@ class PlacementClient:
 
     def _settle_call(self, pool: str, pod: str, session_id: str, active: int | str) -> _Call:
         k = keys.pool_keys(pool)
-        return _Call(self._settle, [k.resv(pod), k.pod(pod)], [session_id, active])
+        return _Call(self._settle, k.index, [k.pod_prefix, k.resv_prefix, keys.check_pod(pod), session_id, active])
 
     async def _send(self, call: _Call) -> Any:
         return await self._run(call.script(keys=call.keys, args=call.args))

@@ -48,6 +48,31 @@ class PoolKeys:
         return self.tag + "events"
 
     @property
+    def room(self) -> str:
+        """ZSET: pod -> rank (free slots, + 2^32 when degraded) for the members with room (the index)."""
+        return self.tag + "room"
+
+    @property
+    def expiry(self) -> str:
+        """ZSET: pod -> its earliest lease expiry (ms): when its room next grows by itself (the index)."""
+        return self.tag + "expiry"
+
+    @property
+    def counted(self) -> str:
+        """HASH: pod -> `capacity active`, what it adds to the busy totals (the index)."""
+        return self.tag + "counted"
+
+    @property
+    def totals(self) -> str:
+        """HASH: `capacity`, `active`, `engines` summed over `counted` (the index)."""
+        return self.tag + "totals"
+
+    @property
+    def index(self) -> list[str]:
+        """The KEYS of every script that changes a pod, in `index.lua`'s order."""
+        return [self.members, self.room, self.expiry, self.counted, self.totals]
+
+    @property
     def pod_prefix(self) -> str:
         """`pod_prefix + pod` is the pod's HASH (its `PodRecord`)."""
         return self.tag + "pod:"
