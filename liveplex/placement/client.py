@@ -88,17 +88,24 @@ class PlacementClient:
     # --- engine pod side (platform §6.3) -------------------------------------------------------------
 
     async def heartbeat(self, pool: str, pod: str, record: record.PodRecord,
-                        ttl_ms: int = timing.POD_TTL_MS) -> int:
+                        ttl_ms: int = timing.POD_TTL_MS, since: record.PodRecord | None = None) -> int | None:
         """Publish the pod's record, keep its hash alive for `ttl_ms` and mark it fresh (Redis TIME).
 
-        Returns the pod's unexpired reservations at that instant: sessions placed on it that have not
-        started yet, which the pod exports as `liveengine_sessions_reserved` (platform §8's occupancy)."""
-        return await self._send(self._heartbeat_call(pool, pod, record, ttl_ms))
+        With `since` (the record of the pod's last beat that landed) only what changed is sent, besides
+        the four fields placement ranks by. Returns the pod's unexpired reservations at that instant:
+        sessions placed on it that have not started yet, which the pod exports as
+        `liveengine_sessions_reserved` (platform §8's occupancy); None when `since` was given but Redis
+        holds no record of the pod (it restarted, or the TTL ran out): nothing was written, and the
+        caller sends the whole record (and whatever else Redis lost) at once."""
+        reserved = await self._send(self._heartbeat_call(pool, pod, record, ttl_ms, since))
+        return None if reserved < 0 else reserved
 
-    def _heartbeat_call(self, pool: str, pod: str, record: record.PodRecord, ttl_ms: int) -> _Call:
+    def _heartbeat_call(self, pool: str, pod: str, record: record.PodRecord, ttl_ms: int,
+                        since: record.PodRecord | None) -> _Call:
         k = keys.pool_keys(pool)
-        fields = [item for pair in record.to_hash().items() for item in pair]
-        return _Call(self._heartbeat, k.index, [k.pod_prefix, k.resv_prefix, keys.check_pod(pod), ttl_ms, *fields])
+        whole, fields = record.changes(since)
+        return _Call(self._heartbeat, k.index,
+                     [k.pod_prefix, k.resv_prefix, keys.check_pod(pod), ttl_ms, "1" if whole else "0", *fields])
 
     async def accept(self, pool: str, pod: str, session_id: str, active: int) -> bool:
         """The engine started `session_id`: its lease becomes part of `active` in one step.
@@ -250,8 +257,10 @@ class Batch:
     def __len__(self) -> int:
         return len(self._calls)
 
-    def heartbeat(self, pool: str, pod: str, record: record.PodRecord, ttl_ms: int = timing.POD_TTL_MS) -> None:
-        self._calls.append(self._client._heartbeat_call(pool, pod, record, ttl_ms))
+    def heartbeat(self, pool: str, pod: str, record: record.PodRecord, ttl_ms: int = timing.POD_TTL_MS,
+                  since: record.PodRecord | None = None) -> None:
+        """Its answer in `send`: the reservations, or -1 when `since` was given and the record is gone."""
+        self._calls.append(self._client._heartbeat_call(pool, pod, record, ttl_ms, since))
 
     def accept(self, pool: str, pod: str, session_id: str, active: int) -> None:
         self._calls.append(self._client._settle_call(pool, pod, _session(session_id), _count(active)))

@@ -54,6 +54,20 @@ class PodRecord:
         return cls(**values)  # type: ignore[arg-type]
 
 
+    def changes(self, since: PodRecord | None) -> tuple[bool, list[str]]:
+        """What a heartbeat sends: (whole, [field, value, ...]) with `PLACEMENT_FIELDS` first, always,
+        then every other field when `since` is None (whole), else only those that differ from it."""
+        mine = self.to_hash()
+        before = since.to_hash() if since is not None else {}
+        flat = [item for name in PLACEMENT_FIELDS for item in (name, mine[name])]
+        flat += [item for name, value in mine.items()
+                 if name not in PLACEMENT_FIELDS and before.get(name) != value for item in (name, value)]
+        return since is None, flat
+
+
+PLACEMENT_FIELDS = ("capacity", "active", "draining", "degraded")
+"""The fields `place.lua` ranks by, sent with every heartbeat (`heartbeat.lua` reads them by position)."""
+
 _TYPES: dict[str, type] = typing.get_type_hints(PodRecord)
 """Field name -> Python type (the annotations are strings under `from __future__ import annotations`)."""
 

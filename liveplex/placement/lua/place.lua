@@ -63,9 +63,10 @@ end
 
 -- 4. trust but verify: fresh, a hash, not draining, and the room the index says; else fix and retry
 --    (at most FIXES times: an index that wrong answers busy rather than holding Redis)
-local chosen
+local chosen, score
 for _ = 1, FIXES do
-  local pod, score = best()
+  local pod
+  pod, score = best()
   if not pod then
     break
   end
@@ -76,7 +77,7 @@ for _ = 1, FIXES do
   elseif h[3] ~= '1' then
     local free = tonumber(h[1]) - tonumber(h[2]) - redis.call('ZCOUNT', RESV_PREFIX .. pod, now, '+inf')
     if free > 0 and room_score(free, h[4] == '1') == score then
-      chosen = {pod, h[5]}
+      chosen = {pod, h[5], free}
       break
     end
   end
@@ -92,8 +93,17 @@ if not chosen then
   return {'busy', tonumber(totals[1] or 0) - out_capacity, tonumber(totals[2] or 0) - out_active,
           (engines == 0) and 1 or 0}
 end
-local resv = RESV_PREFIX .. chosen[1]
-redis.call('ZADD', resv, now + lease_ms, session)
+-- 5. reserve, and move the pod down its rank by the slot it took: all that changed, so no reindex
+local pod, resv = chosen[1], RESV_PREFIX .. chosen[1]
+local added = redis.call('ZADD', resv, now + lease_ms, session)
 redis.call('PEXPIRE', resv, lease_ms + stale_ms)
-reindex(chosen[1], now)
-return {'placed', chosen[1], chosen[2]}
+if added == 0 then
+  reindex(pod, now)  -- the same session placed again: only its lease moved
+elseif chosen[3] > 1 then
+  redis.call('ZADD', ROOM, score - 1, pod)
+  redis.call('ZADD', EXPIRY, 'LT', now + lease_ms, pod)
+else
+  redis.call('ZREM', ROOM, pod)
+  redis.call('ZADD', EXPIRY, 'LT', now + lease_ms, pod)
+end
+return {'placed', pod, chosen[2]}
