@@ -6,6 +6,7 @@ Redis, so the heartbeats, the placements and the measurement do not share one ev
 - **pods**: until the gateway's last placed session has reached it, every pod heartbeats every `HEARTBEAT_MS` (spread over 10 ms ticks, each tick's writes
   in one pipelined round trip, in order); each placed session is accepted by its pod with the pod's
   own count (or refused when the pod is at its cap: *overbooked*, which placement must never cause),
+  its tick p99 changing every beat as a real pod's does; a beat sends what changed since the last,
   held for `--hold` seconds, then ended (`set_active`). A probe pod (capacity 0, never placed on)
   heartbeats alone every 10 ms on its own connection: the heartbeat round trip a pod sees.
 - **gateway**: `--concurrency` callers place at `--rate` placements/s in all (the gateway's
@@ -44,6 +45,8 @@ WARM_S = 2.0
 """The heartbeats-only phase: pods settle in and Redis's heartbeat CPU is measured."""
 DECISION_BUDGET_S = 3.0
 """The decision-alone phase stops after this long, or after `decision_rounds` calls."""
+PINGS = 2000
+"""PINGs timed after the decisions: the unit of a request's cost to Redis (read, parse, reply)."""
 FAR_MS = 3_600_000
 """TTL and stale window of the decision pool, whose pods do not heartbeat."""
 
@@ -72,8 +75,9 @@ def pod_name(i: int) -> str:
     return f"pod-{i:05d}"
 
 
-def _record(i: int, capacity: int, active: int) -> PodRecord:
-    return PodRecord(f"10.{i // 65536}.{i // 256 % 256}.{i % 256}:8000", capacity, active)
+def _record(i: int, capacity: int, active: int, tick_p99_us: int = 0) -> PodRecord:
+    return PodRecord(f"10.{i // 65536}.{i // 256 % 256}.{i % 256}:8000", capacity, active, tick_p99_us=tick_p99_us,
+                     engine_version="sim", started_ms=1)
 
 
 # --- the pods process ----------------------------------------------------------------------------
@@ -97,6 +101,8 @@ def run_pods(plan: Plan, inbox: Connection, ready: Event, stop: Event, results: 
 async def _pods(plan: Plan, inbox: Connection, ready: Event, stop: Event) -> PodsReport:
     report = PodsReport()
     running = [0] * plan.pods
+    landed: list[PodRecord | None] = [None] * plan.pods
+    """Each pod's last beat that landed: the next one sends what changed since."""
     ends: list[tuple[float, int]] = []
     slots = max(1, round(HEARTBEAT_MS / 1000 / TICK_S))
     async with PlacementClient(plan.url, timeout_ms=10_000) as client, \
@@ -125,12 +131,16 @@ async def _pods(plan: Plan, inbox: Connection, ready: Event, stop: Event) -> Pod
                 running[i] -= 1
                 report.ended += 1
                 batch.set_active(POOL, pod_name(i), running[i])
-            for i in range(tick % slots, plan.pods, slots):
-                batch.heartbeat(POOL, pod_name(i), _record(i, plan.capacity, running[i]))
-                report.heartbeats += 1
+            beating = range(tick % slots, plan.pods, slots)
+            records = [_record(i, plan.capacity, running[i], 4000 + tick % 7) for i in beating]
+            for i, record in zip(beating, records):
+                batch.heartbeat(POOL, pod_name(i), record, since=landed[i])
+            report.heartbeats += len(records)
             t0 = time.perf_counter_ns()
-            await batch.send()
+            replies = await batch.send()
             report.batch_us.append((time.perf_counter_ns() - t0) // 1000)
+            for i, record, reserved in zip(beating, records, replies[len(replies) - len(records):]):
+                landed[i] = record if reserved >= 0 else None  # -1: the record was lost, send it whole
             tick += 1
             next_tick += TICK_S
             delay = next_tick - time.perf_counter()
@@ -244,26 +254,34 @@ async def _audit(client: PlacementClient) -> list[str]:
 
 
 async def _decision(url: str, pods: int, rounds: int) -> dict[str, Any]:
-    """place.lua alone, sequential, on a pool of `pods` pods that always have room, next to PING."""
+    """place.lua alone, sequential, on a pool of `pods` pods that always have room, next to PING.
+
+    Redis's main-thread CPU per call (the request's read, parse and reply included, as for a PING),
+    and `INFO commandstats`' µs per call (the script's own wall time: inflated when the machine is
+    so busy that Redis is preempted mid-script)."""
     async with PlacementClient(url, timeout_ms=60_000) as client, \
             redis.asyncio.Redis.from_url(url, decode_responses=True) as raw:
         await _populate(client, DECISION_POOL, pods, 1_000_000, FAR_MS)
         await raw.config_resetstat()
         samples: list[int] = []
+        cpu0 = _cpu_s(await raw.info("cpu"))
         deadline = time.perf_counter() + DECISION_BUDGET_S
         while len(samples) < rounds and time.perf_counter() < deadline:
             t0 = time.perf_counter_ns()
             placed = await client.place(DECISION_POOL, f"d{len(samples)}", stale_ms=FAR_MS, lease_ms=FAR_MS)
             samples.append((time.perf_counter_ns() - t0) // 1000)
             assert isinstance(placed, Placed), placed
-        for _ in range(1000):
+        cpu1 = _cpu_s(await raw.info("cpu"))
+        for _ in range(PINGS):
             await raw.ping()
+        cpu2 = _cpu_s(await raw.info("cpu"))
         stats = await raw.info("commandstats")
         await _clear(raw, DECISION_POOL)
-    decision_us = float(stats["cmdstat_evalsha"]["usec_per_call"])
-    ping_us = float(stats["cmdstat_ping"]["usec_per_call"])
-    return {"rounds": len(samples), "redis_us_per_call": decision_us, "ping_us": ping_us,
+    decision_us = (cpu1 - cpu0) * 1e6 / len(samples)
+    ping_us = (cpu2 - cpu1) * 1e6 / PINGS
+    return {"rounds": len(samples), "redis_cpu_us": round(decision_us, 1), "ping_cpu_us": round(ping_us, 2),
             "pings_per_decision": round(decision_us / ping_us, 1),
+            "script_us_per_call": float(stats["cmdstat_evalsha"]["usec_per_call"]),
             "round_trip_ms": percentiles.summarize(samples[len(samples) // 10:]).as_dict()}
 
 
@@ -276,7 +294,7 @@ async def _orchestrate(plan: Plan) -> dict[str, Any]:
     async with PlacementClient(plan.url, timeout_ms=60_000) as client, \
             redis.asyncio.Redis.from_url(plan.url, decode_responses=True) as raw:
         await _clear(raw, POOL)
-        await _populate(client, POOL, plan.pods, plan.capacity, 60_000)
+        await _populate(client, POOL, plan.pods, plan.capacity, 60_000)  # the pods' first beats are whole
         processes = [context.Process(target=run_pods, args=(plan, inbox, ready[0], stop, results)),
                      context.Process(target=run_gateway, args=(plan, outbox, ready[1], live, stop, results))]
         for process in processes:

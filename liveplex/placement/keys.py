@@ -8,6 +8,7 @@ formatting names themselves. `le:routes` is the one global key.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -91,7 +92,15 @@ class PoolKeys:
 
 def pool_keys(pool: str) -> PoolKeys:
     """The keys of `pool` (`<namespace>/<name>`); raises `InvalidName` (param `pool`) for any other shape."""
-    if not isinstance(pool, str) or pool.count("/") != 1:
+    if not isinstance(pool, str):
+        raise errors.InvalidName("pool", pool, "a pool is named <namespace>/<name>")
+    return _checked(pool)
+
+
+@functools.lru_cache(maxsize=1024)
+def _checked(pool: str) -> PoolKeys:
+    """Checked once per name: every call of every writer and placement builds the pool's keys."""
+    if pool.count("/") != 1:
         raise errors.InvalidName("pool", pool, "a pool is named <namespace>/<name>")
     namespace, name = pool.split("/")
     if not _LABEL.fullmatch(namespace):

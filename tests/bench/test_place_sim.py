@@ -28,7 +28,7 @@ def test_a_small_simulated_pool_is_measured_and_audited(redis_url: str, tmp_path
     assert report["audit"] == {"overbooked": 0, "over_cap": [], "fewest_members": 7, "members_expected": 7,
                                "ok": True}
     assert report["redis"]["cpu_placing"] > report["redis"]["cpu_heartbeats_only"] > 0
-    assert report["decision"]["rounds"] == 40 and report["decision"]["redis_us_per_call"] > 0
+    assert report["decision"]["rounds"] == 40 and report["decision"]["redis_cpu_us"] > 0
 
 
 def test_bad_plans_name_their_parameter(redis_url: str) -> None:
