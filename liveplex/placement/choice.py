@@ -51,7 +51,11 @@ def choose(
     tiebreak: int = 0,
     stale_ms: int = timing.STALE_MS,
 ) -> Placed | Busy:
-    """Where `place.lua` would place a session on `pool`, given the same exclusions and tie-breaker."""
+    """Where `place.lua` would place a session on `pool`, given the same exclusions and tie-breaker.
+
+    On a summary (`pool.load` set: the best candidates only) a placement is the same as on the whole
+    pool while fewer than all candidates are excluded; a busy answer carries the pool's totals
+    (draining pods' sessions and excluded pods included)."""
     best: tuple[bool, int] | None = None
     ties: list[snapshot.Member] = []
     capacity = active = engines = 0
@@ -75,4 +79,6 @@ def choose(
     if ties:
         chosen = sorted(ties, key=lambda m: m.pod.encode())[tiebreak % len(ties)]
         return Placed(chosen.pod, chosen.record.addr)
+    if pool.load is not None:  # a summary holds only pods with room: the pool's own totals say the rest
+        return Busy(pool.load.capacity, pool.load.active, no_engines=pool.load.fresh == pool.load.draining)
     return Busy(capacity, active, no_engines=engines == 0)

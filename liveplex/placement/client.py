@@ -52,6 +52,9 @@ def _source(name: str, *prelude: str) -> str:
     return "".join(lua.joinpath(part).read_text() for part in ("now.lua", *prelude, name))
 
 
+SUMMARY_CANDIDATES = 16
+"""How many of a pool's best pods a summary carries: fail-open placement's choice, excluded ones included."""
+
 _WRITER = "index.lua"
 """Prepended to every script that changes a pod: the index it keeps (see `keys.PoolKeys.index`)."""
 
@@ -75,6 +78,7 @@ class PlacementClient:
         self._remove = self._redis.register_script(_source("remove.lua", _WRITER))
         self._place = self._redis.register_script(_source("place.lua", _WRITER))
         self._snapshot = self._redis.register_script(_source("snapshot.lua"))
+        self._summary = self._redis.register_script(_source("summary.lua", _WRITER))
 
     async def close(self) -> None:
         await self._redis.aclose()
@@ -200,16 +204,25 @@ class PlacementClient:
         """The pool at one Redis instant, stale members included (see `Snapshot.fresh`)."""
         k = keys.pool_keys(pool)
         reply = await self._run(self._snapshot(keys=[k.members], args=[k.pod_prefix, k.resv_prefix]))
-        members = tuple(
-            snapshot.Member(
-                pod=pod,
-                record=record.PodRecord.from_hash(dict(zip(flat[::2], flat[1::2]))),
-                heartbeat_ms=int(float(score)),
-                reserved=reserved,
-            )
-            for pod, score, reserved, flat in reply[1:]
-        )
-        return snapshot.Snapshot(now_ms=reply[0], members=members)
+        return snapshot.Snapshot(now_ms=reply[0], members=_members(reply[1:]))
+
+    async def summary(self, pool: str, candidates: int = SUMMARY_CANDIDATES,
+                      stale_ms: int = timing.STALE_MS) -> snapshot.Snapshot:
+        """The pool's totals and its best `candidates` pods (spread order), in O(candidates · log N).
+
+        What a gateway refreshes every second: `load` has the totals (kept by the index: sessions and
+        slots exact, `degraded` counts degraded pods with room, the worst tick p99 is the candidates'),
+        `members` are enough for fail-open placement (platform §7.12) without reading every pod."""
+        k = keys.pool_keys(pool)
+        reply = await self._run(self._summary(keys=k.index, args=[k.pod_prefix, k.resv_prefix, stale_ms,
+                                                                  candidates]))
+        members = _members(reply[2:])
+        capacity, active, engines, reserved, draining, draining_active, degraded = reply[1]
+        totals = load.PoolLoad(
+            pods=engines + draining, fresh=engines + draining, draining=draining, degraded=degraded,
+            active=active + draining_active, reserved=reserved, capacity=capacity,
+            worst_tick_p99_us=max((m.record.tick_p99_us for m in members), default=0))
+        return snapshot.Snapshot(now_ms=reply[0], members=members, load=totals)
 
     async def load(self, pool: str, stale_ms: int = timing.STALE_MS) -> load.PoolLoad:
         return load.PoolLoad.of(await self.snapshot(pool), stale_ms)
@@ -275,6 +288,14 @@ class Batch:
         """Each call's answer, in order (a heartbeat's live reservations, a settle's 1/0); empties the batch."""
         calls, self._calls = self._calls, []
         return await self._client._send_all(calls) if calls else []
+
+
+def _members(rows: list[Any]) -> tuple[snapshot.Member, ...]:
+    return tuple(
+        snapshot.Member(pod=pod, record=record.PodRecord.from_hash(dict(zip(flat[::2], flat[1::2]))),
+                        heartbeat_ms=int(float(score)), reserved=reserved)
+        for pod, score, reserved, flat in rows
+    )
 
 
 def _session(session_id: str) -> str:

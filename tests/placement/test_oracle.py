@@ -17,7 +17,7 @@ import redis.asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from liveplex.placement import LocalRedis, Mode, PlacementClient, PodRecord, choose, pool_keys
+from liveplex.placement import Busy, LocalRedis, Mode, PlacementClient, PodRecord, PoolLoad, choose, pool_keys
 from tests.placement import truth
 from tests.support.redis import flush
 
@@ -134,3 +134,41 @@ def test_ties_are_broken_as_choose_breaks_them(
         redis_server.start()
     flush(redis_server.url)
     asyncio.run(_compare(redis_server.url, pods, exclude, mode, tiebreak))
+
+
+async def _summary_agrees(url: str, pods: list[Pod], exclude: set[str], tiebreak: int) -> None:
+    raw = redis.asyncio.Redis.from_url(url, decode_responses=True, socket_timeout=2)
+    try:
+        async with PlacementClient(url, timeout_ms=2000) as client:
+            await _arrange(client, raw, pods)
+            summary = await client.summary(POOL)  # applies time's changes, as a placement does
+            whole = await client.snapshot(POOL)
+            load, summed = PoolLoad.of(summary), PoolLoad.of(whole)
+            assert (load.pods, load.fresh, load.draining, load.active, load.reserved, load.capacity) == (
+                summed.pods, summed.fresh, summed.draining, summed.active, summed.reserved, summed.capacity)
+            assert load.degraded == sum(m.record.degraded for m in summary.members)  # the candidates are all
+            # with room here (8 pods < 16 candidates), so fail-open from the summary is the whole choice
+            from_summary, from_whole = (choose(pool, exclude, Mode.SPREAD, tiebreak) for pool in (summary, whole))
+            if isinstance(from_whole, Busy):
+                assert isinstance(from_summary, Busy) and from_summary.no_engines == from_whole.no_engines
+            else:
+                assert from_summary == from_whole
+            await truth.assert_index_is_true(raw, POOL)
+    finally:
+        await raw.aclose()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          report_multiple_bugs=False)
+@given(
+    pods=st.lists(PODS, min_size=1, max_size=8, unique_by=lambda p: p.name),
+    exclude=st.sets(st.sampled_from([f"pod-{i}" for i in range(8)]), max_size=2),
+    tiebreak=st.integers(0, 2**31 - 1),
+)
+def test_a_summary_has_the_pools_totals_and_its_best_candidates(
+    redis_server: LocalRedis, pods: list[Pod], exclude: set[str], tiebreak: int
+) -> None:
+    if not redis_server.running:
+        redis_server.start()
+    flush(redis_server.url)
+    asyncio.run(_summary_agrees(redis_server.url, pods, exclude, tiebreak))

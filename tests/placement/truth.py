@@ -1,8 +1,9 @@
 """The index (`room`, `expiry`, `counted`, `totals`) recomputed from the truth it summarises, for tests.
 
-The truth: the members, their hashes and their leases. Pods are compared as placement reads them: a
-member with a hash that is not draining counts (`counted`, `totals`); it has room when its capacity
-exceeds its count plus its unexpired leases; its earliest remaining lease is its `expiry`.
+The truth: the members, their hashes and their leases. Every member with a hash is `counted` (its
+capacity, count, unexpired leases and draining flag); the busy totals sum the ones not draining; one
+not draining has room when its capacity exceeds its count plus its unexpired leases; its earliest
+remaining lease is its `expiry`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import redis.asyncio
 from liveplex.placement import pool_keys
 
 DEGRADED = 2**32
+FIELDS = ("capacity", "active", "engines", "reserved", "draining", "draining_active")
 
 
 async def expected_index(raw: redis.asyncio.Redis, pool: str) -> dict[str, object]:
@@ -26,14 +28,24 @@ async def expected_index(raw: redis.asyncio.Redis, pool: str) -> dict[str, objec
         if leases:
             expiry[pod] = min(leases)
         h = await raw.hgetall(k.pod(pod))
-        if not h or h["draining"] == "1":
+        if not h:
             continue
-        counted[pod] = f"{h['capacity']} {h['active']}"
-        free = int(h["capacity"]) - int(h["active"]) - sum(1 for s in leases if s >= now)
-        if free > 0:
+        live = sum(1 for s in leases if s >= now)
+        counted[pod] = f"{h['capacity']} {h['active']} {live} {h['draining']}"
+        free = int(h["capacity"]) - int(h["active"]) - live
+        if free > 0 and h["draining"] == "0":
             room[pod] = free + (DEGRADED if h["degraded"] == "1" else 0)
-    totals = {"capacity": sum(int(c.split()[0]) for c in counted.values()),
-              "active": sum(int(c.split()[1]) for c in counted.values()), "engines": len(counted)}
+    totals = dict.fromkeys(FIELDS, 0)
+    for value in counted.values():
+        capacity, active, reserved, draining = map(int, value.split())
+        totals["reserved"] += reserved
+        if draining:
+            totals["draining"] += 1
+            totals["draining_active"] += active
+        else:
+            totals["capacity"] += capacity
+            totals["active"] += active
+            totals["engines"] += 1
     return {"room": room, "expiry": expiry, "counted": counted, "totals": totals}
 
 
@@ -43,7 +55,7 @@ async def actual_index(raw: redis.asyncio.Redis, pool: str) -> dict[str, object]
     return {"room": dict(await raw.zrange(k.room, 0, -1, withscores=True)),
             "expiry": dict(await raw.zrange(k.expiry, 0, -1, withscores=True)),
             "counted": await raw.hgetall(k.counted),
-            "totals": {name: int(totals.get(name, 0)) for name in ("capacity", "active", "engines")}}
+            "totals": {name: int(totals.get(name, 0)) for name in FIELDS}}
 
 
 async def assert_index_is_true(raw: redis.asyncio.Redis, pool: str) -> None:

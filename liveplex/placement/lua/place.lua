@@ -13,13 +13,7 @@ local tiebreak, spread = tonumber(ARGV[6]), ARGV[7] == 'spread'
 local oldest = now - stale_ms
 
 -- 1. time has passed: stale pods leave the pool, pods whose leases expired have room again
-for _, pod in ipairs(redis.call('ZRANGEBYSCORE', MEMBERS, '-inf', '(' .. oldest, 'LIMIT', 0, PRUNE)) do
-  redis.call('ZREM', MEMBERS, pod)
-  reindex(pod, now)
-end
-for _, pod in ipairs(redis.call('ZRANGEBYSCORE', EXPIRY, '-inf', '(' .. now, 'LIMIT', 0, PRUNE)) do
-  reindex(pod, now)
-end
+catch_up(now, stale_ms, PRUNE)
 
 -- 2. excluded pods step out of the index for this call (they still count as engines)
 local excluded, seen, out_capacity, out_active = {}, {}, 0, 0
@@ -32,11 +26,8 @@ for i = 8, #ARGV do
       excluded[#excluded + 1] = {score, pod}
       redis.call('ZREM', ROOM, pod)
     end
-    local counts = redis.call('HGET', COUNTED, pod)
-    if counts then
-      local c, a = string.match(counts, '^(%d+) (%d+)$')
-      out_capacity, out_active = out_capacity + tonumber(c), out_active + tonumber(a)
-    end
+    local part = parts(redis.call('HGET', COUNTED, pod))
+    out_capacity, out_active = out_capacity + part[1], out_active + part[2]
   end
 end
 
@@ -63,10 +54,9 @@ end
 
 -- 4. trust but verify: fresh, a hash, not draining, and the room the index says; else fix and retry
 --    (at most FIXES times: an index that wrong answers busy rather than holding Redis)
-local chosen, score
+local chosen
 for _ = 1, FIXES do
-  local pod
-  pod, score = best()
+  local pod, score = best()
   if not pod then
     break
   end
@@ -77,7 +67,7 @@ for _ = 1, FIXES do
   elseif h[3] ~= '1' then
     local free = tonumber(h[1]) - tonumber(h[2]) - redis.call('ZCOUNT', RESV_PREFIX .. pod, now, '+inf')
     if free > 0 and room_score(free, h[4] == '1') == score then
-      chosen = {pod, h[5], free}
+      chosen = {pod, h[5]}
       break
     end
   end
@@ -93,17 +83,9 @@ if not chosen then
   return {'busy', tonumber(totals[1] or 0) - out_capacity, tonumber(totals[2] or 0) - out_active,
           (engines == 0) and 1 or 0}
 end
--- 5. reserve, and move the pod down its rank by the slot it took: all that changed, so no reindex
-local pod, resv = chosen[1], RESV_PREFIX .. chosen[1]
-local added = redis.call('ZADD', resv, now + lease_ms, session)
+-- 5. reserve
+local resv = RESV_PREFIX .. chosen[1]
+redis.call('ZADD', resv, now + lease_ms, session)
 redis.call('PEXPIRE', resv, lease_ms + stale_ms)
-if added == 0 then
-  reindex(pod, now)  -- the same session placed again: only its lease moved
-elseif chosen[3] > 1 then
-  redis.call('ZADD', ROOM, score - 1, pod)
-  redis.call('ZADD', EXPIRY, 'LT', now + lease_ms, pod)
-else
-  redis.call('ZREM', ROOM, pod)
-  redis.call('ZADD', EXPIRY, 'LT', now + lease_ms, pod)
-end
-return {'placed', pod, chosen[2]}
+reindex(chosen[1], now)
+return {'placed', chosen[1], chosen[2]}
