@@ -284,6 +284,12 @@ class Batch:
     def set_active(self, pool: str, pod: str, active: int) -> None:
         self._calls.append(self._client._settle_call(pool, pod, "", _count(active)))
 
+    def commands(self) -> list[list[Any]]:
+        """The queued calls as Redis commands (`EVALSHA sha numkeys keys... args...`), and empties the batch:
+        for a caller with its own connection (the pool simulator, whose pods' beats outrun redis-py)."""
+        calls, self._calls = self._calls, []
+        return [["EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.args] for c in calls]
+
     async def send(self) -> list[Any]:
         """Each call's answer, in order (a heartbeat's live reservations, a settle's 1/0); empties the batch."""
         calls, self._calls = self._calls, []
