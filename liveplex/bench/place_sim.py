@@ -3,8 +3,8 @@
 What a pool of `--pods` engine pods costs Redis, measured the way it runs: three processes besides
 Redis, so the heartbeats, the placements and the measurement do not share one event loop.
 
-- **pods**: until the gateway's last placed session has reached it, every pod heartbeats every `HEARTBEAT_MS` (spread over 10 ms ticks, each tick's writes
-  in one pipelined round trip, in order); each placed session is accepted by its pod with the pod's
+- **pods**: until the gateway's last placed session has reached it, every pod heartbeats every
+  `HEARTBEAT_MS` (spread over 10 ms ticks, each tick's writes in one pipelined round trip, in order); each placed session is accepted by its pod with the pod's
   own count (or refused when the pod is at its cap: *overbooked*, which placement must never cause),
   its tick p99 changing every beat as a real pod's does; a beat sends what changed since the last,
   held for `--hold` seconds, then ended (`set_active`). A probe pod (capacity 0, never placed on)
@@ -15,8 +15,12 @@ Redis, so the heartbeats, the placements and the measurement do not share one ev
   placement phase, pool membership sampled every 250 ms (live pods pruned as stale means heartbeats
   starved), the audit (no pod holds more than its capacity), then the decision alone.
 
-Redis CPU per placement = (placement-phase CPU - heartbeats-only CPU) / placements, so it covers the
-decision and its accept and end; the ceiling one Redis sustains is its free core over that. The
+Redis CPU per heartbeat comes from the heartbeats-only phase; per placement = (placing-phase CPU -
+its heartbeats at that cost) / placements, so it covers the decision and its accept and end; the
+ceiling one Redis sustains is the core left by every pod beating at the real rate over that. The
+simulator may not reach the real heartbeat rate on a small machine (`heartbeats_per_s` says what it
+reached; a pod it could not beat in time goes stale, `fewest_members`): the costs are per call and
+hold either way. The
 decision alone is timed on a second pool of the same size whose pods always have room, sequential,
 from `INFO commandstats` (`evalsha` µs per call), next to a `PING`'s.
 """
@@ -95,11 +99,11 @@ class PodsReport:
     """Ticks that started more than a tick late (Redis or this process could not keep up)."""
 
 
-def run_pods(plan: Plan, inbox: Connection, ready: Event, stop: Event, results: Any) -> None:
-    results.put(("pods", loop.run(_pods(plan, inbox, ready, stop))))
+def run_pods(plan: Plan, inbox: Connection, ready: Event, stop: Event, beats: Any, results: Any) -> None:
+    results.put(("pods", loop.run(_pods(plan, inbox, ready, stop, beats))))
 
 
-async def _pods(plan: Plan, inbox: Connection, ready: Event, stop: Event) -> PodsReport:
+async def _pods(plan: Plan, inbox: Connection, ready: Event, stop: Event, beats: Any) -> PodsReport:
     report = PodsReport()
     running = [0] * plan.pods
     landed: list[PodRecord | None] = [None] * plan.pods
@@ -111,7 +115,7 @@ async def _pods(plan: Plan, inbox: Connection, ready: Event, stop: Event) -> Pod
         await client.set_active(POOL, pod_name(0), 0)  # the settle and heartbeat scripts are loaded now
         await client.heartbeat(POOL, pod_name(0), _record(0, plan.capacity, 0))
         wire = await _Wire.open(plan.url)
-        probing = asyncio.get_running_loop().create_task(_probe(probe, stop, report))
+        probing = asyncio.get_running_loop().create_task(_probe(probe, stop, report, beats))
         ready.set()
         tick, next_tick, placing = 0, time.perf_counter(), True
         while placing:  # until the gateway's last message: every placed session reaches its pod
@@ -140,6 +144,7 @@ async def _pods(plan: Plan, inbox: Connection, ready: Event, stop: Event) -> Pod
             for i, record in zip(beating, records):
                 batch.heartbeat(POOL, pod_name(i), record, since=landed[i])
             report.heartbeats += len(records)
+            beats.value += len(records)
             t0 = time.perf_counter_ns()
             replies = await wire.send(batch.commands())
             report.batch_us.append((time.perf_counter_ns() - t0) // 1000)
@@ -193,8 +198,9 @@ class _Wire:
         await self._writer.wait_closed()
 
 
-async def _probe(client: PlacementClient, stop: Event, report: PodsReport) -> None:
+async def _probe(client: PlacementClient, stop: Event, report: PodsReport, beats: Any) -> None:
     while not stop.is_set():
+        beats.value += 1
         t0 = time.perf_counter_ns()
         await client.heartbeat(POOL, "probe", PodRecord("10.255.255.255:8000", 0, 0))
         report.probe_us.append((time.perf_counter_ns() - t0) // 1000)
@@ -211,11 +217,13 @@ class GatewayReport:
     seconds: float = 0.0
 
 
-def run_gateway(plan: Plan, outbox: Connection, ready: Event, live: Event, stop: Event, results: Any) -> None:
-    results.put(("gateway", loop.run(_gateway(plan, outbox, ready, live, stop))))
+def run_gateway(plan: Plan, outbox: Connection, ready: Event, live: Event, stop: Event, placed: Any,
+                results: Any) -> None:
+    results.put(("gateway", loop.run(_gateway(plan, outbox, ready, live, stop, placed))))
 
 
-async def _gateway(plan: Plan, outbox: Connection, ready: Event, live: Event, stop: Event) -> GatewayReport:
+async def _gateway(plan: Plan, outbox: Connection, ready: Event, live: Event, stop: Event,
+                   placed: Any) -> GatewayReport:
     report = GatewayReport()
     pending: list[tuple[str, int]] = []
     async with PlacementClient(plan.url, timeout_ms=10_000) as client:
@@ -238,6 +246,7 @@ async def _gateway(plan: Plan, outbox: Connection, ready: Event, live: Event, st
                 report.place_us.append((time.perf_counter_ns() - started) // 1000)
                 if isinstance(result, Placed):
                     report.placed += 1
+                    placed.value += 1
                     pending.append((session, int(result.pod.removeprefix("pod-"))))
                 else:
                     report.busy += 1
@@ -276,16 +285,53 @@ async def _populate(client: PlacementClient, pool: str, pods: int, capacity: int
         await batch.send()
 
 
-async def _cpu_window(raw: redis.asyncio.Redis, seconds: float, members: str | None = None) -> tuple[float, int]:
-    """(Redis main-thread CPU as a fraction of one core over `seconds`, fewest members seen)."""
-    cpu0, t0 = _cpu_s(await raw.info("cpu")), time.perf_counter()
+@dataclasses.dataclass(frozen=True, slots=True)
+class Window:
+    """One phase as Redis and the two processes saw it."""
+
+    seconds: float
+    cpu_s: float
+    """Redis's main-thread CPU over the phase."""
+    beats: int
+    placed: int
+    fewest_members: int
+    """The smallest `members` seen, sampled every 250 ms (-1: not sampled)."""
+
+
+async def _window(raw: redis.asyncio.Redis, seconds: float, beats: Any, placed: Any,
+                  members: str | None = None) -> Window:
+    cpu0, t0, beats0, placed0 = _cpu_s(await raw.info("cpu")), time.perf_counter(), beats.value, placed.value
     fewest = -1
     while (left := t0 + seconds - time.perf_counter()) > 0:
         await asyncio.sleep(min(0.25, left))
         if members is not None:
             n = await raw.zcard(members)
             fewest = n if fewest < 0 else min(fewest, n)
-    return (_cpu_s(await raw.info("cpu")) - cpu0) / (time.perf_counter() - t0), fewest
+    cpu1, t1 = _cpu_s(await raw.info("cpu")), time.perf_counter()
+    return Window(t1 - t0, cpu1 - cpu0, beats.value - beats0, placed.value - placed0, fewest)
+
+
+def _costs(plan: Plan, warm: Window, placing: Window) -> dict[str, Any]:
+    """Redis CPU per heartbeat (the heartbeats-only phase), per placement (the placing phase less its
+    heartbeats at that cost), and the placements/s one Redis core sustains with every pod beating at
+    the real rate (`HEARTBEAT_MS`), whatever rate this machine's simulator reached."""
+    per_beat = warm.cpu_s / warm.beats if warm.beats else None
+    per_placement = ((placing.cpu_s - placing.beats * per_beat) / placing.placed
+                     if per_beat is not None and placing.placed else None)
+    real_beats_cpu = plan.pods * 1000 / HEARTBEAT_MS * per_beat if per_beat is not None else None
+    ceiling = (round((1 - real_beats_cpu) / per_placement) if per_placement and per_placement > 0
+               and real_beats_cpu is not None and real_beats_cpu < 1 else None)
+    return {
+        "cpu_heartbeats_only": round(warm.cpu_s / warm.seconds, 3),
+        "cpu_placing": round(placing.cpu_s / placing.seconds, 3),
+        "heartbeats_per_s": {"target": plan.pods * 1000 // HEARTBEAT_MS,
+                             "heartbeats_only": round(warm.beats / warm.seconds),
+                             "placing": round(placing.beats / placing.seconds)},
+        "cpu_us_per_heartbeat": None if per_beat is None else round(per_beat * 1e6, 1),
+        "cpu_us_per_placement": None if per_placement is None else round(per_placement * 1e6, 1),
+        "cpu_real_heartbeats": None if real_beats_cpu is None else round(real_beats_cpu, 3),
+        "ceiling_placements_per_s": ceiling,
+    }
 
 
 async def _audit(client: PlacementClient) -> list[str]:
@@ -331,13 +377,14 @@ async def _orchestrate(plan: Plan) -> dict[str, Any]:
     inbox, outbox = context.Pipe(duplex=False)
     live, stop = context.Event(), context.Event()
     ready = [context.Event(), context.Event()]
+    beats, placed = context.Value("q", 0, lock=False), context.Value("q", 0, lock=False)
     results = context.Queue()
     async with PlacementClient(plan.url, timeout_ms=60_000) as client, \
             redis.asyncio.Redis.from_url(plan.url, decode_responses=True) as raw:
         await _clear(raw, POOL)
         await _populate(client, POOL, plan.pods, plan.capacity, 60_000)  # the pods' first beats are whole
-        processes = [context.Process(target=run_pods, args=(plan, inbox, ready[0], stop, results)),
-                     context.Process(target=run_gateway, args=(plan, outbox, ready[1], live, stop, results))]
+        processes = [context.Process(target=run_pods, args=(plan, inbox, ready[0], stop, beats, results)),
+                     context.Process(target=run_gateway, args=(plan, outbox, ready[1], live, stop, placed, results))]
         for process in processes:
             process.start()
         members = pool_keys(POOL).members
@@ -345,9 +392,10 @@ async def _orchestrate(plan: Plan) -> dict[str, Any]:
             for event in ready:
                 if not await asyncio.to_thread(event.wait, 120):
                     raise RuntimeError("a bench process did not start within 120 s")
-            heartbeats_cpu, _ = await _cpu_window(raw, plan.warm_s)
+            await asyncio.sleep(HEARTBEAT_MS / 1000)  # every pod's first, whole beat is behind us
+            warm = await _window(raw, plan.warm_s, beats, placed)
             live.set()
-            live_cpu, fewest = await _cpu_window(raw, plan.seconds, members)
+            placing = await _window(raw, plan.seconds, beats, placed, members)
             stop.set()
             reports = dict([await asyncio.to_thread(results.get, True, 120) for _ in processes])
         finally:
@@ -363,7 +411,6 @@ async def _orchestrate(plan: Plan) -> dict[str, Any]:
     pods: PodsReport = reports["pods"]
     gateway: GatewayReport = reports["gateway"]
     rate = gateway.placed / gateway.seconds if gateway.seconds else 0.0
-    per_placement_us = (live_cpu - heartbeats_cpu) * 1e6 / rate if rate else None
     return {
         "pods": plan.pods, "capacity": plan.capacity, "target_rate": plan.rate, "hold_s": plan.hold_s,
         "concurrency": plan.concurrency, "seconds": round(gateway.seconds, 2),
@@ -371,15 +418,10 @@ async def _orchestrate(plan: Plan) -> dict[str, Any]:
         "place_ms": percentiles.summarize(gateway.place_us).as_dict(),
         "heartbeat_ms": percentiles.summarize(pods.probe_us).as_dict(),
         "pod_batch_ms": percentiles.summarize(pods.batch_us).as_dict(),
-        "redis": {
-            "cpu_heartbeats_only": round(heartbeats_cpu, 3), "cpu_placing": round(live_cpu, 3),
-            "cpu_us_per_placement": None if per_placement_us is None else round(per_placement_us, 1),
-            "ceiling_placements_per_s": (None if not per_placement_us or per_placement_us <= 0
-                                         else round((1 - heartbeats_cpu) * 1e6 / per_placement_us)),
-        },
+        "redis": _costs(plan, warm, placing),
         "pods_process": {"heartbeats": pods.heartbeats, "accepted": pods.accepted, "ended": pods.ended,
                          "late_ticks": pods.late_ticks},
-        "audit": {"overbooked": pods.overbooked, "over_cap": over_cap, "fewest_members": fewest,
+        "audit": {"overbooked": pods.overbooked, "over_cap": over_cap, "fewest_members": placing.fewest_members,
                   "members_expected": plan.pods + 1, "ok": pods.overbooked == 0 and not over_cap},
         "decision": await _decision(plan.url, plan.pods, plan.decision_rounds),
     }

@@ -297,11 +297,13 @@ class Batch:
 
 
 def _members(rows: list[Any]) -> tuple[snapshot.Member, ...]:
-    return tuple(
-        snapshot.Member(pod=pod, record=record.PodRecord.from_hash(dict(zip(flat[::2], flat[1::2]))),
-                        heartbeat_ms=int(float(score)), reserved=reserved)
-        for pod, score, reserved, flat in rows
-    )
+    """`snapshot.lua`'s and `summary.lua`'s rows: pod, heartbeat, live leases, the hash as a JSON array."""
+    members = []
+    for pod, score, reserved, fields in rows:
+        flat = orjson.loads(fields)
+        members.append(snapshot.Member(pod=pod, record=record.PodRecord.from_hash(dict(zip(flat[::2], flat[1::2]))),
+                                       heartbeat_ms=int(float(score)), reserved=reserved))
+    return tuple(members)
 
 
 def _session(session_id: str) -> str:

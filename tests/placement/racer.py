@@ -36,6 +36,7 @@ class Plan:
     seed: int
     end_probability: float = 0.5
     """Per placement: an engine of this process ends one of its sessions."""
+    heartbeat_s: float = HEARTBEAT_S
 
     def owner(self, pod: str) -> int:
         return sorted(self.capacities).index(pod) % self.procs
@@ -84,7 +85,7 @@ class _Racer:
                     await self.serve(message)
                 if self.running and self.rng.random() < plan.end_probability:
                     await self.end_one()
-                if time.monotonic() - beat > HEARTBEAT_S:
+                if time.monotonic() - beat > plan.heartbeat_s:
                     await self.heartbeat()
                     beat = time.monotonic()
                 placed = await self.place(f"s{plan.index}-{i}")

@@ -93,3 +93,13 @@ async def test_an_expired_lease_frees_its_slot_for_the_next_placement(client: Pl
     assert await client.place(POOL, "s3") == Placed("pod-a", "10.0.0.1:8000")
     assert await raw.zrange(K.resv("pod-a"), 0, -1) == ["s3"]
     await truth.assert_index_is_true(raw, POOL)
+
+
+async def test_a_pool_written_before_the_index_is_indexed_by_whole_beats(client: PlacementClient, raw: Raw) -> None:
+    record = PodRecord("10.0.0.1:8000", 4, 1)
+    await raw.zadd(K.members, {"pod-a": await redis_now(raw)})  # what an older heartbeat left: no index
+    await raw.hset(K.pod("pod-a"), mapping=record.to_hash())
+    assert await client.place(POOL, "s1") == Busy(0, 0, no_engines=True)  # the index steers: nothing in it
+    await client.heartbeat(POOL, "pod-a", record)  # a pod's first beat is whole
+    await truth.assert_index_is_true(raw, POOL)
+    assert await client.place(POOL, "s2") == Placed("pod-a", "10.0.0.1:8000")
