@@ -22,7 +22,8 @@ simulator may not reach the real heartbeat rate on a small machine (`heartbeats_
 reached; a pod it could not beat in time goes stale, `fewest_members`): the costs are per call and
 hold either way. The
 decision alone is timed on a second pool of the same size whose pods always have room, sequential,
-from `INFO commandstats` (`evalsha` µs per call), next to a `PING`'s.
+as Redis CPU per call next to a `PING`'s; then a gateway's refresh of that pool, the summary it
+reads now and the whole snapshot it read before.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import heapq
 import multiprocessing
 import time
 import urllib.parse
+from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
 from typing import Any
@@ -363,13 +365,28 @@ async def _decision(url: str, pods: int, rounds: int) -> dict[str, Any]:
             await raw.ping()
         cpu2 = _cpu_s(await raw.info("cpu"))
         stats = await raw.info("commandstats")
+        reads = {"summary": await _read_cost(raw, lambda: client.summary(DECISION_POOL)),
+                 "snapshot": await _read_cost(raw, lambda: client.snapshot(DECISION_POOL))}
         await _clear(raw, DECISION_POOL)
     decision_us = (cpu1 - cpu0) * 1e6 / len(samples)
     ping_us = (cpu2 - cpu1) * 1e6 / PINGS
     return {"rounds": len(samples), "redis_cpu_us": round(decision_us, 1), "ping_cpu_us": round(ping_us, 2),
             "pings_per_decision": round(decision_us / ping_us, 1),
             "script_us_per_call": float(stats["cmdstat_evalsha"]["usec_per_call"]),
+            "gateway_refresh": reads,
             "round_trip_ms": percentiles.summarize(samples[len(samples) // 10:]).as_dict()}
+
+
+async def _read_cost(raw: redis.asyncio.Redis, read: Callable[[], Awaitable[object]]) -> dict[str, float]:
+    """A gateway's pool read (`summary`: what it refreshes now; `snapshot`: every pod, as it did): Redis
+    CPU and this process's CPU (the reply parsed, on the event loop) per read, up to 20 reads or 3 s."""
+    cpu0, mine0, t0, reads = _cpu_s(await raw.info("cpu")), time.process_time(), time.perf_counter(), 0
+    while reads < 20 and time.perf_counter() - t0 < DECISION_BUDGET_S:
+        await read()
+        reads += 1
+    mine1, cpu1 = time.process_time(), _cpu_s(await raw.info("cpu"))
+    return {"reads": reads, "redis_ms": round((cpu1 - cpu0) * 1e3 / reads, 2),
+            "client_ms": round((mine1 - mine0) * 1e3 / reads, 2)}
 
 
 async def _orchestrate(plan: Plan) -> dict[str, Any]:

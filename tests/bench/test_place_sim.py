@@ -29,6 +29,9 @@ def test_a_small_simulated_pool_is_measured_and_audited(redis_url: str, tmp_path
                                "ok": True}
     assert report["redis"]["cpu_placing"] > report["redis"]["cpu_heartbeats_only"] > 0
     assert report["decision"]["rounds"] == 40 and report["decision"]["redis_cpu_us"] > 0
+    refresh = report["decision"]["gateway_refresh"]
+    assert refresh["summary"]["reads"] == refresh["snapshot"]["reads"] == 20
+    assert report["redis"]["heartbeats_per_s"]["target"] == 12 and report["redis"]["cpu_us_per_heartbeat"] > 0
 
 
 def test_bad_plans_name_their_parameter(redis_url: str) -> None:
