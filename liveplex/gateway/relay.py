@@ -1,13 +1,16 @@
 """`UpstreamLeg`: one client session placed on a pod and relayed to it verbatim (platform §7.3-§7.9).
 
-One task per session until it starts: place (through `GatewayBackend.place`), dial the pod with the
-session id (`upstream.Upstream`), forward the client's `session.start` text, and read the answer.
+One task per session until it starts: the shell of `placing.Placing`, which decides every retry:
+it runs placement (through `GatewayBackend.place`), dials the pod with the session id
+(`upstream.Upstream`), forwards the client's `session.start` text and feeds the pod's answer back.
 After that there is no task: frames move by callbacks in both directions. `session.started` hands the client
 socket over (`Connection.handed_off`): from then on frames are copied both ways without JSON
 parsing the audio (upstream frames starting with `AUDIO_PREFIX` are relayed as they are; only the
-rare others are parsed to learn the session's end). `server_busy` or a failed connect places once
-more elsewhere; the pod vanishing mid-session is `server_error` + `session.closed`
-`connection_lost` + 1011 to the client, and trips that pod's breaker.
+rare others are parsed to learn the session's end). The pod's `session.closed` ends the client's socket with the pod's own close code,
+once the pod's close frame arrives. The upstream ending any other way (`upstream.Ending`: the pod
+vanished, went silent, broke the stream, or a message over the size limit was refused) is
+`server_error` + `session.closed` `connection_lost` + 1011 to the client; only the pod's own faults
+trip its breaker, never what a client made it say.
 """
 
 from __future__ import annotations
@@ -15,17 +18,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Protocol
 
-import orjson
-
-from liveplex.gateway import upstream
+from liveplex.gateway import placing, upstream
 from liveplex.gptlive import connection, errors
 from liveplex.gptlive.server import backend
+from liveplex.gateway.stats import GatewayStats
 from liveplex.placement import Busy, Placed
 
-if TYPE_CHECKING:
-    from liveplex.gateway.backend import GatewayBackend
 
 logger = logging.getLogger(__name__)
 
@@ -37,34 +38,50 @@ POOL_HEADER = "X-Liveplex-Pool"
 MAX_UPSTREAM_BUFFER_BYTES = 1 << 20
 """Client audio held for a pod that does not read (≈20 s of 24 kHz PCM in base64) before the
 session is dropped."""
-PLACEMENTS = 2
-"""platform §7.5: a busy or unreachable pod is excluded and the session placed once more."""
-BUSY_RECHECK_S = 0.1
-"""A pool that looks full is asked once more after this: a session that just ended reaches the
-client (through this gateway) a moment before its pod's count reaches Redis."""
+LOST_BECAUSE: dict[upstream.Ending, str] = {
+    upstream.Ending.LOST: "the engine serving this session went away",
+    upstream.Ending.VIOLATION: "the engine serving this session broke the protocol",
+    upstream.Ending.SILENT: "the engine serving this session stopped responding",
+    upstream.Ending.TOO_LARGE: "the engine's answer to an event of this session was too large to relay",
+}
+"""What the client's `server_error` says, by how the upstream ended."""
 
 
-def _kind(text: str | bytes) -> tuple[str, dict[str, object]]:
-    """The `type` of a rare upstream event and its body ("" when unreadable)."""
-    try:
-        body = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return "", {}
-    if not isinstance(body, dict):
-        return "", {}
-    return str(body.get("type", "")), body
+class Placer(Protocol):
+    """What a leg needs from the gateway that runs it (`backend.GatewayBackend`): placement with
+    its fallbacks, the breakers, the counters, and how to dial."""
+
+    stats: GatewayStats
+    upstream_headers: Mapping[str, str]
+
+    @property
+    def connect_timeout_s(self) -> float: ...
+    @property
+    def start_timeout_s(self) -> float: ...
+    def tripped(self) -> frozenset[str]: ...
+    async def place(self, pool: str, session_id: str, exclude: set[str]) -> Placed | Busy | errors.ProtocolError: ...
+    async def unreachable(self, pool: str, placed: Placed, session_id: str) -> None: ...
+    def lost(self, pod: str) -> None: ...
+    def placed(self, pool: str, started_ns: int, retried: bool) -> None: ...
+    def refused(self, pool: str, busy: Busy) -> None: ...
+    def relaying(self, pool: str, delta: int) -> None: ...
+    def leg_done(self, leg: UpstreamLeg) -> None: ...
 
 
 class UpstreamLeg:
     """See the module docstring; the pump calls `forward` and `release`."""
 
-    def __init__(self, owner: GatewayBackend, start: connection.Start, peer: backend.Peer,
+    def __init__(self, owner: Placer, start: connection.Start, peer: backend.Peer,
                  pool: str) -> None:
         self._owner = owner
         self._start = start
         self._peer = peer
         self._pool = pool
         self._frames = 0
+        self._closed_reason: str | None = None
+        """The reason of the pod's `session.closed`, relayed; the client's socket closes once the
+        pod's does, with its code."""
+        self._relaying = False
         self._pod: str | None = None
         self._up: upstream.Upstream | None = None
         self._inbox: list[str | bytes] = []
@@ -83,7 +100,8 @@ class UpstreamLeg:
             return
         if up.write_buffer_bytes > MAX_UPSTREAM_BUFFER_BYTES:
             logger.warning("upstream too slow; dropping the session", extra={"pod": self._pod})
-            self._lost()
+            up.abort(upstream.Ending.SILENT)  # a pod that does not read is as stuck as one that does not write
+            self._lost(upstream.Ending.SILENT)
             return
         up.send(data)
         self._owner.stats.frames_up += 1
@@ -95,6 +113,20 @@ class UpstreamLeg:
         if not self._task.done():
             self._task.cancel()
         self._finish()
+
+    # --- the watchdog's side -------------------------------------------------------------------------
+
+    @property
+    def received(self) -> int | None:
+        """Messages from the pod while relaying (`watchdog.Watched`)."""
+        up = self._up
+        return up.received if up is not None and self._relaying and not self._done else None
+
+    def silenced(self) -> None:
+        """The pod said nothing for the read deadline: drop it as lost."""
+        if self._up is not None:
+            logger.warning("upstream silent; dropping the session", extra={"pod": self._pod})
+            self._up.abort(upstream.Ending.SILENT)
 
     # --- placing and starting (a task) --------------------------------------------------------------
 
@@ -114,6 +146,7 @@ class UpstreamLeg:
             self._owner.leg_done(self)
             return
         self._owner.relaying(self._pool, +1)
+        self._relaying = True
         up.lost.add_done_callback(lambda _: self._gone())
         up.on_message = self._message
         backlog, self._inbox = self._inbox[1:], []
@@ -121,70 +154,52 @@ class UpstreamLeg:
             self._message(message)
 
     async def _place_and_start(self) -> upstream.Upstream | None:
-        """Place, dial, start; on failure tell the client (busy, the pod's refusal, or
-        server_error) and return None."""
+        """Drive `placing.Placing` (the retry policy) through placement, the dial and the pod's
+        first answer; on failure tell the client and return None."""
         peer, start, owner = self._peer, self._start, self._owner
         started_ns = time.monotonic_ns()
-        exclude: set[str] = set(owner.tripped())
-        busy_text: str | None = None
-        unreachable = False
-        for attempt in range(PLACEMENTS):
-            placed = await owner.place(self._pool, start.resource.id, exclude)
-            if isinstance(placed, Busy) and not placed.no_engines and attempt == 0:
-                await asyncio.sleep(BUSY_RECHECK_S)
-                placed = await owner.place(self._pool, start.resource.id, exclude)
-            if isinstance(placed, Busy):
-                if busy_text is not None:
-                    break
-                owner.refused(self._pool, placed)
-                if unreachable:
-                    peer.perform(peer.conn.rejected(errors.server_error("no engine could be reached")))
-                elif placed.no_engines:
-                    peer.perform(peer.conn.rejected(errors.no_engines()))
+        machine = placing.Placing(owner.tripped())
+        command = machine.begin()
+        while True:
+            if isinstance(command, placing.Place):
+                command = machine.placed(await owner.place(self._pool, start.resource.id, set(command.exclude)))
+            elif isinstance(command, placing.Recheck):
+                await asyncio.sleep(command.delay_s)
+                command = machine.rechecked()
+            elif isinstance(command, placing.Dial):
+                ws = await self._dial(command.placed)
+                first = None if ws is None else await self._first(ws, command.placed)
+                if ws is None or first is None:
+                    command = machine.unreachable(command.placed)
+                    continue
+                command = machine.answered(command.placed, first if isinstance(first, str)
+                                           else first.decode(errors="replace"))
+                if not isinstance(command, placing.Start):
+                    ws.close()
                 else:
-                    peer.perform(peer.conn.rejected(errors.server_busy(placed.total_capacity)))
+                    self._up = ws  # before the hand-off: the pump replays the client's parked frames to us
+            elif isinstance(command, placing.Start):
+                owner.placed(self._pool, started_ns, retried=command.retried)
+                self._pod = command.placed.pod
+                peer.relay(command.text, False)
+                peer.perform(peer.conn.handed_off(command.expires_at))
+                return self._up
+            else:
+                if command.busy is not None:
+                    owner.refused(self._pool, command.busy)
+                if command.relay is not None:
+                    peer.relay(command.relay, False)
+                peer.perform(peer.conn.rejected(command.error))
                 return None
-            ws = await self._dial(placed)
-            first = None if ws is None else await self._first(ws, placed)
-            if ws is None or first is None:
-                unreachable = True
-                exclude.add(placed.pod)
-                continue
-            text = first if isinstance(first, str) else first.decode(errors="replace")
-            kind, body = _kind(text)
-            if kind == "session.started":
-                owner.placed(self._pool, started_ns, retried=attempt > 0)
-                self._pod = placed.pod
-                session = body.get("session")
-                expires = session.get("expires_at") if isinstance(session, dict) else None
-                self._up = ws  # before the hand-off: the pump replays the client's parked frames to us
-                peer.relay(text, False)
-                peer.perform(peer.conn.handed_off(expires if isinstance(expires, int) else None))
-                return ws
-            ws.close()
-            error = body.get("error")
-            if kind == "error" and isinstance(error, dict) and error.get("code") == "server_busy":
-                busy_text = text
-                exclude.add(placed.pod)
-                continue
-            peer.relay(text, False)  # any other refusal is the pod's answer to the client's start
-            peer.perform(peer.conn.rejected(None))
-            return None
-        if busy_text is not None:  # the pod's own words, with the client's event id
-            owner.refused(self._pool, Busy(0, 0, no_engines=False))
-            peer.relay(busy_text, False)
-            peer.perform(peer.conn.rejected(None))
-        else:
-            peer.perform(peer.conn.rejected(errors.server_error("no engine could be reached")))
-        return None
 
     async def _dial(self, placed: Placed) -> upstream.Upstream | None:
         """Connect to the pod within the budget; a failure gives back the reservation and trips
         the pod's breaker."""
         try:
             up = await upstream.connect(
-                placed.addr, {SESSION_ID_HEADER: self._start.resource.id, POOL_HEADER: self._pool},
-                self._owner.settings.connect_timeout_ms / 1000)
+                placed.addr, {**self._owner.upstream_headers, SESSION_ID_HEADER: self._start.resource.id,
+                              POOL_HEADER: self._pool},
+                self._owner.connect_timeout_s)
         except (OSError, TimeoutError, ValueError, upstream.UpstreamError):
             await self._owner.unreachable(self._pool, placed, self._start.resource.id)
             return None
@@ -202,7 +217,7 @@ class UpstreamLeg:
         up.send(self._start.text)
         arrived = asyncio.ensure_future(self._arrived.wait())
         try:
-            await asyncio.wait({arrived, up.lost}, timeout=self._owner.protocol.start_timeout_ms / 1000,
+            await asyncio.wait({arrived, up.lost}, timeout=self._owner.start_timeout_s,
                                return_when=asyncio.FIRST_COMPLETED)
         finally:
             arrived.cancel()
@@ -224,22 +239,33 @@ class UpstreamLeg:
             return
         text = message if isinstance(message, str) else message.decode(errors="replace")
         self._peer.relay(text, False)
-        kind, body = _kind(text)
+        kind, body = placing.event_kind(text)
         if kind == "session.closed":
-            peer = self._peer
-            peer.perform(peer.conn.relay_ended(str(body.get("reason")), self._frames))
+            self._closed_reason = str(body.get("reason"))
 
     def _gone(self) -> None:
-        """The pod's transport closed: normal after its `session.closed`, else it went away."""
-        if not self._done:
-            self._lost()
+        """The pod's transport closed: after its `session.closed` the client's socket closes as
+        the pod's did; else the session is lost, and why decides whether the pod is to blame."""
+        up = self._up
+        if self._done or up is None:
+            return
+        if self._closed_reason is not None:
+            peer = self._peer
+            code = up.close_code if up.ending is upstream.Ending.CLOSED and up.close_code else connection.NORMAL
+            peer.perform(peer.conn.relay_ended(self._closed_reason, self._frames, code))
+            self._finish()
+            return
+        # a close handshake that did not end the session is the pod breaking the protocol
+        ending = up.ending or upstream.Ending.LOST
+        self._lost(upstream.Ending.VIOLATION if ending is upstream.Ending.CLOSED else ending)
 
-    def _lost(self) -> None:
-        """The pod went away mid-session (platform §7.8)."""
-        if self._pod is not None:
+    def _lost(self, ending: upstream.Ending) -> None:
+        """The session cannot go on (platform §7.8); the pod's breaker trips if the pod failed."""
+        self._owner.stats.sessions_lost[ending.value] += 1
+        if self._pod is not None and ending.pods_fault:
             self._owner.lost(self._pod)
         peer = self._peer
-        peer.perform(peer.conn.relay_lost(self._frames))
+        peer.perform(peer.conn.relay_lost(self._frames, LOST_BECAUSE[ending]))
         self._finish()
 
     def _finish(self) -> None:

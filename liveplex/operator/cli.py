@@ -15,7 +15,7 @@ import sys
 import yaml
 
 from liveplex.operator import crd, placement_store, settings
-from liveplex.placement import PlacementClient
+from liveplex.placement import PlacementClient, url
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,10 +26,13 @@ def build_parser() -> argparse.ArgumentParser:
     scope = run.add_mutually_exclusive_group(required=True)
     scope.add_argument("-n", "--namespace", action="append", metavar="NS", help="watch NS (repeatable)")
     scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace")
-    run.add_argument("--redis-url", default=os.environ.get("LIVEPLEX_REDIS_URL"),
+    run.add_argument("--redis-url", default=os.environ.get(url.REDIS_URL_ENV),
                      help="placement Redis (default: $LIVEPLEX_REDIS_URL); pods get it too unless --redis-secret")
     run.add_argument("--redis-secret", metavar="NAME[:KEY]", default=None,
                      help="pods read LIVEPLEX_REDIS_URL from this Secret in their namespace (key default: url)")
+    run.add_argument("--pod-token-secret", metavar="NAME[:KEY]", default=None,
+                     help="pods accept only the token in this Secret in their namespace, the gateways' "
+                          "--pod-key-file (key default: token; default: pods take any client)")
     run.add_argument("--image", default=None, metavar="REPOSITORY[:TAG]",
                      help=f"engine image when spec.image is unset (default: {settings.DEFAULT_REPOSITORY}:"
                           f"{settings.OperatorSettings().image_tag})")
@@ -41,19 +44,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _secret_key(flag: str | None, default_key: str) -> settings.SecretKey | None:
+    """`NAME[:KEY]` as a Secret's key; None when the flag is not given."""
+    if not flag:
+        return None
+    name, _, key = flag.partition(":")
+    return settings.SecretKey(name, key or default_key)
+
+
 def settings_from_args(args: argparse.Namespace) -> settings.OperatorSettings:
     """Build the settings once; raises ValueError naming the bad flag."""
-    secret = None
-    if args.redis_secret:
-        name, _, key = args.redis_secret.partition(":")
-        secret = settings.SecretKey(name, key or "url")
+    secret = _secret_key(args.redis_secret, "url")
+    token = _secret_key(args.pod_token_secret, "token")
     d = settings.OperatorSettings()
     repository, tag = d.image_repository, d.image_tag
     if args.image:
         head, sep, tail = args.image.rpartition(":")
         repository, tag = (head, tail) if sep and "/" not in tail else (args.image, tag)
     return settings.OperatorSettings(
-        namespaces=tuple(args.namespace or ()), redis_url=args.redis_url, redis_secret=secret,
+        namespaces=tuple(args.namespace or ()), redis_url=args.redis_url, redis_secret=secret, pod_token_secret=token,
         image_repository=repository, image_tag=tag, liveness_endpoint=args.liveness,
         prometheus_url=args.prometheus_url, status_interval_s=args.status_interval_s,
     )

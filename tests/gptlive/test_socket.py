@@ -194,7 +194,8 @@ async def test_http_routes_auth_and_refused_paths() -> None:
             assert models.json()["data"][0]["id"] == "liveplex-sim"
             gone = await http.get("/v1/live/sessions/x/attach")
             assert (gone.status_code, gone.json()["error"]["code"]) == (404, "unsupported_endpoint")
-            assert (await http.get("/metrics")).status_code == 503
+            assert (await http.get("/metrics")).status_code == 404  # the admin listener's
+            assert (await http.get(running.admin_root + "/metrics")).status_code == 503
             config = (await http.get("/live/config")).json()
             assert (config["voice"], config["max_seconds"]) == ("marin", 240.0)
             defaults = PodSettings()
@@ -216,13 +217,28 @@ async def test_metrics_expose_engine_and_front_end_counters() -> None:
         await ws.send("nope")
         await until(ws, "error")
         async with httpx.AsyncClient(base_url=f"http://{address}") as http:
-            text = (await http.get("/metrics")).text
+            text = (await http.get(running.admin_root + "/metrics")).text
         for name in ("liveengine_ticks_total", "liveengine_tick_duration_seconds_bucket",
                      "liveengine_tick_lateness_seconds_bucket", "liveengine_batch_size_bucket",
                      "liveengine_sessions_active", 'liveengine_errors_total{code="invalid_json"} 1.0',
                      "liveengine_underruns_total", "liveengine_dropped_samples_total"):
             assert name in text
         await ws.close()
+
+
+async def test_the_start_and_the_first_audio_are_timed_once_per_session() -> None:
+    """Time to session.started and to the first audio delta, the speech analogue of time to first
+    token, as the pod's histograms."""
+    async with pods.in_process() as running:
+        ws = await started(running.address)
+        await until(ws, "session.output_audio.delta")
+        async with httpx.AsyncClient() as http:
+            text = (await http.get(running.admin_root + "/metrics")).text
+        await ws.close()
+    counts = {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
+              if line.startswith(("liveengine_session_start_seconds_", "liveengine_first_audio_seconds_"))}
+    assert counts["liveengine_session_start_seconds_count"] == counts["liveengine_first_audio_seconds_count"] == 1
+    assert 0 < counts["liveengine_session_start_seconds_sum"] < counts["liveengine_first_audio_seconds_sum"] < 5
 
 
 async def ticked(http: httpx.AsyncClient, ticks: int) -> None:
@@ -244,7 +260,7 @@ async def test_late_ticks_show_their_lateness_in_stats_and_metrics() -> None:
             await ws.close()
             await sessions_drop_to(address, 0)  # idle: no more ticks, both reads see one pulse
             stats = (await http.get("/live/stats")).json()
-            text = (await http.get("/metrics")).text
+            text = (await http.get(running.admin_root + "/metrics")).text
     ticks, hist = stats["ticks"], stats["tick_lateness"]
     lower = [0.0, *hist["bounds_s"]]  # counts[i] covers (lower[i], bounds[i]], the last is +Inf
     late = sum(n for low, n in zip(lower, hist["counts"]) if low >= 0.02)
