@@ -4,9 +4,10 @@ What a pool of `--pods` engine pods costs Redis, measured the way it runs: three
 Redis, so the heartbeats, the placements and the measurement do not share one event loop.
 
 - **pods**: until the gateway's last placed session has reached it, every pod heartbeats every
-  `HEARTBEAT_MS` (spread over 10 ms ticks, each tick's writes in one pipelined round trip, in order); each placed session is accepted by its pod with the pod's
-  own count (or refused when the pod is at its cap: *overbooked*, which placement must never cause),
-  its tick p99 changing every beat as a real pod's does; a beat sends what changed since the last,
+  `HEARTBEAT_MS` (spread over 10 ms ticks, each tick's writes in one pipelined round trip, in order),
+  its tick p99 changing every beat as a real pod's does; a beat sends what changed since the last.
+  Each placed session is accepted by its pod with the pod's own count (or refused when the pod is at
+  its cap: *overbooked*, which placement must never cause),
   held for `--hold` seconds, then ended (`set_active`). A probe pod (capacity 0, never placed on)
   heartbeats alone every 10 ms on its own connection: the heartbeat round trip a pod sees.
 - **gateway**: `--concurrency` callers place at `--rate` placements/s in all (the gateway's

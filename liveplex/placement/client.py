@@ -20,8 +20,8 @@ import orjson
 import redis.asyncio
 import redis.exceptions
 from redis.asyncio.retry import Retry
-from redis.commands.core import AsyncScript
 from redis.backoff import NoBackoff
+from redis.commands.core import AsyncScript
 
 from liveplex.placement import choice, errors, keys, load, record, snapshot, timing
 
@@ -117,25 +117,25 @@ class PlacementClient:
         `active` is the engine's count including this session. Returns whether the lease was still
         held (a session whose lease expired is still accepted when the engine's own cap allows).
         """
-        return await self._send(self._settle_call(pool, pod, _session(session_id), _count(active))) == 1
+        return await self._settled(pool, pod, _session(session_id), _count(active))
 
     async def release(self, pool: str, pod: str, session_id: str, active: int) -> bool:
         """The engine refused reserved `session_id`: drop its lease and write the engine's `active`."""
-        return await self._send(self._settle_call(pool, pod, _session(session_id), _count(active))) == 1
+        return await self._settled(pool, pod, _session(session_id), _count(active))
 
     async def set_active(self, pool: str, pod: str, active: int) -> None:
         """Write the engine's session count at once (a session ended), without waiting for a heartbeat."""
-        await self._send(self._settle_call(pool, pod, "", _count(active)))
+        await self._settled(pool, pod, "", _count(active))
 
     async def drain(self, pool: str, pod: str) -> None:
         """Placement skips `pod` from now on; the pod name is published on the pool's events channel."""
         k = keys.pool_keys(pool)
-        await self._run(self._drain(keys=k.index, args=[k.pod_prefix, k.resv_prefix, keys.check_pod(pod), k.events]))
+        await self._send(_Call(self._drain, k.index, [k.pod_prefix, k.resv_prefix, keys.check_pod(pod), k.events]))
 
     async def remove_pod(self, pool: str, pod: str) -> None:
         """A clean exit: the pod's hash, reservations and membership go at once instead of by TTL."""
         k = keys.pool_keys(pool)
-        await self._run(self._remove(keys=k.index, args=[k.pod_prefix, k.resv_prefix, keys.check_pod(pod)]))
+        await self._send(_Call(self._remove, k.index, [k.pod_prefix, k.resv_prefix, keys.check_pod(pod)]))
 
     async def write_config(self, pool: str, config: Mapping[str, object]) -> None:
         """Store the pool's served description (`/live/config`) for gateways' early validation."""
@@ -169,7 +169,7 @@ class PlacementClient:
 
     async def unreserve(self, pool: str, pod: str, session_id: str) -> bool:
         """Give back a reservation the gateway could not use (connect failed); returns whether it was held."""
-        return await self._send(self._settle_call(pool, pod, _session(session_id), "")) == 1
+        return await self._settled(pool, pod, _session(session_id), "")
 
     async def route(self, model: str) -> str | None:
         """The pool serving `model`, or None when no LiveEngine routes it."""
@@ -236,6 +236,9 @@ class PlacementClient:
     def _settle_call(self, pool: str, pod: str, session_id: str, active: int | str) -> _Call:
         k = keys.pool_keys(pool)
         return _Call(self._settle, k.index, [k.pod_prefix, k.resv_prefix, keys.check_pod(pod), session_id, active])
+
+    async def _settled(self, pool: str, pod: str, session_id: str, active: int | str) -> bool:
+        return await self._send(self._settle_call(pool, pod, session_id, active)) == 1
 
     async def _send(self, call: _Call) -> Any:
         return await self._run(call.script(keys=call.keys, args=call.args))

@@ -27,13 +27,16 @@ async def test_the_index_equals_the_truth_after_a_random_run(client: PlacementCl
     rng = random.Random(seed)
     pods = [f"pod-{i}" for i in range(10)]
     held: list[tuple[str, str]] = []  # (pod, session) placed and not settled yet
+    landed: dict[str, PodRecord] = {}  # each pod's last beat: the next one sends what changed, as a pod's does
     for step in range(200):
         pod = rng.choice(pods)
         op = rng.random()
         if op < 0.3:
             record = PodRecord(f"10.0.0.{pods.index(pod)}:8000", rng.randint(0, 4), rng.randint(0, 3),
                                draining=rng.random() < 0.1, degraded=rng.random() < 0.3)
-            await client.heartbeat(POOL, pod, record, ttl_ms=60_000)
+            if await client.heartbeat(POOL, pod, record, ttl_ms=60_000, since=landed.get(pod)) is None:
+                await client.heartbeat(POOL, pod, record, ttl_ms=60_000)  # the record was gone: whole
+            landed[pod] = record
         elif op < 0.6:
             exclude = set(rng.sample(pods, rng.randint(0, 2)))
             result = await client.place(POOL, f"s{step}", exclude, rng.choice(list(Mode)),
