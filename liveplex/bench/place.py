@@ -9,6 +9,11 @@ places per second whatever else shares the machine (the callers' own handshakes 
 much CPU as the gateway's, and on a small machine they share its cores). With
 `--redis-url` it also times the bare `place.lua` round trip on a synthetic pool
 (`liveplex.placement.latency`) side by side. Loopback only; it stops by itself.
+
+With `--simulate` there is no gateway: `--pods` simulated pods heartbeat at their real rate into one
+Redis (`--redis-url`, else a throwaway redis-server) while placements run at `--rate`
+(`liveplex.bench.place_sim`): Redis CPU per placement and per decision, the placements/s one Redis
+sustains, placement and heartbeat round trips, and an audit that no pod went over its cap.
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ START = '{"type":"session.start","event_id":"b","session":{"model":"%s"}}'
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="liveplex bench place", description=__doc__.splitlines()[0])
-    p.add_argument("--base-url", required=True, help="the gateway, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--base-url", help="the gateway, e.g. http://127.0.0.1:8000/v1 (required without --simulate)")
+    p.add_argument("--simulate", action="store_true",
+                   help="no gateway: simulated pods and placements on one Redis (place_sim)")
     p.add_argument("--model", default="gpt-live-1", help="session.model (default: %(default)s)")
     p.add_argument("--concurrency", type=int, default=32, help="callers at once (default: %(default)s)")
     p.add_argument("--seconds", type=float, default=10.0, help="how long to place (default: %(default)s)")
@@ -39,7 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the gateway's pid: also report its CPU per placement (default: no)")
     p.add_argument("--redis-url", default=None, help="also time place.lua alone on this Redis (default: no)")
     p.add_argument("--pods", type=int, default=8,
-                   help="pods of the synthetic pool for --redis-url (default: %(default)s)")
+                   help="pods of the synthetic pool for --redis-url or --simulate (default: %(default)s)")
+    p.add_argument("--rate", type=float, default=500.0,
+                   help="--simulate: placements per second, all callers together (default: %(default)s)")
+    p.add_argument("--capacity", type=int, default=32, help="--simulate: slots per pod (default: %(default)s)")
+    p.add_argument("--hold", type=float, default=1.0,
+                   help="--simulate: seconds a placed session runs before it ends (default: %(default)s)")
+    p.add_argument("--decision-rounds", type=int, default=5000,
+                   help="--simulate: most place.lua calls timed alone (3 s at most) (default: %(default)s)")
     p.add_argument("--out", default=None, help="JSON report path (default: stdout only)")
     return p
 
@@ -83,10 +97,36 @@ async def measure(base_url: str, model: str, concurrency: int, seconds: float,
     return report
 
 
+def _simulate(args: argparse.Namespace) -> dict[str, object]:
+    from liveplex.bench import place_sim
+    from liveplex.placement import LocalRedis
+
+    def plan(url: str) -> place_sim.Plan:
+        return place_sim.Plan(url, args.pods, args.capacity, args.rate, args.seconds, args.hold, args.concurrency,
+                              args.decision_rounds)
+
+    if args.redis_url:
+        return place_sim.measure(plan(args.redis_url))
+    with LocalRedis() as server:
+        return place_sim.measure(plan(server.url))
+
+
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.concurrency < 1 or args.seconds <= 0:
         print("liveplex bench place: --concurrency must be >= 1 and --seconds > 0", file=sys.stderr)
+        return 2
+    if args.simulate:
+        try:
+            report = _simulate(args)
+        except ValueError as exc:
+            print(f"liveplex bench place: {exc}", file=sys.stderr)
+            return 2
+        _write(report, args.out)
+        return 0
+    if not args.base_url:
+        print("liveplex bench place: --base-url is required (or --simulate)", file=sys.stderr)
         return 2
     report = loop.run(measure(args.base_url, args.model, args.concurrency, args.seconds, args.gateway_pid))
     if args.redis_url:
@@ -94,9 +134,13 @@ def main(argv: list[str]) -> int:
 
         decision, redis_us = loop.run(latency.measure(args.redis_url, args.pods, 5000))
         report["decision_ms"] = {**decision.as_dict(), "pods": args.pods, "redis_us_per_call": round(redis_us, 1)}
+    _write(report, args.out)
+    return 0
+
+
+def _write(report: dict[str, object], path: str | None) -> None:
     text = json.dumps(report, indent=2)
     print(text)
-    if args.out:
-        with open(args.out, "w") as out:
+    if path:
+        with open(path, "w") as out:
             out.write(text + "\n")
-    return 0

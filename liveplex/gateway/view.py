@@ -1,9 +1,12 @@
 """`PoolView`: the gateway's picture of its pools, re-read from Redis every `refresh_ms`.
 
-It holds the `PoolCatalog` the protocol validates starts against, and each pool's last `Snapshot`
-with the monotonic time it was read: fail-open placement (platform §7.12) may use a snapshot
-younger than `snapshot_max_age_ms` while Redis is down, and `/live/stats` sums it. A refresh that
-fails keeps the previous picture and counts a Redis error.
+It holds the `PoolCatalog` the protocol validates starts against, and each pool's last summary (a
+`Snapshot` of the pool's best candidates with its totals, `PlacementClient.summary`) with the
+monotonic time it was read: fail-open placement (platform §7.12) may choose among its candidates
+while it is younger than `snapshot_max_age_ms` and Redis is down, and `/live/stats` reads its totals.
+A refresh reads a constant amount whatever the pool's size (routes, the config, K candidates), a
+fraction of a millisecond, so it stays on the event loop. A refresh that fails keeps the previous
+picture and counts a Redis error.
 """
 
 from __future__ import annotations
@@ -28,12 +31,12 @@ class PoolView:
         self._stats = stats
         self.catalog = PoolCatalog(default_pool=default_pool)
         self.snapshots: dict[str, tuple[Snapshot, int]] = {}
-        """Pool -> (snapshot, monotonic ns when read)."""
+        """Pool -> (its summary, monotonic ns when read)."""
         self.fresh = False
         """The last refresh reached Redis."""
 
     async def refresh(self) -> None:
-        """Re-read routes, configs and snapshots once; keeps the old picture on a Redis error."""
+        """Re-read routes, configs and summaries once; keeps the old picture on a Redis error."""
         try:
             routes = await self._client.routes()
             catalog = PoolCatalog(routes, {}, self.catalog.default_pool)
@@ -42,7 +45,7 @@ class PoolView:
                 config = await self._client.read_config(pool)
                 if config is not None:
                     served[pool] = Served.from_config(config)
-                self.snapshots[pool] = (await self._client.snapshot(pool), time.monotonic_ns())
+                self.snapshots[pool] = (await self._client.summary(pool), time.monotonic_ns())
             self.catalog = PoolCatalog(routes, served, catalog.default_pool)
             self.fresh = True
         except (PlacementError, ValueError) as exc:
@@ -51,7 +54,7 @@ class PoolView:
             logger.warning("pool refresh failed", extra={"error": str(exc)})
 
     def snapshot(self, pool: str, max_age_ms: int) -> Snapshot | None:
-        """The pool's last snapshot if it is younger than `max_age_ms`."""
+        """The pool's last summary if it is younger than `max_age_ms`."""
         entry = self.snapshots.get(pool)
         if entry is None or time.monotonic_ns() - entry[1] > max_age_ms * 1_000_000:
             return None

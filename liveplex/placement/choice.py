@@ -4,7 +4,7 @@ The gateway uses it to place from its last snapshot while Redis is down (platfor
 no reservation is written, the engine's hard cap decides), and the tests use it as the oracle that
 `place.lua` must agree with on any pool. Rank: pods with room only; healthy before degraded; then the
 most free slots (`spread`) or the fewest (`pack`); equals are broken by `tiebreak` modulo their
-number, in `ZRANGE` order.
+number, in pod-name order (the order of equal scores in `place.lua`'s `room` index).
 """
 
 from __future__ import annotations
@@ -51,7 +51,11 @@ def choose(
     tiebreak: int = 0,
     stale_ms: int = timing.STALE_MS,
 ) -> Placed | Busy:
-    """Where `place.lua` would place a session on `pool`, given the same exclusions and tie-breaker."""
+    """Where `place.lua` would place a session on `pool`, given the same exclusions and tie-breaker.
+
+    On a summary (`pool.load` set: the best candidates only) a placement is the same as on the whole
+    pool while fewer than all candidates are excluded; a busy answer carries the pool's totals
+    (draining pods' sessions and excluded pods included)."""
     best: tuple[bool, int] | None = None
     ties: list[snapshot.Member] = []
     capacity = active = engines = 0
@@ -73,6 +77,8 @@ def choose(
         elif rank == best:
             ties.append(member)
     if ties:
-        chosen = ties[tiebreak % len(ties)]
+        chosen = sorted(ties, key=lambda m: m.pod.encode())[tiebreak % len(ties)]
         return Placed(chosen.pod, chosen.record.addr)
+    if pool.load is not None:  # a summary holds only pods with room: the pool's own totals say the rest
+        return Busy(pool.load.capacity, pool.load.active, no_engines=pool.load.fresh == pool.load.draining)
     return Busy(capacity, active, no_engines=engines == 0)

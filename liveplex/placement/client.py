@@ -13,13 +13,15 @@ import asyncio
 import importlib.resources
 import random
 from collections.abc import Awaitable, Collection, Mapping
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import orjson
 import redis.asyncio
 import redis.exceptions
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.commands.core import AsyncScript
 
 from liveplex.placement import choice, errors, keys, load, record, snapshot, timing
 
@@ -36,9 +38,25 @@ _UNAVAILABLE = (
 )
 
 
-def _source(name: str) -> str:
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One script run, built once and sent alone or in a `Batch`."""
+
+    script: AsyncScript
+    keys: list[str]
+    args: list[Any]
+
+
+def _source(name: str, *prelude: str) -> str:
     lua = importlib.resources.files("liveplex.placement").joinpath("lua")
-    return lua.joinpath("now.lua").read_text() + lua.joinpath(name).read_text()
+    return "".join(lua.joinpath(part).read_text() for part in ("now.lua", *prelude, name))
+
+
+SUMMARY_CANDIDATES = 16
+"""How many of a pool's best pods a summary carries: fail-open placement's choice, excluded ones included."""
+
+_WRITER = "index.lua"
+"""Prepended to every script that changes a pod: the index it keeps (see `keys.PoolKeys.index`)."""
 
 
 class PlacementClient:
@@ -54,11 +72,13 @@ class PlacementClient:
             socket_connect_timeout=self._timeout_s,
             retry=Retry(NoBackoff(), 1),  # one reconnect after Redis closed a pooled connection
         )
-        self._heartbeat = self._redis.register_script(_source("heartbeat.lua"))
-        self._settle = self._redis.register_script(_source("settle.lua"))
-        self._drain = self._redis.register_script(_source("drain.lua"))
-        self._place = self._redis.register_script(_source("place.lua"))
+        self._heartbeat = self._redis.register_script(_source("heartbeat.lua", _WRITER))
+        self._settle = self._redis.register_script(_source("settle.lua", _WRITER))
+        self._drain = self._redis.register_script(_source("drain.lua", _WRITER))
+        self._remove = self._redis.register_script(_source("remove.lua", _WRITER))
+        self._place = self._redis.register_script(_source("place.lua", _WRITER))
         self._snapshot = self._redis.register_script(_source("snapshot.lua"))
+        self._summary = self._redis.register_script(_source("summary.lua", _WRITER))
 
     async def close(self) -> None:
         await self._redis.aclose()
@@ -72,15 +92,24 @@ class PlacementClient:
     # --- engine pod side (platform §6.3) -------------------------------------------------------------
 
     async def heartbeat(self, pool: str, pod: str, record: record.PodRecord,
-                        ttl_ms: int = timing.POD_TTL_MS) -> int:
+                        ttl_ms: int = timing.POD_TTL_MS, since: record.PodRecord | None = None) -> int | None:
         """Publish the pod's record, keep its hash alive for `ttl_ms` and mark it fresh (Redis TIME).
 
-        Returns the pod's unexpired reservations at that instant: sessions placed on it that have not
-        started yet, which the pod exports as `liveengine_sessions_reserved` (platform §8's occupancy)."""
+        With `since` (the record of the pod's last beat that landed) only what changed is sent, besides
+        the four fields placement ranks by. Returns the pod's unexpired reservations at that instant:
+        sessions placed on it that have not started yet, which the pod exports as
+        `liveengine_sessions_reserved` (platform §8's occupancy); None when `since` was given but Redis
+        holds no record of the pod (it restarted, or the TTL ran out): nothing was written, and the
+        caller sends the whole record (and whatever else Redis lost) at once."""
+        reserved = await self._send(self._heartbeat_call(pool, pod, record, ttl_ms, since))
+        return None if reserved < 0 else reserved
+
+    def _heartbeat_call(self, pool: str, pod: str, record: record.PodRecord, ttl_ms: int,
+                        since: record.PodRecord | None) -> _Call:
         k = keys.pool_keys(pool)
-        fields = [item for pair in record.to_hash().items() for item in pair]
-        return await self._run(self._heartbeat(keys=[k.pod(pod), k.members, k.resv(pod)],
-                                               args=[pod, ttl_ms, *fields]))
+        whole, fields = record.changes(since)
+        return _Call(self._heartbeat, k.index,
+                     [k.pod_prefix, k.resv_prefix, keys.check_pod(pod), ttl_ms, "1" if whole else "0", *fields])
 
     async def accept(self, pool: str, pod: str, session_id: str, active: int) -> bool:
         """The engine started `session_id`: its lease becomes part of `active` in one step.
@@ -101,14 +130,12 @@ class PlacementClient:
     async def drain(self, pool: str, pod: str) -> None:
         """Placement skips `pod` from now on; the pod name is published on the pool's events channel."""
         k = keys.pool_keys(pool)
-        await self._run(self._drain(keys=[k.pod(pod)], args=[k.events, pod]))
+        await self._send(_Call(self._drain, k.index, [k.pod_prefix, k.resv_prefix, keys.check_pod(pod), k.events]))
 
     async def remove_pod(self, pool: str, pod: str) -> None:
         """A clean exit: the pod's hash, reservations and membership go at once instead of by TTL."""
         k = keys.pool_keys(pool)
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.delete(k.pod(pod), k.resv(pod)).zrem(k.members, pod)
-        await self._run(pipe.execute())
+        await self._send(_Call(self._remove, k.index, [k.pod_prefix, k.resv_prefix, keys.check_pod(pod)]))
 
     async def write_config(self, pool: str, config: Mapping[str, object]) -> None:
         """Store the pool's served description (`/live/config`) for gateways' early validation."""
@@ -135,7 +162,7 @@ class PlacementClient:
         pick = random.getrandbits(31) if tiebreak is None else tiebreak
         args = [k.pod_prefix, k.resv_prefix, _session(session_id), lease_ms, stale_ms, pick,
                 choice.Mode(mode).value, *exclude]
-        reply = await self._run(self._place(keys=[k.members], args=args))
+        reply = await self._run(self._place(keys=k.index, args=args))
         if reply[0] == "placed":
             return choice.Placed(pod=reply[1], addr=reply[2])
         return choice.Busy(total_capacity=reply[1], total_active=reply[2], no_engines=reply[3] == 1)
@@ -177,25 +204,50 @@ class PlacementClient:
         """The pool at one Redis instant, stale members included (see `Snapshot.fresh`)."""
         k = keys.pool_keys(pool)
         reply = await self._run(self._snapshot(keys=[k.members], args=[k.pod_prefix, k.resv_prefix]))
-        members = tuple(
-            snapshot.Member(
-                pod=pod,
-                record=record.PodRecord.from_hash(dict(zip(flat[::2], flat[1::2]))),
-                heartbeat_ms=int(float(score)),
-                reserved=reserved,
-            )
-            for pod, score, reserved, flat in reply[1:]
-        )
-        return snapshot.Snapshot(now_ms=reply[0], members=members)
+        return snapshot.Snapshot(now_ms=reply[0], members=_members(reply[1:]))
+
+    async def summary(self, pool: str, candidates: int = SUMMARY_CANDIDATES,
+                      stale_ms: int = timing.STALE_MS) -> snapshot.Snapshot:
+        """The pool's totals and its best `candidates` pods (spread order), in O(candidates · log N).
+
+        What a gateway refreshes every second: `load` has the totals (kept by the index: sessions and
+        slots exact, `degraded` counts degraded pods with room, the worst tick p99 is the candidates'),
+        `members` are enough for fail-open placement (platform §7.12) without reading every pod."""
+        k = keys.pool_keys(pool)
+        reply = await self._run(self._summary(keys=k.index, args=[k.pod_prefix, k.resv_prefix, stale_ms,
+                                                                  candidates]))
+        members = _members(reply[2:])
+        capacity, active, engines, reserved, draining, draining_active, degraded = reply[1]
+        totals = load.PoolLoad(
+            pods=engines + draining, fresh=engines + draining, draining=draining, degraded=degraded,
+            active=active + draining_active, reserved=reserved, capacity=capacity,
+            worst_tick_p99_us=max((m.record.tick_p99_us for m in members), default=0))
+        return snapshot.Snapshot(now_ms=reply[0], members=members, load=totals)
 
     async def load(self, pool: str, stale_ms: int = timing.STALE_MS) -> load.PoolLoad:
         return load.PoolLoad.of(await self.snapshot(pool), stale_ms)
 
     # --- the edge -------------------------------------------------------------------------------------
 
-    async def _settled(self, pool: str, pod: str, session_id: str, active: int | str) -> bool:
+    def batch(self) -> Batch:
+        """Engine-side writes queued here and sent in one round trip, applied in order."""
+        return Batch(self)
+
+    def _settle_call(self, pool: str, pod: str, session_id: str, active: int | str) -> _Call:
         k = keys.pool_keys(pool)
-        return await self._run(self._settle(keys=[k.resv(pod), k.pod(pod)], args=[session_id, active])) == 1
+        return _Call(self._settle, k.index, [k.pod_prefix, k.resv_prefix, keys.check_pod(pod), session_id, active])
+
+    async def _settled(self, pool: str, pod: str, session_id: str, active: int | str) -> bool:
+        return await self._send(self._settle_call(pool, pod, session_id, active)) == 1
+
+    async def _send(self, call: _Call) -> Any:
+        return await self._run(call.script(keys=call.keys, args=call.args))
+
+    async def _send_all(self, calls: list[_Call]) -> list[Any]:
+        pipe = self._redis.pipeline(transaction=False)
+        for call in calls:
+            await call.script(keys=call.keys, args=call.args, client=pipe)  # queued, not sent
+        return await self._run(pipe.execute())
 
     async def _run(self, call: Awaitable[T]) -> T:
         """Await one Redis call under the deadline; the only place redis-py errors become ours."""
@@ -206,6 +258,55 @@ class PlacementClient:
             raise errors.RedisUnavailable(f"Redis unavailable: {type(exc).__name__}: {exc}") from exc
         except redis.exceptions.RedisError as exc:
             raise errors.RedisRefused(f"Redis refused: {exc}") from exc
+
+
+class Batch:
+    """Heartbeats and settles of many pods in one round trip, in the order queued (not atomic as a whole).
+
+    For a process that speaks for many pods at once: the `bench place` pool simulator, a node agent.
+    Each queued call is checked as the single call would be, before anything is sent."""
+
+    def __init__(self, client: PlacementClient) -> None:
+        self._client = client
+        self._calls: list[_Call] = []
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def heartbeat(self, pool: str, pod: str, record: record.PodRecord, ttl_ms: int = timing.POD_TTL_MS,
+                  since: record.PodRecord | None = None) -> None:
+        """Its answer in `send`: the reservations, or -1 when `since` was given and the record is gone."""
+        self._calls.append(self._client._heartbeat_call(pool, pod, record, ttl_ms, since))
+
+    def accept(self, pool: str, pod: str, session_id: str, active: int) -> None:
+        self._calls.append(self._client._settle_call(pool, pod, _session(session_id), _count(active)))
+
+    def release(self, pool: str, pod: str, session_id: str, active: int) -> None:
+        self._calls.append(self._client._settle_call(pool, pod, _session(session_id), _count(active)))
+
+    def set_active(self, pool: str, pod: str, active: int) -> None:
+        self._calls.append(self._client._settle_call(pool, pod, "", _count(active)))
+
+    def commands(self) -> list[list[Any]]:
+        """The queued calls as Redis commands (`EVALSHA sha numkeys keys... args...`), and empties the batch:
+        for a caller with its own connection (the pool simulator, whose pods' beats outrun redis-py)."""
+        calls, self._calls = self._calls, []
+        return [["EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.args] for c in calls]
+
+    async def send(self) -> list[Any]:
+        """Each call's answer, in order (a heartbeat's live reservations, a settle's 1/0); empties the batch."""
+        calls, self._calls = self._calls, []
+        return await self._client._send_all(calls) if calls else []
+
+
+def _members(rows: list[Any]) -> tuple[snapshot.Member, ...]:
+    """`snapshot.lua`'s and `summary.lua`'s rows: pod, heartbeat, live leases, the hash as a JSON array."""
+    members = []
+    for pod, score, reserved, fields in rows:
+        flat = orjson.loads(fields)
+        members.append(snapshot.Member(pod=pod, record=record.PodRecord.from_hash(dict(zip(flat[::2], flat[1::2]))),
+                                       heartbeat_ms=int(float(score)), reserved=reserved))
+    return tuple(members)
 
 
 def _session(session_id: str) -> str:

@@ -8,6 +8,7 @@ formatting names themselves. `le:routes` is the one global key.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -48,6 +49,31 @@ class PoolKeys:
         return self.tag + "events"
 
     @property
+    def room(self) -> str:
+        """ZSET: pod -> rank (free slots, + 2^32 when degraded) for the members with room (the index)."""
+        return self.tag + "room"
+
+    @property
+    def expiry(self) -> str:
+        """ZSET: pod -> its earliest lease expiry (ms): when its room next grows by itself (the index)."""
+        return self.tag + "expiry"
+
+    @property
+    def counted(self) -> str:
+        """HASH: pod -> `capacity active`, what it adds to the busy totals (the index)."""
+        return self.tag + "counted"
+
+    @property
+    def totals(self) -> str:
+        """HASH: `capacity`, `active`, `engines` summed over `counted` (the index)."""
+        return self.tag + "totals"
+
+    @property
+    def index(self) -> list[str]:
+        """The KEYS of every script that changes a pod, in `index.lua`'s order."""
+        return [self.members, self.room, self.expiry, self.counted, self.totals]
+
+    @property
     def pod_prefix(self) -> str:
         """`pod_prefix + pod` is the pod's HASH (its `PodRecord`)."""
         return self.tag + "pod:"
@@ -66,7 +92,15 @@ class PoolKeys:
 
 def pool_keys(pool: str) -> PoolKeys:
     """The keys of `pool` (`<namespace>/<name>`); raises `InvalidName` (param `pool`) for any other shape."""
-    if not isinstance(pool, str) or pool.count("/") != 1:
+    if not isinstance(pool, str):
+        raise errors.InvalidName("pool", pool, "a pool is named <namespace>/<name>")
+    return _checked(pool)
+
+
+@functools.lru_cache(maxsize=1024)
+def _checked(pool: str) -> PoolKeys:
+    """Checked once per name: every call of every writer and placement builds the pool's keys."""
+    if pool.count("/") != 1:
         raise errors.InvalidName("pool", pool, "a pool is named <namespace>/<name>")
     namespace, name = pool.split("/")
     if not _LABEL.fullmatch(namespace):

@@ -35,6 +35,9 @@ class PoolLoad:
 
     @classmethod
     def of(cls, pool: snapshot.Snapshot, stale_ms: int = timing.STALE_MS) -> PoolLoad:
+        """The totals: a summary's own (kept by the index), else summed over the snapshot's fresh members."""
+        if pool.load is not None:
+            return pool.load
         fresh = pool.fresh(stale_ms)
         return cls(
             pods=len(pool.members),

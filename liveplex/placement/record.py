@@ -40,7 +40,7 @@ class PodRecord:
 
     def to_hash(self) -> dict[str, str]:
         """The pod hash's fields and values, as `HSET` writes them."""
-        return {f.name: _encode(getattr(self, f.name)) for f in fields(self)}
+        return {name: _encode(getattr(self, name)) for name in _NAMES}
 
     @classmethod
     def from_hash(cls, mapping: Mapping[str, str]) -> PodRecord:
@@ -54,13 +54,31 @@ class PodRecord:
         return cls(**values)  # type: ignore[arg-type]
 
 
+    def changes(self, since: PodRecord | None) -> tuple[bool, list[str]]:
+        """What a heartbeat sends: (whole, [field, value, ...]) with `PLACEMENT_FIELDS` first, always,
+        then every other field when `since` is None (whole), else only those that differ from it."""
+        flat: list[str] = []
+        for name in _SENT_ORDER:
+            value = getattr(self, name)
+            if since is None or name in PLACEMENT_FIELDS or getattr(since, name) != value:
+                flat += (name, _encode(value))
+        return since is None, flat
+
+
+PLACEMENT_FIELDS = ("capacity", "active", "draining", "degraded")
+"""The fields `place.lua` ranks by, sent with every heartbeat (`heartbeat.lua` reads them by position)."""
+
+_NAMES = tuple(f.name for f in fields(PodRecord))
+_SENT_ORDER = PLACEMENT_FIELDS + tuple(name for name in _NAMES if name not in PLACEMENT_FIELDS)
 _TYPES: dict[str, type] = typing.get_type_hints(PodRecord)
 """Field name -> Python type (the annotations are strings under `from __future__ import annotations`)."""
 
 
 def _encode(value: object) -> str:
-    if isinstance(value, bool):
-        return "1" if value else "0"
+    if value is True:
+        return "1"
+    if value is False:
+        return "0"
     return str(value)
 
 

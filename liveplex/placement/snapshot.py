@@ -1,4 +1,5 @@
-"""`Snapshot`: a pool as Redis held it at one instant, read atomically by `snapshot.lua`.
+"""`Snapshot`: a pool as Redis held it at one instant, read atomically by `snapshot.lua` (every pod)
+or `summary.lua` (the best candidates and the pool's totals).
 
 Members come in `ZRANGE` order (heartbeat, then pod name), the order in which `place.lua` meets
 them; `reserved` counts only unexpired leases. A member whose hash has expired is left out, as
@@ -8,8 +9,12 @@ them; `reserved` counts only unexpired leases. A member whose hash has expired i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from liveplex.placement import record, timing
+
+if TYPE_CHECKING:
+    from liveplex.placement.load import PoolLoad
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +35,9 @@ class Snapshot:
 
     now_ms: int
     members: tuple[Member, ...]
+    load: PoolLoad | None = None
+    """Set on a summary (`PlacementClient.summary`), whose `members` are only the best candidates:
+    the pool's totals, from its index. None on a whole snapshot, whose totals are its members' sums."""
 
     def fresh(self, stale_ms: int = timing.STALE_MS) -> tuple[Member, ...]:
         """The members that heartbeated within `stale_ms` of `now_ms`: the ones `place.lua` keeps."""

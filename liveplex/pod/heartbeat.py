@@ -1,7 +1,10 @@
 """`Heartbeat`: a pod's load in its pool's Redis (platform §6.3), the pod's `Publisher`.
 
-Every 500 ms it writes the pod's record (capacity, active, draining, degraded, tick health) and
-the pool's served description, so a Redis that restarted empty is whole again within a period.
+Every 500 ms it marks the pod alive and writes what changed in its record since the last beat
+that landed (capacity, active, draining and degraded always: placement ranks by them); the pool's
+served description only when it changed. When Redis has lost the record (it restarted empty, or
+the TTL ran out) the beat says so and the pod sends the whole record and the description at once,
+so Redis is whole again within a period.
 Between heartbeats, `settled` writes each session outcome at once through the accept and release
 scripts: a session placed by a gateway leaves its reservation exactly when it starts or is
 refused, so it is never counted twice or zero times. The engine's hard cap stays the arbiter:
@@ -59,6 +62,10 @@ class Heartbeat:
         self._writes = writes.OrderedWrites(self._call)
         self._before: stats.PodSnapshot | None = None
         self._started_ms = int(time.time() * 1000)
+        self._landed: PodRecord | None = None
+        """The record of the last beat Redis took: the next one sends what changed since."""
+        self._config: dict[str, object] | None = None
+        """The served description as last written; None: write it with the next beat."""
         self.errors = 0
         """Redis calls that failed (each logged)."""
         self.reserved = 0
@@ -109,10 +116,22 @@ class Heartbeat:
     async def beat(self) -> None:
         pod = self._pod
         assert pod is not None
-        reserved = await self._writes.send(self._client.heartbeat(self._pool, self.name, self.record()))
-        if reserved is not None:
-            self.reserved = reserved
-        await self._writes.send(self._client.write_config(self._pool, pod.served.config()))
+        record = self.record()
+        reserved = await self._writes.send(self._client.heartbeat(self._pool, self.name, record, since=self._landed))
+        if reserved is None and self._landed is not None:  # the record is gone (or the call failed): all of it
+            self._landed = self._config = None
+            reserved = await self._writes.send(self._client.heartbeat(self._pool, self.name, record))
+        if reserved is None:
+            self._landed = None
+            return
+        self._landed, self.reserved = record, reserved
+        config = pod.served.config()
+        if config != self._config and await self._writes.send(self._write_config(config)):
+            self._config = config
+
+    async def _write_config(self, config: dict[str, object]) -> bool:
+        await self._client.write_config(self._pool, config)
+        return True
 
     def settled(self, action: connection.Action, session_id: str | None) -> None:
         """A session outcome on this pod: accept, release or the new count, at once."""

@@ -4,7 +4,8 @@ Pod `i` (in sorted order) belongs to process `i % procs`. A placed session goes 
 through that process's inbox, as a gateway's upstream connect would; the owner accepts it (unless
 its own hard cap or a seeded refusal says no) with its own count, exactly as an engine does, and
 ends sessions at random. After every placement the process reads the pool atomically and records
-any pod holding more sessions (active + reserved) than its capacity.
+whether the pod it placed on now holds more sessions (active + reserved, read atomically) than its
+capacity; an engine that receives a session above its own cap counts it as overbooked.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import time
 from dataclasses import dataclass, field
 from multiprocessing.queues import Queue
 
-from liveplex.placement import Placed, PlacementClient, PodRecord
+import redis.asyncio
+
+from liveplex.placement import Placed, PlacementClient, PodRecord, pool_keys
 
 HEARTBEAT_S = 0.1
 SERVE_DEADLINE_S = 60.0
@@ -31,6 +34,9 @@ class Plan:
     capacities: dict[str, int]
     placements: int
     seed: int
+    end_probability: float = 0.5
+    """Per placement: an engine of this process ends one of its sessions."""
+    heartbeat_s: float = HEARTBEAT_S
 
     def owner(self, pod: str) -> int:
         return sorted(self.capacities).index(pod) % self.procs
@@ -70,19 +76,21 @@ class _Racer:
 
     async def race(self) -> Report:
         plan = self.plan
-        async with PlacementClient(plan.url, timeout_ms=5000) as self.client:
+        async with PlacementClient(plan.url, timeout_ms=5000) as self.client, \
+                redis.asyncio.Redis.from_url(plan.url, decode_responses=True, socket_timeout=5) as self.raw:
             await self.heartbeat()
             beat = time.monotonic()
             for i in range(plan.placements):
                 while (message := self._next(block_s=None)) is not None:
                     await self.serve(message)
-                if self.running and self.rng.random() < 0.5:
+                if self.running and self.rng.random() < plan.end_probability:
                     await self.end_one()
-                if time.monotonic() - beat > HEARTBEAT_S:
+                if time.monotonic() - beat > plan.heartbeat_s:
                     await self.heartbeat()
                     beat = time.monotonic()
-                await self.place(f"s{plan.index}-{i}")
-                await self.audit()
+                placed = await self.place(f"s{plan.index}-{i}")
+                if placed is not None:
+                    await self.audit(placed)
             for inbox in self.inboxes:
                 inbox.put(None)
             while self.finished < plan.procs:
@@ -104,17 +112,19 @@ class _Racer:
             self.finished += 1
         return message
 
-    async def place(self, session: str) -> None:
+    async def place(self, session: str) -> str | None:
+        """The pod the session was placed on, or None."""
         result = await self.client.place(self.plan.pool, session)
         if not isinstance(result, Placed):
             self.report.busy += 1
-            return
+            return None
         self.report.placed += 1
         if self.rng.random() < 0.1:  # the gateway's upstream connect failed
             await self.client.unreserve(self.plan.pool, result.pod, session)
             self.report.unreserved += 1
         else:
             self.inboxes[self.plan.owner(result.pod)].put((session, result.pod))
+        return result.pod
 
     async def serve(self, message: tuple[str, str]) -> None:
         session, pod = message
@@ -140,12 +150,18 @@ class _Racer:
             self.report.ended += 1
 
     async def heartbeat(self) -> None:
+        batch = self.client.batch()
         for pod, sessions in self.running.items():
             record = PodRecord(f"{pod}:8000", self.plan.capacities[pod], len(sessions))
-            await self.client.heartbeat(self.plan.pool, pod, record, ttl_ms=60_000)
+            batch.heartbeat(self.plan.pool, pod, record, ttl_ms=60_000)
+        await batch.send()
 
-    async def audit(self) -> None:
-        for member in (await self.client.snapshot(self.plan.pool)).members:
-            held = member.record.active + member.reserved
-            if held > member.record.capacity and len(self.report.violations) < 10:
-                self.report.violations.append(f"{member.pod}: {held} > {member.record.capacity}")
+    async def audit(self, pod: str) -> None:
+        """The pod just placed on: its count and leases (none expire here: 10 s), in one MULTI."""
+        k = pool_keys(self.plan.pool)
+        pipe = self.raw.pipeline(transaction=True)
+        pipe.hget(k.pod(pod), "active").zcard(k.resv(pod))
+        active, reserved = await pipe.execute()
+        held = int(active) + reserved
+        if held > self.plan.capacities[pod] and len(self.report.violations) < 10:
+            self.report.violations.append(f"{pod}: {held} > {self.plan.capacities[pod]}")

@@ -245,3 +245,24 @@ async def test_remove_pod_takes_its_record_reservations_and_membership(
     assert await raw.exists(K.pod("pod-a"), K.resv("pod-a")) == 0
     assert await raw.zscore(K.members, "pod-a") is None
     assert await client.place(POOL, "s2") == Busy(0, 0, no_engines=True)
+
+
+async def test_a_beat_since_the_last_one_writes_only_what_changed_and_the_placement_fields(
+    client: PlacementClient, raw: Raw
+) -> None:
+    first = PodRecord("10.1.2.3:8000", 8, 1, tick_p99_us=4000, engine_version="v1", started_ms=7)
+    assert await client.heartbeat(POOL, "pod-a", first) == 0
+    await raw.hset(K.pod("pod-a"), mapping={"engine_version": "by-hand", "active": "5"})
+    second = PodRecord("10.1.2.3:8000", 8, 1, tick_p99_us=4500, engine_version="v1", started_ms=7)
+    assert await client.heartbeat(POOL, "pod-a", second, since=first) == 0
+    written = await raw.hgetall(K.pod("pod-a"))
+    assert written["engine_version"] == "by-hand"  # unchanged since `first`: not sent
+    assert written["tick_p99_us"] == "4500" and written["active"] == "1"  # changed; placement's, always
+
+
+async def test_a_partial_beat_on_a_lost_record_writes_nothing_and_says_so(client: PlacementClient, raw: Raw) -> None:
+    record = PodRecord("10.1.2.3:8000", 8, 1)
+    assert await client.heartbeat(POOL, "pod-a", record, since=record) is None
+    assert await raw.exists(K.pod("pod-a")) == 0 and await raw.zscore(K.members, "pod-a") is None
+    assert await client.heartbeat(POOL, "pod-a", record) == 0  # the whole record
+    assert PodRecord.from_hash(await raw.hgetall(K.pod("pod-a"))) == record
