@@ -31,8 +31,9 @@ class GatewayCollector(Collector):
             for key, n in sorted(counts.items()):
                 family.add_metric(list(key), n)
             yield family
-        failures = CounterMetricFamily("gateway_upstream_connect_failures", "Failed upstream connects.",
-                                       labels=["pod"])
+        # `upstream`, not `pod`: Prometheus' pod discovery sets `pod` (the gateway's own) on every series
+        failures = CounterMetricFamily("gateway_upstream_connect_failures", "Failed upstream connects by engine pod.",
+                                       labels=["upstream"])
         for pod, n in sorted(s.connect_failures.items()):
             failures.add_metric([pod], n)
         yield failures

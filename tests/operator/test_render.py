@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from liveplex.operator import names, render, spec
 from liveplex.operator.settings import OperatorSettings, PodDefaults, SecretKey
 from tests.operator import golden, kubeschemas, objects
+from tests.support import pod_security
 
 REDIS = OperatorSettings(redis_url="redis://redis.liveplex:6379/0")
 SECRET = OperatorSettings(redis_url="redis://redis.liveplex:6379/0", redis_secret=SecretKey("liveplex-redis"))
@@ -235,3 +236,14 @@ def test_liveplex_serve_accepts_the_rendered_command_line(case: str) -> None:
     if parsed.engine == "personaplex":
         assert model is not None
         assert (parsed.attention, parsed.prefill_budget_ms) == (model.attention, model.prefill_budget_millis)
+
+
+NOT_RESTRICTED = {"personaplex-hostpath": ["volume types"], "personaplex-image": ["volume types"]}
+"""hostPath is refused by every profile but privileged; image volumes by pod-security-admission
+before 1.33 (docs/deploy.md): the only rendered pods that Pod Security "restricted" may refuse."""
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_engine_pods_pass_the_restricted_profile_but_for_host_and_image_volumes(case: str) -> None:
+    [(_, pod, meta)] = pod_security.pod_templates(_children(case)[:1])
+    assert pod_security.violations(pod, meta) == NOT_RESTRICTED.get(case, [])
