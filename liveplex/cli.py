@@ -23,6 +23,7 @@ COMMANDS: Commands = {
     "check": ("liveplex.conformance.cli", "check a GPT-Live server against the conformance checklist"),
     "bench": ("liveplex.bench.cli", "benchmarks: `bench duplex`, `bench baseline`, `bench engine`"),
     "personaplex": ("liveplex.personaplex.cli", "PersonaPlex model tools, e.g. `make-tiny DIR`"),
+    "fetch-model": ("liveplex.fetch_model", "download a checkpoint into a volume, once (engine pods' init container)"),
     "operator": ("liveplex.operator.cli", "the LiveEngine operator: `operator crd`, `operator run -n NS | -A`"),
 }
 

@@ -5,6 +5,8 @@ Every module that renders, selects or checks one of these reads it here, so a re
 
 from __future__ import annotations
 
+from liveplex import fetch_model
+
 GROUP = "live.liveplex.io"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -43,7 +45,7 @@ MODEL_MOUNT = "/models"
 """Where the model source is mounted in the engine container (read-only)."""
 FETCH_CONTAINER = "fetch-model"
 """The init container that downloads a `fetch` model source (`liveplex fetch-model`)."""
-FETCH_TOKEN_ENV = "LIVEPLEX_FETCH_TOKEN"
+FETCH_TOKEN_ENV = fetch_model.TOKEN_ENV
 """The download token `liveplex fetch-model` reads (the Hub's for hf://, a bearer token for https://)."""
 POD_USER = 65532
 """The images' uid and gid (docs/images.md): numeric, so runAsNonRoot can verify it."""

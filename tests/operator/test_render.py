@@ -186,6 +186,15 @@ def test_fetch_sources_get_an_init_container_writing_the_volume_the_engine_reads
     assert {"name": "model", "emptyDir": {}} in https["volumes"] and "env" not in https["initContainers"][0]
 
 
+def test_the_fetch_command_line_is_one_fetch_model_accepts() -> None:
+    from liveplex import fetch_model
+    init = _children("personaplex-fetch-hf")[0]["spec"]["template"]["spec"]["initContainers"][0]
+    args = fetch_model.build_parser().parse_args(init["args"][1:])
+    assert fetch_model.parse_source(args.source) == fetch_model.HubSource("nvidia/personaplex-7b-v1", "3f1c2a9")
+    assert fetch_model.parse_checksums(args.sha256) == {"model.safetensors": "ab" * 32, "tokenizer.model": "cd" * 32}
+    assert init["env"][0]["name"] == fetch_model.TOKEN_ENV
+
+
 def test_pod_defaults_apply_where_the_spec_leaves_them_unset() -> None:
     hf = _children("personaplex-fetch-hf")[0]["spec"]["template"]["spec"]
     https = _children("personaplex-fetch-https")[0]["spec"]["template"]["spec"]
