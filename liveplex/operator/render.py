@@ -162,9 +162,12 @@ def _fetch_container(le: LiveEngine, source: FetchSource, settings: OperatorSett
                       "args": args}
     if le.spec.image.pull_policy is not None:
         container["imagePullPolicy"] = le.spec.image.pull_policy
+    env = [dict(e) for e in le.spec.pod.env]  # HF_ENDPOINT for a mirror, HTTPS_PROXY, ...
     if source.token_secret is not None:
-        container["env"] = [{"name": names.FETCH_TOKEN_ENV, "valueFrom": {"secretKeyRef": {
-            "name": source.token_secret.name, "key": source.token_secret.key}}}]
+        env.insert(0, {"name": names.FETCH_TOKEN_ENV, "valueFrom": {"secretKeyRef": {
+            "name": source.token_secret.name, "key": source.token_secret.key}}})
+    if env:
+        container["env"] = env
     return container | {
         "resources": copy.deepcopy(FETCH_RESOURCES),
         "securityContext": copy.deepcopy(CONTAINER_SECURITY),

@@ -42,7 +42,8 @@ CASES: dict[str, tuple[dict[str, Any], OperatorSettings]] = {
             "url": "hf://nvidia/personaplex-7b-v1@3f1c2a9", "tokenSecret": {"name": "hf-token"},
             "claimName": "weights", "path": "personaplex-7b",
             "sha256": {"model.safetensors": "ab" * 32, "tokenizer.model": "cd" * 32}}}},
-        pod={"runtimeClassName": "nvidia-cdi", "imagePullSecrets": []})), DEFAULTS),
+        pod={"runtimeClassName": "nvidia-cdi", "imagePullSecrets": [],
+             "env": [{"name": "HF_ENDPOINT", "value": "https://hub-mirror.example"}]})), DEFAULTS),
     "personaplex-fetch-https": (objects.liveengine(objects.personaplex_spec(
         model={"name": "nvidia/personaplex-7b-v1", "source": {"fetch": {
             "url": "https://weights.example/personaplex-7b.tar.gz"}}})), DEFAULTS),
@@ -181,7 +182,8 @@ def test_fetch_sources_get_an_init_container_writing_the_volume_the_engine_reads
     assert {"name": "model", "mountPath": "/models", "readOnly": True} in engine["volumeMounts"]
     assert {"name": "model", "persistentVolumeClaim": {"claimName": "weights"}} in pod["volumes"]
     assert init["env"] == [{"name": "LIVEPLEX_FETCH_TOKEN",
-                            "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}]
+                            "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}},
+                           {"name": "HF_ENDPOINT", "value": "https://hub-mirror.example"}]
     https = _children("personaplex-fetch-https")[0]["spec"]["template"]["spec"]
     assert {"name": "model", "emptyDir": {}} in https["volumes"] and "env" not in https["initContainers"][0]
 
@@ -248,8 +250,8 @@ def test_liveplex_serve_accepts_the_rendered_command_line(case: str) -> None:
 
 
 NOT_RESTRICTED = {"personaplex-hostpath": ["volume types"], "personaplex-image": ["volume types"]}
-"""hostPath is refused by every profile but privileged; image volumes by pod-security-admission
-before 1.33 (docs/deploy.md): the only rendered pods that Pod Security "restricted" may refuse."""
+"""hostPath is refused by every profile but privileged; image volumes by older pod-security-admission
+releases (docs/deploy.md): the only rendered pods that Pod Security "restricted" may refuse."""
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -3,8 +3,8 @@ https://kubernetes.io/docs/concepts/security/pod-security-standards/ and enforce
 pod-security-admission checks of Kubernetes 1.35: one pure function per control, applied to a pod
 spec (a pod's, or a workload's template). A test helper: no cluster's admission runs here.
 
-`image` volumes are left out of the allowed volume types on purpose (pod-security-admission before
-1.33 refuses them; newer releases allow them): a pod that passes here passes every release.
+`image` volumes are left out of the allowed volume types on purpose (older pod-security-admission
+releases refuse them; recent ones allow them): a pod that passes here passes every release.
 """
 
 from __future__ import annotations
