@@ -21,18 +21,23 @@ def add_arguments(parser: argparse.ArgumentParser, port: int, what: str = "the s
                         help=f"port {what} listens on, 0 picks a free one (default: %(default)s)")
 
 
-def check(host: str, port: int) -> None:
-    """Raises ValueError naming the flag when `host:port` cannot be listened on."""
+def check(host: str, port: int, flags: tuple[str, str] = ("--host", "--port")) -> None:
+    """Raises ValueError naming the flags (`flags`: the host's and the port's) when `host:port`
+    cannot be listened on."""
+    host_flag, port_flag = flags
     if not 0 <= port <= MAX_PORT:
-        raise ValueError(f"--port must be in 0..{MAX_PORT}, got {port}")
+        raise ValueError(f"{port_flag} must be in 0..{MAX_PORT}, got {port}")
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
     except socket.gaierror as exc:
-        raise ValueError(f"--host {host!r} does not resolve: {exc.strerror}") from None
+        raise ValueError(f"{host_flag} {host!r} does not resolve: {exc.strerror}") from None
     with socket.socket(family, kind, proto) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
         try:
             probe.bind(address)
         except OSError as exc:
-            raise ValueError(f"--host {host} --port {port}: cannot listen there: {exc.strerror}") from None
+            raise ValueError(f"{host_flag} {host} {port_flag} {port}: cannot listen there: {exc.strerror}") from None
+
+
+ADMIN_FLAGS = ("--admin-host", "--admin-port")

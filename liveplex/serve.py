@@ -129,11 +129,12 @@ def main(argv: list[str]) -> int:
         logger.warning(f"{flag} is ignored by the {args.engine} engine", extra={"flag": flag})
     try:
         listen.check(args.host, args.port)
+        listen.check(args.admin_host, args.admin_port, listen.ADMIN_FLAGS)
         built = build_pod(args)
     except ValueError as exc:
         print(f"liveplex serve: {exc}", file=sys.stderr)
         return 2
     pod = built.pod
-    run.run(built.app, pod.front.settings, args.host, args.port, lambda host, port: _banner(pod, host, port),
+    run.run(built.app, pod.front, args.host, args.port, lambda host, port: _banner(pod, host, port),
             pod.drain, lambda: pod.draining)
     return 0 if pod.engine.failed is None else 1

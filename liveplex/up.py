@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from liveplex import listen
+from liveplex import listen, processes
 from liveplex.placement import LocalRedis, LocalRedisError, pool_keys
 
 DEFAULT_POOL = "default/local"
@@ -82,11 +82,10 @@ def _listening(host: str, port: int, child: subprocess.Popen[bytes], what: str) 
 
 
 def _spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """A child in its own session (Ctrl-C reaches only `liveplex up`, which stops them in order);
-    its banner is ours to print, its logs go to stderr."""
-    return subprocess.Popen([sys.executable, "-m", "liveplex.cli", *args], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-                            start_new_session=True)
+    """A `liveplex` child (`processes.spawn`: Ctrl-C reaches only `liveplex up`, which stops them
+    in order; killed with it); its banner is ours to print, its logs go to stderr."""
+    return processes.spawn([sys.executable, "-m", "liveplex.cli", *args], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
 
 
 def _stop(children: list[Child]) -> None:
@@ -133,10 +132,9 @@ def kube_platform(args: argparse.Namespace) -> Iterator[list[Child]]:
         try:
             port = _free_port("127.0.0.1")
             api = f"http://127.0.0.1:{port}"
-            emulator = subprocess.Popen(
+            emulator = processes.spawn(
                 [sys.executable, "-m", "liveplex.emulator", "--port", str(port), "--state-dir", str(args.state_dir),
-                 "--kubeconfig", str(args.kubeconfig)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                start_new_session=True)
+                 "--kubeconfig", str(args.kubeconfig)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
             children.append(Child("emulator", api, emulator))
             _listening("127.0.0.1", port, emulator, "the Kubernetes emulator")
             _install_crd(api)
@@ -181,9 +179,10 @@ def platform(args: argparse.Namespace, serve_flags: list[str]) -> Iterator[list[
 
 
 def main(argv: list[str]) -> int:
+    processes.obey_stop_signals()  # a background job (`liveplex up &`) starts with SIGINT ignored
+    signal.signal(signal.SIGTERM, _interrupt)  # stop the children on SIGTERM too, not only Ctrl-C
     own, serve_flags = _split(argv)
     args = build_parser().parse_args(own)
-    signal.signal(signal.SIGTERM, _interrupt)  # stop the children on SIGTERM too, not only Ctrl-C
     if args.pods < 1:
         print(f"liveplex up: --pods must be >= 1, got {args.pods}", file=sys.stderr)
         return 2

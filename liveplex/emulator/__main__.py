@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import signal
 import sys
+from collections.abc import Coroutine
+from typing import Any
 
+from liveplex import processes
 from liveplex.emulator.emulator import run_emulator
 
 
@@ -17,9 +21,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", default=".liveplex-emulator", help="pod logs and working directories")
     parser.add_argument("--kubeconfig", default=None, help="write a kubeconfig for the emulator here")
     args = parser.parse_args(argv)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run_emulator(args.port, args.state_dir, args.kubeconfig))
+    processes.obey_stop_signals()  # `liveplex up --kube &` starts us with SIGINT ignored
+    with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
+        asyncio.run(_until_stopped(run_emulator(args.port, args.state_dir, args.kubeconfig)))
     return 0
+
+
+async def _until_stopped(main: Coroutine[Any, Any, None]) -> None:
+    """Run `main` until SIGINT or SIGTERM cancels it, so its `finally` stops every pod first."""
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    await main
 
 
 if __name__ == "__main__":

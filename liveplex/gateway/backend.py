@@ -8,19 +8,21 @@ fallback (platform §7.12), the breakers, per-key session counts and the counter
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import time
 import weakref
-from collections import Counter
 
 from websockets.datastructures import Headers
 
 from liveplex.gateway.breaker import Breaker
+from liveplex.gateway.quota import Quota
 from liveplex.gateway.relay import UpstreamLeg
 from liveplex.gateway.settings import GatewaySettings
 from liveplex.gateway.stats import GatewayStats
 from liveplex.gateway.view import PoolView
+from liveplex.gateway.watchdog import Watchdog
 from liveplex.gptlive import connection, errors
 from liveplex.gptlive.server import auth, backend, replies
 from liveplex.gptlive.settings import Settings
@@ -45,7 +47,11 @@ class GatewayBackend:
         self._client = client
         self._view = view
         self._breaker = Breaker(settings.breaker_ms)
-        self._keys: Counter[str] = Counter()
+        self._watchdog = Watchdog(settings.upstream_silence_ms * 1_000_000)
+        self.upstream_headers = {} if settings.pod_key is None else {"Authorization": f"Bearer {settings.pod_key}"}
+        """What every upstream upgrade carries besides the session's own headers: the pod token."""
+        self._quota = Quota(settings.max_sessions_per_key, settings.starts_per_key_per_s)
+        """Per-key limits, for keyed gateways only (`quota`)."""
         self._leg_keys: dict[UpstreamLeg, str] = {}
         self._conn_keys: weakref.WeakKeyDictionary[connection.Connection, str] = weakref.WeakKeyDictionary()
         """The API key each socket authenticated with (for the per-key limit)."""
@@ -63,31 +69,45 @@ class GatewayBackend:
         return conn
 
     def start(self, start: connection.Start, peer: backend.Peer) -> UpstreamLeg | None:
+        if self.draining:
+            peer.perform(peer.conn.rejected(errors.gateway_draining()))
+            return None
         pool = self._view.catalog.pool_for(start.resource.model)
-        if pool is None or self.draining:  # draining, or the routes changed since validation
+        if pool is None:  # the routes changed since validation
             peer.perform(peer.conn.rejected(errors.no_engines()))
             return None
         key = self._conn_keys.get(peer.conn, "")
-        limit = self.settings.max_sessions_per_key
-        if limit and self._keys[key] >= limit:
+        refusal = self._quota.admit(key, time.monotonic_ns()) if self._api_keys else None
+        if refusal is not None:
             self.stats.rejected[(pool, "key_limit")] += 1
-            peer.perform(peer.conn.rejected(errors.key_session_limit(limit)))
+            peer.perform(peer.conn.rejected(refusal))
             return None
         leg = UpstreamLeg(self, start, peer, pool)
-        self._keys[key] += 1
         self._leg_keys[leg] = key
         return leg
 
     def settled(self, conn: connection.Connection, outcome: connection.Action) -> None:
         """Nothing to tell: the pod settles its own reservation."""
 
+    async def watch(self) -> None:
+        """Run the `Watchdog` over every relayed session until cancelled."""
+        period_ns = self._watchdog.period_ns
+        due = time.monotonic_ns() + period_ns
+        while True:
+            await asyncio.sleep(max(0, due - time.monotonic_ns()) / 1e9)
+            now = time.monotonic_ns()
+            for leg in self._watchdog.check(list(self._leg_keys), now, now - due):
+                leg.silenced()
+            due = now + period_ns
+
     # --- what the legs share -----------------------------------------------------------------------
 
     def tripped(self) -> frozenset[str]:
         return self._breaker.tripped(_now_ms())
 
-    async def place(self, pool: str, session_id: str, exclude: set[str]) -> Placed | Busy:
-        """place.lua; with Redis down, the last fresh snapshot (fail-open) or busy (fail-closed)."""
+    async def place(self, pool: str, session_id: str, exclude: set[str]) -> Placed | Busy | errors.ProtocolError:
+        """place.lua; with Redis down, the last fresh snapshot (fail-open), else the refusal saying
+        placement is unavailable (fail-closed, or no recent snapshot)."""
         try:
             return await self._client.place(pool, session_id, exclude)
         except PlacementError as exc:
@@ -96,7 +116,7 @@ class GatewayBackend:
         snapshot = self._view.snapshot(pool, self.settings.snapshot_max_age_ms) if self.settings.fail_open else None
         if snapshot is None:
             self.stats.fallbacks["closed"] += 1
-            return Busy(0, 0, no_engines=False)
+            return errors.placement_unavailable()
         self.stats.fallbacks["open"] += 1
         return choose(snapshot, exclude, tiebreak=random.getrandbits(31))
 
@@ -116,17 +136,18 @@ class GatewayBackend:
         self.stats.placements[(pool, "retry" if retried else "placed")] += 1
         self.stats.placement_seconds.observe((time.monotonic_ns() - started_ns) / 1e9)
 
-    def refused(self, pool: str, busy: Busy) -> None:
+    def refused(self, pool: str, busy: Busy | None) -> None:
+        """A start refused for want of room (`busy`), or with placement unavailable (None)."""
         self.stats.placements[(pool, "busy")] += 1
-        self.stats.rejected[(pool, "no_engines" if busy.no_engines else "server_busy")] += 1
+        self.stats.rejected[(pool, "no_engines" if busy is not None and busy.no_engines else "server_busy")] += 1
 
     def relaying(self, pool: str, delta: int) -> None:
         self.stats.sessions_active[pool] += delta
 
     def leg_done(self, leg: UpstreamLeg) -> None:
         key = self._leg_keys.pop(leg, None)
-        if key is not None:
-            self._keys[key] -= 1
+        if key is not None and self._api_keys:
+            self._quota.release(key)
 
     @property
     def sessions(self) -> int:

@@ -25,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def build(args: argparse.Namespace) -> tuple[Gateway, object]:
     """The gateway and its app; raises ValueError naming a bad flag."""
-    gateway = Gateway(settings.settings_from_args(args), server_settings.settings_from_args(args, auth.environment()))
+    environ = auth.environment()
+    gateway = Gateway(settings.settings_from_args(args, environ), server_settings.settings_from_args(args, environ))
     return gateway, app.create_app(gateway)
 
 
@@ -38,10 +39,11 @@ def main(argv: list[str]) -> int:
     run.configure_logging(args.log_level)
     try:
         listen.check(args.host, args.port)
+        listen.check(args.admin_host, args.admin_port, listen.ADMIN_FLAGS)
         gateway, application = build(args)
     except ValueError as exc:
         print(f"liveplex gateway: {exc}", file=sys.stderr)
         return 2
-    run.run(application, gateway.front.settings, args.host, args.port, _banner, gateway.drain,
+    run.run(application, gateway.front, args.host, args.port, _banner, gateway.drain,
             lambda: gateway.draining)
     return 0

@@ -51,12 +51,14 @@ class Gateway:
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:
         await self.view.refresh()
-        refreshing = asyncio.get_running_loop().create_task(self.view.run(self.settings.refresh_ms))
+        loop = asyncio.get_running_loop()
+        tasks = [loop.create_task(self.view.run(self.settings.refresh_ms)), loop.create_task(self.backend.watch())]
         try:
             yield
         finally:
-            refreshing.cancel()
-            await asyncio.gather(refreshing, return_exceptions=True)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             await self.front.end_sessions(SHUTDOWN_GRACE_S)
             await self.client.close()
 

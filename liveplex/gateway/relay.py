@@ -6,8 +6,11 @@ After that there is no task: frames move by callbacks in both directions. `sessi
 socket over (`Connection.handed_off`): from then on frames are copied both ways without JSON
 parsing the audio (upstream frames starting with `AUDIO_PREFIX` are relayed as they are; only the
 rare others are parsed to learn the session's end). `server_busy` or a failed connect places once
-more elsewhere; the pod vanishing mid-session is `server_error` + `session.closed`
-`connection_lost` + 1011 to the client, and trips that pod's breaker.
+more elsewhere. The pod's `session.closed` ends the client's socket with the pod's own close code,
+once the pod's close frame arrives. The upstream ending any other way (`upstream.Ending`: the pod
+vanished, went silent, broke the stream, or a message over the size limit was refused) is
+`server_error` + `session.closed` `connection_lost` + 1011 to the client; only the pod's own faults
+trip its breaker, never what a client made it say.
 """
 
 from __future__ import annotations
@@ -42,6 +45,23 @@ PLACEMENTS = 2
 BUSY_RECHECK_S = 0.1
 """A pool that looks full is asked once more after this: a session that just ended reaches the
 client (through this gateway) a moment before its pod's count reaches Redis."""
+LOST_BECAUSE: dict[upstream.Ending, str] = {
+    upstream.Ending.LOST: "the engine serving this session went away",
+    upstream.Ending.VIOLATION: "the engine serving this session broke the protocol",
+    upstream.Ending.SILENT: "the engine serving this session stopped responding",
+    upstream.Ending.TOO_LARGE: "the engine's answer to an event of this session was too large to relay",
+}
+"""What the client's `server_error` says, by how the upstream ended."""
+
+
+def refusal_for(busy: Busy) -> errors.ProtocolError:
+    """What a client is told when placement found no room: no engine at all, every one excluded
+    (tripped or just failed: none was left to try), or every slot taken."""
+    if busy.no_engines:
+        return errors.no_engines()
+    if busy.total_capacity == 0:
+        return errors.no_engine_free()
+    return errors.server_busy(busy.total_capacity)
 
 
 def _kind(text: str | bytes) -> tuple[str, dict[str, object]]:
@@ -65,6 +85,10 @@ class UpstreamLeg:
         self._peer = peer
         self._pool = pool
         self._frames = 0
+        self._closed_reason: str | None = None
+        """The reason of the pod's `session.closed`, relayed; the client's socket closes once the
+        pod's does, with its code."""
+        self._relaying = False
         self._pod: str | None = None
         self._up: upstream.Upstream | None = None
         self._inbox: list[str | bytes] = []
@@ -83,7 +107,8 @@ class UpstreamLeg:
             return
         if up.write_buffer_bytes > MAX_UPSTREAM_BUFFER_BYTES:
             logger.warning("upstream too slow; dropping the session", extra={"pod": self._pod})
-            self._lost()
+            up.abort(upstream.Ending.SILENT)  # a pod that does not read is as stuck as one that does not write
+            self._lost(upstream.Ending.SILENT)
             return
         up.send(data)
         self._owner.stats.frames_up += 1
@@ -95,6 +120,20 @@ class UpstreamLeg:
         if not self._task.done():
             self._task.cancel()
         self._finish()
+
+    # --- the watchdog's side -------------------------------------------------------------------------
+
+    @property
+    def received(self) -> int | None:
+        """Messages from the pod while relaying (`watchdog.Watched`)."""
+        up = self._up
+        return up.received if up is not None and self._relaying and not self._done else None
+
+    def silenced(self) -> None:
+        """The pod said nothing for the read deadline: drop it as lost."""
+        if self._up is not None:
+            logger.warning("upstream silent; dropping the session", extra={"pod": self._pod})
+            self._up.abort(upstream.Ending.SILENT)
 
     # --- placing and starting (a task) --------------------------------------------------------------
 
@@ -114,6 +153,7 @@ class UpstreamLeg:
             self._owner.leg_done(self)
             return
         self._owner.relaying(self._pool, +1)
+        self._relaying = True
         up.lost.add_done_callback(lambda _: self._gone())
         up.on_message = self._message
         backlog, self._inbox = self._inbox[1:], []
@@ -133,16 +173,16 @@ class UpstreamLeg:
             if isinstance(placed, Busy) and not placed.no_engines and attempt == 0:
                 await asyncio.sleep(BUSY_RECHECK_S)
                 placed = await owner.place(self._pool, start.resource.id, exclude)
+            if isinstance(placed, errors.ProtocolError):  # placement itself is unavailable
+                owner.refused(self._pool, None)
+                peer.perform(peer.conn.rejected(placed))
+                return None
             if isinstance(placed, Busy):
                 if busy_text is not None:
                     break
                 owner.refused(self._pool, placed)
-                if unreachable:
-                    peer.perform(peer.conn.rejected(errors.server_error("no engine could be reached")))
-                elif placed.no_engines:
-                    peer.perform(peer.conn.rejected(errors.no_engines()))
-                else:
-                    peer.perform(peer.conn.rejected(errors.server_busy(placed.total_capacity)))
+                peer.perform(peer.conn.rejected(
+                    errors.server_error("no engine could be reached") if unreachable else refusal_for(placed)))
                 return None
             ws = await self._dial(placed)
             first = None if ws is None else await self._first(ws, placed)
@@ -183,7 +223,8 @@ class UpstreamLeg:
         the pod's breaker."""
         try:
             up = await upstream.connect(
-                placed.addr, {SESSION_ID_HEADER: self._start.resource.id, POOL_HEADER: self._pool},
+                placed.addr, {**self._owner.upstream_headers, SESSION_ID_HEADER: self._start.resource.id,
+                              POOL_HEADER: self._pool},
                 self._owner.settings.connect_timeout_ms / 1000)
         except (OSError, TimeoutError, ValueError, upstream.UpstreamError):
             await self._owner.unreachable(self._pool, placed, self._start.resource.id)
@@ -226,20 +267,30 @@ class UpstreamLeg:
         self._peer.relay(text, False)
         kind, body = _kind(text)
         if kind == "session.closed":
-            peer = self._peer
-            peer.perform(peer.conn.relay_ended(str(body.get("reason")), self._frames))
+            self._closed_reason = str(body.get("reason"))
 
     def _gone(self) -> None:
-        """The pod's transport closed: normal after its `session.closed`, else it went away."""
-        if not self._done:
-            self._lost()
+        """The pod's transport closed: after its `session.closed` the client's socket closes as
+        the pod's did; else the session is lost, and why decides whether the pod is to blame."""
+        up = self._up
+        if self._done or up is None:
+            return
+        if self._closed_reason is not None:
+            peer = self._peer
+            code = up.close_code if up.ending is upstream.Ending.CLOSED and up.close_code else connection.NORMAL
+            peer.perform(peer.conn.relay_ended(self._closed_reason, self._frames, code))
+            self._finish()
+            return
+        # a close handshake that did not end the session is the pod breaking the protocol
+        ending = up.ending or upstream.Ending.LOST
+        self._lost(upstream.Ending.VIOLATION if ending is upstream.Ending.CLOSED else ending)
 
-    def _lost(self) -> None:
-        """The pod went away mid-session (platform §7.8)."""
-        if self._pod is not None:
+    def _lost(self, ending: upstream.Ending) -> None:
+        """The session cannot go on (platform §7.8); the pod's breaker trips if the pod failed."""
+        if self._pod is not None and ending.pods_fault:
             self._owner.lost(self._pod)
         peer = self._peer
-        peer.perform(peer.conn.relay_lost(self._frames))
+        peer.perform(peer.conn.relay_lost(self._frames, LOST_BECAUSE[ending]))
         self._finish()
 
     def _finish(self) -> None:

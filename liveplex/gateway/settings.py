@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from liveplex.flags import default_of
+from liveplex.gptlive.server import auth
 from liveplex.placement import keys, timing
 
 
@@ -24,13 +27,43 @@ class GatewaySettings:
     """How often routes, configs and pool snapshots are re-read from Redis."""
     connect_timeout_ms: int = 2000
     """Upstream WebSocket connect budget (platform §7.4)."""
+    upstream_silence_ms: int = 1000
+    """A relayed session's pod that sends nothing for this long (12 ticks) is treated as gone
+    (`watchdog.Watchdog`)."""
     breaker_ms: int = timing.CIRCUIT_BREAKER_MS
-    max_sessions_per_key: int = 0
-    """Concurrent sessions one API key may hold; 0: no limit."""
+    max_sessions_per_key: int = 100
+    """Concurrent sessions one API key may hold (keyed gateways only: `quota`); 0: no limit."""
+    starts_per_key_per_s: float = 20.0
+    """Session starts one API key may make per second, a second's worth banked; 0: no limit."""
     upstream_queue_frames: int = 256
     """Client frames held for a slow upstream before the session is dropped (≈20 s of audio)."""
     drain_deadline_s: float = 600.0
     """`/drain` (and SIGTERM) wait this long for relayed sessions to end."""
+    pod_key: str | None = None
+    """The bearer key this gateway presents to pods (the installation's pod token: pods take
+    sessions only from gateways); None: pods that need no key."""
+
+
+POD_KEY_ENV = "LIVEPLEX_POD_KEY"
+"""The pod token, when `--pod-key-file` is not given."""
+
+
+def load_pod_key(key_file: Path | None, environ: Mapping[str, str]) -> str | None:
+    """The pod token from `--pod-key-file` (its first line), else `$LIVEPLEX_POD_KEY`; raises
+    ValueError naming the flag when it cannot be read or is no bearer token."""
+    if key_file is not None:
+        try:
+            key = key_file.read_text().strip()
+        except OSError as exc:
+            raise ValueError(f"--pod-key-file: cannot read {key_file}: {exc.strerror}") from exc
+        source = "--pod-key-file"
+    else:
+        key, source = environ.get(POD_KEY_ENV, "").strip(), f"${POD_KEY_ENV}"
+    if not key:
+        return None
+    if not auth.well_formed(key):
+        raise ValueError(f"{source}: the pod key is not printable ASCII without spaces (a bearer token)")
+    return key
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,13 +77,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: fail open)")
     g.add_argument("--connect-timeout-ms", type=int, default=default_of(d, "connect_timeout_ms"),
                    help="upstream connect budget (default: %(default)s)")
+    g.add_argument("--upstream-silence-ms", type=int, default=default_of(d, "upstream_silence_ms"),
+                   help="a session's pod silent this long is treated as gone (default: %(default)s)")
     g.add_argument("--max-sessions-per-key", type=int, default=default_of(d, "max_sessions_per_key"),
                    help="concurrent sessions per API key, 0 = unlimited (default: %(default)s)")
+    g.add_argument("--starts-per-key-per-s", type=float, default=default_of(d, "starts_per_key_per_s"),
+                   help="session starts per API key per second, 0 = unlimited (default: %(default)s)")
+    g.add_argument("--pod-key-file", type=Path, default=None, metavar="FILE",
+                   help=f"the bearer key presented to pods (the pods' --api-key-file; default: ${POD_KEY_ENV}, "
+                        "else none)")
     g.add_argument("--drain-deadline-s", type=float, default=default_of(d, "drain_deadline_s"),
                    help="how long /drain and SIGTERM wait for sessions (default: %(default)s)")
 
 
-def settings_from_args(args: argparse.Namespace) -> GatewaySettings:
+def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> GatewaySettings:
     if not args.redis_url.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError(f"--redis-url: expected redis://HOST:PORT, got {args.redis_url!r}")
     if args.pool is not None:
@@ -58,15 +98,19 @@ def settings_from_args(args: argparse.Namespace) -> GatewaySettings:
             keys.pool_keys(args.pool)
         except ValueError as exc:
             raise ValueError(f"--pool: {exc}") from exc
-    for flag, value in (("--connect-timeout-ms", args.connect_timeout_ms),):
+    for flag, value in (("--connect-timeout-ms", args.connect_timeout_ms),
+                        ("--upstream-silence-ms", args.upstream_silence_ms)):
         if value <= 0:
             raise ValueError(f"{flag} must be > 0, got {value}")
     if args.max_sessions_per_key < 0:
         raise ValueError(f"--max-sessions-per-key must be >= 0, got {args.max_sessions_per_key}")
+    if not args.starts_per_key_per_s >= 0:
+        raise ValueError(f"--starts-per-key-per-s must be >= 0, got {args.starts_per_key_per_s}")
     if args.drain_deadline_s < 0:
         raise ValueError(f"--drain-deadline-s must be >= 0, got {args.drain_deadline_s}")
     return GatewaySettings(
         redis_url=args.redis_url, default_pool=args.pool, fail_open=not args.fail_closed,
-        connect_timeout_ms=args.connect_timeout_ms, max_sessions_per_key=args.max_sessions_per_key,
-        drain_deadline_s=args.drain_deadline_s,
+        connect_timeout_ms=args.connect_timeout_ms, upstream_silence_ms=args.upstream_silence_ms,
+        max_sessions_per_key=args.max_sessions_per_key, starts_per_key_per_s=args.starts_per_key_per_s,
+        drain_deadline_s=args.drain_deadline_s, pod_key=load_pod_key(args.pod_key_file, environ),
     )

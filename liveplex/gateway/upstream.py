@@ -4,14 +4,22 @@ Like the client side (`gptlive.server.native`), it is push-driven, with no task 
 frame: `data_received` parses the pod's frames and hands each text message to `on_message` at once,
 and `send` frames and writes a client message in place. A relayed audio frame therefore costs one
 parse and one write in each direction.
+
+When it ends, `ending` says how, so that only the pod's own faults count against the pod (its
+breaker): a close handshake (`CLOSED`, with the pod's `close_code`), a message over
+`events.MAX_SERVER_MESSAGE_BYTES` refused here (`TOO_LARGE`: a client made the pod say it), a
+broken WebSocket stream (`VIOLATION`), no message for the read deadline (`SILENT`, decided by the
+gateway's `Watchdog`), or the transport gone without a close (`LOST`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections.abc import Callable, Mapping
 
 from websockets.client import ClientProtocol
+from websockets.exceptions import PayloadTooBig
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.protocol import State
@@ -23,6 +31,21 @@ CLOSE_TIMEOUT_S = 1.0
 """After our close frame, how long the pod gets to answer before the transport is aborted."""
 
 
+class Ending(enum.Enum):
+    """How an upstream ended (see the module docstring)."""
+
+    CLOSED = "closed"
+    TOO_LARGE = "too_large"
+    VIOLATION = "violation"
+    SILENT = "silent"
+    LOST = "lost"
+
+    @property
+    def pods_fault(self) -> bool:
+        """Whether the pod itself failed (its breaker trips), rather than a client or a close."""
+        return self in (Ending.VIOLATION, Ending.SILENT, Ending.LOST)
+
+
 class UpstreamError(Exception):
     """The pod refused the upgrade or went away during it."""
 
@@ -31,7 +54,7 @@ class Upstream(asyncio.Protocol):
     """One pod connection; `opened` resolves after the handshake, `lost` when the transport goes."""
 
     def __init__(self, uri: str, headers: Mapping[str, str]) -> None:
-        self._conn = ClientProtocol(parse_uri(uri), max_size=events.MAX_MESSAGE_BYTES)
+        self._conn = ClientProtocol(parse_uri(uri), max_size=events.MAX_SERVER_MESSAGE_BYTES)
         self._headers = headers
         self._transport: asyncio.Transport | None = None
         self._parts: list[bytes] = []
@@ -41,6 +64,11 @@ class Upstream(asyncio.Protocol):
         self.lost: asyncio.Future[None] = loop.create_future()
         self.on_message: Callable[[str | bytes], None] = lambda _: None
         """Called with every whole message from the pod, in order."""
+        self.received = 0
+        """Whole messages from the pod so far (the `Watchdog` reads it)."""
+        self.ending: Ending | None = None
+        self.close_code: int | None = None
+        """The code of the pod's close frame, once received."""
 
     @property
     def write_buffer_bytes(self) -> int:
@@ -59,6 +87,8 @@ class Upstream(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         conn = self._conn
         conn.receive_data(data)
+        if conn.parser_exc is not None and self.ending is None:
+            self.ending = Ending.TOO_LARGE if isinstance(conn.parser_exc, PayloadTooBig) else Ending.VIOLATION
         for event in conn.events_received():
             if type(event) is Frame:
                 self._frame(event)
@@ -75,6 +105,10 @@ class Upstream(asyncio.Protocol):
         return None
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.ending is None:
+            rcvd = self._conn.close_rcvd
+            self.close_code = rcvd.code if rcvd is not None else None
+            self.ending = Ending.CLOSED if rcvd is not None else Ending.LOST
         if not self.opened.done():
             self.opened.set_exception(UpstreamError(f"the pod hung up during the upgrade: {exc}"))
         if not self.lost.done():
@@ -84,12 +118,14 @@ class Upstream(asyncio.Protocol):
 
     def _frame(self, frame: Frame) -> None:
         if frame.opcode is Opcode.TEXT and frame.fin:
+            self.received += 1
             self.on_message(frame.data.decode())
         elif frame.opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):  # fragments: liveplex pods send none
             if frame.opcode is not Opcode.CONT:
                 self._text = frame.opcode is Opcode.TEXT
             self._parts.append(bytes(frame.data))
             if frame.fin:
+                self.received += 1
                 data, self._parts = b"".join(self._parts), []
                 self.on_message(data.decode() if self._text else data)
 
@@ -113,7 +149,10 @@ class Upstream(asyncio.Protocol):
             self._flush()
         asyncio.get_running_loop().call_later(CLOSE_TIMEOUT_S, transport.abort)
 
-    def abort(self) -> None:
+    def abort(self, ending: Ending = Ending.LOST) -> None:
+        """Drop the transport now; `ending` says why (the gateway's verdict, e.g. `SILENT`)."""
+        if self.ending is None:
+            self.ending = ending
         if self._transport is not None:
             self._transport.abort()
 

@@ -322,12 +322,13 @@ class Connection:
         self.state = State.DONE
         return [self._ended(reason), Close(code), Release()]
 
-    def relay_lost(self, frames: int) -> list[Action]:
-        """The upstream vanished mid-session (platform §7.8): error, connection_lost, 1011."""
+    def relay_lost(self, frames: int, why: str) -> list[Action]:
+        """The upstream ended mid-session without ending it (platform §7.8): error saying `why`,
+        connection_lost, 1011."""
         if self.state is not State.RELAYING:
             return []
         self._frames_sent = frames
-        return [self._error(errors.server_error("the engine serving this session went away"), None),
+        return [self._error(errors.server_error(why), None),
                 *self._finish("connection_lost", None, INTERNAL_ERROR)]
 
     def deliver(self, outputs: list[contract.Output]) -> list[Action]:

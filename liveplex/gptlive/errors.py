@@ -15,6 +15,11 @@ from dataclasses import dataclass
 Path = tuple[str, ...]
 """A parameter path from the event root."""
 
+MAX_ECHO_CHARS = 64
+"""Longest piece of a client's input an error repeats (a value, an event type, a parameter name):
+the rest is elided, so no reply is much larger than its template and a client cannot make a
+server (or the gateway relaying it) write megabytes back."""
+
 
 class ErrorType(enum.Enum):
     """`error.type`: whose fault it was."""
@@ -52,9 +57,18 @@ class Code(enum.Enum):
 _SERVER_CODES = frozenset({Code.SERVER_BUSY, Code.SERVER_ERROR, Code.SERVER_SHUTDOWN})
 
 
+def echo(value: object) -> str:
+    """A client's value as an error repeats it: at most `MAX_ECHO_CHARS` characters of it."""
+    text = str(value)
+    if len(text) <= MAX_ECHO_CHARS:
+        return text
+    return f"{text[:MAX_ECHO_CHARS]}... ({len(text)} characters)"
+
+
 def render_path(path: Path | None) -> str | None:
-    """`("session", "audio", "format")` -> `"session.audio.format"`; None stays None."""
-    return None if path is None else ".".join(path)
+    """`("session", "audio", "format")` -> `"session.audio.format"`; None stays None. A name the
+    client chose (an unknown parameter) is echoed, so capped."""
+    return None if path is None else ".".join(map(echo, path))
 
 
 @dataclass(frozen=True)
@@ -124,7 +138,7 @@ def invalid_type(path: Path, expected: str, value: object) -> ProtocolError:
 
 def invalid_value(path: Path, value: object, supported: Iterable[object]) -> ProtocolError:
     return ProtocolError(Code.INVALID_VALUE, path,
-                         f"Invalid value: '{value}'. Supported values are: {_listing(supported)}.")
+                         f"Invalid value: '{echo(value)}'. Supported values are: {_listing(supported)}.")
 
 
 def invalid_audio(reason: str) -> ProtocolError:
@@ -146,7 +160,7 @@ def unsupported_parameter(path: Path) -> ProtocolError:
 def unsupported_value(path: Path, value: object, supported: Iterable[object]) -> ProtocolError:
     return ProtocolError(
         Code.UNSUPPORTED_VALUE, path,
-        f"Unsupported value: '{value}' for '{render_path(path)}'. "
+        f"Unsupported value: '{echo(value)}' for '{render_path(path)}'. "
         f"Supported values are: {_listing(supported)}.",
     )
 
@@ -161,23 +175,23 @@ def string_above_max_length(path: Path, length: int, limit: int) -> ProtocolErro
 def model_not_found(model: str, served: Iterable[str]) -> ProtocolError:
     return ProtocolError(
         Code.MODEL_NOT_FOUND, ("session", "model"),
-        f"The model '{model}' does not exist on this server. Supported values are: "
+        f"The model '{echo(model)}' does not exist on this server. Supported values are: "
         f"{_listing(served)}.",
     )
 
 
 def unsupported_event(event_type: str, why: str) -> ProtocolError:
     return ProtocolError(Code.UNSUPPORTED_EVENT, _TYPE,
-                         f"Unsupported event type: '{event_type}'. {why}")
+                         f"Unsupported event type: '{echo(event_type)}'. {why}")
 
 
 def unknown_event(event_type: str) -> ProtocolError:
-    return ProtocolError(Code.UNKNOWN_EVENT, _TYPE, f"Unknown event type: '{event_type}'.")
+    return ProtocolError(Code.UNKNOWN_EVENT, _TYPE, f"Unknown event type: '{echo(event_type)}'.")
 
 
 def session_not_started(event_type: str) -> ProtocolError:
     return ProtocolError(Code.SESSION_NOT_STARTED, _TYPE,
-                         f"'{event_type}' needs a running session; send 'session.start' first.")
+                         f"'{echo(event_type)}' needs a running session; send 'session.start' first.")
 
 
 def session_already_started() -> ProtocolError:
@@ -187,7 +201,7 @@ def session_already_started() -> ProtocolError:
 
 def session_closing(event_type: str) -> ProtocolError:
     return ProtocolError(Code.SESSION_CLOSING, _TYPE,
-                         f"'{event_type}' was sent after 'session.close'; the session is closing.")
+                         f"'{echo(event_type)}' was sent after 'session.close'; the session is closing.")
 
 
 def server_busy(max_sessions: int) -> ProtocolError:
@@ -204,6 +218,29 @@ def key_session_limit(limit: int) -> ProtocolError:
     """A gateway's per-key concurrent-session limit."""
     return ProtocolError(Code.SERVER_BUSY, None,
                          f"This API key already has {limit} live sessions, its limit; retry later.")
+
+
+def key_start_rate(starts_per_s: float) -> ProtocolError:
+    """A gateway's per-key start rate."""
+    return ProtocolError(Code.SERVER_BUSY, None,
+                         f"This API key started more than {starts_per_s:g} sessions a second, its limit; retry later.")
+
+
+def no_engine_free() -> ProtocolError:
+    """Every engine of the pool was tried and none could take the session (all excluded)."""
+    return ProtocolError(Code.SERVER_BUSY, None, "No engine could take this session just now; retry later.")
+
+
+def placement_unavailable() -> ProtocolError:
+    """The gateway cannot reach its placement store and has no recent view of the pool."""
+    return ProtocolError(Code.SERVER_BUSY, None,
+                         "Sessions cannot be placed right now (the placement store is unreachable); retry later.")
+
+
+def gateway_draining() -> ProtocolError:
+    """A draining gateway takes no new session; the client's next connection reaches another."""
+    return ProtocolError(Code.SERVER_BUSY, None,
+                         "This gateway is shutting down; reconnect and another gateway will take the session.")
 
 
 def server_error(detail: str) -> ProtocolError:

@@ -25,6 +25,14 @@ from liveplex.gptlive.errors import Path, ProtocolError
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 """Largest WebSocket message either side accepts (gpt-live §2.1): above the SDK's 2 MiB, below a
 memory hazard."""
+MAX_EVENT_ID_CHARS = 512
+"""Longest client `event_id`: it is echoed (twice in an `error`), so a longer one is refused
+(`string_above_max_length`, param `event_id`) and never repeated."""
+MAX_SERVER_MESSAGE_BYTES = MAX_MESSAGE_BYTES + 64 * 1024
+"""Largest message a liveplex server writes: one event repeats at most one client message's
+strings (`session.started` its instructions, in no more bytes than the client spent on them),
+plus bounded fields of its own (ids, a capped `event_id`, errors that echo at most
+`errors.MAX_ECHO_CHARS` of any value). The gateway reads pods with this limit."""
 
 
 def new_event_id() -> str:
@@ -532,6 +540,8 @@ def parse(data: str | bytes) -> ClientEvent | Invalid:
     event_id = obj.get("event_id")
     if event_id is not None and not isinstance(event_id, str):
         return Invalid(errors.invalid_type(("event_id",), "a string", event_id), None)
+    if event_id is not None and len(event_id) > MAX_EVENT_ID_CHARS:
+        return Invalid(errors.string_above_max_length(("event_id",), len(event_id), MAX_EVENT_ID_CHARS), None)
     if "type" not in obj:
         return Invalid(errors.missing_required_parameter(("type",)), event_id)
     kind = obj["type"]

@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="placement Redis (default: $LIVEPLEX_REDIS_URL); pods get it too unless --redis-secret")
     run.add_argument("--redis-secret", metavar="NAME[:KEY]", default=None,
                      help="pods read LIVEPLEX_REDIS_URL from this Secret in their namespace (key default: url)")
+    run.add_argument("--pod-token-secret", metavar="NAME[:KEY]", default=None,
+                     help="pods accept only the token in this Secret in their namespace, the gateways' "
+                          "--pod-key-file (key default: token; default: pods take any client)")
     run.add_argument("--image", default=None, metavar="REPOSITORY[:TAG]",
                      help=f"engine image when spec.image is unset (default: {settings.DEFAULT_REPOSITORY}:"
                           f"{settings.OperatorSettings().image_tag})")
@@ -50,12 +53,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _secret_key(flag: str | None, default_key: str) -> settings.SecretKey | None:
+    """`NAME[:KEY]` as a Secret's key; None when the flag is not given."""
+    if not flag:
+        return None
+    name, _, key = flag.partition(":")
+    return settings.SecretKey(name, key or default_key)
+
+
 def settings_from_args(args: argparse.Namespace) -> settings.OperatorSettings:
     """Build the settings once; raises ValueError naming the bad flag."""
-    secret = None
-    if args.redis_secret:
-        name, _, key = args.redis_secret.partition(":")
-        secret = settings.SecretKey(name, key or "url")
+    secret = _secret_key(args.redis_secret, "url")
+    token = _secret_key(args.pod_token_secret, "token")
     d = settings.OperatorSettings()
     repository, tag = d.image_repository, d.image_tag
     if args.image:
@@ -65,7 +74,7 @@ def settings_from_args(args: argparse.Namespace) -> settings.OperatorSettings:
                                     priority_class_name=args.priority_class_name,
                                     image_pull_secrets=tuple(args.image_pull_secret))
     return settings.OperatorSettings(
-        namespaces=tuple(args.namespace or ()), redis_url=args.redis_url, redis_secret=secret,
+        namespaces=tuple(args.namespace or ()), redis_url=args.redis_url, redis_secret=secret, pod_token_secret=token,
         image_repository=repository, image_tag=tag,
         engine_image_repository=args.engine_image or d.engine_image_repository, pod_defaults=defaults,
         liveness_endpoint=args.liveness,

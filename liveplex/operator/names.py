@@ -6,6 +6,7 @@ Every module that renders, selects or checks one of these reads it here, so a re
 from __future__ import annotations
 
 from liveplex import fetch_model
+from liveplex.gptlive.server import auth
 
 GROUP = "live.liveplex.io"
 VERSION = "v1alpha1"
@@ -31,7 +32,9 @@ LAST_APPLIED = f"{GROUP}/last-applied"
 POD_IP_ENV = "POD_IP"
 POD_NAME_ENV = "POD_NAME"
 REDIS_URL_ENV = "LIVEPLEX_REDIS_URL"
-RESERVED_ENV: tuple[str, ...] = (POD_IP_ENV, POD_NAME_ENV, REDIS_URL_ENV)
+API_KEYS_ENV = auth.ENV_KEYS
+"""The keys an engine pod accepts: the installation's pod token, so only gateways reach it."""
+RESERVED_ENV: tuple[str, ...] = (POD_IP_ENV, POD_NAME_ENV, REDIS_URL_ENV, API_KEYS_ENV)
 """Env vars the operator sets on the engine container; `spec.pod.env` may not override them."""
 
 HPA: tuple[str, str] = ("autoscaling/v2", "HorizontalPodAutoscaler")
@@ -41,6 +44,9 @@ SCALED_OBJECT: tuple[str, str] = ("keda.sh/v1alpha1", "ScaledObject")
 CONTAINER = "engine"
 PORT = 8000
 PORT_NAME = "http"
+ADMIN_PORT = 9090
+ADMIN_PORT_NAME = "admin"
+"""The admin listener (`/drain`, `/metrics`, probes): no Service exposes it."""
 MODEL_MOUNT = "/models"
 """Where the model source is mounted in the engine container (read-only)."""
 FETCH_CONTAINER = "fetch-model"

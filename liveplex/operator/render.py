@@ -62,6 +62,7 @@ def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
     s, cap = le.spec, le.spec.capacity
     pod_ip = f"$({names.POD_IP_ENV})"
     args = ["serve", "--engine", s.kind, "--host", pod_ip, "--port", str(names.PORT),
+            "--admin-host", pod_ip, "--admin-port", str(names.ADMIN_PORT),
             "--max-sessions", str(cap.max_sessions), "--max-seconds", str(cap.max_seconds),
             "--jitter-frames", str(cap.jitter_frames), "--prebuffer-frames", str(cap.prebuffer_frames),
             "--lateness-budget-ms", str(cap.lateness_budget_millis),
@@ -126,11 +127,16 @@ def _env(le: LiveEngine, settings: OperatorSettings) -> list[Obj]:
             "name": settings.redis_secret.name, "key": settings.redis_secret.key}}})
     elif settings.redis_url is not None:
         env.append({"name": names.REDIS_URL_ENV, "value": settings.redis_url})
+    if settings.pod_token_secret is not None:
+        env.append({"name": names.API_KEYS_ENV, "valueFrom": {"secretKeyRef": {
+            "name": settings.pod_token_secret.name, "key": settings.pod_token_secret.key}}})
     return env + [dict(e) for e in le.spec.pod.env]
 
 
-def _http_get(path: str) -> Obj:
-    return {"httpGet": {"path": path, "port": names.PORT_NAME}}
+def _admin_get(path: str) -> Obj:
+    """Probes and the preStop drain go to the admin listener: a flood on the client port cannot
+    fail a probe, and no client can drain the pod."""
+    return {"httpGet": {"path": path, "port": names.ADMIN_PORT_NAME}}
 
 
 def _resources(le: LiveEngine) -> Obj:
@@ -184,13 +190,14 @@ def _container(le: LiveEngine, settings: OperatorSettings) -> Obj:
         "command": ["liveplex"],
         "args": serve_args(le, settings),
         "env": _env(le, settings),
-        "ports": [{"name": names.PORT_NAME, "containerPort": names.PORT, "protocol": "TCP"}],
-        "startupProbe": _http_get("/ready") | {
+        "ports": [{"name": names.PORT_NAME, "containerPort": names.PORT, "protocol": "TCP"},
+                  {"name": names.ADMIN_PORT_NAME, "containerPort": names.ADMIN_PORT, "protocol": "TCP"}],
+        "startupProbe": _admin_get("/ready") | {
             "periodSeconds": PROBE_PERIOD_S, "timeoutSeconds": 2,
             "failureThreshold": STARTUP_BUDGET_S[le.spec.kind] // PROBE_PERIOD_S},
-        "readinessProbe": _http_get("/ready") | {"periodSeconds": 2, "timeoutSeconds": 2, "failureThreshold": 2},
-        "livenessProbe": _http_get("/health") | {"periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3},
-        "lifecycle": {"preStop": _http_get(f"/drain?deadline_s={grace}")},
+        "readinessProbe": _admin_get("/ready") | {"periodSeconds": 2, "timeoutSeconds": 2, "failureThreshold": 2},
+        "livenessProbe": _admin_get("/health") | {"periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3},
+        "lifecycle": {"preStop": _admin_get(f"/drain?deadline_s={grace}")},
     }
     if image.pull_policy is not None:
         container["imagePullPolicy"] = image.pull_policy

@@ -42,6 +42,9 @@ class OperatorSettings:
     as `LIVEPLEX_REDIS_URL` unless `redis_secret` is set. None: pods run standalone, no routes."""
     redis_secret: SecretKey | None = None
     """Pods read `LIVEPLEX_REDIS_URL` from this Secret instead of a literal (the URL holds a password)."""
+    pod_token_secret: SecretKey | None = None
+    """Pods accept only the token in this Secret (`LIVEPLEX_API_KEYS`), which the gateways present:
+    sessions reach engines only through a gateway. None: pods take any client."""
     image_repository: str = DEFAULT_REPOSITORY
     image_tag: str = __version__
     """The engine image when `spec.image` leaves it unset: the operator's own version."""

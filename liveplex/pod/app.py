@@ -1,11 +1,11 @@
-"""A pod's routes over the shared server app: models, voices, config, stats, metrics, ready, drain."""
+"""A pod's routes over the shared server app: models, voices, config and ready for clients; drain,
+metrics, stats, config and ready on the admin listener."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.applications import Starlette
 
 from liveplex.gptlive.server import app as server_app
 from liveplex.gptlive.server import exposition, replies
@@ -13,13 +13,31 @@ from liveplex.pod import metrics, stats
 from liveplex.pod.pod import Pod
 
 
-def create_app(pod: Pod) -> FastAPI:
+def create_app(pod: Pod) -> server_app.ByListener:
     """The pod's app; its lifespan is the pod's start and stop."""
     front = pod.front
     served = pod.served
     registry = exposition.registry(metrics.PodCollector(pod.snapshot))
 
-    def add_routes(app: FastAPI) -> None:
+    async def live_config(request: Request) -> Response:
+        pacing = pod.engine.pacing
+        return JSONResponse({**served.config(), "api_key_required": front.key_required,
+                             "pacing": {"lead_ms": pacing.lead_ns / 1e6, "spread_ms": pacing.spread_ns / 1e6}})
+
+    async def live_stats(request: Request) -> Response:
+        return JSONResponse(stats.stats_json(pod.snapshot()))
+
+    async def ready(request: Request) -> Response:
+        if pod.ready:
+            return PlainTextResponse("ready")
+        return PlainTextResponse("draining" if pod.draining else "not ready", status_code=503)
+
+    def add_routes(app: FastAPI, admin: Starlette) -> None:
+        server_app.add_admin_routes(admin, front, pod.drain, registry)
+        server_app.add_both(app, admin, "/live/config", live_config)
+        server_app.add_both(app, admin, "/live/stats", live_stats, guarded_by=front)
+        server_app.add_both(app, admin, "/ready", ready)
+
         @app.get("/v1/models")
         async def models(request: Request) -> Response:
             return front.guard(request) or JSONResponse(replies.models_json(served.models))
@@ -27,25 +45,5 @@ def create_app(pod: Pod) -> FastAPI:
         @app.get("/v1/audio/voices")
         async def audio_voices(request: Request) -> Response:
             return front.guard(request) or JSONResponse({"voices": served.voices.names()})
-
-        @app.get("/live/config")
-        async def live_config() -> dict[str, Any]:
-            pacing = pod.engine.pacing
-            return {**served.config(), "api_key_required": front.key_required,
-                    "pacing": {"lead_ms": pacing.lead_ns / 1e6, "spread_ms": pacing.spread_ns / 1e6}}
-
-        @app.get("/live/stats")
-        async def live_stats() -> dict[str, Any]:
-            return stats.stats_json(pod.snapshot())
-
-        @app.get("/ready")
-        async def ready() -> PlainTextResponse:
-            if pod.ready:
-                return PlainTextResponse("ready")
-            return PlainTextResponse("draining" if pod.draining else "not ready", status_code=503)
-
-        server_app.add_drain_route(app, pod.drain)
-
-        server_app.add_metrics_route(app, front, registry)
 
     return server_app.create_app(front, pod.serving, add_routes, "liveplex")

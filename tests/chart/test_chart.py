@@ -26,7 +26,7 @@ MATRIX: dict[str, dict[str, Any]] = {
     "external url": {"redis": {"mode": "external", "external": {"url": "redis://:pw@127.0.0.1:6380/0"}}},
     "external secret": {"redis": {"mode": "external",
                                   "external": {"existingSecret": "my-redis", "existingSecretKey": "u"}}},
-    "monitoring": {"monitoring": {"podMonitor": {"enabled": True}, "serviceMonitor": {"enabled": True},
+    "monitoring": {"monitoring": {"podMonitor": {"enabled": True}, "gatewayMonitor": {"enabled": True},
                                   "prometheusAdapterRules": {"enabled": True}}},
     "gateway options": {"gateway": {"autoscaling": {"enabled": True}, "apiKeys": {"existingSecret": "keys"},
                                     "pool": "voice/sim", "failClosed": True, "maxSessionsPerKey": 4,
@@ -38,7 +38,7 @@ MATRIX: dict[str, dict[str, Any]] = {
     "sample autoscaled": {"sample": {"enabled": True, "autoscaling": {"enabled": True, "provider": "keda"}}},
     "open": {"crds": {"install": False}, "networkPolicy": {"enabled": False}},
 }
-NOT_BUILT_IN = {"LiveEngine", "PodMonitor", "ServiceMonitor"}
+NOT_BUILT_IN = {"LiveEngine", "PodMonitor"}
 WARNING = 2
 """helm lint's severities: 1 info, 2 warning, 3 error."""
 
@@ -77,6 +77,7 @@ def test_the_default_install_is_the_locked_down_platform() -> None:
         ("Deployment", f"{FULL}-gateway"), ("Service", f"{FULL}-gateway"),
         ("PodDisruptionBudget", f"{FULL}-gateway"),
         ("Secret", f"{FULL}-redis-auth"), ("Secret", f"{FULL}-redis-url"), ("Deployment", f"{FULL}-redis"),
+        ("Secret", f"{FULL}-pod-token"),
         ("Service", f"{FULL}-redis"),
         ("NetworkPolicy", f"{FULL}-engines"), ("NetworkPolicy", f"{FULL}-redis"),
         ("Pod", f"{FULL}-check"),  # the `helm test` hook: created only by `helm test`
@@ -171,7 +172,7 @@ def test_the_gateway_rolls_without_unavailability_and_drains_before_it_stops() -
     assert dep["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
     pod = dep["spec"]["template"]["spec"]
     container = pod["containers"][0]
-    assert container["lifecycle"]["preStop"]["httpGet"] == {"path": "/drain?deadline_s=600", "port": "http"}
+    assert container["lifecycle"]["preStop"]["httpGet"] == {"path": "/drain?deadline_s=600", "port": "admin"}
     assert pod["terminationGracePeriodSeconds"] == 630
     assert container["readinessProbe"]["httpGet"]["path"] == "/ready"
     parsed = gateway_cli.build_parser().parse_args(_args(container)[1:])
@@ -213,9 +214,24 @@ def test_an_explicit_redis_url_reaches_every_component_through_one_secret() -> N
         [env] = [e for e in env_vars if e["name"] == "LIVEPLEX_REDIS_URL"]
         assert env["valueFrom"]["secretKeyRef"] == {"name": f"{FULL}-redis-url", "key": "url"}
     mine = render.render(MATRIX["external secret"])
-    assert not by_kind(mine, "Secret")
+    assert [s["metadata"]["name"] for s in by_kind(mine, "Secret")] == [f"{FULL}-pod-token"]  # no Redis one
     dep = one(mine, "Deployment", f"{FULL}-operator")
     assert "--redis-secret=my-redis:u" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_engines_take_sessions_only_with_the_pod_token_that_only_the_gateways_have() -> None:
+    """One generated token, in the release namespace (the gateways) and every watched one (the
+    engines): the operator renders it into the engines' accepted keys, the gateways present it."""
+    objs = render.render(MATRIX["two namespaces"])
+    tokens = [s for s in by_kind(objs, "Secret") if s["metadata"]["name"] == f"{FULL}-pod-token"]
+    assert {s["metadata"]["namespace"] for s in tokens} == {NAMESPACE, "voice-a", "voice-b"}
+    assert len({s["data"]["token"] for s in tokens}) == 1 and len(base64.b64decode(tokens[0]["data"]["token"])) == 48
+    gateway = one(objs, "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]["containers"][0]
+    [env] = [e for e in gateway["env"] if e["name"] == "LIVEPLEX_POD_KEY"]
+    assert env["valueFrom"]["secretKeyRef"] == {"name": f"{FULL}-pod-token", "key": "token"}
+    operator = one(objs, "Deployment", f"{FULL}-operator")["spec"]["template"]["spec"]["containers"][0]
+    assert f"--pod-token-secret={FULL}-pod-token:token" in operator["args"]
+    assert not [a for a in gateway["args"] + operator["args"] if "token" in a.lower() and "secret" not in a]
 
 
 def test_the_url_secret_is_in_every_watched_namespace_for_the_engine_pods() -> None:
@@ -226,13 +242,14 @@ def test_the_url_secret_is_in_every_watched_namespace_for_the_engine_pods() -> N
 
 def test_monitors_label_engine_series_with_the_liveengine_the_queries_select() -> None:
     objs = render.render(MATRIX["monitoring"])
-    [pm] = by_kind(objs, "PodMonitor")
+    pm = next(m for m in by_kind(objs, "PodMonitor") if m["metadata"]["name"].endswith("-engines"))
     [endpoint] = pm["spec"]["podMetricsEndpoints"]
+    assert endpoint["port"] == "admin"
     assert endpoint["relabelings"] == [{"sourceLabels": ["__meta_kubernetes_pod_label_app_kubernetes_io_instance"],
                                         "targetLabel": "liveengine"}]
     assert pm["spec"]["selector"] == {"matchLabels": {names.NAME_LABEL: names.APP}}
-    [sm] = by_kind(objs, "ServiceMonitor")
-    assert sm["spec"]["endpoints"][0]["path"] == "/metrics"
+    gateway_monitor = next(m for m in by_kind(objs, "PodMonitor") if m["metadata"]["name"].endswith("-gateway"))
+    assert gateway_monitor["spec"]["podMetricsEndpoints"][0] == {"port": "admin", "path": "/metrics", "interval": "15s"}
     config = one(objs, "ConfigMap", f"{FULL}-adapter-rules")
     assert yaml.safe_load(config["data"]["config.yaml"]) == signals.adapter_rules()
 

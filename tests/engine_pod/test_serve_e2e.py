@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conformance import servers
-from tests.support import clients
+from tests.support import clients, pods
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -97,9 +97,10 @@ def test_a_model_fault_ends_sessions_with_error_then_closed_and_the_pod_turns_no
 
 
 def test_the_openai_sdk_holds_a_session_and_sessions_expire(tiny_dir, tmp_path):
-    with personaplex(tiny_dir, tmp_path / "serve.log", "--max-seconds", "5") as base:
+    admin = pods.free_port()
+    with personaplex(tiny_dir, tmp_path / "serve.log", "--max-seconds", "5", "--admin-port", str(admin)) as base:
         deltas, _, reason = asyncio.run(clients.sdk_call(base))
-        metrics = urllib.request.urlopen(base.removesuffix("/v1") + "/metrics", timeout=5).read().decode()
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=5).read().decode()
         code, lines = servers.check(base, "--only", "36")
     assert _clean(code, lines) == {36: "PASS"}
     assert reason == "close_requested"

@@ -94,6 +94,7 @@ def test_redis_down_keeps_live_sessions_fails_open_then_busy_and_recovers(redis_
             await late.send(orjson.dumps(START).decode())
             error, _ = await until(late, "error")
             assert error["error"]["code"] == "server_busy"
+            assert "placement store is unreachable" in error["error"]["message"]  # not "All 0 live sessions"
             redis_server.start()
             t0 = time.monotonic()
             while True:  # placement is back within 5 s of Redis returning
@@ -118,7 +119,7 @@ def test_a_draining_pod_takes_no_new_session_and_its_running_one_finishes(redis_
             busy = p.pod_sessions().index(1)
             drained: list[dict] = []
             drain = threading.Thread(target=lambda: drained.append(platform.get_json(
-                p.pods[busy][0].root + "/drain?deadline_s=60")))
+                p.pods[busy][0].admin_root + "/drain?deadline_s=60")))
             drain.start()
             platform.eventually(lambda: _status(p.pods[busy][0].root + "/ready") == 503, "/ready to say 503")
             others = [await started(p.gateway.ws_url) for _ in range(3)]

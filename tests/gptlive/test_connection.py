@@ -243,7 +243,7 @@ def test_a_relayed_session_hands_off_then_ends_or_is_lost() -> None:
     assert conn.state is c.State.RELAYING and conn.deadline_ns is None
     with pytest.raises(RuntimeError):
         conn.receive(APPEND, 0, 0.0)
-    out = conn.relay_lost(frames=25)
+    out = conn.relay_lost(frames=25, why="the engine serving this session went away")
     assert codes(out) == ["server_error"]
     closed = sent(out)[1]
     assert (closed["reason"], closed["usage"]["seconds"], closed["session"]["expires_at"]) == (

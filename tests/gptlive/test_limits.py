@@ -11,6 +11,7 @@ import orjson
 import pytest
 import websockets
 
+from liveplex.gptlive import events
 from liveplex.gptlive.server import native
 from tests.support import hostile, pods
 
@@ -33,14 +34,15 @@ async def flood(mute: hostile.Mute, event: dict[str, object]) -> None:
 
 
 async def test_a_client_that_never_reads_is_dropped_once_what_it_is_owed_passes_the_byte_limit(caplog) -> None:
-    """Errors echo a 64 KB event id twice: without a byte limit the held queue grew without bound
-    (67 MB to 933 MB in 4 s). Now the client is dropped with close 1011 once more than
-    `--outbound-max-bytes` is held, and its descriptor is gone a grace period later."""
+    """Errors echo the event id twice (a 64 KB one, before ids were capped): without a byte limit
+    the held queue grew without bound (67 MB to 933 MB in 4 s). Now the client is dropped with
+    close 1011 once more than `--outbound-max-bytes` is held, and its descriptor is gone a grace
+    period later."""
     limit = 256 * 1024
-    async with pods.in_process("--outbound-max-bytes", str(limit)) as running:
+    async with pods.in_process("--outbound-max-bytes", str(limit), "--errors-per-s", "100000") as running:
         front = running.built.pod.front
         mute = await hostile.Mute.open(running.address)
-        sending = asyncio.create_task(flood(mute, {"type": 5, "event_id": "x" * 65536}))
+        sending = asyncio.create_task(flood(mute, {"type": 5, "event_id": "x" * events.MAX_EVENT_ID_CHARS}))
         try:
             await until(lambda: front.stats.dropped, 20, "the client was never dropped")
             assert dict(front.stats.dropped) == {"slow_bytes": 1}
@@ -50,7 +52,7 @@ async def test_a_client_that_never_reads_is_dropped_once_what_it_is_owed_passes_
             sending.cancel()
             mute.close()
     (drop,) = [r for r in caplog.records if r.getMessage() == "client too slow; dropping it"]
-    one_error = 2 * 65536 + 1024  # the id is echoed twice
+    one_error = 2 * events.MAX_EVENT_ID_CHARS + 1024  # the id is echoed twice
     assert limit < drop.held_bytes <= limit + one_error
     assert drop.reason == f"more than {limit} bytes queued"
 
@@ -106,26 +108,40 @@ async def test_connections_that_never_complete_a_request_are_reaped() -> None:
             sock.close()
 
 
-async def test_connections_beyond_the_cap_are_cut_at_once_and_capacity_comes_back() -> None:
-    async with pods.in_process("--max-connections", "3") as running:
+async def test_at_the_cap_a_newcomer_evicts_the_oldest_unfinished_request_else_is_cut() -> None:
+    """Three connections that never send a request fill `--max-connections 3`: a fourth takes the
+    place of the oldest. Once all three are live sessions (past their request), a fourth is cut at
+    once, and capacity comes back when they go."""
+    async with pods.in_process("--max-connections", "3", "--max-pending-connections", "3") as running:
         front = running.built.pod.front
         held = [await hostile.tcp(running.address) for _ in range(3)]
         extra = await hostile.tcp(running.address)
-        assert await hostile.ended(extra, 2)
-        assert not await hostile.ended(held[0], 0.3)
-        assert front.stats.dropped["over_capacity"] == 1
+        assert await hostile.ended(held[0], 2)
+        assert not await hostile.ended(extra, 0.3)
+        assert front.stats.dropped["pending_evicted"] == 1
         for sock in [*held, extra]:
             sock.close()
+        live = []
         async with asyncio.timeout(5):
-            while True:  # the server sees the three go within a loop turn or two
+            while len(live) < 3:  # the server sees the closed ones go within a loop turn or two
+                with contextlib.suppress(OSError, websockets.InvalidHandshake):
+                    live.append(await websockets.connect(running.ws_url))
+                await asyncio.sleep(0.02)
+        cut = await hostile.tcp(running.address)
+        assert await hostile.ended(cut, 2)
+        assert front.stats.dropped["over_capacity"] == 1
+        for ws in live:
+            await ws.close()
+        async with asyncio.timeout(5):
+            while True:
                 with contextlib.suppress(httpx.TransportError):
                     async with httpx.AsyncClient(base_url=running.root) as http:
                         if (await http.get("/health")).text == "ok":
                             stats = (await http.get("/live/stats")).json()
-                            metrics = (await http.get("/metrics")).text
+                            metrics = (await http.get(running.admin_root + "/metrics")).text
                             break
                 await asyncio.sleep(0.02)
-    assert stats["dropped_connections"] == {"over_capacity": 1}
+    assert stats["dropped_connections"] == {"over_capacity": 1, "pending_evicted": 1}
     assert 'liveengine_connections_dropped_total{reason="over_capacity"} 1.0' in metrics
 
 
@@ -137,8 +153,8 @@ async def test_an_unanswered_ping_aborts_a_socket_whose_send_buffer_is_full() ->
         front = running.built.pod.front
         mute = await hostile.Mute.open(running.address)
         try:
-            for _ in range(8):  # 16 MB of errors owed: far more than the kernel buffers hold
-                await mute.send({"type": 5, "event_id": "x" * (1 << 20)})
+            for _ in range(12_000):  # 16 MB of errors owed: far more than the kernel buffers hold
+                await mute.send({"type": 5, "event_id": "x" * events.MAX_EVENT_ID_CHARS})
             await until(lambda: any(not s.writable for s in front.sockets), 5, "the send buffer never filled")
             await until(lambda: front.stats.sockets_open == 0, 10, "the socket is still open")
             assert dict(front.stats.dropped) == {"ping_timeout": 1}

@@ -194,7 +194,8 @@ async def test_http_routes_auth_and_refused_paths() -> None:
             assert models.json()["data"][0]["id"] == "liveplex-sim"
             gone = await http.get("/v1/live/sessions/x/attach")
             assert (gone.status_code, gone.json()["error"]["code"]) == (404, "unsupported_endpoint")
-            assert (await http.get("/metrics")).status_code == 503
+            assert (await http.get("/metrics")).status_code == 404  # the admin listener's
+            assert (await http.get(running.admin_root + "/metrics")).status_code == 503
             config = (await http.get("/live/config")).json()
             assert (config["voice"], config["max_seconds"]) == ("marin", 240.0)
             defaults = PodSettings()
@@ -216,7 +217,7 @@ async def test_metrics_expose_engine_and_front_end_counters() -> None:
         await ws.send("nope")
         await until(ws, "error")
         async with httpx.AsyncClient(base_url=f"http://{address}") as http:
-            text = (await http.get("/metrics")).text
+            text = (await http.get(running.admin_root + "/metrics")).text
         for name in ("liveengine_ticks_total", "liveengine_tick_duration_seconds_bucket",
                      "liveengine_tick_lateness_seconds_bucket", "liveengine_batch_size_bucket",
                      "liveengine_sessions_active", 'liveengine_errors_total{code="invalid_json"} 1.0',
@@ -244,7 +245,7 @@ async def test_late_ticks_show_their_lateness_in_stats_and_metrics() -> None:
             await ws.close()
             await sessions_drop_to(address, 0)  # idle: no more ticks, both reads see one pulse
             stats = (await http.get("/live/stats")).json()
-            text = (await http.get("/metrics")).text
+            text = (await http.get(running.admin_root + "/metrics")).text
     ticks, hist = stats["ticks"], stats["tick_lateness"]
     lower = [0.0, *hist["bounds_s"]]  # counts[i] covers (lower[i], bounds[i]], the last is +Inf
     late = sum(n for low, n in zip(lower, hist["counts"]) if low >= 0.02)

@@ -42,12 +42,12 @@ BODY = {
 }
 
 
-async def _scrape(http: httpx.AsyncClient, roots: list[str]) -> list[tuple[float, float]]:
-    """Each pod's (active, reserved) gauges from its `/metrics`."""
+async def _scrape(http: httpx.AsyncClient, pods_: list[pods.Running]) -> list[tuple[float, float]]:
+    """Each pod's (active, reserved) gauges from its `/metrics` (on its admin listener)."""
     out = []
-    for root in roots:
+    for pod in pods_:
         gauges = {}
-        for line in (await http.get(root + "/metrics")).text.splitlines():
+        for line in (await http.get(pod.admin_root + "/metrics")).text.splitlines():
             name, _, value = line.partition(" ")
             if name in ("liveengine_sessions_active", "liveengine_sessions_reserved"):
                 gauges[name] = float(value)
@@ -63,8 +63,8 @@ def _occupied(scraped: list[tuple[float, float]]) -> list[float]:
 class Controller:
     """Scrape, compute, write `/scale`: one HPA sync every `SYNC_S`, recording each write."""
 
-    def __init__(self, api: httpx.AsyncClient, roots: list[str], autoscaler: hpa.Autoscaler) -> None:
-        self.api, self.roots, self.autoscaler = api, roots, autoscaler
+    def __init__(self, api: httpx.AsyncClient, pods_: list[pods.Running], autoscaler: hpa.Autoscaler) -> None:
+        self.api, self.pods, self.autoscaler = api, pods_, autoscaler
         self.writes: list[tuple[float, int, float]] = []
         """(time, replicas written, reservations the scrape saw)."""
         self.seen: list[tuple[float, list[tuple[float, float]], int]] = []
@@ -74,7 +74,7 @@ class Controller:
     async def run(self) -> None:
         async with httpx.AsyncClient(timeout=5) as scraper:
             while True:
-                scraped = await _scrape(scraper, self.roots)
+                scraped = await _scrape(scraper, self.pods)
                 scale = (await self.api.get(f"{LE}/scale")).json()
                 now = time.monotonic()
                 current = scale["spec"]["replicas"]
@@ -111,10 +111,10 @@ def test_load_scales_the_liveengine_up_and_its_end_scales_it_down_one_pod_per_pe
         running = [procs.enter_context(pods.subprocess_pod(
             "--redis-url", redis_url, "--pool", POOL, "--pod-name", f"pod-{i}", "--max-sessions", "4",
             log=tmp_path / f"pod-{i}.log"))[0] for i in range(2)]
-        asyncio.run(_scenario(tmp_path, [p.root for p in running], redis_url))
+        asyncio.run(_scenario(tmp_path, running, redis_url))
 
 
-async def _scenario(tmp_path: Path, roots: list[str], redis_url: str) -> None:
+async def _scenario(tmp_path: Path, running: list[pods.Running], redis_url: str) -> None:
     emulator = Emulator(tmp_path / "cluster", kubelet=False, controllers=False)
     await emulator.start()
     try:
@@ -129,7 +129,7 @@ async def _scenario(tmp_path: Path, roots: list[str], redis_url: str) -> None:
             hpa_obj = (await api.get(f"{HPA}/{NAME}")).json()
             assert hpa_obj["spec"]["scaleTargetRef"] == {"apiVersion": names.API_VERSION, "kind": names.KIND,
                                                          "name": NAME}
-            controller = Controller(api, roots, hpa.Autoscaler.of(hpa_obj))
+            controller = Controller(api, running, hpa.Autoscaler.of(hpa_obj))
             assert controller.autoscaler.target == 2.0  # 4 sessions x 50 %
             async with asyncio.timeout(15):
                 while len((await placement.snapshot(POOL)).fresh()) < 2:
@@ -151,7 +151,7 @@ async def _drive(controller: Controller, placement: PlacementClient) -> None:
             await asyncio.sleep(SYNC_S)
     assert await controller.replicas() == 1 and controller.writes == []  # idle pods: stay at minReplicas
 
-    sockets = [await _session(root) for root in controller.roots[:1] * 3 + controller.roots[1:] * 2]
+    sockets = [await _session(pod.root) for pod in controller.pods[:1] * 3 + controller.pods[1:] * 2]
     try:
         await controller.until(3)
         # 5 running sessions alone: average 2.5 against 2, ceil(2 x 1.25) = 3 pods. With two

@@ -144,7 +144,7 @@ def test_probes_drain_and_grace_follow_the_spec() -> None:
     c = pod["containers"][0]
     assert c["readinessProbe"]["httpGet"]["path"] == "/ready" and c["livenessProbe"]["httpGet"]["path"] == "/health"
     assert c["startupProbe"]["periodSeconds"] * c["startupProbe"]["failureThreshold"] == 1800
-    assert c["lifecycle"]["preStop"]["httpGet"] == {"path": "/drain?deadline_s=600", "port": "http"}
+    assert c["lifecycle"]["preStop"]["httpGet"] == {"path": "/drain?deadline_s=600", "port": "admin"}
     assert pod["terminationGracePeriodSeconds"] == 630
     assert deployment["spec"]["strategy"] == {"type": "RollingUpdate",
                                               "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}

@@ -39,10 +39,10 @@ class Platform:
     gateway_process: subprocess.Popen[bytes]
 
     def stats(self) -> dict:
-        return get_json(self.gateway.root + "/live/stats")  # type: ignore[return-value]
+        return get_json(self.gateway.admin_root + "/live/stats")  # type: ignore[return-value]
 
     def pod_sessions(self) -> list[int]:
-        return [get_json(p.root + "/live/stats")["sessions"] for p, _ in self.pods]  # type: ignore[index]
+        return [get_json(p.admin_root + "/live/stats")["sessions"] for p, _ in self.pods]  # type: ignore[index]
 
 
 @contextlib.contextmanager

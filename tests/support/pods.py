@@ -28,14 +28,20 @@ READY_S = 60.0
 
 @dataclass(frozen=True, slots=True)
 class Running:
-    """A running pod: its `host:port`, the built pod (in process only) and its URLs."""
+    """A running pod: its `host:port`, its admin listener's, the built pod (in process only) and
+    its URLs."""
 
     address: str
+    admin_address: str = ""
     built: serve.Built | None = None
 
     @property
     def root(self) -> str:
         return f"http://{self.address}"
+
+    @property
+    def admin_root(self) -> str:
+        return f"http://{self.admin_address}"
 
     @property
     def base_url(self) -> str:
@@ -52,14 +58,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def listening_socket(host: str = "127.0.0.1") -> socket.socket:
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, 0))
-    sock.listen(1024)
-    return sock
 
 
 class _Announcing(uvicorn.Server):
@@ -79,24 +77,26 @@ async def in_process(*flags: str, engine: runner.EngineFactory | None = None,
                      ws: type | str = run.WS_PROTOCOL) -> AsyncIterator[Running]:
     """`liveplex serve --engine sim FLAGS` on this loop (`engine` replaces the sim)."""
     built = serve.build_pod(serve.build_parser().parse_args(["--engine", "sim", *flags]), engine)
-    sock = listening_socket()
+    sockets = run.listeners(built.pod.front, "127.0.0.1", 0)
     server = _Announcing(run.config(built.app, built.pod.front.settings, ws=ws))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
+    task = asyncio.create_task(server.serve(sockets=sockets))
     try:
         async with asyncio.timeout(READY_S):
             await asyncio.wait({task, asyncio.ensure_future(server.up.wait())},
                                return_when=asyncio.FIRST_COMPLETED)
         if not server.started:
             raise RuntimeError("the in-process pod did not start")
-        yield Running(f"127.0.0.1:{sock.getsockname()[1]}", built)
+        yield Running(*(f"127.0.0.1:{sock.getsockname()[1]}" for sock in sockets), built=built)
     finally:
         server.should_exit = True
         await task
-        sock.close()
+        for sock in sockets:
+            sock.close()
 
 
 def _announced(proc: subprocess.Popen[bytes], log: Path, found: list[str], ready: threading.Event) -> None:
-    """Copy the child's output to `log`; note the address of its `GPT-Live ws://...` line."""
+    """Copy the child's output to `log`; note the addresses of its `GPT-Live ws://...` and
+    `admin http://...` lines (the banner's last)."""
     assert proc.stdout is not None
     with open(log, "ab") as out:
         for line in proc.stdout:
@@ -105,6 +105,8 @@ def _announced(proc: subprocess.Popen[bytes], log: Path, found: list[str], ready
             text = line.decode(errors="replace")
             if "GPT-Live" in text and "ws://" in text and not found:
                 found.append(text.split("ws://", 1)[1].split("/", 1)[0])
+            elif text.lstrip().startswith("admin") and "http://" in text and len(found) == 1:
+                found.append(text.split("http://", 1)[1].split("/", 1)[0])
                 ready.set()
     ready.set()
 
@@ -125,9 +127,9 @@ def subprocess_pod(*flags: str, log: Path, command: str = "serve",
     reader = threading.Thread(target=_announced, args=(proc, log, found, ready), daemon=True)
     reader.start()
     try:
-        if not ready.wait(READY_S) or not found:
+        if not ready.wait(READY_S) or len(found) < 2:
             raise RuntimeError(f"liveplex {' '.join(head + list(flags))} did not start:\n{log.read_text()}")
-        yield Running(found[0]), proc
+        yield Running(found[0], found[1]), proc
     finally:
         if proc.poll() is None:  # SIGINT: exit now (SIGTERM would drain first)
             proc.send_signal(signal.SIGINT)

@@ -25,6 +25,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from liveplex import processes
 from liveplex.emulator.apiserver import builtins, errors, kinds, storage
 from liveplex.emulator.controllers import podspec
 
@@ -155,7 +156,7 @@ class _Container:
                         *line, env={**os.environ, **self.pod.kubelet.service_account, "HOSTNAME": self.pod.name,
                                     **self.env}, stdout=out,
                         stderr=asyncio.subprocess.STDOUT, cwd=self.spec.get("workingDir") or self.pod.dir,
-                        start_new_session=True)
+                        start_new_session=True, preexec_fn=processes.die_with_parent)
             except OSError as exc:
                 self.state = {"waiting": {"reason": "RunContainerError", "message": str(exc)}}
                 self.pod.publish()

@@ -1,23 +1,33 @@
-"""The FastAPI app every GPT-Live server shares: the live path, `/health`, the demo page, 404s.
+"""The FastAPI app every GPT-Live server shares: the live path, `/health`, the demo page, 404s,
+and the admin listener's app.
 
 `create_app(front, ...)` builds the app around a `Front`: the one shared timer (`Sweeper`), the
 set of live sockets and their counters, and the `Backend` behind them. The live socket itself is
 served natively by `native.LiveProtocol` (uvicorn's `ws=`), which finds the front in the lifespan
 state; through plain ASGI the live path is refused. A pod and the gateway add their own routes
-(`add_routes`) and lifecycle (`lifecycle`); routes are listed in gpt-live §11 and docs/gptlive.md.
+(`add_routes`, `add_admin_routes`) and lifecycle (`lifecycle`); routes are listed in gpt-live §11
+and docs/gptlive.md.
+
+Every server listens twice (`run.listeners`): the client port, and an admin port that the
+Service does not expose, where `/drain` (the preStop hook), `/metrics` (Prometheus) and the
+operational JSON live. A request is routed by the listener it arrived on (`scope["server"]`), so
+no admin route answers on the client port, whatever its path, and no client route on the admin
+port.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from prometheus_client import CollectorRegistry
-from starlette.routing import WebSocketRoute
+from starlette.applications import Starlette
+from starlette.routing import Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from websockets.datastructures import Headers
 
@@ -42,6 +52,15 @@ class Front:
     stats: FrontStats = field(default_factory=FrontStats)
     sweeper: Sweeper | None = None
     sockets: set[Socket] = field(default_factory=set)
+    admin_port: int | None = None
+    """The admin listener's port, once bound (`run.listeners`)."""
+    pending: dict[Any, None] = field(default_factory=dict)
+    """Client-listener connections that have not finished a request, oldest first
+    (`http_protocol.HttpProtocol`)."""
+
+    def on_admin(self, server: tuple[str, int] | None) -> bool:
+        """Whether a connection whose local address is `server` came in on the admin listener."""
+        return server is not None and server[1] == self.admin_port
 
     @property
     def key_required(self) -> bool:
@@ -52,8 +71,10 @@ class Front:
         """The API key an HTTP request carries (`auth.ANONYMOUS` without keys); None: refuse."""
         return auth.match_key(self.settings.api_keys, authorization)
 
-    def refusal(self, headers: Headers) -> tuple[int, bytes] | None:
+    def refusal(self, headers: Headers, server: tuple[str, int] | None) -> tuple[int, bytes] | None:
         """Why an upgrade of the live path is refused (status, JSON body); None to accept."""
+        if self.on_admin(server):
+            return replies.NOT_FOUND
         if auth.upgrade_key(self.settings.api_keys, headers) is None:
             return replies.UNAUTHORIZED
         if self.sweeper is None:
@@ -75,30 +96,64 @@ class Front:
                     await asyncio.sleep(0.02)
 
 
-def add_drain_route(app: FastAPI, drain: Callable[[float | None], asyncio.Task[int]]) -> None:
-    """`GET|POST /drain?deadline_s=S`: blocks until drained or the deadline (a preStop hook waits on it)."""
+def add_admin_routes(admin: Starlette, front: Front, drain: Callable[[float | None], asyncio.Task[int]],
+                     registry: CollectorRegistry) -> None:
+    """The admin listener's routes every server has: `GET|POST /drain?deadline_s=S`, which blocks
+    until drained or the deadline (a preStop hook waits on it), and `GET /metrics`, the Prometheus
+    text of `registry` (503 with `--no-metrics`)."""
 
-    @app.api_route("/drain", methods=["GET", "POST"])
-    async def drain_route(deadline_s: float | None = None) -> Response:
-        if deadline_s is not None and deadline_s < 0:
-            return JSONResponse({"error": {"param": "deadline_s", "message": "must be >= 0"}}, status_code=400)
+    async def drain_route(request: Request) -> Response:
+        raw = request.query_params.get("deadline_s")
+        try:
+            deadline_s = None if raw is None else float(raw)
+        except ValueError:
+            deadline_s = -1.0
+        if deadline_s is not None and not deadline_s >= 0:
+            return JSONResponse({"error": {"param": "deadline_s", "message": "must be a number >= 0"}},
+                                status_code=400)
         ended = await asyncio.shield(drain(deadline_s))  # a hung-up caller must not cancel it
         return JSONResponse({"drained": True, "ended_at_deadline": ended})
 
-
-def add_metrics_route(app: FastAPI, front: Front, registry: CollectorRegistry) -> None:
-    """`GET /metrics`: the Prometheus text of `registry`; 503 with `--no-metrics`."""
-
-    @app.get("/metrics")
-    async def metrics_route() -> Response:
+    async def metrics_route(request: Request) -> Response:
         if not front.settings.metrics:
             return PlainTextResponse("metrics are disabled", status_code=503)
         return Response(exposition.render(registry), media_type=exposition.CONTENT_TYPE)
 
+    admin.add_route("/drain", drain_route, methods=["GET", "POST"])
+    admin.add_route("/metrics", metrics_route, methods=["GET"])
+
+
+def add_both(app: FastAPI, admin: Starlette, path: str, endpoint: Callable[[Request], Awaitable[Response]],
+             guarded_by: Front | None = None) -> None:
+    """One GET route on both listeners; `guarded_by`: on the client listener it needs the API key."""
+    async def guarded(request: Request) -> Response:
+        assert guarded_by is not None
+        return guarded_by.guard(request) or await endpoint(request)
+
+    app.add_api_route(path, endpoint if guarded_by is None else guarded, methods=["GET"])
+    admin.add_route(path, endpoint, methods=["GET"])
+
+
+class ByListener:
+    """The ASGI app uvicorn serves: requests on the admin listener go to `admin`, the rest (and the
+    lifespan) to `public`."""
+
+    def __init__(self, front: Front, public: FastAPI, admin: Starlette) -> None:
+        self._front = front
+        self.public = public
+        self.admin = admin
+
+    async def __call__(self, scope: replies.Message, receive: replies.Receive, send: replies.Send) -> None:
+        if scope["type"] != "lifespan" and self._front.on_admin(scope.get("server")):
+            await self.admin(scope, receive, send)
+        else:
+            await self.public(scope, receive, send)
+
 
 def create_app(front: Front, lifecycle: Callable[[], contextlib.AbstractAsyncContextManager[None]],
-               add_routes: Callable[[FastAPI], None], title: str) -> FastAPI:
-    """The app over `front`; `lifecycle` brackets serving (the backend's start and stop)."""
+               add_routes: Callable[[FastAPI, Starlette], None], title: str) -> ByListener:
+    """The client app and the admin app behind one listener switch; `add_routes(app, admin)` adds
+    a server's own routes to both; `lifecycle` brackets serving (the backend's start and stop)."""
     settings = front.settings
 
     @contextlib.asynccontextmanager
@@ -123,11 +178,12 @@ def create_app(front: Front, lifecycle: Callable[[], contextlib.AbstractAsyncCon
     async def unsupported(rest: str) -> Response:
         return replies.response(replies.UNSUPPORTED)
 
-    @app.get("/health")
     async def health() -> PlainTextResponse:
         return PlainTextResponse("ok")
 
-    add_routes(app)
+    app.add_api_route("/health", health, methods=["GET"])
+    admin = Starlette(routes=[Route("/health", health)])
+    add_routes(app, admin)
 
     @app.get("/", include_in_schema=False)
     async def demo_page() -> Response:
@@ -138,4 +194,6 @@ def create_app(front: Front, lifecycle: Callable[[], contextlib.AbstractAsyncCon
 
     app.mount("/static", StaticFiles(directory=settings.static_dir, check_dir=False), name="static")
     app.router.routes.append(WebSocketRoute("/{path:path}", replies.Refuse(replies.NOT_FOUND)))
-    return app
+
+    admin.router.routes.append(WebSocketRoute("/{path:path}", replies.Refuse(replies.NOT_FOUND)))
+    return ByListener(front, app, admin)

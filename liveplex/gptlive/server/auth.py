@@ -3,7 +3,9 @@
 `load_keys` reads the accepted keys from a flag, the environment or a file (a token on the
 command line is visible in the process table, so the flag is the least preferred). `match_key`
 answers which key a request carries, comparing against every key in constant time, and refuses a
-request with more than one credential rather than trusting the first.
+request with more than one credential rather than trusting the first, or with a malformed one
+(any byte a bearer token cannot hold is a refusal, never an exception: an exception inside an
+upgrade once left its connection counted forever).
 
 A browser cannot set `Authorization` on a WebSocket, so the live socket also takes the key as a
 subprotocol, OpenAI's convention: `new WebSocket(url, ["liveplex", "openai-insecure-api-key.KEY"])`.
@@ -40,7 +42,7 @@ def load_keys(flag: str | None, key_file: Path | None, environ: Mapping[str, str
     environment's; raises ValueError naming the flag when the file cannot be read or is empty."""
     keys: list[str] = []
     if flag:
-        keys.append(flag)
+        keys += _checked("--api-key", [flag])
     if key_file is not None:
         try:
             lines = key_file.read_text().splitlines()
@@ -49,10 +51,23 @@ def load_keys(flag: str | None, key_file: Path | None, environ: Mapping[str, str
         found = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
         if not found:
             raise ValueError(f"--api-key-file: {key_file} holds no key")
-        keys += found
+        keys += _checked("--api-key-file", found)
     if not keys:
-        keys += [k.strip() for k in environ.get(ENV_KEYS, "").split(",") if k.strip()]
+        keys += _checked(f"${ENV_KEYS}", [k.strip() for k in environ.get(ENV_KEYS, "").split(",") if k.strip()])
     return tuple(dict.fromkeys(keys))
+
+
+def _checked(source: str, keys: list[str]) -> list[str]:
+    for i, key in enumerate(keys):
+        if not well_formed(key):
+            raise ValueError(f"{source}: key {i + 1} is not printable ASCII without spaces (a bearer token)")
+    return keys
+
+
+def well_formed(token: str) -> bool:
+    """Whether `token` can be a bearer credential: printable ASCII, no white space. Anything else
+    (bytes a header parser kept as surrogates, a Latin-1 letter) is refused before any comparison."""
+    return token.isascii() and token.isprintable() and " " not in token and bool(token)
 
 
 def environment() -> Mapping[str, str]:
@@ -79,10 +94,11 @@ def match_key(keys: tuple[str, ...], authorization: Iterable[str], offered: Iter
     if len(values) != 1:
         return None
     scheme, _, given = values[0].partition(" ")
-    if scheme.lower() != "bearer":
+    given = given.strip()
+    if scheme.lower() != "bearer" or not well_formed(given):
         return None
     found = None
-    candidate = given.strip().encode()
+    candidate = given.encode()
     for key in keys:  # every key compared: the time taken says nothing about which matched
         if hmac.compare_digest(candidate, key.encode()):
             found = key

@@ -40,7 +40,7 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 
 from liveplex.gptlive import connection, events
-from liveplex.gptlive.server import auth, backend
+from liveplex.gptlive.server import auth, backend, replies
 
 if TYPE_CHECKING:
     from websockets.frames import Frame
@@ -71,7 +71,11 @@ class LiveProtocol(WebSocketsSansIOProtocol):
             return
         self.request = event
         self.handshake_initiated = True
-        refusal = front.refusal(event.headers)
+        try:
+            refusal = front.refusal(event.headers, self.server)
+        except Exception:  # never an exception out of an upgrade: it left the connection counted for good
+            logger.error("live upgrade check failed", exc_info=True)
+            refusal = replies.INTERNAL
         if refusal is not None:
             status, body = refusal
             self._answer(Response(status, STATUS_PHRASES[status], Headers([

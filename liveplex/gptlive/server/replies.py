@@ -26,6 +26,7 @@ UNSUPPORTED = openai_error(404, "unsupported_endpoint",
                            "This server supports only the primary socket /v1/live/sessions.")
 NOT_FOUND = openai_error(404, "not_found", "No such endpoint.")
 NOT_READY = openai_error(503, "server_error", "The engine is not running.")
+INTERNAL = openai_error(500, "server_error", "The server could not check this request.")
 NOT_NATIVE = openai_error(500, "server_error",
                           "The live socket needs uvicorn with ws=liveplex.gptlive.server.native.LiveProtocol.")
 

@@ -24,6 +24,7 @@ import gc
 import json
 import logging
 import signal
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from types import FrameType
@@ -33,6 +34,7 @@ import uvicorn
 
 from liveplex.gptlive import events
 from liveplex.gptlive.server import http_protocol, native
+from liveplex.gptlive.server.app import Front
 from liveplex.gptlive.server.settings import ServerSettings
 
 logger = logging.getLogger(__name__)
@@ -91,8 +93,11 @@ class Server(uvicorn.Server):
             gc.collect()
             gc.freeze()
             host, port = self.servers[0].sockets[0].getsockname()[:2]
-            logger.info("listening", extra={"host": host, "port": port, "frozen_objects": gc.get_freeze_count()})
-            print(self._bound(host, port), flush=True)
+            admin_host, admin_port = self.servers[1].sockets[0].getsockname()[:2]
+            logger.info("listening", extra={"host": host, "port": port, "admin_host": admin_host,
+                                            "admin_port": admin_port, "frozen_objects": gc.get_freeze_count()})
+            print(self._bound(host, port) + "\n" + ADMIN_LINE.format(at=_at(admin_host), port=admin_port),
+                  flush=True)
 
     async def shutdown(self, sockets: list | None = None) -> None:  # type: ignore[override]
         """Logged here: uvicorn re-raises a captured SIGTERM after serving, which ends the process
@@ -114,12 +119,28 @@ class Server(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
+def _at(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 def banner(title: str, host: str, port: int) -> str:
     """Where a server listens, and how the SDK reaches it."""
-    at = f"[{host}]" if ":" in host else host
+    at = _at(host)
     return (f"{title}\n"
             f"  demo page  http://{at}:{port}/\n"
             f"  GPT-Live   ws://{at}:{port}/v1/live/sessions  (OpenAI(base_url=\"http://{at}:{port}/v1\"))")
+
+
+ADMIN_LINE = "  admin      http://{at}:{port}/  (/drain, /metrics, /live/stats; not for clients)"
+
+
+def listeners(front: Front, host: str, port: int) -> list[socket.socket]:
+    """The client listener on `host:port` and the admin listener on the settings' address, bound
+    now (port 0 resolved), with `front.admin_port` set: every server serves both."""
+    bound = [socket.create_server((h, p), family=socket.AF_INET6 if ":" in h else socket.AF_INET, backlog=2048)
+             for h, p in ((host, port), (front.settings.admin_host, front.settings.admin_port))]
+    front.admin_port = bound[1].getsockname()[1]
+    return bound
 
 
 def config(app: object, settings: ServerSettings, **more: Any) -> uvicorn.Config:
@@ -133,10 +154,11 @@ def config(app: object, settings: ServerSettings, **more: Any) -> uvicorn.Config
     return uvicorn.Config(app, **{**chosen, **more})
 
 
-def run(app: object, settings: ServerSettings, host: str, port: int, bound: Callable[[str, int], str],
+def run(app: object, front: Front, host: str, port: int, bound: Callable[[str, int], str],
         drain: Callable[[], Awaitable[object]], draining: Callable[[], bool]) -> None:
-    """Serve `app` until stopped; a `stopped` line says after how long and which signals."""
-    server = Server(config(app, settings, host=host, port=port, loop="uvloop", timeout_graceful_shutdown=5),
-                    bound, drain, draining)
+    """Serve `app` on both listeners until stopped; a `stopped` line says after how long and which
+    signals. The addresses were checked (`listen.check`); binding fails here only in a race."""
+    sockets = listeners(front, host, port)
+    server = Server(config(app, front.settings, loop="uvloop", timeout_graceful_shutdown=5), bound, drain, draining)
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises a captured SIGINT once stopped
-        server.run()
+        server.run(sockets=sockets)

@@ -34,8 +34,18 @@ class ServerSettings:
     """A connection must complete its request headers this long after it opened (or after the
     previous response), else it is aborted."""
     max_connections: int = 1000
-    """Open connections, HTTP and WebSocket; one more is aborted at once (under the usual limit of
-    1024 file descriptors)."""
+    """Open connections, HTTP and WebSocket, on the client listener (under the usual limit of 1024
+    file descriptors). At the cap a newcomer takes the place of the oldest connection that has not
+    finished its request yet, and is aborted only when there is none."""
+    max_pending_connections: int = 100
+    """Connections on the client listener that have not finished a request (or sit idle between
+    two): the unauthenticated ones. Past this, the oldest is aborted, so partial requests cannot
+    starve clients that finish theirs (at most `max_connections`)."""
+    admin_host: str = "127.0.0.1"
+    """Where the admin listener (`/drain`, `/metrics`, stats) listens: loopback unless a pod
+    network needs it (the chart sets 0.0.0.0 and exposes it through no Service)."""
+    admin_port: int = 0
+    """The admin listener's port; 0 picks a free one (the banner says which)."""
     ws_ping_interval_s: float = 20.0
     """WebSocket keepalive ping period; a client that has not answered one within another period
     is aborted."""
@@ -48,7 +58,7 @@ class ServerSettings:
 
     def __post_init__(self) -> None:
         for name in ("outbound_max_frames", "outbound_max_bytes", "header_timeout_s", "max_connections",
-                     "ws_ping_interval_s", "sweep_ms"):
+                     "max_pending_connections", "ws_ping_interval_s", "sweep_ms"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
 
@@ -82,7 +92,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="abort a connection whose request headers are not complete after this "
                         "(default: %(default)s)")
     g.add_argument("--max-connections", type=int, default=default_of(s, "max_connections"),
-                   help="open connections before new ones are aborted (default: %(default)s)")
+                   help="open connections on the client port (default: %(default)s)")
+    g.add_argument("--max-pending-connections", type=int, default=default_of(s, "max_pending_connections"),
+                   help="client-port connections without a finished request; past it the oldest is "
+                        "aborted (default: %(default)s)")
+    g.add_argument("--admin-host", default=default_of(s, "admin_host"),
+                   help="address of the admin listener: /drain, /metrics, /live/stats (default: %(default)s)")
+    g.add_argument("--admin-port", type=int, default=default_of(s, "admin_port"),
+                   help="port of the admin listener, 0 picks a free one (default: %(default)s)")
     g.add_argument("--ws-ping-interval-s", type=float, default=default_of(s, "ws_ping_interval_s"),
                    help="WebSocket keepalive ping period; no pong within another period aborts the "
                         "socket (default: %(default)s)")
@@ -98,6 +115,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
                         ("--outbound-max-bytes", args.outbound_max_bytes),
                         ("--header-timeout-s", args.header_timeout_s),
                         ("--max-connections", args.max_connections),
+                        ("--max-pending-connections", args.max_pending_connections),
                         ("--ws-ping-interval-s", args.ws_ping_interval_s)):
         if value <= 0:
             raise ValueError(f"{flag} must be > 0, got {value}")
@@ -116,6 +134,9 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         outbound_max_bytes=args.outbound_max_bytes,
         header_timeout_s=args.header_timeout_s,
         max_connections=args.max_connections,
+        max_pending_connections=args.max_pending_connections,
+        admin_host=args.admin_host,
+        admin_port=args.admin_port,
         ws_ping_interval_s=args.ws_ping_interval_s,
         metrics=not args.no_metrics,
     )
