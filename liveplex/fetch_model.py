@@ -30,6 +30,7 @@ import re
 import shutil
 import sys
 import tarfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -208,6 +209,29 @@ def fetch_archive(source: ArchiveSource, staging: Path, token: str | None, progr
         archive.unlink(missing_ok=True)
 
 
+@contextlib.contextmanager
+def _watching(staging: Path, total: int, progress: Progress) -> Iterator[None]:
+    """Bytes on disk under `staging` every PROGRESS_EVERY_S seconds while the block runs: a 15 GB
+    file takes minutes, and huggingface_hub's own bars are off (they are `\r` lines in pod logs)."""
+    stop = threading.Event()
+
+    def report() -> None:
+        while not stop.wait(PROGRESS_EVERY_S):
+            done = 0
+            for path in staging.rglob("*"):
+                with contextlib.suppress(OSError):  # huggingface_hub renames its .incomplete files
+                    done += path.stat().st_size if path.is_file() else 0
+            progress(f"downloaded {_size(done)} of {_size(total)} ({100 * done // max(total, 1)} %)")
+
+    thread = threading.Thread(target=report, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def fetch_hub(source: HubSource, staging: Path, token: str | None, progress: Progress) -> dict[str, str]:
     """Every file of the repository at the revision into `staging`; the Hub's SHA-256 of its LFS files."""
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # our lines instead of \r bars in pod logs
@@ -231,12 +255,11 @@ def fetch_hub(source: HubSource, staging: Path, token: str | None, progress: Pro
                  if isinstance(f, RepoFile) and not f.path.startswith(".git")]
         total = sum(f.size for f in files)
         progress(f"{source.repo}@{source.revision} is commit {commit}: {len(files)} files, {_size(total)}")
-        done = 0
-        for i, f in enumerate(files, 1):
-            progress(f"file {i}/{len(files)}: {f.path} ({_size(f.size)}; {_size(done)} of {_size(total)} so far)")
-            hf_hub_download(source.repo, f.path, revision=commit, local_dir=staging, token=token or False,
-                            endpoint=endpoint)
-            done += f.size
+        with _watching(staging, total, progress):
+            for i, f in enumerate(files, 1):
+                progress(f"file {i}/{len(files)}: {f.path} ({_size(f.size)})")
+                hf_hub_download(source.repo, f.path, revision=commit, local_dir=staging, token=token or False,
+                                endpoint=endpoint)
     except GatedRepoError as exc:
         raise FetchError("unauthorized", "tokenSecret",
                          f"{source.repo} is gated: accept its licence on the Hub with an account, and give that "
