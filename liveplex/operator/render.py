@@ -39,10 +39,13 @@ KEDA_POLLING_S = 15
 FETCH_RESOURCES: Obj = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}}
 """The download streams to disk: its memory does not grow with the checkpoint."""
 POD_SECURITY: Obj = {"runAsNonRoot": True, "runAsUser": names.POD_USER, "runAsGroup": names.POD_USER,
-                     "fsGroup": names.POD_USER, "seccompProfile": {"type": "RuntimeDefault"}}
-"""fsGroup: a fetched model's claim and the emptyDirs are writable by the pod's user."""
+                     "fsGroup": names.POD_USER, "fsGroupChangePolicy": "OnRootMismatch",
+                     "seccompProfile": {"type": "RuntimeDefault"}}
+"""fsGroup: a fetched model's claim and the emptyDirs are writable by the pod's user; OnRootMismatch:
+the kubelet does not re-chown a 15 GB checkpoint at every pod start."""
 CONTAINER_SECURITY: Obj = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                            "capabilities": {"drop": ["ALL"]}}
+"""Pod Security "restricted" for every container; the images write only to the emptyDirs."""
 
 
 def _owner(le: LiveEngine) -> list[Obj]:
