@@ -31,12 +31,12 @@ ENGINE = {"apiVersion": "live.liveplex.io/v1alpha1", "kind": "LiveEngine",
 
 
 @contextlib.contextmanager
-def emulator(state: Path) -> Iterator[tuple[Path, asyncio.AbstractEventLoop]]:
+def emulator(state: Path, runtime: str = "process") -> Iterator[tuple[Path, asyncio.AbstractEventLoop]]:
     """The emulator on its own loop in a thread; yields its kubeconfig."""
     import threading
 
     loop = asyncio.new_event_loop()
-    emu = Emulator(state)
+    emu = Emulator(state, runtime=runtime)
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     try:

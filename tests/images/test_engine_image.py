@@ -6,9 +6,7 @@ on that volume serves a tiny PersonaPlex checkpoint to the OpenAI SDK. Both run 
 from __future__ import annotations
 
 import asyncio
-import glob
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,22 +16,11 @@ from tests.images import containers
 from tests.support import clients, hub
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(3600)]
-TORCH_WHEELS = "/opt/wheels/torch-2.13.0+cpu-*.whl"
-"""This machine's CPU wheel (never a download); LIVEPLEX_TORCH_WHEEL names another."""
 
 
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    missing = containers.missing_tools()
-    if missing:
-        pytest.fail(f"the containers suite needs {', '.join(missing)} (bash scripts/test -m containers installs them)")
-    wheel = os.environ.get("LIVEPLEX_TORCH_WHEEL") or next(iter(sorted(glob.glob(TORCH_WHEELS))), None)
-    if wheel is None:
-        pytest.fail(f"no CPU torch wheel at {TORCH_WHEELS}: set LIVEPLEX_TORCH_WHEEL")
-    env = containers.environment(tmp_path_factory.mktemp("containers"))
-    containers.build(env, "--only", "liveplex-engine", "--torch-wheel", wheel)
-    yield env
-    containers.podman(env, "rmi", "-f", containers.image("liveplex-engine"), check=False)
+@pytest.fixture
+def env(container_env: dict[str, str], engine_image: str) -> dict[str, str]:
+    return container_env
 
 
 @pytest.fixture(scope="module")

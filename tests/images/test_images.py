@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,15 +18,9 @@ from tests.support import clients
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(3600)]
 
 
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    missing = containers.missing_tools()
-    if missing:
-        pytest.fail(f"the containers suite needs {', '.join(missing)} (bash scripts/test -m containers installs them)")
-    env = containers.environment(tmp_path_factory.mktemp("containers"))
-    containers.build(env, "--only", "liveplex")
-    yield env
-    containers.podman(env, "rmi", "-f", containers.image("liveplex"), check=False)
+@pytest.fixture
+def env(container_env: dict[str, str], liveplex_image: str) -> dict[str, str]:
+    return container_env
 
 
 def test_the_image_says_its_version_runs_as_65532_and_carries_oci_labels(env: dict[str, str]) -> None:
