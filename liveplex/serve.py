@@ -81,7 +81,7 @@ def build_pod(args: argparse.Namespace, make_engine: runner.EngineFactory | None
     if args.queue < 1:
         raise ValueError(f"--queue must be >= 1, got {args.queue}")
     server = server_settings.settings_from_args(args, auth.environment())
-    settings = pod_settings.settings_from_args(args)
+    settings = pod_settings.settings_from_args(args, auth.environment())
     custom = voices.registry_ids(settings.voice_dir)
     if args.engine == "personaplex":
         info, engine = _personaplex_engine(args, settings)

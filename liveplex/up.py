@@ -1,7 +1,7 @@
 """`liveplex up`: the local platform in one command: Redis, N pods and a gateway on one machine.
 
 It is how a newcomer sees placement work: every process is the real one (`redis-server` from
-Debian, `liveplex serve --redis-url ... --pool ...`, `liveplex gateway`), started as children,
+Debian, `liveplex serve --pool ...`, `liveplex gateway`, the Redis URL in their environment), started as children,
 listed with where they listen, and stopped together on Ctrl-C (or when one of them dies).
 
 `liveplex up --kube` puts the same platform behind the development Kubernetes emulator
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from liveplex import listen, processes
-from liveplex.placement import LocalRedis, LocalRedisError, pool_keys
+from liveplex.placement import LocalRedis, LocalRedisError, pool_keys, url
 
 DEFAULT_POOL = "default/local"
 READY_S = 120.0
@@ -52,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the pods' engine (default: %(default)s)")
     parser.add_argument("--max-sessions", type=int, default=None, help="per pod (default: the engine's)")
     listen.add_arguments(parser, 8000, "the gateway (the host: every process)")
-    parser.add_argument("--redis-url", default=None, help="use this Redis (default: start redis-server)")
+    parser.add_argument("--redis-url", default=None,
+                        help=f"use this Redis (default: ${url.REDIS_URL_ENV}, else start redis-server)")
     parser.add_argument("--pool", default=DEFAULT_POOL, help="the pods' pool (default: %(default)s)")
     parser.add_argument("--kube", action="store_true",
                         help="behind the development Kubernetes emulator: pods come from LiveEngines (default: off)")
@@ -86,7 +87,8 @@ def _listening(host: str, port: int, child: subprocess.Popen[bytes], what: str) 
 
 def _spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """A `liveplex` child (`processes.spawn`: Ctrl-C reaches only `liveplex up`, which stops them
-    in order; killed with it); its banner is ours to print, its logs go to stderr."""
+    in order; killed with it); its banner is ours to print, its logs go to stderr. The Redis URL
+    goes in `env`, never in `args` (a process list shows a password)."""
     return processes.spawn([sys.executable, "-m", "liveplex.cli", *args], stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
 
@@ -106,8 +108,9 @@ def _stop(children: list[Child]) -> None:
 
 @contextlib.contextmanager
 def _redis(args: argparse.Namespace) -> Iterator[str]:
-    if args.redis_url is not None:
-        yield args.redis_url
+    given = url.redis_url(args.redis_url, os.environ)
+    if given is not None:
+        yield given
         return
     with LocalRedis() as redis:
         yield redis.url
@@ -142,12 +145,12 @@ def kube_platform(args: argparse.Namespace) -> Iterator[list[Child]]:
             _listening("127.0.0.1", port, emulator, "the Kubernetes emulator")
             _install_crd(api)
             liveness = _free_port("127.0.0.1")
-            operator = _spawn(["operator", "run", "-A", "--redis-url", redis_url, "--liveness",
+            operator = _spawn(["operator", "run", "-A", "--liveness",
                                f"http://127.0.0.1:{liveness}/healthz", "--status-interval-s", "2"],
-                              {"KUBECONFIG": str(args.kubeconfig.resolve())})
+                              {"KUBECONFIG": str(args.kubeconfig.resolve()), url.REDIS_URL_ENV: redis_url})
             children.append(Child("operator", f"http://127.0.0.1:{liveness}/healthz", operator))
-            gateway = _spawn(["gateway", "--host", args.host, "--port", str(args.port), "--redis-url", redis_url,
-                              "--log-level", "warning"])
+            gateway = _spawn(["gateway", "--host", args.host, "--port", str(args.port), "--log-level", "warning"],
+                             {url.REDIS_URL_ENV: redis_url})
             children.append(Child("gateway", f"http://{args.host}:{args.port}", gateway))
             _listening(args.host, args.port, gateway, "the gateway")
             _listening("127.0.0.1", liveness, operator, "the operator")
@@ -165,15 +168,16 @@ def platform(args: argparse.Namespace, serve_flags: list[str]) -> Iterator[list[
             for i in range(args.pods):
                 port = _free_port(args.host)
                 flags = ["serve", "--engine", args.engine, "--host", args.host, "--port", str(port),
-                         "--redis-url", redis_url, "--pool", args.pool, "--advertise", f"ws://{args.host}:{port}",
+                         "--pool", args.pool, "--advertise", f"ws://{args.host}:{port}",
                          "--pod-name", f"pod-{i}", "--log-level", "warning"]
                 if args.max_sessions is not None:
                     flags += ["--max-sessions", str(args.max_sessions)]
-                children.append(Child(f"pod-{i}", f"http://{args.host}:{port}", _spawn(flags + serve_flags)))
+                children.append(Child(f"pod-{i}", f"http://{args.host}:{port}",
+                                      _spawn(flags + serve_flags, {url.REDIS_URL_ENV: redis_url})))
             for child in children:
                 _listening(args.host, int(child.url.rsplit(":", 1)[1]), child.process, child.name)
-            gateway = _spawn(["gateway", "--host", args.host, "--port", str(args.port), "--redis-url", redis_url,
-                              "--pool", args.pool, "--log-level", "warning"])
+            gateway = _spawn(["gateway", "--host", args.host, "--port", str(args.port), "--pool", args.pool,
+                              "--log-level", "warning"], {url.REDIS_URL_ENV: redis_url})
             children.append(Child("gateway", f"http://{args.host}:{args.port}", gateway))
             _listening(args.host, args.port, gateway, "the gateway")
             yield children
@@ -222,7 +226,7 @@ def main(argv: list[str]) -> int:
             return 1
     except KeyboardInterrupt:
         return 0
-    except (RuntimeError, LocalRedisError) as exc:
+    except (RuntimeError, LocalRedisError, ValueError) as exc:
         print(f"liveplex up: {exc}", file=sys.stderr)
         return 1
 

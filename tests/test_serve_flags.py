@@ -36,6 +36,12 @@ def refused(*argv: str) -> str:
     (("--pace-lead-ms", "-1"), "liveplex serve: --pace-lead-ms must lie in [0, 80), got -1.0"),
     (("--pace-lead-ms", "60", "--pace-spread-ms", "20"),
      "liveplex serve: --pace-lead-ms + --pace-spread-ms must be < 80 (one tick), got 80.0"),
+    (("--admin-port", "70000"), "liveplex serve: --admin-port must be in 0..65535, got 70000"),
+    (("--max-pending-connections", "0"), "liveplex serve: --max-pending-connections must be > 0, got 0"),
+    (("--tls-cert", "/nonexistent/cert.pem"), "liveplex serve: --tls-cert and --tls-key go together"),
+    (("--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"),
+     "liveplex serve: --tls-cert/--tls-key: cannot load /nonexistent/c.pem"),
+    (("--api-key", "caf\u00e9"), "liveplex serve: --api-key: key 1 is not printable ASCII"),
 ])
 def test_serve_refuses_bad_flags_in_one_line_naming_the_flag(flags: tuple[str, ...], says: str) -> None:
     assert refused("serve", *flags).startswith(says)

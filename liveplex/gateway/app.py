@@ -17,7 +17,7 @@ from liveplex.placement import PoolLoad
 
 def create_app(gateway: Gateway) -> server_app.ByListener:
     front = gateway.front
-    registry = exposition.registry(GatewayCollector(gateway.stats, lambda: front.stats.sockets_open))
+    registry = exposition.registry(GatewayCollector(gateway.stats, front.stats))
 
     def loads() -> dict[str, PoolLoad]:
         return {pool: PoolLoad.of(snap) for pool, (snap, _) in gateway.view.snapshots.items()}

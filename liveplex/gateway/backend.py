@@ -9,6 +9,7 @@ fallback (platform §7.12), the breakers, per-key session counts and the counter
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import random
 import time
@@ -31,8 +32,17 @@ from liveplex.placement import Busy, Placed, PlacementClient, PlacementError, ch
 logger = logging.getLogger(__name__)
 
 
+STALL_MS = 100
+"""A watchdog round this late means the loop was blocked (every relayed frame waited as long)."""
+
+
 def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
+
+
+def _collections() -> list[int]:
+    """The collector's run counts per generation (to tell a GC pause from other stalls)."""
+    return [g["collections"] for g in gc.get_stats()]
 
 
 class GatewayBackend:
@@ -90,17 +100,34 @@ class GatewayBackend:
         """Nothing to tell: the pod settles its own reservation."""
 
     async def watch(self) -> None:
-        """Run the `Watchdog` over every relayed session until cancelled."""
+        """Run the `Watchdog` over every relayed session until cancelled; a round that ran over
+        `STALL_MS` late is this loop's own stall, logged with what the collector did meanwhile."""
         period_ns = self._watchdog.period_ns
         due = time.monotonic_ns() + period_ns
+        collections = _collections()
         while True:
             await asyncio.sleep(max(0, due - time.monotonic_ns()) / 1e9)
             now = time.monotonic_ns()
-            for leg in self._watchdog.check(list(self._leg_keys), now, now - due):
+            late_ns = now - due
+            if late_ns > STALL_MS * 1_000_000:
+                self.stats.loop_stalls += 1
+                logger.warning("event loop stalled", extra={
+                    "stalled_ms": round(late_ns / 1e6), "sessions": len(self._leg_keys),
+                    "gc_collections": [a - b for a, b in zip(_collections(), collections)]})
+            collections = _collections()
+            for leg in self._watchdog.check(list(self._leg_keys), now, late_ns):
                 leg.silenced()
             due = now + period_ns
 
-    # --- what the legs share -----------------------------------------------------------------------
+    # --- what the legs share (`relay.Placer`) -------------------------------------------------------
+
+    @property
+    def connect_timeout_s(self) -> float:
+        return self.settings.connect_timeout_ms / 1000
+
+    @property
+    def start_timeout_s(self) -> float:
+        return self.protocol.start_timeout_ms / 1000
 
     def tripped(self) -> frozenset[str]:
         return self._breaker.tripped(_now_ms())
@@ -136,10 +163,9 @@ class GatewayBackend:
         self.stats.placements[(pool, "retry" if retried else "placed")] += 1
         self.stats.placement_seconds.observe((time.monotonic_ns() - started_ns) / 1e9)
 
-    def refused(self, pool: str, busy: Busy | None) -> None:
-        """A start refused for want of room (`busy`), or with placement unavailable (None)."""
+    def refused(self, pool: str, busy: Busy) -> None:
         self.stats.placements[(pool, "busy")] += 1
-        self.stats.rejected[(pool, "no_engines" if busy is not None and busy.no_engines else "server_busy")] += 1
+        self.stats.rejected[(pool, "no_engines" if busy.no_engines else "server_busy")] += 1
 
     def relaying(self, pool: str, delta: int) -> None:
         self.stats.sessions_active[pool] += delta

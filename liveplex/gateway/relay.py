@@ -1,14 +1,15 @@
 """`UpstreamLeg`: one client session placed on a pod and relayed to it verbatim (platform §7.3-§7.9).
 
-One task per session until it starts: place (through `GatewayBackend.place`), dial the pod with the
-session id (`upstream.Upstream`), forward the client's `session.start` text, and read the answer.
+One task per session until it starts: the shell of `placing.Placing`, which decides every retry:
+it runs placement (through `GatewayBackend.place`), dials the pod with the session id
+(`upstream.Upstream`), forwards the client's `session.start` text and feeds the pod's answer back.
 After that there is no task: frames move by callbacks in both directions. `session.started` hands the client
 socket over (`Connection.handed_off`): from then on frames are copied both ways without JSON
 parsing the audio (upstream frames starting with `AUDIO_PREFIX` are relayed as they are; only the
-rare others are parsed to learn the session's end). `server_busy` or a failed connect places once
-more elsewhere. The pod's `session.closed` ends the client's socket with the pod's own close code,
-once the pod's close frame arrives. The upstream ending any other way (`upstream.Ending`: the pod
-vanished, went silent, broke the stream, or a message over the size limit was refused) is
+rare others are parsed to learn the session's end). The pod's `session.closed` ends the client's
+socket with the pod's own close code, once the pod's close frame arrives. The upstream ending any
+other way (`upstream.Ending`: the pod vanished, went silent, broke the stream, or a message over
+the size limit was refused) is
 `server_error` + `session.closed` `connection_lost` + 1011 to the client; only the pod's own faults
 trip its breaker, never what a client made it say.
 """
@@ -18,17 +19,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Protocol
 
-import orjson
-
-from liveplex.gateway import upstream
+from liveplex.gateway import placing, upstream
+from liveplex.gateway.stats import GatewayStats
 from liveplex.gptlive import connection, errors
 from liveplex.gptlive.server import backend
 from liveplex.placement import Busy, Placed
-
-if TYPE_CHECKING:
-    from liveplex.gateway.backend import GatewayBackend
 
 logger = logging.getLogger(__name__)
 
@@ -40,11 +38,6 @@ POOL_HEADER = "X-Liveplex-Pool"
 MAX_UPSTREAM_BUFFER_BYTES = 1 << 20
 """Client audio held for a pod that does not read (≈20 s of 24 kHz PCM in base64) before the
 session is dropped."""
-PLACEMENTS = 2
-"""platform §7.5: a busy or unreachable pod is excluded and the session placed once more."""
-BUSY_RECHECK_S = 0.1
-"""A pool that looks full is asked once more after this: a session that just ended reaches the
-client (through this gateway) a moment before its pod's count reaches Redis."""
 LOST_BECAUSE: dict[upstream.Ending, str] = {
     upstream.Ending.LOST: "the engine serving this session went away",
     upstream.Ending.VIOLATION: "the engine serving this session broke the protocol",
@@ -54,31 +47,31 @@ LOST_BECAUSE: dict[upstream.Ending, str] = {
 """What the client's `server_error` says, by how the upstream ended."""
 
 
-def refusal_for(busy: Busy) -> errors.ProtocolError:
-    """What a client is told when placement found no room: no engine at all, every one excluded
-    (tripped or just failed: none was left to try), or every slot taken."""
-    if busy.no_engines:
-        return errors.no_engines()
-    if busy.total_capacity == 0:
-        return errors.no_engine_free()
-    return errors.server_busy(busy.total_capacity)
+class Placer(Protocol):
+    """What a leg needs from the gateway that runs it (`backend.GatewayBackend`): placement with
+    its fallbacks, the breakers, the counters, and how to dial."""
 
+    stats: GatewayStats
+    upstream_headers: Mapping[str, str]
 
-def _kind(text: str | bytes) -> tuple[str, dict[str, object]]:
-    """The `type` of a rare upstream event and its body ("" when unreadable)."""
-    try:
-        body = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return "", {}
-    if not isinstance(body, dict):
-        return "", {}
-    return str(body.get("type", "")), body
+    @property
+    def connect_timeout_s(self) -> float: ...
+    @property
+    def start_timeout_s(self) -> float: ...
+    def tripped(self) -> frozenset[str]: ...
+    async def place(self, pool: str, session_id: str, exclude: set[str]) -> Placed | Busy | errors.ProtocolError: ...
+    async def unreachable(self, pool: str, placed: Placed, session_id: str) -> None: ...
+    def lost(self, pod: str) -> None: ...
+    def placed(self, pool: str, started_ns: int, retried: bool) -> None: ...
+    def refused(self, pool: str, busy: Busy) -> None: ...
+    def relaying(self, pool: str, delta: int) -> None: ...
+    def leg_done(self, leg: UpstreamLeg) -> None: ...
 
 
 class UpstreamLeg:
     """See the module docstring; the pump calls `forward` and `release`."""
 
-    def __init__(self, owner: GatewayBackend, start: connection.Start, peer: backend.Peer,
+    def __init__(self, owner: Placer, start: connection.Start, peer: backend.Peer,
                  pool: str) -> None:
         self._owner = owner
         self._start = start
@@ -161,62 +154,43 @@ class UpstreamLeg:
             self._message(message)
 
     async def _place_and_start(self) -> upstream.Upstream | None:
-        """Place, dial, start; on failure tell the client (busy, the pod's refusal, or
-        server_error) and return None."""
+        """Drive `placing.Placing` (the retry policy) through placement, the dial and the pod's
+        first answer; on failure tell the client and return None."""
         peer, start, owner = self._peer, self._start, self._owner
         started_ns = time.monotonic_ns()
-        exclude: set[str] = set(owner.tripped())
-        busy_text: str | None = None
-        unreachable = False
-        for attempt in range(PLACEMENTS):
-            placed = await owner.place(self._pool, start.resource.id, exclude)
-            if isinstance(placed, Busy) and not placed.no_engines and attempt == 0:
-                await asyncio.sleep(BUSY_RECHECK_S)
-                placed = await owner.place(self._pool, start.resource.id, exclude)
-            if isinstance(placed, errors.ProtocolError):  # placement itself is unavailable
-                owner.refused(self._pool, None)
-                peer.perform(peer.conn.rejected(placed))
+        machine = placing.Placing(owner.tripped())
+        command = machine.begin()
+        while True:
+            if isinstance(command, placing.Place):
+                command = machine.placed(await owner.place(self._pool, start.resource.id, set(command.exclude)))
+            elif isinstance(command, placing.Recheck):
+                await asyncio.sleep(command.delay_s)
+                command = machine.rechecked()
+            elif isinstance(command, placing.Dial):
+                ws = await self._dial(command.placed)
+                first = None if ws is None else await self._first(ws, command.placed)
+                if ws is None or first is None:
+                    command = machine.unreachable(command.placed)
+                    continue
+                command = machine.answered(command.placed, first if isinstance(first, str)
+                                           else first.decode(errors="replace"))
+                if not isinstance(command, placing.Start):
+                    ws.close()
+                else:
+                    self._up = ws  # before the hand-off: the pump replays the client's parked frames to us
+            elif isinstance(command, placing.Start):
+                owner.placed(self._pool, started_ns, retried=command.retried)
+                self._pod = command.placed.pod
+                peer.relay(command.text, False)
+                peer.perform(peer.conn.handed_off(command.expires_at))
+                return self._up
+            else:
+                if command.busy is not None:
+                    owner.refused(self._pool, command.busy)
+                if command.relay is not None:
+                    peer.relay(command.relay, False)
+                peer.perform(peer.conn.rejected(command.error))
                 return None
-            if isinstance(placed, Busy):
-                if busy_text is not None:
-                    break
-                owner.refused(self._pool, placed)
-                peer.perform(peer.conn.rejected(
-                    errors.server_error("no engine could be reached") if unreachable else refusal_for(placed)))
-                return None
-            ws = await self._dial(placed)
-            first = None if ws is None else await self._first(ws, placed)
-            if ws is None or first is None:
-                unreachable = True
-                exclude.add(placed.pod)
-                continue
-            text = first if isinstance(first, str) else first.decode(errors="replace")
-            kind, body = _kind(text)
-            if kind == "session.started":
-                owner.placed(self._pool, started_ns, retried=attempt > 0)
-                self._pod = placed.pod
-                session = body.get("session")
-                expires = session.get("expires_at") if isinstance(session, dict) else None
-                self._up = ws  # before the hand-off: the pump replays the client's parked frames to us
-                peer.relay(text, False)
-                peer.perform(peer.conn.handed_off(expires if isinstance(expires, int) else None))
-                return ws
-            ws.close()
-            error = body.get("error")
-            if kind == "error" and isinstance(error, dict) and error.get("code") == "server_busy":
-                busy_text = text
-                exclude.add(placed.pod)
-                continue
-            peer.relay(text, False)  # any other refusal is the pod's answer to the client's start
-            peer.perform(peer.conn.rejected(None))
-            return None
-        if busy_text is not None:  # the pod's own words, with the client's event id
-            owner.refused(self._pool, Busy(0, 0, no_engines=False))
-            peer.relay(busy_text, False)
-            peer.perform(peer.conn.rejected(None))
-        else:
-            peer.perform(peer.conn.rejected(errors.server_error("no engine could be reached")))
-        return None
 
     async def _dial(self, placed: Placed) -> upstream.Upstream | None:
         """Connect to the pod within the budget; a failure gives back the reservation and trips
@@ -225,7 +199,7 @@ class UpstreamLeg:
             up = await upstream.connect(
                 placed.addr, {**self._owner.upstream_headers, SESSION_ID_HEADER: self._start.resource.id,
                               POOL_HEADER: self._pool},
-                self._owner.settings.connect_timeout_ms / 1000)
+                self._owner.connect_timeout_s)
         except (OSError, TimeoutError, ValueError, upstream.UpstreamError):
             await self._owner.unreachable(self._pool, placed, self._start.resource.id)
             return None
@@ -243,7 +217,7 @@ class UpstreamLeg:
         up.send(self._start.text)
         arrived = asyncio.ensure_future(self._arrived.wait())
         try:
-            await asyncio.wait({arrived, up.lost}, timeout=self._owner.protocol.start_timeout_ms / 1000,
+            await asyncio.wait({arrived, up.lost}, timeout=self._owner.start_timeout_s,
                                return_when=asyncio.FIRST_COMPLETED)
         finally:
             arrived.cancel()
@@ -265,7 +239,7 @@ class UpstreamLeg:
             return
         text = message if isinstance(message, str) else message.decode(errors="replace")
         self._peer.relay(text, False)
-        kind, body = _kind(text)
+        kind, body = placing.event_kind(text)
         if kind == "session.closed":
             self._closed_reason = str(body.get("reason"))
 
@@ -287,6 +261,7 @@ class UpstreamLeg:
 
     def _lost(self, ending: upstream.Ending) -> None:
         """The session cannot go on (platform §7.8); the pod's breaker trips if the pod failed."""
+        self._owner.stats.sessions_lost[ending.value] += 1
         if self._pod is not None and ending.pods_fault:
             self._owner.lost(self._pod)
         peer = self._peer

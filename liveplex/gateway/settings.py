@@ -9,7 +9,7 @@ from pathlib import Path
 
 from liveplex.flags import default_of
 from liveplex.gptlive.server import auth
-from liveplex.placement import keys, timing
+from liveplex.placement import keys, timing, url
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +69,9 @@ def load_pod_key(key_file: Path | None, environ: Mapping[str, str]) -> str | Non
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = GatewaySettings
     g = parser.add_argument_group("gateway")
-    g.add_argument("--redis-url", required=True, help="the placement Redis (required)")
+    g.add_argument("--redis-url", default=None,
+                   help=f"the placement Redis (default: ${url.REDIS_URL_ENV}, which keeps a password out of "
+                        "the process list; one of them is required)")
     g.add_argument("--pool", default=None, metavar="NS/NAME",
                    help="pool of models that have no route (default: routed models only)")
     g.add_argument("--fail-closed", action="store_true",
@@ -91,8 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> GatewaySettings:
-    if not args.redis_url.startswith(("redis://", "rediss://", "unix://")):
-        raise ValueError(f"--redis-url: expected redis://HOST:PORT, got {args.redis_url!r}")
+    redis_url = url.redis_url(args.redis_url, environ)
+    if redis_url is None:
+        raise ValueError(f"--redis-url or ${url.REDIS_URL_ENV} is required")
     if args.pool is not None:
         try:
             keys.pool_keys(args.pool)
@@ -109,7 +112,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     if args.drain_deadline_s < 0:
         raise ValueError(f"--drain-deadline-s must be >= 0, got {args.drain_deadline_s}")
     return GatewaySettings(
-        redis_url=args.redis_url, default_pool=args.pool, fail_open=not args.fail_closed,
+        redis_url=redis_url, default_pool=args.pool, fail_open=not args.fail_closed,
         connect_timeout_ms=args.connect_timeout_ms, upstream_silence_ms=args.upstream_silence_ms,
         max_sessions_per_key=args.max_sessions_per_key, starts_per_key_per_s=args.starts_per_key_per_s,
         drain_deadline_s=args.drain_deadline_s, pod_key=load_pod_key(args.pod_key_file, environ),

@@ -34,3 +34,7 @@ class GatewayStats:
     fallbacks: Counter[str] = field(default_factory=Counter)
     """Mode -> placements decided without Redis: `open` (from the snapshot), `closed` (refused)."""
     placement_seconds: Buckets = field(default_factory=lambda: Buckets(PLACEMENT_BUCKETS_S))
+    sessions_lost: Counter[str] = field(default_factory=Counter)
+    """How relayed sessions were lost (`upstream.Ending`): `lost`, `silent`, `violation`, `too_large`."""
+    loop_stalls: int = 0
+    """Watchdog rounds that ran over `STALL_MS` late: this process's loop was blocked."""

@@ -15,7 +15,7 @@ import sys
 import yaml
 
 from liveplex.operator import crd, placement_store, settings
-from liveplex.placement import PlacementClient
+from liveplex.placement import PlacementClient, url
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     scope = run.add_mutually_exclusive_group(required=True)
     scope.add_argument("-n", "--namespace", action="append", metavar="NS", help="watch NS (repeatable)")
     scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace")
-    run.add_argument("--redis-url", default=os.environ.get("LIVEPLEX_REDIS_URL"),
+    run.add_argument("--redis-url", default=os.environ.get(url.REDIS_URL_ENV),
                      help="placement Redis (default: $LIVEPLEX_REDIS_URL); pods get it too unless --redis-secret")
     run.add_argument("--redis-secret", metavar="NAME[:KEY]", default=None,
                      help="pods read LIVEPLEX_REDIS_URL from this Secret in their namespace (key default: url)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from liveplex import fetch_model
 from liveplex.gptlive.server import auth
+from liveplex.placement import url
 
 GROUP = "live.liveplex.io"
 VERSION = "v1alpha1"
@@ -31,7 +32,7 @@ LAST_APPLIED = f"{GROUP}/last-applied"
 
 POD_IP_ENV = "POD_IP"
 POD_NAME_ENV = "POD_NAME"
-REDIS_URL_ENV = "LIVEPLEX_REDIS_URL"
+REDIS_URL_ENV = url.REDIS_URL_ENV
 API_KEYS_ENV = auth.ENV_KEYS
 """The keys an engine pod accepts: the installation's pod token, so only gateways reach it."""
 RESERVED_ENV: tuple[str, ...] = (POD_IP_ENV, POD_NAME_ENV, REDIS_URL_ENV, API_KEYS_ENV)

@@ -73,7 +73,7 @@ def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
     if s.pacing is not None:
         args += ["--pace-lead-ms", str(s.pacing.lead_millis), "--pace-spread-ms", str(s.pacing.spread_millis)]
     if settings.redis_configured:  # the member name is the Kubernetes pod name: pod-deletion-cost keys on it
-        args += ["--redis-url", f"$({names.REDIS_URL_ENV})", "--pool", le.pool,
+        args += ["--pool", le.pool,  # the Redis URL only in the env: a flag would show its password
                  "--advertise", f"ws://{pod_ip}:{names.PORT}", "--pod-name", f"$({names.POD_NAME_ENV})"]
     if s.kind == "personaplex":
         assert s.model is not None  # CEL: personaplex has a model with a source

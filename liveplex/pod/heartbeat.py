@@ -90,10 +90,11 @@ class Heartbeat:
         now = pod.snapshot()
         health = stats.window(now, self._before)
         self._before = now
+        active = self._active()
         return PodRecord(
             addr=address(pod.settings.advertise, pod.bound), capacity=now.info.max_sessions,
-            active=self._active(), draining=now.draining,
-            degraded=health.degraded(pod.settings.lateness_budget_ms), tick_p99_us=health.tick_p99_us,
+            active=active, draining=now.draining,
+            degraded=health.degraded(pod.settings.lateness_budget_ms, active), tick_p99_us=health.tick_p99_us,
             late_permille=health.late_permille, late_p99_us=round(health.late_p99_ms * 1000),
             engine_version=__version__, started_ms=self._started_ms)
 

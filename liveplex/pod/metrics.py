@@ -50,6 +50,10 @@ class PodCollector(Collector):
         yield CounterMetricFamily("liveengine_dropped_samples", "Caller samples dropped by the jitter cap.",
                                   value=f.dropped_samples)
         yield histogram("liveengine_session_duration_seconds", "Session lifetime.", f.session_seconds)
+        yield histogram("liveengine_session_start_seconds", "From session.start to session.started.",
+                        f.start_seconds)
+        yield histogram("liveengine_first_audio_seconds", "From session.start to the first audio delta.",
+                        f.first_audio_seconds)
         yield GaugeMetricFamily("liveengine_sessions_active", "Running sessions.", value=s.sessions)
         yield GaugeMetricFamily("liveengine_sessions_reserved",
                                 "Sessions placed on this pod and not started yet (last heartbeat).",

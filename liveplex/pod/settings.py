@@ -16,6 +16,7 @@ from liveplex.flags import default_of
 from liveplex.gptlive import voices
 from liveplex.live import frames, pacing
 from liveplex.live.pacing import Pacing
+from liveplex.placement import url
 from liveplex.pod import stats
 
 
@@ -62,7 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--voice-map", type=Path, default=None,
                    help="JSON file mapping OpenAI voice names to native names (default: the built-in table)")
     g.add_argument("--redis-url", default=None,
-                   help="publish load to this Redis for a gateway (default: standalone)")
+                   help=f"publish load to this Redis for a gateway; with --pool, ${url.REDIS_URL_ENV} is "
+                        "read when this is not given (default: standalone)")
     g.add_argument("--pool", default=None, metavar="NS/NAME",
                    help="the pool (LiveEngine) this pod belongs to; with --redis-url (default: none)")
     g.add_argument("--advertise", default=None, metavar="URL",
@@ -80,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: %(default)s)")
 
 
-def settings_from_args(args: argparse.Namespace) -> PodSettings:
+def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> PodSettings:
     builtin: Mapping[str, str] = dict(voices.BUILTIN)
     if args.voice_map is not None:
         try:
@@ -93,9 +95,10 @@ def settings_from_args(args: argparse.Namespace) -> PodSettings:
         builtin = loaded
     if args.voice_dir is not None and not args.voice_dir.is_dir():
         raise ValueError(f"--voice-dir: {args.voice_dir} is not a directory")
-    if (args.pool or args.advertise) and not args.redis_url:
-        raise ValueError("--pool and --advertise need --redis-url")
-    if args.redis_url and not args.pool:
+    redis_url = url.redis_url(args.redis_url, environ if args.pool else {})  # standalone ignores the env
+    if (args.pool or args.advertise) and not redis_url:
+        raise ValueError(f"--pool and --advertise need --redis-url (or ${url.REDIS_URL_ENV})")
+    if redis_url and not args.pool:
         raise ValueError("--redis-url needs --pool NS/NAME")
     if args.drain_deadline_s < 0:
         raise ValueError(f"--drain-deadline-s must be >= 0, got {args.drain_deadline_s}")
@@ -109,7 +112,7 @@ def settings_from_args(args: argparse.Namespace) -> PodSettings:
                          f"{args.pace_lead_ms + args.pace_spread_ms}")
     return PodSettings(
         model_aliases=tuple(args.model_alias) if args.model_alias else default_of(PodSettings, "model_aliases"),
-        voice_dir=args.voice_dir, builtin_voices=builtin, redis_url=args.redis_url, pool=args.pool,
+        voice_dir=args.voice_dir, builtin_voices=builtin, redis_url=redis_url, pool=args.pool,
         advertise=args.advertise, pod_name=args.pod_name, drain_deadline_s=args.drain_deadline_s,
         lateness_budget_ms=args.lateness_budget_ms, pace_lead_ms=args.pace_lead_ms,
         pace_spread_ms=args.pace_spread_ms,

@@ -131,10 +131,13 @@ class Window:
     """p99 tick lateness."""
     late_permille: int
     """Ticks later than the budget, per thousand ticks."""
+    ticks: int = 0
+    """Ticks run in the window."""
 
-    def degraded(self, budget_ms: int) -> bool:
-        """platform §3.2: p99 lateness over the budget."""
-        return self.late_p99_ms > budget_ms
+    def degraded(self, budget_ms: int, sessions: int) -> bool:
+        """platform §3.2: p99 lateness over the budget; or an engine that ran no tick at all while it
+        had sessions (a wedged GPU call makes no late ticks, it makes none)."""
+        return self.late_p99_ms > budget_ms or (sessions > 0 and self.ticks == 0)
 
 
 def window(now: PodSnapshot, before: PodSnapshot | None) -> Window:
@@ -146,4 +149,5 @@ def window(now: PodSnapshot, before: PodSnapshot | None) -> Window:
         tick_p99_us=round(quantile_upper_s(durations, now.duration.bounds, 0.99) * 1e6),
         late_p99_ms=quantile_upper_s(lateness, now.lateness.bounds, 0.99) * 1000,
         late_permille=1000 * late // ticks if ticks else 0,
+        ticks=ticks,
     )

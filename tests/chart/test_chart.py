@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 from typing import Any
 
 import helm_python as helm
@@ -13,7 +14,8 @@ import pytest
 import yaml
 
 from liveplex.gateway import cli as gateway_cli
-from liveplex.operator import chart, cli, crd, kube, names, signals, spec
+from liveplex.operator import alerts, chart, cli, crd, dashboard, kube, names, signals, spec
+from liveplex.operator import render as operator_render
 from tests.chart import render
 from tests.chart.render import NAMESPACE, by_kind, one
 from tests.operator import kubeschemas
@@ -27,7 +29,8 @@ MATRIX: dict[str, dict[str, Any]] = {
     "external secret": {"redis": {"mode": "external",
                                   "external": {"existingSecret": "my-redis", "existingSecretKey": "u"}}},
     "monitoring": {"monitoring": {"podMonitor": {"enabled": True}, "gatewayMonitor": {"enabled": True},
-                                  "prometheusAdapterRules": {"enabled": True}}},
+                                  "prometheusAdapterRules": {"enabled": True}, "alerts": {"enabled": True},
+                                  "dashboard": {"enabled": True}}},
     "gateway options": {"gateway": {"autoscaling": {"enabled": True}, "apiKeys": {"existingSecret": "keys"},
                                     "pool": "voice/sim", "failClosed": True, "maxSessionsPerKey": 4,
                                     "service": {"type": "LoadBalancer", "port": 443}},
@@ -37,8 +40,13 @@ MATRIX: dict[str, dict[str, Any]] = {
                         "helmTest": {"only": "1-12"}},
     "sample autoscaled": {"sample": {"enabled": True, "autoscaling": {"enabled": True, "provider": "keda"}}},
     "open": {"crds": {"install": False}, "networkPolicy": {"enabled": False}},
+    "public tls": {"gateway": {"tls": {"existingSecret": "gateway-tls"},
+                               "ingress": {"enabled": True, "className": "nginx", "host": "live.example.com",
+                                           "tlsSecret": "live-example-tls"},
+                               "httpRoute": {"enabled": True, "parentRefs": [{"name": "public"}],
+                                             "hostnames": ["live.example.com"]}}},
 }
-NOT_BUILT_IN = {"LiveEngine", "PodMonitor"}
+NOT_BUILT_IN = {"LiveEngine", "PodMonitor", "HTTPRoute", "PrometheusRule"}
 WARNING = 2
 """helm lint's severities: 1 info, 2 warning, 3 error."""
 
@@ -219,6 +227,44 @@ def test_an_explicit_redis_url_reaches_every_component_through_one_secret() -> N
     assert "--redis-secret=my-redis:u" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
+def test_the_gateway_serves_tls_from_a_secret_behind_an_ingress_and_a_route_that_never_time_out() -> None:
+    objs = render.render(MATRIX["public tls"])
+    pod = one(objs, "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]
+    args = gateway_cli.build_parser().parse_args(_args(pod["containers"][0])[1:])
+    assert (str(args.tls_cert), str(args.tls_key)) == ("/etc/liveplex/tls/tls.crt", "/etc/liveplex/tls/tls.key")
+    [mount] = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "tls"]
+    assert mount["mountPath"] == "/etc/liveplex/tls" and mount["readOnly"]
+    assert {"name": "tls", "secret": {"secretName": "gateway-tls"}} in pod["volumes"]
+    assert one(objs, "Service", f"{FULL}-gateway")["spec"]["ports"][0]["appProtocol"] == "https"
+    ingress = one(objs, "Ingress", f"{FULL}-gateway")
+    assert ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/proxy-read-timeout"] == "3600"
+    assert ingress["spec"]["tls"] == [{"secretName": "live-example-tls", "hosts": ["live.example.com"]}]
+    route = one(objs, "HTTPRoute", f"{FULL}-gateway")
+    assert route["spec"]["rules"][0]["timeouts"] == {"request": "0s"}
+    assert route["spec"]["rules"][0]["backendRefs"] == [{"name": f"{FULL}-gateway", "port": 80}]
+    with pytest.raises(Exception, match="parentRefs"):
+        render.render({"gateway": {"httpRoute": {"enabled": True}}})
+
+
+SECRET_ENV = ("LIVEPLEX_REDIS_URL", "LIVEPLEX_POD_KEY", "LIVEPLEX_API_KEYS")
+
+
+@pytest.mark.parametrize("case", sorted(MATRIX))
+def test_no_secret_reaches_a_command_line(case: str) -> None:
+    """Whatever a container's args say is in every process list and pod spec: the Redis URL (with
+    its password) and the tokens reach the gateway, the operator and the engines only as env."""
+    objs = render.render(MATRIX[case])
+    templates = [o["spec"]["template"]["spec"] for o in by_kind(objs, "Deployment")]
+    operator = one(objs, "Deployment", f"{FULL}-operator")["spec"]["template"]["spec"]["containers"][0]
+    opts = cli.settings_from_args(cli.build_parser().parse_args(_args(operator)[1:]))
+    for le in by_kind(objs, "LiveEngine"):
+        templates.append(operator_render.render_deployment(spec.parse(le), opts)["spec"]["template"]["spec"])
+    for pod in templates:
+        for container in pod.get("initContainers", []) + pod["containers"]:
+            line = " ".join(container.get("command", []) + container.get("args", []))
+            assert not any(f"$({env})" in line for env in SECRET_ENV) and "redis://" not in line, line
+
+
 def test_engines_take_sessions_only_with_the_pod_token_that_only_the_gateways_have() -> None:
     """One generated token, in the release namespace (the gateways) and every watched one (the
     engines): the operator renders it into the engines' accepted keys, the gateways present it."""
@@ -250,6 +296,10 @@ def test_monitors_label_engine_series_with_the_liveengine_the_queries_select() -
     assert pm["spec"]["selector"] == {"matchLabels": {names.NAME_LABEL: names.APP}}
     gateway_monitor = next(m for m in by_kind(objs, "PodMonitor") if m["metadata"]["name"].endswith("-gateway"))
     assert gateway_monitor["spec"]["podMetricsEndpoints"][0] == {"port": "admin", "path": "/metrics", "interval": "15s"}
+    assert one(objs, "PrometheusRule", f"{FULL}-alerts")["spec"] == alerts.rule_file()
+    board = one(objs, "ConfigMap", f"{FULL}-dashboard")
+    assert board["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(board["data"]["liveplex-pool.json"]) == dashboard.dashboard()
     config = one(objs, "ConfigMap", f"{FULL}-adapter-rules")
     assert yaml.safe_load(config["data"]["config.yaml"]) == signals.adapter_rules()
 

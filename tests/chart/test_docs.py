@@ -13,7 +13,7 @@ from tests.operator.objects import ROOT
 
 DOC = (ROOT / "docs" / "deploy.md").read_text()
 README = (render.CHART / "README.md").read_text()
-OPAQUE = ("resources", "scrapers")
+OPAQUE = ("resources", "scrapers", "ingress.annotations")
 """Values documented as one row (a Kubernetes structure), not per key."""
 
 

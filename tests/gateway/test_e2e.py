@@ -44,6 +44,10 @@ def test_the_sdk_holds_sessions_through_the_gateway_spread_over_the_pods(redis_u
             deltas, words, reason = await clients.sdk_call(p.gateway.base_url)
             assert reason == "close_requested" and words.startswith("I hear")
             assert {len(d) for d in deltas} == {3840}
+            with urllib.request.urlopen(p.gateway.admin_root + "/metrics", timeout=5) as response:
+                metrics = response.read().decode()
+            for name in ("gateway_session_start_seconds_count", "gateway_first_audio_seconds_count"):
+                assert f"{name} 5.0" in metrics, name  # the four raw sessions and the SDK's, each once
             for ws, _ in sockets:
                 await ws.close()
         asyncio.run(scenario())

@@ -226,6 +226,21 @@ async def test_metrics_expose_engine_and_front_end_counters() -> None:
         await ws.close()
 
 
+async def test_the_start_and_the_first_audio_are_timed_once_per_session() -> None:
+    """Time to session.started and to the first audio delta, the speech analogue of time to first
+    token, as the pod's histograms."""
+    async with pods.in_process() as running:
+        ws = await started(running.address)
+        await until(ws, "session.output_audio.delta")
+        async with httpx.AsyncClient() as http:
+            text = (await http.get(running.admin_root + "/metrics")).text
+        await ws.close()
+    counts = {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
+              if line.startswith(("liveengine_session_start_seconds_", "liveengine_first_audio_seconds_"))}
+    assert counts["liveengine_session_start_seconds_count"] == counts["liveengine_first_audio_seconds_count"] == 1
+    assert 0 < counts["liveengine_session_start_seconds_sum"] < counts["liveengine_first_audio_seconds_sum"] < 5
+
+
 async def ticked(http: httpx.AsyncClient, ticks: int) -> None:
     """Poll `/live/stats` until the engine has run `ticks` ticks."""
     async with asyncio.timeout(10):

@@ -118,7 +118,7 @@ def test_the_pod_runs_liveplex_serve_with_the_pool_flags() -> None:
     assert c["name"] == "engine" and c["command"] == ["liveplex"]
     assert c["args"][:2] == ["serve", "--engine"]
     flags = dict(zip(c["args"][1::2], c["args"][2::2]))
-    assert flags["--pool"] == "default/sim" and flags["--redis-url"] == "$(LIVEPLEX_REDIS_URL)"
+    assert flags["--pool"] == "default/sim" and "--redis-url" not in flags  # the URL (a password) only in the env
     assert flags["--advertise"] == "ws://$(POD_IP):8000" and flags["--host"] == "$(POD_IP)"
     assert flags["--pod-name"] == "$(POD_NAME)" and flags["--drain-deadline-s"] == "300"
     assert flags["--lateness-budget-ms"] == "20"

@@ -103,8 +103,8 @@ def _announced(proc: subprocess.Popen[bytes], log: Path, found: list[str], ready
             out.write(line)
             out.flush()
             text = line.decode(errors="replace")
-            if "GPT-Live" in text and "ws://" in text and not found:
-                found.append(text.split("ws://", 1)[1].split("/", 1)[0])
+            if "GPT-Live" in text and "://" in text and not found:  # ws:// or, with TLS, wss://
+                found.append(text.split("://", 1)[1].split("/", 1)[0])
             elif text.lstrip().startswith("admin") and "http://" in text and len(found) == 1:
                 found.append(text.split("http://", 1)[1].split("/", 1)[0])
                 ready.set()

@@ -196,6 +196,10 @@ class LiveSocket:
         self._draining = False
         self._read_paused = False
         self._leg: backend.Leg | None = None
+        self._start_ns = 0
+        """When the pending or running session's valid `session.start` was taken (0: none)."""
+        self._awaiting_audio = False
+        """Started and no audio delta sent yet: the next one is the first (`first_audio_seconds`)."""
         self._done = False
         front.sockets.add(self)
         self._stats.sockets_open += 1
@@ -267,6 +271,7 @@ class LiveSocket:
                 if not action.frame:
                     self._stats.record(action)
             elif kind is connection.Start:
+                self._start_ns = time.monotonic_ns()
                 self._leg = self._backend.start(action, self)
             elif kind is connection.Hangup:
                 if self._leg is not None:
@@ -313,6 +318,9 @@ class LiveSocket:
         self._close(connection.INTERNAL_ERROR, f"client too slow: {why}", DROP_GRACE_S)
 
     def _send(self, text: str, frame: bool) -> None:
+        if frame and self._awaiting_audio:
+            self._awaiting_audio = False
+            self._stats.first_audio_seconds.observe((time.monotonic_ns() - self._start_ns) / 1e9)
         if not self._open():
             return
         if self.writable and not self._held:
@@ -342,6 +350,9 @@ class LiveSocket:
     def _outcome(self, action: connection.Action) -> None:
         """A session started, was refused or ended: counted, told to the backend; an end is logged."""
         self._stats.record(action)
+        if type(action) is connection.Accepted and self._start_ns:
+            self._stats.start_seconds.observe((time.monotonic_ns() - self._start_ns) / 1e9)
+            self._awaiting_audio = True
         self._backend.settled(self.conn, action)
         if type(action) is connection.Ended:
             logger.info("session ended", extra={

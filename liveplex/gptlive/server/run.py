@@ -25,8 +25,10 @@ import json
 import logging
 import signal
 import socket
+import ssl
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -85,23 +87,40 @@ class Server(uvicorn.Server):
         self._draining = draining
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = time.perf_counter()
+        self._tls: asyncio.Task[None] | None = None
 
     async def startup(self, sockets: list | None = None) -> None:  # type: ignore[override]
-        self._loop = asyncio.get_running_loop()
-        await super().startup(sockets)
+        """uvicorn serves the client listener (with TLS when configured); the admin listener is
+        added here, always plain, with the same protocols and state."""
+        self._loop = loop = asyncio.get_running_loop()
+        assert sockets is not None and len(sockets) == 2, "run.listeners(): the client and the admin listener"
+        public, admin = sockets
+        await super().startup([public])
         if self.started:
+            config = self.config
+            self.servers.append(await loop.create_server(
+                lambda: config.http_protocol_class(config=config, server_state=self.server_state,  # type: ignore[call-arg]
+                                                   app_state=self.lifespan.state),
+                sock=admin, backlog=config.backlog))
+            if config.ssl is not None:
+                self._tls = loop.create_task(_reload_tls(config.ssl, Path(config.ssl_certfile),  # type: ignore[arg-type]
+                                                         Path(config.ssl_keyfile)))  # type: ignore[arg-type]
             gc.collect()
             gc.freeze()
             host, port = self.servers[0].sockets[0].getsockname()[:2]
             admin_host, admin_port = self.servers[1].sockets[0].getsockname()[:2]
             logger.info("listening", extra={"host": host, "port": port, "admin_host": admin_host,
                                             "admin_port": admin_port, "frozen_objects": gc.get_freeze_count()})
-            print(self._bound(host, port) + "\n" + ADMIN_LINE.format(at=_at(admin_host), port=admin_port),
-                  flush=True)
+            text = self._bound(host, port)
+            if config.ssl is not None:
+                text = text.replace("ws://", "wss://").replace("http://", "https://")
+            print(text + "\n" + ADMIN_LINE.format(at=_at(admin_host), port=admin_port), flush=True)
 
     async def shutdown(self, sockets: list | None = None) -> None:  # type: ignore[override]
         """Logged here: uvicorn re-raises a captured SIGTERM after serving, which ends the process
         before `run` returns."""
+        if self._tls is not None:
+            self._tls.cancel()
         await super().shutdown(sockets)
         logger.info("stopped", extra={"uptime_s": round(time.perf_counter() - self._started, 1),
                                       "signals": [signal.Signals(s).name for s in self._captured_signals]})
@@ -154,11 +173,38 @@ def config(app: object, settings: ServerSettings, **more: Any) -> uvicorn.Config
     return uvicorn.Config(app, **{**chosen, **more})
 
 
+TLS_RELOAD_S = 10.0
+"""How often the certificate files are looked at: a renewed certificate serves new connections
+within this, and established sessions keep theirs."""
+
+
+async def _reload_tls(context: ssl.SSLContext, cert: Path, key: Path) -> None:
+    """Load `cert` and `key` into the serving context again whenever either file changes (new
+    handshakes use them); a file caught half-written keeps the old pair until the next look."""
+    def stamp() -> tuple[tuple[int, int], ...]:
+        return tuple((s.st_mtime_ns, s.st_size) for s in (cert.stat(), key.stat()))
+
+    seen = stamp()
+    while True:
+        await asyncio.sleep(TLS_RELOAD_S)
+        try:
+            now = stamp()
+            if now != seen:
+                context.load_cert_chain(cert, key)
+                seen = now
+                logger.info("tls certificate reloaded", extra={"cert": str(cert)})
+        except (OSError, ssl.SSLError) as exc:
+            logger.warning("tls certificate not reloaded", extra={"cert": str(cert), "error": str(exc)})
+
+
 def run(app: object, front: Front, host: str, port: int, bound: Callable[[str, int], str],
         drain: Callable[[], Awaitable[object]], draining: Callable[[], bool]) -> None:
     """Serve `app` on both listeners until stopped; a `stopped` line says after how long and which
     signals. The addresses were checked (`listen.check`); binding fails here only in a race."""
     sockets = listeners(front, host, port)
-    server = Server(config(app, front.settings, loop="uvloop", timeout_graceful_shutdown=5), bound, drain, draining)
+    settings = front.settings
+    tls = {} if settings.tls_cert is None else {"ssl_certfile": str(settings.tls_cert),
+                                                "ssl_keyfile": str(settings.tls_key)}
+    server = Server(config(app, settings, loop="uvloop", timeout_graceful_shutdown=5, **tls), bound, drain, draining)
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises a captured SIGINT once stopped
         server.run(sockets=sockets)

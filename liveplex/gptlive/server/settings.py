@@ -8,6 +8,7 @@ naming the bad flag.
 from __future__ import annotations
 
 import argparse
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,11 @@ class ServerSettings:
     network needs it (the chart sets 0.0.0.0 and exposes it through no Service)."""
     admin_port: int = 0
     """The admin listener's port; 0 picks a free one (the banner says which)."""
+    tls_cert: Path | None = None
+    """PEM certificate chain: the client listener serves TLS (`wss://`, `https://`); re-read when
+    the file changes (a cert-manager renewal). The admin listener stays plain."""
+    tls_key: Path | None = None
+    """The certificate's PEM private key; given with `tls_cert` or not at all."""
     ws_ping_interval_s: float = 20.0
     """WebSocket keepalive ping period; a client that has not answered one within another period
     is aborted."""
@@ -57,6 +63,8 @@ class ServerSettings:
     """The demo page's files, served at `/` and `/static/`."""
 
     def __post_init__(self) -> None:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together")
         for name in ("outbound_max_frames", "outbound_max_bytes", "header_timeout_s", "max_connections",
                      "max_pending_connections", "ws_ping_interval_s", "sweep_ms"):
             if getattr(self, name) <= 0:
@@ -103,6 +111,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--ws-ping-interval-s", type=float, default=default_of(s, "ws_ping_interval_s"),
                    help="WebSocket keepalive ping period; no pong within another period aborts the "
                         "socket (default: %(default)s)")
+    g.add_argument("--tls-cert", type=Path, default=None, metavar="FILE",
+                   help="serve the client port over TLS with this PEM certificate chain, re-read when it "
+                        "changes (with --tls-key; default: plain)")
+    g.add_argument("--tls-key", type=Path, default=None, metavar="FILE",
+                   help="the certificate's PEM private key (with --tls-cert; default: none)")
     g.add_argument("--no-metrics", action="store_true", help="answer /metrics with 503 (default: served)")
 
 
@@ -119,6 +132,13 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
                         ("--ws-ping-interval-s", args.ws_ping_interval_s)):
         if value <= 0:
             raise ValueError(f"{flag} must be > 0, got {value}")
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise ValueError("--tls-cert and --tls-key go together: give both or neither")
+    if args.tls_cert is not None:
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(args.tls_cert, args.tls_key)
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(f"--tls-cert/--tls-key: cannot load {args.tls_cert} with {args.tls_key}: {exc}") from None
     protocol = Settings(
         info_events=args.info_events,
         close_grace_ms=args.close_grace_ms,
@@ -137,6 +157,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         max_pending_connections=args.max_pending_connections,
         admin_host=args.admin_host,
         admin_port=args.admin_port,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
         ws_ping_interval_s=args.ws_ping_interval_s,
         metrics=not args.no_metrics,
     )

@@ -15,6 +15,9 @@ from liveplex.live.buckets import Buckets
 
 SESSION_SECONDS_BUCKETS: tuple[float, ...] = (1, 5, 10, 30, 60, 120, 240, 480, 960, 1920)
 """Session length buckets, seconds: the default session is 240 s."""
+START_SECONDS_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+"""Start latency buckets, seconds: a placed start takes milliseconds, a first frame a tick or two
+more; a PersonaPlex prefill of a long prompt can take a second."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +35,8 @@ class FrontSnapshot:
     dropped_samples: int
     session_seconds: Buckets
     dropped: dict[str, int]
+    start_seconds: Buckets
+    first_audio_seconds: Buckets
 
 
 @dataclass(slots=True)
@@ -53,6 +58,11 @@ class FrontStats:
     dropped_samples: int = 0
     """Caller samples dropped by the jitter cap, added from each session's end."""
     session_seconds: Buckets = field(default_factory=lambda: Buckets(SESSION_SECONDS_BUCKETS))
+    start_seconds: Buckets = field(default_factory=lambda: Buckets(START_SECONDS_BUCKETS))
+    """From a valid `session.start` to its `session.started` (sent, or relayed by a gateway)."""
+    first_audio_seconds: Buckets = field(default_factory=lambda: Buckets(START_SECONDS_BUCKETS))
+    """From a valid `session.start` to the session's first audio delta: the speech analogue of time
+    to first token."""
     dropped: Counter[str] = field(default_factory=Counter)
     """Connections the server cut, by why: `slow_frames` and `slow_bytes` (a client too far
     behind), `ping_timeout`, `header_timeout` (no complete request in time), `over_capacity`
@@ -85,7 +95,10 @@ class FrontStats:
             sockets_open=self.sockets_open, sessions_open=self.accepted - ended,
             accepted=self.accepted, rejected=dict(self.rejected), closed=dict(self.closed),
             errors=dict(self.errors), underruns=self.underruns, dropped_samples=self.dropped_samples,
-            session_seconds=Buckets(self.session_seconds.bounds, list(self.session_seconds.counts),
-                                    self.session_seconds.total),
-            dropped=dict(self.dropped),
+            session_seconds=_copy(self.session_seconds), dropped=dict(self.dropped),
+            start_seconds=_copy(self.start_seconds), first_audio_seconds=_copy(self.first_audio_seconds),
         )
+
+
+def _copy(buckets: Buckets) -> Buckets:
+    return Buckets(buckets.bounds, list(buckets.counts), buckets.total)

@@ -271,7 +271,10 @@ function clock(ms) {
 
 async function pollStats() {
   try {
-    const response = await fetch('/live/stats', { signal: AbortSignal.timeout(STATS_PERIOD_MS) });
+    // a keyed server shows its stats to key holders only: the key typed above, once there is one
+    const { key } = apiKey();
+    const headers = key && sendableKey(key) ? { Authorization: `Bearer ${key}` } : {};
+    const response = await fetch('/live/stats', { headers, signal: AbortSignal.timeout(STATS_PERIOD_MS) });
     if (response.ok) {
       const snapshot = await response.json();
       showPod(stats.interval(lastStats, snapshot));

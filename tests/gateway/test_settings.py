@@ -1,0 +1,44 @@
+"""The gateway's flags: each bad value refused in one error naming its flag; the pod token from a
+file or the environment, never the command line."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from liveplex.gateway import settings
+
+
+def parse(*flags: str, environ: dict[str, str] | None = None) -> settings.GatewaySettings:
+    parser = argparse.ArgumentParser()
+    settings.add_arguments(parser)
+    return settings.settings_from_args(parser.parse_args(["--redis-url", "redis://r:6379", *flags]), environ or {})
+
+
+@pytest.mark.parametrize("flags, says", [
+    (("--upstream-silence-ms", "0"), "--upstream-silence-ms must be > 0"),
+    (("--starts-per-key-per-s", "-1"), "--starts-per-key-per-s must be >= 0"),
+    (("--starts-per-key-per-s", "nan"), "--starts-per-key-per-s must be >= 0"),
+    (("--pod-key-file", "/nonexistent/token"), "--pod-key-file: cannot read /nonexistent/token"),
+])
+def test_bad_values_name_their_flag(flags: tuple[str, ...], says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        parse(*flags)
+
+
+def test_the_pod_token_comes_from_its_file_else_the_environment(tmp_path) -> None:
+    token = tmp_path / "token"
+    token.write_text("t0ken\n")
+    assert parse("--pod-key-file", str(token)).pod_key == "t0ken"
+    assert parse(environ={settings.POD_KEY_ENV: "from-env"}).pod_key == "from-env"
+    assert parse().pod_key is None
+    token.write_text("caf\u00e9\n")
+    with pytest.raises(ValueError, match="--pod-key-file: the pod key is not printable ASCII"):
+        parse("--pod-key-file", str(token))
+
+
+def test_per_key_limits_have_defaults_that_protect_the_pool() -> None:
+    defaults = parse()
+    assert (defaults.max_sessions_per_key, defaults.starts_per_key_per_s) == (100, 20.0)
+    assert parse("--max-sessions-per-key", "0", "--starts-per-key-per-s", "0").max_sessions_per_key == 0

@@ -1,0 +1,160 @@
+"""The shipped alerts and dashboard, proven on a real Prometheus (Debian's `prometheus` and
+`promtool`, installed by scripts/test): every alert fires on synthetic series (`promtool test
+rules`), and every alert signal and every dashboard query returns series while Prometheus scrapes
+real sim pods and a gateway under load."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import orjson
+import pytest
+import websockets
+import yaml
+
+from liveplex.operator import alerts, chart, dashboard
+from tests.support import platform, pods
+from tests.support.clients import START, until
+
+pytestmark = pytest.mark.timeout(180)
+
+PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
+LABELS = {"namespace": "ns", "liveengine": "pp", "pod": "pod-1"}
+"""One engine pod's target labels in the synthetic series."""
+GATEWAY = {"namespace": "ns", "pod": "gw-1"}
+
+SERIES: dict[str, list[tuple[str, dict[str, str], str]]] = {
+    "LiveplexTickLatenessOverBudget": [
+        ("liveengine_tick_lateness_seconds_bucket", {**LABELS, "le": "0.01"}, "0+0x30"),
+        ("liveengine_tick_lateness_seconds_bucket", {**LABELS, "le": "0.05"}, "0+750x30"),
+        ("liveengine_tick_lateness_seconds_bucket", {**LABELS, "le": "+Inf"}, "0+750x30")],
+    "LiveplexSessionsRefused": [
+        ("gateway_placements_total", {"liveengine": "ns/pp", "result": "busy"}, "0+10x30"),
+        ("gateway_placements_total", {"liveengine": "ns/pp", "result": "placed"}, "0+10x30"),
+        ("gateway_sessions_active", {"liveengine": "ns/pp"}, "5x30")],
+    "LiveplexNoEngines": [
+        ("gateway_sessions_rejected_total", {"liveengine": "ns/pp", "reason": "no_engines"}, "0+1x30"),
+        ("gateway_sessions_active", {"liveengine": "ns/pp"}, "0x30")],
+    "LiveplexRedisUnreachable": [("gateway_redis_errors_total", GATEWAY, "0+5x30")],
+    "LiveplexUpstreamConnectFailures": [
+        ("gateway_upstream_connect_failures_total", {**GATEWAY, "upstream": "pod-1"}, "0+1x30"),
+        ("gateway_sockets_open", GATEWAY, "3x30")],
+    "LiveplexSessionsLost": [("gateway_sessions_lost_total", {**GATEWAY, "reason": "silent"}, "0+1x30")],
+    "LiveplexGatewayLoopStalls": [("gateway_loop_stalls_total", GATEWAY, "0+1x30")],
+}
+"""Per alert, series that must fire it (and only it): (metric, labels, promtool's values)."""
+SERIES["LiveplexPodDegraded"] = SERIES["LiveplexTickLatenessOverBudget"]
+FIRED_WITH = {"LiveplexTickLatenessOverBudget": {"namespace": "ns", "liveengine": "pp"},
+              "LiveplexPodDegraded": LABELS, "LiveplexSessionsRefused": {"liveengine": "ns/pp"},
+              "LiveplexNoEngines": {"liveengine": "ns/pp"}, "LiveplexRedisUnreachable": GATEWAY,
+              "LiveplexUpstreamConnectFailures": GATEWAY, "LiveplexSessionsLost": {**GATEWAY, "reason": "silent"},
+              "LiveplexGatewayLoopStalls": GATEWAY}
+
+
+def _selector(metric: str, labels: dict[str, str]) -> str:
+    return metric + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+
+
+def _annotations(alert: alerts.Alert, labels: dict[str, str]) -> dict[str, str]:
+    """The alert's annotations as Prometheus renders them for `labels`."""
+    def fill(text: str) -> str:
+        return re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], text)
+    return {"summary": fill(alert.summary), "action": alert.action}
+
+
+def test_every_alert_fires_on_its_synthetic_series(tmp_path: Path) -> None:
+    assert PROMTOOL, "promtool is Debian's prometheus package (scripts/test installs it)"
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(chart.rule_file())
+    assert set(SERIES) == {a.name for a in alerts.ALERTS}, "every alert has its test series"
+    tests = []
+    for alert in alerts.ALERTS:
+        labels = {**FIRED_WITH[alert.name], "severity": alert.severity}
+        tests.append({
+            "interval": "1m",
+            "input_series": [{"series": _selector(m, lab), "values": v} for m, lab, v in SERIES[alert.name]],
+            "alert_rule_test": [{"eval_time": "20m", "alertname": alert.name, "exp_alerts": [
+                {"exp_labels": labels, "exp_annotations": _annotations(alert, labels)}]}],
+        })
+    spec = tmp_path / "alerts_test.yaml"
+    spec.write_text(yaml.safe_dump({"rule_files": [str(rules)], "evaluation_interval": "1m", "tests": tests}))
+    done = subprocess.run([PROMTOOL, "test", "rules", str(spec)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _query(root: str, expr: str) -> list[dict]:
+    url = f"{root}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(url, timeout=10) as response:
+        body = json.loads(response.read())
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
+def test_every_dashboard_query_and_alert_signal_returns_series_from_real_pods(redis_url: str, tmp_path: Path) -> None:
+    assert PROMETHEUS, "prometheus is Debian's prometheus package (scripts/test installs it)"
+    with platform.platform(redis_url, tmp_path, pod_flags=("--max-sessions", "1")) as p:
+        rules = tmp_path / "rules.yaml"
+        rules.write_text(chart.rule_file())
+        engines = [pod.admin_address for pod, _ in p.pods]
+        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": [str(rules)],
+                  "scrape_configs": [
+                      {"job_name": "engines", "static_configs": [
+                          {"targets": [a], "labels": {"namespace": "test", "liveengine": "pool", "pod": f"pod-{i}"}}
+                          for i, a in enumerate(engines)]},
+                      {"job_name": "gateways", "static_configs": [
+                          {"targets": [p.gateway.admin_address], "labels": {"namespace": "test", "pod": "gw-0"}}]}]}
+        (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+        port = pods.free_port()
+        server = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
+            stderr=open(tmp_path / "prometheus.log", "wb"))  # noqa: SIM115
+        root = f"http://127.0.0.1:{port}"
+        try:
+            async def load() -> None:
+                """Both pods' one slot taken, one start refused for want of room, 6 s of calls."""
+                calls = []
+                for _ in range(2):
+                    ws = await websockets.connect(p.gateway.ws_url, max_queue=None)
+                    await ws.send(orjson.dumps(START).decode())
+                    await until(ws, "session.started")
+                    calls.append(ws)
+                refused = await websockets.connect(p.gateway.ws_url)
+                await refused.send(orjson.dumps(START).decode())
+                error, _ = await until(refused, "error")
+                assert error["error"]["code"] == "server_busy"
+                await asyncio.sleep(6)
+                for ws in (*calls, refused):
+                    await ws.close()
+            asyncio.run(load())
+            platform.eventually(lambda: all(t["health"] == "up" for t in json.loads(urllib.request.urlopen(
+                f"{root}/api/v1/targets", timeout=5).read())["data"]["activeTargets"]), "every target scraped", 30)
+            time.sleep(3)  # a few scrapes after the load, so every rate has two samples
+            empty = [q for q in dashboard.queries("test", "pool") if not _query(root, q)]
+            assert empty == [], f"dashboard queries without series: {empty}"
+            silent = [a.name for a in alerts.ALERTS if not _query(root, a.signal)]
+            assert silent == [], f"alert signals without series: {silent}"
+            rule_groups = json.loads(urllib.request.urlopen(f"{root}/api/v1/rules", timeout=5).read())
+            loaded = {r["name"] for g in rule_groups["data"]["groups"] for r in g["rules"]}
+            assert loaded == {a.name for a in alerts.ALERTS}
+            assert all(r["health"] == "ok" for g in rule_groups["data"]["groups"] for r in g["rules"])
+        finally:
+            server.terminate()
+            server.wait(10)
+
+
+def test_every_metric_and_alert_has_its_row_in_docs_observability() -> None:
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "observability.md").read_text()
+    sources = [root / "liveplex" / "pod" / "metrics.py", root / "liveplex" / "gateway" / "metrics.py"]
+    emitted = {m for path in sources for m in re.findall(r'"((?:liveengine|gateway)_[a-z_]+)"', path.read_text())}
+    assert emitted and not [m for m in emitted if m not in doc]
+    assert not [a.name for a in alerts.ALERTS if f"| `{a.name}` | {a.severity} |" not in doc]
