@@ -11,6 +11,8 @@ import importlib
 import sys
 from collections.abc import Mapping
 
+from liveplex import __version__
+
 Commands = Mapping[str, tuple[str, str]]
 """name -> (module with `main(argv: list[str]) -> int`, one-line help)."""
 
@@ -21,6 +23,7 @@ COMMANDS: Commands = {
     "check": ("liveplex.conformance.cli", "check a GPT-Live server against the conformance checklist"),
     "bench": ("liveplex.bench.cli", "benchmarks: `bench duplex`, `bench baseline`, `bench engine`"),
     "personaplex": ("liveplex.personaplex.cli", "PersonaPlex model tools, e.g. `make-tiny DIR`"),
+    "fetch-model": ("liveplex.fetch_model", "download a checkpoint into a volume, once (engine pods' init container)"),
     "operator": ("liveplex.operator.cli", "the LiveEngine operator: `operator crd`, `operator run -n NS | -A`"),
 }
 
@@ -28,7 +31,7 @@ COMMANDS: Commands = {
 def _usage(prog: str, commands: Commands) -> str:
     lines = [f"usage: {prog} COMMAND [options]", "", "commands:"]
     lines += [f"  {name:<12} {help_}" for name, (_, help_) in commands.items()]
-    lines += ["", f"`{prog} COMMAND --help` shows a command's options."]
+    lines += ["", f"`{prog} COMMAND --help` shows a command's options; `{prog} --version` the version."]
     return "\n".join(lines)
 
 
@@ -45,7 +48,11 @@ def dispatch(prog: str, commands: Commands, argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return dispatch("liveplex", COMMANDS, sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["--version"], ["-V"]):  # what an image's label and a bug report quote
+        print(f"liveplex {__version__}")
+        return 0
+    return dispatch("liveplex", COMMANDS, argv)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --kube: where to write the kubeconfig (default: %(default)s)")
     parser.add_argument("--state-dir", type=Path, default=Path(".liveplex-emulator"),
                         help="with --kube: pod logs and working directories (default: %(default)s)")
+    parser.add_argument("--runtime", choices=("process", "podman"), default="process",
+                        help="with --kube: run pods as local processes or as podman containers from local images "
+                             "(default: %(default)s)")
     return parser
 
 
@@ -152,7 +155,7 @@ def kube_platform(args: argparse.Namespace) -> Iterator[list[Child]]:
             args.kubeconfig.unlink(missing_ok=True)  # the emulator writes a new one (new CA, new token)
             emulator = processes.spawn(
                 [sys.executable, "-m", "liveplex.emulator", "--port", str(port), "--state-dir", str(args.state_dir),
-                 "--kubeconfig", str(args.kubeconfig)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+                 "--kubeconfig", str(args.kubeconfig), "--runtime", args.runtime], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
             children.append(Child("emulator", api, emulator))
             _listening("127.0.0.1", port, emulator, "the Kubernetes emulator")
             _install_crd(args.kubeconfig, emulator)

@@ -19,6 +19,13 @@ def test_help_succeeds(capsys: pytest.CaptureFixture[str]) -> None:
     assert "usage: liveplex COMMAND" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_prints_the_package_version(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.metadata
+    assert cli.main([flag]) == 0
+    assert capsys.readouterr().out == f"liveplex {importlib.metadata.version('liveplex')}\n"
+
+
 def test_an_unknown_command_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["nope"]) == 2
     assert "unknown command 'nope'" in capsys.readouterr().err

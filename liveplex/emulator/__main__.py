@@ -11,6 +11,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from liveplex import processes
+from liveplex.emulator.controllers import podman
 from liveplex.emulator.emulator import run_emulator
 
 
@@ -20,10 +21,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="API server port on 127.0.0.1 (0 picks a free one)")
     parser.add_argument("--state-dir", default=".liveplex-emulator", help="pod logs and working directories")
     parser.add_argument("--kubeconfig", default=None, help="write a kubeconfig for the emulator here")
+    parser.add_argument("--runtime", choices=podman.RUNTIMES, default="process",
+                        help="process: containers as local processes (the default); podman: as podman containers "
+                             "from images in local storage (scripts/build-images)")
     args = parser.parse_args(argv)
     processes.obey_stop_signals()  # `liveplex up --kube &` starts us with SIGINT ignored
     with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
-        asyncio.run(_until_stopped(run_emulator(args.port, args.state_dir, args.kubeconfig)))
+        asyncio.run(_until_stopped(run_emulator(args.port, args.state_dir, args.kubeconfig, args.runtime)))
     return 0
 
 

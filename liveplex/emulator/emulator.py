@@ -39,12 +39,12 @@ class Emulator:
     """One emulated cluster whose pods' files and logs live under `state_dir`."""
 
     def __init__(self, state_dir: str | os.PathLike[str], port: int = 0, *, kubelet: bool = True,
-                 controllers: bool = True, history: int = 10_000) -> None:
+                 controllers: bool = True, history: int = 10_000, runtime: str = "process") -> None:
         self.state_dir = Path(state_dir)
         self.port = port
         self.store = storage.Store(time.time, history)
         self.tokens = auth.Tokens()
-        self.kubelet = Kubelet(self.store, self.state_dir, NODE) if kubelet else None
+        self.kubelet = Kubelet(self.store, self.state_dir, NODE, runtime) if kubelet else None
         self.api = routes.Api(self.store, self.kubelet.logs if self.kubelet else None, self.tokens)
         self._accounts: dict[tuple[str, str], Path] = {}
         self.pki: certs.Pki | None = None
@@ -141,9 +141,10 @@ class Emulator:
                 "clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443, "targetPort": 6443}]}})
 
 
-async def run_emulator(port: int, state_dir: str | os.PathLike[str], kubeconfig_path: str | None = None) -> None:
+async def run_emulator(port: int, state_dir: str | os.PathLike[str], kubeconfig_path: str | None = None,
+                       runtime: str = "process") -> None:
     """Run an emulator until cancelled (Ctrl-C); writes a kubeconfig when given a path."""
-    emulator = Emulator(state_dir, port)
+    emulator = Emulator(state_dir, port, runtime=runtime)
     url = await emulator.start()
     if kubeconfig_path:
         emulator.write_kubeconfig(kubeconfig_path)

@@ -37,7 +37,9 @@ class GatewayCollector(Collector):
         for name, doc, labels, counts in (
             ("gateway_placements", "Placement outcomes.", ["liveengine", "result"], s.placements),
             ("gateway_sessions_rejected", "Refused sessions by reason.", ["liveengine", "reason"], s.rejected),
-            ("gateway_upstream_connect_failures", "Failed upstream connects.", ["pod"], s.connect_failures),
+            # `upstream`, not `pod`: Prometheus' pod discovery sets `pod` (the gateway's own) on every series
+            ("gateway_upstream_connect_failures", "Failed upstream connects by engine pod.", ["upstream"],
+             s.connect_failures),
             ("gateway_placement_fallback", "Placements decided without Redis.", ["mode"], s.fallbacks),
             ("gateway_sessions_lost", "Relayed sessions whose pod failed them, by how.", ["reason"],
              {**LOST_REASONS, **s.sessions_lost}),

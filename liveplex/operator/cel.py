@@ -53,7 +53,7 @@ def _matches(pattern: str, text: str) -> bool:
     return re.search(pattern, text) is not None
 
 
-_SOURCES = ("pvc", "hostPath", "image")
+_SOURCES = ("pvc", "hostPath", "image", "fetch")
 _DNS_LABEL = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
 _RESERVED_ENV_CEL = "[" + ", ".join(f"'{n}'" for n in names.RESERVED_ENV) + "]"
 
@@ -95,7 +95,7 @@ RULES: tuple[Rule, ...] = (
          lambda m: "kvDtype" not in m or m["kvDtype"] == m["dtype"]),
     Rule(("spec", "model", "source"),
          " + ".join(f"(has(self.{k}) ? 1 : 0)" for k in _SOURCES) + " == 1",
-         "spec.model.source must set exactly one of pvc, hostPath, image",
+         "spec.model.source must set exactly one of pvc, hostPath, image, fetch",
          ("spec", "model", "source"),
          lambda src: sum(k in src for k in _SOURCES) == 1),
     Rule(("spec", "pacing"), f"self.leadMillis + self.spreadMillis < {frames.FRAME_MS}",

@@ -36,6 +36,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--image", default=None, metavar="REPOSITORY[:TAG]",
                      help=f"engine image when spec.image is unset (default: {settings.DEFAULT_REPOSITORY}:"
                           f"{settings.OperatorSettings().image_tag})")
+    run.add_argument("--engine-image", default=None, metavar="REPOSITORY",
+                     help=f"personaplex pods' image repository when spec.image is unset, with --image's tag "
+                          f"(default: {settings.DEFAULT_ENGINE_REPOSITORY})")
+    run.add_argument("--runtime-class-name", default=None, metavar="NAME",
+                     help="engine pods' runtimeClassName when spec.pod leaves it unset (default: none)")
+    run.add_argument("--priority-class-name", default=None, metavar="NAME",
+                     help="engine pods' priorityClassName when spec.pod leaves it unset (default: none)")
+    run.add_argument("--image-pull-secret", action="append", default=[], metavar="NAME",
+                     help="engine pods' imagePullSecrets when spec.pod leaves them unset (repeatable; default: none)")
     run.add_argument("--liveness", default=settings.DEFAULT_LIVENESS, metavar="URL", help="kopf's liveness endpoint")
     run.add_argument("--prometheus-url", default=settings.DEFAULT_PROMETHEUS, metavar="URL",
                      help="the Prometheus rendered KEDA ScaledObjects query")
@@ -61,9 +70,14 @@ def settings_from_args(args: argparse.Namespace) -> settings.OperatorSettings:
     if args.image:
         head, sep, tail = args.image.rpartition(":")
         repository, tag = (head, tail) if sep and "/" not in tail else (args.image, tag)
+    defaults = settings.PodDefaults(runtime_class_name=args.runtime_class_name,
+                                    priority_class_name=args.priority_class_name,
+                                    image_pull_secrets=tuple(args.image_pull_secret))
     return settings.OperatorSettings(
         namespaces=tuple(args.namespace or ()), redis_url=args.redis_url, redis_secret=secret, pod_token_secret=token,
-        image_repository=repository, image_tag=tag, liveness_endpoint=args.liveness,
+        image_repository=repository, image_tag=tag,
+        engine_image_repository=args.engine_image or d.engine_image_repository, pod_defaults=defaults,
+        liveness_endpoint=args.liveness,
         prometheus_url=args.prometheus_url, status_interval_s=args.status_interval_s,
     )
 

@@ -23,6 +23,10 @@ QUANTITY = (r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
 RELATIVE_PATH = r"^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$"
 """A path inside a volume: relative, no `.` or `..` segments."""
 ABSOLUTE_PATH = r"^/.*$"
+FETCH_URL = r"^(hf://[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*(@[A-Za-z0-9][A-Za-z0-9._/-]*)?|https://[^\s]+)$"
+"""`hf://ORG/REPO[@REVISION]` or an `https://` archive URL (`liveplex fetch-model`'s sources)."""
+SHA256 = r"^[0-9a-f]{64}$"
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 MAX_DRAIN_SECONDS = 86_400
 ATTENTION_BACKENDS: tuple[str, ...] = ("flash", "masked")
 """`liveplex serve --attention` choices (the engine's `ATTENTION`; the operator imports no engine code,
@@ -88,7 +92,27 @@ _SIM = _obj("Sim engine settings; allowed only when kind is sim (the CPU echo en
                        default=6),
 })
 
-_SOURCE = _obj("Where the checkpoint directory comes from; exactly one of pvc, hostPath, image.", {
+_SECRET_KEY = _obj("A key of a Secret in the LiveEngine's namespace.", {
+    "name": _str("Secret name.", min_length=1, max_length=253, pattern=DNS_SUBDOMAIN),
+    "key": _str("Key in the Secret.", min_length=1, max_length=253, default="token"),
+}, required=("name",))
+
+_FETCH = _obj("Downloaded before the engine starts by an init container (`liveplex fetch-model`, docs/deploy.md).", {
+    "url": _str("hf://ORG/REPO[@REVISION] (a Hugging Face model repository; default revision main) or "
+                "https://... (a .tar, .tar.gz, .tgz or .zip archive of the checkpoint directory).",
+                pattern=FETCH_URL, max_length=2048),
+    "tokenSecret": _SECRET_KEY | {"description": "The download token: the Hub's for hf:// (gated repositories "
+                                                 "such as PersonaPlex), a bearer token for https://."},
+    "sha256": {"type": "object", "description": "Expected SHA-256 (hex) by file path inside the checkpoint "
+                                                "directory; each is verified after the download.",
+               "maxProperties": 256, "additionalProperties": {"type": "string", "pattern": SHA256}},
+    "claimName": _str("Download onto this PersistentVolumeClaim (shared: the first pod downloads, the others "
+                      "find the files); unset: an emptyDir per pod.", min_length=1, max_length=253),
+    "path": _str("Checkpoint directory inside the volume.", pattern=RELATIVE_PATH, max_length=1024,
+                 default="model"),
+}, required=("url",))
+
+_SOURCE = _obj("Where the checkpoint directory comes from; exactly one of pvc, hostPath, image, fetch.", {
     "pvc": _obj("A PersistentVolumeClaim, mounted read-only.", {
         "claimName": _str("Claim name, in the LiveEngine's namespace.", min_length=1, max_length=253),
         "path": _str("Checkpoint directory inside the claim; empty: its root.", pattern=RELATIVE_PATH,
@@ -102,6 +126,7 @@ _SOURCE = _obj("Where the checkpoint directory comes from; exactly one of pvc, h
         "path": _str("Checkpoint directory inside the image; empty: its root.", pattern=RELATIVE_PATH,
                      max_length=1024),
     }, required=("reference",)),
+    "fetch": _FETCH,
 })
 
 _TOLERATION = _obj("A Kubernetes toleration.", {
@@ -162,7 +187,15 @@ SPEC = _obj("What to run: the engine, its model, its capacity and its pods.", {
         "nodeSelector": _string_map("Node labels the pods must match."),
         "tolerations": _list("Tolerations.", _TOLERATION, max_items=64),
         "affinity": _preserved("A Kubernetes Affinity."),
-        "priorityClassName": _str("PriorityClass of the pods.", max_length=253),
+        "priorityClassName": _str("PriorityClass of the pods; unset: the operator's default (chart "
+                                  "engine.priorityClassName).", max_length=253, pattern=DNS_SUBDOMAIN),
+        "runtimeClassName": _str("RuntimeClass of the pods (e.g. nvidia where the NVIDIA container toolkit is a "
+                                 "separate runtime handler); unset: the operator's default.", max_length=253,
+                                 pattern=DNS_SUBDOMAIN),
+        "imagePullSecrets": _list("Secrets for pulling the image; unset: the operator's default (the chart's "
+                                  "imagePullSecrets).", _obj("A Secret in the LiveEngine's namespace.", {
+                                      "name": _str("Secret name.", min_length=1, max_length=253,
+                                                   pattern=DNS_SUBDOMAIN)}, required=("name",)), max_items=16),
         "env": _list("Extra environment variables.", _ENV, max_items=64),
         "annotations": _string_map("Pod annotations."),
         "labels": _string_map("Pod labels (never used in selectors)."),

@@ -5,6 +5,7 @@ Every module that renders, selects or checks one of these reads it here, so a re
 
 from __future__ import annotations
 
+from liveplex import fetch_model
 from liveplex.gptlive.server import auth
 from liveplex.placement import url
 
@@ -49,6 +50,16 @@ ADMIN_PORT_NAME = "admin"
 """The admin listener (`/drain`, `/metrics`, probes): no Service exposes it."""
 MODEL_MOUNT = "/models"
 """Where the model source is mounted in the engine container (read-only)."""
+FETCH_CONTAINER = "fetch-model"
+"""The init container that downloads a `fetch` model source (`liveplex fetch-model`)."""
+FETCH_TOKEN_ENV = fetch_model.TOKEN_ENV
+"""The download token `liveplex fetch-model` reads (the Hub's for hf://, a bearer token for https://)."""
+POD_USER = 65532
+"""The images' uid and gid (docs/images.md): numeric, so runAsNonRoot can verify it."""
+SCRATCH_MOUNTS: tuple[tuple[str, str, str], ...] = (("tmp", "/tmp", "1Gi"), ("cache", "/var/cache/liveplex", "4Gi"))
+"""(volume, mount path, size limit): the emptyDirs the images write to on their read-only root."""
+SHM = ("dshm", "/dev/shm", "1Gi")
+"""A memory-backed /dev/shm (the runtime's default is 64 MiB; torch's shared tensors use it)."""
 
 
 def selector(name: str) -> dict[str, str]:

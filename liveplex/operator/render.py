@@ -7,16 +7,21 @@ put a user label in a selector (platform §4 rule 3). The engine pod runs `livep
 the flags the spec implies; the probes, preStop drain and grace follow platform §5. The
 autoscaler (an HPA or a KEDA ScaledObject on the LiveEngine's scale subresource, platform §8)
 scales on `signals`: up at once, down by one pod per period after the stabilisation window.
+Every pod passes Pod Security "restricted": non-root 65532, RuntimeDefault seccomp, no
+capabilities, a read-only root with emptyDirs where the image writes, no service account token.
+A `fetch` model source adds an init container (`liveplex fetch-model`, same image) that fills the
+model volume before the engine starts.
 """
 
 from __future__ import annotations
 
+import copy
 import posixpath
 from typing import Any
 
 from liveplex.operator import names, signals
 from liveplex.operator.settings import OperatorSettings
-from liveplex.operator.spec import Autoscaling, HostPathSource, ImageSource, LiveEngine, PvcSource
+from liveplex.operator.spec import Autoscaling, FetchSource, HostPathSource, ImageSource, LiveEngine, PvcSource
 
 Obj = dict[str, Any]
 
@@ -31,6 +36,16 @@ SCALE_UP_POLICIES: tuple[tuple[str, int], ...] = (("Percent", 100), ("Pods", 4))
 """Scale up without stabilisation by the larger of doubling or four pods per period (the HPA's own
 default): a cold GPU pod takes minutes, so waiting only adds to it."""
 KEDA_POLLING_S = 15
+FETCH_RESOURCES: Obj = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}}
+"""The download streams to disk: its memory does not grow with the checkpoint."""
+POD_SECURITY: Obj = {"runAsNonRoot": True, "runAsUser": names.POD_USER, "runAsGroup": names.POD_USER,
+                     "fsGroup": names.POD_USER, "fsGroupChangePolicy": "OnRootMismatch",
+                     "seccompProfile": {"type": "RuntimeDefault"}}
+"""fsGroup: a fetched model's claim and the emptyDirs are writable by the pod's user; OnRootMismatch:
+the kubelet does not re-chown a 15 GB checkpoint at every pod start."""
+CONTAINER_SECURITY: Obj = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                           "capabilities": {"drop": ["ALL"]}}
+"""Pod Security "restricted" for every container; the images write only to the emptyDirs."""
 
 
 def _owner(le: LiveEngine) -> list[Obj]:
@@ -81,12 +96,21 @@ def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
 def model_path(le: LiveEngine) -> str:
     """The checkpoint directory inside the container."""
     source = le.spec.model.source if le.spec.model is not None else None
-    inner = source.path if isinstance(source, (PvcSource, ImageSource)) else ""
+    inner = source.path if isinstance(source, (PvcSource, ImageSource, FetchSource)) else ""
     return posixpath.join(names.MODEL_MOUNT, inner) if inner else names.MODEL_MOUNT
+
+
+def _fetch_source(le: LiveEngine) -> FetchSource | None:
+    source = le.spec.model.source if le.spec.model is not None else None
+    return source if isinstance(source, FetchSource) else None
 
 
 def _model_volume(le: LiveEngine) -> Obj | None:
     source = le.spec.model.source if le.spec.model is not None else None
+    if isinstance(source, FetchSource):  # the init container writes it; the engine mounts it read-only
+        if source.claim_name is not None:
+            return {"name": "model", "persistentVolumeClaim": {"claimName": source.claim_name}}
+        return {"name": "model", "emptyDir": {}}
     if isinstance(source, PvcSource):
         return {"name": "model", "persistentVolumeClaim": {"claimName": source.claim_name, "readOnly": True}}
     if isinstance(source, HostPathSource):
@@ -127,12 +151,45 @@ def _resources(le: LiveEngine) -> Obj:
     return {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
 
 
+def image_ref(le: LiveEngine, settings: OperatorSettings) -> str:
+    """The pod's image: `spec.image`, else the operator's (with torch for personaplex)."""
+    image = le.spec.image
+    default = settings.engine_image_repository if le.spec.kind == "personaplex" else settings.image_repository
+    return f"{image.repository or default}:{image.tag or settings.image_tag}"
+
+
+def _scratch_mounts() -> list[Obj]:
+    return [{"name": name, "mountPath": path} for name, path, _ in names.SCRATCH_MOUNTS]
+
+
+def _fetch_container(le: LiveEngine, source: FetchSource, settings: OperatorSettings) -> Obj:
+    """`liveplex fetch-model` into the model volume; the pod starts only once it succeeded."""
+    args = ["fetch-model", source.url, "--dest", model_path(le)]
+    for path, digest in sorted(source.sha256.items()):
+        args += ["--sha256", f"{path}={digest}"]
+    container: Obj = {"name": names.FETCH_CONTAINER, "image": image_ref(le, settings), "command": ["liveplex"],
+                      "args": args}
+    if le.spec.image.pull_policy is not None:
+        container["imagePullPolicy"] = le.spec.image.pull_policy
+    env = [dict(e) for e in le.spec.pod.env]  # HF_ENDPOINT for a mirror, HTTPS_PROXY, ...
+    if source.token_secret is not None:
+        env.insert(0, {"name": names.FETCH_TOKEN_ENV, "valueFrom": {"secretKeyRef": {
+            "name": source.token_secret.name, "key": source.token_secret.key}}})
+    if env:
+        container["env"] = env
+    return container | {
+        "resources": copy.deepcopy(FETCH_RESOURCES),
+        "securityContext": copy.deepcopy(CONTAINER_SECURITY),
+        "volumeMounts": [{"name": "model", "mountPath": names.MODEL_MOUNT}, *_scratch_mounts()],
+    }
+
+
 def _container(le: LiveEngine, settings: OperatorSettings) -> Obj:
     image = le.spec.image
     grace = le.spec.drain_grace_seconds
     container: Obj = {
         "name": names.CONTAINER,
-        "image": f"{image.repository or settings.image_repository}:{image.tag or settings.image_tag}",
+        "image": image_ref(le, settings),
         "command": ["liveplex"],
         "args": serve_args(le, settings),
         "env": _env(le, settings),
@@ -150,24 +207,41 @@ def _container(le: LiveEngine, settings: OperatorSettings) -> Obj:
     resources = _resources(le)
     if resources:
         container["resources"] = resources
+    container["securityContext"] = copy.deepcopy(CONTAINER_SECURITY)
+    mounts = [*_scratch_mounts(), {"name": names.SHM[0], "mountPath": names.SHM[1]}]
     if _model_volume(le) is not None:
-        container["volumeMounts"] = [{"name": "model", "mountPath": names.MODEL_MOUNT, "readOnly": True}]
+        mounts.append({"name": "model", "mountPath": names.MODEL_MOUNT, "readOnly": True})
+    container["volumeMounts"] = mounts
     return container
 
 
+def _volumes(le: LiveEngine) -> list[Obj]:
+    volumes = [{"name": name, "emptyDir": {"sizeLimit": size}} for name, _, size in names.SCRATCH_MOUNTS]
+    volumes.append({"name": names.SHM[0], "emptyDir": {"medium": "Memory", "sizeLimit": names.SHM[2]}})
+    model = _model_volume(le)
+    return volumes if model is None else [*volumes, model]
+
+
 def _pod_spec(le: LiveEngine, settings: OperatorSettings) -> Obj:
-    pod = le.spec.pod
+    pod, defaults = le.spec.pod, settings.pod_defaults
     spec: Obj = {
-        "containers": [_container(le, settings)],
-        "terminationGracePeriodSeconds": le.spec.drain_grace_seconds + GRACE_MARGIN_S,
+        "automountServiceAccountToken": False,  # engines never call the API server
         "enableServiceLinks": False,
+        "securityContext": copy.deepcopy(POD_SECURITY),
+        "terminationGracePeriodSeconds": le.spec.drain_grace_seconds + GRACE_MARGIN_S,
     }
+    fetch = _fetch_source(le)
+    if fetch is not None:
+        spec["initContainers"] = [_fetch_container(le, fetch, settings)]
+    spec["containers"] = [_container(le, settings)]
+    pull_secrets = defaults.image_pull_secrets if pod.image_pull_secrets is None else pod.image_pull_secrets
     optional = (("nodeSelector", pod.node_selector), ("tolerations", [dict(t) for t in pod.tolerations]),
-                ("affinity", pod.affinity), ("priorityClassName", pod.priority_class_name))
+                ("affinity", pod.affinity),
+                ("priorityClassName", pod.priority_class_name or defaults.priority_class_name),
+                ("runtimeClassName", pod.runtime_class_name or defaults.runtime_class_name),
+                ("imagePullSecrets", [{"name": name} for name in pull_secrets]))
     spec |= {key: value for key, value in optional if value}
-    volume = _model_volume(le)
-    if volume is not None:
-        spec["volumes"] = [volume]
+    spec["volumes"] = _volumes(le)
     return spec
 
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from liveplex import __version__
 
 DEFAULT_REPOSITORY = "ghcr.io/liveplex/liveplex"
+DEFAULT_ENGINE_REPOSITORY = "ghcr.io/liveplex/liveplex-engine"
+"""The image with torch (docs/images.md) that personaplex pods run; sim pods run the plain one."""
 DEFAULT_LIVENESS = "http://0.0.0.0:8080/healthz"
 DEFAULT_PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
 """The Prometheus a kube-prometheus-stack install serves (its `prometheus-operated` Service)."""
@@ -18,6 +20,15 @@ class SecretKey:
 
     name: str
     key: str = "url"
+
+
+@dataclass(frozen=True, slots=True)
+class PodDefaults:
+    """What engine pods get where their LiveEngine's `spec.pod` leaves it unset (the chart's values)."""
+
+    runtime_class_name: str | None = None
+    priority_class_name: str | None = None
+    image_pull_secrets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +48,9 @@ class OperatorSettings:
     image_repository: str = DEFAULT_REPOSITORY
     image_tag: str = __version__
     """The engine image when `spec.image` leaves it unset: the operator's own version."""
+    engine_image_repository: str = DEFAULT_ENGINE_REPOSITORY
+    """personaplex pods' image repository when `spec.image` leaves it unset (tag: `image_tag`)."""
+    pod_defaults: PodDefaults = PodDefaults()
     liveness_endpoint: str = DEFAULT_LIVENESS
     """kopf's `--liveness` URL."""
     prometheus_url: str = DEFAULT_PROMETHEUS

@@ -54,7 +54,25 @@ class ImageSource:
     path: str
 
 
-ModelSource = PvcSource | HostPathSource | ImageSource
+@dataclass(frozen=True, slots=True)
+class SecretRef:
+    name: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSource:
+    """Downloaded by the `fetch-model` init container into `path` of a claim or an emptyDir."""
+
+    url: str
+    token_secret: SecretRef | None
+    sha256: Mapping[str, str]
+    claim_name: str | None
+    """None: an emptyDir per pod."""
+    path: str
+
+
+ModelSource = PvcSource | HostPathSource | ImageSource | FetchSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +128,9 @@ class PodOverrides:
     tolerations: tuple[Json, ...]
     affinity: Json | None
     priority_class_name: str | None
+    runtime_class_name: str | None
+    image_pull_secrets: tuple[str, ...] | None
+    """None (unset): the operator's defaults; these three are the same."""
     env: tuple[Json, ...]
     annotations: Mapping[str, str]
     labels: Mapping[str, str]
@@ -219,6 +240,11 @@ def _source(raw: Json | None) -> ModelSource | None:
         return PvcSource(raw["pvc"]["claimName"], raw["pvc"].get("path", ""))
     if "hostPath" in raw:
         return HostPathSource(raw["hostPath"]["path"])
+    if "fetch" in raw:
+        f = raw["fetch"]
+        token = f.get("tokenSecret")
+        return FetchSource(f["url"], None if token is None else SecretRef(token["name"], token["key"]),
+                           dict(f.get("sha256", {})), f.get("claimName"), f["path"])
     return ImageSource(raw["image"]["reference"], raw["image"].get("path", ""))
 
 
@@ -245,6 +271,8 @@ def _pod(raw: Json) -> PodOverrides:
     return PodOverrides(
         node_selector=dict(raw.get("nodeSelector", {})), tolerations=tuple(raw.get("tolerations", ())),
         affinity=raw.get("affinity"), priority_class_name=raw.get("priorityClassName"),
+        runtime_class_name=raw.get("runtimeClassName"),
+        image_pull_secrets=None if "imagePullSecrets" not in raw else tuple(s["name"] for s in raw["imagePullSecrets"]),
         env=tuple(raw.get("env", ())), annotations=dict(raw.get("annotations", {})),
         labels=dict(raw.get("labels", {})),
     )

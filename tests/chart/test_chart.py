@@ -34,7 +34,10 @@ MATRIX: dict[str, dict[str, Any]] = {
     "gateway options": {"gateway": {"autoscaling": {"enabled": True}, "apiKeys": {"existingSecret": "keys"},
                                     "pool": "voice/sim", "failClosed": True, "maxSessionsPerKey": 4,
                                     "service": {"type": "LoadBalancer", "port": 443}},
-                        "imagePullSecrets": [{"name": "regcred"}], "image": {"tag": "dev"}},
+                        "imagePullSecrets": [{"name": "regcred"}], "image": {"tag": "dev"},
+                        "engine": {"image": {"repository": "registry.local/liveplex-engine"},
+                                   "runtimeClassName": "nvidia", "priorityClassName": "gpu-serving"},
+                        "helmTest": {"only": "1-12"}},
     "sample autoscaled": {"sample": {"enabled": True, "autoscaling": {"enabled": True, "provider": "keda"}}},
     "open": {"crds": {"install": False}, "networkPolicy": {"enabled": False}},
     "public tls": {"gateway": {"tls": {"existingSecret": "gateway-tls"},
@@ -85,6 +88,7 @@ def test_the_default_install_is_the_locked_down_platform() -> None:
         ("Secret", f"{FULL}-pod-token"),
         ("Service", f"{FULL}-redis"),
         ("NetworkPolicy", f"{FULL}-engines"), ("NetworkPolicy", f"{FULL}-redis"),
+        ("Pod", f"{FULL}-check"),  # the `helm test` hook: created only by `helm test`
     ])
     assert all(o["metadata"].get("namespace") in (NAMESPACE, None) for o in objs)
 
@@ -117,6 +121,32 @@ def test_the_operator_runs_one_recreated_replica_the_real_parser_accepts() -> No
     wide = one(render.render(MATRIX["all namespaces"]), "Deployment", f"{FULL}-operator")
     assert cli.settings_from_args(cli.build_parser().parse_args(
         _args(wide["spec"]["template"]["spec"]["containers"][0])[1:])).clusterwide
+
+
+def test_engine_pod_defaults_reach_the_operator() -> None:
+    def settings(case: str) -> Any:
+        dep = one(render.render(MATRIX[case]), "Deployment", f"{FULL}-operator")
+        return cli.settings_from_args(cli.build_parser().parse_args(_args(dep["spec"]["template"]["spec"]
+                                                                          ["containers"][0])[1:]))
+    s = settings("gateway options")
+    assert (s.engine_image_repository, s.image_tag) == ("registry.local/liveplex-engine", "dev")
+    assert (s.pod_defaults.runtime_class_name, s.pod_defaults.priority_class_name,
+            s.pod_defaults.image_pull_secrets) == ("nvidia", "gpu-serving", ("regcred",))
+    d = settings("defaults")
+    assert d.engine_image_repository == "ghcr.io/liveplex/liveplex-engine" and d.pod_defaults == type(d.pod_defaults)()
+
+
+def test_helm_test_runs_the_checklist_against_the_gateway_service() -> None:
+    def pod(case: str) -> dict[str, Any]:
+        return one(render.render(MATRIX[case]), "Pod", f"{FULL}-check")
+    check = pod("defaults")
+    assert check["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    assert check["spec"]["restartPolicy"] == "Never"
+    [container] = check["spec"]["containers"]
+    assert container["args"] == ["check", f"--base-url=http://{FULL}-gateway.{NAMESPACE}.svc:80/v1"]
+    from liveplex.conformance import cli as check_cli  # the real parser takes the rendered line
+    options, only, _ = check_cli.parse_args(pod("gateway options")["spec"]["containers"][0]["args"][1:])
+    assert (options.base_url, only) == (f"http://{FULL}-gateway.{NAMESPACE}.svc:443/v1", "1-12")
 
 
 def _rules(role: dict[str, Any]) -> set[tuple[str, str, str]]:
@@ -301,6 +331,7 @@ BAD: dict[str, tuple[dict[str, Any], str]] = {
     "log level": ({"operator": {"logLevel": "trace"}}, "/operator/logLevel"),
     "string for a bool": ({"crds": {"install": "yes"}}, "/crds/install"),
     "sample name": ({"sample": {"enabled": True, "name": "Sim"}}, "/sample/name"),
+    "runtime class": ({"engine": {"runtimeClassName": "NVIDIA"}}, "/engine/runtimeClassName"),
 }
 
 

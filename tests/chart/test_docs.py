@@ -1,4 +1,4 @@
-"""docs/deploy.md documents every chart value with its default and shows the exact autoscaling queries."""
+"""The chart's README documents every value with its default; docs/deploy.md shows the exact autoscaling queries."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from tests.chart import render
 from tests.operator.objects import ROOT
 
 DOC = (ROOT / "docs" / "deploy.md").read_text()
+README = (render.CHART / "README.md").read_text()
 OPAQUE = ("resources", "scrapers", "ingress.annotations")
 """Values documented as one row (a Kubernetes structure), not per key."""
 
@@ -29,10 +30,10 @@ def _shown(default: Any) -> str:
 
 
 def test_every_value_has_a_row_with_its_default() -> None:
-    rows = {m.group(1): m.group(2).strip() for m in re.finditer(r"^\| `([^`]+)` \| ([^|]*) \|", DOC, re.M)}
+    rows = {m.group(1): m.group(2).strip() for m in re.finditer(r"^\| `([^`]+)` \| ([^|]*) \|", README, re.M)}
     values = yaml.safe_load((render.CHART / "values.yaml").read_text())
     for path, default in _leaves(values):
-        assert path in rows, f"docs/deploy.md has no row for {path}"
+        assert path in rows, f"charts/liveplex/README.md has no row for {path}"
         if isinstance(default, (bool, int, str)) or default in ([], {}):
             assert rows[path] == f"`{_shown(default)}`", (path, rows[path])
 

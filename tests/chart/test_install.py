@@ -31,12 +31,12 @@ ENGINE = {"apiVersion": "live.liveplex.io/v1alpha1", "kind": "LiveEngine",
 
 
 @contextlib.contextmanager
-def emulator(state: Path) -> Iterator[tuple[Path, asyncio.AbstractEventLoop]]:
+def emulator(state: Path, runtime: str = "process") -> Iterator[tuple[Path, asyncio.AbstractEventLoop]]:
     """The emulator on its own loop in a thread; yields its kubeconfig."""
     import threading
 
     loop = asyncio.new_event_loop()
-    emu = Emulator(state)
+    emu = Emulator(state, runtime=runtime)
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     try:
@@ -61,40 +61,50 @@ def ready_pods(config: Path, selector: str) -> list[dict]:
                                     for c in p["status"].get("conditions", ()))]
 
 
-def test_the_chart_runs_in_the_emulator_and_places_a_session(redis_url, tmp_path) -> None:
-    objs = render.render({"redis": {"mode": "external", "external": {"url": redis_url}},
-                          "gateway": {"replicas": 1}})
+def install_and_place_a_session(config: Path, values: dict, ready_s: float = 60.0) -> str:
+    """Apply what `helm install` would (CRD first, hooks left out), wait for the operator and one
+    gateway, apply a sim LiveEngine, and hold a session through the gateway on its pods; returns the
+    gateway's base URL (what the SDK takes)."""
+    objs = render.render(values)
     crds = [o for o in objs if o["kind"] == "CustomResourceDefinition"]
-    rest = [o for o in objs if o["kind"] != "CustomResourceDefinition"]
-    with emulator(tmp_path / "state") as (config, _):
-        kubectl(config, "apply", "-f", "-", stdin=json.dumps(  # (`create namespace` speaks protobuf)
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": render.NAMESPACE}}))
-        kubectl(config, "apply", "-f", "-", stdin=yaml.safe_dump_all(crds))
-        kubectl(config, "wait", "--for=condition=established", "crd/liveengines.live.liveplex.io")
-        kubectl(config, "apply", "-f", "-", stdin=yaml.safe_dump_all(rest))
-        platform.eventually(lambda: len(ready_pods(config, "app.kubernetes.io/name=liveplex-gateway")) == 1,
-                            "the chart's gateway pod Ready", deadline_s=60)
-        platform.eventually(lambda: len(ready_pods(config, "app.kubernetes.io/name=liveplex-operator")) == 1,
-                            "the chart's operator pod Ready", deadline_s=60)
-        kubectl(config, "apply", "-f", "-", stdin=json.dumps(ENGINE))
-        platform.eventually(lambda: len(ready_pods(config, "app.kubernetes.io/instance=sim")) == 2,
-                            "the LiveEngine's two pods Ready", deadline_s=90)
-        (gateway,) = ready_pods(config, "app.kubernetes.io/name=liveplex-gateway")
-        port = next(p["containerPort"] for c in gateway["spec"]["containers"] for p in c.get("ports", ()))
-        url = f"ws://{gateway['status']['podIP']}:{port}/v1/live/sessions"
+    rest = [o for o in objs if o["kind"] != "CustomResourceDefinition"  # hooks (`helm test`) are not installed
+            and "helm.sh/hook" not in o["metadata"].get("annotations", {})]
+    kubectl(config, "apply", "-f", "-", stdin=json.dumps(  # (`create namespace` speaks protobuf)
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": render.NAMESPACE}}))
+    kubectl(config, "apply", "-f", "-", stdin=yaml.safe_dump_all(crds))
+    kubectl(config, "wait", "--for=condition=established", "crd/liveengines.live.liveplex.io")
+    kubectl(config, "apply", "-f", "-", stdin=yaml.safe_dump_all(rest))
+    platform.eventually(lambda: len(ready_pods(config, "app.kubernetes.io/name=liveplex-gateway")) == 1,
+                        "the chart's gateway pod Ready", deadline_s=ready_s)
+    platform.eventually(lambda: len(ready_pods(config, "app.kubernetes.io/name=liveplex-operator")) == 1,
+                        "the chart's operator pod Ready", deadline_s=ready_s)
+    kubectl(config, "apply", "-f", "-", stdin=json.dumps(ENGINE))
+    platform.eventually(lambda: len(ready_pods(config, "app.kubernetes.io/instance=sim")) == 2,
+                        "the LiveEngine's two pods Ready", deadline_s=ready_s + 30)
+    (gateway,) = ready_pods(config, "app.kubernetes.io/name=liveplex-gateway")
+    port = next(p["containerPort"] for c in gateway["spec"]["containers"] for p in c.get("ports", ()))
+    address = f"{gateway['status']['podIP']}:{port}"
+    url = f"ws://{address}/v1/live/sessions"
 
-        async def session() -> None:
-            async with asyncio.timeout(60):
-                while True:  # the gateway learns the route within a roll-up and a refresh
-                    ws = await websockets.connect(url)
-                    await ws.send(orjson.dumps(START).decode())
-                    event = orjson.loads(await ws.recv())
-                    if event["type"] == "session.started":
-                        break
-                    await ws.close()
-                    await asyncio.sleep(0.5)
-            await ws.send(orjson.dumps({"type": "session.close"}).decode())
-            closed, _ = await until(ws, "session.closed")
-            assert closed["reason"] == "close_requested"
-            await ws.close()
-        asyncio.run(session())
+    async def session() -> None:
+        async with asyncio.timeout(60):
+            while True:  # the gateway learns the route within a roll-up and a refresh
+                ws = await websockets.connect(url)
+                await ws.send(orjson.dumps(START).decode())
+                event = orjson.loads(await ws.recv())
+                if event["type"] == "session.started":
+                    break
+                await ws.close()
+                await asyncio.sleep(0.5)
+        await ws.send(orjson.dumps({"type": "session.close"}).decode())
+        closed, _ = await until(ws, "session.closed")
+        assert closed["reason"] == "close_requested"
+        await ws.close()
+    asyncio.run(session())
+    return f"http://{address}/v1"
+
+
+def test_the_chart_runs_in_the_emulator_and_places_a_session(redis_url, tmp_path) -> None:
+    with emulator(tmp_path / "state") as (config, _):
+        install_and_place_a_session(config, {"redis": {"mode": "external", "external": {"url": redis_url}},
+                                             "gateway": {"replicas": 1}})

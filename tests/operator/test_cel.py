@@ -106,7 +106,7 @@ def test_each_rule_refuses_its_example_naming_the_field(rule: cel.Rule) -> None:
 
 
 def test_the_examples_pass_every_rule_in_both_languages() -> None:
-    for name in ("sim", "personaplex"):
+    for name in ("sim", "personaplex", "personaplex-fetch"):
         obj = spec.defaulted(objects.example(name))
         for rule in cel.RULES:
             node = node_at(obj, rule.at)

@@ -6,7 +6,7 @@ import pytest
 
 from liveplex import cli as top
 from liveplex.operator import cli
-from liveplex.operator.settings import OperatorSettings, SecretKey
+from liveplex.operator.settings import OperatorSettings, PodDefaults, SecretKey
 
 
 def _settings(*argv: str) -> OperatorSettings:
@@ -35,6 +35,15 @@ def test_redis_secret_image_and_liveness(monkeypatch: pytest.MonkeyPatch) -> Non
     default_tag = OperatorSettings().image_tag
     assert (untagged.image_repository, untagged.image_tag) == ("registry.local:5000/liveplex", default_tag)
     assert _settings("-A", "--redis-secret", "redis-auth").redis_secret == SecretKey("redis-auth", "url")
+
+
+def test_engine_image_and_pod_defaults() -> None:
+    s = _settings("-A", "--image", "registry.local/liveplex:dev", "--engine-image", "registry.local/liveplex-engine",
+                  "--runtime-class-name", "nvidia", "--priority-class-name", "gpu-serving",
+                  "--image-pull-secret", "regcred", "--image-pull-secret", "mirror")
+    assert (s.engine_image_repository, s.image_tag) == ("registry.local/liveplex-engine", "dev")
+    assert s.pod_defaults == PodDefaults("nvidia", "gpu-serving", ("regcred", "mirror"))
+    assert _settings("-A").pod_defaults == PodDefaults()
 
 
 def test_the_operator_is_a_liveplex_command(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,11 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from liveplex.operator import names, render, spec
-from liveplex.operator.settings import OperatorSettings, SecretKey
+from liveplex.operator.settings import OperatorSettings, PodDefaults, SecretKey
 from tests.operator import golden, kubeschemas, objects
+from tests.support import pod_security
 
 REDIS = OperatorSettings(redis_url="redis://redis.liveplex:6379/0")
 SECRET = OperatorSettings(redis_url="redis://redis.liveplex:6379/0", redis_secret=SecretKey("liveplex-redis"))
+DEFAULTS = OperatorSettings(redis_url="redis://redis.liveplex:6379/0", pod_defaults=PodDefaults(
+    runtime_class_name="nvidia", priority_class_name="gpu-serving", image_pull_secrets=("regcred",)))
+"""The chart's engine defaults set: a LiveEngine's own spec.pod values win over them."""
 IMAGE_VOLUMES_SINCE = "1.31"
 """The first minor with `volumes[].image` (ImageVolume); kubernetes-validate knows it from there on."""
 
@@ -33,6 +37,16 @@ CASES: dict[str, tuple[dict[str, Any], OperatorSettings]] = {
                "source": {"image": {"reference": "registry.local/weights:7b", "path": "ckpt"}}})), REDIS),
     "sim-standalone": (objects.liveengine(objects.sim_spec(pacing={"leadMillis": 0, "spreadMillis": 8}),
                                           labels={"team": "qa"}), OperatorSettings()),
+    "personaplex-fetch-hf": (objects.liveengine(objects.personaplex_spec(
+        model={"name": "nvidia/personaplex-7b-v1", "source": {"fetch": {
+            "url": "hf://nvidia/personaplex-7b-v1@3f1c2a9", "tokenSecret": {"name": "hf-token"},
+            "claimName": "weights", "path": "personaplex-7b",
+            "sha256": {"model.safetensors": "ab" * 32, "tokenizer.model": "cd" * 32}}}},
+        pod={"runtimeClassName": "nvidia-cdi", "imagePullSecrets": [],
+             "env": [{"name": "HF_ENDPOINT", "value": "https://hub-mirror.example"}]})), DEFAULTS),
+    "personaplex-fetch-https": (objects.liveengine(objects.personaplex_spec(
+        model={"name": "nvidia/personaplex-7b-v1", "source": {"fetch": {
+            "url": "https://weights.example/personaplex-7b.tar.gz"}}})), DEFAULTS),
 }
 
 
@@ -139,10 +153,57 @@ def test_probes_drain_and_grace_follow_the_spec() -> None:
 def test_gpus_only_for_personaplex_and_the_model_mounted_read_only() -> None:
     pp, sim = _container("personaplex"), _container("sim")
     assert pp["resources"]["limits"]["nvidia.com/gpu"] == "1" and "nvidia.com/gpu" not in str(sim)
-    assert pp["volumeMounts"] == [{"name": "model", "mountPath": "/models", "readOnly": True}]
+    assert pp["volumeMounts"][-1] == {"name": "model", "mountPath": "/models", "readOnly": True}
     volumes = _children("personaplex")[0]["spec"]["template"]["spec"]["volumes"]
-    assert volumes == [{"name": "model", "persistentVolumeClaim": {"claimName": "weights", "readOnly": True}}]
-    assert "volumes" not in _children("sim")[0]["spec"]["template"]["spec"]
+    assert volumes[-1] == {"name": "model", "persistentVolumeClaim": {"claimName": "weights", "readOnly": True}}
+    assert "model" not in str(sim["volumeMounts"])
+
+
+def test_pods_are_hardened_and_write_only_to_their_empty_dirs() -> None:
+    for case in CASES:
+        pod = _children(case)[0]["spec"]["template"]["spec"]
+        assert pod["automountServiceAccountToken"] is False
+        assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 65532
+        for c in pod["containers"] + pod.get("initContainers", []):
+            assert c["securityContext"]["readOnlyRootFilesystem"] is True
+            assert {m["mountPath"] for m in c["volumeMounts"]} >= {"/tmp", "/var/cache/liveplex"}
+        shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
+        assert shm["emptyDir"]["medium"] == "Memory"
+
+
+def test_fetch_sources_get_an_init_container_writing_the_volume_the_engine_reads() -> None:
+    pod = _children("personaplex-fetch-hf")[0]["spec"]["template"]["spec"]
+    (init,), (engine,) = pod["initContainers"], pod["containers"]
+    assert init["image"] == engine["image"] == "ghcr.io/liveplex/liveplex-engine:0.1.0"
+    assert init["args"][:4] == ["fetch-model", "hf://nvidia/personaplex-7b-v1@3f1c2a9", "--dest",
+                                "/models/personaplex-7b"]
+    assert engine["args"][engine["args"].index("--model-path") + 1] == "/models/personaplex-7b"
+    assert {"name": "model", "mountPath": "/models"} in init["volumeMounts"]
+    assert {"name": "model", "mountPath": "/models", "readOnly": True} in engine["volumeMounts"]
+    assert {"name": "model", "persistentVolumeClaim": {"claimName": "weights"}} in pod["volumes"]
+    assert init["env"] == [{"name": "LIVEPLEX_FETCH_TOKEN",
+                            "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}},
+                           {"name": "HF_ENDPOINT", "value": "https://hub-mirror.example"}]
+    https = _children("personaplex-fetch-https")[0]["spec"]["template"]["spec"]
+    assert {"name": "model", "emptyDir": {}} in https["volumes"] and "env" not in https["initContainers"][0]
+
+
+def test_the_fetch_command_line_is_one_fetch_model_accepts() -> None:
+    from liveplex import fetch_model
+    init = _children("personaplex-fetch-hf")[0]["spec"]["template"]["spec"]["initContainers"][0]
+    args = fetch_model.build_parser().parse_args(init["args"][1:])
+    assert fetch_model.parse_source(args.source) == fetch_model.HubSource("nvidia/personaplex-7b-v1", "3f1c2a9")
+    assert fetch_model.parse_checksums(args.sha256) == {"model.safetensors": "ab" * 32, "tokenizer.model": "cd" * 32}
+    assert init["env"][0]["name"] == fetch_model.TOKEN_ENV
+
+
+def test_pod_defaults_apply_where_the_spec_leaves_them_unset() -> None:
+    hf = _children("personaplex-fetch-hf")[0]["spec"]["template"]["spec"]
+    https = _children("personaplex-fetch-https")[0]["spec"]["template"]["spec"]
+    assert (hf["runtimeClassName"], hf["priorityClassName"], "imagePullSecrets" in hf) == (
+        "nvidia-cdi", "gpu-serving", False)  # the spec's own runtime class and its explicit empty list win
+    assert (https["runtimeClassName"], https["imagePullSecrets"]) == ("nvidia", [{"name": "regcred"}])
+    assert "runtimeClassName" not in _children("sim")[0]["spec"]["template"]["spec"]
 
 
 @pytest.mark.parametrize(("case", "path"), [("personaplex", "/models/personaplex-7b"),
@@ -186,3 +247,14 @@ def test_liveplex_serve_accepts_the_rendered_command_line(case: str) -> None:
     if parsed.engine == "personaplex":
         assert model is not None
         assert (parsed.attention, parsed.prefill_budget_ms) == (model.attention, model.prefill_budget_millis)
+
+
+NOT_RESTRICTED = {"personaplex-hostpath": ["volume types"], "personaplex-image": ["volume types"]}
+"""hostPath is refused by every profile but privileged; image volumes by older pod-security-admission
+releases (docs/deploy.md): the only rendered pods that Pod Security "restricted" may refuse."""
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_engine_pods_pass_the_restricted_profile_but_for_host_and_image_volumes(case: str) -> None:
+    [(_, pod, meta)] = pod_security.pod_templates(_children(case)[:1])
+    assert pod_security.violations(pod, meta) == NOT_RESTRICTED.get(case, [])

@@ -24,7 +24,7 @@ def _refused_at(path: Path) -> str:
     return first.removeprefix("# refused at: ")
 
 
-@pytest.mark.parametrize("name", ["sim", "personaplex"])
+@pytest.mark.parametrize("name", ["sim", "personaplex", "personaplex-fetch"])
 def test_examples_validate_against_the_crds_own_schema(name: str) -> None:
     raw = objects.example(name)
     _VALIDATOR.validate(raw)

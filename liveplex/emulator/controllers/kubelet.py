@@ -21,13 +21,14 @@ import random
 import secrets
 import signal
 import socket
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from liveplex import processes
 from liveplex.emulator.apiserver import builtins, errors, kinds, storage
-from liveplex.emulator.controllers import podspec
+from liveplex.emulator.controllers import podman, podspec
 
 logger = logging.getLogger(__name__)
 
@@ -261,6 +262,9 @@ class _Container:
         if self.process is not None and self.process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, sig)
+            if sig == signal.SIGKILL and self.pod.kubelet.runtime == "podman":  # the container outlives `podman run`
+                processes.spawn(["podman", "rm", "-f", "-t", "0", podman.container_name(self.pod.obj, self.spec)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     async def kill(self, why: str) -> None:
         """Stop the process (SIGTERM, SIGKILL after the pod's grace); the run loop restarts it per policy."""
@@ -314,6 +318,8 @@ class _Pod:
         self.started_at = storage.stamp(kubelet.store.now())
         self._transitions: dict[str, tuple[str, str]] = {}
         self.task: asyncio.Task | None = None
+        self.attempts = 0
+        """Tries to start the podman runtime's containers (ErrImagePull, then ImagePullBackOff)."""
 
     def event(self, kind: str, reason: str, message: str) -> None:
         self.kubelet.event(self.obj, kind, reason, message)
@@ -357,8 +363,13 @@ class _Pod:
             blocked = None
             for c in self.containers:
                 env = podspec.environment(pod, c.spec, self.kubelet.find)
-                line = env if isinstance(env, podspec.Unrunnable) else podspec.argv(c.spec, self.ip, env,
-                                                                                    sys.executable)
+                if isinstance(env, podspec.Unrunnable):
+                    line: list[str] | podspec.Unrunnable = env
+                elif self.kubelet.runtime == "podman":
+                    self.attempts += 1
+                    line = await self.kubelet.podman_line(pod, c.spec, env, self.dir, self.attempts)
+                else:
+                    line = podspec.argv(c.spec, self.ip, env, sys.executable)
                 if isinstance(line, podspec.Unrunnable):
                     c.state = {"waiting": {"reason": line.reason, "message": line.message}}
                     blocked = blocked or line
@@ -369,7 +380,8 @@ class _Pod:
                 lines = []
                 self.event("Warning", "Failed", blocked.message)
                 self.publish()
-                await asyncio.sleep(2.0 if blocked.reason == podspec.CONFIG_ERROR else MAX_BACKOFF_S)
+                await asyncio.sleep({podspec.CONFIG_ERROR: 2.0, podman.PULL_ERROR: 5.0}.get(blocked.reason,
+                                                                                              MAX_BACKOFF_S))
         for c, line in zip(self.containers, lines):
             c.task = asyncio.create_task(c.run(line))
         await asyncio.Event().wait()
@@ -394,8 +406,10 @@ class _Pod:
 class Kubelet:
     """Runs every pod of the store on node `node`; `logs` serves `kubectl logs`."""
 
-    def __init__(self, store: storage.Store, state_dir: Path, node: str) -> None:
-        self.store, self.state_dir, self.node = store, Path(state_dir), node
+    def __init__(self, store: storage.Store, state_dir: Path, node: str, runtime: str = "process") -> None:
+        if runtime not in podman.RUNTIMES:
+            raise ValueError(f"runtime must be one of {', '.join(podman.RUNTIMES)}, got {runtime!r}")
+        self.store, self.state_dir, self.node, self.runtime = store, Path(state_dir), node, runtime
         self._pods: dict[tuple[str, str], _Pod] = {}
         self._addresses = _Addresses()
         self._queue: asyncio.Queue[storage.Change] = asyncio.Queue()
@@ -445,6 +459,42 @@ class Kubelet:
     def _changed(self, change: storage.Change) -> None:
         if change.key == kinds.POD_KEY:
             self._queue.put_nowait(change)
+
+    async def podman_line(self, pod: dict, container: dict, env: dict[str, str], pod_dir: Path,
+                          attempts: int) -> list[str] | podspec.Unrunnable:
+        """The podman runtime's `podman run` line: the image looked up in local storage, the volumes
+        made on the host (folders owned by the pod's fsGroup), the kubeconfig mounted where
+        `KUBECONFIG` names it."""
+        image = container.get("image", "")
+        inspect = await asyncio.create_subprocess_exec(
+            "podman", "image", "inspect", "--format", "{{.Config.User}}", image,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        out, _ = await inspect.communicate()
+        if inspect.returncode != 0:
+            return podman.pull_refusal(image, attempts)
+        volumes = podman.plan_volumes(pod, pod_dir, self.state_dir / "claims", self.find)
+        if isinstance(volumes, podspec.Unrunnable):
+            return volumes
+        owner = (pod["spec"].get("securityContext") or {}).get("fsGroup")
+        for volume in volumes.values():
+            if volume.host is None or volume.host.exists() and not volume.files:
+                continue
+            volume.host.mkdir(parents=True, exist_ok=True)
+            for name, data in volume.files.items():
+                (volume.host / name).write_bytes(data)
+            if owner is not None:
+                for path in (volume.host, *volume.host.rglob("*")):
+                    os.chown(path, -1, owner)
+                    path.chmod(path.stat().st_mode | 0o070)
+        mounts = {}
+        account = self.service_account.get("KUBECONFIG")
+        if account:  # a copy the pod's user can read (the emulator's API has no credentials to hide)
+            copy = pod_dir / "serviceaccount.kubeconfig"
+            copy.write_bytes(Path(account).read_bytes())
+            copy.chmod(0o644)
+            mounts[str(copy)] = account
+        env = {**self.service_account, **env}
+        return podman.run_argv(pod, container, env, volumes, out.decode().strip(), mounts)
 
     def find(self, key: str, namespace: str, name: str) -> dict | None:
         rt = self.store.registry.by_key(key)

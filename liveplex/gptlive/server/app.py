@@ -178,7 +178,7 @@ def create_app(front: Front, lifecycle: Callable[[], contextlib.AbstractAsyncCon
     async def unsupported(rest: str) -> Response:
         return replies.response(replies.UNSUPPORTED)
 
-    async def health() -> PlainTextResponse:
+    async def health(_: Request) -> PlainTextResponse:  # Starlette passes the request (FastAPI injects it)
         return PlainTextResponse("ok")
 
     app.add_api_route("/health", health, methods=["GET"])

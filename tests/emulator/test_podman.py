@@ -1,0 +1,92 @@
+"""The kubelet's podman runtime, decided purely: an operator-rendered (hardened) engine pod becomes
+the `podman run` line a kubelet would make, volumes get their host side, and what a kubelet
+refuses is refused with its reason."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+from liveplex.emulator.controllers import podman, podspec
+from liveplex.operator import render, spec
+from liveplex.operator.settings import OperatorSettings
+from tests.operator import objects
+
+SETTINGS = OperatorSettings(image_repository="localhost/liveplex", engine_image_repository="localhost/liveplex-engine",
+                            image_tag="test")
+
+
+def _pod(body: dict[str, Any] | None = None) -> dict[str, Any]:
+    le = spec.parse(body or objects.liveengine(objects.personaplex_spec(model={
+        "name": "tiny", "source": {"fetch": {"url": "hf://org/tiny", "claimName": "weights", "path": "tiny"}}})))
+    template = render.render_deployment(le, SETTINGS)["spec"]["template"]
+    return {"metadata": {"name": "pp-abc12", "namespace": "voice", **template["metadata"]}, "spec": template["spec"]}
+
+
+def _lookup(objects_: dict[tuple[str, str], dict]) -> podspec.Lookup:
+    return lambda key, namespace, name: objects_.get((key, name))
+
+
+def test_a_hardened_engine_pod_runs_as_its_user_on_a_read_only_root(tmp_path: Path) -> None:
+    pod = _pod()
+    volumes = podman.plan_volumes(pod, tmp_path / "pod", tmp_path / "claims", _lookup({}))
+    assert not isinstance(volumes, podspec.Unrunnable)
+    assert volumes["model"] == podman.Volume(tmp_path / "claims" / "voice" / "weights")
+    assert volumes["dshm"] == podman.Volume(None) and volumes["tmp"] == podman.Volume(tmp_path / "pod" / "volumes" / "tmp")
+    engine = pod["spec"]["containers"][0]
+    line = podman.run_argv(pod, engine, {"POD_IP": "127.3.4.5", "POD_NAME": "pp-abc12"}, volumes, "65532:65532",
+                           {"/state/sa.kubeconfig": "/state/sa.kubeconfig"})
+    assert not isinstance(line, podspec.Unrunnable)
+    text = " ".join(line)
+    assert line[:6] == ["podman", "run", "--rm", "--name", "lpemu-voice-pp-abc12-engine", "--network"]
+    for flags in ("--user 65532:65532", "--group-add 65532", "--read-only --read-only-tmpfs=false",
+                  "--cap-drop ALL", "--security-opt no-new-privileges", "--tmpfs /dev/shm:rw,nosuid,nodev",
+                  f"-v {tmp_path}/claims/voice/weights:/models,ro", f"-v {tmp_path}/pod/volumes/tmp:/tmp",
+                  "-v /state/sa.kubeconfig:/state/sa.kubeconfig:ro", "-e POD_IP=127.3.4.5",
+                  "--entrypoint liveplex localhost/liveplex-engine:test serve --engine personaplex --host 127.3.4.5"):
+        assert flags in text, flags
+    init = pod["spec"]["initContainers"][0]
+    init_line = podman.run_argv(pod, init, {}, volumes, "65532:65532")
+    assert f"-v {tmp_path}/claims/voice/weights:/models " in " ".join(init_line) + " "  # the init container writes
+
+
+def test_run_as_non_root_refuses_a_root_image_as_a_kubelet_does(tmp_path: Path) -> None:
+    pod = _pod()
+    del pod["spec"]["securityContext"]["runAsUser"]
+    volumes = podman.plan_volumes(pod, tmp_path, tmp_path, _lookup({}))
+    assert not isinstance(volumes, podspec.Unrunnable)
+    for root in ("", "0", "root:root"):
+        refused = podman.run_argv(pod, pod["spec"]["containers"][0], {}, volumes, root)
+        assert refused == podspec.Unrunnable(podspec.CONFIG_ERROR,
+                                             "container has runAsNonRoot and image will run as root")
+    assert not isinstance(podman.run_argv(pod, pod["spec"]["containers"][0], {}, volumes, "65532"), podspec.Unrunnable)
+
+
+def test_config_map_and_secret_volumes_become_files_and_unknown_ones_are_refused(tmp_path: Path) -> None:
+    pod = {"metadata": {"name": "p", "namespace": "voice"}, "spec": {"containers": [], "volumes": [
+        {"name": "keys", "secret": {"secretName": "api-keys"}}, {"name": "conf", "configMap": {"name": "c"}}]}}
+    found = _lookup({("secrets", "api-keys"): {"data": {"keys": base64.b64encode(b"k1\n").decode()}},
+                     ("configmaps", "c"): {"data": {"a.yaml": "x: 1"}}})
+    volumes = podman.plan_volumes(pod, tmp_path, tmp_path, found)
+    assert not isinstance(volumes, podspec.Unrunnable)
+    assert volumes["keys"].files == {"keys": b"k1\n"} and volumes["keys"].read_only
+    assert volumes["conf"].files == {"a.yaml": b"x: 1"}
+    missing = podman.plan_volumes(pod, tmp_path, tmp_path, _lookup({}))
+    assert isinstance(missing, podspec.Unrunnable) and missing.reason == podspec.CONFIG_ERROR
+    assert "secret 'api-keys' not found" in missing.message
+    nfs = {**pod, "spec": {"volumes": [{"name": "n", "nfs": {"server": "x", "path": "/"}}]}}
+    assert podman.plan_volumes(nfs, tmp_path, tmp_path, found) == podspec.Unrunnable(
+        podspec.CONFIG_ERROR, "volume 'n': the emulator cannot mount nfs volumes")
+
+
+def test_a_missing_image_is_err_image_pull_then_back_off() -> None:
+    first, later = podman.pull_refusal("localhost/nope:1", 1), podman.pull_refusal("localhost/nope:1", 2)
+    assert (first.reason, later.reason) == ("ErrImagePull", "ImagePullBackOff")
+    assert first.message.startswith('Failed to pull image "localhost/nope:1"')
+
+
+def test_up_offers_the_kubelet_runtimes() -> None:
+    from liveplex import up
+    [runtime] = [a for a in up.build_parser()._actions if a.dest == "runtime"]
+    assert tuple(runtime.choices) == podman.RUNTIMES
