@@ -238,13 +238,13 @@ def fetch_hub(source: HubSource, staging: Path, token: str | None, progress: Pro
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     from httpx2 import TransportError  # huggingface_hub 2's HTTP client
     from huggingface_hub import HfApi, hf_hub_download
-    from huggingface_hub.hf_api import RepoFile
     from huggingface_hub.errors import (
         GatedRepoError,
         HfHubHTTPError,
         RepositoryNotFoundError,
         RevisionNotFoundError,
     )
+    from huggingface_hub.hf_api import RepoFile
 
     endpoint = os.environ.get("HF_ENDPOINT")  # read now: huggingface_hub reads it once, at import
     api = HfApi(endpoint=endpoint, token=token or False)

@@ -50,7 +50,7 @@ def test_fetch_model_fills_the_volume_once_and_an_engine_pod_serves_it(env: dict
     sums = ["--sha256", f"model.safetensors={hub.sha256(files['model.safetensors'])}"]
     with hub.serving(hub.Hub({"nvidia/tiny-personaplex": files}, host=host)) as h:
         first = _fetch(env, h.url, volume, tmp_path / "init-1", *sums)
-        assert f"fetched hf://nvidia/tiny-personaplex into /models/tiny" in first
+        assert "fetched hf://nvidia/tiny-personaplex into /models/tiny" in first
         assert len(h.downloads) == len(files)
         second = _fetch(env, h.url, volume, tmp_path / "init-2", *sums)  # the next pod on the same claim
         assert "already holds" in second and len(h.downloads) == len(files)

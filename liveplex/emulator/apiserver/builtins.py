@@ -11,7 +11,6 @@ import base64
 import copy
 from collections.abc import Callable
 
-
 PROBE_DEFAULTS = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
 """kube-apiserver's probe defaults; the kubelet reads the defaulted object."""
 

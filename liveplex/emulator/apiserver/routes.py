@@ -32,8 +32,19 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from liveplex.emulator.apiserver import (auth, discovery, disruption, errors, kinds, paging, protowire, rbac,
-                                         selectors, storage, tables)
+from liveplex.emulator.apiserver import (
+    auth,
+    discovery,
+    disruption,
+    errors,
+    kinds,
+    paging,
+    protowire,
+    rbac,
+    selectors,
+    storage,
+    tables,
+)
 
 LogSource = Callable[[str, str, str | None, int | None], str]
 """(namespace, pod, container or None, tailLines or None) -> the log text; raises ApiError."""
