@@ -36,9 +36,10 @@ START = '{"type":"session.start","event_id":"b","session":{"model":"%s"}}'
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="liveplex bench place", description=__doc__.splitlines()[0])
-    p.add_argument("--base-url", help="the gateway, e.g. http://127.0.0.1:8000/v1 (required without --simulate)")
+    p.add_argument("--base-url", help="the gateway, e.g. http://127.0.0.1:8000/v1 (required without --simulate; "
+                                      "default: none)")
     p.add_argument("--simulate", action="store_true",
-                   help="no gateway: simulated pods and placements on one Redis (place_sim)")
+                   help="no gateway: simulated pods and placements on one Redis (place_sim; default: off)")
     p.add_argument("--model", default="gpt-live-1", help="session.model (default: %(default)s)")
     p.add_argument("--concurrency", type=int, default=32, help="callers at once (default: %(default)s)")
     p.add_argument("--seconds", type=float, default=10.0, help="how long to place (default: %(default)s)")
