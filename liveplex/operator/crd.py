@@ -13,6 +13,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from liveplex.gptlive.served import DEFAULT_ALIASES
 from liveplex.operator import cel, names
 
 Schema = dict[str, Any]
@@ -155,7 +156,7 @@ SPEC = _obj("What to run: the engine, its model, its capacity and its pods.", {
         "name": _str("Model name, for display (the MODEL column).", min_length=1, max_length=253),
         "servedModels": _list("session.model values routed to this engine (le:routes) and accepted by it.",
                               _str("A session.model value.", min_length=1, max_length=253),
-                              max_items=32, min_items=1, list_type="set") | {"default": ["gpt-live-1"]},
+                              max_items=32, min_items=1, list_type="set") | {"default": list(DEFAULT_ALIASES)},
         "dtype": _str("Weights' dtype.", enum=("bf16", "fp32"), default="bf16"),
         "kvDtype": _str("KV cache dtype; must equal dtype.", enum=("bf16", "fp32")),
         "attention": _str("Temporal attention backend (`serve --attention`); unset: flash on a GPU.",
