@@ -487,13 +487,14 @@ class Kubelet:
                     os.chown(path, -1, owner)
                     path.chmod(path.stat().st_mode | 0o070)
         mounts = {}
-        account = self.service_account.get("KUBECONFIG")
+        account_env = self.service_account(pod)
+        account = account_env.get("KUBECONFIG")
         if account:  # a copy the pod's user can read (the emulator's API has no credentials to hide)
             copy = pod_dir / "serviceaccount.kubeconfig"
             copy.write_bytes(Path(account).read_bytes())
             copy.chmod(0o644)
             mounts[str(copy)] = account
-        env = {**self.service_account, **env}
+        env = {**account_env, **env}
         return podman.run_argv(pod, container, env, volumes, out.decode().strip(), mounts)
 
     def find(self, key: str, namespace: str, name: str) -> dict | None:
