@@ -102,6 +102,8 @@ class CloseReason(enum.Enum):
     """The engine gave up: shutdown, fault, or failed session setup."""
     HANGUP = "hangup"
     """The front end closed the session's audio sender."""
+    HANDED_OVER = "handed_over"
+    """The session left this engine as a handover blob (`LiveHandle.export`); another continues it."""
 
 
 @dataclass(frozen=True, slots=True)
