@@ -80,10 +80,11 @@ def encode(header: Header, arrays: dict[str, np.ndarray]) -> bytes:
     """The blob of `header` and `arrays` (each written C-contiguous, little-endian)."""
     table, parts = [], []
     for name, a in arrays.items():
-        a = np.ascontiguousarray(a, a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype)
+        if a.dtype.byteorder == ">":
+            a = a.astype(a.dtype.newbyteorder("<"))
         assert a.dtype.str in _DTYPES, f"array {name} of dtype {a.dtype.str} cannot go in a blob"
         table.append({"name": name, "dtype": a.dtype.str, "shape": list(a.shape)})
-        parts.append(a.tobytes())
+        parts.append(a.tobytes())  # C order, whatever the array's layout
     head = json.dumps({"kind": header.kind, "model": header.model, "context": header.context,
                        "voice": header.voice, "frames": header.frames, "engine": header.engine,
                        "state": header.state, "arrays": table}, separators=(",", ":")).encode()

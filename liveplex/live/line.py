@@ -35,12 +35,15 @@ class Line:
         self.max_frames = max_frames
 
     @staticmethod
-    def start(sub: LiveSubmission, jitter: Jitter, max_frames: int) -> Line | None:
-        """Send `Started`; None when nobody is listening any more."""
+    def start(sub: LiveSubmission, jitter: Jitter, max_frames: int, frames: int = 0) -> Line | None:
+        """Send `Started`; None when nobody is listening any more. `frames`: the frames it ran
+        elsewhere (a handover), so its numbering goes on."""
         if not sub.sink.send(contract.Started()):
             sub.sink.drop()
             return None
-        return Line(sub.input, sub.sink, jitter, max_frames, sub.id, sub.session)
+        line = Line(sub.input, sub.sink, jitter, max_frames, sub.id, sub.session)
+        line.frames = frames
+        return line
 
     def listen(self) -> contract.CloseReason | None:
         """Take the caller's queued audio; say why the session must end now, if it must."""
@@ -75,6 +78,13 @@ class Line:
         """`start` for a session continuing from handover `h` (the part `hand_over` wrote): frame
         numbers, counters and buffered caller audio go on. Raises `HandoverError` before
         `Started` is sent when that part does not fit."""
+        Line.restore(jitter, max_frames, h)
+        return Line.start(sub, jitter, max_frames, h.header.frames)
+
+    @staticmethod
+    def restore(jitter: Jitter, max_frames: int, h: blob.Handover) -> None:
+        """Load the jitter part of handover `h` into `jitter`, checking it and the frame count
+        against this engine (`HandoverError`); `resume` without the start."""
         try:
             jitter.restore(h.array("jitter", "|u1", (None,)).tobytes(), bytes.fromhex(h.scalar("odd", str)),
                            h.scalar("playing", bool), h.scalar("underruns", int), h.scalar("dropped", int))
@@ -82,10 +92,6 @@ class Line:
             raise errors.state(("arrays", "jitter"), str(exc)) from None
         if not 0 <= h.header.frames < max_frames:
             raise errors.state(("header", "frames"), f"is {h.header.frames}, outside 0..{max_frames - 1}")
-        line = Line.start(sub, jitter, max_frames)
-        if line is not None:
-            line.frames = h.header.frames
-        return line
 
     def commentary(self) -> list[str]:
         """Texts the caller's app asked the model to say since the last call, oldest first."""

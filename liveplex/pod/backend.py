@@ -9,6 +9,7 @@ the NetworkPolicy lets only gateways reach pods.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import weakref
@@ -20,7 +21,8 @@ from liveplex.gptlive import connection, errors
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.server import backend, replies
 from liveplex.gptlive.settings import Settings
-from liveplex.live import channel
+from liveplex.live import channel, contract
+from liveplex.pod import handover
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +40,11 @@ class EngineLeg:
         self._peer = peer
         opened.output.listen(self._on_outputs)
 
+    @property
+    def engine_id(self) -> int | None:
+        """The session's id in the engine (`Opened.id`) while this leg holds it."""
+        return None if self._opened is None else self._opened.id
+
     def _on_outputs(self) -> None:
         """The hand-off's listener: this session's outputs of the tick, delivered at once."""
         opened = self._opened
@@ -45,6 +52,10 @@ class EngineLeg:
             return
         try:
             outputs = opened.output.drain()
+            if outputs and type(last := outputs[-1]) is contract.Closed \
+                    and last.reason is contract.CloseReason.HANDED_OVER:
+                self._handed_over(outputs[:-1])
+                return
             if outputs:
                 self._peer.perform(self._peer.conn.deliver(outputs))
             if self._opened is opened and opened.output.ended:
@@ -53,6 +64,15 @@ class EngineLeg:
         except Exception:
             logger.error("live socket output handler failed", exc_info=True)
             self._peer.perform(self._peer.conn.deliver([]))
+
+    def _handed_over(self, outputs: list[contract.Output]) -> None:
+        """The session left the engine: its last frames, then the socket closes with
+        `HANDED_OVER_CLOSE` and no `session.closed` (the gateway continues it elsewhere)."""
+        if outputs:
+            self._peer.perform(self._peer.conn.deliver(outputs))
+        ending = [dataclasses.replace(a, reason=handover.HANDED_OVER) if type(a) is connection.Ended else a
+                  for a in self._peer.conn.disconnect()]
+        self._peer.perform([*ending, connection.Close(handover.HANDED_OVER_CLOSE)])
 
     def append(self, pcm: bytes) -> None:
         if self._opened is not None:
@@ -89,6 +109,12 @@ class EngineBackend:
         self.handle: channel.LiveHandle | None = None
         self.draining = False
         """Set by `Pod.drain`: new starts are `server_busy`, running sessions go on."""
+        self.imports = handover.Imports(served.info.max_sessions)
+        """Blobs the import route checked, waiting for their sockets."""
+        self._import_of: weakref.WeakKeyDictionary[connection.Connection, str] = weakref.WeakKeyDictionary()
+        """Sockets that continue a held import (`handover.IMPORT_HEADER`)."""
+        self._legs: weakref.WeakValueDictionary[str, EngineLeg] = weakref.WeakValueDictionary()
+        """Running legs by the gateway-given session id: what the export route names."""
 
     def refusal(self) -> replies.Reply | None:
         return replies.NOT_READY if self.handle is None else None
@@ -99,7 +125,21 @@ class EngineBackend:
         conn = connection.Connection(self.served, self._settings, now_ns, session_id)
         if session_id is not None:
             self._given[conn] = session_id
+        key = headers.get(handover.IMPORT_HEADER)
+        if key is not None:
+            self._import_of[conn] = key
         return conn
+
+    async def export(self, session_id: str) -> bytes | replies.Reply:
+        """Hand the session the gateway opened as `session_id` over at the next tick boundary."""
+        leg, handle = self._legs.get(session_id), self.handle
+        engine_id = None if leg is None else leg.engine_id
+        if engine_id is None:
+            return handover.NOT_FOUND
+        if handle is None:
+            return replies.NOT_READY
+        data = await handover.wait(handle.export(engine_id))
+        return handover.NOT_RUNNING if data is None else data
 
     def settled(self, conn: connection.Connection, outcome: connection.Action) -> None:
         if self.on_settled is not None:
@@ -110,11 +150,23 @@ class EngineBackend:
         if self.draining or handle is None:
             peer.perform(peer.conn.rejected(errors.server_busy(self.served.info.max_sessions)))
             return None
-        result = handle.start(start.session)
+        key = self._import_of.pop(peer.conn, None)
+        if key is None:
+            result = handle.start(start.session)
+        else:
+            held = self.imports.take(key, handover.now())
+            if held is None or held.header.voice != start.session.voice:
+                why = "is unknown or expired" if held is None else f"holds voice {held.header.voice}"
+                peer.perform(peer.conn.rejected(errors.server_error(f"the import {errors.echo(key)} {why}")))
+                return None
+            result = handle.resume(start.session, held.data)
         if result is channel.Rejected.FULL:
             peer.perform(peer.conn.rejected(errors.server_busy(self.served.info.max_sessions)))
             return None
         if isinstance(result, channel.Rejected):
             peer.perform(peer.conn.rejected(errors.server_error(result.value)))
             return None
-        return EngineLeg(result, peer)
+        leg = EngineLeg(result, peer)
+        if (session_id := self._given.get(peer.conn)) is not None:
+            self._legs[session_id] = leg
+        return leg

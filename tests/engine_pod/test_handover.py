@@ -1,0 +1,117 @@
+"""A PersonaPlex session exported at tick k and imported into another engine continues as if it
+never moved (issue 24): the same text ids and agent codes, the same PCM (to the rounding a
+different batch brings on the CPU), greedy and sampled, before and after the window wraps, with
+other sessions in both batches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from liveplex.continuity import Code, blob
+from liveplex.live import contract
+from liveplex.live.channel import Opened
+from tests.engine_pod import harness
+
+TICKS = 34
+"""Past the tiny window (context 40) from any start position of the short role."""
+
+
+def _pod(model, greedy: bool) -> harness.Pod:
+    return harness.Pod(*harness.build(model, max_sessions=3, greedy=greedy, seed=None if greedy else 11,
+                                      prefill_budget_ms=10_000.0))
+
+
+def _frames(call: harness.Call) -> list[tuple[int, object]]:
+    return [(o.frame, o.delta if isinstance(o, contract.Text) else None)
+            for o in call.outputs if isinstance(o, contract.Audio | contract.Text)]
+
+
+@pytest.mark.parametrize("greedy, k, ticks", [
+    (True, 27, TICKS), (False, 4, 12),  # past the wrap greedy, before it sampled
+    pytest.param(True, 1, TICKS, marks=pytest.mark.slow), pytest.param(True, 9, TICKS, marks=pytest.mark.slow),
+    pytest.param(False, 24, TICKS, marks=pytest.mark.slow),
+])
+def test_a_moved_session_continues_exactly(tiny_model, greedy: bool, k: int, ticks: int) -> None:
+    ref, a, b = (_pod(tiny_model, greedy) for _ in range(3))
+    # the same submission ids on ref and a, so the same seeds; neighbours in every batch
+    ref.start("NATM1", harness.SHORT_ROLE, harness.caller_audio(5, ticks))
+    want = ref.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(1, ticks))
+    a.start("NATM1", harness.SHORT_ROLE, harness.caller_audio(6, ticks))
+    moved = a.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(1, ticks))
+    b.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(7, ticks))
+    for _ in range(ticks):
+        ref.tick()
+    for _ in range(k):
+        a.tick()
+        b.tick()
+    state = a.engine.export(moved.opened.id)
+    assert state is not None
+    moved.collect()
+    assert moved.outputs[-1] == contract.Closed(contract.CloseReason.HANDED_OVER, k, 0, 0)
+    position = blob.decode(state).header.state["pos"]  # type: ignore[union-attr]
+    resumed = b.handle.resume(contract.Session("NATF2", harness.SHORT_ROLE), state)
+    assert isinstance(resumed, Opened)
+    after = harness.Call(resumed, moved.audio[k:])
+    b.calls.append(after)
+    for _ in range(ticks - k):
+        a.tick()
+        b.tick()
+    assert after.outputs[0] == contract.Started() and a.engine.running == 1 and b.engine.running == 2
+    moved.outputs = moved.outputs[:-1] + after.outputs[1:]
+    moved.tokens += after.tokens
+    assert len(moved.pcm) == ticks and float(np.frombuffer(b"".join(want.pcm), "<i2").std()) > 30
+    assert moved.tokens == want.tokens  # text ids and agent codes
+    assert moved.pcm == want.pcm  # bit for bit: CPU, fp32, one thread
+    assert _frames(moved) == _frames(want)
+    if k > 20:
+        assert position > tiny_model.cfg.context  # the ring had wrapped: part of it was replayed
+
+
+def _blob(model) -> bytes:
+    pod = _pod(model, True)
+    call = pod.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(1, 4))
+    pod.tick()
+    pod.tick()
+    state = pod.engine.export(call.opened.id)
+    assert state is not None
+    return state
+
+
+def test_a_blob_is_the_history_and_the_state_rows(tiny_model) -> None:
+    h = blob.decode(_blob(tiny_model))
+    assert isinstance(h, blob.Handover)
+    pos, first = h.header.state["pos"], h.header.state["first"]
+    assert h.arrays["history"].shape == (pos - first, 17) and h.header.frames == 2
+    assert h.header.engine == {"schedule": "upstream", "dtype": "fp32"} and h.header.context == 40
+
+
+@pytest.mark.parametrize("voice, code", [("NATM1", Code.VOICE), ("NATF2", Code.STATE)])
+def test_an_import_that_does_not_fit_is_refused_before_it_starts(tiny_model, voice: str, code: Code) -> None:
+    state = _blob(tiny_model)
+    if code is Code.STATE:  # a text id past the vocabulary: refused, never embedded (a tick fault ends every session)
+        h = blob.decode(state)
+        assert isinstance(h, blob.Handover)
+        history = h.arrays["history"].copy()
+        history[-1, 0] = 40000
+        state = blob.encode(h.header, {**h.arrays, "history": history})
+    pod = _pod(tiny_model, True)
+    other = pod.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(2, 4))
+    opened = pod.handle.resume(contract.Session(voice, harness.SHORT_ROLE), state)
+    assert isinstance(opened, Opened)
+    call = harness.Call(opened, [])
+    pod.calls.append(call)
+    pod.tick()
+    assert call.outputs == [contract.Closed.refused(contract.CloseReason.ABORTED)]
+    assert pod.engine.running == 1 and len(other.pcm) == 1
+
+
+def test_export_of_a_newcomer_or_a_stranger_is_none(tiny_model) -> None:
+    pod = _pod(tiny_model, True)
+    call = pod.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(1, 4))
+    for sub in pod.inbox.drain_nowait():
+        pod.engine.take(sub)  # type: ignore[arg-type]
+    assert pod.engine.export(call.opened.id) is None and pod.engine.waiting == 1
+    pod.tick()
+    assert pod.engine.export(call.opened.id + 1) is None and pod.engine.running == 1
+    assert np.frombuffer(call.pcm[0], "<i2").size == 1920
