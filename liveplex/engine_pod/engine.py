@@ -88,10 +88,16 @@ class _Waiting:
     """Prompt rows prefilled so far; while 0 < done < rows it borrows slot `Leases.live`."""
     resume: _Resume | None = None
     """An imported session: its prompt is its history, and this the rest of its state."""
+    replayed: int = 0
+    """Rows of `resume.replay` run so far."""
+    edge: torch.Tensor | None = None
+    """An import between replay ticks: its ring's position-0 entry, which padding rows overwrite."""
 
     @property
     def left(self) -> int:
-        return self.layout.columns.shape[0] - self.done
+        """Rows still to run: prompt rows, then (an import) replay rows."""
+        replay = 0 if self.resume is None else len(self.resume.replay) - self.replayed
+        return self.layout.columns.shape[0] - self.done + replay
 
 
 @dataclass(slots=True)
@@ -208,6 +214,9 @@ class PersonaPlexEngine:
         self._queue: deque[_Waiting] = deque()
         self._ticks = 0
         self._cost, self._budget_s = self._warm_up()
+        one = self._cost.of([1])
+        self._replay_rows = max(1, int(self._budget_s / one)) if one > 0 else settings.max_prefill_rows
+        """Replay rows an import runs a tick: each is a forward of its own (`_replay`)."""
         self._pulse.kv_capacity = info.max_sessions * model.cfg.context
         logger.info("personaplex engine ready", extra={
             "device": str(self._device), "dtype": settings.dtype, "schedule": settings.schedule,
@@ -361,36 +370,52 @@ class PersonaPlexEngine:
         meanwhile is closed at once. One left partial keeps its place at the head of the queue. If
         the prefill raises, the newcomers it touched never ran: they are refused `ABORTED`
         (live-contract §10: `server_error`, the socket stays open) and the fault propagates.
+
+        An import's rows past its ring's first lap are replayed a row a forward after its prompt
+        (`_replay`), at most `_replay_rows` a tick; the plan ends with an import cut short there.
         """
         s = self._settings
         plan = grouping.chunks([w.left for w in self._queue], self._budget_s, self._cost, s.max_prefill_rows)
         first = self._leases.live
-        chunks = []
+        chunks, steps = [], []
         for i, rows in enumerate(plan):
             w = self._queue[i]
-            newcomer = prefill.Newcomer(first + i, w.layout, w.prefix, w.seed)
-            chunks.append(prefill.Chunk(newcomer, w.done, w.done + rows))
+            prompt_rows = min(rows, w.layout.columns.shape[0] - w.done)
+            replay = min(rows - prompt_rows, self._replay_rows)
+            if prompt_rows:
+                newcomer = prefill.Newcomer(first + i, w.layout, w.prefix, w.seed)
+                chunks.append(prefill.Chunk(newcomer, w.done, w.done + prompt_rows))
+            steps.append((prompt_rows, replay))
+            if prompt_rows + replay < w.left:
+                break
         finished = sum(c.last for c in chunks)
         started = time.perf_counter_ns()
         try:
             if finished:
-                rows = slice(first, first + finished)
+                rows = slice(chunks[0].newcomer.slot, chunks[0].newcomer.slot + finished)
                 self.pools.codec.reset(rows)
                 if self._primed is not None:
                     self.pools.codec.decoder.copy_rows(rows, self._primed.decoder, slice(0, 1))
-            prefill.admit(self._model.lm.temporal, self._model.lm.depformer, self.pools.kv, self.pools.tokens,
-                          chunks, self._schedule, self._sampling, self._attention, self._prompt_stage.upload)
+            if chunks:
+                prefill.admit(self._model.lm.temporal, self._model.lm.depformer, self.pools.kv, self.pools.tokens,
+                              chunks, self._schedule, self._sampling, self._attention, self._prompt_stage.upload)
+            for i, (_, replay) in enumerate(steps):
+                if replay:
+                    self._replay(first + i, self._queue[i], replay)
         except BaseException:
-            for _ in chunks:
+            for _ in steps:
                 self._queue.popleft().sub.refuse(contract.CloseReason.ABORTED)
             raise
         self._pulse.prefill.observe((time.perf_counter_ns() - started) / 1e9)
         lost = []
-        for c in chunks:
-            w = self._queue[0] if not c.last else self._queue.popleft()
-            w.done = c.end
-            if not c.last:
+        for prompt_rows, _ in steps:
+            w = self._queue[0]
+            w.done += prompt_rows
+            if w.left:
+                if w.resume is not None and w.done == w.layout.columns.shape[0]:  # padding rows write position 0
+                    w.edge = self.pools.kv.kv[self._leases.live, :, 0].clone()
                 break
+            self._queue.popleft()
             self._leases.acquire()
             running, started = self._running(w) if w.resume is None else self._resumed(len(self._rows), w, w.resume)
             line = running.line
@@ -402,6 +427,25 @@ class PersonaPlexEngine:
             self._rows.append(running)
         for slot in reversed(lost):
             self._release(slot)
+
+    @torch.no_grad()
+    def _replay(self, slot: int, w: _Waiting, rows: int) -> None:
+        """Run the next `rows` rows of import `w`'s replay in `slot`, one live-step forward each
+        (the window has wrapped: a packed run would overwrite keys its own earlier rows read).
+        The ring's position-0 entry is laid back first, as a prompt's chunks lay its voice again."""
+        assert w.resume is not None
+        temp, replay = self._model.lm.temporal, w.resume.replay
+        view = ring.KVPool(self.pools.kv.kv[slot:slot + 1])
+        if w.edge is not None:
+            view.kv[0, :, 0] = w.edge
+        offsets = ring.Offsets.of(view)
+        columns = torch.from_numpy(replay[w.replayed:w.replayed + rows].astype(np.int64)).to(self._device)
+        first = w.resume.pos - len(replay) + w.replayed
+        for i in range(rows):
+            position = torch.tensor([first + i], device=self._device)
+            plan = ring.live_plan(position, view, offsets, self._attention, view.context)
+            temp.step(temp.embed(columns[i:i + 1]), position, view, plan)
+        w.replayed += rows
 
     def _running(self, w: _Waiting) -> tuple[_Running, bool]:
         """A prefilled newcomer's row, and whether its `Started` went out (someone listens)."""
@@ -519,18 +563,8 @@ class PersonaPlexEngine:
 
     @torch.no_grad()
     def _resumed(self, slot: int, w: _Waiting, resume: _Resume) -> tuple[_Running, bool]:
-        """An imported session whose history was just prefilled into `slot`: replay the rows past
-        the ring's first lap, load its token and Mimi rows, and start its line where it was."""
-        temp = self._model.lm.temporal
-        if len(resume.replay):
-            view = ring.KVPool(self.pools.kv.kv[slot:slot + 1])
-            offsets = ring.Offsets.of(view)
-            columns = torch.from_numpy(resume.replay.astype(np.int64)).to(self._device)
-            first = resume.pos - len(resume.replay)
-            for i in range(len(resume.replay)):
-                position = torch.tensor([first + i], device=self._device)
-                plan = ring.live_plan(position, view, offsets, self._attention, view.context)
-                temp.step(temp.embed(columns[i:i + 1]), position, view, plan)
+        """An imported session whose history was just prefilled and replayed into `slot`: load its
+        token and Mimi rows, and start its line where it was."""
         for name, t in self._token_fields():
             t[slot] = torch.tensor(resume.tokens[name], device=self._device)
         for t, a in zip(self.pools.codec.tensors(), resume.codec, strict=True):
