@@ -171,7 +171,14 @@ def peek(data: bytes, info: contract.LiveInfo) -> Header | HandoverError:
     return check(got.header, info) or got.header
 
 
-def expect_kind(handover: Handover, kind: str) -> None:
-    """Raise `HandoverError` (`ENGINE`) unless `kind` exported the blob."""
-    if handover.header.kind != kind:
-        raise errors.mismatch(Code.ENGINE, ("header", "kind"), handover.header.kind, kind)
+def accept(data: bytes, info: contract.LiveInfo, kind: str, voice: str) -> Handover:
+    """The blob an engine of `kind` serving `info` is asked to continue as `voice`, decoded and
+    checked (its arrays are the engine's to check); raises `HandoverError`."""
+    got = decode(data)
+    if isinstance(got, HandoverError):
+        raise got
+    if got.header.kind != kind:
+        raise errors.mismatch(Code.ENGINE, ("header", "kind"), got.header.kind, kind)
+    if (err := check(got.header, info, voice)) is not None:
+        raise err
+    return got

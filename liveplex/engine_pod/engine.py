@@ -504,12 +504,7 @@ class PersonaPlexEngine:
         not fit this engine is refused `ABORTED` (logged with its code and parameter)."""
         assert sub.state is not None
         try:
-            h = blob.decode(sub.state)
-            if isinstance(h, errors.HandoverError):
-                raise h
-            blob.expect_kind(h, KIND)
-            if (err := blob.check(h.header, self._info, sub.session.voice)) is not None:
-                raise err
+            h = blob.accept(sub.state, self._info, KIND, sub.session.voice)
             waiting = self._resume_of(sub, h)
         except errors.HandoverError as exc:
             logger.warning("handover refused", extra={"session_id": sub.id, "code": exc.code.value,

@@ -82,12 +82,7 @@ class SimEngine:
         refused `ABORTED` (logged with its code and parameter)."""
         assert sub.state is not None
         try:
-            h = blob.decode(sub.state)
-            if isinstance(h, errors.HandoverError):
-                raise h
-            blob.expect_kind(h, KIND)
-            if (err := blob.check(h.header, self._info, sub.session.voice)) is not None:
-                raise err
+            h = blob.accept(sub.state, self._info, KIND, sub.session.voice)
             said = h.scalar("said", list)
             if not all(isinstance(w, str) for w in said):
                 raise errors.state(("header", "state", "said"), "holds a word that is not a string")
