@@ -6,9 +6,9 @@ audio is one contiguous stream; a session runs exactly `max_frames` frames.
 
 from __future__ import annotations
 
-import numpy as np
-
 from typing import Any
+
+import numpy as np
 
 from liveplex.continuity import blob, errors
 from liveplex.live import contract

@@ -8,10 +8,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.applications import Starlette
 
-from liveplex.gptlive.server import app as server_app
-from liveplex.gptlive.server import exposition, replies
 from liveplex.continuity import blob
 from liveplex.continuity.errors import HandoverError
+from liveplex.gptlive.server import app as server_app
+from liveplex.gptlive.server import exposition, replies
 from liveplex.pod import handover, metrics, stats
 from liveplex.pod.pod import Pod
 

@@ -7,7 +7,7 @@ import pytest
 
 from liveplex.continuity import Code, blob
 from liveplex.live import Audio, Closed, CloseReason, Session, Started, Text
-from liveplex.live.channel import LiveHandle, LiveInbox, Opened, live_channel
+from liveplex.live.channel import LiveHandle, Opened, live_channel
 from liveplex.sim_pod import SimEngine, SimProfile
 
 SESSION = Session(voice="NATF2", instructions="x")
