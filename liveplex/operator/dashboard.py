@@ -3,7 +3,8 @@ written once as data: one LiveEngine's pool and its gateways.
 
 `PANELS` lists each panel's queries with the dashboard's variable (`$liveengine`, the LiveEngine's
 `<namespace>/<name>`) in their selectors; `queries(namespace, name)` gives the same queries with
-values filled in, which is how a test evaluates every one against a real Prometheus. Label conventions are `signals`'. Pure.
+values filled in, which is how a test evaluates every one against a real Prometheus. Label
+conventions are `signals`'. Pure.
 """
 
 from __future__ import annotations
