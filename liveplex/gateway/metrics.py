@@ -24,11 +24,13 @@ class GatewayCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         s = self._stats
-        active = GaugeMetricFamily("liveplex_gateway_sessions_active", "Sessions being relayed.", labels=["liveengine"])
+        active = GaugeMetricFamily("liveplex_gateway_sessions_active", "Sessions being relayed.",
+                                   labels=["liveengine"])
         for pool, n in sorted(s.sessions_active.items()):
             active.add_metric([pool], n)
         yield active
-        yield GaugeMetricFamily("liveplex_gateway_sockets_open", "Open client WebSockets.", value=self._front.sockets_open)
+        yield GaugeMetricFamily("liveplex_gateway_sockets_open", "Open client WebSockets.",
+                                value=self._front.sockets_open)
         yield histogram("liveplex_gateway_session_start_seconds",
                         "From session.start to the relayed session.started, placement included.",
                         self._front.start_seconds)
@@ -55,5 +57,5 @@ class GatewayCollector(Collector):
         yield CounterMetricFamily("liveplex_gateway_redis_errors", "Redis errors.", value=s.redis_errors)
         yield histogram("liveplex_gateway_placement_duration_seconds", "Time to place and connect a session.",
                         s.placement_seconds)
-        yield CounterMetricFamily("liveplex_gateway_loop_stalls", "Times the gateway's event loop was blocked over 100 ms.",
-                                  value=s.loop_stalls)
+        yield CounterMetricFamily("liveplex_gateway_loop_stalls",
+                                  "Times the gateway's event loop was blocked over 100 ms.", value=s.loop_stalls)

@@ -19,13 +19,12 @@ from websockets.datastructures import Headers
 from liveplex.gptlive import connection, errors
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.server import backend, replies
+from liveplex.gptlive.server import headers as upstream_headers
 from liveplex.gptlive.settings import Settings
 from liveplex.live import channel
 
 logger = logging.getLogger(__name__)
 
-SESSION_ID_HEADER = "x-liveplex-session-id"
-"""Set by the gateway: the id it placed the session under (platform §7.4)."""
 
 _SESSION_ID = re.compile(r"sess_[A-Za-z0-9]{1,64}")
 
@@ -94,7 +93,7 @@ class EngineBackend:
         return replies.NOT_READY if self.handle is None else None
 
     def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
-        given = headers.get(SESSION_ID_HEADER)
+        given = headers.get(upstream_headers.SESSION_ID)
         session_id = given if given is not None and _SESSION_ID.fullmatch(given) else None
         conn = connection.Connection(self.served, self._settings, now_ns, session_id)
         if session_id is not None:

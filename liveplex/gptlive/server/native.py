@@ -39,7 +39,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from liveplex.gptlive import connection, events
+from liveplex.gptlive import connection, events, urls
 from liveplex.gptlive.server import auth, backend, replies
 
 if TYPE_CHECKING:
@@ -52,7 +52,6 @@ logger = logging.getLogger(__name__)
 DROP_GRACE_S = 1.0
 """A client dropped for being slow has this long to read the close frame before the abort."""
 
-LIVE_PATH = "/v1/live/sessions"
 FRONT = "liveplex.gptlive.front"
 """The lifespan state key under which `create_app` publishes its front end to the protocol."""
 
@@ -66,7 +65,7 @@ class LiveProtocol(WebSocketsSansIOProtocol):
 
     def handle_connect(self, event: Request) -> None:
         front: Front | None = self.app_state.get(FRONT)
-        if front is None or event.path.partition("?")[0] != LIVE_PATH:
+        if front is None or event.path.partition("?")[0] != urls.LIVE_PATH:
             super().handle_connect(event)
             return
         self.request = event
