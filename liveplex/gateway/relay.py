@@ -135,7 +135,7 @@ class UpstreamLeg:
         except Exception:
             logger.error("placement failed", exc_info=True)
             if not self._done:
-                self._peer.perform(self._peer.conn.rejected(errors.server_error("placement failed")))
+                self._peer.refuse(errors.server_error("placement failed"))
             return
         if up is None:
             self._owner.leg_done(self)
@@ -177,14 +177,14 @@ class UpstreamLeg:
                 owner.placed(self._pool, started_ns, retried=command.retried)
                 self._pod = command.placed.pod
                 peer.relay(command.text, False)
-                peer.perform(peer.conn.handed_off(command.expires_at))
+                peer.handed_off(command.expires_at)
                 return self._up
             else:
                 if command.busy is not None:
                     owner.refused(self._pool, command.busy)
                 if command.relay is not None:
                     peer.relay(command.relay, False)
-                peer.perform(peer.conn.rejected(command.error))
+                peer.refuse(command.error)
                 return None
 
     async def _dial(self, placed: Placed) -> upstream.Upstream | None:
@@ -247,7 +247,7 @@ class UpstreamLeg:
         if self._closed_reason is not None:
             peer = self._peer
             code = up.close_code if up.ending is upstream.Ending.CLOSED and up.close_code else connection.NORMAL
-            peer.perform(peer.conn.relay_ended(self._closed_reason, self._frames, code))
+            peer.relay_ended(self._closed_reason, self._frames, code)
             self._finish()
             return
         # a close handshake that did not end the session is the pod breaking the protocol
@@ -260,7 +260,7 @@ class UpstreamLeg:
         if self._pod is not None and ending.pods_fault:
             self._owner.lost(self._pod)
         peer = self._peer
-        peer.perform(peer.conn.relay_lost(self._frames, LOST_BECAUSE[ending]))
+        peer.relay_lost(self._frames, LOST_BECAUSE[ending])
         self._finish()
 
     def _finish(self) -> None:

@@ -45,13 +45,13 @@ class EngineLeg:
         try:
             outputs = opened.output.drain()
             if outputs:
-                self._peer.perform(self._peer.conn.deliver(outputs))
+                self._peer.deliver(outputs)
             if self._opened is opened and opened.output.ended:
                 opened.output.listen(None)
-                self._peer.perform(self._peer.conn.deliver([]))
+                self._peer.deliver([])
         except Exception:
             logger.error("live socket output handler failed", exc_info=True)
-            self._peer.perform(self._peer.conn.deliver([]))
+            self._peer.deliver([])
 
     def append(self, pcm: bytes) -> None:
         if self._opened is not None:
@@ -107,13 +107,13 @@ class EngineBackend:
     def start(self, start: connection.Start, peer: backend.Peer) -> EngineLeg | None:
         handle = self.handle
         if self.draining or handle is None:
-            peer.perform(peer.conn.rejected(errors.server_busy(self.served.info.max_sessions)))
+            peer.refuse(errors.server_busy(self.served.info.max_sessions))
             return None
         result = handle.start(start.session)
         if result is channel.Rejected.FULL:
-            peer.perform(peer.conn.rejected(errors.server_busy(self.served.info.max_sessions)))
+            peer.refuse(errors.server_busy(self.served.info.max_sessions))
             return None
         if isinstance(result, channel.Rejected):
-            peer.perform(peer.conn.rejected(errors.server_error(result.value)))
+            peer.refuse(errors.server_error(result.value))
             return None
         return EngineLeg(result, peer)

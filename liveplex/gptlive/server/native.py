@@ -40,7 +40,9 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 
 from liveplex.gptlive import connection, events, urls
+from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.server import auth, backend, replies
+from liveplex.live import contract
 
 if TYPE_CHECKING:
     from websockets.frames import Frame
@@ -223,24 +225,24 @@ class LiveSocket:
                 self._leg.forward(data)
             return
         try:
-            self.perform(self.conn.receive(data, time.monotonic_ns(), time.time()))
+            self._perform(self.conn.receive(data, time.monotonic_ns(), time.time()))
         except Exception:
             logger.error("live socket receive failed", exc_info=True)
             self._fail()
 
     def on_timer(self, now_ns: int) -> None:
         """Called by the `Sweeper`."""
-        self.perform(self.conn.timer(now_ns))
+        self._perform(self.conn.timer(now_ns))
 
     def shutdown(self) -> None:
         """The server is stopping: end the session with `server_shutdown` and close 1001."""
         if not self._done:
-            self.perform(self.conn.shutdown())
+            self._perform(self.conn.shutdown())
 
     def lost(self) -> None:
         """The client closed or vanished."""
         if not self._done:
-            self.perform(self.conn.disconnect())
+            self._perform(self.conn.disconnect())
             self._finish()
 
     def drained(self) -> None:
@@ -254,7 +256,7 @@ class LiveSocket:
 
     # --- actions ----------------------------------------------------------------------------------
 
-    def perform(self, actions: list[connection.Action]) -> None:
+    def _perform(self, actions: list[connection.Action]) -> None:
         """Do what `Connection` asked, in order; sends are written in one go at the end (a batch
         without sends or a close writes nothing: backends that send perform their own batch)."""
         close_code: int | None = None
@@ -287,6 +289,23 @@ class LiveSocket:
         if sent or close_code is not None:
             self._flush(close_code)
         self._track()
+
+    # --- what the backend tells (`backend.Peer`) -------------------------------------------------------
+
+    def refuse(self, error: ProtocolError | None) -> None:
+        self._perform(self.conn.rejected(error))
+
+    def deliver(self, outputs: list[contract.Output]) -> None:
+        self._perform(self.conn.deliver(outputs))
+
+    def handed_off(self, expires_at: int | None) -> None:
+        self._perform(self.conn.handed_off(expires_at))
+
+    def relay_ended(self, reason: str, frames: int, code: int) -> None:
+        self._perform(self.conn.relay_ended(reason, frames, code))
+
+    def relay_lost(self, frames: int, why: str) -> None:
+        self._perform(self.conn.relay_lost(frames, why))
 
     def relay(self, text: str, frame: bool) -> None:
         """One frame an upstream wrote, sent verbatim (the gateway's relay)."""
