@@ -25,7 +25,7 @@ from typing import Protocol
 from liveplex.gateway import placing, upstream
 from liveplex.gateway.stats import GatewayStats
 from liveplex.gptlive import connection, errors, events
-from liveplex.gptlive.server import backend, headers
+from liveplex.gptlive.server import backend, hop
 from liveplex.placement import Busy, Placed
 
 logger = logging.getLogger(__name__)
@@ -192,8 +192,8 @@ class UpstreamLeg:
         the pod's breaker."""
         try:
             up = await upstream.connect(
-                placed.addr, {**self._owner.upstream_headers, headers.SESSION_ID: self._start.resource.id,
-                              headers.POOL: self._pool},
+                placed.addr, {**self._owner.upstream_headers, hop.SESSION_ID_HEADER: self._start.resource.id,
+                              hop.POOL_HEADER: self._pool},
                 self._owner.connect_timeout_s)
         except (OSError, TimeoutError, ValueError, upstream.UpstreamError):
             await self._owner.unreachable(self._pool, placed, self._start.resource.id)

@@ -19,7 +19,7 @@ from websockets.datastructures import Headers
 from liveplex.gptlive import connection, errors
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.server import backend, replies
-from liveplex.gptlive.server import headers as upstream_headers
+from liveplex.gptlive.server import hop
 from liveplex.gptlive.settings import Settings
 from liveplex.live import channel
 
@@ -93,7 +93,7 @@ class EngineBackend:
         return replies.NOT_READY if self.handle is None else None
 
     def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
-        given = headers.get(upstream_headers.SESSION_ID)
+        given = headers.get(hop.SESSION_ID_HEADER)
         session_id = given if given is not None and _SESSION_ID.fullmatch(given) else None
         conn = connection.Connection(self.served, self._settings, now_ns, session_id)
         if session_id is not None:

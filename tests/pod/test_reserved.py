@@ -8,7 +8,7 @@ import httpx
 import orjson
 import websockets
 
-from liveplex.gptlive.server import headers
+from liveplex.gptlive.server import hop
 from liveplex.placement import PlacementClient, choice
 from tests.support import pods
 
@@ -43,7 +43,7 @@ async def test_the_pod_exports_its_unstarted_reservations_and_drops_one_when_it_
         reserved = await _until(pod.admin_root, "liveplex_engine_sessions_reserved", 3.0)
         assert reserved["liveplex_engine_sessions_active"] == 0
 
-        async with websockets.connect(pod.ws_url, additional_headers={headers.SESSION_ID: "sess_1"}) as ws:
+        async with websockets.connect(pod.ws_url, additional_headers={hop.SESSION_ID_HEADER: "sess_1"}) as ws:
             await ws.send(START)
             async with asyncio.timeout(10):
                 while orjson.loads(await ws.recv())["type"] != "session.started":
