@@ -18,8 +18,7 @@ from websockets.datastructures import Headers
 
 from liveplex.gptlive import connection, errors
 from liveplex.gptlive.served import Served
-from liveplex.gptlive.server import backend, replies
-from liveplex.gptlive.server import hop
+from liveplex.gptlive.server import backend, hop, replies
 from liveplex.gptlive.settings import Settings
 from liveplex.live import channel
 
