@@ -326,6 +326,16 @@ class Connection:
         self.state = State.RELAYING
         return [Accepted(resource.id)]
 
+    def handed_over(self, code: int) -> list[Action]:
+        """The engine exported the session (docs/continuity.md): it ends here without
+        `session.closed`, counted as `handed_over`, and the socket closes with `code` (the hop's
+        `HANDED_OVER_CLOSE`) so the gateway continues it on another pod."""
+        if self.state not in (State.LIVE, State.CLOSING):
+            return []
+        self.state = State.DONE
+        self._due(None)
+        return [self._ended("handed_over"), Release(), Close(code)]
+
     def relay_ended(self, reason: str, frames: int, code: int = NORMAL) -> list[Action]:
         """The upstream's `session.closed` was relayed; the socket closes as the upstream's did."""
         if self.state is not State.RELAYING:

@@ -11,7 +11,7 @@ from starlette.applications import Starlette
 from liveplex.continuity import blob
 from liveplex.continuity.errors import HandoverError
 from liveplex.gptlive.server import app as server_app
-from liveplex.gptlive.server import exposition, replies
+from liveplex.gptlive.server import exposition, hop, replies
 from liveplex.pod import handover, metrics, stats
 from liveplex.pod.pod import Pod
 
@@ -45,7 +45,7 @@ def create_app(pod: Pod) -> server_app.ByListener:
         async def models(request: Request) -> Response:
             return front.guard(request) or JSONResponse(replies.models_json(served.models))
 
-        @app.post("/live/handover/{session_id}")
+        @app.post(hop.EXPORT_PATH)
         async def export(request: Request, session_id: str) -> Response:
             denied = front.guard(request)
             if denied is not None:
@@ -53,7 +53,7 @@ def create_app(pod: Pod) -> server_app.ByListener:
             got = await pod.backend.export(session_id)
             return replies.response(got) if isinstance(got, tuple) else handover.exported(got)
 
-        @app.post("/live/handover")
+        @app.post(hop.IMPORT_PATH)
         async def import_(request: Request) -> Response:
             denied = front.guard(request)
             if denied is not None:

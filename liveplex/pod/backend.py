@@ -9,7 +9,6 @@ the NetworkPolicy lets only gateways reach pods.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 import weakref
@@ -64,13 +63,11 @@ class EngineLeg:
             self._peer.deliver([])
 
     def _handed_over(self, outputs: list[contract.Output]) -> None:
-        """The session left the engine: its last frames, then the socket closes with
+        """The session left the engine: its last frames, then the socket closes with the hop's
         `HANDED_OVER_CLOSE` and no `session.closed` (the gateway continues it elsewhere)."""
         if outputs:
-            self._peer.perform(self._peer.conn.deliver(outputs))
-        ending = [dataclasses.replace(a, reason=handover.HANDED_OVER) if type(a) is connection.Ended else a
-                  for a in self._peer.conn.disconnect()]
-        self._peer.perform([*ending, connection.Close(handover.HANDED_OVER_CLOSE)])
+            self._peer.deliver(outputs)
+        self._peer.handed_over()
 
     def append(self, pcm: bytes) -> None:
         if self._opened is not None:
@@ -110,7 +107,7 @@ class EngineBackend:
         self.imports = handover.Imports(served.info.max_sessions)
         """Blobs the import route checked, waiting for their sockets."""
         self._import_of: weakref.WeakKeyDictionary[connection.Connection, str] = weakref.WeakKeyDictionary()
-        """Sockets that continue a held import (`handover.IMPORT_HEADER`)."""
+        """Sockets that continue a held import (`hop.IMPORT_HEADER`)."""
         self._legs: weakref.WeakValueDictionary[str, EngineLeg] = weakref.WeakValueDictionary()
         """Running legs by the gateway-given session id: what the export route names."""
 
@@ -123,7 +120,7 @@ class EngineBackend:
         conn = connection.Connection(self.served, self._settings, now_ns, session_id)
         if session_id is not None:
             self._given[conn] = session_id
-        key = headers.get(handover.IMPORT_HEADER)
+        key = headers.get(hop.IMPORT_HEADER)
         if key is not None:
             self._import_of[conn] = key
         return conn
@@ -155,7 +152,7 @@ class EngineBackend:
             held = self.imports.take(key, handover.now())
             if held is None or held.header.voice != start.session.voice:
                 why = "is unknown or expired" if held is None else f"holds voice {held.header.voice}"
-                peer.perform(peer.conn.rejected(errors.server_error(f"the import {errors.echo(key)} {why}")))
+                peer.refuse(errors.server_error(f"the import {errors.echo(key)} {why}"))
                 return None
             result = handle.resume(start.session, held.data)
         if result is channel.Rejected.FULL:

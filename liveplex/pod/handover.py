@@ -1,11 +1,11 @@
 """The pod's side of a handover (docs/continuity.md): export a live session, hold imported blobs.
 
-Two HTTP routes on the client port, behind the pod token like the live socket: `POST
-/live/handover/{session_id}` asks the engine to export the session the gateway opened under that
-id at the next tick boundary and answers its blob (the session's socket then closes with
-`HANDED_OVER_CLOSE`, after its last frame); `POST /live/handover` checks a blob against what the
+Two HTTP routes on the client port (`hop.EXPORT_PATH`, `hop.IMPORT_PATH`), behind the pod token
+like the live socket. The export asks the engine to take the session the gateway opened under
+that id out at the next tick boundary and answers its blob; the session's socket then closes
+with `hop.HANDED_OVER_CLOSE`, after its last frame. The import checks a blob against what the
 pod serves and holds it for `IMPORT_TTL_S` under an id the gateway names in the
-`x-liveplex-import` header of the upstream socket that continues the session. The per-frame
+`hop.IMPORT_HEADER` header of the upstream socket that continues the session. The per-frame
 path (socket, `Connection`, channel) is untouched: only a session's start and end differ.
 """
 
@@ -23,16 +23,8 @@ from fastapi.responses import Response
 
 from liveplex.continuity import blob
 from liveplex.continuity.errors import HandoverError
-from liveplex.gptlive.server import replies
+from liveplex.gptlive.server import hop, replies
 
-HANDED_OVER_CLOSE = 4100
-"""The close code of a live socket whose session was handed over: not an error, no `session.closed`."""
-HANDED_OVER = "handed_over"
-"""The reason an exported session's end is counted under (`Ended.reason`)."""
-IMPORT_HEADER = "x-liveplex-import"
-"""The upstream socket's header naming the held import it continues."""
-FRAMES_HEADER = "x-liveplex-frames"
-"""The export's answer header: frames the session ran (its next frame's number)."""
 IMPORT_TTL_S = 10.0
 """How long a held import waits for its socket."""
 MAX_BLOB_BYTES = 256 << 20
@@ -93,7 +85,7 @@ def exported(data: bytes) -> Response:
     header = blob.decode(data)
     assert isinstance(header, blob.Handover), "an engine's own blob decodes"
     return Response(data, media_type="application/octet-stream",
-                    headers={FRAMES_HEADER: str(header.header.frames)})
+                    headers={hop.FRAMES_HEADER: str(header.header.frames)})
 
 
 def imported(key: str, header: blob.Header) -> Response:

@@ -11,8 +11,7 @@ import numpy as np
 import orjson
 import websockets
 
-from liveplex.gateway import relay
-from liveplex.pod import handover
+from liveplex.gptlive.server import hop
 from tests.support import pods
 
 KEY = "pod-t0ken"
@@ -24,7 +23,7 @@ SENT = [np.full(1920, 1000 + 50 * i, "<i2").tobytes() for i in range(FRAMES)]  #
 
 
 async def _open(url: str, session_id: str, **headers: str) -> websockets.ClientConnection:
-    ws = await websockets.connect(url, additional_headers={**AUTH, relay.SESSION_ID_HEADER: session_id, **headers})
+    ws = await websockets.connect(url, additional_headers={**AUTH, hop.SESSION_ID_HEADER: session_id, **headers})
     await ws.send(START)
     async with asyncio.timeout(10):
         while (event := orjson.loads(await ws.recv()))["type"] != "session.started":
@@ -57,14 +56,14 @@ async def test_a_session_moves_from_one_sim_pod_to_another_with_no_frame_lost_or
         exported = await http.post(f"{a.root}/live/handover/sess_move1", timeout=10)
         assert exported.status_code == 200, exported.text
         rest_a, code = await _audio(ws, None)
-        assert code == handover.HANDED_OVER_CLOSE
+        assert code == hop.HANDED_OVER_CLOSE
         played_a = before + rest_a
-        assert int(exported.headers[handover.FRAMES_HEADER]) * 3840 == len(played_a)
+        assert int(exported.headers[hop.FRAMES_HEADER]) * 3840 == len(played_a)
 
         held = await http.post(f"{b.root}/live/handover", content=exported.content, timeout=10)
         assert held.status_code == 201, held.text
         assert held.json()["voice"] == "NATF2" and held.json()["frames"] * 3840 == len(played_a)
-        ws_b = await _open(b.ws_url, "sess_move1", **{handover.IMPORT_HEADER: held.json()["import_id"]})
+        ws_b = await _open(b.ws_url, "sess_move1", **{hop.IMPORT_HEADER: held.json()["import_id"]})
         played_b, _ = await _audio(ws_b, FRAMES)
         await ws_b.close()
 
@@ -84,7 +83,7 @@ async def test_the_routes_refuse_without_the_pod_token_an_unknown_session_and_a_
         bad = await http.post(f"{a.root}/live/handover", headers=AUTH, content=b"LPHO\x01\x00junk")
         assert bad.status_code == 400 and bad.json()["error"]["code"] == "handover_malformed"
         async with websockets.connect(a.ws_url, additional_headers={
-                **AUTH, relay.SESSION_ID_HEADER: "sess_y", handover.IMPORT_HEADER: "imp_nothing"}) as ws:
+                **AUTH, hop.SESSION_ID_HEADER: "sess_y", hop.IMPORT_HEADER: "imp_nothing"}) as ws:
             await ws.send(START)
             event = orjson.loads(await asyncio.wait_for(ws.recv(), 10))
             assert event["type"] == "error" and "imp_nothing" in event["error"]["message"]
