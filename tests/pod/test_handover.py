@@ -12,6 +12,7 @@ import orjson
 import websockets
 
 from liveplex.gptlive.server import hop
+from liveplex.pod import handover
 from tests.support import pods
 
 KEY = "pod-t0ken"
@@ -87,3 +88,16 @@ async def test_the_routes_refuse_without_the_pod_token_an_unknown_session_and_a_
             await ws.send(START)
             event = orjson.loads(await asyncio.wait_for(ws.recv(), 10))
             assert event["type"] == "error" and "imp_nothing" in event["error"]["message"]
+
+
+def test_held_imports_expire_and_are_bounded_and_taken_once() -> None:
+    from liveplex.continuity import blob
+
+    header = blob.Header("sim", "liveplex-sim", 0, "NATF2", 3)
+    imports = handover.Imports(2)
+    a = imports.put(b"a", header, 0.0)
+    b = imports.put(b"b", header, 1.0)
+    assert a and b and imports.put(b"c", header, 2.0) is None  # full
+    held = imports.take(a, 2.0)
+    assert held is not None and held.data == b"a" and imports.take(a, 2.0) is None
+    assert imports.take(b, 1.0 + handover.IMPORT_TTL_S) is None and len(imports) == 0  # expired
