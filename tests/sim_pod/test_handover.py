@@ -135,3 +135,23 @@ def test_the_check_names_the_field_that_differs() -> None:
     assert err is not None and err.code is Code.ENGINE and err.param == "header.engine.echo_frames"
     assert blob.check(h.header, PROFILE.info()) is None
     assert len(_blob()) < 2 * 1920 * (PROFILE.echo_frames + PROFILE.jitter_frames) + 1024
+
+
+async def test_under_the_drive_loop_an_export_is_answered_between_ticks_and_none_once_stopped() -> None:
+    import asyncio
+
+    from liveplex.live.runner import EngineThread
+
+    from ..live.outputs import until
+
+    engine = EngineThread(PROFILE.info(), lambda _: SimEngine(PROFILE))
+    handle = engine.start(asyncio.get_running_loop())
+    (call,) = _start(handle, 1)
+    await until(call, Audio)
+    state = await asyncio.wrap_future(handle.export(call.id))
+    assert state is not None and blob.decode(state).header.frames >= 1  # type: ignore[union-attr]
+    assert (await until(call, Closed))[-1].reason is CloseReason.HANDED_OVER
+    assert await asyncio.wrap_future(handle.export(call.id)) is None  # gone: nothing to export
+    handle.close()
+    await asyncio.to_thread(engine.stop)
+    assert handle.export(call.id).result(0) is None and engine.failed is None
