@@ -157,3 +157,17 @@ def test_a_moved_moshi_session_continues_exactly_past_the_wrap(tiny_moshi_dir) -
     n = len(moved.pcm)
     assert n >= k + 6
     assert moved.tokens == want.tokens[:n] and moved.pcm == want.pcm[:n]
+
+
+def test_a_history_grows_to_its_cap_of_two_windows_then_only_counts() -> None:
+    from liveplex.engine_pod.history import History
+
+    h = History(5, np.arange(3 * 17, dtype=np.uint16).reshape(3, 17), context=200)
+    for i in range(397):
+        h.append(np.full(17, i, np.int32))
+    assert not h.full and h.columns().shape == (400, 17) and h.first == 5
+    assert h.columns()[:3].ravel().tolist() == list(range(51)) and h.columns()[-1, 0] == 396
+    h.append(np.zeros(17, np.int32))
+    assert h.full
+    with pytest.raises(AssertionError):
+        h.columns()
