@@ -84,6 +84,11 @@ class EngineLeg:
         if self._opened is not None:
             self._opened.audio.close()
 
+    def ask_to_move(self) -> None:
+        """The pod drains: ask the gateway relaying this session to move it (`hop.MOVE_REQUESTED`)."""
+        if self._opened is not None:
+            self._peer.relay(hop.MOVE_REQUEST, False)
+
     def release(self) -> None:
         opened, self._opened = self._opened, None
         if opened is not None:
@@ -109,7 +114,16 @@ class EngineBackend:
         self._import_of: weakref.WeakKeyDictionary[connection.Connection, str] = weakref.WeakKeyDictionary()
         """Sockets that continue a held import (`hop.IMPORT_HEADER`)."""
         self._legs: weakref.WeakValueDictionary[str, EngineLeg] = weakref.WeakValueDictionary()
-        """Running legs by the gateway-given session id: what the export route names."""
+        """Sessions a gateway relays, by the session id it gave: what the export route names, and
+        the ones a draining pod asks it to move."""
+
+    def request_moves(self) -> int:
+        """Ask the gateways relaying this pod's sessions to move them elsewhere (the pod drains);
+        how many were asked."""
+        legs = list(self._legs.values())
+        for leg in legs:
+            leg.ask_to_move()
+        return len(legs)
 
     def refusal(self) -> replies.Reply | None:
         return replies.NOT_READY if self.handle is None else None
