@@ -31,6 +31,34 @@ def _frames(call: harness.Call) -> list[tuple[int, object]]:
             for o in call.outputs if isinstance(o, contract.Audio | contract.Text)]
 
 
+def _move(pods: tuple[harness.Pod, harness.Pod, harness.Pod], moved: harness.Call, session: contract.Session,
+          ticks: int, k: int) -> int:
+    """Tick the reference pod `ticks` times and pods a and b `k` times; export `moved` from a,
+    import it into b, tick both on to `ticks`; `moved` then holds everything the session said on
+    both. Returns the position it was exported at."""
+    ref, a, b = pods
+    for _ in range(ticks):
+        ref.tick()
+    for _ in range(k):
+        a.tick()
+        b.tick()
+    state = a.engine.export(moved.opened.id)
+    assert state is not None
+    moved.collect()
+    assert moved.outputs[-1] == contract.Closed(contract.CloseReason.HANDED_OVER, len(moved.pcm), 0, 0)
+    resumed = b.handle.resume(session, state)
+    assert isinstance(resumed, Opened)
+    after = harness.Call(resumed, moved.audio[moved.fed:])
+    b.calls.append(after)
+    for _ in range(ticks - k):
+        a.tick()
+        b.tick()
+    assert after.outputs[0] == contract.Started()
+    moved.outputs = moved.outputs[:-1] + after.outputs[1:]
+    moved.tokens += after.tokens
+    return blob.decode(state).header.state["pos"]  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize("greedy, k, ticks, budget_ms", [
     (True, 27, TICKS, 10_000.0), (False, 4, 12, 10_000.0),  # past the wrap greedy, before it sampled
     (True, 30, 30 + TICKS, 1e-6),  # the import's prompt and replay spread over ticks, padding rows between
@@ -46,26 +74,8 @@ def test_a_moved_session_continues_exactly(tiny_model, greedy: bool, k: int, tic
     a.start("NATM1", harness.SHORT_ROLE, harness.caller_audio(6, ticks))
     moved = a.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(1, ticks))
     b.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(7, ticks))
-    for _ in range(ticks):
-        ref.tick()
-    for _ in range(k):
-        a.tick()
-        b.tick()
-    state = a.engine.export(moved.opened.id)
-    assert state is not None
-    moved.collect()
-    assert moved.outputs[-1] == contract.Closed(contract.CloseReason.HANDED_OVER, len(moved.pcm), 0, 0)
-    position = blob.decode(state).header.state["pos"]  # type: ignore[union-attr]
-    resumed = b.handle.resume(contract.Session("NATF2", harness.SHORT_ROLE), state)
-    assert isinstance(resumed, Opened)
-    after = harness.Call(resumed, moved.audio[k:])
-    b.calls.append(after)
-    for _ in range(ticks - k):
-        a.tick()
-        b.tick()
-    assert after.outputs[0] == contract.Started() and a.engine.running == 1 and b.engine.running == 2
-    moved.outputs = moved.outputs[:-1] + after.outputs[1:]
-    moved.tokens += after.tokens
+    position = _move((ref, a, b), moved, contract.Session("NATF2", harness.SHORT_ROLE), ticks, k)
+    assert a.engine.running == 1 and b.engine.running == 2
     n = len(moved.pcm)  # a spread import starts later: it has run fewer frames by the end
     assert n >= k + 6 and float(np.frombuffer(b"".join(want.pcm), "<i2").std()) > 30
     assert moved.tokens == want.tokens[:n]  # text ids and agent codes
@@ -138,22 +148,7 @@ def test_a_moved_moshi_session_continues_exactly_past_the_wrap(tiny_moshi_dir) -
         for seed in seeds:
             pod.start("NATF2", "", harness.caller_audio(seed, ticks))
     want, moved = ref.calls[1], a.calls[1]
-    for _ in range(ticks):
-        ref.tick()
-    for _ in range(k):
-        a.tick()
-        b.tick()
-    state = a.engine.export(moved.opened.id)
-    assert state is not None and blob.decode(state).header.state["pos"] > 40  # type: ignore[union-attr]
-    moved.collect()
-    resumed = b.handle.resume(contract.Session("NATF2", ""), state)
-    assert isinstance(resumed, Opened)
-    after = harness.Call(resumed, moved.audio[len(moved.pcm):])
-    b.calls.append(after)
-    for _ in range(ticks - k):
-        b.tick()
-    moved.outputs = moved.outputs[:-1] + after.outputs[1:]
-    moved.tokens += after.tokens
+    assert _move((ref, a, b), moved, contract.Session("NATF2", ""), ticks, k) > 40
     n = len(moved.pcm)
     assert n >= k + 6
     assert moved.tokens == want.tokens[:n] and moved.pcm == want.pcm[:n]
