@@ -369,7 +369,7 @@ class Connection:
                     actions.append(Send(events.OutputTranscriptDelta(
                         out.delta, info.frame_ms(out.frame), info.frame_ms(out.frame + 1))))
             elif type(out) is contract.Started:
-                actions += self._started()
+                actions += self._started(out.frames)
             else:
                 assert isinstance(out, contract.Closed)
                 actions += self._closed(out)
@@ -433,11 +433,16 @@ class Connection:
         self._resource = resource
         self._due(None)
 
-    def _started(self) -> list[Action]:
+    def _started(self, frames: int) -> list[Action]:
+        """`frames`: what the session ran on another pod before a handover; usage counts on."""
         pending = self._pending
         if self.state is not State.STARTING or pending is None:
             return []
         self._begin(pending, pending.resource)
+        if frames:
+            period = self.settings.usage_period_ms
+            self._frames_sent = frames
+            self._next_usage_ms = (self._info.frame_ms(frames) // period + 1) * period
         self._inbound = formats.Inbound(pending.resource.format)
         self._outbound = formats.Outbound(pending.resource.format)
         self.state = State.LIVE

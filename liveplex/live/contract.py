@@ -110,6 +110,10 @@ class CloseReason(enum.Enum):
 class Started:
     """The session runs; sent once, first."""
 
+    frames: int = 0
+    """Frames it ran elsewhere before (a handover, docs/continuity.md): its frame numbers, usage
+    and context count on from them."""
+
 
 @dataclass(frozen=True, slots=True)
 class Audio:

@@ -38,7 +38,7 @@ class Line:
     def start(sub: LiveSubmission, jitter: Jitter, max_frames: int, frames: int = 0) -> Line | None:
         """Send `Started`; None when nobody is listening any more. `frames`: the frames it ran
         elsewhere (a handover), so its numbering goes on."""
-        if not sub.sink.send(contract.Started()):
+        if not sub.sink.send(contract.Started(frames)):
             sub.sink.drop()
             return None
         line = Line(sub.input, sub.sink, jitter, max_frames, sub.id, sub.session)

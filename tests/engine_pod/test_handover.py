@@ -53,7 +53,7 @@ def _move(pods: tuple[harness.Pod, harness.Pod, harness.Pod], moved: harness.Cal
     for _ in range(ticks - k):
         a.tick()
         b.tick()
-    assert after.outputs[0] == contract.Started()
+    assert after.outputs[0] == contract.Started(len(moved.pcm))  # the frames it ran before
     moved.outputs = moved.outputs[:-1] + after.outputs[1:]
     moved.tokens += after.tokens
     return blob.decode(state).header.state["pos"]  # type: ignore[union-attr]

@@ -86,7 +86,7 @@ def test_a_session_moved_at_tick_k_plays_and_says_what_it_would_have(k: int) -> 
     after: list = []
     sends_after = [[] for _ in range(k + 1)] + sends[k + 1:]
     _run(b, sends_after, resumed, range(k, TICKS), after)
-    assert after[0] == Started()
+    assert after[0] == Started(k)  # the frames it ran before: numbering and usage go on
     assert _frames(got) + _frames(after) == _frames(want)
     assert sum(isinstance(o, Text) for o in want) >= 3  # words and commentary were compared
     assert b.engine.sessions() == 2 and all(not n.output.ended for n in neighbours)
