@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from liveplex.continuity import blob, errors
+from liveplex.continuity import blob, errors, record
 from liveplex.engine_pod import buckets, grouping, leases, memory, program, staging
 from liveplex.engine_pod import model as model_mod
 from liveplex.engine_pod.history import MAX_HISTORY_CONTEXTS, History
@@ -49,6 +49,16 @@ UNLIMITED_FRAMES = 1 << 31
 KIND = "personaplex"
 """`blob.Header.kind` of this engine's handovers."""
 
+CHECKPOINT_TICKS = 1
+"""Ticks a resume record's `TICKS` chunk covers (docs/continuity.md): one, so a lost session's
+record lacks at most the frame its pod was computing."""
+COLUMN_BYTES = 2 * config.NUM_STREAMS
+"""A record's per-tick part: the column fed (17 ids, uint16)."""
+TAIL_IDS = 1 + 3 * config.AGENT_CODEBOOKS
+"""A record's tail: the token state the next column is made of (`program.TAIL`: ahead, u1, u2)."""
+_VOID = 1 << 62
+"""`_Running.recorded` of a session whose record is void (its history outgrew its cap)."""
+
 
 class InjectedFault(EngineError):
     """Raised by the tick when `fail_after_ticks` is reached (fault injection)."""
@@ -68,8 +78,8 @@ class _Resume:
     history: History
     tokens: dict[str, np.ndarray]
     """Its `step.TokenState` row, by field."""
-    codec: list[np.ndarray]
-    """Its Mimi state row, in `slots.tensors` order."""
+    codec: list[np.ndarray] | None
+    """Its Mimi state row, in `slots.tensors` order; None: fresh, as a newcomer's (a record)."""
     detok: tuple[bytes, bool]
     waiting: list[list[int]]
     loaded: int
@@ -111,12 +121,16 @@ class _Running:
     """Position of the row the next tick runs (the host's copy)."""
     history: History
     """Every column fed since the voice: a handover rebuilds the KV ring from it."""
+    key: int
+    """Its sampling key (`sampling.key` of its seed), for its resume record's head."""
     waiting: deque[list[int]] = dataclasses.field(default_factory=deque)
     """Commentary ids not yet loaded into the slot, in pieces of at most `step.SAY_TOKENS`."""
     loaded: int = 0
     """Ids of the piece loaded into the slot (its `say_len`)..."""
     said: int = 0
     """...and how many of them it has said (its `say_at`, read back each tick)."""
+    recorded: int = -1
+    """Frames its resume record covers (`line.checkpoints`); -1: its head is not sent yet."""
 
 
 def _dtype(t: torch.Tensor) -> str:
@@ -325,6 +339,8 @@ class PersonaPlexEngine:
             r.said = int(out[slot, program.SAID])
             if not r.line.say(pcm[slot].tobytes(), r.detok.push(int(out[slot, 0]))):
                 gone.append((slot, False))
+            elif r.line.checkpoints:
+                self._checkpoint(r, out[slot])
         for slot, dirty in reversed(gone):
             if dirty:
                 self.pools.reset(slice(slot, slot + 1))
@@ -455,7 +471,8 @@ class PersonaPlexEngine:
         history = History(w.prefix.frames, w.layout.columns.numpy(), self._model.cfg.context)
         row = line or Line(w.sub.input, w.sub.sink, jitter, self._info.max_frames)
         return _Running(w.sub.id, row, self._model.tokenizer.detokenizer(),
-                        prompt.start_position(w.layout, self._schedule), history), line is not None
+                        prompt.start_position(w.layout, self._schedule), history,
+                        int(sampling.key(w.seed))), line is not None
 
     # --- handover (docs/continuity.md) ------------------------------------------------------------
 
@@ -504,8 +521,10 @@ class PersonaPlexEngine:
         not fit this engine is refused `ABORTED` (logged with its code and parameter)."""
         assert sub.state is not None
         try:
-            h = blob.accept(sub.state, self._info, KIND, sub.session.voice)
-            waiting = self._resume_of(sub, h)
+            if record.is_record(sub.state):
+                waiting = self._record_of(sub, record.accept(sub.state, self._info, KIND, sub.session.voice))
+            else:
+                waiting = self._resume_of(sub, blob.accept(sub.state, self._info, KIND, sub.session.voice))
         except errors.HandoverError as exc:
             logger.warning("handover refused", extra={"session_id": sub.id, "code": exc.code.value,
                                                       "param": exc.param, "reason": exc.message})
@@ -514,27 +533,14 @@ class PersonaPlexEngine:
         self._queue.append(waiting)
 
     def _resume_of(self, sub: channel.LiveSubmission, h: blob.Handover) -> _Waiting:
-        """Check a handover's state against this engine and lay it out; raises `HandoverError`.
-
-        Every id the device will embed is range-checked here: a bad one would fault the tick, and
-        a tick fault ends every session (D9)."""
-        m, s, C = self._model, self._settings, self._model.cfg.context
-        text_card, card = m.cfg.text_card, m.cfg.card
+        """Check a handover's state against this engine and lay it out (`_rebuild`); raises
+        `HandoverError`."""
+        text_card = self._model.cfg.text_card
         first, pos = h.scalar("first", int), h.scalar("pos", int)
         history = h.array("history", "<u2", (None, config.NUM_STREAMS))
-        prefix = self._init_prefix if self._init_prefix is not None else self._prefixes[h.header.voice]
-        if first != (0 if self._init_prefix is not None else prefix.frames):
-            raise errors.state(("header", "state", "first"), f"is {first}; the voice has {prefix.frames} frames")
-        if not prefix.frames < pos == first + len(history) <= first + MAX_HISTORY_CONTEXTS * C:
+        if pos != first + len(history):
             raise errors.state(("arrays", "history"), f"has {len(history)} columns from {first} for position {pos}")
-        _ids_within(("arrays", "history"), history, [text_card] + [card] * (config.NUM_STREAMS - 1))
         tokens = {name: h.array(f"tokens.{name}", _dtype(t), tuple(t.shape[1:])) for name, t in self._token_fields()}
-        _ids_within(("arrays", "tokens.ahead"), tokens["ahead"], [text_card] + [card] * step.A)
-        for name in ("u1", "u2", "forced"):
-            _ids_within(("arrays", f"tokens.{name}"), tokens[name], card)
-        _ids_within(("arrays", "tokens.say"), tokens["say"], text_card)
-        if not (int(tokens["pos"]) == pos and 0 <= int(tokens["say_at"]) <= int(tokens["say_len"]) <= step.SAY_TOKENS):
-            raise errors.state(("arrays", "tokens.pos"), "does not agree with the session's position and commentary")
         codec = [h.array(f"mimi.{i}", _dtype(t), tuple(t.shape[1:])) for i, t in enumerate(self.pools.codec.tensors())]
         waiting = h.scalar("waiting", list)
         if len(waiting) > MAX_COMMENTARY_PIECES or not all(
@@ -545,16 +551,96 @@ class PersonaPlexEngine:
             pending = bytes.fromhex(h.scalar("detok_pending", str))
         except ValueError:
             raise errors.state(("header", "state", "detok_pending"), "is not hex") from None
-        jitter = Jitter(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames)
+        jitter = self._jitter()
         Line.restore(jitter, self._info.max_frames, h)
+        return self._rebuild(sub, h.header.voice, first, history, tokens, _Resume(
+            jitter, h.header.frames, pos, history, None, tokens, codec,  # type: ignore[arg-type]
+            (pending, h.scalar("detok_started", bool)), waiting, h.scalar("loaded", int), h.scalar("said", int)))
+
+    def _record_of(self, sub: channel.LiveSubmission, rec: record.Record) -> _Waiting:
+        """Check a resume record (its pod was lost) against this engine and lay it out; raises
+        `HandoverError`. The columns fed are exact and rebuild the KV ring as an import's do; the
+        token row is rebuilt from the record's tail and sampling key (no commentary); the Mimi
+        state starts fresh, as a newcomer's, the jitter buffer empty."""
+        h, C = rec.head, self._model.cfg.context
+        if h.scalar("tick_bytes", int) != COLUMN_BYTES or h.scalar("tail_bytes", int) != 2 * TAIL_IDS:
+            raise errors.state(("header", "state", "tick_bytes"), "is not this engine's column and tail")
+        first = h.scalar("first", int)
+        head = h.array("history", "<u2", (None, config.NUM_STREAMS))
+        if h.scalar("pos", int) != first + len(head):
+            raise errors.state(("header", "state", "pos"), f"is not {first} + {len(head)} columns")
+        history = np.concatenate([head, np.frombuffer(rec.added, "<u2").reshape(-1, config.NUM_STREAMS)])
+        tail = h.array("tail", "<u2", (TAIL_IDS,)) if rec.tail is None else np.frombuffer(rec.tail, "<u2")
+        key = h.scalar("key", int)
+        if not 0 <= key < 1 << 32:
+            raise errors.state(("header", "state", "key"), "is not a 32-bit sampling key")
+        pos, A = first + len(history), step.A
+        tokens = {name: np.zeros(tuple(t.shape[1:]), _dtype(t)) for name, t in self._token_fields()}
+        tokens.update(pos=np.array(pos), key=np.array(key), ahead=tail[:1 + A].astype(np.int64),
+                      u1=tail[1 + A:1 + 2 * A].astype(np.int64), u2=tail[1 + 2 * A:].astype(np.int64))
+        jitter = self._jitter()
+        if not 0 <= rec.frames < self._info.max_frames:
+            raise errors.state(("header", "frames"), f"is {rec.frames}, outside 0..{self._info.max_frames - 1}")
+        return self._rebuild(sub, h.header.voice, first, history, tokens, _Resume(
+            jitter, rec.frames, pos, history, None, tokens, None, (b"", True), [], 0, 0))  # type: ignore[arg-type]
+
+    def _jitter(self) -> Jitter:
+        s = self._settings
+        return Jitter(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames)
+
+    def _rebuild(self, sub: channel.LiveSubmission, voice: str, first: int, history: np.ndarray,
+                 tokens: dict[str, np.ndarray], resume: _Resume) -> _Waiting:
+        """Check what an import or a record says the session fed and holds, and lay it out as a
+        newcomer whose prompt is its history (`resume.replay` and `.history` are filled in here).
+
+        Every id the device will embed is range-checked here: a bad one would fault the tick, and
+        a tick fault ends every session (D9)."""
+        m, C = self._model, self._model.cfg.context
+        text_card, card = m.cfg.text_card, m.cfg.card
+        pos = first + len(history)
+        prefix = self._init_prefix if self._init_prefix is not None else self._prefixes[voice]
+        if first != (0 if self._init_prefix is not None else prefix.frames):
+            raise errors.state(("header", "state", "first"), f"is {first}; the voice has {prefix.frames} frames")
+        if not prefix.frames < pos <= first + MAX_HISTORY_CONTEXTS * C:
+            raise errors.state(("arrays", "history"), f"has {len(history)} columns from {first}")
+        _ids_within(("arrays", "history"), history, [text_card] + [card] * (config.NUM_STREAMS - 1))
+        _ids_within(("arrays", "tokens.ahead"), tokens["ahead"], [text_card] + [card] * step.A)
+        for name in ("u1", "u2", "forced"):
+            _ids_within(("arrays", f"tokens.{name}"), tokens[name], card)
+        _ids_within(("arrays", "tokens.say"), tokens["say"], text_card)
+        if not (int(tokens["pos"]) == pos and 0 <= int(tokens["say_at"]) <= int(tokens["say_len"]) <= step.SAY_TOKENS):
+            raise errors.state(("arrays", "tokens.pos"), "does not agree with the session's position and commentary")
         columns = history[prefix.frames - first:]
         pre = max(0, min(pos, C - 1) - prefix.frames)
         layout = prompt.Prompt(torch.empty(prefix.frames, 0), torch.from_numpy(columns[:pre].astype(np.int64)), 0,
                                prefix.frames + pre, torch.from_numpy(columns[-1].astype(np.int64)))
-        resume = _Resume(jitter, h.header.frames, pos, columns[pre:], History(first, history, C), tokens, codec,
-                         (pending, h.scalar("detok_started", bool)), waiting, h.scalar("loaded", int),
-                         h.scalar("said", int))
+        resume = dataclasses.replace(resume, replay=columns[pre:], history=History(first, history, C))
         return _Waiting(sub, layout, prefix, 0, resume=resume)
+
+    def _checkpoint(self, r: _Running, row: np.ndarray) -> None:
+        """After a tick of a session a gateway relays: the next piece of its resume record (the
+        head once, then the columns fed since the last piece and the tail after them; void once
+        the history outgrew its cap). A few µs: the history already holds the columns."""
+        if r.recorded == _VOID:
+            return
+        if r.history.full:
+            r.line.checkpoint(record.VOID_CHUNK)
+            r.recorded = _VOID
+            return
+        n = r.line.frames - r.recorded
+        if r.recorded >= 0 and n < CHECKPOINT_TICKS:
+            return
+        tail = row[program.TAIL].astype("<u2")
+        if r.recorded < 0:
+            assert r.line.session is not None, "a running line knows its session"
+            header = blob.Header(KIND, self._info.model, self._model.cfg.context, r.line.session.voice,
+                                 r.line.frames, self._handover_settings(),
+                                 {"first": r.history.first, "pos": r.pos, "key": r.key})
+            data = record.head(header, {"history": r.history.columns(), "tail": tail}, COLUMN_BYTES, 2 * TAIL_IDS)
+        else:
+            data = record.ticks(r.recorded, n, r.history.columns()[-n:].tobytes(), tail.tobytes())
+        r.line.checkpoint(data)
+        r.recorded = r.line.frames
 
     @torch.no_grad()
     def _resumed(self, slot: int, w: _Waiting, resume: _Resume) -> tuple[_Running, bool]:
@@ -562,14 +648,15 @@ class PersonaPlexEngine:
         token and Mimi rows, and start its line where it was."""
         for name, t in self._token_fields():
             t[slot] = torch.tensor(resume.tokens[name], device=self._device)
-        for t, a in zip(self.pools.codec.tensors(), resume.codec, strict=True):
-            t[slot] = torch.tensor(a, device=self._device)
+        if resume.codec is not None:
+            for t, a in zip(self.pools.codec.tensors(), resume.codec, strict=True):
+                t[slot] = torch.tensor(a, device=self._device)
         line = Line.start(w.sub, resume.jitter, self._info.max_frames, resume.frames)
         detok = self._model.tokenizer.detokenizer()
         detok.restore(*resume.detok)
         row = line or Line(w.sub.input, w.sub.sink, resume.jitter, self._info.max_frames)
-        return _Running(w.sub.id, row, detok, resume.pos, resume.history, deque(resume.waiting), resume.loaded,
-                        resume.said), line is not None
+        return _Running(w.sub.id, row, detok, resume.pos, resume.history, int(resume.tokens["key"]),
+                        deque(resume.waiting), resume.loaded, resume.said), line is not None
 
     def _release(self, slot: int) -> None:
         """Give back `slot`; the session in the highest slot moves into the hole, and a newcomer

@@ -27,8 +27,11 @@ SAID = FINITE + 1
 PCM = slice(SAID + 1, SAID + 1 + frames.FRAME_SAMPLES)
 """...that frame, decoded, as int16 values..."""
 FED = slice(PCM.stop, PCM.stop + config.NUM_STREAMS)
-"""...and the 17 token ids the row fed (`step.StepOutput.fed`: the session's history)."""
-PACKED_WIDTH = FED.stop
+"""...the 17 token ids the row fed (`step.StepOutput.fed`: the session's history)..."""
+TAIL = slice(FED.stop, FED.stop + 1 + 3 * config.AGENT_CODEBOOKS)
+"""...and the row's token state after the tick that the next column is made of (`ahead`, `u1`,
+`u2`: 25 ids), the tail of a resume record's chunk (docs/continuity.md)."""
+PACKED_WIDTH = TAIL.stop
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +39,7 @@ class TickOutput:
     """What `program(Bk)` leaves for rows 0..Bk-1 (a device tensor)."""
 
     packed: torch.Tensor
-    """[Bk, PACKED_WIDTH] int32: `EMITTED`, `FINITE`, `SAID`, `PCM`, `FED` columns."""
+    """[Bk, PACKED_WIDTH] int32: `EMITTED`, `FINITE`, `SAID`, `PCM`, `FED`, `TAIL` columns."""
 
 
 class Pools:
@@ -153,4 +156,6 @@ class Program:
         pcm16 = torch.round(torch.clamp(torch.nan_to_num(pcm), -1.0, 1.0) * 32767.0)
         # One cat in fp32 (exact for token ids, the flag and int16 samples), then one cast.
         said = p.tokens.say_at[:bucket, None]
-        return TickOutput(torch.cat([out.emitted, finite[:, None], said, pcm16, out.fed], dim=1).int())
+        t = p.tokens
+        return TickOutput(torch.cat([out.emitted, finite[:, None], said, pcm16, out.fed, t.ahead[:bucket],
+                                     t.u1[:bucket], t.u2[:bucket]], dim=1).int())

@@ -347,7 +347,10 @@ class LiveSubmission:
     input: AudioReceiver
     sink: OutputSink
     state: bytes | None = None
-    """A handover blob (`liveplex.continuity`): the session continues from it; None: a fresh one."""
+    """A handover blob or a resume record (`liveplex.continuity`): the session continues from
+    it; None: a fresh one."""
+    checkpoints: bool = False
+    """Send `contract.Checkpoint`s: a gateway keeps them to resume the session elsewhere."""
 
     def refuse(self, reason: contract.CloseReason) -> None:
         self.sink.send(contract.Closed.refused(reason))
@@ -425,13 +428,14 @@ class LiveHandle(_End):
     def stopped(self) -> bool:
         return self._q.stopped
 
-    def start(self, session: contract.Session) -> Opened | Rejected:
-        return self._submit(session, None)
+    def start(self, session: contract.Session, checkpoints: bool = False) -> Opened | Rejected:
+        """`checkpoints`: the session's outputs carry its resume record (`contract.Checkpoint`)."""
+        return self._submit(session, None, checkpoints)
 
-    def resume(self, session: contract.Session, state: bytes) -> Opened | Rejected:
-        """Start a session that continues from a handover blob (`Ticker.take` imports it); a blob
-        the engine cannot import ends it `Closed(ABORTED)` before `Started`."""
-        return self._submit(session, state)
+    def resume(self, session: contract.Session, state: bytes, checkpoints: bool = False) -> Opened | Rejected:
+        """Start a session that continues from a handover blob or a resume record (`Ticker.take`
+        imports it); one the engine cannot import ends it `Closed(ABORTED)` before `Started`."""
+        return self._submit(session, state, checkpoints)
 
     def export(self, session_id: int) -> concurrent.futures.Future[bytes | None]:
         """Hand session `session_id` (`Opened.id`) over at the next tick boundary: the future gets
@@ -447,7 +451,7 @@ class LiveHandle(_End):
             q.cond.notify()
         return reply
 
-    def _submit(self, session: contract.Session, state: bytes | None) -> Opened | Rejected:
+    def _submit(self, session: contract.Session, state: bytes | None, checkpoints: bool) -> Opened | Rejected:
         q = self._q
         with q.cond:
             if q.stopped or self._closed:
@@ -456,7 +460,8 @@ class LiveHandle(_End):
                 return Rejected.FULL
             sub_id = next(q.ids)
             audio_pipe, output_pipe = _AudioPipe(), _OutputPipe(q.handoff, sub_id)
-            sub = LiveSubmission(sub_id, session, AudioReceiver(audio_pipe), OutputSink(output_pipe), state)
+            sub = LiveSubmission(sub_id, session, AudioReceiver(audio_pipe), OutputSink(output_pipe), state,
+                                 checkpoints)
             q.items.append(sub)
             q.cond.notify()
         return Opened(sub.id, session, AudioSender(audio_pipe), OutputReceiver(output_pipe))

@@ -149,5 +149,15 @@ class Closed:
         return Closed(reason, 0, 0, 0)
 
 
-Output = Started | Audio | Text | Closed
-"""What a session's sink receives, in order: Started, then Audio (+Text) per tick, then Closed."""
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A piece of the session's resume record (`liveplex.continuity.record`), sent after a tick's
+    frame only to sessions started with `checkpoints`: what another engine needs to rebuild the
+    session if this one is lost (docs/continuity.md)."""
+
+    data: bytes
+
+
+Output = Started | Audio | Text | Checkpoint | Closed
+"""What a session's sink receives, in order: Started, then Audio (+Text, +Checkpoint) per tick,
+then Closed."""

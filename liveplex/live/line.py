@@ -19,7 +19,7 @@ from liveplex.live.jitter import Jitter
 class Line:
     """One session's caller audio, its output sink and its frame count."""
 
-    __slots__ = ("input", "sink", "jitter", "frames", "max_frames", "id", "session")
+    __slots__ = ("input", "sink", "jitter", "frames", "max_frames", "id", "session", "checkpoints")
 
     def __init__(self, input: AudioReceiver, sink: OutputSink, jitter: Jitter, max_frames: int,
                  id: int = 0, session: contract.Session | None = None) -> None:
@@ -33,6 +33,8 @@ class Line:
         self.frames = 0
         """Frames run; the next frame's number."""
         self.max_frames = max_frames
+        self.checkpoints = False
+        """The session's outputs carry its resume record (`LiveSubmission.checkpoints`)."""
 
     @staticmethod
     def start(sub: LiveSubmission, jitter: Jitter, max_frames: int, frames: int = 0) -> Line | None:
@@ -43,6 +45,7 @@ class Line:
             return None
         line = Line(sub.input, sub.sink, jitter, max_frames, sub.id, sub.session)
         line.frames = frames
+        line.checkpoints = sub.checkpoints
         return line
 
     def listen(self) -> contract.CloseReason | None:
@@ -119,6 +122,11 @@ class Line:
         if not ok:
             self.sink.drop()
         return ok
+
+    def checkpoint(self, data: bytes) -> None:
+        """Send a piece of the session's resume record (`liveplex.continuity.record`) after this
+        tick's frame; a receiver gone is seen by the next `say`."""
+        self.sink.send(contract.Checkpoint(data))
 
     def close(self, reason: contract.CloseReason) -> None:
         """Send the last output, with the counts, and let go of the sink."""

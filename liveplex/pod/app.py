@@ -4,14 +4,17 @@ admin listener."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.applications import Starlette
 
-from liveplex.continuity import blob
+from liveplex.continuity import blob, record
 from liveplex.continuity.errors import HandoverError
 from liveplex.gptlive.server import app as server_app
 from liveplex.gptlive.server import exposition, hop, replies
+from liveplex.live.contract import LiveInfo
 from liveplex.pod import handover, metrics, stats
 from liveplex.pod.pod import Pod
 
@@ -45,6 +48,27 @@ def create_app(pod: Pod) -> server_app.ByListener:
         async def models(request: Request) -> Response:
             return front.guard(request) or JSONResponse(replies.models_json(served.models))
 
+        async def held(request: Request, peek: Callable[[bytes, LiveInfo], blob.Header | HandoverError]) -> Response:
+            """Check a blob or a record (`peek`) and hold it for the socket that continues it."""
+            denied = front.guard(request)
+            if denied is not None:
+                return denied
+            if pod.draining or pod.backend.handle is None:
+                return replies.response(replies.NOT_READY)
+            data = await handover.read_body(request)
+            if data is None:
+                return handover.error(413, "handover_too_large",
+                                      f"A blob is at most {handover.MAX_BLOB_BYTES} bytes.")
+            header = peek(data, served.info)
+            if isinstance(header, HandoverError):
+                return handover.refused(header)
+            key = pod.backend.imports.put(data, header, handover.now())
+            return replies.response(handover.FULL) if key is None else handover.imported(key, header)
+
+        @app.post(hop.RESUME_PATH)  # before EXPORT_PATH, which would take "resume" for a session id
+        async def resume(request: Request) -> Response:
+            return await held(request, record.peek)
+
         @app.post(hop.EXPORT_PATH)
         async def export(request: Request, session_id: str) -> Response:
             denied = front.guard(request)
@@ -55,20 +79,7 @@ def create_app(pod: Pod) -> server_app.ByListener:
 
         @app.post(hop.IMPORT_PATH)
         async def import_(request: Request) -> Response:
-            denied = front.guard(request)
-            if denied is not None:
-                return denied
-            if pod.draining or pod.backend.handle is None:
-                return replies.response(replies.NOT_READY)
-            data = await handover.read_body(request)
-            if data is None:
-                return handover.error(413, "handover_too_large",
-                                      f"A blob is at most {handover.MAX_BLOB_BYTES} bytes.")
-            header = blob.peek(data, served.info)
-            if isinstance(header, HandoverError):
-                return handover.refused(header)
-            key = pod.backend.imports.put(data, header, handover.now())
-            return replies.response(handover.FULL) if key is None else handover.imported(key, header)
+            return await held(request, blob.peek)
 
         @app.get("/v1/audio/voices")
         async def audio_voices(request: Request) -> Response:

@@ -9,6 +9,7 @@ the NetworkPolicy lets only gateways reach pods.
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 import weakref
@@ -32,9 +33,11 @@ _SESSION_ID = re.compile(r"sess_[A-Za-z0-9]{1,64}")
 class EngineLeg:
     """One session on the engine: caller audio in, the tick's outputs out to the peer."""
 
-    def __init__(self, opened: channel.Opened, peer: backend.Peer) -> None:
+    def __init__(self, opened: channel.Opened, peer: backend.Peer, checkpoints: bool = False) -> None:
         self._opened: channel.Opened | None = opened
         self._peer = peer
+        self._checkpoints = checkpoints
+        """A gateway relays this session: its outputs carry `contract.Checkpoint`s for it."""
         opened.output.listen(self._on_outputs)
 
     @property
@@ -49,6 +52,8 @@ class EngineLeg:
             return
         try:
             outputs = opened.output.drain()
+            if self._checkpoints:
+                outputs = self._checkpointed(outputs)
             if outputs and type(last := outputs[-1]) is contract.Closed \
                     and last.reason is contract.CloseReason.HANDED_OVER:
                 self._handed_over(outputs[:-1])
@@ -61,6 +66,19 @@ class EngineLeg:
         except Exception:
             logger.error("live socket output handler failed", exc_info=True)
             self._peer.deliver([])
+
+    def _checkpointed(self, outputs: list[contract.Output]) -> list[contract.Output]:
+        """Deliver the outputs up to the last checkpoint, each checkpoint going to the gateway as
+        a `hop.CHECKPOINT` event in its place (never to the `Connection`: the client never sees
+        it); what follows the last one is returned for the usual path."""
+        start = 0
+        for i, o in enumerate(outputs):
+            if type(o) is contract.Checkpoint:
+                if i > start:
+                    self._peer.deliver(outputs[start:i])
+                self._peer.relay(hop.CHECKPOINT_PREFIX + base64.b64encode(o.data).decode() + '"}', False)
+                start = i + 1
+        return outputs[start:] if start else outputs
 
     def _handed_over(self, outputs: list[contract.Output]) -> None:
         """The session left the engine: its last frames, then the socket closes with the hop's
@@ -160,22 +178,24 @@ class EngineBackend:
             peer.refuse(errors.server_busy(self.served.info.max_sessions))
             return None
         key = self._import_of.pop(peer.conn, None)
+        session_id = self._given.get(peer.conn)
+        checkpoints = session_id is not None  # a gateway relays it: it keeps the resume record
         if key is None:
-            result = handle.start(start.session)
+            result = handle.start(start.session, checkpoints)
         else:
             held = self.imports.take(key, handover.now())
             if held is None or held.header.voice != start.session.voice:
                 why = "is unknown or expired" if held is None else f"holds voice {held.header.voice}"
                 peer.refuse(errors.server_error(f"the import {errors.echo(key)} {why}"))
                 return None
-            result = handle.resume(start.session, held.data)
+            result = handle.resume(start.session, held.data, checkpoints)
         if result is channel.Rejected.FULL:
             peer.refuse(errors.server_busy(self.served.info.max_sessions))
             return None
         if isinstance(result, channel.Rejected):
             peer.refuse(errors.server_error(result.value))
             return None
-        leg = EngineLeg(result, peer)
-        if (session_id := self._given.get(peer.conn)) is not None:
+        leg = EngineLeg(result, peer, checkpoints)
+        if session_id is not None:
             self._legs[session_id] = leg
         return leg

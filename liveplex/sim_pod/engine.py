@@ -8,12 +8,14 @@ loudness is judged for all sessions in one numpy pass (a few µs per session, do
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import struct
 import time
 
 import numpy as np
 
-from liveplex.continuity import blob, errors
+from liveplex.continuity import blob, errors, record
 from liveplex.live import channel, contract, frames
 from liveplex.live.drive import EngineError
 from liveplex.live.jitter import Jitter
@@ -25,6 +27,9 @@ logger = logging.getLogger(__name__)
 
 KIND = "sim"
 """`blob.Header.kind` of the sim's handovers."""
+TAIL = struct.Struct("<II")
+"""A resume record's tail (docs/continuity.md): the echo's loud frames and words after a tick, so a
+resumed echo goes on with its words; its delayed frames start silent."""
 
 
 class InjectedFault(EngineError):
@@ -53,6 +58,8 @@ class SimEngine:
         else:
             line = self._resume(sub, jitter, core)
         if line is not None:
+            if line.checkpoints:  # the record's head, right after `Started`
+                line.checkpoint(record.head(self._header(line, core), {}, 0, TAIL.size))
             self._calls.append((line, core))
 
     def export(self, session_id: int) -> bytes | None:
@@ -67,21 +74,36 @@ class SimEngine:
             del self._calls[i]
             scalars, arrays = part
             state, delay = core.state()
-            assert line.session is not None, "a started line knows its session"
-            header = blob.Header(KIND, self._info.model, self._info.context_frames, line.session.voice,
-                                 line.frames, self._settings(), {**scalars, **state})
+            header = dataclasses.replace(self._header(line, core), state={**scalars, **state})
             return blob.encode(header, {**arrays, "delay": np.frombuffer(delay, np.uint8)})
         return None
+
+    def _header(self, line: Line, core: echo.Echo) -> blob.Header:
+        """What a blob or a record says the session is, with the echo's counters."""
+        assert line.session is not None, "a started line knows its session"
+        return blob.Header(KIND, self._info.model, self._info.context_frames, line.session.voice, line.frames,
+                           self._settings(), {"loud_frames": core.loud_frames, "words": core.words})
 
     def _settings(self) -> dict[str, str]:
         """The settings a handover must agree on: the echo's delay (the jitter cap is checked by size)."""
         return {"echo_frames": dict(self._info.engine)["echo_frames"]}
 
     def _resume(self, sub: channel.LiveSubmission, jitter: Jitter, core: echo.Echo) -> Line | None:
-        """The line of a session continuing from `sub.state`; a blob that does not fit is
-        refused `ABORTED` (logged with its code and parameter)."""
+        """The line of a session continuing from `sub.state`, a blob or a record; one that does
+        not fit is refused `ABORTED` (logged with its code and parameter).
+
+        From a record (its pod was lost): the frame count and the echo's counters go on, the
+        delayed frames and the jitter buffer start empty, commentary not yet said is lost."""
         assert sub.state is not None
         try:
+            if record.is_record(sub.state):
+                rec = record.accept(sub.state, self._info, KIND, sub.session.voice)
+                loud, words = (TAIL.unpack(rec.tail) if rec.tail is not None
+                               else (rec.head.scalar("loud_frames", int), rec.head.scalar("words", int)))
+                core.restore(loud, words, [], core.state()[1])  # its delay as it is: silent
+                if not 0 <= rec.frames < self._max_frames:
+                    raise errors.state(("header", "frames"), f"is {rec.frames}, outside 0..{self._max_frames - 1}")
+                return Line.start(sub, jitter, self._max_frames, rec.frames)
             h = blob.accept(sub.state, self._info, KIND, sub.session.voice)
             said = h.scalar("said", list)
             if not all(isinstance(w, str) for w in said):
@@ -121,9 +143,12 @@ class SimEngine:
         for call, pcm, is_loud in zip(live, heard, loud.tolist(), strict=True):
             for text in call[0].commentary():
                 call[1].say(text)
-            out, word = call[1].step(pcm, is_loud)
-            if call[0].say(out, word):
+            line, core = call
+            out, word = core.step(pcm, is_loud)
+            if line.say(out, word):
                 kept.append(call)
+                if line.checkpoints:
+                    line.checkpoint(record.ticks(line.frames - 1, 1, b"", TAIL.pack(core.loud_frames, core.words)))
         self._calls = kept  # 4. sinks gone: dropped silently
 
     def abort(self) -> None:

@@ -19,6 +19,9 @@ EXPORT_PATH = "/live/handover/{session_id}"
 """POST: export the session at the next tick boundary; answers its blob."""
 IMPORT_PATH = "/live/handover"
 """POST a blob: the pod checks and holds it; answers `{"import_id", "frames", "voice"}`."""
+RESUME_PATH = "/live/handover/resume"
+"""POST a resume record (the decoded `CHECKPOINT`s of a lost session, concatenated in order): the
+pod rebuilds the session from it and holds it like an import; answers as `IMPORT_PATH`."""
 
 HANDED_OVER_CLOSE = 4100
 """A relayed session's socket closed by its pod after an export: not an error, no `session.closed`."""
@@ -28,3 +31,10 @@ Gateways act on it and never relay it; a pod writes it only on sockets a gateway
 carry `SESSION_ID_HEADER`)."""
 MOVE_REQUEST = '{"type":"' + MOVE_REQUESTED + '"}'
 """Its whole text."""
+CHECKPOINT = "liveplex.session.checkpoint"
+"""An event a pod writes on each relayed session's socket after a tick's frame: a piece of the
+session's resume record, `{"type": CHECKPOINT, "data": "<standard base64>"}`. Gateways keep it
+and never relay it (docs/continuity.md, "Resume after a pod is lost")."""
+CHECKPOINT_PREFIX = '{"type":"' + CHECKPOINT + '","data":"'
+"""How its text starts, exactly: a gateway recognises it by this prefix and never JSON-parses it;
+the base64 runs from here to the closing `"}`."""
