@@ -101,3 +101,55 @@ def test_held_imports_expire_and_are_bounded_and_taken_once() -> None:
     held = imports.take(a, 2.0)
     assert held is not None and held.data == b"a" and imports.take(a, 2.0) is None
     assert imports.take(b, 1.0 + handover.IMPORT_TTL_S) is None and len(imports) == 0  # expired
+
+
+async def _checkpointed(ws: websockets.ClientConnection, frames: int) -> tuple[bytes, list[bytes]]:
+    """Audio until `frames` frames came, and the decoded checkpoints meanwhile (their text checked
+    to be the exact prefix, base64, `"}`, as a gateway reads it)."""
+    pcm, pieces = b"", []
+    async with asyncio.timeout(15):
+        while len(pcm) < frames * 3840:
+            text = await ws.recv()
+            assert isinstance(text, str)
+            if text.startswith(hop.CHECKPOINT_PREFIX):
+                assert text.endswith('"}') and orjson.loads(text)["type"] == hop.CHECKPOINT
+                pieces.append(base64.b64decode(text[len(hop.CHECKPOINT_PREFIX):-2], validate=True))
+                continue
+            event = orjson.loads(text)
+            if event["type"] == "session.output_audio.delta":
+                pcm += base64.b64decode(event["delta"])
+    return pcm, pieces
+
+
+async def test_a_session_whose_pod_is_lost_resumes_on_another_from_its_checkpoints() -> None:
+    async with pods.in_process(*FLAGS) as b, httpx.AsyncClient(headers=AUTH) as http:
+        async with pods.in_process(*FLAGS) as a:
+            ws = await _open(a.ws_url, "sess_lost1")
+            for pcm in SENT[:8]:
+                await ws.send(orjson.dumps({"type": "session.input_audio.append",
+                                            "audio": base64.b64encode(pcm).decode()}).decode())
+            played, pieces = await _checkpointed(ws, 8)
+            direct = await websockets.connect(a.ws_url, additional_headers=AUTH)  # no gateway: no checkpoints
+            await direct.send(START)
+            _, none = await _checkpointed(direct, 2)
+            assert none == []
+            await direct.close()
+        # pod A is gone; what the gateway kept is the record
+        rec = b"".join(pieces)
+        assert len(pieces) >= 8 and pieces[0][:1] == b"H"
+        bad = await http.post(f"{b.root}{hop.RESUME_PATH}", content=rec[:-1], timeout=10)
+        assert bad.status_code == 400 and bad.json()["error"]["code"] == "handover_malformed"
+        assert bad.json()["error"]["param"] == f"record[{len(pieces) - 1}]"
+        assert (await http.post(f"{b.root}{hop.RESUME_PATH}", content=rec, headers={"authorization": "x"})
+                ).status_code == 401
+        held = await http.post(f"{b.root}{hop.RESUME_PATH}", content=rec, timeout=10)
+        assert held.status_code == 201, held.text
+        frames = held.json()["frames"]
+        assert held.json()["voice"] == "NATF2" and len(pieces) - 1 <= frames <= len(played) // 3840
+        ws_b = await _open(b.ws_url, "sess_lost1", **{hop.IMPORT_HEADER: held.json()["import_id"]})
+        await ws_b.send(orjson.dumps({"type": "session.close"}).decode())
+        async with asyncio.timeout(10):
+            while (event := orjson.loads(await ws_b.recv()))["type"] != "session.closed":
+                pass
+        await ws_b.close()
+    assert event["usage"]["seconds"] >= frames * 0.08  # usage counts on from the lost pod's frames
