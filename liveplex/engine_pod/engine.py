@@ -562,7 +562,7 @@ class PersonaPlexEngine:
         `HandoverError`. The columns fed are exact and rebuild the KV ring as an import's do; the
         token row is rebuilt from the record's tail and sampling key (no commentary); the Mimi
         state starts fresh, as a newcomer's, the jitter buffer empty."""
-        h, C = rec.head, self._model.cfg.context
+        h = rec.head
         if h.scalar("tick_bytes", int) != COLUMN_BYTES or h.scalar("tail_bytes", int) != 2 * TAIL_IDS:
             raise errors.state(("header", "state", "tick_bytes"), "is not this engine's column and tail")
         first = h.scalar("first", int)

@@ -86,4 +86,5 @@ def test_a_record_with_an_id_out_of_range_or_cut_is_refused_before_started(tiny_
         b.tick()
         assert call.outputs == [contract.Closed.refused(contract.CloseReason.ABORTED)]
     err = record.decode(rec[:-1])
-    assert isinstance(err, HandoverError) and err.code is Code.MALFORMED and err.param == "record[2]"  # the head, then two ticks chunks
+    assert isinstance(err, HandoverError) and err.code is Code.MALFORMED
+    assert err.param == "record[2]"  # the head, then two ticks chunks
