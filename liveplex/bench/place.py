@@ -28,6 +28,7 @@ import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import orjson
 import websockets
@@ -61,10 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--simulate: most place.lua calls timed alone (3 s at most) (default: %(default)s)")
     p.add_argument("--quality", action="store_true",
                    help="grade sub-pool placement against the single-pool choice (place_quality; default: off)")
-    p.add_argument("--subpools", type=int, nargs="+", default=[1, 3, 6],
-                   help="--quality: the sub-pool counts compared, 1 = one pool (default: %(default)s)")
+    p.add_argument("--subpools", type=int, nargs="+", default=None,
+                   help="--quality: the sub-pool counts compared, 1 = one pool (default: 1 3 6); --simulate: "
+                        "the pool's sub-pools, one count (default: 1)")
     p.add_argument("--shards", type=int, default=0,
-                   help="--quality: run on a local Redis Cluster of this many shards (default: 0, one Redis)")
+                   help="--quality, --simulate: on a local Redis Cluster of this many shards, or with "
+                        "--redis-url: that URL is a cluster node (default: 0, one Redis)")
     p.add_argument("--occupancy", type=float, default=0.7,
                    help="--quality: the share of slots held while placing (default: %(default)s)")
     p.add_argument("--steps", type=int, default=5000,
@@ -112,35 +115,36 @@ async def measure(base_url: str, model: str, concurrency: int, seconds: float,
     return report
 
 
-def _simulate(args: argparse.Namespace) -> dict[str, object]:
-    from liveplex.bench import place_sim
-    from liveplex.placement import LocalRedis
-
-    def plan(url: str) -> place_sim.Plan:
-        return place_sim.Plan(url, args.pods, args.capacity, args.rate, args.seconds, args.hold, args.concurrency,
-                              args.decision_rounds)
-
-    if args.redis_url:
-        return place_sim.measure(plan(args.redis_url))
-    with LocalRedis() as server:
-        return place_sim.measure(plan(server.url))
-
-
-def _quality(args: argparse.Namespace) -> dict[str, object]:
-    from liveplex.bench import place_quality
+def _on_redis(args: argparse.Namespace, measure: Callable[[str, bool], dict[str, object]]) -> dict[str, object]:
+    """`measure(url, cluster)` on `--redis-url`, else on a throwaway redis-server or local cluster."""
     from liveplex.placement import LocalRedis
     from liveplex.placement.local_redis import LocalCluster
-
-    def plan(url: str, cluster: bool) -> place_quality.Plan:
-        return place_quality.Plan(url, cluster, args.pods, args.capacity, tuple(args.subpools), args.steps,
-                                  args.occupancy)
 
     if args.shards < 0:
         raise ValueError("--shards must be >= 0")
     if args.redis_url:
-        return place_quality.measure(plan(args.redis_url, args.shards > 0))
+        return measure(args.redis_url, args.shards > 0)
     with LocalCluster(args.shards) if args.shards else LocalRedis() as server:
-        return place_quality.measure(plan(server.url, args.shards > 0))
+        return measure(server.url, args.shards > 0)
+
+
+def _simulate(args: argparse.Namespace) -> dict[str, object]:
+    from liveplex.bench import place_sim
+
+    if args.subpools is not None and len(args.subpools) != 1:
+        raise ValueError("--subpools takes one count with --simulate")
+    count = args.subpools[0] if args.subpools else 1
+    return _on_redis(args, lambda url, cluster: place_sim.measure(place_sim.Plan(
+        url, args.pods, args.capacity, args.rate, args.seconds, args.hold, args.concurrency, args.decision_rounds,
+        subpools=count, cluster=cluster)))
+
+
+def _quality(args: argparse.Namespace) -> dict[str, object]:
+    from liveplex.bench import place_quality
+
+    counts = tuple(args.subpools or (1, 3, 6))
+    return _on_redis(args, lambda url, cluster: place_quality.measure(place_quality.Plan(
+        url, cluster, args.pods, args.capacity, counts, args.steps, args.occupancy)))
 
 
 def main(argv: list[str]) -> int:

@@ -293,6 +293,13 @@ class PlacementClient:
 
     # --- the edge -------------------------------------------------------------------------------------
 
+    async def load_scripts(self) -> None:
+        """Load every script on the server (every primary of a cluster), for a caller that sends
+        `Batch.commands` as `EVALSHA` on its own connections."""
+        for script in (self._heartbeat, self._settle, self._drain, self._remove, self._place, self._snapshot,
+                       self._summary):
+            await self._run(self._redis.script_load(script.script))
+
     def batch(self) -> Batch:
         """Engine-side writes queued here and sent in one round trip, applied in order."""
         return Batch(self)
