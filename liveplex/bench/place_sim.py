@@ -469,14 +469,44 @@ async def _decision(plan: Plan) -> dict[str, Any]:
 async def _read_cost(redis_: _Nodes, read: Callable[[], Awaitable[object]]) -> dict[str, float]:
     """A gateway's pool read (`summary`: what it refreshes now; `snapshot`: every pod, as it did), of
     the pool or its first sub-pool: Redis CPU and this process's CPU (the reply parsed, on the event
-    loop) per read, up to 20 reads or 3 s."""
+    loop) per read, up to 20 reads or 3 s; then the same reads again, and an idle spell, beside a
+    task that yields at every turn of the loop (`_longest_turn_ms`)."""
     cpu0, mine0, t0, reads = await redis_.cpu_s(), time.process_time(), time.perf_counter(), 0
     while reads < 20 and time.perf_counter() - t0 < DECISION_BUDGET_S:
         await read()
         reads += 1
-    mine1, cpu1 = time.process_time(), await redis_.cpu_s()
+    mine1, cpu1, spent = time.process_time(), await redis_.cpu_s(), time.perf_counter() - t0
+    blocked = await _longest_turn_ms(lambda: _reads(read, reads))
+    quiet = await _longest_turn_ms(lambda: asyncio.sleep(spent))
     return {"reads": reads, "redis_ms": round((cpu1 - cpu0) * 1e3 / reads, 2),
-            "client_ms": round((mine1 - mine0) * 1e3 / reads, 2)}
+            "client_ms": round((mine1 - mine0) * 1e3 / reads, 2), "loop_block_max_ms": blocked,
+            "loop_block_max_ms_idle": quiet}
+
+
+async def _reads(read: Callable[[], Awaitable[object]], n: int) -> None:
+    for _ in range(n):
+        await read()
+
+
+async def _longest_turn_ms(work: Callable[[], Awaitable[object]]) -> float:
+    """The longest the event loop went without a turn for a task that yields at every turn, while
+    `work` runs: how long a relay's frame could wait behind it (with `work` only sleeping: the
+    machine's own preemption, the floor)."""
+    longest, running = 0.0, True
+
+    async def yielder() -> None:
+        nonlocal longest
+        last = time.perf_counter()
+        while running:
+            await asyncio.sleep(0)
+            now = time.perf_counter()
+            longest, last = max(longest, now - last), now
+
+    beside = asyncio.ensure_future(yielder())
+    await work()
+    running = False
+    await beside
+    return round(longest * 1e3, 2)
 
 
 async def _orchestrate(plan: Plan) -> dict[str, Any]:
