@@ -8,8 +8,9 @@ Redis, so the heartbeats, the placements and the measurement do not share one ev
   its tick p99 changing every beat as a real pod's does; a beat sends what changed since the last.
   Each placed session is accepted by its pod with the pod's own count (or refused when the pod is at
   its cap: *overbooked*, which placement must never cause),
-  held for `--hold` seconds, then ended (`set_active`). A probe pod (capacity 0, never placed on)
-  heartbeats alone every 10 ms on its own connection: the heartbeat round trip a pod sees.
+  held for `--hold` seconds, then ended (`set_active`).
+- **probe**: one more pod (capacity 0, never placed on) heartbeats every 10 ms from a process of its
+  own (its round trips wait on Redis only, not on the simulator's loop): the round trip a pod sees.
 - **gateway**: `--concurrency` callers place at `--rate` placements/s in all (the gateway's
   `place.lua` round trip) and hand each placed session to its pod, as an upstream connect would.
 - **this one**: Redis's main-thread CPU (`INFO cpu`) over a heartbeats-only phase and over the
@@ -106,7 +107,6 @@ class PodsReport:
     overbooked: int = 0
     ended: int = 0
     heartbeats: int = 0
-    probe_us: list[int] = dataclasses.field(default_factory=list)
     batch_us: list[int] = dataclasses.field(default_factory=list)
     late_ticks: int = 0
     """Ticks that started more than a tick late (Redis or this process could not keep up)."""
@@ -124,11 +124,9 @@ async def _pods(plan: Plan, inbox: Connection, ready: Event, stop: Event, beats:
     ends: list[tuple[float, int]] = []
     slots = max(1, round(HEARTBEAT_MS / 1000 / TICK_S))
     home = homes(POOL, plan.pods, plan.subpools)
-    async with PlacementClient(plan.url, timeout_ms=10_000, cluster=plan.cluster) as client, \
-            PlacementClient(plan.url, timeout_ms=10_000, cluster=plan.cluster) as probe:
+    async with PlacementClient(plan.url, timeout_ms=10_000, cluster=plan.cluster) as client:
         await client.load_scripts()  # on every shard: the pods' own connections send EVALSHA
         wire = await _Wires.open(plan.url, plan.cluster, sorted(set(home)))
-        probing = asyncio.get_running_loop().create_task(_probe(probe, home[0], stop, report, beats))
         ready.set()
         tick, next_tick, placing = 0, time.perf_counter(), True
         while placing:  # until the gateway's last message: every placed session reaches its pod
@@ -169,8 +167,6 @@ async def _pods(plan: Plan, inbox: Connection, ready: Event, stop: Event, beats:
             if delay < -TICK_S:
                 report.late_ticks += 1
             await asyncio.sleep(max(0.0, delay))
-        probing.cancel()
-        await asyncio.gather(probing, return_exceptions=True)
         await wire.close()
     return report
 
@@ -253,13 +249,24 @@ class _Wires:
             await wire.close()
 
 
-async def _probe(client: PlacementClient, pool: str, stop: Event, report: PodsReport, beats: Any) -> None:
-    while not stop.is_set():
-        beats.value += 1
-        t0 = time.perf_counter_ns()
-        await client.heartbeat(pool, "probe", PodRecord("10.255.255.255:8000", 0, 0))
-        report.probe_us.append((time.perf_counter_ns() - t0) // 1000)
-        await asyncio.sleep(TICK_S)
+def run_probe(plan: Plan, ready: Event, stop: Event, beats: Any, results: Any) -> None:
+    results.put(("probe", loop.run(_probe(plan, ready, stop, beats))))
+
+
+async def _probe(plan: Plan, ready: Event, stop: Event, beats: Any) -> list[int]:
+    """The probe pod's heartbeat round trips, µs."""
+    pool = subpools.of(POOL, "probe", plan.subpools)
+    samples: list[int] = []
+    async with PlacementClient(plan.url, timeout_ms=10_000, cluster=plan.cluster) as client:
+        await client.heartbeat(pool, "probe", PodRecord("10.255.255.255:8000", 0, 0))  # connected, loaded
+        ready.set()
+        while not stop.is_set():
+            beats.value += 1
+            t0 = time.perf_counter_ns()
+            await client.heartbeat(pool, "probe", PodRecord("10.255.255.255:8000", 0, 0))
+            samples.append((time.perf_counter_ns() - t0) // 1000)
+            await asyncio.sleep(TICK_S)
+    return samples
 
 
 # --- the gateway process -------------------------------------------------------------------------
@@ -379,9 +386,9 @@ class Window:
     """The smallest `members` seen, sampled every 250 ms (-1: not sampled)."""
 
 
-async def _window(redis_: _Nodes, seconds: float, beats: Any, placed: Any,
+async def _window(redis_: _Nodes, seconds: float, beats: tuple[Any, ...], placed: Any,
                   members: list[str] | None = None) -> Window:
-    cpu0, t0, beats0, placed0 = await redis_.cpu_s(), time.perf_counter(), beats.value, placed.value
+    cpu0, t0, beats0, placed0 = await redis_.cpu_s(), time.perf_counter(), sum(b.value for b in beats), placed.value
     fewest = -1
     while (left := t0 + seconds - time.perf_counter()) > 0:
         await asyncio.sleep(min(0.25, left))
@@ -389,7 +396,7 @@ async def _window(redis_: _Nodes, seconds: float, beats: Any, placed: Any,
             n = sum([await redis_.data.zcard(key) for key in members])
             fewest = n if fewest < 0 else min(fewest, n)
     cpu1, t1 = await redis_.cpu_s(), time.perf_counter()
-    return Window(t1 - t0, cpu1 - cpu0, beats.value - beats0, placed.value - placed0, fewest)
+    return Window(t1 - t0, cpu1 - cpu0, sum(b.value for b in beats) - beats0, placed.value - placed0, fewest)
 
 
 def _costs(plan: Plan, warm: Window, placing: Window, shards: int) -> dict[str, Any]:
@@ -513,8 +520,10 @@ async def _orchestrate(plan: Plan) -> dict[str, Any]:
     context = multiprocessing.get_context("spawn")
     inbox, outbox = context.Pipe(duplex=False)
     live, stop = context.Event(), context.Event()
-    ready = [context.Event(), context.Event()]
+    ready = [context.Event(), context.Event(), context.Event()]
     beats, placed = context.Value("q", 0, lock=False), context.Value("q", 0, lock=False)
+    probe_beats = context.Value("q", 0, lock=False)
+    """The probe's beats, apart from the pods': two processes adding to one unlocked counter lose some."""
     results = context.Queue()
     home = homes(POOL, plan.pods, plan.subpools)
     pools = sorted(set(home))
@@ -523,7 +532,8 @@ async def _orchestrate(plan: Plan) -> dict[str, Any]:
         await redis_.clear(POOL)
         await _populate(client, home, plan.capacity, 60_000)  # the pods' first beats are whole
         processes = [context.Process(target=run_pods, args=(plan, inbox, ready[0], stop, beats, results)),
-                     context.Process(target=run_gateway, args=(plan, outbox, ready[1], live, stop, placed, results))]
+                     context.Process(target=run_gateway, args=(plan, outbox, ready[1], live, stop, placed, results)),
+                     context.Process(target=run_probe, args=(plan, ready[2], stop, probe_beats, results))]
         for process in processes:
             process.start()
         members = [pool_keys(pool).members for pool in pools]
@@ -532,9 +542,9 @@ async def _orchestrate(plan: Plan) -> dict[str, Any]:
                 if not await asyncio.to_thread(event.wait, 120):
                     raise RuntimeError("a bench process did not start within 120 s")
             await asyncio.sleep(HEARTBEAT_MS / 1000)  # every pod's first, whole beat is behind us
-            warm = await _window(redis_, plan.warm_s, beats, placed)
+            warm = await _window(redis_, plan.warm_s, (beats, probe_beats), placed)
             live.set()
-            placing = await _window(redis_, plan.seconds, beats, placed, members)
+            placing = await _window(redis_, plan.seconds, (beats, probe_beats), placed, members)
             stop.set()
             reports = dict([await asyncio.to_thread(results.get, True, 120) for _ in processes])
         finally:
@@ -558,7 +568,7 @@ async def _orchestrate(plan: Plan) -> dict[str, Any]:
         "concurrency": plan.concurrency, "seconds": round(gateway.seconds, 2),
         "placements_per_s": round(rate, 1), "outcomes": {"placed": gateway.placed, "busy": gateway.busy},
         "place_ms": percentiles.summarize(gateway.place_us).as_dict(),
-        "heartbeat_ms": percentiles.summarize(pods.probe_us).as_dict(),
+        "heartbeat_ms": percentiles.summarize(reports["probe"]).as_dict(),
         "pod_batch_ms": percentiles.summarize(pods.batch_us).as_dict(),
         "redis": _costs(plan, warm, placing, shards),
         "pods_process": {"heartbeats": pods.heartbeats, "accepted": pods.accepted, "ended": pods.ended,
