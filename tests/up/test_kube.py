@@ -153,7 +153,8 @@ def test_kubectl_drives_liveengines_that_the_gateway_places_sessions_on(redis_ur
             kube.kubectl("scale", "le/sim", "--replicas=2")  # platform §5: the emptiest pod goes
             platform.eventually(lambda: kube.pod_names("sim") == busy, "the emptiest pod removed", deadline_s=60)
             third = await started(kube.gateway)  # now 2 + 1 sessions on the two pods
-            platform.eventually(lambda: sorted(kube.costs("sim").values()) == [ONE_SESSION],
+            platform.eventually(lambda: list(kube.costs("sim").values()) == [ONE_SESSION]  # not a stale mark:
+                                and list(kube.pod_sessions(kube.costs("sim")).values()) == [1],  # its pod has one
                                 "of two pods, the one with one session marked", deadline_s=30)
             kube.kubectl("scale", "le/sim", "--replicas=1")  # the pod with one session drains, slowly
             platform.eventually(lambda: kube.draining() == 1, "a pod draining with its session", deadline_s=30)
