@@ -21,10 +21,8 @@ from typing import Any
 import redis.asyncio
 
 from liveplex.bench import loop, percentiles
+from liveplex.bench.place_sim import FAR_MS  # TTL, stale window and lease: no beats here, sessions end by unreserve
 from liveplex.placement import Placed, PlacementClient, PodRecord, subpools
-
-FAR_MS = 3_600_000
-"""TTL, stale window and lease: the pods do not heartbeat here, sessions end by `unreserve`."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
