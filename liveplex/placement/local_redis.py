@@ -135,7 +135,7 @@ class LocalCluster:
     ADDSLOTSRANGE`), the nodes `CLUSTER MEET` the first, and `start` returns once every node reports
     `cluster_state:ok` and knows every shard. `shards[i].stop()` plays "a shard died"."""
 
-    def __init__(self, shards: int = 3, ready_timeout_s: float = 10.0) -> None:
+    def __init__(self, shards: int = 3, ready_timeout_s: float = 30.0) -> None:
         if shards < 1:
             raise LocalRedisError("a cluster has at least one shard")
         self.shards = [LocalRedis(ready_timeout_s=ready_timeout_s, options=CLUSTER_OPTIONS) for _ in range(shards)]
