@@ -183,10 +183,11 @@ class GatewayBackend:
             return None
         return answer.content
 
-    async def import_blob(self, placed: Placed, blob: bytes) -> str | None:
-        """Offer a blob to a pod (`hop.IMPORT_PATH`): the id it holds it under, or None."""
+    async def import_blob(self, placed: Placed, blob: bytes, path: str) -> str | None:
+        """Offer a blob (`hop.IMPORT_PATH`) or a resume record (`hop.RESUME_PATH`) to a pod: the id
+        it holds it under, or None."""
         try:
-            answer = await self._http().post(f"http://{placed.addr}{hop.IMPORT_PATH}", content=blob,
+            answer = await self._http().post(f"http://{placed.addr}{path}", content=blob,
                                              headers={"content-type": "application/octet-stream"})
             import_id = answer.json().get("import_id") if answer.status_code == 201 else None
         except (httpx.HTTPError, ValueError, AttributeError) as exc:

@@ -19,6 +19,8 @@ EXPORT_PATH = "/live/handover/{session_id}"
 """POST: export the session at the next tick boundary; answers its blob."""
 IMPORT_PATH = "/live/handover"
 """POST a blob: the pod checks and holds it; answers `{"import_id", "frames", "voice"}`."""
+RESUME_PATH = "/live/handover/resume"
+"""POST a resume record (a lost session's checkpoints, concatenated): held like an import."""
 
 HANDED_OVER_CLOSE = 4100
 """A relayed session's socket closed by its pod after an export: not an error, no `session.closed`."""
@@ -28,3 +30,9 @@ Gateways act on it and never relay it; a pod writes it only on sockets a gateway
 carry `SESSION_ID_HEADER`)."""
 MOVE_REQUEST = '{"type":"' + MOVE_REQUESTED + '"}'
 """Its whole text."""
+CHECKPOINT = "liveplex.session.checkpoint"
+"""An event a pod writes on each relayed session's socket with what rebuilds the session if the
+pod is lost (`data`: base64 of opaque, self-delimiting bytes). Gateways keep every one of a session
+in order, never relay them, and send their concatenation to `RESUME_PATH` of another pod."""
+CHECKPOINT_PREFIX = '{"type":"' + CHECKPOINT + '","data":"'
+"""How every checkpoint's text begins: gateways find them by this prefix, without parsing."""
