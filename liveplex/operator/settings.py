@@ -10,6 +10,8 @@ DEFAULT_REPOSITORY = "ghcr.io/liveplex/liveplex"
 DEFAULT_ENGINE_REPOSITORY = "ghcr.io/liveplex/liveplex-engine"
 """The image with torch (docs/images.md) that personaplex pods run; sim pods run the plain one."""
 DEFAULT_LIVENESS = "http://0.0.0.0:8080/healthz"
+DEFAULT_METRICS_PORT = 9090
+"""`/metrics` and `/healthz`: the port the pods' and gateways' admin listener has too."""
 DEFAULT_PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
 """The Prometheus a kube-prometheus-stack install serves (its `prometheus-operated` Service)."""
 
@@ -57,10 +59,21 @@ class OperatorSettings:
     """Where a rendered KEDA ScaledObject's prometheus triggers query the signals."""
     status_interval_s: float = 10.0
     """Status roll-up period; a patch is sent only when the status changed."""
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int | None = DEFAULT_METRICS_PORT
+    """Where `/metrics` and `/healthz` listen; None: not served."""
+    leader_lease: tuple[str, str] | None = None
+    """The Lease (namespace, name) replicas elect a leader with; None: this replica reconciles alone."""
+    lease_duration_s: int = 15
+    """How long a holder that stopped renewing keeps the Lease (the longest a failover waits)."""
 
     def __post_init__(self) -> None:
         if self.status_interval_s <= 0:
-            raise ValueError(f"status_interval_s must be > 0, got {self.status_interval_s}")
+            raise ValueError(f"--status-interval-s must be > 0, got {self.status_interval_s}")
+        if self.lease_duration_s < 1:
+            raise ValueError(f"--leader-lease-s must be >= 1, got {self.lease_duration_s}")
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ValueError(f"--metrics-port must be 0..65535, got {self.metrics_port}")
 
     @property
     def clusterwide(self) -> bool:
