@@ -34,8 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     scope = run.add_mutually_exclusive_group(required=True)
     scope.add_argument("-n", "--namespace", action="append", metavar="NS", help="watch NS (repeatable)")
     scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace")
-    run.add_argument("--redis-url", default=os.environ.get(url.REDIS_URL_ENV),
-                     help="placement Redis (default: $LIVEPLEX_REDIS_URL); pods get it too unless --redis-secret")
+    run.add_argument("--redis-url", default=None,
+                     help=f"placement Redis (default: ${url.REDIS_URL_ENV}, with ${url.REDIS_CA_ENV} for rediss://); "
+                          "pods get it too unless --redis-secret")
     run.add_argument("--redis-secret", metavar="NAME[:KEY]", default=None,
                      help="pods read LIVEPLEX_REDIS_URL from this Secret in their namespace (key default: url)")
     run.add_argument("--pod-token-secret", metavar="NAME[:KEY]", default=None,
@@ -100,7 +101,8 @@ def settings_from_args(args: argparse.Namespace) -> settings.OperatorSettings:
                                     priority_class_name=args.priority_class_name,
                                     image_pull_secrets=tuple(args.image_pull_secret))
     return settings.OperatorSettings(
-        namespaces=tuple(args.namespace or ()), redis_url=args.redis_url, redis_secret=secret, pod_token_secret=token,
+        namespaces=tuple(args.namespace or ()), redis_url=url.redis_url(args.redis_url, os.environ),
+        redis_secret=secret, pod_token_secret=token,
         image_repository=repository, image_tag=tag,
         engine_image_repository=args.engine_image or d.engine_image_repository, pod_defaults=defaults,
         liveness_endpoint=args.liveness,

@@ -33,9 +33,12 @@ LAST_APPLIED = f"{GROUP}/last-applied"
 POD_IP_ENV = "POD_IP"
 POD_NAME_ENV = "POD_NAME"
 REDIS_URL_ENV = url.REDIS_URL_ENV
+REDIS_CA_ENV = url.REDIS_CA_ENV
+REDIS_CA_KEY = "ca"
+"""The key of `--redis-secret`'s Secret that may hold the CA of a `rediss://` Redis (PEM)."""
 API_KEYS_ENV = auth.ENV_KEYS
 """The keys an engine pod accepts: the installation's pod token, so only gateways reach it."""
-RESERVED_ENV: tuple[str, ...] = (POD_IP_ENV, POD_NAME_ENV, REDIS_URL_ENV, API_KEYS_ENV)
+RESERVED_ENV: tuple[str, ...] = (POD_IP_ENV, POD_NAME_ENV, REDIS_URL_ENV, REDIS_CA_ENV, API_KEYS_ENV)
 """Env vars the operator sets on the engine container; `spec.pod.env` may not override them."""
 
 HPA: tuple[str, str] = ("autoscaling/v2", "HorizontalPodAutoscaler")

@@ -128,6 +128,8 @@ def _env(le: LiveEngine, settings: OperatorSettings) -> list[Obj]:
     if settings.redis_secret is not None:
         env.append({"name": names.REDIS_URL_ENV, "valueFrom": {"secretKeyRef": {
             "name": settings.redis_secret.name, "key": settings.redis_secret.key}}})
+        env.append({"name": names.REDIS_CA_ENV, "valueFrom": {"secretKeyRef": {  # rediss:// with a private CA
+            "name": settings.redis_secret.name, "key": names.REDIS_CA_KEY, "optional": True}}})
     elif settings.redis_url is not None:
         env.append({"name": names.REDIS_URL_ENV, "value": settings.redis_url})
     if settings.pod_token_secret is not None:

@@ -366,3 +366,15 @@ def test_the_operator_monitor_scrapes_every_replica_on_its_metrics_port() -> Non
     assert monitor["spec"]["selector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
     assert "metrics" in {p["name"] for p in template["spec"]["containers"][0]["ports"]}
     assert not [o for o in render.render() if o["kind"] == "PodMonitor"]
+
+
+def test_a_rediss_ca_reaches_every_redis_client_from_the_url_secret() -> None:
+    pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    objs = render.render({"redis": {"mode": "external", "external": {"url": "rediss://u:pw@redis:6380/0", "ca": pem}}})
+    secret = one(objs, "Secret", f"{FULL}-redis-url")
+    assert base64.b64decode(secret["data"]["ca"]).decode() == pem
+    for name in ("gateway", "operator"):
+        env = one(objs, "Deployment", f"{FULL}-{name}")["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert {"name": "LIVEPLEX_REDIS_CA", "valueFrom": {"secretKeyRef": {
+            "name": f"{FULL}-redis-url", "key": "ca", "optional": True}}} in env, name
+    assert "ca" not in one(render.render(), "Secret", f"{FULL}-redis-url")["data"]
