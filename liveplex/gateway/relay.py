@@ -53,6 +53,7 @@ class Placer(Protocol):
 
     stats: GatewayStats
     upstream_headers: Mapping[str, str]
+    upstream_tls: upstream.Tls | None
 
     @property
     def connect_timeout_s(self) -> float: ...
@@ -199,7 +200,7 @@ class UpstreamLeg:
             up = await upstream.connect(
                 placed.addr, {**self._owner.upstream_headers, SESSION_ID_HEADER: self._start.resource.id,
                               POOL_HEADER: self._pool},
-                self._owner.connect_timeout_s)
+                self._owner.connect_timeout_s, self._owner.upstream_tls)
         except (OSError, TimeoutError, ValueError, upstream.UpstreamError):
             await self._owner.unreachable(self._pool, placed, self._start.resource.id)
             return None
