@@ -28,9 +28,6 @@ from liveplex.gptlive import events
 TIMEOUT_SLACK_S = 60.0
 """A session that has not closed `seconds + 60` s after it began fails with `timeout` (§13.2)."""
 
-_AUDIO_PREFIX = '{"type":"session.output_audio.delta","delta":"'
-"""Servers serialise `type` first (gpt-live §7): the hot event is recognised without parsing."""
-
 _SAMPLE_BYTES = {"audio/pcm": 2, "audio/pcmu": 1, "audio/pcma": 1}
 """Bytes per sample of each GPT-Live audio format (gpt-live §5.3)."""
 
@@ -223,11 +220,11 @@ async def _read(
     tally: Tally,
 ) -> None:
     """Account every server event until `session.closed`, an error event, or the socket ends."""
-    prefix_len = len(_AUDIO_PREFIX)
+    prefix_len = len(events.AUDIO_DELTA_PREFIX)
     try:
         async for message in ws:
             arrival_ns = time.perf_counter_ns()
-            if isinstance(message, str) and message.startswith(_AUDIO_PREFIX):
+            if isinstance(message, str) and message.startswith(events.AUDIO_DELTA_PREFIX):
                 timeline.audio(arrival_ns, b64_length(message[prefix_len:-2]))
                 if trips is not None:
                     trips.heard(message[prefix_len:prefix_len + roundtrip.STAMP_B64_CHARS], arrival_ns)

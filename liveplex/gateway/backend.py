@@ -84,17 +84,17 @@ class GatewayBackend:
 
     def start(self, start: connection.Start, peer: backend.Peer) -> UpstreamLeg | None:
         if self.draining:
-            peer.perform(peer.conn.rejected(errors.gateway_draining()))
+            peer.refuse(errors.gateway_draining())
             return None
         pool = self._view.catalog.pool_for(start.resource.model)
         if pool is None:  # the routes changed since validation
-            peer.perform(peer.conn.rejected(errors.no_engines()))
+            peer.refuse(errors.no_engines())
             return None
         key = self._conn_keys.get(peer.conn, "")
         refusal = self._quota.admit(key, time.monotonic_ns()) if self._api_keys else None
         if refusal is not None:
             self.stats.rejected[(pool, "key_limit")] += 1
-            peer.perform(peer.conn.rejected(refusal))
+            peer.refuse(refusal)
             return None
         leg = UpstreamLeg(self, start, peer, pool)
         self._leg_keys[leg] = key

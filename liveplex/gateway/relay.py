@@ -5,7 +5,7 @@ it runs placement (through `GatewayBackend.place`), dials the pod with the sessi
 (`upstream.Upstream`), forwards the client's `session.start` text and feeds the pod's answer back.
 After that there is no task: frames move by callbacks in both directions. `session.started` hands the client
 socket over (`Connection.handed_off`): from then on frames are copied both ways without JSON
-parsing the audio (upstream frames starting with `AUDIO_PREFIX` are relayed as they are; only the
+parsing the audio (upstream frames starting with `events.AUDIO_DELTA_PREFIX` are relayed as they are; only the
 rare others are parsed to learn the session's end). The pod's `session.closed` ends the client's
 socket with the pod's own close code, once the pod's close frame arrives. The upstream ending any
 other way (`upstream.Ending`: the pod vanished, went silent, broke the stream, or a message over
@@ -24,17 +24,12 @@ from typing import Protocol
 
 from liveplex.gateway import placing, upstream
 from liveplex.gateway.stats import GatewayStats
-from liveplex.gptlive import connection, errors
-from liveplex.gptlive.server import backend
+from liveplex.gptlive import connection, errors, events
+from liveplex.gptlive.server import backend, hop
 from liveplex.placement import Busy, Placed
 
 logger = logging.getLogger(__name__)
 
-AUDIO_PREFIX = '{"type":"session.output_audio.delta"'
-"""liveplex servers write `type` first (`events.dump`), so one prefix test finds the audio path."""
-
-SESSION_ID_HEADER = "X-Liveplex-Session-Id"
-POOL_HEADER = "X-Liveplex-Pool"
 MAX_UPSTREAM_BUFFER_BYTES = 1 << 20
 """Client audio held for a pod that does not read (≈20 s of 24 kHz PCM in base64) before the
 session is dropped."""
@@ -141,7 +136,7 @@ class UpstreamLeg:
         except Exception:
             logger.error("placement failed", exc_info=True)
             if not self._done:
-                self._peer.perform(self._peer.conn.rejected(errors.server_error("placement failed")))
+                self._peer.refuse(errors.server_error("placement failed"))
             return
         if up is None:
             self._owner.leg_done(self)
@@ -183,14 +178,14 @@ class UpstreamLeg:
                 owner.placed(self._pool, started_ns, retried=command.retried)
                 self._pod = command.placed.pod
                 peer.relay(command.text, False)
-                peer.perform(peer.conn.handed_off(command.expires_at))
+                peer.handed_off(command.expires_at)
                 return self._up
             else:
                 if command.busy is not None:
                     owner.refused(self._pool, command.busy)
                 if command.relay is not None:
                     peer.relay(command.relay, False)
-                peer.perform(peer.conn.rejected(command.error))
+                peer.refuse(command.error)
                 return None
 
     async def _dial(self, placed: Placed) -> upstream.Upstream | None:
@@ -198,8 +193,8 @@ class UpstreamLeg:
         the pod's breaker."""
         try:
             up = await upstream.connect(
-                placed.addr, {**self._owner.upstream_headers, SESSION_ID_HEADER: self._start.resource.id,
-                              POOL_HEADER: self._pool},
+                placed.addr, {**self._owner.upstream_headers, hop.SESSION_ID_HEADER: self._start.resource.id,
+                              hop.POOL_HEADER: self._pool},
                 self._owner.connect_timeout_s, self._owner.upstream_tls)
         except (OSError, TimeoutError, ValueError, upstream.UpstreamError):
             await self._owner.unreachable(self._pool, placed, self._start.resource.id)
@@ -233,7 +228,7 @@ class UpstreamLeg:
     def _message(self, message: str | bytes) -> None:
         if self._done:
             return
-        if type(message) is str and message.startswith(AUDIO_PREFIX):
+        if type(message) is str and message.startswith(events.AUDIO_DELTA_PREFIX):
             self._frames += 1
             self._owner.stats.frames_down += 1
             self._peer.relay(message, True)
@@ -241,7 +236,7 @@ class UpstreamLeg:
         text = message if isinstance(message, str) else message.decode(errors="replace")
         self._peer.relay(text, False)
         kind, body = placing.event_kind(text)
-        if kind == "session.closed":
+        if kind == events.SERVER_TYPES[events.SessionClosed]:
             self._closed_reason = str(body.get("reason"))
 
     def _gone(self) -> None:
@@ -253,7 +248,7 @@ class UpstreamLeg:
         if self._closed_reason is not None:
             peer = self._peer
             code = up.close_code if up.ending is upstream.Ending.CLOSED and up.close_code else connection.NORMAL
-            peer.perform(peer.conn.relay_ended(self._closed_reason, self._frames, code))
+            peer.relay_ended(self._closed_reason, self._frames, code)
             self._finish()
             return
         # a close handshake that did not end the session is the pod breaking the protocol
@@ -266,7 +261,7 @@ class UpstreamLeg:
         if self._pod is not None and ending.pods_fault:
             self._owner.lost(self._pod)
         peer = self._peer
-        peer.perform(peer.conn.relay_lost(self._frames, LOST_BECAUSE[ending]))
+        peer.relay_lost(self._frames, LOST_BECAUSE[ending])
         self._finish()
 
     def _finish(self) -> None:

@@ -28,7 +28,7 @@ from websockets.http11 import Response
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
-from liveplex.gptlive import events
+from liveplex.gptlive import events, urls
 
 CLOSE_TIMEOUT_S = 1.0
 """After our close frame, how long the pod gets to answer before the transport is aborted."""
@@ -196,7 +196,7 @@ async def connect(addr: str, headers: Mapping[str, str], timeout_s: float, tls: 
     secure = {} if tls is None else {"ssl": tls.context, "server_hostname": tls.server_name or host}
     async with asyncio.timeout(timeout_s):
         transport, proto = await loop.create_connection(
-            lambda: Upstream(f"{scheme}://{addr}/v1/live/sessions", headers), host, int(port), **secure)
+            lambda: Upstream(f"{scheme}://{addr}{urls.LIVE_PATH}", headers), host, int(port), **secure)
         try:
             await proto.opened
         except BaseException:

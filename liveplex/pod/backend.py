@@ -18,14 +18,12 @@ from websockets.datastructures import Headers
 
 from liveplex.gptlive import connection, errors
 from liveplex.gptlive.served import Served
-from liveplex.gptlive.server import backend, replies
+from liveplex.gptlive.server import backend, hop, replies
 from liveplex.gptlive.settings import Settings
 from liveplex.live import channel
 
 logger = logging.getLogger(__name__)
 
-SESSION_ID_HEADER = "x-liveplex-session-id"
-"""Set by the gateway: the id it placed the session under (platform §7.4)."""
 
 _SESSION_ID = re.compile(r"sess_[A-Za-z0-9]{1,64}")
 
@@ -46,13 +44,13 @@ class EngineLeg:
         try:
             outputs = opened.output.drain()
             if outputs:
-                self._peer.perform(self._peer.conn.deliver(outputs))
+                self._peer.deliver(outputs)
             if self._opened is opened and opened.output.ended:
                 opened.output.listen(None)
-                self._peer.perform(self._peer.conn.deliver([]))
+                self._peer.deliver([])
         except Exception:
             logger.error("live socket output handler failed", exc_info=True)
-            self._peer.perform(self._peer.conn.deliver([]))
+            self._peer.deliver([])
 
     def append(self, pcm: bytes) -> None:
         if self._opened is not None:
@@ -94,7 +92,7 @@ class EngineBackend:
         return replies.NOT_READY if self.handle is None else None
 
     def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
-        given = headers.get(SESSION_ID_HEADER)
+        given = headers.get(hop.SESSION_ID_HEADER)
         session_id = given if given is not None and _SESSION_ID.fullmatch(given) else None
         conn = connection.Connection(self.served, self._settings, now_ns, session_id)
         if session_id is not None:
@@ -108,13 +106,13 @@ class EngineBackend:
     def start(self, start: connection.Start, peer: backend.Peer) -> EngineLeg | None:
         handle = self.handle
         if self.draining or handle is None:
-            peer.perform(peer.conn.rejected(errors.server_busy(self.served.info.max_sessions)))
+            peer.refuse(errors.server_busy(self.served.info.max_sessions))
             return None
         result = handle.start(start.session)
         if result is channel.Rejected.FULL:
-            peer.perform(peer.conn.rejected(errors.server_busy(self.served.info.max_sessions)))
+            peer.refuse(errors.server_busy(self.served.info.max_sessions))
             return None
         if isinstance(result, channel.Rejected):
-            peer.perform(peer.conn.rejected(errors.server_error(result.value)))
+            peer.refuse(errors.server_error(result.value))
             return None
         return EngineLeg(result, peer)
