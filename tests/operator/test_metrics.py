@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import kopf
@@ -85,3 +86,9 @@ def test_metrics_and_healthz_are_served() -> None:
 
     text, health = asyncio.run(run())
     assert "liveplex_operator_leader 1.0" in text and health == '{"leader": true}'
+
+
+def test_every_operator_metric_has_its_row_in_docs_observability() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "observability.md").read_text()
+    families = {f.name for f in metrics.OperatorCollector(metrics.OperatorMetrics()).collect()}
+    assert families and not [name for name in families if f"| `{name}" not in doc]  # counters add `_total`

@@ -16,6 +16,8 @@ import trustme
 from liveplex.placement import local_redis
 
 USER, PASSWORD, ADMIN_PASSWORD = "liveplex", "s3cret-user", "s3cret-admin"
+ACL = ("~*", "&*", "-@all", "+@read", "+@write", "+@scripting", "+@connection", "+time", "+publish")
+"""The narrowest rights liveplex works with, as docs/deploy.md recommends them."""
 
 
 @dataclass(frozen=True)
@@ -41,13 +43,13 @@ def secure_redis(tmp: Path) -> Iterator[SecureRedis]:
         ["redis-server", "--port", "0", "--tls-port", str(port), "--bind", "127.0.0.1",
          "--tls-cert-file", str(paths["cert"]), "--tls-key-file", str(paths["key"]),
          "--tls-ca-cert-file", str(paths["ca"]), "--tls-auth-clients", "no",
-         "--requirepass", ADMIN_PASSWORD, "--user", USER, "on", f">{PASSWORD}", "~*", "&*", "+@all",
+         "--requirepass", ADMIN_PASSWORD, "--user", USER, "on", f">{PASSWORD}", *ACL,
          "--save", "", "--appendonly", "no", "--dir", str(tmp), "--logfile", str(log)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"rediss://{USER}:{PASSWORD}@127.0.0.1:{port}/0"
     try:
-        client = redis.Redis.from_url(f"{url}?ssl_ca_certs={paths['ca']}", socket_timeout=0.5,
-                                      socket_connect_timeout=0.5)
+        client = redis.Redis(host="127.0.0.1", port=port, password=ADMIN_PASSWORD, ssl=True,
+                             ssl_ca_certs=str(paths["ca"]), socket_timeout=0.5, socket_connect_timeout=0.5)
         deadline = time.monotonic() + 10
         while True:
             try:  # ours, not another server's on the port
