@@ -58,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--prometheus-url", default=settings.DEFAULT_PROMETHEUS, metavar="URL",
                      help="the Prometheus rendered KEDA ScaledObjects query")
     run.add_argument("--status-interval-s", type=float, default=10.0)
-    run.add_argument("--metrics-port", type=int, default=settings.DEFAULT_METRICS_PORT, metavar="PORT",
-                     help="serve /metrics and /healthz here (0: a free port; default: %(default)s)")
+    run.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                     help="serve /metrics and /healthz here (0: a free port; default: not served)")
     run.add_argument("--metrics-host", default="0.0.0.0", metavar="ADDRESS",
                      help="address of /metrics and /healthz (default: %(default)s)")
     run.add_argument("--leader-lease", default=None, metavar="NS/NAME",

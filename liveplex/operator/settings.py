@@ -10,8 +10,6 @@ DEFAULT_REPOSITORY = "ghcr.io/liveplex/liveplex"
 DEFAULT_ENGINE_REPOSITORY = "ghcr.io/liveplex/liveplex-engine"
 """The image with torch (docs/images.md) that personaplex pods run; sim pods run the plain one."""
 DEFAULT_LIVENESS = "http://0.0.0.0:8080/healthz"
-DEFAULT_METRICS_PORT = 9090
-"""`/metrics` and `/healthz`: the port the pods' and gateways' admin listener has too."""
 DEFAULT_PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
 """The Prometheus a kube-prometheus-stack install serves (its `prometheus-operated` Service)."""
 
@@ -60,8 +58,8 @@ class OperatorSettings:
     status_interval_s: float = 10.0
     """Status roll-up period; a patch is sent only when the status changed."""
     metrics_host: str = "0.0.0.0"
-    metrics_port: int | None = DEFAULT_METRICS_PORT
-    """Where `/metrics` and `/healthz` listen; None: not served."""
+    metrics_port: int | None = None
+    """Where `/metrics` and `/healthz` listen; None: not served (the chart serves them on 9090)."""
     leader_lease: tuple[str, str] | None = None
     """The Lease (namespace, name) replicas elect a leader with; None: this replica reconciles alone."""
     lease_duration_s: int = 15
