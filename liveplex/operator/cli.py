@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--pod-token-secret", metavar="NAME[:KEY]", default=None,
                      help="pods accept only the token in this Secret in their namespace, the gateways' "
                           "--pod-key-file (key default: token; default: pods take any client)")
+    run.add_argument("--pod-tls-secret", metavar="NAME", default=None,
+                     help="engine pods serve TLS with this kubernetes.io/tls Secret in their namespace, for "
+                          "gateways run with --upstream-ca (default: plain)")
     run.add_argument("--image", default=None, metavar="REPOSITORY[:TAG]",
                      help=f"engine image when spec.image is unset (default: {settings.DEFAULT_REPOSITORY}:"
                           f"{settings.OperatorSettings().image_tag})")
@@ -102,7 +105,7 @@ def settings_from_args(args: argparse.Namespace) -> settings.OperatorSettings:
                                     image_pull_secrets=tuple(args.image_pull_secret))
     return settings.OperatorSettings(
         namespaces=tuple(args.namespace or ()), redis_url=url.redis_url(args.redis_url, os.environ),
-        redis_secret=secret, pod_token_secret=token,
+        redis_secret=secret, pod_tls_secret=args.pod_tls_secret, pod_token_secret=token,
         image_repository=repository, image_tag=tag,
         engine_image_repository=args.engine_image or d.engine_image_repository, pod_defaults=defaults,
         liveness_endpoint=args.liveness,

@@ -52,6 +52,8 @@ ADMIN_PORT = 9090
 ADMIN_PORT_NAME = "admin"
 """The admin listener (`/drain`, `/metrics`, probes): no Service exposes it."""
 MODEL_MOUNT = "/models"
+TLS_VOLUME, TLS_MOUNT = "tls", "/etc/liveplex/tls"
+"""Where engine pods find their serving certificate (`--pod-tls-secret`): `tls.crt`, `tls.key`."""
 """Where the model source is mounted in the engine container (read-only)."""
 FETCH_CONTAINER = "fetch-model"
 """The init container that downloads a `fetch` model source (`liveplex fetch-model`)."""

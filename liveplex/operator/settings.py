@@ -45,6 +45,9 @@ class OperatorSettings:
     pod_token_secret: SecretKey | None = None
     """Pods accept only the token in this Secret (`LIVEPLEX_API_KEYS`), which the gateways present:
     sessions reach engines only through a gateway. None: pods take any client."""
+    pod_tls_secret: str | None = None
+    """Engine pods serve TLS with this `kubernetes.io/tls` Secret in their namespace (`tls.crt`,
+    `tls.key`, re-read on renewal), for gateways run with `--upstream-ca`. None: plain."""
     image_repository: str = DEFAULT_REPOSITORY
     image_tag: str = __version__
     """The engine image when `spec.image` leaves it unset: the operator's own version."""

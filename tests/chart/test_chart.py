@@ -36,7 +36,8 @@ MATRIX: dict[str, dict[str, Any]] = {
                                     "service": {"type": "LoadBalancer", "port": 443}},
                         "imagePullSecrets": [{"name": "regcred"}], "image": {"tag": "dev"},
                         "engine": {"image": {"repository": "registry.local/liveplex-engine"},
-                                   "runtimeClassName": "nvidia", "priorityClassName": "gpu-serving"},
+                                   "runtimeClassName": "nvidia", "priorityClassName": "gpu-serving",
+                                   "tls": {"existingSecret": "engine-tls", "serverName": "engine.voice.svc"}},
                         "helmTest": {"only": "1-12"}},
     "sample autoscaled": {"sample": {"enabled": True, "autoscaling": {"enabled": True, "provider": "keda"}}},
     "open": {"crds": {"install": False}, "networkPolicy": {"enabled": False}},
@@ -382,3 +383,22 @@ def test_a_rediss_ca_reaches_every_redis_client_from_the_url_secret() -> None:
         assert {"name": "LIVEPLEX_REDIS_CA", "valueFrom": {"secretKeyRef": {
             "name": f"{FULL}-redis-url", "key": "ca", "optional": True}}} in env, name
     assert "ca" not in one(render.render(), "Secret", f"{FULL}-redis-url")["data"]
+
+
+def test_engine_tls_reaches_the_engines_through_the_operator_and_the_gateways_trust_its_ca() -> None:
+    objs = render.render({"engine": {"tls": {"existingSecret": "engine-tls", "serverName": "engine.voice.svc"}}})
+    operator = one(objs, "Deployment", f"{FULL}-operator")["spec"]["template"]["spec"]["containers"][0]
+    opts = cli.settings_from_args(cli.build_parser().parse_args(_args(operator)[1:]))
+    assert opts.pod_tls_secret == "engine-tls"
+    gateway = one(objs, "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]
+    args = gateway["containers"][0]["args"]
+    assert "--upstream-ca=/etc/liveplex/engine-tls/ca.crt" in args
+    assert "--upstream-server-name=engine.voice.svc" in args
+    assert {"name": "engine-tls", "mountPath": "/etc/liveplex/engine-tls", "readOnly": True} in \
+        gateway["containers"][0]["volumeMounts"]
+    assert {"name": "engine-tls", "secret": {"secretName": "engine-tls", "items": [
+        {"key": "ca.crt", "path": "ca.crt"}]}} in gateway["volumes"]
+    with pytest.raises(Exception, match="engine.tls.serverName is required"):
+        render.render({"engine": {"tls": {"existingSecret": "engine-tls"}}})
+    plain = one(render.render(), "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]["containers"][0]
+    assert not [a for a in plain["args"] if a.startswith("--upstream-")]
