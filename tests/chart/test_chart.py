@@ -118,7 +118,8 @@ def test_the_operator_runs_two_replicas_electing_a_leader_the_real_parser_accept
     assert s.namespaces == (NAMESPACE,) and s.redis_secret is not None
     assert (s.redis_secret.name, s.redis_secret.key) == (f"{FULL}-redis-url", "url")
     assert s.leader_lease == (NAMESPACE, f"{FULL}-operator") and s.lease_duration_s == 15
-    assert s.liveness_endpoint == "http://127.0.0.1:8080/healthz"  # kopf's, leader only; the probe asks ours
+    assert s.liveness_endpoint == "http://10.0.0.7:8080/healthz"  # kopf's, leader only; the probe asks ours
+    assert s.metrics_host == "10.0.0.7"  # the pod's IP: replicas sharing a host (the emulator) do not collide
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
     assert container["ports"] == [{"name": "metrics", "containerPort": s.metrics_port, "protocol": "TCP"}]
     assert (s.image_repository, s.image_tag) == ("ghcr.io/liveplex/liveplex", "0.1.0")
