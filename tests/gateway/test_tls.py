@@ -1,6 +1,6 @@
 """TLS on the client port: the official SDK over `wss://` through a gateway whose certificate comes
-from a CA made in the test, and a renewed certificate served without a restart; and between the
-gateway and the pods (`--upstream-ca`): pods serving TLS with a certificate for a service name."""
+from a CA made in the test, and a renewed certificate served without a restart. TLS from the
+gateway to the pods is in tests/test_secure_transport.py, with a TLS Redis (one platform start)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,18 @@ import ssl
 from pathlib import Path
 
 import openai
-import orjson
 import pytest
 import trustme
-import websockets
 
 from liveplex.conformance import signals
 from liveplex.gptlive.server import run
-from tests.support import clients, platform
+from tests.support import platform
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def _files(ca: trustme.CA, tmp: Path, name: str, *names: str) -> tuple[Path, Path]:
-    issued = ca.issue_cert(*(names or ("127.0.0.1", "localhost")))
+def _files(ca: trustme.CA, tmp: Path, name: str) -> tuple[Path, Path]:
+    issued = ca.issue_cert("127.0.0.1", "localhost")
     cert, key = tmp / f"{name}.pem", tmp / f"{name}.key"
     cert.write_bytes(b"".join(blob.bytes() for blob in issued.cert_chain_pems))
     key.write_bytes(issued.private_key_pem.bytes())
@@ -95,24 +93,3 @@ async def test_a_renewed_certificate_serves_new_handshakes_without_a_restart(tmp
         reloading.cancel()
         server.close()
 
-
-def test_the_gateway_dials_pods_over_tls_trusting_their_ca(redis_url, tmp_path) -> None:
-    """One certificate for every pod, for a service name (pods are dialed by IP)."""
-    ca = trustme.CA()
-    cert, key = _files(ca, tmp_path, "engine", "liveplex-engine.voice.svc")
-    bundle = tmp_path / "pods-ca.pem"
-    ca.cert_pem.write_to_path(str(bundle))
-    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=("--tls-cert", str(cert), "--tls-key", str(key)),
-                           gateway_flags=("--upstream-ca", str(bundle),
-                                          "--upstream-server-name", "liveplex-engine.voice.svc")) as p:
-        async def call() -> None:
-            async with websockets.connect(p.gateway.ws_url) as ws:
-                await ws.send(orjson.dumps(clients.START).decode())
-                await clients.until(ws, "session.started")
-                await ws.send(orjson.dumps({"type": "session.input_audio.append", "audio": clients.LOUD}).decode())
-                await clients.until(ws, "session.output_audio.delta")
-            with pytest.raises((websockets.InvalidMessage, ConnectionError, EOFError)):  # the pod speaks only TLS
-                async with websockets.connect(p.pods[0][0].ws_url.replace("wss://", "ws://"), open_timeout=5):
-                    pass
-        asyncio.run(call())
-        assert platform.get_json(p.gateway.admin_root + "/live/stats")["pods"] == 1
