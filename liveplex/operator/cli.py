@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from liveplex.logs import add_log_level, configure_logging
-from liveplex.operator import crd, leader, metrics, placement_store, settings
+from liveplex.operator import crd, leader, placement_store, settings
 from liveplex.placement import PlacementClient, url
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def print_crd() -> None:
 
 
 def _run(s: settings.OperatorSettings) -> int:
-    from liveplex.operator import handlers, kube  # kopf and kubernetes load only for `run`
+    from liveplex.operator import handlers, kube, metrics  # kopf, kubernetes, aiohttp load only for `run`
 
     async def operate() -> int:
         seen = metrics.OperatorMetrics(stale_after_s=3 * s.status_interval_s)
