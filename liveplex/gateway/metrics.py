@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from liveplex.gateway import upstream
+from liveplex.gateway import relay, upstream
 from liveplex.gateway.stats import GatewayStats
 from liveplex.gptlive.server.exposition import histogram
 from liveplex.gptlive.server.stats import FrontStats
@@ -15,6 +15,8 @@ from liveplex.gptlive.server.stats import FrontStats
 LOST_REASONS: dict[str, int] = {ending.value: 0 for ending in upstream.Ending if ending is not upstream.Ending.CLOSED}
 """Every way a session can be lost, exported from 0: a rate over a series that does not exist yet
 is no rate at all."""
+LOST_REASONS[relay.NOT_TAKEN] = 0
+MOVE_RESULTS: dict[str, int] = {"moved": 0, "stayed": 0, "lost": 0}
 
 
 class GatewayCollector(Collector):
@@ -45,6 +47,8 @@ class GatewayCollector(Collector):
             ("liveplex_gateway_placement_fallback", "Placements decided without Redis.", ["mode"], s.fallbacks),
             ("liveplex_gateway_sessions_lost", "Relayed sessions whose pod failed them, by how.", ["reason"],
              {**LOST_REASONS, **s.sessions_lost}),
+            ("liveplex_gateway_session_moves", "Sessions a draining pod asked to move, by result.", ["result"],
+             {**MOVE_RESULTS, **s.moves}),
         ):
             family = CounterMetricFamily(name, doc, labels=labels)
             for key, n in sorted(counts.items()):

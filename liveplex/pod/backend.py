@@ -67,6 +67,11 @@ class EngineLeg:
         if self._opened is not None:
             self._opened.audio.close()
 
+    def ask_to_move(self) -> None:
+        """The pod drains: ask the gateway relaying this session to move it (`hop.MOVE_REQUESTED`)."""
+        if self._opened is not None:
+            self._peer.relay(hop.MOVE_REQUEST, False)
+
     def release(self) -> None:
         opened, self._opened = self._opened, None
         if opened is not None:
@@ -87,6 +92,16 @@ class EngineBackend:
         self.handle: channel.LiveHandle | None = None
         self.draining = False
         """Set by `Pod.drain`: new starts are `server_busy`, running sessions go on."""
+        self._relayed: weakref.WeakSet[EngineLeg] = weakref.WeakSet()
+        """Sessions a gateway relays (their socket carries its session id): the ones it can move."""
+
+    def request_moves(self) -> int:
+        """Ask the gateways relaying this pod's sessions to move them elsewhere (the pod drains);
+        how many were asked."""
+        legs = list(self._relayed)
+        for leg in legs:
+            leg.ask_to_move()
+        return len(legs)
 
     def refusal(self) -> replies.Reply | None:
         return replies.NOT_READY if self.handle is None else None
@@ -115,4 +130,7 @@ class EngineBackend:
         if isinstance(result, channel.Rejected):
             peer.refuse(errors.server_error(result.value))
             return None
-        return EngineLeg(result, peer)
+        leg = EngineLeg(result, peer)
+        if peer.conn in self._given:
+            self._relayed.add(leg)
+        return leg

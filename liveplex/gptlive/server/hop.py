@@ -26,3 +26,5 @@ MOVE_REQUESTED = "liveplex.session.move_requested"
 """An event a draining pod writes on each relayed session's socket: move this session elsewhere.
 Gateways act on it and never relay it; a pod writes it only on sockets a gateway opened (they
 carry `SESSION_ID_HEADER`)."""
+MOVE_REQUEST = '{"type":"' + MOVE_REQUESTED + '"}'
+"""Its whole text."""
