@@ -34,6 +34,10 @@ class Peer(Protocol):
     def deliver(self, outputs: list[contract.Output]) -> None:
         """The engine's outputs for the session, in order; an empty list: it ended without a word."""
 
+    def handed_over(self) -> None:
+        """The engine exported the session (docs/continuity.md): end it without `session.closed`
+        and close the socket with the hop's `HANDED_OVER_CLOSE`."""
+
     def handed_off(self, expires_at: int | None) -> None:
         """The upstream started the session (its `session.started` relayed): from now on frames
         go to the leg's `forward` verbatim."""

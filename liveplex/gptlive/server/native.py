@@ -41,7 +41,7 @@ from websockets.protocol import State
 
 from liveplex.gptlive import connection, events, urls
 from liveplex.gptlive.errors import ProtocolError
-from liveplex.gptlive.server import auth, backend, replies
+from liveplex.gptlive.server import auth, backend, hop, replies
 from liveplex.live import contract
 
 if TYPE_CHECKING:
@@ -297,6 +297,9 @@ class LiveSocket:
 
     def deliver(self, outputs: list[contract.Output]) -> None:
         self._perform(self.conn.deliver(outputs))
+
+    def handed_over(self) -> None:
+        self._perform(self.conn.handed_over(hop.HANDED_OVER_CLOSE))
 
     def handed_off(self, expires_at: int | None) -> None:
         self._perform(self.conn.handed_off(expires_at))
