@@ -18,6 +18,7 @@ import weakref
 import httpx
 from websockets.datastructures import Headers
 
+from liveplex.gateway import upstream
 from liveplex.gateway.breaker import Breaker
 from liveplex.gateway.quota import Quota
 from liveplex.gateway.relay import UpstreamLeg
@@ -61,6 +62,9 @@ class GatewayBackend:
         self._watchdog = Watchdog(settings.upstream_silence_ms * 1_000_000)
         self.upstream_headers = {} if settings.pod_key is None else {"Authorization": f"Bearer {settings.pod_key}"}
         """What every upstream upgrade carries besides the session's own headers: the pod token."""
+        self.upstream_tls = (None if settings.upstream_ca is None
+                             else upstream.Tls.trusting(settings.upstream_ca, settings.upstream_server_name))
+        """Pods are dialed over TLS (`--upstream-ca`); None: plain."""
         self._quota = Quota(settings.max_sessions_per_key, settings.starts_per_key_per_s)
         """Per-key limits, for keyed gateways only (`quota`)."""
         self._leg_keys: dict[UpstreamLeg, str] = {}

@@ -65,6 +65,7 @@ class Placer(Protocol):
 
     stats: GatewayStats
     upstream_headers: Mapping[str, str]
+    upstream_tls: upstream.Tls | None
 
     @property
     def connect_timeout_s(self) -> float: ...
@@ -244,7 +245,8 @@ class UpstreamLeg:
         if import_id is not None:
             headers[hop.IMPORT_HEADER] = import_id
         try:
-            up = await upstream.connect(placed.addr, headers, self._owner.connect_timeout_s)
+            up = await upstream.connect(placed.addr, headers, self._owner.connect_timeout_s,
+                                        self._owner.upstream_tls)
         except (OSError, TimeoutError, ValueError, upstream.UpstreamError):
             await self._owner.unreachable(self._pool, placed, self._start.resource.id)
             return None

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import ssl
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
 from websockets.client import ClientProtocol
 from websockets.exceptions import PayloadTooBig
@@ -169,14 +172,31 @@ class Upstream(asyncio.Protocol):
             asyncio.get_running_loop().call_later(CLOSE_TIMEOUT_S, transport.abort)
 
 
-async def connect(addr: str, headers: Mapping[str, str], timeout_s: float) -> Upstream:
-    """Dial `host:port` and upgrade to the live path within `timeout_s`; raises OSError,
-    TimeoutError or `UpstreamError`."""
+@dataclass(frozen=True, slots=True)
+class Tls:
+    """How the gateway dials pods that serve TLS (`--upstream-ca`): their CA, and the name their
+    certificates carry (None: the pod's address, as an IP SAN, since pods are dialed by IP)."""
+
+    context: ssl.SSLContext
+    server_name: str | None = None
+
+    @classmethod
+    def trusting(cls, ca: Path, server_name: str | None = None) -> Tls:
+        """Raises OSError or ssl.SSLError when `ca` is no readable PEM bundle."""
+        return cls(ssl.create_default_context(cafile=str(ca)), server_name)
+
+
+async def connect(addr: str, headers: Mapping[str, str], timeout_s: float, tls: Tls | None = None) -> Upstream:
+    """Dial `host:port` (over TLS with `tls`) and upgrade to the live path within `timeout_s`;
+    raises OSError (ssl.SSLError included), TimeoutError or `UpstreamError`."""
     host, _, port = addr.rpartition(":")
+    host = host.strip("[]")
     loop = asyncio.get_running_loop()
+    scheme = "ws" if tls is None else "wss"
+    secure = {} if tls is None else {"ssl": tls.context, "server_hostname": tls.server_name or host}
     async with asyncio.timeout(timeout_s):
         transport, proto = await loop.create_connection(
-            lambda: Upstream(f"ws://{addr}{urls.LIVE_PATH}", headers), host.strip("[]"), int(port))
+            lambda: Upstream(f"{scheme}://{addr}{urls.LIVE_PATH}", headers), host, int(port), **secure)
         try:
             await proto.opened
         except BaseException:
