@@ -13,9 +13,9 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -57,12 +57,14 @@ SERIES: dict[str, list[tuple[str, dict[str, str], str]]] = {
         ("liveplex_operator_reconciles_total", {**OPERATOR, "handler": "reconcile", "outcome": "retry"}, "0+2x30"),
         ("liveplex_operator_reconciles_total", {**OPERATOR, "handler": "reconcile", "outcome": "ok"}, "0+5x30")],
     "LiveplexOperatorNoLeader": [
-        ("liveplex_operator_leader", OPERATOR, "0x30"), ("liveplex_operator_leader", {**OPERATOR, "pod": "op-2"}, "0x30")],
+        ("liveplex_operator_leader", OPERATOR, "0x30"),
+        ("liveplex_operator_leader", {**OPERATOR, "pod": "op-2"}, "0x30")],
 }
 """Per alert, series that must fire it (and only it): (metric, labels, promtool's values)."""
 SERIES["LiveplexPodDegraded"] = SERIES["LiveplexTickLatenessOverBudget"]
 FIRED_WITH = {"LiveplexTickLatenessOverBudget": {"liveengine": "ns/pp"},
-              "LiveplexPodDegraded": {"liveengine": "ns/pp", "pod": "pod-1"}, "LiveplexSessionsRefused": {"liveengine": "ns/pp"},
+              "LiveplexPodDegraded": {"liveengine": "ns/pp", "pod": "pod-1"},
+              "LiveplexSessionsRefused": {"liveengine": "ns/pp"},
               "LiveplexNoEngines": {"liveengine": "ns/pp"}, "LiveplexRedisUnreachable": GATEWAY,
               "LiveplexUpstreamConnectFailures": GATEWAY, "LiveplexSessionsLost": {**GATEWAY, "reason": "silent"},
               "LiveplexGatewayLoopStalls": GATEWAY, "LiveplexOperatorReconcileFailing": OPERATOR,
