@@ -172,12 +172,13 @@ class GatewayBackend:
             self._pods_http = httpx.AsyncClient(headers=self.upstream_headers, timeout=self.start_timeout_s)
         return self._pods_http
 
-    async def export(self, placed: Placed, session_id: str) -> bytes | None:
-        """The session's blob from its pod (`hop.EXPORT_PATH`), or None: the pod refused or failed,
-        and the session stays there."""
+    async def export(self, placed: Placed, session_id: str, after: int) -> bytes | None:
+        """The session's blob from its pod (`hop.EXPORT_PATH`) once it read the first `after`
+        messages of the session's socket, or None: the pod refused or failed, and the session
+        stays there."""
         url = f"http://{placed.addr}{hop.EXPORT_PATH.format(session_id=session_id)}"
         try:
-            answer = await self._http().post(url)
+            answer = await self._http().post(url, params={hop.EXPORT_AFTER: after})
         except httpx.HTTPError as exc:
             logger.warning("export failed", extra={"pod": placed.pod, "error": str(exc)})
             return None

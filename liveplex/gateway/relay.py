@@ -75,7 +75,7 @@ class Placer(Protocol):
     async def place(self, pool: str, session_id: str, exclude: set[str]) -> Placed | Busy | errors.ProtocolError: ...
     async def unreachable(self, pool: str, placed: Placed, session_id: str) -> None: ...
     async def unreserve(self, pool: str, placed: Placed, session_id: str) -> None: ...
-    async def export(self, placed: Placed, session_id: str) -> bytes | None: ...
+    async def export(self, placed: Placed, session_id: str, after: int) -> bytes | None: ...
     async def import_blob(self, placed: Placed, blob: bytes, path: str) -> str | None: ...
     def moved(self, result: str) -> None: ...
     def lost(self, pod: str) -> None: ...
@@ -354,8 +354,8 @@ class UpstreamLeg:
         elif isinstance(command, placing.Recheck):
             self._spawn(self._move_rechecked(machine, command.delay_s))
         elif isinstance(command, moving.Export):
-            assert self._placed is not None
-            self._spawn(self._move_exported(machine, self._placed))
+            assert self._placed is not None and self._up is not None
+            self._spawn(self._move_exported(machine, self._placed, self._up.sent))
         elif isinstance(command, moving.Import):
             self._spawn(self._move_imported(machine, command.placed, command.blob))
         elif isinstance(command, moving.Dial):
@@ -394,8 +394,10 @@ class UpstreamLeg:
         await asyncio.sleep(delay_s)
         self._step(machine.rechecked())
 
-    async def _move_exported(self, machine: moving.Moving, source: Placed) -> None:
-        self._step(machine.exported(await self._owner.export(source, self._start.resource.id)))
+    async def _move_exported(self, machine: moving.Moving, source: Placed, after: int) -> None:
+        """The blob, once the pod has read the `after` messages sent to it (frames from then on
+        are held)."""
+        self._step(machine.exported(await self._owner.export(source, self._start.resource.id, after)))
 
     async def _move_imported(self, machine: moving.Moving, target: Placed, blob: bytes) -> None:
         import_id = await self._owner.import_blob(target, blob, hop.RESUME_PATH if machine.resuming

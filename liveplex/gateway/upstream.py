@@ -69,6 +69,8 @@ class Upstream(asyncio.Protocol):
         """Called with every whole message from the pod, in order."""
         self.received = 0
         """Whole messages from the pod so far (the `Watchdog` reads it)."""
+        self.sent = 0
+        """Messages written to the pod (what an export waits for it to have read)."""
         self.ending: Ending | None = None
         self.close_code: int | None = None
         """The code of the pod's close frame, once received."""
@@ -136,6 +138,7 @@ class Upstream(asyncio.Protocol):
         """One client message to the pod, verbatim."""
         if self._conn.state is not State.OPEN:
             return
+        self.sent += 1
         if isinstance(data, str):
             self._conn.send_text(data.encode())
         else:

@@ -16,7 +16,13 @@ FRAMES_HEADER = "X-Liveplex-Frames"
 """On an export's answer: frames the session ran (the number of its next frame)."""
 
 EXPORT_PATH = "/live/handover/{session_id}"
-"""POST: export the session at the next tick boundary; answers its blob."""
+"""POST: export the session at the next tick boundary; answers its blob. `?after=N`: only once the
+pod has read the session socket's first N messages (`EXPORT_AFTER`), so that every frame the
+gateway forwarded before it asked is in the blob, never read after the session left."""
+EXPORT_AFTER = "after"
+"""The export's query parameter: messages the gateway had sent on the session's socket."""
+EXPORT_CATCH_UP_S = 1.0
+"""How long a pod waits for those messages before exporting anyway (they are then lost)."""
 IMPORT_PATH = "/live/handover"
 """POST a blob: the pod checks and holds it; answers `{"import_id", "frames", "voice"}`."""
 RESUME_PATH = "/live/handover/resume"
