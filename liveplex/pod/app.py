@@ -74,7 +74,10 @@ def create_app(pod: Pod) -> server_app.ByListener:
             denied = front.guard(request)
             if denied is not None:
                 return denied
-            got = await pod.backend.export(session_id)
+            after = request.query_params.get(hop.EXPORT_AFTER, "0")
+            if not after.isdigit():
+                return handover.error(400, "invalid_value", "A count of messages, 0 or more.", hop.EXPORT_AFTER)
+            got = await pod.backend.export(session_id, int(after))
             return replies.response(got) if isinstance(got, tuple) else handover.exported(got)
 
         @app.post(hop.IMPORT_PATH)

@@ -9,9 +9,11 @@ the NetworkPolicy lets only gateways reach pods.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import re
+import time
 import weakref
 from collections.abc import Callable
 
@@ -44,6 +46,13 @@ class EngineLeg:
     def engine_id(self) -> int | None:
         """The session's id in the engine (`Opened.id`) while this leg holds it."""
         return None if self._opened is None else self._opened.id
+
+    async def caught_up(self, messages: int) -> None:
+        """Wait (at most `hop.EXPORT_CATCH_UP_S`) until the socket has read `messages` messages:
+        the gateway's frames sent before it asked for the export, still on their way."""
+        deadline = time.monotonic() + hop.EXPORT_CATCH_UP_S
+        while self._peer.dispatched < messages and time.monotonic() < deadline:
+            await asyncio.sleep(0.002)
 
     def _on_outputs(self) -> None:
         """The hand-off's listener: this session's outputs of the tick, delivered at once."""
@@ -157,14 +166,16 @@ class EngineBackend:
             self._import_of[conn] = key
         return conn
 
-    async def export(self, session_id: str) -> bytes | replies.Reply:
-        """Hand the session the gateway opened as `session_id` over at the next tick boundary."""
+    async def export(self, session_id: str, after: int = 0) -> bytes | replies.Reply:
+        """Hand the session the gateway opened as `session_id` over at the next tick boundary,
+        once its socket's first `after` messages were read (`hop.EXPORT_PATH`)."""
         leg, handle = self._legs.get(session_id), self.handle
         engine_id = None if leg is None else leg.engine_id
-        if engine_id is None:
+        if leg is None or engine_id is None:
             return handover.NOT_FOUND
         if handle is None:
             return replies.NOT_READY
+        await leg.caught_up(after)
         data = await handover.wait(handle.export(engine_id))
         return handover.NOT_RUNNING if data is None else data
 

@@ -28,6 +28,10 @@ class Peer(Protocol):
     def conn(self) -> connection.Connection:
         """The socket's identity for the backend's own bookkeeping (it built it in `connection`)."""
 
+    @property
+    def dispatched(self) -> int:
+        """Client messages handed to the protocol so far, in order."""
+
     def refuse(self, error: ProtocolError | None) -> None:
         """The pending start is refused with `error`; None when the refusal was already relayed."""
 

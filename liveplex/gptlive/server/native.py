@@ -194,6 +194,8 @@ class LiveSocket:
         self.held_bytes = 0
         """Bytes of events waiting for the transport (what a slow client costs the server)."""
         self._backlog: deque[str | bytes] = deque()
+        self.dispatched = 0
+        """Client messages handed to the protocol so far (what a handover's export waits for)."""
         self._draining = False
         self._read_paused = False
         self._leg: backend.Leg | None = None
@@ -220,6 +222,7 @@ class LiveSocket:
 
     def _dispatch(self, data: str | bytes) -> None:
         """A message to the protocol, or verbatim to the upstream of a relayed session."""
+        self.dispatched += 1
         if self.conn.state is connection.State.RELAYING:
             if self._leg is not None:
                 self._leg.forward(data)
