@@ -88,3 +88,16 @@ def test_a_record_with_an_id_out_of_range_or_cut_is_refused_before_started(tiny_
     err = record.decode(rec[:-1])
     assert isinstance(err, HandoverError) and err.code is Code.MALFORMED
     assert err.param == "record[2]"  # the head, then two ticks chunks
+
+
+@pytest.mark.slow
+def test_a_session_past_its_history_cap_voids_its_record_once_and_stops_sending(tiny_model) -> None:
+    a = _pod(tiny_model, True)
+    lost = _open(a, 1, 90)
+    for _ in range(90):  # past two windows of columns (context 40)
+        a.tick()
+    pieces = [o.data for o in lost.outputs if isinstance(o, contract.Checkpoint)]
+    assert pieces[-1] == record.VOID_CHUNK and pieces.count(record.VOID_CHUNK) == 1
+    assert len(pieces) < 90 and len(lost.pcm) == 90  # the session runs on; its record stopped
+    err = record.decode(b"".join(pieces))
+    assert isinstance(err, HandoverError) and err.code is Code.STATE and err.param == f"record[{len(pieces) - 1}]"
