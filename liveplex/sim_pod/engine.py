@@ -98,8 +98,12 @@ class SimEngine:
         try:
             if record.is_record(sub.state):
                 rec = record.accept(sub.state, self._info, KIND, sub.session.voice)
+                if rec.head.scalar("tick_bytes", int) != 0 or rec.head.scalar("tail_bytes", int) != TAIL.size:
+                    raise errors.state(("header", "state", "tail_bytes"), "is not the sim's tail")
                 loud, words = (TAIL.unpack(rec.tail) if rec.tail is not None
                                else (rec.head.scalar("loud_frames", int), rec.head.scalar("words", int)))
+                if loud < 0 or words < 0:
+                    raise errors.state(("header", "state", "words"), "counts below zero")
                 core.restore(loud, words, [], core.state()[1])  # its delay as it is: silent
                 if not 0 <= rec.frames < self._max_frames:
                     raise errors.state(("header", "frames"), f"is {rec.frames}, outside 0..{self._max_frames - 1}")

@@ -57,10 +57,18 @@ def test_a_resumed_sim_session_continues_frames_usage_and_words(k: int) -> None:
     assert isinstance(closed, Closed) and closed.frames == TICKS  # usage counts the whole call
 
 
+def _retailed(rec: bytes) -> bytes:
+    """The record's head saying another tail size, and no ticks chunk."""
+    got = record.decode(rec)
+    assert isinstance(got, record.Record)
+    return record.head(got.head.header, {}, 0, 4)
+
+
 @pytest.mark.parametrize("data, voice", [
     (lambda rec: rec, "NATM1"),                        # another voice than the record's
     (lambda rec: rec[:-3], "NATF2"),                   # cut short
     (lambda rec: rec + record.VOID_CHUNK, "NATF2"),    # void
+    (lambda rec: _retailed(rec), "NATF2"),             # a tail the sim does not read
 ])
 def test_a_record_that_does_not_fit_is_refused_before_started(data, voice: str) -> None:
     _, rec, _ = _run_with_checkpoints(3)
