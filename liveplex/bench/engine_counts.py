@@ -140,7 +140,7 @@ def engine_syncs(ticks: int = 4) -> dict[str, object]:
     the same for both backends): two sessions running, then a third admitted and prefilled."""
     from liveplex.engine_pod import engine
     from liveplex.engine_pod import model as model_mod
-    from liveplex.live import channel, contract, frames
+    from liveplex.live import by_hand, channel, contract, frames
     from liveplex.personaplex import cli
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -149,7 +149,7 @@ def engine_syncs(ticks: int = 4) -> dict[str, object]:
         loaded = model_mod.load(directory, device="cpu", dtype="fp32", context_frames=3000, max_voice_frames=250)
     s = settings.EngineSettings(model_dir=directory, max_sessions=4, greedy=False, seed=0)
     info = engine.live_info(loaded, s, engine.session_cap(loaded, s))
-    handle, inbox = channel.live_channel(info)
+    handle, inbox = by_hand.live_channel(info)
     eng = engine.PersonaPlexEngine(loaded, s, info, inbox.pulse)
     silence = bytes(frames.FRAME_BYTES)
     opened: list[channel.Opened] = []

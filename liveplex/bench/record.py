@@ -28,7 +28,7 @@ from liveplex.engine_pod import engine as pp_engine
 from liveplex.engine_pod import program
 from liveplex.engine_pod.history import History
 from liveplex.gptlive.server import hop
-from liveplex.live import channel, contract, frames
+from liveplex.live import by_hand, channel, contract, frames
 from liveplex.pod import backend
 from liveplex.sim_pod import SimEngine, SimProfile
 
@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _sim(n: int, checkpoints: bool) -> tuple[SimEngine, list[channel.Opened], channel.LiveInbox]:
     profile = SimProfile(max_sessions=n)
-    handle, inbox = channel.live_channel(profile.info())
+    handle, inbox = by_hand.live_channel(profile.info())
     engine = SimEngine(profile)
     opened = [handle.start(contract.Session("NATF2", ""), checkpoints) for _ in range(n)]
     for sub in inbox.drain_nowait():
@@ -92,7 +92,7 @@ class _Drop:
 def event_us(data: bytes, repeats: int = 20_000) -> float:
     """The leg's split of a tick's [Audio, Checkpoint] and the event's text (a leg without
     checkpoints does none of it)."""
-    handle, _ = channel.live_channel(SimProfile().info())
+    handle, _ = by_hand.live_channel(SimProfile().info())
     opened = handle.start(contract.Session("NATF2", ""))
     assert isinstance(opened, channel.Opened)
     leg = backend.EngineLeg(opened, _Drop(), True)  # type: ignore[arg-type]

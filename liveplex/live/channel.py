@@ -1,20 +1,12 @@
-"""The channel between front end and engine: submissions in, caller audio in, outputs out.
+"""The channel between front end and engine: the handles that start and export sessions, and the
+engine's inbox (live-contract §4).
 
-live-contract §4. The front end lives on an asyncio loop; the engine's `drive` loop runs on its own
-thread. Crossing threads:
-
-- Submissions go through a bounded queue (`LiveHandle.start` never blocks; a full queue is
-  `Rejected.FULL`).
-- Caller audio goes through a `deque` per session (`AudioSender.send` appends, the engine drains).
-- Outputs are appended to a `deque` per session from the engine thread; the pipes written to are
-  collected in a `Handoff`, and `drive` flushes it once per tick with **one**
-  `loop.call_soon_threadsafe` that wakes every waiting receiver (§4.5), at once or paced
-  (`pacing`: the tick's frames leave on a schedule the tick's own timing does not move). Never
-  one wake-up per session per tick from the engine thread.
-
-Ending is ownership (§4.4): the front end closes its `AudioSender` (a hangup) or its
-`OutputReceiver` (lost interest); the engine sends `Closed` and drops its `OutputSink`. Senders and
-sinks close themselves when garbage-collected, so a crashed handler still frees its session.
+The front end lives on an asyncio loop; the engine's `drive` loop runs on its own thread. A
+session's caller audio crosses in `live.caller_audio`, its outputs in `live.outputs` (one hand-off
+per tick), its submission in the queue of `live.submissions`; this module joins them: `LiveHandle`
+(the front end's way in, never blocking) and `LiveInbox` (the engine's). Ending is ownership
+(§4.4): the front end closes its `AudioSender` (a hangup) or its `OutputReceiver` (lost
+interest); the engine sends `Closed` and drops its `OutputSink`.
 """
 
 from __future__ import annotations
@@ -22,33 +14,26 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import enum
-import functools
-import itertools
-import threading
-import time
-import weakref
-from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from liveplex.live import contract, pacing
+from liveplex.live import caller_audio, contract, outputs
+from liveplex.live.caller_audio import AudioReceiver, AudioSender
+from liveplex.live.outputs import Handoff, OutputReceiver, OutputSink
 from liveplex.live.pulse import Pulse
+from liveplex.live.submissions import (
+    CLOSED,
+    DEFAULT_QUEUE,
+    TIMEOUT,
+    ExportRequest,
+    LiveSubmission,
+    Queue,
+    Queued,
+    Signal,
+)
 
-DEFAULT_QUEUE = 65_536
-"""Submissions the engine queue holds before `start` answers `Rejected.FULL`."""
-
-
-class Signal(enum.Enum):
-    """What `LiveInbox.get` returns instead of a submission."""
-
-    CLOSED = "closed"
-    """Every handle is closed and the queue is empty."""
-    TIMEOUT = "timeout"
-    """Nothing arrived within the timeout."""
-
-
-CLOSED = Signal.CLOSED
-TIMEOUT = Signal.TIMEOUT
+__all__ = ["CLOSED", "DEFAULT_QUEUE", "TIMEOUT", "AudioReceiver", "AudioSender", "ExportRequest", "Handoff",
+           "LiveHandle", "LiveInbox", "LiveSubmission", "Opened", "OutputReceiver", "OutputSink", "Queued",
+           "Rejected", "Signal", "live_channel", "over"]
 
 
 class Rejected(enum.Enum):
@@ -56,323 +41,6 @@ class Rejected(enum.Enum):
 
     FULL = "the engine queue is full"
     STOPPED = "the engine has stopped"
-
-
-# --- caller audio -------------------------------------------------------------------------------
-
-class _AudioPipe:
-    __slots__ = ("chunks", "texts", "closed", "__weakref__")
-
-    def __init__(self) -> None:
-        self.chunks: deque[bytes] = deque()
-        self.texts: deque[str] = deque()
-        """Text the model is asked to say (`session.commentary.append`), oldest first."""
-        self.closed = False
-
-
-def _close_audio(pipe: _AudioPipe) -> None:
-    pipe.closed = True
-
-
-class AudioSender:
-    """The front end's end of a session's caller audio; closing it hangs the session up."""
-
-    __slots__ = ("_pipe", "_finalizer", "__weakref__")
-
-    def __init__(self, pipe: _AudioPipe) -> None:
-        self._pipe = pipe
-        self._finalizer = weakref.finalize(self, _close_audio, pipe)
-
-    def send(self, data: bytes) -> None:
-        """Queue caller bytes (any size); ignored once closed."""
-        if not self._pipe.closed:
-            self._pipe.chunks.append(data)
-
-    def say(self, text: str) -> None:
-        """Ask the model to say `text` (`session.commentary.append`); ignored once closed. The
-        front end bounds each text (`gptlive.events.MAX_COMMENTARY_CHARS`), the engine the backlog."""
-        if not self._pipe.closed:
-            self._pipe.texts.append(text)
-
-    def close(self) -> None:
-        self._pipe.closed = True
-
-    @property
-    def closed(self) -> bool:
-        return self._pipe.closed
-
-
-class AudioReceiver:
-    """The engine's end of a session's caller audio."""
-
-    __slots__ = ("_pipe",)
-
-    def __init__(self, pipe: _AudioPipe) -> None:
-        self._pipe = pipe
-
-    @property
-    def closed(self) -> bool:
-        """True once the front end hung up; read it before draining (live-contract §9)."""
-        return self._pipe.closed
-
-    def drain(self) -> list[bytes]:
-        """Every chunk queued so far, oldest first."""
-        popleft = self._pipe.chunks.popleft
-        return [popleft() for _ in range(len(self._pipe.chunks))]  # the front end may append meanwhile
-
-    def drain_texts(self) -> list[str]:
-        """Every text to say queued so far, oldest first (usually none: one cheap length check)."""
-        texts = self._pipe.texts
-        if not texts:
-            return []
-        return [texts.popleft() for _ in range(len(texts))]
-
-
-# --- outputs ------------------------------------------------------------------------------------
-
-class Handoff:
-    """Collects the output pipes written during a tick and wakes their receivers in one go.
-
-    With a `loop`, waking happens on the loop through one `call_soon_threadsafe` per flush;
-    without one (pure tests), receivers are only ever drained, never awaited.
-    """
-
-    __slots__ = ("_loop", "_dirty", "_lock")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        self._loop = loop
-        self._dirty: list[_OutputPipe] = []
-        self._lock = threading.Lock()
-
-    @property
-    def on_loop(self) -> bool:
-        """Receivers are woken on an event loop (and see only what a flush released)."""
-        return self._loop is not None
-
-    def mark(self, pipe: _OutputPipe) -> None:
-        if not pipe.marked:
-            pipe.marked = True
-            with self._lock:
-                self._dirty.append(pipe)
-
-    def flush(self, wait_ns: int = 0, spread_ns: int = 0) -> None:
-        """Wake every receiver written to since the last flush (call from the engine thread):
-        `wait_ns` from now, in waves over `spread_ns` (`pacing.waves`), in join order.
-
-        Join order, not the order written: a session whose `Started` was written first in its
-        first tick (a prefill, a start taken just before the tick) would lead that tick's burst
-        and then fall back to its place, so every later frame would arrive a burst (or a whole
-        spread) behind its first, for the whole call."""
-        with self._lock:
-            if not self._dirty:
-                return
-            pipes, self._dirty = self._dirty, []
-        for pipe in pipes:
-            pipe.marked = False
-        if self._loop is None:
-            return
-        pipes.sort(key=_join_order)
-        releases = [(pipe, pipe.written, pipe.sink_gone) for pipe in pipes]
-        try:
-            if wait_ns or spread_ns:
-                self._loop.call_soon_threadsafe(_wake_paced, self._loop, releases, wait_ns, spread_ns,
-                                                time.perf_counter_ns())
-            else:
-                self._loop.call_soon_threadsafe(_wake_all, releases)
-        except RuntimeError:  # the loop is closed: nobody is listening any more
-            pass
-
-
-def _join_order(pipe: _OutputPipe) -> int:
-    return pipe.order
-
-
-_Release = tuple["_OutputPipe", int, bool]
-"""A pipe as a flush left it: outputs written so far, and whether its sink was gone."""
-
-
-def _wake_paced(loop: asyncio.AbstractEventLoop, releases: list[_Release], wait_ns: int, spread_ns: int,
-                flushed_ns: int) -> None:
-    """On the loop: release each wave now or on a timer, counting the hop from the engine thread."""
-    hop_ns = time.perf_counter_ns() - flushed_ns
-    start = 0
-    for end, delay_ns in pacing.waves(len(releases), wait_ns - hop_ns, spread_ns):
-        wave = releases[start:end]
-        start = end
-        if delay_ns <= 0:
-            _wake_all(wave)
-        else:
-            loop.call_later(delay_ns / 1e9, _wake_all, wave)
-
-
-def _wake_all(releases: list[_Release]) -> None:
-    """Make what each flush covered visible to its receiver, then wake the receiver. Outputs the
-    engine wrote after that flush stay invisible until their own, even to a receiver woken
-    early by another one (a `Started` flushed at once just before the tick), so a paced frame
-    never leaves ahead of its wave."""
-    for pipe, written, gone in releases:
-        if written > pipe.visible:
-            pipe.visible = written
-        if gone:
-            pipe.gone_visible = True
-        listener = pipe.listener
-        if listener is not None:
-            listener()
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-class _OutputPipe:
-    __slots__ = ("items", "receiver_closed", "sink_gone", "listener", "marked", "handoff", "order",
-                 "written", "visible", "taken", "gone_visible", "held", "__weakref__")
-
-    def __init__(self, handoff: Handoff, order: int) -> None:
-        self.order = order
-        """The session's submission id: hand-offs wake pipes in this order."""
-        self.items: deque[contract.Output] = deque()
-        self.receiver_closed = False
-        self.sink_gone = False
-        self.listener: Callable[[], None] | None = None
-        self.marked = False
-        self.handoff = handoff
-        self.held = handoff.on_loop
-        """Outputs become visible only when a flush releases them (`_wake_all`); without a
-        loop (pure tests) everything written is visible at once."""
-        self.written = 0
-        """Outputs the engine wrote (engine thread)."""
-        self.visible = 0
-        """Outputs released to the receiver (loop thread)."""
-        self.taken = 0
-        """Outputs the receiver drained (loop thread)."""
-        self.gone_visible = False
-        """A release said the sink is gone: after the visible outputs, nothing more comes."""
-
-    def ready(self) -> int:
-        """Outputs the receiver may drain now."""
-        return self.visible - self.taken if self.held else len(self.items)
-
-    def gone(self) -> bool:
-        """The receiver may know that nothing more will ever arrive."""
-        return self.gone_visible if self.held else self.sink_gone
-
-
-def _drop_sink(pipe: _OutputPipe) -> None:
-    if not pipe.sink_gone:
-        pipe.sink_gone = True
-        pipe.handoff.mark(pipe)
-
-
-class OutputSink:
-    """The engine's end of a session's outputs. Unbounded: the engine never waits on a client."""
-
-    __slots__ = ("_pipe", "_finalizer", "__weakref__")
-
-    def __init__(self, pipe: _OutputPipe) -> None:
-        self._pipe = pipe
-        self._finalizer = weakref.finalize(self, _drop_sink, pipe)
-
-    def send(self, output: contract.Output) -> bool:
-        """Queue one output; False once the receiver is closed (the engine then drops the line)."""
-        pipe = self._pipe
-        if pipe.receiver_closed or pipe.sink_gone:
-            return False
-        pipe.items.append(output)
-        pipe.written += 1
-        if not pipe.marked:
-            pipe.handoff.mark(pipe)
-        return True
-
-    def drop(self) -> None:
-        """The engine is done with this session; the receiver sees the end of its outputs."""
-        _drop_sink(self._pipe)
-
-
-class OutputReceiver:
-    """The front end's end of a session's outputs; awaited on the loop."""
-
-    __slots__ = ("_pipe",)
-
-    def __init__(self, pipe: _OutputPipe) -> None:
-        self._pipe = pipe
-
-    def drain(self) -> list[contract.Output]:
-        """Everything delivered so far, in order; never waits."""
-        pipe = self._pipe
-        popleft = pipe.items.popleft
-        out = [popleft() for _ in range(pipe.ready())]
-        pipe.taken += len(out)
-        return out
-
-    @property
-    def ended(self) -> bool:
-        """The sink is gone and every output was drained: nothing more will ever arrive."""
-        pipe = self._pipe
-        return pipe.gone() and not pipe.ready()
-
-    async def next(self) -> list[contract.Output]:
-        """Wait for outputs; an empty list means the sink is gone and nothing more will come."""
-        pipe = self._pipe
-        while not pipe.ready() and not pipe.gone():
-            woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            # handoffs run on this loop, so nothing lands between the check above and this line
-            self.listen(functools.partial(_resolve, woken))
-            try:
-                await woken
-            finally:
-                self.listen(None)
-        return self.drain()
-
-    def listen(self, listener: Callable[[], None] | None) -> None:
-        """Call `listener` on the loop at each handoff (a push-driven front end drains in it; it
-        must not raise); None stops listening. `next` is this with a future."""
-        self._pipe.listener = listener
-
-    def close(self) -> None:
-        """Lose interest: from now on the engine's sends return False."""
-        self._pipe.receiver_closed = True
-        self._pipe.listener = None
-
-
-# --- submissions --------------------------------------------------------------------------------
-
-@dataclass(slots=True)
-class LiveSubmission:
-    """A session on its way to the engine."""
-
-    id: int
-    session: contract.Session
-    input: AudioReceiver
-    sink: OutputSink
-    state: bytes | None = None
-    """A handover blob or a resume record (`liveplex.continuity`): the session continues from
-    it; None: a fresh one."""
-    checkpoints: bool = False
-    """Send `contract.Checkpoint`s: a gateway keeps them to resume the session elsewhere."""
-
-    def refuse(self, reason: contract.CloseReason) -> None:
-        self.sink.send(contract.Closed.refused(reason))
-        self.sink.drop()
-
-
-@dataclass(frozen=True, slots=True)
-class ExportRequest:
-    """Take running session `id` out of the engine at the next tick boundary (docs/continuity.md)."""
-
-    id: int
-    reply: concurrent.futures.Future[bytes | None]
-    """Its blob, or None when it does not run (unknown, ended, not yet started, engine stopped)."""
-
-    def refuse(self, reason: contract.CloseReason) -> None:
-        """The engine stopped before the boundary: nothing was exported."""
-        if not self.reply.done():
-            self.reply.set_result(None)
-
-
-Queued = LiveSubmission | ExportRequest
-"""What the engine queue holds: sessions to take, sessions to hand over."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,25 +53,10 @@ class Opened:
     output: OutputReceiver
 
 
-class _Queue:
-    """The bounded submission queue plus the bookkeeping shared by handles and the inbox."""
-
-    def __init__(self, info: contract.LiveInfo, capacity: int, handoff: Handoff) -> None:
-        self.info = info
-        self.capacity = capacity
-        self.handoff = handoff
-        self.pulse = Pulse()
-        self.ids = itertools.count(1)
-        self.items: deque[Queued] = deque()
-        self.cond = threading.Condition()
-        self.handles = 0
-        self.stopped = False
-
-
 class _End:
     """What both ends of the channel see: the engine's `LiveInfo` and its `Pulse`."""
 
-    def __init__(self, queue: _Queue) -> None:
+    def __init__(self, queue: Queue) -> None:
         self._q = queue
 
     @property
@@ -418,7 +71,7 @@ class _End:
 class LiveHandle(_End):
     """The front end's way in: `start` a session without ever blocking."""
 
-    def __init__(self, queue: _Queue) -> None:
+    def __init__(self, queue: Queue) -> None:
         super().__init__(queue)
         self._closed = False
         with queue.cond:
@@ -459,12 +112,12 @@ class LiveHandle(_End):
             if len(q.items) >= q.capacity:
                 return Rejected.FULL
             sub_id = next(q.ids)
-            audio_pipe, output_pipe = _AudioPipe(), _OutputPipe(q.handoff, sub_id)
-            sub = LiveSubmission(sub_id, session, AudioReceiver(audio_pipe), OutputSink(output_pipe), state,
-                                 checkpoints)
+            sender, receiver = caller_audio.pipe()
+            sink, output = outputs.pipe(q.handoff, sub_id)
+            sub = LiveSubmission(sub_id, session, receiver, sink, state, checkpoints)
             q.items.append(sub)
             q.cond.notify()
-        return Opened(sub.id, session, AudioSender(audio_pipe), OutputReceiver(output_pipe))
+        return Opened(sub.id, session, sender, output)
 
     def clone(self) -> LiveHandle:
         """Another handle on the same engine; the engine ends when every handle is closed."""
@@ -514,14 +167,19 @@ class LiveInbox(_End):
 
 def live_channel(
     info: contract.LiveInfo,
+    loop: asyncio.AbstractEventLoop,
     queue: int = DEFAULT_QUEUE,
-    loop: asyncio.AbstractEventLoop | None = None,
 ) -> tuple[LiveHandle, LiveInbox]:
     """A handle and an inbox sharing one queue of `queue` submissions, one `Pulse`, one id counter.
 
     `loop` is the front end's event loop; outputs wake receivers awaited on it.
     """
+    return over(info, Handoff(loop), queue)
+
+
+def over(info: contract.LiveInfo, handoff: Handoff, queue: int = DEFAULT_QUEUE) -> tuple[LiveHandle, LiveInbox]:
+    """`live_channel` whose outputs go through `handoff` (`live.by_hand` steps an engine off any loop)."""
     if queue <= 0:
         raise ValueError(f"queue must be > 0 submissions, got {queue}")
-    q = _Queue(info, queue, Handoff(loop))
+    q = Queue(info, queue, handoff)
     return LiveHandle(q), LiveInbox(q)

@@ -67,7 +67,7 @@ class EngineThread:
         """Open the channel on `loop` and start the engine thread; returns the front end's handle."""
         if self._thread is not None:
             raise RuntimeError("the engine thread is already started")
-        handle, inbox = channel.live_channel(self.info, self._queue, loop)
+        handle, inbox = channel.live_channel(self.info, loop, self._queue)
         self._handle = handle
         if sys.getswitchinterval() > SWITCH_INTERVAL_S:
             sys.setswitchinterval(SWITCH_INTERVAL_S)

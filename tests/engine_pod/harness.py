@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from liveplex.engine_pod import engine, model, settings
-from liveplex.live import channel, contract, frames
+from liveplex.live import by_hand, channel, contract, frames
 from tests.personaplex import reference_step, sessions
 
 SHORT_ROLE = "You are Tom."
@@ -34,7 +34,7 @@ def build(m: model.Model, max_sessions: int,
     s = settings.EngineSettings(model_dir=Path("."), max_sessions=max_sessions, context_frames=m.cfg.context,
                                 **{"greedy": True, **overrides})  # type: ignore[arg-type]
     info = engine.live_info(m, s, engine.session_cap(m, s))
-    handle, inbox = channel.live_channel(info)
+    handle, inbox = by_hand.live_channel(info)
     return engine.PersonaPlexEngine(m, s, info, inbox.pulse), handle, inbox
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from liveplex.live import Audio, Closed, CloseReason, LiveInfo, Pacing, Session, Started, Text
+from liveplex.live import Audio, Closed, CloseReason, LiveInfo, Pacing, Session, Started, Text, by_hand
 from liveplex.live.channel import LiveHandle, LiveInbox, Opened, Rejected, live_channel
 from liveplex.live.drive import EngineError, drive
 
@@ -199,7 +199,7 @@ async def test_a_tick_exception_stops_drive_and_aborts_every_session() -> None:
 
 
 def test_start_never_blocks_full_then_stopped() -> None:
-    handle, inbox = live_channel(make_info(), queue=2)
+    handle, inbox = by_hand.live_channel(make_info(), queue=2)
     assert isinstance(handle.start(SESSION), Opened)
     assert isinstance(handle.start(SESSION), Opened)
     assert handle.start(SESSION) is Rejected.FULL
@@ -260,7 +260,7 @@ async def test_a_closed_receiver_drops_the_line_without_closed() -> None:
 
 
 def test_a_garbage_collected_sender_hangs_up() -> None:
-    handle, inbox = live_channel(make_info())
+    handle, inbox = by_hand.live_channel(make_info())
     opened = handle.start(SESSION)
     assert isinstance(opened, Opened)
     sub = inbox.get(0)

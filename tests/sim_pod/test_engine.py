@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from liveplex.live import Audio, Closed, CloseReason, Session, Started, Text, runner
-from liveplex.live.channel import Opened, live_channel
+from liveplex.live import Audio, Closed, CloseReason, Session, Started, Text, by_hand, runner
+from liveplex.live.channel import Opened
 from liveplex.live.runner import EngineThread
 from liveplex.sim_pod import InjectedFault, SimEngine, SimProfile
 
@@ -76,7 +76,7 @@ def test_a_caller_frame_is_echoed_prebuffer_plus_echo_frames_ticks_after_it_is_s
     before each tick (`head` more at once before the first); before tick t `head + t` frames are
     queued, so frame 0 plays in tick `prebuffer - head` and comes back `echo_frames` ticks later."""
     profile = SimProfile(prebuffer_frames=2, echo_frames=6)
-    handle, inbox = live_channel(profile.info())  # no loop: the test drains, drive's steps by hand
+    handle, inbox = by_hand.live_channel(profile.info())  # the test drains, drive's steps by hand
     engine = SimEngine(profile)
     a = handle.start(SESSION)
     assert isinstance(a, Opened)

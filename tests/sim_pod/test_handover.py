@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from liveplex.continuity import Code, blob
-from liveplex.live import Audio, Closed, CloseReason, Session, Started, Text
-from liveplex.live.channel import LiveHandle, Opened, live_channel
+from liveplex.live import Audio, Closed, CloseReason, Session, Started, Text, by_hand
+from liveplex.live.channel import LiveHandle, Opened
 from liveplex.sim_pod import SimEngine, SimProfile
 
 SESSION = Session(voice="NATF2", instructions="x")
@@ -28,7 +28,7 @@ class Pod:
     """A sim engine with its channel, stepped by hand as `drive` would."""
 
     def __init__(self) -> None:
-        self.handle, self.inbox = live_channel(PROFILE.info())
+        self.handle, self.inbox = by_hand.live_channel(PROFILE.info())
         self.engine = SimEngine(PROFILE)
 
     def tick(self) -> None:
@@ -119,7 +119,7 @@ def _blob() -> bytes:
     (SimProfile(model="other-sim", echo_frames=3), "NATF2"),
 ])
 def test_an_engine_that_cannot_continue_the_session_refuses_it_before_started(profile: SimProfile, voice: str) -> None:
-    handle, inbox = live_channel(profile.info())
+    handle, inbox = by_hand.live_channel(profile.info())
     engine = SimEngine(profile)
     opened = handle.resume(Session(voice=voice, instructions="x"), _blob())
     assert isinstance(opened, Opened)

@@ -1,0 +1,87 @@
+"""What the engine's queue holds, and the queue: sessions to take, sessions to hand over.
+
+live-contract §4. The queue is bounded (`LiveHandle.start` never blocks; a full queue is
+`Rejected.FULL`) and shared by every handle and the engine's inbox (`live.channel`).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import enum
+import itertools
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+from liveplex.live import contract
+from liveplex.live.caller_audio import AudioReceiver
+from liveplex.live.outputs import Handoff, OutputSink
+from liveplex.live.pulse import Pulse
+
+DEFAULT_QUEUE = 65_536
+"""Submissions the engine queue holds before `start` answers `Rejected.FULL`."""
+
+
+class Signal(enum.Enum):
+    """What `LiveInbox.get` returns instead of a submission."""
+
+    CLOSED = "closed"
+    """Every handle is closed and the queue is empty."""
+    TIMEOUT = "timeout"
+    """Nothing arrived within the timeout."""
+
+
+CLOSED = Signal.CLOSED
+TIMEOUT = Signal.TIMEOUT
+
+
+@dataclass(slots=True)
+class LiveSubmission:
+    """A session on its way to the engine."""
+
+    id: int
+    session: contract.Session
+    input: AudioReceiver
+    sink: OutputSink
+    state: bytes | None = None
+    """A handover blob or a resume record (`liveplex.continuity`): the session continues from
+    it; None: a fresh one."""
+    checkpoints: bool = False
+    """Send `contract.Checkpoint`s: a gateway keeps them to resume the session elsewhere."""
+
+    def refuse(self, reason: contract.CloseReason) -> None:
+        self.sink.send(contract.Closed.refused(reason))
+        self.sink.drop()
+
+
+@dataclass(frozen=True, slots=True)
+class ExportRequest:
+    """Take running session `id` out of the engine at the next tick boundary (docs/continuity.md)."""
+
+    id: int
+    reply: concurrent.futures.Future[bytes | None]
+    """Its blob, or None when it does not run (unknown, ended, not yet started, engine stopped)."""
+
+    def refuse(self, reason: contract.CloseReason) -> None:
+        """The engine stopped before the boundary: nothing was exported."""
+        if not self.reply.done():
+            self.reply.set_result(None)
+
+
+Queued = LiveSubmission | ExportRequest
+"""What the engine queue holds: sessions to take, sessions to hand over."""
+
+
+class Queue:
+    """The bounded submission queue plus the bookkeeping shared by handles and the inbox."""
+
+    def __init__(self, info: contract.LiveInfo, capacity: int, handoff: Handoff) -> None:
+        self.info = info
+        self.capacity = capacity
+        self.handoff = handoff
+        self.pulse = Pulse()
+        self.ids = itertools.count(1)
+        self.items: deque[Queued] = deque()
+        self.cond = threading.Condition()
+        self.handles = 0
+        self.stopped = False
