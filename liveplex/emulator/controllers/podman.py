@@ -6,8 +6,9 @@ args, env (already resolved by `podspec.environment`), the security context (use
 runAsNonRoot refused for an image that runs as root, a read-only root, capabilities, no privilege
 escalation, seccomp) and volumes (emptyDir, PVC and hostPath as host folders, configMap and secret
 as files, a memory-backed emptyDir as tmpfs). The container shares the host's network: it binds
-the pod's own loopback address as a process pod does. Pure: the kubelet looks the image up and
-materialises the volumes this module plans.
+the pod's own loopback address as a process pod does (a redis-server is given `--bind <pod IP>`, as
+there), and names Services through the `/etc/hosts` the kubelet's proxy keeps (`proxy.py`). Pure:
+the kubelet looks the image up and materialises the volumes this module plans.
 """
 
 from __future__ import annotations
@@ -128,7 +129,9 @@ def run_argv(pod: Mapping, container: Mapping, env: Mapping[str, str], volumes: 
     for key, value in env.items():
         line += ["-e", f"{key}={value}"]
     command = [podspec.expand(c, env) for c in container.get("command") or []]
-    args = [podspec.expand(a, env) for a in container.get("args") or []]
+    args = podspec.redis_args(container["image"], command,
+                              [podspec.expand(a, env) for a in container.get("args") or []],
+                              pod.get("status", {}).get("podIP", ""))
     if command:
         line += ["--entrypoint", command[0], container["image"], *command[1:], *args]
     else:
