@@ -33,7 +33,8 @@ def test_a_hardened_engine_pod_runs_as_its_user_on_a_read_only_root(tmp_path: Pa
     volumes = podman.plan_volumes(pod, tmp_path / "pod", tmp_path / "claims", _lookup({}))
     assert not isinstance(volumes, podspec.Unrunnable)
     assert volumes["model"] == podman.Volume(tmp_path / "claims" / "voice" / "weights")
-    assert volumes["dshm"] == podman.Volume(None) and volumes["tmp"] == podman.Volume(tmp_path / "pod" / "volumes" / "tmp")
+    assert volumes["dshm"] == podman.Volume(None)
+    assert volumes["tmp"] == podman.Volume(tmp_path / "pod" / "volumes" / "tmp")
     engine = pod["spec"]["containers"][0]
     line = podman.run_argv(pod, engine, {"POD_IP": "127.3.4.5", "POD_NAME": "pp-abc12"}, volumes, "65532:65532",
                            {"/state/sa.kubeconfig": "/state/sa.kubeconfig"})
@@ -42,7 +43,7 @@ def test_a_hardened_engine_pod_runs_as_its_user_on_a_read_only_root(tmp_path: Pa
     assert line[:6] == ["podman", "run", "--rm", "--name", "lpemu-voice-pp-abc12-engine", "--network"]
     for flags in ("--user 65532:65532", "--group-add 65532", "--read-only --read-only-tmpfs=false",
                   "--cap-drop ALL", "--security-opt no-new-privileges", "--tmpfs /dev/shm:rw,nosuid,nodev",
-                  f"-v {tmp_path}/claims/voice/weights:/models,ro", f"-v {tmp_path}/pod/volumes/tmp:/tmp",
+                  f"-v {tmp_path}/claims/voice/weights:/models:ro", f"-v {tmp_path}/pod/volumes/tmp:/tmp",
                   "-v /state/sa.kubeconfig:/state/sa.kubeconfig:ro", "-e POD_IP=127.3.4.5",
                   "--entrypoint liveplex localhost/liveplex-engine:test serve --engine personaplex --host 127.3.4.5"):
         assert flags in text, flags

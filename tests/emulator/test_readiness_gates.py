@@ -4,24 +4,14 @@ EndpointSlice follows. A contract test: it runs unchanged against a real cluster
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import TypeVar
-
 import kubernetes
+
+from tests.support.platform import eventually
 
 from .contract import IMAGE, Kube, kubelet_kube  # noqa: F401 (the fixture)
 
-T = TypeVar("T")
 GATE = "contract.liveplex.io/admitted"
-
-
-def _eventually(check: Callable[[], T], what: str, deadline_s: float = 60.0) -> T:
-    deadline = time.monotonic() + deadline_s
-    while not (value := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.25)
-    return value
+DEADLINE_S = 60.0
 
 
 def _conditions(kube: Kube, name: str) -> dict[str, kubernetes.client.V1PodCondition]:
@@ -43,21 +33,23 @@ def test_a_pod_with_a_readiness_gate_is_ready_only_once_the_gates_condition_is_t
         "metadata": {"name": "gated", "labels": {"app": "gated"}},
         "spec": {"readinessGates": [{"conditionType": GATE}], "terminationGracePeriodSeconds": 1, "containers": [{
             "name": "c", "image": IMAGE, "command": ["python3", "-c", "import time; time.sleep(3600)"]}]}})
-    _eventually(lambda: _conditions(kube, "gated").get("ContainersReady", None) is not None
-                and _conditions(kube, "gated")["ContainersReady"].status == "True", "ContainersReady")
+    eventually(lambda: "ContainersReady" in _conditions(kube, "gated")
+               and _conditions(kube, "gated")["ContainersReady"].status == "True", "ContainersReady", DEADLINE_S)
     ready = _conditions(kube, "gated")["Ready"]
     assert (ready.status, ready.reason) == ("False", "ReadinessGatesNotReady")
     assert ready.message == f'corresponding condition of pod readiness gate "{GATE}" does not exist.'
-    assert _eventually(lambda: _slice_ready(kube), "the pod in the Service's EndpointSlice") == [False]
+    eventually(lambda: bool(_slice_ready(kube)), "the pod in the Service's EndpointSlice", DEADLINE_S)
+    assert _slice_ready(kube) == [False]
 
     def gate(status: str) -> None:
         kube.core.patch_namespaced_pod_status("gated", kube.namespace, {"status": {"conditions": [
             {"type": GATE, "status": status}]}})
     gate("False")
-    _eventually(lambda: "but False" in (_conditions(kube, "gated")["Ready"].message or ""), "the gate False")
+    eventually(lambda: "but False" in (_conditions(kube, "gated")["Ready"].message or ""), "the gate False", DEADLINE_S)
     gate("True")
-    _eventually(lambda: _conditions(kube, "gated")["Ready"].status == "True", "Ready once the gate is True")
+    eventually(lambda: _conditions(kube, "gated")["Ready"].status == "True", "Ready once the gate is True", DEADLINE_S)
     assert _conditions(kube, "gated")[GATE].status == "True"  # the gate's writer owns its condition
-    assert _eventually(lambda: _slice_ready(kube) == [True] and [True], "the endpoint ready") == [True]
+    eventually(lambda: _slice_ready(kube) == [True], "the endpoint ready", DEADLINE_S)
     gate("False")
-    _eventually(lambda: _conditions(kube, "gated")["Ready"].status == "False", "not Ready once the gate is False")
+    eventually(lambda: _conditions(kube, "gated")["Ready"].status == "False", "not Ready once the gate is False",
+               DEADLINE_S)

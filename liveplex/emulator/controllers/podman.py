@@ -63,13 +63,15 @@ def plan_volumes(pod: Mapping, pod_dir: Path, claims_dir: Path,
             obj = lookup("secrets" if secret else "configmaps", namespace,
                          ref["secretName"] if secret else ref["name"])
             if obj is None:
-                return podspec.Unrunnable(podspec.CONFIG_ERROR, f"volume {name!r}: {'secret' if secret else 'configmap'} "
-                                                                f"{ref.get('secretName') or ref.get('name')!r} not found")
-            data = {k: base64.b64decode(val) if secret else val.encode() for k, val in (obj.get("data") or {}).items()}
+                kind, missing = ("secret", ref.get("secretName")) if secret else ("configmap", ref.get("name"))
+                return podspec.Unrunnable(podspec.CONFIG_ERROR, f"volume {name!r}: {kind} {missing!r} not found")
+            data = {k: base64.b64decode(val) if secret else val.encode()
+                    for k, val in (obj.get("data") or {}).items()}
             out[name] = Volume(pod_dir / "volumes" / name, True, data)
         else:
             kind = next((k for k in v if k != "name"), "?")
-            return podspec.Unrunnable(podspec.CONFIG_ERROR, f"volume {name!r}: the emulator cannot mount {kind} volumes")
+            return podspec.Unrunnable(podspec.CONFIG_ERROR,
+                                      f"volume {name!r}: the emulator cannot mount {kind} volumes")
     return out
 
 
@@ -122,7 +124,7 @@ def run_argv(pod: Mapping, container: Mapping, env: Mapping[str, str], volumes: 
             line += ["--tmpfs", f"{mount['mountPath']}:rw,nosuid,nodev"]
             continue
         source = volume.host / mount["subPath"] if mount.get("subPath") else volume.host
-        ro = ",ro" if mount.get("readOnly") or volume.read_only else ""
+        ro = ":ro" if mount.get("readOnly") or volume.read_only else ""
         line += ["-v", f"{source}:{mount['mountPath']}{ro}"]
     for host, target in (extra_mounts or {}).items():
         line += ["-v", f"{host}:{target}:ro"]
