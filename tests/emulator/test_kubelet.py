@@ -189,7 +189,8 @@ async def test_a_process_pod_reaches_the_api_server_as_its_service_account_and_n
 
 def _step(name: str, code: int = 0) -> dict:
     return {"name": name, "image": LIVEPLEX, "command": [
-        "python", "-c", f"open('order.txt', 'a').write('{name}\\n'); raise SystemExit({code})"]}
+        "python", "-c",
+        f"open('order.txt', 'a').write('{name}\\n'); print('{name} exits {code}'); raise SystemExit({code})"]}
 
 
 async def test_init_containers_run_in_order_to_completion_before_the_containers_and_fail_as_a_kubelet_reports(
@@ -204,7 +205,8 @@ async def test_init_containers_run_in_order_to_completion_before_the_containers_
         "initContainers": [_step("first"), _step("second")], "containers": [main],
         "terminationGracePeriodSeconds": 1}})
     store.create(podrt, "default", {"metadata": {"name": "failed"}, "spec": {
-        "initContainers": [_step("fails", 3)], "containers": [main], "restartPolicy": "Never"}})
+        "initContainers": [{**_step("fails", 3), "terminationMessagePolicy": "FallbackToLogsOnError"}],
+        "containers": [main], "restartPolicy": "Never"}})
     store.create(podrt, "default", {"metadata": {"name": "looping"}, "spec": {
         "initContainers": [_step("fails", 1)], "containers": [main], "terminationGracePeriodSeconds": 1}})
 
@@ -226,7 +228,9 @@ async def test_init_containers_run_in_order_to_completion_before_the_containers_
     assert conditions("ordered")["Initialized"] == "True" and tables._pod_status(ordered, 0) == "Running"
 
     failed = await until(store, lambda: pod("failed")["status"].get("phase") == "Failed" and pod("failed"))
-    assert failed["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 3
+    terminated = failed["status"]["initContainerStatuses"][0]["state"]["terminated"]
+    assert terminated["exitCode"] == 3 and terminated["reason"] == "Error"
+    assert terminated["message"] == "fails exits 3\n"  # FallbackToLogsOnError: the log's tail
     assert failed["status"]["containerStatuses"][0]["state"] == {"waiting": {"reason": "PodInitializing"}}
     assert tables._pod_status(failed, 0) == "Init:Error" and conditions("failed")["Initialized"] == "False"
     assert (kube.state_dir / "pods/default/failed/order.txt").read_text() == "fails\n"  # main never ran

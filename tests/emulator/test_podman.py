@@ -48,8 +48,19 @@ def test_a_hardened_engine_pod_runs_as_its_user_on_a_read_only_root(tmp_path: Pa
                   "--entrypoint liveplex localhost/liveplex-engine:test serve --engine personaplex --host 127.3.4.5"):
         assert flags in text, flags
     init = pod["spec"]["initContainers"][0]
-    init_line = podman.run_argv(pod, init, {}, volumes, "65532:65532")
+    init_line = podman.run_argv(pod, init, {}, volumes, "65532:65532", termination_log=tmp_path / "t.log")
     assert f"-v {tmp_path}/claims/voice/weights:/models " in " ".join(init_line) + " "  # the init container writes
+    assert f"-v {tmp_path}/t.log:/dev/termination-log " in " ".join(init_line)  # fetch-model's reason
+
+
+def test_a_termination_message_is_what_the_container_wrote_else_its_logs_tail_when_asked() -> None:
+    fallback = {"terminationMessagePolicy": "FallbackToLogsOnError"}
+    assert podspec.termination_message({}, 1, "fetch-model: bad token", "log") == "fetch-model: bad token"
+    assert podspec.termination_message({}, 1, "", "log") == ""
+    assert podspec.termination_message(fallback, 0, "", "log") == ""
+    log = "".join(f"line {i}\n" for i in range(100))
+    assert podspec.termination_message(fallback, 1, "", log) == "".join(f"line {i}\n" for i in range(20, 100))
+    assert len(podspec.termination_message({}, 1, "x" * 5000, "")) == 4096
 
 
 def test_run_as_non_root_refuses_a_root_image_as_a_kubelet_does(tmp_path: Path) -> None:

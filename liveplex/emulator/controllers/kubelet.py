@@ -123,10 +123,19 @@ def _inherited() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
 
 
-def _terminated(code: int | None, started: str, finished: str) -> dict:
-    exit_code = 128 + -code if code is not None and code < 0 else (code or 0)
-    return {"terminated": {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
-                           "startedAt": started, "finishedAt": finished}}
+def _exit_code(code: int | None) -> int:
+    """A process's return code as a container's exit code (killed by signal N: 128 + N)."""
+    return 128 + -code if code is not None and code < 0 else (code or 0)
+
+
+def _terminated(exit_status: int, started: str, finished: str, message: str) -> dict:
+    return {"terminated": {"exitCode": exit_status, "reason": "Completed" if exit_status == 0 else "Error",
+                           "startedAt": started, "finishedAt": finished, **({"message": message} if message else {})}}
+
+
+def termination_file(pod_dir: Path, container: str) -> Path:
+    """The host side of a podman container's terminationMessagePath."""
+    return pod_dir / f"{container}.termination-log"
 
 
 class _Container:
@@ -160,8 +169,11 @@ class _Container:
         if self.init and policy == "Always":  # an init container that succeeded is never run again
             policy = "OnFailure"
         log = self.pod.dir / f"{self.name}.log"
+        written = termination_file(self.pod.dir, self.name)
         while True:
             started = storage.stamp(self.pod.kubelet.store.now())
+            if written.exists():
+                written.write_text("")  # this run's message only
             try:
                 with open(log, "ab") as out:
                     self.process = await asyncio.create_subprocess_exec(
@@ -186,13 +198,17 @@ class _Container:
             self.ready = self.started = False
             self.started_event.clear()
             finished = storage.stamp(self.pod.kubelet.store.now())
+            status = _exit_code(code)
+            message = podspec.termination_message(
+                self.spec, status, written.read_text(errors="replace") if written.exists() else "",
+                log.read_text(errors="replace") if status else "")
             if self.pod.terminating or policy == "Never" or (policy == "OnFailure" and code == 0):
-                self.state = _terminated(code, started, finished)
+                self.state = _terminated(status, started, finished, message)
                 self.ready = self.init and self.succeeded  # a completed init container reports ready
                 self.done.set()  # before publishing: the phase counts only containers that are done
                 self.pod.publish()
                 return
-            self.last_state = _terminated(code, started, finished)
+            self.last_state = _terminated(status, started, finished, message)
             self.restarts += 1
             self.state = {"waiting": {"reason": "CrashLoopBackOff", "message":
                                       f"back-off {backoff:g}s restarting failed container={self.name}"}}
@@ -575,7 +591,10 @@ class Kubelet:
             hosts = self.proxy.hosts_file(pod_dir / "hosts", pod["metadata"]["namespace"], pod["metadata"]["name"],
                                           pod["status"]["podIP"])
             mounts = {**mounts, str(hosts): "/etc/hosts"}
-        return podman.run_argv(pod, container, env, volumes, out.decode().strip(), mounts)
+        written = termination_file(pod_dir, container["name"])
+        written.touch()
+        written.chmod(0o666)  # whichever user the container runs as writes it
+        return podman.run_argv(pod, container, env, volumes, out.decode().strip(), mounts, written)
 
     def find(self, key: str, namespace: str, name: str) -> dict | None:
         rt = self.store.registry.by_key(key)

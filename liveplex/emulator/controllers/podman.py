@@ -109,8 +109,10 @@ def _security(pod: Mapping, container: Mapping, image_user: str) -> list[str] | 
 
 
 def run_argv(pod: Mapping, container: Mapping, env: Mapping[str, str], volumes: Mapping[str, Volume],
-             image_user: str, extra_mounts: Mapping[str, str] | None = None) -> list[str] | podspec.Unrunnable:
-    """`podman run` for `container`; `extra_mounts` (host -> container path) are mounted read-only."""
+             image_user: str, extra_mounts: Mapping[str, str] | None = None,
+             termination_log: Path | None = None) -> list[str] | podspec.Unrunnable:
+    """`podman run` for `container`; `extra_mounts` (host -> container path) are mounted read-only,
+    `termination_log` (a host file) read-write at the container's terminationMessagePath."""
     security = _security(pod, container, image_user)
     if isinstance(security, podspec.Unrunnable):
         return security
@@ -128,6 +130,8 @@ def run_argv(pod: Mapping, container: Mapping, env: Mapping[str, str], volumes: 
         line += ["-v", f"{source}:{mount['mountPath']}{ro}"]
     for host, target in (extra_mounts or {}).items():
         line += ["-v", f"{host}:{target}:ro"]
+    if termination_log is not None:
+        line += ["-v", f"{termination_log}:{container.get('terminationMessagePath') or '/dev/termination-log'}"]
     for key, value in env.items():
         line += ["-e", f"{key}={value}"]
     command = [podspec.expand(c, env) for c in container.get("command") or []]

@@ -231,3 +231,19 @@ def ready_condition(pod: Mapping, unready: Sequence[str]) -> tuple[bool, str, st
     if problems:
         return False, "ReadinessGatesNotReady", ", ".join(problems)
     return True, "", ""
+
+
+TERMINATION_MESSAGE_BYTES = 4096
+FALLBACK_LOG_LINES, FALLBACK_LOG_BYTES = 80, 2048
+"""What `FallbackToLogsOnError` takes of the log, as the kubelet does."""
+
+
+def termination_message(container: Mapping, exit_code: int, written: str, log: str) -> str:
+    """A terminated container's `message`: what it wrote to its terminationMessagePath (first 4096
+    bytes), else, for a failure under `FallbackToLogsOnError`, the tail of its log."""
+    if written:
+        return written.encode()[:TERMINATION_MESSAGE_BYTES].decode(errors="ignore")
+    if exit_code == 0 or container.get("terminationMessagePolicy") != "FallbackToLogsOnError":
+        return ""
+    tail = "".join(log.splitlines(keepends=True)[-FALLBACK_LOG_LINES:]).encode()
+    return tail[-FALLBACK_LOG_BYTES:].decode(errors="ignore")
