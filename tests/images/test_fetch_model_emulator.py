@@ -2,8 +2,10 @@
 with the podman runtime: a PersonaPlex LiveEngine whose model source is `hf://` (pointed by
 `spec.pod.env` HF_ENDPOINT at a loopback Hub with the `resolve/` layout) gets its engine pod's init
 container to fetch a tiny checkpoint into the claim (a host folder), and only then the engine
-container starts, turns Ready and serves the checkpoint to the OpenAI SDK. The one change to the
-rendered pod: `--device cpu` for the `cuda` the operator asks for (this machine has no GPU).
+container starts, turns Ready and serves the checkpoint to the OpenAI SDK. A LiveEngine whose
+checksum does not match never starts its engine: the init container is restarted with back-off
+and its status carries fetch-model's one-line reason (its termination message). The one change to
+the rendered pods: `--device cpu` for the `cuda` the operator asks for (this machine has no GPU).
 Marker `containers`."""
 
 from __future__ import annotations
@@ -27,9 +29,29 @@ pytestmark = [pytest.mark.containers, pytest.mark.timeout(1800)]
 REPO = "nvidia/tiny-personaplex"
 
 
-def _pods(config: Path) -> list[dict]:
-    return json.loads(kubectl(config, "get", "pods", "-n", "voice", "-l", "app.kubernetes.io/instance=tiny",
+def _pods(config: Path, instance: str = "tiny") -> list[dict]:
+    return json.loads(kubectl(config, "get", "pods", "-n", "voice", "-l", f"app.kubernetes.io/instance={instance}",
                               "-o", "json"))["items"]
+
+
+def _deployment(name: str, hub_url: str, claim: str, model_sha256: str) -> dict:
+    """The operator's Deployment for a tiny PersonaPlex LiveEngine fetching from `hub_url`, on the CPU."""
+    le = spec.parse(objects.liveengine(objects.personaplex_spec(
+        model={"name": "tiny", "servedModels": ["gpt-live-1"], "dtype": "fp32", "source": {"fetch": {
+            "url": f"hf://{REPO}", "claimName": claim, "path": "tiny", "sha256": {"model.safetensors": model_sha256}}}},
+        pod={"env": [{"name": "HF_ENDPOINT", "value": hub_url}]}), name=name, namespace="voice"))
+    deployment = render.render_deployment(le, OperatorSettings(
+        image_repository="localhost/liveplex", engine_image_repository="localhost/liveplex-engine",
+        image_tag=containers.TAG))
+    del deployment["metadata"]["ownerReferences"]  # no LiveEngine object here: the pods alone
+    engine = deployment["spec"]["template"]["spec"]["containers"][0]
+    engine["args"][engine["args"].index("cuda")] = "cpu"
+    return deployment
+
+
+def _fetch_failure(config: Path) -> str:
+    statuses = [s for p in _pods(config, "bad") for s in p["status"].get("initContainerStatuses") or []]
+    return "".join(s.get("lastState", {}).get("terminated", {}).get("message", "") for s in statuses)
 
 
 def test_the_fetch_model_init_container_fills_the_claim_and_the_engine_pod_serves_it(
@@ -41,17 +63,7 @@ def test_the_fetch_model_init_container_fills_the_claim_and_the_engine_pod_serve
     files = hub.checkpoint_files(tiny)
     host, _ = containers.pod_address()
     with hub.serving(hub.Hub({REPO: files}, host=host)) as h:
-        le = spec.parse(objects.liveengine(objects.personaplex_spec(
-            model={"name": "tiny", "servedModels": ["gpt-live-1"], "dtype": "fp32", "source": {"fetch": {
-                "url": f"hf://{REPO}", "claimName": "weights", "path": "tiny",
-                "sha256": {"model.safetensors": hub.sha256(files["model.safetensors"])}}}},
-            pod={"env": [{"name": "HF_ENDPOINT", "value": h.url}]}), name="tiny", namespace="voice"))
-        deployment = render.render_deployment(le, OperatorSettings(
-            image_repository="localhost/liveplex", engine_image_repository="localhost/liveplex-engine",
-            image_tag=containers.TAG))
-        del deployment["metadata"]["ownerReferences"]  # no LiveEngine object here: the pods alone
-        engine = deployment["spec"]["template"]["spec"]["containers"][0]
-        engine["args"][engine["args"].index("cuda")] = "cpu"
+        deployment = _deployment("tiny", h.url, "weights", hub.sha256(files["model.safetensors"]))
         state = tmp_path / "state"
         with emulator(state, runtime="podman") as (config, _):
             kubectl(config, "apply", "-f", "-", stdin=json.dumps(
@@ -75,4 +87,12 @@ def test_the_fetch_model_init_container_fills_the_claim_and_the_engine_pod_serve
             assert {k: v for k, v in hub.checkpoint_files(claim).items() if k in files} == files
             deltas, _, reason = asyncio.run(clients.sdk_call(f"http://{pod['status']['podIP']}:8000/v1"))
             assert reason == "close_requested" and {len(d) for d in deltas} == {3840}
+
+            kubectl(config, "apply", "-f", "-", stdin=yaml.safe_dump(_deployment("bad", h.url, "other", "0" * 64)))
+            platform.eventually(lambda: "checksum_mismatch" in _fetch_failure(config),
+                                "the failed fetch's reason in the init container's status", deadline_s=120)
+            assert _fetch_failure(config).startswith("fetch-model: checksum_mismatch (--sha256 model.safetensors)")
+            [bad] = _pods(config, "bad")
+            assert bad["status"]["phase"] == "Pending" and bad["status"]["containerStatuses"][0]["state"] == {
+                "waiting": {"reason": "PodInitializing"}}  # the engine never started
     assert "lpemu-" not in containers.podman(container_env, "ps", "-a", "--format", "{{.Names}}").stdout
