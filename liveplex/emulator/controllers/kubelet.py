@@ -133,7 +133,7 @@ def _terminated(exit_status: int, started: str, finished: str, message: str) -> 
                            "startedAt": started, "finishedAt": finished, **({"message": message} if message else {})}}
 
 
-def termination_file(pod_dir: Path, container: str) -> Path:
+def _termination_file(pod_dir: Path, container: str) -> Path:
     """The host side of a podman container's terminationMessagePath."""
     return pod_dir / f"{container}.termination-log"
 
@@ -169,7 +169,7 @@ class _Container:
         if self.init and policy == "Always":  # an init container that succeeded is never run again
             policy = "OnFailure"
         log = self.pod.dir / f"{self.name}.log"
-        written = termination_file(self.pod.dir, self.name)
+        written = _termination_file(self.pod.dir, self.name)
         while True:
             started = storage.stamp(self.pod.kubelet.store.now())
             if written.exists():
@@ -403,7 +403,7 @@ class _Pod:
             self._condition("Initialized", not incomplete, *(not_initialized if incomplete else ())),
             self._condition("ContainersReady", containers_ready,
                             *(() if containers_ready else ("ContainersNotReady", message))),
-            self._condition("Ready", ready and containers_ready, reason, message), *others],
+            self._condition("Ready", ready, reason, message), *others],
             "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}], "podIP": self.ip, "podIPs": [{"ip": self.ip}],
             "startTime": self.started_at, "qosClass": "BestEffort",
             "containerStatuses": [c.status() for c in self.containers]}
@@ -591,7 +591,7 @@ class Kubelet:
             hosts = self.proxy.hosts_file(pod_dir / "hosts", pod["metadata"]["namespace"], pod["metadata"]["name"],
                                           pod["status"]["podIP"])
             mounts = {**mounts, str(hosts): "/etc/hosts"}
-        written = termination_file(pod_dir, container["name"])
+        written = _termination_file(pod_dir, container["name"])
         written.touch()
         written.chmod(0o666)  # whichever user the container runs as writes it
         return podman.run_argv(pod, container, env, volumes, out.decode().strip(), mounts, written)

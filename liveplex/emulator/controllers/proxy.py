@@ -43,7 +43,8 @@ class ServiceProxy:
         self._take, self._give_back = take_address, give_back
         self.addresses: dict[services.Key, str] = {}
         self._routes: dict[tuple[services.Key, int], list[services.Backend]] = {}
-        self._servers: dict[tuple[services.Key, int], asyncio.Server] = {}
+        self._servers: dict[tuple[services.Key, int], asyncio.Server | None] = {}
+        """None: a port that could not be bound (logged once)."""
         self._hosts: dict[Path, _HostsFile] = {}
         self._api: services.Backend = ("127.0.0.1", 0)
         self._wake = asyncio.Event()
@@ -64,7 +65,8 @@ class ServiceProxy:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         for server in self._servers.values():
-            server.close()
+            if server is not None:
+                server.close()
         self._servers.clear()
         for address in self.addresses.values():
             self._give_back(address)
@@ -102,7 +104,9 @@ class ServiceProxy:
         changed = False
         for key in [k for k in self.addresses if k not in wanted]:
             for port in [p for (k, p) in self._servers if k == key]:
-                self._servers.pop((key, port)).close()
+                server = self._servers.pop((key, port))
+                if server is not None:
+                    server.close()
             self._give_back(self.addresses.pop(key))
             changed = True
         for key, ports in wanted.items():
@@ -128,6 +132,7 @@ class ServiceProxy:
         try:
             self._servers[key, port] = await asyncio.start_server(accepted, self.addresses[key], port)
         except OSError as exc:
+            self._servers[key, port] = None
             logger.warning("service %s/%s: cannot listen on %s:%d: %s", *key, self.addresses[key], port, exc)
 
     async def _forward(self, key: services.Key, port: int, reader: asyncio.StreamReader,
