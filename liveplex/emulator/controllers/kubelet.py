@@ -3,7 +3,10 @@
 Development emulator, not for production. Each pod gets its own loopback address (127.0.x.y,
 never 127.0.0.1) as `status.podIP`; its containers run as process groups with the pod's env, their
 output appended to `<state_dir>/pods/<namespace>/<pod>/<container>.log` (served by `kubectl logs`).
-Probes (httpGet, tcpSocket, exec) drive `started`, `ready` and liveness restarts; `restartPolicy`
+Init containers run first, in order, each to completion. The pod's ServiceAccount credentials are
+projected (`projection.py`); with the podman runtime Service names resolve through a per-pod
+`/etc/hosts` and the Service proxy (`proxy.py`). Ready follows the containers and any readiness
+gates. Probes (httpGet, tcpSocket, exec) drive `started`, `ready` and liveness restarts; `restartPolicy`
 restarts exited containers with a doubling back-off (1 s up to `MAX_BACKOFF_S`, shorter than the
 real 10 s to 5 min). Deletion follows the pod's grace period: preStop hook, SIGTERM, SIGKILL at the
 deadline (2 s more when the hook used it all), then the pod object is removed. Hook runs are recorded
