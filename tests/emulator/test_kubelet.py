@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import pathlib
+import socket
 from collections.abc import AsyncIterator
 
 import httpx
@@ -241,3 +242,27 @@ async def test_init_containers_run_in_order_to_completion_before_the_containers_
     assert looping["status"]["phase"] == "Pending"
     assert next(c for c in looping["status"]["conditions"] if c["type"] == "Initialized")["message"] == \
         "containers with incomplete status: [fails]"
+
+
+async def test_a_pod_whose_port_a_host_process_holds_everywhere_waits_with_a_sandbox_event_and_then_starts(
+        kube: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    from liveplex.emulator.controllers import kubelet
+
+    monkeypatch.setattr(kubelet, "SANDBOX_RETRY_S", 0.2)
+    squatter = socket.socket()
+    squatter.bind(("0.0.0.0", 0))  # a host process listening on every address
+    squatter.listen()
+    port = squatter.getsockname()[1]
+    store = kube.store
+    podrt = store.registry.by_key(kinds.POD_KEY)
+    store.create(podrt, "default", _pod("squeezed", {"name": "c", "image": LIVEPLEX, "ports": [{"containerPort": port}],
+                                                     "command": ["python", "-c", "import time; time.sleep(60)"]},
+                                        terminationGracePeriodSeconds=1))
+    events = store.registry.by_key("/events")
+    failed = await until(store, lambda: [e for e in store.list(events, "default")[0]
+                                         if e["reason"] == "FailedCreatePodSandBox"])
+    assert f"no loopback address has ports [{port}] free" in failed[0]["message"]
+    assert not store.get(podrt, "default", "squeezed").get("status", {}).get("podIP")
+    squatter.close()
+    pod = await until(store, lambda: store.get(podrt, "default", "squeezed").get("status", {}).get("podIP"))
+    assert pod.startswith("127.0.")

@@ -36,8 +36,14 @@ from liveplex.emulator.controllers import podman, podspec, projection, proxy, se
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
+SANDBOX_RETRY_S = 5.0
+"""How soon a pod that found no address with its ports free is tried again."""
 HOOK_EXTENSION_S = 2.0
 """Extra time after a preStop hook that used the whole grace period, as upstream."""
+
+
+MAX_BUSY_ADDRESSES = 256
+"""Addresses in a row with a port taken before `_Addresses.take` gives up (a wildcard listener)."""
 
 
 class _Addresses:
@@ -48,10 +54,16 @@ class _Addresses:
         self._next = random.randrange(2 * 256, 255 * 256)
 
     def take(self, ports: list[int]) -> str:
+        busy = 0
         for _ in range(253 * 256):
             n, self._next = self._next, self._next + 1 if self._next < 255 * 256 - 2 else 2 * 256
             ip = f"127.0.{n // 256}.{n % 256}"
-            if n % 256 in (0, 255) or ip in self._used or not all(_bindable(ip, p) for p in ports):
+            if n % 256 in (0, 255) or ip in self._used:
+                continue
+            if not all(_bindable(ip, p) for p in ports):
+                busy += 1
+                if busy >= MAX_BUSY_ADDRESSES:  # not a neighbour's pods: something holds the ports everywhere
+                    break
                 continue
             self._used.add(ip)
             return ip
@@ -645,15 +657,29 @@ class Kubelet:
         ports = [int(p["containerPort"]) for c in obj["spec"].get("containers") or [] for p in c.get("ports") or []
                  if p.get("containerPort")]
         try:
+            address = self._addresses.take(ports)
+        except RuntimeError:  # a host process listening on 0.0.0.0 holds a port on every address
+            self.event(obj, "Warning", "FailedCreatePodSandBox",
+                       f"Failed to create pod sandbox: no loopback address has ports {ports} free (a host process "
+                       f"listening on 0.0.0.0 takes a port from every address); retrying in {SANDBOX_RETRY_S:g}s")
+            asyncio.get_running_loop().call_later(SANDBOX_RETRY_S, self._retry, meta["namespace"], meta["name"])
+            return
+        try:
             bound = self.store.patch(rt, meta["namespace"], meta["name"], storage.MERGE,
                                      {"spec": {"nodeName": self.node}})
         except errors.ApiError:
+            self._addresses.give_back(address)
             return
-        pod = _Pod(self, bound, self._addresses.take(ports))
+        pod = _Pod(self, bound, address)
         self._pods[(pod.namespace, pod.name)] = pod
         self.event(bound, "Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {self.node}",
                    component="default-scheduler")
         pod.task = asyncio.create_task(pod.run())
+
+    def _retry(self, namespace: str, name: str) -> None:
+        obj = self.find(kinds.POD_KEY, namespace, name)
+        if obj is not None:
+            self._queue.put_nowait(storage.Change(storage.ADDED, kinds.POD_KEY, obj, 0))
 
     async def _finish(self, rt: kinds.ResourceType, pod: _Pod, grace: float) -> None:
         await pod.terminate(grace)
