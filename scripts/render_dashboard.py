@@ -86,8 +86,9 @@ def main() -> int:
             rules = work / "rules.yaml"
             rules.write_text(chart.rule_file())
             scrape = [{"job_name": "engines", "static_configs": [
-                {"targets": [f"127.0.0.1:{admin}"], "labels": {"namespace": NAMESPACE, "liveengine": NAME,
-                                                                "pod": f"{NAME}-{i}"}}
+                {"targets": [f"127.0.0.1:{admin}"], "labels": {"namespace": NAMESPACE, "pod": f"{NAME}-{i}",
+                                                                "liveengine": f"{NAMESPACE}/{NAME}",
+                                                                "liveengine_name": NAME}}
                 for i, (_, admin) in enumerate(pods)]},
                 {"job_name": "gateways", "static_configs": [
                     {"targets": [f"127.0.0.1:{gateway_admin}"], "labels": {"namespace": NAMESPACE, "pod": "gw-0"}}]}]
@@ -129,8 +130,7 @@ def draw(root: str, start: float, end: float, out: Path) -> None:
     fig, axes = plt.subplots(rows, cols, figsize=(13, 3.1 * rows), squeeze=False)
     for ax, panel in zip(axes.flat, panels):
         for legend, expr in panel.queries:
-            filled = (expr.replace("$namespace/$liveengine", f"{NAMESPACE}/{NAME}")
-                      .replace("$namespace", NAMESPACE).replace("$liveengine", NAME))
+            filled = expr.replace("$liveengine", f"{NAMESPACE}/{NAME}")
             for series in query_range(root, filled, start, end):
                 times = [float(t) - start for t, _ in series["values"]]
                 values = [float(v) for _, v in series["values"]]

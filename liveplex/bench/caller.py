@@ -28,9 +28,6 @@ from liveplex.gptlive import events
 TIMEOUT_SLACK_S = 60.0
 """A session that has not closed `seconds + 60` s after it began fails with `timeout` (§13.2)."""
 
-_AUDIO_PREFIX = '{"type":"session.output_audio.delta","delta":"'
-"""Servers serialise `type` first (gpt-live §7): the hot event is recognised without parsing."""
-
 _SAMPLE_BYTES = {"audio/pcm": 2, "audio/pcmu": 1, "audio/pcma": 1}
 """Bytes per sample of each GPT-Live audio format (gpt-live §5.3)."""
 
@@ -102,6 +99,10 @@ class CallResult:
     send_late_us: array.array = dataclasses.field(default_factory=lambda: array.array("q"))
     echo_rtt_us: array.array = dataclasses.field(default_factory=lambda: array.array("q"))
     """With `echo_rtt`: per caller frame heard back, its round trip in µs (`roundtrip`)."""
+    echo_skipped: int = 0
+    """With `echo_rtt`: frames never heard back between two that were."""
+    echo_repeated: int = 0
+    """With `echo_rtt`: frames heard back twice or out of order."""
 
     def record(self) -> dict[str, object]:
         """The per-session record of the report (live-contract §13.5)."""
@@ -166,6 +167,7 @@ async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Ta
     result.lateness_us = timeline.lateness_us
     if trips is not None:
         result.echo_rtt_us = trips.rtt_us
+        result.echo_skipped, result.echo_repeated = trips.skipped, trips.repeated
     if result.error is None:
         if result.close_reason is None:
             result.error = "socket ended without session.closed"
@@ -223,11 +225,11 @@ async def _read(
     tally: Tally,
 ) -> None:
     """Account every server event until `session.closed`, an error event, or the socket ends."""
-    prefix_len = len(_AUDIO_PREFIX)
+    prefix_len = len(events.AUDIO_DELTA_PREFIX)
     try:
         async for message in ws:
             arrival_ns = time.perf_counter_ns()
-            if isinstance(message, str) and message.startswith(_AUDIO_PREFIX):
+            if isinstance(message, str) and message.startswith(events.AUDIO_DELTA_PREFIX):
                 timeline.audio(arrival_ns, b64_length(message[prefix_len:-2]))
                 if trips is not None:
                     trips.heard(message[prefix_len:prefix_len + roundtrip.STAMP_B64_CHARS], arrival_ns)

@@ -9,6 +9,7 @@ SUBCOMMANDS: cli.Commands = {
     "duplex": ("liveplex.bench.duplex", "N real-time GPT-Live callers against a server, or a ramp"),
     "baseline": ("liveplex.bench.baseline", "bare websockets echo server: the pod's physical limit"),
     "place": ("liveplex.bench.place", "placements per second through a gateway, and the Redis decision"),
+    "move": ("liveplex.bench.move", "calls through a gateway while pods drain: do they move unnoticed?"),
     "engine": ("liveplex.bench.engine", "PersonaPlex engine ticks without the front end"),
 }
 

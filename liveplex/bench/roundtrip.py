@@ -74,13 +74,17 @@ def index(head: str) -> int | None:
 class RoundTrips:
     """One session's frame send times and the round trips of the frames heard back, in µs."""
 
-    __slots__ = ("sent_ns", "rtt_us", "_last")
+    __slots__ = ("sent_ns", "rtt_us", "skipped", "repeated", "_last")
 
     def __init__(self) -> None:
         self.sent_ns = array.array("q")
         """Per frame of the caller's stream, in order: when the chunk completing it was sent."""
         self.rtt_us = array.array("q")
         """Per matched echo: arrival minus its frame's send time."""
+        self.skipped = 0
+        """Frames never heard between two that were: lost on the way (a move that dropped audio)."""
+        self.repeated = 0
+        """Stamps heard again or out of order: duplicated or reordered frames."""
         self._last = -1
 
     def sent(self, stream_end: int, now_ns: int) -> None:
@@ -91,8 +95,13 @@ class RoundTrips:
     def heard(self, head: str, arrival_ns: int) -> None:
         """An output delta whose base64 text begins with `head` arrived at `arrival_ns`."""
         n = index(head)
-        if n is None or n <= self._last or n >= len(self.sent_ns):
+        if n is None or n >= len(self.sent_ns):
             return
+        if n <= self._last:
+            self.repeated += 1
+            return
+        if self._last >= 0:
+            self.skipped += n - self._last - 1
         self._last = n
         self.rtt_us.append((arrival_ns - self.sent_ns[n]) // 1000)
 

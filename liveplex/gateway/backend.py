@@ -15,6 +15,7 @@ import random
 import time
 import weakref
 
+import httpx
 from websockets.datastructures import Headers
 
 from liveplex.gateway.breaker import Breaker
@@ -25,7 +26,7 @@ from liveplex.gateway.stats import GatewayStats
 from liveplex.gateway.view import PoolView
 from liveplex.gateway.watchdog import Watchdog
 from liveplex.gptlive import connection, errors
-from liveplex.gptlive.server import auth, backend, replies
+from liveplex.gptlive.server import auth, backend, hop, replies
 from liveplex.gptlive.settings import Settings
 from liveplex.placement import Busy, Placed, PlacementClient, PlacementError, choose
 
@@ -67,6 +68,8 @@ class GatewayBackend:
         """The API key each socket authenticated with (for the per-key limit)."""
         self.draining = False
         """Set by the gateway's drain: new starts are refused, relayed sessions go on."""
+        self._pods_http: httpx.AsyncClient | None = None
+        """The pods' handover routes (moves), made on first use, on the loop."""
 
     # --- backend.Backend ---------------------------------------------------------------------------
 
@@ -80,17 +83,17 @@ class GatewayBackend:
 
     def start(self, start: connection.Start, peer: backend.Peer) -> UpstreamLeg | None:
         if self.draining:
-            peer.perform(peer.conn.rejected(errors.gateway_draining()))
+            peer.refuse(errors.gateway_draining())
             return None
         pool = self._view.catalog.pool_for(start.resource.model)
         if pool is None:  # the routes changed since validation
-            peer.perform(peer.conn.rejected(errors.no_engines()))
+            peer.refuse(errors.no_engines())
             return None
         key = self._conn_keys.get(peer.conn, "")
         refusal = self._quota.admit(key, time.monotonic_ns()) if self._api_keys else None
         if refusal is not None:
             self.stats.rejected[(pool, "key_limit")] += 1
-            peer.perform(peer.conn.rejected(refusal))
+            peer.refuse(refusal)
             return None
         leg = UpstreamLeg(self, start, peer, pool)
         self._leg_keys[leg] = key
@@ -151,10 +154,56 @@ class GatewayBackend:
         """A failed connect: give the reservation back and stop dialling the pod for a while."""
         self.stats.connect_failures[placed.pod] += 1
         self._breaker.trip(placed.pod, _now_ms())
+        await self.unreserve(pool, placed, session_id)
+
+    async def unreserve(self, pool: str, placed: Placed, session_id: str) -> None:
+        """Give back a slot placement reserved and no session will use."""
         try:
             await self._client.unreserve(pool, placed.pod, session_id)
         except PlacementError:
             self.stats.redis_errors += 1  # the lease expires by itself
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._pods_http is None:
+            self._pods_http = httpx.AsyncClient(headers=self.upstream_headers, timeout=self.start_timeout_s)
+        return self._pods_http
+
+    async def export(self, placed: Placed, session_id: str) -> bytes | None:
+        """The session's blob from its pod (`hop.EXPORT_PATH`), or None: the pod refused or failed,
+        and the session stays there."""
+        url = f"http://{placed.addr}{hop.EXPORT_PATH.format(session_id=session_id)}"
+        try:
+            answer = await self._http().post(url)
+        except httpx.HTTPError as exc:
+            logger.warning("export failed", extra={"pod": placed.pod, "error": str(exc)})
+            return None
+        if answer.status_code != 200:
+            logger.warning("export refused", extra={"pod": placed.pod, "status": answer.status_code,
+                                                    "body": answer.text[:200]})
+            return None
+        return answer.content
+
+    async def import_blob(self, placed: Placed, blob: bytes) -> str | None:
+        """Offer a blob to a pod (`hop.IMPORT_PATH`): the id it holds it under, or None."""
+        try:
+            answer = await self._http().post(f"http://{placed.addr}{hop.IMPORT_PATH}", content=blob,
+                                             headers={"content-type": "application/octet-stream"})
+            import_id = answer.json().get("import_id") if answer.status_code == 201 else None
+        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            logger.warning("import failed", extra={"pod": placed.pod, "error": str(exc)})
+            return None
+        if not isinstance(import_id, str):
+            logger.warning("import refused", extra={"pod": placed.pod, "status": answer.status_code,
+                                                    "body": answer.text[:200]})
+            return None
+        return import_id
+
+    def moved(self, result: str) -> None:
+        self.stats.moves[result] += 1
+
+    async def close(self) -> None:
+        if self._pods_http is not None:
+            await self._pods_http.aclose()
 
     def lost(self, pod: str) -> None:
         self._breaker.trip(pod, _now_ms())

@@ -60,6 +60,7 @@ class Gateway:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.front.end_sessions(SHUTDOWN_GRACE_S)
+            await self.backend.close()
             await self.client.close()
 
     async def _announce_drain(self) -> None:

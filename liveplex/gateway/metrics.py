@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from liveplex.gateway import upstream
+from liveplex.gateway import relay, upstream
 from liveplex.gateway.stats import GatewayStats
 from liveplex.gptlive.server.exposition import histogram
 from liveplex.gptlive.server.stats import FrontStats
@@ -15,6 +15,8 @@ from liveplex.gptlive.server.stats import FrontStats
 LOST_REASONS: dict[str, int] = {ending.value: 0 for ending in upstream.Ending if ending is not upstream.Ending.CLOSED}
 """Every way a session can be lost, exported from 0: a rate over a series that does not exist yet
 is no rate at all."""
+LOST_REASONS[relay.NOT_TAKEN] = 0
+MOVE_RESULTS: dict[str, int] = {"moved": 0, "stayed": 0, "lost": 0}
 
 
 class GatewayCollector(Collector):
@@ -24,36 +26,40 @@ class GatewayCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         s = self._stats
-        active = GaugeMetricFamily("gateway_sessions_active", "Sessions being relayed.", labels=["liveengine"])
+        active = GaugeMetricFamily("liveplex_gateway_sessions_active", "Sessions being relayed.",
+                                   labels=["liveengine"])
         for pool, n in sorted(s.sessions_active.items()):
             active.add_metric([pool], n)
         yield active
-        yield GaugeMetricFamily("gateway_sockets_open", "Open client WebSockets.", value=self._front.sockets_open)
-        yield histogram("gateway_session_start_seconds",
+        yield GaugeMetricFamily("liveplex_gateway_sockets_open", "Open client WebSockets.",
+                                value=self._front.sockets_open)
+        yield histogram("liveplex_gateway_session_start_seconds",
                         "From session.start to the relayed session.started, placement included.",
                         self._front.start_seconds)
-        yield histogram("gateway_first_audio_seconds", "From session.start to the first relayed audio delta.",
+        yield histogram("liveplex_gateway_first_audio_seconds", "From session.start to the first relayed audio delta.",
                         self._front.first_audio_seconds)
         for name, doc, labels, counts in (
-            ("gateway_placements", "Placement outcomes.", ["liveengine", "result"], s.placements),
-            ("gateway_sessions_rejected", "Refused sessions by reason.", ["liveengine", "reason"], s.rejected),
+            ("liveplex_gateway_placements", "Placement outcomes.", ["liveengine", "result"], s.placements),
+            ("liveplex_gateway_sessions_rejected", "Refused sessions by reason.", ["liveengine", "reason"], s.rejected),
             # `upstream`, not `pod`: Prometheus' pod discovery sets `pod` (the gateway's own) on every series
-            ("gateway_upstream_connect_failures", "Failed upstream connects by engine pod.", ["upstream"],
+            ("liveplex_gateway_upstream_connect_failures", "Failed upstream connects by engine pod.", ["upstream"],
              s.connect_failures),
-            ("gateway_placement_fallback", "Placements decided without Redis.", ["mode"], s.fallbacks),
-            ("gateway_sessions_lost", "Relayed sessions whose pod failed them, by how.", ["reason"],
+            ("liveplex_gateway_placement_fallback", "Placements decided without Redis.", ["mode"], s.fallbacks),
+            ("liveplex_gateway_sessions_lost", "Relayed sessions whose pod failed them, by how.", ["reason"],
              {**LOST_REASONS, **s.sessions_lost}),
+            ("liveplex_gateway_session_moves", "Sessions a draining pod asked to move, by result.", ["result"],
+             {**MOVE_RESULTS, **s.moves}),
         ):
             family = CounterMetricFamily(name, doc, labels=labels)
             for key, n in sorted(counts.items()):
                 family.add_metric(list(key) if isinstance(key, tuple) else [key], n)
             yield family
-        frames = CounterMetricFamily("gateway_relay_frames", "Frames relayed.", labels=["direction"])
+        frames = CounterMetricFamily("liveplex_gateway_relay_frames", "Frames relayed.", labels=["direction"])
         frames.add_metric(["down"], s.frames_down)
         frames.add_metric(["up"], s.frames_up)
         yield frames
-        yield CounterMetricFamily("gateway_redis_errors", "Redis errors.", value=s.redis_errors)
-        yield histogram("gateway_placement_duration_seconds", "Time to place and connect a session.",
+        yield CounterMetricFamily("liveplex_gateway_redis_errors", "Redis errors.", value=s.redis_errors)
+        yield histogram("liveplex_gateway_placement_duration_seconds", "Time to place and connect a session.",
                         s.placement_seconds)
-        yield CounterMetricFamily("gateway_loop_stalls", "Times the gateway's event loop was blocked over 100 ms.",
-                                  value=s.loop_stalls)
+        yield CounterMetricFamily("liveplex_gateway_loop_stalls",
+                                  "Times the gateway's event loop was blocked over 100 ms.", value=s.loop_stalls)

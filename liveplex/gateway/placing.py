@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from liveplex.gptlive import errors
+from liveplex.gptlive import errors, events
 from liveplex.placement import Busy, Placed
 
 PLACEMENTS = 2
@@ -74,6 +74,8 @@ class Refuse:
 Command = Place | Recheck | Dial | Start | Refuse
 
 NO_ENGINE_REACHED = errors.server_error("no engine could be reached")
+_STARTED = events.SERVER_TYPES[events.SessionStarted]
+_ERROR = events.SERVER_TYPES[events.Error]
 
 
 def event_kind(text: str) -> tuple[str, dict[str, object]]:
@@ -144,12 +146,12 @@ class Placing:
     def answered(self, placed: Placed, text: str) -> Command:
         """The pod's first message after the forwarded start."""
         kind, body = event_kind(text)
-        if kind == "session.started":
+        if kind == _STARTED:
             session = body.get("session")
             expires = session.get("expires_at") if isinstance(session, dict) else None
             return Start(placed, text, expires if isinstance(expires, int) else None, self.attempt > 0)
         error = body.get("error")
-        if kind == "error" and isinstance(error, dict) and error.get("code") == errors.Code.SERVER_BUSY.value:
+        if kind == _ERROR and isinstance(error, dict) and error.get("code") == errors.Code.SERVER_BUSY.value:
             self._busy_text = text
             self.exclude.add(placed.pod)
             return self._next()

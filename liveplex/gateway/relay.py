@@ -5,13 +5,18 @@ it runs placement (through `GatewayBackend.place`), dials the pod with the sessi
 (`upstream.Upstream`), forwards the client's `session.start` text and feeds the pod's answer back.
 After that there is no task: frames move by callbacks in both directions. `session.started` hands the client
 socket over (`Connection.handed_off`): from then on frames are copied both ways without JSON
-parsing the audio (upstream frames starting with `AUDIO_PREFIX` are relayed as they are; only the
+parsing the audio (upstream frames starting with `events.AUDIO_DELTA_PREFIX` are relayed as they are; only the
 rare others are parsed to learn the session's end). The pod's `session.closed` ends the client's
 socket with the pod's own close code, once the pod's close frame arrives. The upstream ending any
 other way (`upstream.Ending`: the pod vanished, went silent, broke the stream, or a message over
 the size limit was refused) is
 `server_error` + `session.closed` `connection_lost` + 1011 to the client; only the pod's own faults
 trip its breaker, never what a client made it say.
+
+A draining pod's `hop.MOVE_REQUESTED` (never relayed) moves the session to another pod: the shell
+of `moving.Moving`, one input at a time from the callbacks and the I/O it starts (placement, the
+pods' handover routes, the dial), until the session `Switch`es to its new upstream, `Stay`s, or is
+lost. The client's frames are held while the session is between pods and follow it, in order.
 """
 
 from __future__ import annotations
@@ -19,22 +24,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
-from typing import Protocol
+from collections import deque
+from collections.abc import Coroutine, Mapping
+from typing import Any, Protocol
 
-from liveplex.gateway import placing, upstream
+from liveplex.gateway import moving, placing, upstream
 from liveplex.gateway.stats import GatewayStats
-from liveplex.gptlive import connection, errors
-from liveplex.gptlive.server import backend
+from liveplex.gptlive import connection, errors, events
+from liveplex.gptlive.server import backend, hop
 from liveplex.placement import Busy, Placed
 
 logger = logging.getLogger(__name__)
 
-AUDIO_PREFIX = '{"type":"session.output_audio.delta"'
-"""liveplex servers write `type` first (`events.dump`), so one prefix test finds the audio path."""
-
-SESSION_ID_HEADER = "X-Liveplex-Session-Id"
-POOL_HEADER = "X-Liveplex-Pool"
 MAX_UPSTREAM_BUFFER_BYTES = 1 << 20
 """Client audio held for a pod that does not read (≈20 s of 24 kHz PCM in base64) before the
 session is dropped."""
@@ -45,6 +46,8 @@ LOST_BECAUSE: dict[upstream.Ending, str] = {
     upstream.Ending.TOO_LARGE: "the engine's answer to an event of this session was too large to relay",
 }
 """What the client's `server_error` says, by how the upstream ended."""
+NOT_TAKEN = "not_taken"
+"""`sessions_lost`'s reason for a session exported off a draining pod that no pod took."""
 
 
 class Placer(Protocol):
@@ -61,6 +64,10 @@ class Placer(Protocol):
     def tripped(self) -> frozenset[str]: ...
     async def place(self, pool: str, session_id: str, exclude: set[str]) -> Placed | Busy | errors.ProtocolError: ...
     async def unreachable(self, pool: str, placed: Placed, session_id: str) -> None: ...
+    async def unreserve(self, pool: str, placed: Placed, session_id: str) -> None: ...
+    async def export(self, placed: Placed, session_id: str) -> bytes | None: ...
+    async def import_blob(self, placed: Placed, blob: bytes) -> str | None: ...
+    def moved(self, result: str) -> None: ...
     def lost(self, pod: str) -> None: ...
     def placed(self, pool: str, started_ns: int, retried: bool) -> None: ...
     def refused(self, pool: str, busy: Busy) -> None: ...
@@ -82,11 +89,19 @@ class UpstreamLeg:
         """The reason of the pod's `session.closed`, relayed; the client's socket closes once the
         pod's does, with its code."""
         self._relaying = False
-        self._pod: str | None = None
+        self._placed: Placed | None = None
+        """The pod the session runs on."""
         self._up: upstream.Upstream | None = None
         self._inbox: list[str | bytes] = []
         self._arrived = asyncio.Event()
         self._done = False
+        self._moving: moving.Moving | None = None
+        self._target_up: upstream.Upstream | None = None
+        """The dialled target of a move, until it answers."""
+        self._held: deque[str | bytes] = deque()
+        self._held_bytes = 0
+        """Client frames waiting for a moving session's next pod."""
+        self._io: set[asyncio.Task[None]] = set()
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     # --- the pump's side ----------------------------------------------------------------------------
@@ -98,8 +113,15 @@ class UpstreamLeg:
         up = self._up
         if up is None or self._done:
             return
+        if self._moving is not None and self._moving.holding:
+            self._held.append(data)
+            self._held_bytes += len(data)
+            if self._held_bytes > MAX_UPSTREAM_BUFFER_BYTES:
+                self._lost_in_move("the session's audio outgrew its buffer while it moved between engines")
+            return
         if up.write_buffer_bytes > MAX_UPSTREAM_BUFFER_BYTES:
-            logger.warning("upstream too slow; dropping the session", extra={"pod": self._pod})
+            logger.warning("upstream too slow; dropping the session",
+                           extra={"pod": self._placed.pod if self._placed else None})
             up.abort(upstream.Ending.SILENT)  # a pod that does not read is as stuck as one that does not write
             self._lost(upstream.Ending.SILENT)
             return
@@ -118,14 +140,18 @@ class UpstreamLeg:
 
     @property
     def received(self) -> int | None:
-        """Messages from the pod while relaying (`watchdog.Watched`)."""
+        """Messages from the pod while relaying (`watchdog.Watched`); none while the session moves
+        (its quiet is the move's, and each step of the move has its own deadline)."""
         up = self._up
-        return up.received if up is not None and self._relaying and not self._done else None
+        if up is None or not self._relaying or self._done or self._moving is not None:
+            return None
+        return up.received
 
     def silenced(self) -> None:
         """The pod said nothing for the read deadline: drop it as lost."""
         if self._up is not None:
-            logger.warning("upstream silent; dropping the session", extra={"pod": self._pod})
+            logger.warning("upstream silent; dropping the session",
+                           extra={"pod": self._placed.pod if self._placed else None})
             self._up.abort(upstream.Ending.SILENT)
 
     # --- placing and starting (a task) --------------------------------------------------------------
@@ -140,14 +166,19 @@ class UpstreamLeg:
         except Exception:
             logger.error("placement failed", exc_info=True)
             if not self._done:
-                self._peer.perform(self._peer.conn.rejected(errors.server_error("placement failed")))
+                self._peer.refuse(errors.server_error("placement failed"))
             return
         if up is None:
             self._owner.leg_done(self)
             return
         self._owner.relaying(self._pool, +1)
         self._relaying = True
-        up.lost.add_done_callback(lambda _: self._gone())
+        self._adopt(up)
+
+    def _adopt(self, up: upstream.Upstream) -> None:
+        """Relay from `up` (after its `session.started`, which `_first` read)."""
+        self._up = up
+        up.lost.add_done_callback(lambda _: self._gone(up))
         up.on_message = self._message
         backlog, self._inbox = self._inbox[1:], []
         for message in backlog:  # what the pod sent right behind `session.started`
@@ -180,26 +211,27 @@ class UpstreamLeg:
                     self._up = ws  # before the hand-off: the pump replays the client's parked frames to us
             elif isinstance(command, placing.Start):
                 owner.placed(self._pool, started_ns, retried=command.retried)
-                self._pod = command.placed.pod
+                self._placed = command.placed
                 peer.relay(command.text, False)
-                peer.perform(peer.conn.handed_off(command.expires_at))
+                peer.handed_off(command.expires_at)
                 return self._up
             else:
                 if command.busy is not None:
                     owner.refused(self._pool, command.busy)
                 if command.relay is not None:
                     peer.relay(command.relay, False)
-                peer.perform(peer.conn.rejected(command.error))
+                peer.refuse(command.error)
                 return None
 
-    async def _dial(self, placed: Placed) -> upstream.Upstream | None:
-        """Connect to the pod within the budget; a failure gives back the reservation and trips
-        the pod's breaker."""
+    async def _dial(self, placed: Placed, import_id: str | None = None) -> upstream.Upstream | None:
+        """Connect to the pod within the budget (continuing the import `import_id` when given); a
+        failure gives back the reservation and trips the pod's breaker."""
+        headers = {**self._owner.upstream_headers, hop.SESSION_ID_HEADER: self._start.resource.id,
+                   hop.POOL_HEADER: self._pool}
+        if import_id is not None:
+            headers[hop.IMPORT_HEADER] = import_id
         try:
-            up = await upstream.connect(
-                placed.addr, {**self._owner.upstream_headers, SESSION_ID_HEADER: self._start.resource.id,
-                              POOL_HEADER: self._pool},
-                self._owner.connect_timeout_s)
+            up = await upstream.connect(placed.addr, headers, self._owner.connect_timeout_s)
         except (OSError, TimeoutError, ValueError, upstream.UpstreamError):
             await self._owner.unreachable(self._pool, placed, self._start.resource.id)
             return None
@@ -232,27 +264,34 @@ class UpstreamLeg:
     def _message(self, message: str | bytes) -> None:
         if self._done:
             return
-        if type(message) is str and message.startswith(AUDIO_PREFIX):
+        if type(message) is str and message.startswith(events.AUDIO_DELTA_PREFIX):
             self._frames += 1
             self._owner.stats.frames_down += 1
             self._peer.relay(message, True)
             return
         text = message if isinstance(message, str) else message.decode(errors="replace")
-        self._peer.relay(text, False)
         kind, body = placing.event_kind(text)
-        if kind == "session.closed":
+        if kind == hop.MOVE_REQUESTED:
+            self._move()
+            return
+        self._peer.relay(text, False)
+        if kind == events.SERVER_TYPES[events.SessionClosed]:
             self._closed_reason = str(body.get("reason"))
 
-    def _gone(self) -> None:
+    def _gone(self, up: upstream.Upstream) -> None:
         """The pod's transport closed: after its `session.closed` the client's socket closes as
-        the pod's did; else the session is lost, and why decides whether the pod is to blame."""
-        up = self._up
-        if self._done or up is None:
+        the pod's did; else the session is lost, and why decides whether the pod is to blame. A
+        moving session's old socket is the move's to judge."""
+        if self._done or up is not self._up:
+            return
+        if self._moving is not None and self._closed_reason is None:
+            handed_over = up.ending is upstream.Ending.CLOSED and up.close_code == hop.HANDED_OVER_CLOSE
+            self._step(self._moving.old_closed(handed_over))
             return
         if self._closed_reason is not None:
             peer = self._peer
             code = up.close_code if up.ending is upstream.Ending.CLOSED and up.close_code else connection.NORMAL
-            peer.perform(peer.conn.relay_ended(self._closed_reason, self._frames, code))
+            peer.relay_ended(self._closed_reason, self._frames, code)
             self._finish()
             return
         # a close handshake that did not end the session is the pod breaking the protocol
@@ -262,18 +301,132 @@ class UpstreamLeg:
     def _lost(self, ending: upstream.Ending) -> None:
         """The session cannot go on (platform §7.8); the pod's breaker trips if the pod failed."""
         self._owner.stats.sessions_lost[ending.value] += 1
-        if self._pod is not None and ending.pods_fault:
-            self._owner.lost(self._pod)
-        peer = self._peer
-        peer.perform(peer.conn.relay_lost(self._frames, LOST_BECAUSE[ending]))
+        if self._placed is not None and ending.pods_fault:
+            self._owner.lost(self._placed.pod)
+        self._peer.relay_lost(self._frames, LOST_BECAUSE[ending])
         self._finish()
+
+    def _lost_in_move(self, why: str) -> None:
+        """A session between pods that cannot arrive: no pod took its blob, or its held audio
+        outgrew the buffer."""
+        self._owner.stats.sessions_lost[NOT_TAKEN] += 1
+        self._owner.moved("lost")
+        self._peer.relay_lost(self._frames, why)
+        self._finish()
+
+    # --- moving to another pod (`moving.Moving`'s shell) ---------------------------------------------
+
+    def _move(self) -> None:
+        """The pod asked the session to move: start once, for a running session."""
+        if self._moving is not None or self._done or self._placed is None or self._closed_reason is not None:
+            return
+        self._moving = moving.Moving(self._placed.pod, self._owner.tripped())
+        self._step(self._moving.begin())
+
+    def _step(self, command: moving.Command) -> None:
+        """Carry out the machine's next command: start its I/O, or end the move."""
+        machine = self._moving
+        if machine is None or self._done:
+            return
+        session_id = self._start.resource.id
+        if isinstance(command, placing.Place):
+            self._spawn(self._move_placed(machine, command.exclude))
+        elif isinstance(command, placing.Recheck):
+            self._spawn(self._move_rechecked(machine, command.delay_s))
+        elif isinstance(command, moving.Export):
+            assert self._placed is not None
+            self._spawn(self._move_exported(machine, self._placed))
+        elif isinstance(command, moving.Import):
+            self._spawn(self._move_imported(machine, command.placed, command.blob))
+        elif isinstance(command, moving.Dial):
+            self._spawn(self._move_dialled(machine, command.placed, command.import_id))
+        elif isinstance(command, moving.Switch):
+            self._switch(command.placed)
+        elif isinstance(command, moving.Stay | moving.Lose):
+            if command.unreserve is not None:
+                self._spawn(self._owner.unreserve(self._pool, command.unreserve, session_id))
+            self._moving = None
+            self._release_held()
+            if isinstance(command, moving.Stay):
+                self._owner.moved("stayed")
+            elif command.why is None:  # the pod died before the session could leave it
+                self._owner.moved("lost")
+                up = self._up
+                ending = (up.ending if up is not None else None) or upstream.Ending.LOST
+                self._lost(upstream.Ending.VIOLATION if ending is upstream.Ending.CLOSED else ending)
+            else:
+                self._lost_in_move(command.why)
+
+    def _spawn(self, io: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(io)
+        self._io.add(task)
+        task.add_done_callback(self._io.discard)
+
+    async def _move_placed(self, machine: moving.Moving, exclude: frozenset[str]) -> None:
+        result = await self._owner.place(self._pool, self._start.resource.id, set(exclude))
+        command = machine.placed(result)
+        if isinstance(command, moving.Wait) and isinstance(result, Placed):  # the move ended meanwhile
+            await self._owner.unreserve(self._pool, result, self._start.resource.id)
+        self._step(command)
+
+    async def _move_rechecked(self, machine: moving.Moving, delay_s: float) -> None:
+        await asyncio.sleep(delay_s)
+        self._step(machine.rechecked())
+
+    async def _move_exported(self, machine: moving.Moving, source: Placed) -> None:
+        self._step(machine.exported(await self._owner.export(source, self._start.resource.id)))
+
+    async def _move_imported(self, machine: moving.Moving, target: Placed, blob: bytes) -> None:
+        import_id = await self._owner.import_blob(target, blob)
+        if import_id is None:  # the slot it reserved is not used: given back, the pod not blamed
+            await self._owner.unreserve(self._pool, target, self._start.resource.id)
+        self._step(machine.imported(target, import_id))
+
+    async def _move_dialled(self, machine: moving.Moving, target: Placed, import_id: str) -> None:
+        up = await self._dial(target, import_id)
+        first = None if up is None else await self._first(up, target)
+        if up is None or first is None:
+            self._step(machine.unreachable(target))
+            return
+        command = machine.answered(target, first if isinstance(first, str) else first.decode(errors="replace"))
+        if isinstance(command, moving.Switch):
+            self._target_up = up
+        else:
+            up.close()
+        self._step(command)
+
+    def _switch(self, target: Placed) -> None:
+        """The target runs the session: its `session.started` is swallowed (the client saw one),
+        the frames held meanwhile go to it in order, and relaying resumes from it."""
+        up, self._target_up = self._target_up, None
+        assert up is not None
+        self._moving = None
+        self._placed = target
+        self._adopt(up)
+        while self._held:
+            up.send(self._held.popleft())
+            self._owner.stats.frames_up += 1
+        self._held_bytes = 0
+        self._owner.moved("moved")
+
+    def _release_held(self) -> None:
+        """A move that did not happen: what was held goes to the pod the session stayed on."""
+        up = self._up
+        while self._held and up is not None and not self._done:
+            up.send(self._held.popleft())
+        self._held.clear()
+        self._held_bytes = 0
 
     def _finish(self) -> None:
         """Once: close the upstream, stop counting the session."""
         if self._done:
             return
         self._done = True
+        for task in list(self._io):
+            task.cancel()
+        for up in (self._up, self._target_up):
+            if up is not None:
+                up.close()
         if self._up is not None:
-            self._up.close()
             self._owner.relaying(self._pool, -1)
         self._owner.leg_done(self)

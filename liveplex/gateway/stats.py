@@ -36,5 +36,8 @@ class GatewayStats:
     placement_seconds: Buckets = field(default_factory=lambda: Buckets(PLACEMENT_BUCKETS_S))
     sessions_lost: Counter[str] = field(default_factory=Counter)
     """How relayed sessions were lost (`upstream.Ending`): `lost`, `silent`, `violation`, `too_large`."""
+    moves: Counter[str] = field(default_factory=Counter)
+    """Result -> sessions a draining pod asked to move: `moved`, `stayed` (no room: it drains where
+    it is), `lost` (it died with its pod first, or no pod took its blob)."""
     loop_stalls: int = 0
     """Watchdog rounds that ran over `STALL_MS` late: this process's loop was blocked."""

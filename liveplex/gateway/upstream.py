@@ -25,7 +25,7 @@ from websockets.http11 import Response
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
-from liveplex.gptlive import events
+from liveplex.gptlive import events, urls
 
 CLOSE_TIMEOUT_S = 1.0
 """After our close frame, how long the pod gets to answer before the transport is aborted."""
@@ -176,7 +176,7 @@ async def connect(addr: str, headers: Mapping[str, str], timeout_s: float) -> Up
     loop = asyncio.get_running_loop()
     async with asyncio.timeout(timeout_s):
         transport, proto = await loop.create_connection(
-            lambda: Upstream(f"ws://{addr}/v1/live/sessions", headers), host.strip("[]"), int(port))
+            lambda: Upstream(f"ws://{addr}{urls.LIVE_PATH}", headers), host.strip("[]"), int(port))
         try:
             await proto.opened
         except BaseException:

@@ -278,6 +278,26 @@ Event = ClientEvent | ServerEvent
 
 # --- dump ---------------------------------------------------------------------------------------------
 
+SERVER_TYPES: dict[type, str] = {
+    SessionStarted: "session.started",
+    OutputAudioDelta: "session.output_audio.delta",
+    OutputTranscriptDelta: "session.output_transcript.delta",
+    UsageUpdated: "session.usage.updated",
+    CommentaryAppended: "session.commentary.appended",
+    InputAudioMuted: "session.input_audio.muted",
+    InputAudioUnmuted: "session.input_audio.unmuted",
+    SessionClosed: "session.closed",
+    Error: "error",
+    Info: "info",
+}
+"""gpt-live §4.4: the wire `type` of each server event liveplex sends. The one table: `dump` writes
+it, and the gateway and the bench, which read servers' events without parsing them all, compare
+with it."""
+AUDIO_DELTA_PREFIX = '{"type":"' + SERVER_TYPES[OutputAudioDelta] + '","delta":"'
+"""How every audio delta liveplex writes begins (`dump`: `type` first, then `delta`), so a reader
+finds the hot event by a prefix test, without parsing it."""
+
+
 def _with_client_id(out: dict[str, Any], client_event_id: str | None) -> dict[str, Any]:
     if client_event_id is not None:
         out["client_event_id"] = client_event_id
@@ -342,9 +362,15 @@ def _turn_json(t: Turn) -> dict[str, Any]:
     return {"type": "message", "role": t.role, "content": [{"type": part, "text": t.text}]}
 
 
+def _server(event: ServerEvent, **fields: Any) -> dict[str, Any]:
+    """A server event's JSON object: `type` and `event_id` first, then `fields`, then the client's
+    event id when the event answers one."""
+    out = {"type": SERVER_TYPES[type(event)], "event_id": event.event_id, **fields}
+    return _with_client_id(out, getattr(event, "client_event_id", None))
+
+
 def _usage_json(e: UsageUpdated) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "session.usage.updated", "event_id": e.event_id,
-                           "usage": {"seconds": e.seconds}}
+    out = _server(e, usage={"seconds": e.seconds})
     if e.context_ratio is not None:
         out["context_window"] = {"usage_ratio": e.context_ratio}
     return out
@@ -363,8 +389,7 @@ def _error_json(e: Error) -> dict[str, Any]:
     body: dict[str, Any] = {"type": err.error_type.value, "code": err.code.value,
                             "message": err.message, "param": err.param_text}
     _with_client_id(body, e.client_event_id)
-    return _with_client_id({"type": "error", "event_id": e.event_id, "error": body},
-                           e.client_event_id)
+    return _server(e, error=body)
 
 
 _DUMPERS: dict[type, Callable[[Any], dict[str, Any]]] = {
@@ -373,36 +398,24 @@ _DUMPERS: dict[type, Callable[[Any], dict[str, Any]]] = {
     InputAudioMute: _client,
     InputAudioUnmute: _client,
     SessionClose: _client,
-    SessionStarted: lambda e: _with_client_id(
-        {"type": "session.started", "event_id": e.event_id, "session": _resource_json(e.session)},
-        e.client_event_id),
-    OutputTranscriptDelta: lambda e: {
-        "type": "session.output_transcript.delta", "event_id": e.event_id, "delta": e.delta,
-        "start_ms": e.start_ms, "end_ms": e.end_ms},
+    SessionStarted: lambda e: _server(e, session=_resource_json(e.session)),
+    OutputTranscriptDelta: lambda e: _server(e, delta=e.delta, start_ms=e.start_ms, end_ms=e.end_ms),
     CommentaryAppend: lambda e: _client(e, content=e.content),
     UsageUpdated: _usage_json,
-    CommentaryAppended: lambda e: _with_client_id(
-        {"type": "session.commentary.appended", "event_id": e.event_id, "start_ms": e.at_ms,
-         "end_ms": e.at_ms}, e.client_event_id),
-    InputAudioMuted: lambda e: _with_client_id(
-        {"type": "session.input_audio.muted", "event_id": e.event_id}, e.client_event_id),
-    InputAudioUnmuted: lambda e: _with_client_id(
-        {"type": "session.input_audio.unmuted", "event_id": e.event_id}, e.client_event_id),
-    SessionClosed: lambda e: _with_client_id(
-        {"type": "session.closed", "event_id": e.event_id, "reason": e.reason,
-         "session": _resource_json(e.session), "usage": {"seconds": e.seconds}},
-        e.client_event_id),
+    CommentaryAppended: lambda e: _server(e, start_ms=e.at_ms, end_ms=e.at_ms),
+    InputAudioMuted: _server,
+    InputAudioUnmuted: _server,
+    SessionClosed: lambda e: _server(e, reason=e.reason, session=_resource_json(e.session),
+                                     usage={"seconds": e.seconds}),
     Error: _error_json,
-    Info: lambda e: _with_client_id(
-        {"type": "info", "event_id": e.event_id, "code": e.code, "message": e.message},
-        e.client_event_id),
+    Info: lambda e: _server(e, code=e.code, message=e.message),
 }
 
 
 def dump(event: Event) -> str:
     """The JSON text of `event`, `type` first; audio deltas are exactly `{type, delta}`."""
     if type(event) is OutputAudioDelta:  # one per session per tick: no dict, no JSON library
-        return '{"type":"session.output_audio.delta","delta":"' + event.delta + '"}'
+        return AUDIO_DELTA_PREFIX + event.delta + '"}'
     return orjson.dumps(_DUMPERS[type(event)](event)).decode()
 
 

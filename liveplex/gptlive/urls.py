@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import urllib.parse
 
+LIVE_SUFFIX = "/live/sessions"
+"""The live socket under an SDK base URL (`.../v1`)."""
+LIVE_PATH = "/v1" + LIVE_SUFFIX
+"""The live socket's path on a liveplex server: what pods and gateways serve and gateways dial."""
 
-def ws_url(base_url: str, suffix: str = "/live/sessions") -> str:
+
+def ws_url(base_url: str, suffix: str = LIVE_SUFFIX) -> str:
     """gpt-live §12.1: http→ws, else wss; trailing slashes stripped; `suffix` appended.
 
     `http://h:8000/v1` -> `ws://h:8000/v1/live/sessions`.

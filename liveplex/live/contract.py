@@ -61,7 +61,7 @@ class LiveInfo:
     none to report. `session.usage.updated` reports the share of it a session fills."""
     engine: tuple[tuple[str, str], ...] = ()
     """How the engine runs, as (name, value) pairs the front end publishes unchanged in
-    `/live/config`, `/live/stats` and the `liveengine_engine_info` metric (PersonaPlex: `schedule`)."""
+    `/live/config`, `/live/stats` and the `liveplex_engine_info` metric (PersonaPlex: `schedule`)."""
 
     def frame_ms(self, n: int) -> int:
         """Milliseconds covered by `n` frames (80 n with the defaults)."""

@@ -7,9 +7,9 @@ of whoever is paged. Keeping the signal apart is what lets a test prove every al
 Prometheus scraping real pods (the signal returns series) and fire each one on synthetic series
 (`promtool test rules`), without waiting for a real incident.
 
-Label conventions are `signals`': engine series carry `namespace` and `liveengine` (the
-LiveEngine's name), gateway series carry `liveengine` as `<namespace>/<name>`; `pod` is the
-scraped pod's (the target's label, which no liveplex series overwrites). Pure.
+Label conventions are `signals`': every series about a LiveEngine carries `liveengine` as
+`<namespace>/<name>`; `pod` and `namespace` are the scraped pod's (the target's labels, which no
+liveplex series overwrites). Pure.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Alert:
 
 def _lateness_p99(by: str) -> str:
     return (f"histogram_quantile(0.99, sum by ({by}, le) "
-            f"(rate(liveengine_tick_lateness_seconds_bucket[{signals.LATENESS_WINDOW}])))")
+            f"(rate(liveplex_engine_tick_lateness_seconds_bucket[{signals.LATENESS_WINDOW}])))")
 
 
 def _or_zero(expr: str, by: str, base: str) -> str:
@@ -54,42 +54,43 @@ def _or_zero(expr: str, by: str, base: str) -> str:
     return f"({expr} or sum by ({by}) ({base}) * 0)"
 
 ALERTS: tuple[Alert, ...] = (
-    Alert("LiveplexTickLatenessOverBudget", _lateness_p99("namespace, liveengine"), f"> {LATENESS_BUDGET_S}",
-          "10m", "warning", "{{ $labels.namespace }}/{{ $labels.liveengine }}: p99 tick lateness over 20 ms",
+    Alert("LiveplexTickLatenessOverBudget", _lateness_p99("liveengine"), f"> {LATENESS_BUDGET_S}",
+          "10m", "warning", "{{ $labels.liveengine }}: p99 tick lateness over 20 ms",
           "Callers hear glitches. The pool runs more sessions than its GPUs keep in time: lower "
           "capacity.maxSessions, add pods, or look for one slow node (LiveplexPodDegraded)."),
-    Alert("LiveplexPodDegraded", _lateness_p99("namespace, liveengine, pod"), f"> {LATENESS_BUDGET_S}",
+    Alert("LiveplexPodDegraded", _lateness_p99("liveengine, pod"), f"> {LATENESS_BUDGET_S}",
           "5m", "warning", "{{ $labels.pod }} runs its ticks late",
           "Placement ranks the pod last already. Check its node (GPU clocks, thermal throttling, a "
           "noisy neighbour); delete the pod if it stays late, its sessions drain first."),
     Alert("LiveplexSessionsRefused",
-          _or_zero('sum by (liveengine) (rate(gateway_placements_total{result="busy"}[5m]))', "liveengine",
-                   "gateway_sessions_active")
-          + " / sum by (liveengine) (rate(gateway_placements_total[5m]))", "> 0.05", "10m", "warning",
+          _or_zero('sum by (liveengine) (rate(liveplex_gateway_placements_total{result="busy"}[5m]))', "liveengine",
+                   "liveplex_gateway_sessions_active")
+          + " / sum by (liveengine) (rate(liveplex_gateway_placements_total[5m]))", "> 0.05", "10m", "warning",
           "{{ $labels.liveengine }}: over 5 % of session starts refused for want of room",
           "The pool is full. Check the autoscaler (kubectl describe le) and its maxReplicas, and "
           "whether new pods are stuck Pending for GPUs."),
     Alert("LiveplexNoEngines",
-          _or_zero('sum by (liveengine) (increase(gateway_sessions_rejected_total{reason="no_engines"}[5m]))',
-                   "liveengine", "gateway_sessions_active"),
+          _or_zero('sum by (liveengine) (increase(liveplex_gateway_sessions_rejected_total{reason="no_engines"}[5m]))',
+                   "liveengine", "liveplex_gateway_sessions_active"),
           "> 0", "2m", "critical", "{{ $labels.liveengine }}: starts refused, no engine ready",
           "Every caller of this model is refused. kubectl get le,pods: are the pods crash-looping, "
           "Pending, or still loading weights?"),
-    Alert("LiveplexRedisUnreachable", "sum by (namespace, pod) (rate(gateway_redis_errors_total[2m]))", "> 0",
+    Alert("LiveplexRedisUnreachable", "sum by (namespace, pod) (rate(liveplex_gateway_redis_errors_total[2m]))", "> 0",
           "2m", "critical", "{{ $labels.pod }} cannot reach the placement Redis",
           "Gateways place from their last snapshot for 5 s, then refuse. Check the Redis pod or "
           "service and the NetworkPolicy; the pods' heartbeats fail too."),
     Alert("LiveplexUpstreamConnectFailures",
-          _or_zero("sum by (namespace, pod) (rate(gateway_upstream_connect_failures_total[5m]))", "namespace, pod",
-                   "gateway_sockets_open"), "> 0", "5m", "warning",
+          _or_zero("sum by (namespace, pod) (rate(liveplex_gateway_upstream_connect_failures_total[5m]))",
+                   "namespace, pod", "liveplex_gateway_sockets_open"), "> 0", "5m", "warning",
           "{{ $labels.pod }} cannot connect to engine pods",
           "Placement reserves a pod the gateway cannot reach: a NetworkPolicy, a pod that lost its "
           "network, or a pod token mismatch (gateway and engines read different Secrets)."),
-    Alert("LiveplexSessionsLost", "sum by (namespace, pod, reason) (increase(gateway_sessions_lost_total[5m]))",
+    Alert("LiveplexSessionsLost",
+          "sum by (namespace, pod, reason) (increase(liveplex_gateway_sessions_lost_total[5m]))",
           "> 0", "0m", "critical", "{{ $labels.pod }}: live calls cut ({{ $labels.reason }})",
           "Engines died or hung mid-call (reason silent: a stopped or wedged engine; lost: a crash "
           "or a lost node). Find the pod in the gateway's logs (`upstream silent`) and its events."),
-    Alert("LiveplexGatewayLoopStalls", "sum by (namespace, pod) (increase(gateway_loop_stalls_total[10m]))",
+    Alert("LiveplexGatewayLoopStalls", "sum by (namespace, pod) (increase(liveplex_gateway_loop_stalls_total[10m]))",
           "> 3", "0m", "warning", "{{ $labels.pod }}: event loop blocked over 100 ms, repeatedly",
           "Every relayed call froze each time. The gateway's `event loop stalled` log lines say how "
           "long and whether the collector ran; check its CPU limit and throttling."),

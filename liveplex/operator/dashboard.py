@@ -1,9 +1,10 @@
 """The Grafana dashboard a liveplex installation ships (JSON in the chart, for Grafana's sidecar),
 written once as data: one LiveEngine's pool and its gateways.
 
-`PANELS` lists each panel's queries with the dashboard's variables (`$namespace`, `$liveengine`)
-in their selectors; `queries(namespace, name)` gives the same queries with values filled in, which is
-how a test evaluates every one against a real Prometheus. Label conventions are `signals`'. Pure.
+`PANELS` lists each panel's queries with the dashboard's variable (`$liveengine`, the LiveEngine's
+`<namespace>/<name>`) in their selectors; `queries(namespace, name)` gives the same queries with
+values filled in, which is how a test evaluates every one against a real Prometheus. Label
+conventions are `signals`'. Pure.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from dataclasses import dataclass
 from liveplex.operator import names, signals
 
 UID = "liveplex-pool"
-ENGINE = 'namespace="$namespace",liveengine="$liveengine"'
-GATEWAY = 'liveengine="$namespace/$liveengine"'
+SELECTOR = f'{signals.LIVEENGINE_LABEL}="$liveengine"'
+"""One LiveEngine's series, engine and gateway alike."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,55 +33,53 @@ def _quantile(q: float, metric: str, selector: str, by: str = "") -> str:
 
 PANELS: tuple[Panel, ...] = (
     Panel("Sessions", "short", (
-        ("running", f"sum(liveengine_sessions_active{{{ENGINE}}})"),
-        ("placed, not started", f"sum(liveengine_sessions_reserved{{{ENGINE}}})"),
-        ("capacity", f"sum(liveengine_session_capacity{{{ENGINE}}})"),
+        ("running", f"sum(liveplex_engine_sessions_active{{{SELECTOR}}})"),
+        ("placed, not started", f"sum(liveplex_engine_sessions_reserved{{{SELECTOR}}})"),
+        ("capacity", f"sum(liveplex_engine_session_capacity{{{SELECTOR}}})"),
     )),
     Panel("Starts refused for want of room", "reqps", (
-        ("{{reason}}", f'sum by (reason) (rate(gateway_sessions_rejected_total{{{GATEWAY},'
+        ("{{reason}}", f'sum by (reason) (rate(liveplex_gateway_sessions_rejected_total{{{SELECTOR},'
                        f'reason=~"{"|".join(signals.REFUSED_REASONS)}"}}[1m]))'),
     )),
     Panel("Tick lateness", "s", (
-        ("p50", _quantile(0.5, "liveengine_tick_lateness_seconds", ENGINE)),
-        ("p99", _quantile(0.99, "liveengine_tick_lateness_seconds", ENGINE)),
+        ("p50", _quantile(0.5, "liveplex_engine_tick_lateness_seconds", SELECTOR)),
+        ("p99", _quantile(0.99, "liveplex_engine_tick_lateness_seconds", SELECTOR)),
     )),
     Panel("Tick compute time", "s", (
-        ("p50", _quantile(0.5, "liveengine_tick_duration_seconds", ENGINE)),
-        ("p99", _quantile(0.99, "liveengine_tick_duration_seconds", ENGINE)),
+        ("p50", _quantile(0.5, "liveplex_engine_tick_duration_seconds", SELECTOR)),
+        ("p99", _quantile(0.99, "liveplex_engine_tick_duration_seconds", SELECTOR)),
     )),
     Panel("Time to first audio", "s", (
-        ("pod p50", _quantile(0.5, "liveengine_first_audio_seconds", ENGINE)),
-        ("pod p99", _quantile(0.99, "liveengine_first_audio_seconds", ENGINE)),
-        ("through the gateway p99", _quantile(0.99, "gateway_first_audio_seconds", "")),
-        ("start through the gateway p99", _quantile(0.99, "gateway_session_start_seconds", "")),
+        ("pod p50", _quantile(0.5, "liveplex_engine_first_audio_seconds", SELECTOR)),
+        ("pod p99", _quantile(0.99, "liveplex_engine_first_audio_seconds", SELECTOR)),
+        ("through the gateway p99", _quantile(0.99, "liveplex_gateway_first_audio_seconds", "")),
+        ("start through the gateway p99", _quantile(0.99, "liveplex_gateway_session_start_seconds", "")),
     )),
     Panel("Pods", "short", (
-        ("{{pod}} sessions", f"sum by (pod) (liveengine_sessions_active{{{ENGINE}}})"),
-        ("{{pod}} ready", f"max by (pod) (liveengine_ready{{{ENGINE}}})"),
-        ("{{pod}} draining", f"max by (pod) (liveengine_draining{{{ENGINE}}})"),
+        ("{{pod}} sessions", f"sum by (pod) (liveplex_engine_sessions_active{{{SELECTOR}}})"),
+        ("{{pod}} ready", f"max by (pod) (liveplex_engine_ready{{{SELECTOR}}})"),
+        ("{{pod}} draining", f"max by (pod) (liveplex_engine_draining{{{SELECTOR}}})"),
     )),
     Panel("Late ticks per pod", "percentunit", (
-        ("{{pod}}", f"sum by (pod) (rate(liveengine_ticks_late_total{{{ENGINE}}}[1m])) "
-                    f"/ sum by (pod) (rate(liveengine_ticks_total{{{ENGINE}}}[1m]))"),
+        ("{{pod}}", f"sum by (pod) (rate(liveplex_engine_ticks_late_total{{{SELECTOR}}}[1m])) "
+                    f"/ sum by (pod) (rate(liveplex_engine_ticks_total{{{SELECTOR}}}[1m]))"),
     )),
     Panel("Gateway placements", "reqps", (
-        ("{{result}}", f"sum by (result) (rate(gateway_placements_total{{{GATEWAY}}}[1m]))"),
+        ("{{result}}", f"sum by (result) (rate(liveplex_gateway_placements_total{{{SELECTOR}}}[1m]))"),
     )),
     Panel("Gateways", "short", (
-        ("open sockets", "sum(gateway_sockets_open)"),
-        ("relayed frames/s {{direction}}", "sum by (direction) (rate(gateway_relay_frames_total[1m]))"),
-        ("calls lost {{reason}}", "sum by (reason) (increase(gateway_sessions_lost_total[5m]))"),
-        ("loop stalls", "sum(increase(gateway_loop_stalls_total[5m]))"),
-        ("Redis errors/s", "sum(rate(gateway_redis_errors_total[1m]))"),
+        ("open sockets", "sum(liveplex_gateway_sockets_open)"),
+        ("relayed frames/s {{direction}}", "sum by (direction) (rate(liveplex_gateway_relay_frames_total[1m]))"),
+        ("calls lost {{reason}}", "sum by (reason) (increase(liveplex_gateway_sessions_lost_total[5m]))"),
+        ("loop stalls", "sum(increase(liveplex_gateway_loop_stalls_total[5m]))"),
+        ("Redis errors/s", "sum(rate(liveplex_gateway_redis_errors_total[1m]))"),
     )),
 )
 
 
 def queries(namespace: str, name: str) -> list[str]:
     """Every query of the dashboard with its variables set to one LiveEngine."""
-    return [q.replace("$namespace/$liveengine", names.pool(namespace, name))
-            .replace("$namespace", namespace).replace("$liveengine", name)
-            for panel in PANELS for _, q in panel.queries]
+    return [q.replace("$liveengine", names.pool(namespace, name)) for panel in PANELS for _, q in panel.queries]
 
 
 def dashboard() -> dict[str, object]:
@@ -103,8 +102,8 @@ def dashboard() -> dict[str, object]:
         "time": {"from": "now-3h", "to": "now"},
         "templating": {"list": [
             {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus"},
-            variable("namespace", "label_values(liveengine_sessions_active, namespace)"),
-            variable("liveengine", 'label_values(liveengine_sessions_active{namespace="$namespace"}, liveengine)'),
+            variable(signals.LIVEENGINE_LABEL,
+                     f"label_values(liveplex_engine_sessions_active, {signals.LIVEENGINE_LABEL})"),
         ]},
         "panels": panels,
     }

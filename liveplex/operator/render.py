@@ -343,7 +343,8 @@ def render_hpa(le: LiveEngine) -> Obj:
         "metrics": [
             {"type": "Pods", "pods": {"metric": {"name": signals.OCCUPIED_METRIC}, "target": target}},
             {"type": "External", "external": {
-                "metric": {"name": signals.DEMAND_METRIC, "selector": {"matchLabels": {"liveengine": le.name}}},
+                "metric": {"name": signals.DEMAND_METRIC,
+                           "selector": {"matchLabels": {signals.SELECTOR_LABEL: le.name}}},
                 "target": target}},
         ],
         "behavior": behavior(a),

@@ -1,9 +1,11 @@
 """The autoscaling signals (platform §8) as PromQL and metric names, written once.
 
 The renderers (`render_hpa`, `render_scaledobject`), the chart's prometheus-adapter rules and
-docs/deploy.md all read them here. Engine series carry `namespace` and `liveengine` (the
-LiveEngine's name, relabelled from `app.kubernetes.io/instance` by the chart's PodMonitor);
-gateway series carry `liveengine` as the pool key `<namespace>/<name>` (what the gateway knows).
+docs/deploy.md all read them here. Every series about a LiveEngine carries it as one label,
+`liveengine="<namespace>/<name>"` (`LIVEENGINE_LABEL`): the gateway labels its series with the pool
+key, which is exactly that, and the chart's PodMonitor relabels engine series to it from the pod's
+namespace and `app.kubernetes.io/instance`. Engine series also carry `liveengine_name` (the bare
+name) for one reader only: an HPA's metric selector, whose label values cannot hold a `/`.
 
 - **Occupancy** (primary): sessions running plus sessions placed and not started, per pod, against
   `maxSessions × targetOccupancyPercent / 100`. A leading indicator: a reservation counts before
@@ -25,12 +27,16 @@ from dataclasses import dataclass
 
 from liveplex.operator import names
 
-OCCUPIED_METRIC = "liveengine_sessions_occupied"
+LIVEENGINE_LABEL = "liveengine"
+"""The label naming a LiveEngine as `<namespace>/<name>` on every liveplex series."""
+SELECTOR_LABEL = "liveengine_name"
+"""The bare LiveEngine name on engine series, for HPA metric selectors (no `/` in a label value)."""
+OCCUPIED_METRIC = "liveplex_engine_sessions_occupied"
 """Per-pod custom metric (prometheus-adapter `rules`): active + reserved sessions."""
-DEMAND_METRIC = "liveengine_sessions_demand"
+DEMAND_METRIC = "liveplex_engine_sessions_demand"
 """External metric (prometheus-adapter `externalRules`): occupied sessions + refused starts, per LiveEngine."""
 REFUSED_REASONS = ("server_busy", "no_engines")
-"""`gateway_sessions_rejected_total` reasons that mean "no room", not a client mistake."""
+"""`liveplex_gateway_sessions_rejected_total` reasons that mean "no room", not a client mistake."""
 DEMAND_WINDOW = "2m"
 LATENESS_WINDOW = "1m"
 
@@ -44,23 +50,23 @@ class Target:
 
     @property
     def engine(self) -> str:
-        return f'namespace="{self.namespace}",liveengine="{self.name}"'
+        return f'{LIVEENGINE_LABEL}="{names.pool(self.namespace, self.name)}"'
 
     @property
     def gateway(self) -> str:
         refused = "|".join(REFUSED_REASONS)
-        return f'liveengine="{names.pool(self.namespace, self.name)}",reason=~"{refused}"'
+        return f'{self.engine},reason=~"{refused}"'
 
 
 def occupied_query(t: Target) -> str:
     """Sessions held across the pool (active + reserved)."""
-    return (f"sum(liveengine_sessions_active{{{t.engine}}}) "
-            f"+ sum(liveengine_sessions_reserved{{{t.engine}}})")
+    return (f"sum(liveplex_engine_sessions_active{{{t.engine}}}) "
+            f"+ sum(liveplex_engine_sessions_reserved{{{t.engine}}})")
 
 
 def refused_query(t: Target) -> str:
     """Starts refused for want of room over the demand window; 0 when no gateway refused any."""
-    return f"(sum(increase(gateway_sessions_rejected_total{{{t.gateway}}}[{DEMAND_WINDOW}])) or vector(0))"
+    return f"(sum(increase(liveplex_gateway_sessions_rejected_total{{{t.gateway}}}[{DEMAND_WINDOW}])) or vector(0))"
 
 
 def demand_query(t: Target) -> str:
@@ -70,12 +76,12 @@ def demand_query(t: Target) -> str:
 def lateness_p99_query(t: Target) -> str:
     """The guard: p99 tick lateness in seconds (compare with `latenessBudgetMillis / 1000`)."""
     return (f"histogram_quantile(0.99, sum by (le) "
-            f"(rate(liveengine_tick_lateness_seconds_bucket{{{t.engine}}}[{LATENESS_WINDOW}])))")
+            f"(rate(liveplex_engine_tick_lateness_seconds_bucket{{{t.engine}}}[{LATENESS_WINDOW}])))")
 
 
 def late_tick_ratio_query(t: Target) -> str:
-    return (f"sum(rate(liveengine_ticks_late_total{{{t.engine}}}[{LATENESS_WINDOW}])) "
-            f"/ sum(rate(liveengine_ticks_total{{{t.engine}}}[{LATENESS_WINDOW}]))")
+    return (f"sum(rate(liveplex_engine_ticks_late_total{{{t.engine}}}[{LATENESS_WINDOW}])) "
+            f"/ sum(rate(liveplex_engine_ticks_total{{{t.engine}}}[{LATENESS_WINDOW}]))")
 
 
 def per_pod_target_milli(max_sessions: int, target_percent: int) -> int:
@@ -85,30 +91,29 @@ def per_pod_target_milli(max_sessions: int, target_percent: int) -> int:
 
 def adapter_rules() -> dict[str, list[dict[str, object]]]:
     """prometheus-adapter rules: `OCCUPIED_METRIC` per pod (custom) and `DEMAND_METRIC` per LiveEngine
-    (external, selected by `liveengine: <name>` in the HPA's namespace).
+    (external, selected by `liveengine_name: <name>` in the HPA's namespace).
 
-    The gateway labels its refusals with the pool key `<namespace>/<name>`; the demand rule splits
-    it into `namespace` and `liveengine` with `label_replace`, so it joins the engines' series.
+    The adapter puts the HPA's selector into `<<.LabelMatchers>>` on the engine series; both sides of
+    the sum are then grouped by `liveengine` (`<namespace>/<name>` on engine and gateway series
+    alike), so the gateways' refusals join the engines' occupancy with no relabelling.
     """
-    held = "liveengine_sessions_active{<<.LabelMatchers>>} + liveengine_sessions_reserved{<<.LabelMatchers>>}"
-    occupied = f"sum by (namespace, liveengine) ({held})"
+    held = ("liveplex_engine_sessions_active{<<.LabelMatchers>>} "
+            "+ liveplex_engine_sessions_reserved{<<.LabelMatchers>>}")
+    occupied = f"sum by ({LIVEENGINE_LABEL}) ({held})"
     reasons = "|".join(REFUSED_REASONS)
-    refused = (
-        "sum by (namespace, liveengine) (label_replace(label_replace(increase("
-        f'gateway_sessions_rejected_total{{reason=~"{reasons}"}}[{DEMAND_WINDOW}]),'
-        ' "namespace", "$1", "liveengine", "([^/]+)/.*"), "liveengine", "$1", "liveengine", "[^/]+/(.*)"))'
-    )
+    refused = (f"sum by ({LIVEENGINE_LABEL}) (increase("
+               f'liveplex_gateway_sessions_rejected_total{{reason=~"{reasons}"}}[{DEMAND_WINDOW}]))')
     return {
         "rules": [{
-            "seriesQuery": 'liveengine_sessions_active{namespace!="",pod!=""}',
+            "seriesQuery": 'liveplex_engine_sessions_active{namespace!="",pod!=""}',
             "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
-            "name": {"matches": "^liveengine_sessions_active$", "as": OCCUPIED_METRIC},
+            "name": {"matches": "^liveplex_engine_sessions_active$", "as": OCCUPIED_METRIC},
             "metricsQuery": f"sum by (<<.GroupBy>>) ({held})",
         }],
         "externalRules": [{
-            "seriesQuery": 'liveengine_sessions_active{namespace!="",liveengine!=""}',
+            "seriesQuery": f'liveplex_engine_sessions_active{{namespace!="",{SELECTOR_LABEL}!=""}}',
             "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
-            "name": {"matches": "^liveengine_sessions_active$", "as": DEMAND_METRIC},
+            "name": {"matches": "^liveplex_engine_sessions_active$", "as": DEMAND_METRIC},
             "metricsQuery": f"{occupied} + ({refused} or {occupied} * 0)",
         }],
     }

@@ -98,7 +98,7 @@ class PlacementClient:
         With `since` (the record of the pod's last beat that landed) only what changed is sent, besides
         the four fields placement ranks by. Returns the pod's unexpired reservations at that instant:
         sessions placed on it that have not started yet, which the pod exports as
-        `liveengine_sessions_reserved` (platform §8's occupancy); None when `since` was given but Redis
+        `liveplex_engine_sessions_reserved` (platform §8's occupancy); None when `since` was given but Redis
         holds no record of the pod (it restarted, or the TTL ran out): nothing was written, and the
         caller sends the whole record (and whatever else Redis lost) at once."""
         reserved = await self._send(self._heartbeat_call(pool, pod, record, ttl_ms, since))

@@ -18,14 +18,12 @@ from websockets.datastructures import Headers
 
 from liveplex.gptlive import connection, errors
 from liveplex.gptlive.served import Served
-from liveplex.gptlive.server import backend, replies
+from liveplex.gptlive.server import backend, hop, replies
 from liveplex.gptlive.settings import Settings
 from liveplex.live import channel
 
 logger = logging.getLogger(__name__)
 
-SESSION_ID_HEADER = "x-liveplex-session-id"
-"""Set by the gateway: the id it placed the session under (platform §7.4)."""
 
 _SESSION_ID = re.compile(r"sess_[A-Za-z0-9]{1,64}")
 
@@ -46,13 +44,13 @@ class EngineLeg:
         try:
             outputs = opened.output.drain()
             if outputs:
-                self._peer.perform(self._peer.conn.deliver(outputs))
+                self._peer.deliver(outputs)
             if self._opened is opened and opened.output.ended:
                 opened.output.listen(None)
-                self._peer.perform(self._peer.conn.deliver([]))
+                self._peer.deliver([])
         except Exception:
             logger.error("live socket output handler failed", exc_info=True)
-            self._peer.perform(self._peer.conn.deliver([]))
+            self._peer.deliver([])
 
     def append(self, pcm: bytes) -> None:
         if self._opened is not None:
@@ -68,6 +66,11 @@ class EngineLeg:
     def hangup(self) -> None:
         if self._opened is not None:
             self._opened.audio.close()
+
+    def ask_to_move(self) -> None:
+        """The pod drains: ask the gateway relaying this session to move it (`hop.MOVE_REQUESTED`)."""
+        if self._opened is not None:
+            self._peer.relay(hop.MOVE_REQUEST, False)
 
     def release(self) -> None:
         opened, self._opened = self._opened, None
@@ -89,12 +92,22 @@ class EngineBackend:
         self.handle: channel.LiveHandle | None = None
         self.draining = False
         """Set by `Pod.drain`: new starts are `server_busy`, running sessions go on."""
+        self._relayed: weakref.WeakSet[EngineLeg] = weakref.WeakSet()
+        """Sessions a gateway relays (their socket carries its session id): the ones it can move."""
+
+    def request_moves(self) -> int:
+        """Ask the gateways relaying this pod's sessions to move them elsewhere (the pod drains);
+        how many were asked."""
+        legs = list(self._relayed)
+        for leg in legs:
+            leg.ask_to_move()
+        return len(legs)
 
     def refusal(self) -> replies.Reply | None:
         return replies.NOT_READY if self.handle is None else None
 
     def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
-        given = headers.get(SESSION_ID_HEADER)
+        given = headers.get(hop.SESSION_ID_HEADER)
         session_id = given if given is not None and _SESSION_ID.fullmatch(given) else None
         conn = connection.Connection(self.served, self._settings, now_ns, session_id)
         if session_id is not None:
@@ -108,13 +121,16 @@ class EngineBackend:
     def start(self, start: connection.Start, peer: backend.Peer) -> EngineLeg | None:
         handle = self.handle
         if self.draining or handle is None:
-            peer.perform(peer.conn.rejected(errors.server_busy(self.served.info.max_sessions)))
+            peer.refuse(errors.server_busy(self.served.info.max_sessions))
             return None
         result = handle.start(start.session)
         if result is channel.Rejected.FULL:
-            peer.perform(peer.conn.rejected(errors.server_busy(self.served.info.max_sessions)))
+            peer.refuse(errors.server_busy(self.served.info.max_sessions))
             return None
         if isinstance(result, channel.Rejected):
-            peer.perform(peer.conn.rejected(errors.server_error(result.value)))
+            peer.refuse(errors.server_error(result.value))
             return None
-        return EngineLeg(result, peer)
+        leg = EngineLeg(result, peer)
+        if peer.conn in self._given:
+            self._relayed.add(leg)
+        return leg

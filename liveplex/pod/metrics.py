@@ -31,46 +31,46 @@ class PodCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         s = self._read()
         f = s.front
-        yield InfoMetricFamily("liveengine_engine", "What the engine serves and how it runs.",
+        yield InfoMetricFamily("liveplex_engine", "What the engine serves and how it runs.",
                                value={"model": s.info.model, **dict(s.info.engine)})
-        yield GaugeMetricFamily("liveengine_session_capacity", "Advertised capacity.",
+        yield GaugeMetricFamily("liveplex_engine_session_capacity", "Advertised capacity.",
                                 value=s.info.max_sessions)
-        yield GaugeMetricFamily("liveengine_sockets_open", "Open WebSockets.", value=f.sockets_open)
-        yield GaugeMetricFamily("liveengine_ready", "1 when the engine serves.", value=int(s.ready))
-        yield GaugeMetricFamily("liveengine_draining", "1 while the pod drains.", value=int(s.draining))
-        yield GaugeMetricFamily("liveengine_model_load_seconds", "Time the engine took to load.",
+        yield GaugeMetricFamily("liveplex_engine_sockets_open", "Open WebSockets.", value=f.sockets_open)
+        yield GaugeMetricFamily("liveplex_engine_ready", "1 when the engine serves.", value=int(s.ready))
+        yield GaugeMetricFamily("liveplex_engine_draining", "1 while the pod drains.", value=int(s.draining))
+        yield GaugeMetricFamily("liveplex_engine_model_load_seconds", "Time the engine took to load.",
                                 value=s.model_load_s)
-        yield CounterMetricFamily("liveengine_sessions_accepted", "Sessions started.", value=f.accepted)
-        yield _labelled("liveengine_sessions_rejected", "Refused starts by reason.", "reason", f.rejected)
-        yield _labelled("liveengine_sessions_closed", "Ended sessions by reason.", "reason", f.closed)
-        yield _labelled("liveengine_errors", "Error events sent, by code.", "code", f.errors)
-        yield _labelled("liveengine_connections_dropped", "Connections the pod cut, by reason.", "reason",
+        yield CounterMetricFamily("liveplex_engine_sessions_accepted", "Sessions started.", value=f.accepted)
+        yield _labelled("liveplex_engine_sessions_rejected", "Refused starts by reason.", "reason", f.rejected)
+        yield _labelled("liveplex_engine_sessions_closed", "Ended sessions by reason.", "reason", f.closed)
+        yield _labelled("liveplex_engine_errors", "Error events sent, by code.", "code", f.errors)
+        yield _labelled("liveplex_engine_connections_dropped", "Connections the pod cut, by reason.", "reason",
                         f.dropped)
-        yield CounterMetricFamily("liveengine_underruns", "Jitter-buffer dry spells.", value=f.underruns)
-        yield CounterMetricFamily("liveengine_dropped_samples", "Caller samples dropped by the jitter cap.",
+        yield CounterMetricFamily("liveplex_engine_underruns", "Jitter-buffer dry spells.", value=f.underruns)
+        yield CounterMetricFamily("liveplex_engine_dropped_samples", "Caller samples dropped by the jitter cap.",
                                   value=f.dropped_samples)
-        yield histogram("liveengine_session_duration_seconds", "Session lifetime.", f.session_seconds)
-        yield histogram("liveengine_session_start_seconds", "From session.start to session.started.",
+        yield histogram("liveplex_engine_session_duration_seconds", "Session lifetime.", f.session_seconds)
+        yield histogram("liveplex_engine_session_start_seconds", "From session.start to session.started.",
                         f.start_seconds)
-        yield histogram("liveengine_first_audio_seconds", "From session.start to the first audio delta.",
+        yield histogram("liveplex_engine_first_audio_seconds", "From session.start to the first audio delta.",
                         f.first_audio_seconds)
-        yield GaugeMetricFamily("liveengine_sessions_active", "Running sessions.", value=s.sessions)
-        yield GaugeMetricFamily("liveengine_sessions_reserved",
+        yield GaugeMetricFamily("liveplex_engine_sessions_active", "Running sessions.", value=s.sessions)
+        yield GaugeMetricFamily("liveplex_engine_sessions_reserved",
                                 "Sessions placed on this pod and not started yet (last heartbeat).",
                                 value=s.reserved)
-        yield CounterMetricFamily("liveengine_ticks", "Ticks run.", value=s.ticks)
-        yield CounterMetricFamily("liveengine_ticks_skipped", "Tick slots skipped after overruns.",
+        yield CounterMetricFamily("liveplex_engine_ticks", "Ticks run.", value=s.ticks)
+        yield CounterMetricFamily("liveplex_engine_ticks_skipped", "Tick slots skipped after overruns.",
                                   value=s.late_ticks)
-        yield CounterMetricFamily("liveengine_ticks_late",
+        yield CounterMetricFamily("liveplex_engine_ticks_late",
                                   f"Ticks run more than {s.lateness_budget_ms} ms late.", value=s.ticks_late)
-        yield CounterMetricFamily("liveengine_tick_busy_seconds", "Cumulative tick compute.",
+        yield CounterMetricFamily("liveplex_engine_tick_busy_seconds", "Cumulative tick compute.",
                                   value=s.busy_us / 1e6)
-        yield histogram("liveengine_tick_duration_seconds", "Compute time per tick.", s.duration)
-        yield histogram("liveengine_tick_lateness_seconds", "Tick start minus its due time.", s.lateness)
-        yield histogram("liveengine_batch_size", "Sessions per tick.", s.batch)
-        yield histogram("liveengine_prefill_duration_seconds", "Prefill time per batch of newcomers.",
+        yield histogram("liveplex_engine_tick_duration_seconds", "Compute time per tick.", s.duration)
+        yield histogram("liveplex_engine_tick_lateness_seconds", "Tick start minus its due time.", s.lateness)
+        yield histogram("liveplex_engine_batch_size", "Sessions per tick.", s.batch)
+        yield histogram("liveplex_engine_prefill_duration_seconds", "Prefill time per batch of newcomers.",
                         s.prefill)
         if s.kv_occupancy is not None:
-            yield GaugeMetricFamily("liveengine_kv_occupancy_ratio",
+            yield GaugeMetricFamily("liveplex_engine_kv_occupancy_ratio",
                                     "KV-cache positions held by running sessions / positions allocated.",
                                     value=s.kv_occupancy)

@@ -120,6 +120,9 @@ class Pod:
         self.backend.draining = True
         if self.publisher is not None:
             await self.publisher.drain()
+        asked = self.backend.request_moves()
+        if asked:
+            logger.info("asked gateways to move sessions", extra={"sessions": asked})
 
     async def stop(self) -> None:
         """Leave the pool, end what still runs, stop the engine thread."""

@@ -42,7 +42,7 @@ class PodSettings:
     drain_deadline_s: float = 600.0
     """`/drain` (and SIGTERM) wait this long for sessions to end before ending them."""
     lateness_budget_ms: int = stats.LATENESS_BUDGET_MS
-    """A tick later than this counts in `liveengine_ticks_late_total` and marks the pod degraded."""
+    """A tick later than this counts in `liveplex_engine_ticks_late_total` and marks the pod degraded."""
     pace_lead_ms: float = 12.0
     """A tick's frames leave this long after the tick is due, or when computed if later
     (`live.pacing`): tick jitter shorter than it becomes a constant delay."""

@@ -16,7 +16,7 @@ from liveplex.live.buckets import Buckets
 from liveplex.live.pulse import Pulse
 
 LATENESS_BUDGET_MS = 20
-"""Default budget of `liveengine_ticks_late_total` (platform §3.1 `latenessBudgetMillis`); it is
+"""Default budget of `liveplex_engine_ticks_late_total` (platform §3.1 `latenessBudgetMillis`); it is
 one of the lateness histogram's bounds, so the count is exact."""
 
 

@@ -66,6 +66,16 @@ def test_silence_a_repeated_or_earlier_index_and_one_not_sent_yet_are_not_counte
     trips.heard(heads[1], 4_000)
     trips.heard(heads[0], 5_000)
     assert list(trips.rtt_us) == [3]
+    assert (trips.repeated, trips.skipped) == (2, 0)  # frame 1 heard twice, frame 0 after it
+
+
+def test_a_frame_never_heard_between_two_that_were_is_counted_skipped() -> None:
+    trips = roundtrip.RoundTrips()
+    trips.sent(4 * FRAME, 0)
+    frames = roundtrip.stamp(_speech(4), 0)
+    for n in (0, 1, 3):
+        trips.heard(_b64(frames[n * FRAME:(n + 1) * FRAME])[:roundtrip.STAMP_B64_CHARS], 1_000)
+    assert (trips.skipped, trips.repeated, len(trips.rtt_us)) == (1, 0, 3)
 
 
 def test_the_floor_is_prebuffer_plus_echo_less_one_tick_from_the_config_or_the_sim_defaults() -> None:

@@ -292,8 +292,12 @@ def test_monitors_label_engine_series_with_the_liveengine_the_queries_select() -
     pm = next(m for m in by_kind(objs, "PodMonitor") if m["metadata"]["name"].endswith("-engines"))
     [endpoint] = pm["spec"]["podMetricsEndpoints"]
     assert endpoint["port"] == "admin"
-    assert endpoint["relabelings"] == [{"sourceLabels": ["__meta_kubernetes_pod_label_app_kubernetes_io_instance"],
-                                        "targetLabel": "liveengine"}]
+    # Prometheus' `replace` relabelling (the default action, regex (.*)) on an engine pod's meta labels
+    meta = {"__meta_kubernetes_namespace": "voice", "__meta_kubernetes_pod_label_app_kubernetes_io_instance": "pp"}
+    labels = {r["targetLabel"]: r.get("separator", ";").join(meta[source] for source in r["sourceLabels"])
+              for r in endpoint["relabelings"]}
+    assert labels == {signals.LIVEENGINE_LABEL: names.pool("voice", "pp"), signals.SELECTOR_LABEL: "pp"}
+    assert f'{signals.LIVEENGINE_LABEL}="voice/pp"' == signals.Target("voice", "pp").engine
     assert pm["spec"]["selector"] == {"matchLabels": {names.NAME_LABEL: names.APP}}
     gateway_monitor = next(m for m in by_kind(objs, "PodMonitor") if m["metadata"]["name"].endswith("-gateway"))
     assert gateway_monitor["spec"]["podMetricsEndpoints"][0] == {"port": "admin", "path": "/metrics", "interval": "15s"}

@@ -108,10 +108,10 @@ def test_the_openai_sdk_holds_a_session_and_sessions_expire(tiny_dir, tmp_path):
     assert reason == "close_requested"
     assert {len(d) for d in deltas} == {3840}
     assert len(deltas) >= 0.7 * clients.SPEECH_MS / 80
-    assert "liveengine_prefill_duration_seconds_count 1.0" in metrics
+    assert "liveplex_engine_prefill_duration_seconds_count 1.0" in metrics
     assert 'schedule="upstream"' in next(line for line in metrics.splitlines()
-                                         if line.startswith("liveengine_engine_info{"))  # the default (D3)
-    assert "liveengine_kv_occupancy_ratio" in metrics
+                                         if line.startswith("liveplex_engine_info{"))  # the default (D3)
+    assert "liveplex_engine_kv_occupancy_ratio" in metrics
 
 
 async def _commentary_transcript(base: str, text: str) -> str:

@@ -46,7 +46,7 @@ def test_the_sdk_holds_sessions_through_the_gateway_spread_over_the_pods(redis_u
             assert {len(d) for d in deltas} == {3840}
             with urllib.request.urlopen(p.gateway.admin_root + "/metrics", timeout=5) as response:
                 metrics = response.read().decode()
-            for name in ("gateway_session_start_seconds_count", "gateway_first_audio_seconds_count"):
+            for name in ("liveplex_gateway_session_start_seconds_count", "liveplex_gateway_first_audio_seconds_count"):
                 assert f"{name} 5.0" in metrics, name  # the four raw sessions and the SDK's, each once
             for ws, _ in sockets:
                 await ws.close()

@@ -142,7 +142,7 @@ async def test_at_the_cap_a_newcomer_evicts_the_oldest_unfinished_request_else_i
                             break
                 await asyncio.sleep(0.02)
     assert stats["dropped_connections"] == {"over_capacity": 1, "pending_evicted": 1}
-    assert 'liveengine_connections_dropped_total{reason="over_capacity"} 1.0' in metrics
+    assert 'liveplex_engine_connections_dropped_total{reason="over_capacity"} 1.0' in metrics
 
 
 async def test_an_unanswered_ping_aborts_a_socket_whose_send_buffer_is_full() -> None:

@@ -16,6 +16,7 @@ from liveplex.pod.settings import PodSettings
 from tests.gptlive.servers import Stubborn
 from tests.support import pods
 from tests.support.clients import LOUD, START, until
+from tests.support.exposition import misnamed
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -218,11 +219,12 @@ async def test_metrics_expose_engine_and_front_end_counters() -> None:
         await until(ws, "error")
         async with httpx.AsyncClient(base_url=f"http://{address}") as http:
             text = (await http.get(running.admin_root + "/metrics")).text
-        for name in ("liveengine_ticks_total", "liveengine_tick_duration_seconds_bucket",
-                     "liveengine_tick_lateness_seconds_bucket", "liveengine_batch_size_bucket",
-                     "liveengine_sessions_active", 'liveengine_errors_total{code="invalid_json"} 1.0',
-                     "liveengine_underruns_total", "liveengine_dropped_samples_total"):
+        for name in ("liveplex_engine_ticks_total", "liveplex_engine_tick_duration_seconds_bucket",
+                     "liveplex_engine_tick_lateness_seconds_bucket", "liveplex_engine_batch_size_bucket",
+                     "liveplex_engine_sessions_active", 'liveplex_engine_errors_total{code="invalid_json"} 1.0',
+                     "liveplex_engine_underruns_total", "liveplex_engine_dropped_samples_total"):
             assert name in text
+        assert misnamed(text) == []
         await ws.close()
 
 
@@ -236,9 +238,9 @@ async def test_the_start_and_the_first_audio_are_timed_once_per_session() -> Non
             text = (await http.get(running.admin_root + "/metrics")).text
         await ws.close()
     counts = {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
-              if line.startswith(("liveengine_session_start_seconds_", "liveengine_first_audio_seconds_"))}
-    assert counts["liveengine_session_start_seconds_count"] == counts["liveengine_first_audio_seconds_count"] == 1
-    assert 0 < counts["liveengine_session_start_seconds_sum"] < counts["liveengine_first_audio_seconds_sum"] < 5
+              if line.startswith(("liveplex_engine_session_start_seconds_", "liveplex_engine_first_audio_seconds_"))}
+    assert counts["liveplex_engine_session_start_seconds_count"] == counts["liveplex_engine_first_audio_seconds_count"] == 1
+    assert 0 < counts["liveplex_engine_session_start_seconds_sum"] < counts["liveplex_engine_first_audio_seconds_sum"] < 5
 
 
 async def ticked(http: httpx.AsyncClient, ticks: int) -> None:
@@ -266,11 +268,11 @@ async def test_late_ticks_show_their_lateness_in_stats_and_metrics() -> None:
     late = sum(n for low, n in zip(lower, hist["counts"]) if low >= 0.02)
     assert sum(hist["counts"]) == ticks and late >= ticks // 2 - 1, hist
     family = next(f for f in text_string_to_metric_families(text)
-                  if f.name == "liveengine_tick_lateness_seconds")
+                  if f.name == "liveplex_engine_tick_lateness_seconds")
     samples = {(s.name, s.labels.get("le")): s.value for s in family.samples}
-    assert samples[("liveengine_tick_lateness_seconds_count", None)] == ticks
-    assert samples[("liveengine_tick_lateness_seconds_bucket", "0.02")] == ticks - late
-    assert samples[("liveengine_tick_lateness_seconds_sum", None)] >= 0.02 * late
+    assert samples[("liveplex_engine_tick_lateness_seconds_count", None)] == ticks
+    assert samples[("liveplex_engine_tick_lateness_seconds_bucket", "0.02")] == ticks - late
+    assert samples[("liveplex_engine_tick_lateness_seconds_sum", None)] >= 0.02 * late
 
 
 async def test_commentary_is_acked_and_shows_as_the_sims_transcript() -> None:

@@ -86,7 +86,8 @@ def test_both_providers_scale_the_liveengine_on_the_same_signals_and_behaviour()
     queries = [t["metadata"]["query"] for t in so["spec"]["triggers"]]
     t = signals.Target("voice", "pp")
     assert queries == [signals.occupied_query(t), signals.demand_query(t)]
-    assert 'liveengine="voice/pp"' in queries[1] and 'liveengine="pp"' in queries[0]
+    # one label names the LiveEngine on engine and gateway series alike
+    assert queries[0].count('{liveengine="voice/pp"}') == 2 and 'liveengine="voice/pp",reason' in queries[1]
 
 
 def test_no_autoscaler_when_disabled_or_absent() -> None:

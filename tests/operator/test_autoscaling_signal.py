@@ -49,14 +49,14 @@ async def _scrape(http: httpx.AsyncClient, pods_: list[pods.Running]) -> list[tu
         gauges = {}
         for line in (await http.get(pod.admin_root + "/metrics")).text.splitlines():
             name, _, value = line.partition(" ")
-            if name in ("liveengine_sessions_active", "liveengine_sessions_reserved"):
+            if name in ("liveplex_engine_sessions_active", "liveplex_engine_sessions_reserved"):
                 gauges[name] = float(value)
-        out.append((gauges["liveengine_sessions_active"], gauges["liveengine_sessions_reserved"]))
+        out.append((gauges["liveplex_engine_sessions_active"], gauges["liveplex_engine_sessions_reserved"]))
     return out
 
 
 def _occupied(scraped: list[tuple[float, float]]) -> list[float]:
-    """What prometheus-adapter's `liveengine_sessions_occupied` rule computes per pod."""
+    """What prometheus-adapter's `liveplex_engine_sessions_occupied` rule computes per pod."""
     return [active + reserved for active, reserved in scraped]
 
 
@@ -157,7 +157,7 @@ async def _drive(controller: Controller, placement: PlacementClient) -> None:
         await controller.until(3)
         # 5 running sessions alone: average 2.5 against 2, ceil(2 x 1.25) = 3 pods. With two
         # reservations the average is 3.5 and the recommendation ceil(2 x 1.75) = 4: only counting
-        # liveengine_sessions_reserved reaches 4.
+        # liveplex_engine_sessions_reserved reaches 4.
         await asyncio.sleep(4 * SYNC_S)
         assert await controller.replicas() == 3
         placed = [await placement.place(POOL, f"sess_{i}") for i in range(2)]

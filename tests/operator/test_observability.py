@@ -27,33 +27,33 @@ from tests.support.clients import START, until
 pytestmark = pytest.mark.timeout(180)
 
 PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
-LABELS = {"namespace": "ns", "liveengine": "pp", "pod": "pod-1"}
+LABELS = {"namespace": "ns", "liveengine": "ns/pp", "liveengine_name": "pp", "pod": "pod-1"}
 """One engine pod's target labels in the synthetic series."""
 GATEWAY = {"namespace": "ns", "pod": "gw-1"}
 
 SERIES: dict[str, list[tuple[str, dict[str, str], str]]] = {
     "LiveplexTickLatenessOverBudget": [
-        ("liveengine_tick_lateness_seconds_bucket", {**LABELS, "le": "0.01"}, "0+0x30"),
-        ("liveengine_tick_lateness_seconds_bucket", {**LABELS, "le": "0.05"}, "0+750x30"),
-        ("liveengine_tick_lateness_seconds_bucket", {**LABELS, "le": "+Inf"}, "0+750x30")],
+        ("liveplex_engine_tick_lateness_seconds_bucket", {**LABELS, "le": "0.01"}, "0+0x30"),
+        ("liveplex_engine_tick_lateness_seconds_bucket", {**LABELS, "le": "0.05"}, "0+750x30"),
+        ("liveplex_engine_tick_lateness_seconds_bucket", {**LABELS, "le": "+Inf"}, "0+750x30")],
     "LiveplexSessionsRefused": [
-        ("gateway_placements_total", {"liveengine": "ns/pp", "result": "busy"}, "0+10x30"),
-        ("gateway_placements_total", {"liveengine": "ns/pp", "result": "placed"}, "0+10x30"),
-        ("gateway_sessions_active", {"liveengine": "ns/pp"}, "5x30")],
+        ("liveplex_gateway_placements_total", {"liveengine": "ns/pp", "result": "busy"}, "0+10x30"),
+        ("liveplex_gateway_placements_total", {"liveengine": "ns/pp", "result": "placed"}, "0+10x30"),
+        ("liveplex_gateway_sessions_active", {"liveengine": "ns/pp"}, "5x30")],
     "LiveplexNoEngines": [
-        ("gateway_sessions_rejected_total", {"liveengine": "ns/pp", "reason": "no_engines"}, "0+1x30"),
-        ("gateway_sessions_active", {"liveengine": "ns/pp"}, "0x30")],
-    "LiveplexRedisUnreachable": [("gateway_redis_errors_total", GATEWAY, "0+5x30")],
+        ("liveplex_gateway_sessions_rejected_total", {"liveengine": "ns/pp", "reason": "no_engines"}, "0+1x30"),
+        ("liveplex_gateway_sessions_active", {"liveengine": "ns/pp"}, "0x30")],
+    "LiveplexRedisUnreachable": [("liveplex_gateway_redis_errors_total", GATEWAY, "0+5x30")],
     "LiveplexUpstreamConnectFailures": [
-        ("gateway_upstream_connect_failures_total", {**GATEWAY, "upstream": "pod-1"}, "0+1x30"),
-        ("gateway_sockets_open", GATEWAY, "3x30")],
-    "LiveplexSessionsLost": [("gateway_sessions_lost_total", {**GATEWAY, "reason": "silent"}, "0+1x30")],
-    "LiveplexGatewayLoopStalls": [("gateway_loop_stalls_total", GATEWAY, "0+1x30")],
+        ("liveplex_gateway_upstream_connect_failures_total", {**GATEWAY, "upstream": "pod-1"}, "0+1x30"),
+        ("liveplex_gateway_sockets_open", GATEWAY, "3x30")],
+    "LiveplexSessionsLost": [("liveplex_gateway_sessions_lost_total", {**GATEWAY, "reason": "silent"}, "0+1x30")],
+    "LiveplexGatewayLoopStalls": [("liveplex_gateway_loop_stalls_total", GATEWAY, "0+1x30")],
 }
 """Per alert, series that must fire it (and only it): (metric, labels, promtool's values)."""
 SERIES["LiveplexPodDegraded"] = SERIES["LiveplexTickLatenessOverBudget"]
-FIRED_WITH = {"LiveplexTickLatenessOverBudget": {"namespace": "ns", "liveengine": "pp"},
-              "LiveplexPodDegraded": LABELS, "LiveplexSessionsRefused": {"liveengine": "ns/pp"},
+FIRED_WITH = {"LiveplexTickLatenessOverBudget": {"liveengine": "ns/pp"},
+              "LiveplexPodDegraded": {"liveengine": "ns/pp", "pod": "pod-1"}, "LiveplexSessionsRefused": {"liveengine": "ns/pp"},
               "LiveplexNoEngines": {"liveengine": "ns/pp"}, "LiveplexRedisUnreachable": GATEWAY,
               "LiveplexUpstreamConnectFailures": GATEWAY, "LiveplexSessionsLost": {**GATEWAY, "reason": "silent"},
               "LiveplexGatewayLoopStalls": GATEWAY}
@@ -107,7 +107,9 @@ def test_every_dashboard_query_and_alert_signal_returns_series_from_real_pods(re
         config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": [str(rules)],
                   "scrape_configs": [
                       {"job_name": "engines", "static_configs": [
-                          {"targets": [a], "labels": {"namespace": "test", "liveengine": "pool", "pod": f"pod-{i}"}}
+                          # what the chart's PodMonitor relabels engine series to
+                          {"targets": [a], "labels": {"namespace": "test", "liveengine": "test/pool",
+                                                      "liveengine_name": "pool", "pod": f"pod-{i}"}}
                           for i, a in enumerate(engines)]},
                       {"job_name": "gateways", "static_configs": [
                           {"targets": [p.gateway.admin_address], "labels": {"namespace": "test", "pod": "gw-0"}}]}]}
@@ -155,6 +157,6 @@ def test_every_metric_and_alert_has_its_row_in_docs_observability() -> None:
     root = Path(__file__).resolve().parents[2]
     doc = (root / "docs" / "observability.md").read_text()
     sources = [root / "liveplex" / "pod" / "metrics.py", root / "liveplex" / "gateway" / "metrics.py"]
-    emitted = {m for path in sources for m in re.findall(r'"((?:liveengine|gateway)_[a-z_]+)"', path.read_text())}
+    emitted = {m for path in sources for m in re.findall(r'"(liveplex_(?:engine|gateway)_[a-z_]+)"', path.read_text())}
     assert emitted and not [m for m in emitted if m not in doc]
     assert not [a.name for a in alerts.ALERTS if f"| `{a.name}` | {a.severity} |" not in doc]

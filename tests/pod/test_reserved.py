@@ -1,4 +1,4 @@
-"""`liveengine_sessions_reserved`: a pod exports the reservations Redis holds for it, read in its heartbeat."""
+"""`liveplex_engine_sessions_reserved`: a pod exports the reservations Redis holds for it, read in its heartbeat."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import httpx
 import orjson
 import websockets
 
-from liveplex.gateway import relay
+from liveplex.gptlive.server import hop
 from liveplex.placement import PlacementClient, choice
 from tests.support import pods
 
@@ -20,7 +20,7 @@ async def _gauges(root: str) -> dict[str, float]:
     async with httpx.AsyncClient() as http:
         text = (await http.get(root + "/metrics", timeout=5)).text
     return {name: float(value) for name, value in (line.split(" ", 1) for line in text.splitlines()
-                                                   if line.startswith("liveengine_sessions_"))}
+                                                   if line.startswith("liveplex_engine_sessions_"))}
 
 
 async def _until(root: str, name: str, value: float, deadline_s: float = 10.0) -> dict[str, float]:
@@ -40,14 +40,15 @@ async def test_the_pod_exports_its_unstarted_reservations_and_drops_one_when_it_
                 await asyncio.sleep(0.05)
         placed = [await placement.place(POOL, f"sess_{i}") for i in range(3)]
         assert all(isinstance(p, choice.Placed) and p.pod == "pod-a" for p in placed)
-        assert (await _until(pod.admin_root, "liveengine_sessions_reserved", 3.0))["liveengine_sessions_active"] == 0
+        reserved = await _until(pod.admin_root, "liveplex_engine_sessions_reserved", 3.0)
+        assert reserved["liveplex_engine_sessions_active"] == 0
 
-        async with websockets.connect(pod.ws_url, additional_headers={relay.SESSION_ID_HEADER: "sess_1"}) as ws:
+        async with websockets.connect(pod.ws_url, additional_headers={hop.SESSION_ID_HEADER: "sess_1"}) as ws:
             await ws.send(START)
             async with asyncio.timeout(10):
                 while orjson.loads(await ws.recv())["type"] != "session.started":
                     pass
-            gauges = await _until(pod.admin_root, "liveengine_sessions_reserved", 2.0)
-            assert gauges["liveengine_sessions_active"] <= 1
+            gauges = await _until(pod.admin_root, "liveplex_engine_sessions_reserved", 2.0)
+            assert gauges["liveplex_engine_sessions_active"] <= 1
         assert await placement.unreserve(POOL, "pod-a", "sess_0")
-        await _until(pod.admin_root, "liveengine_sessions_reserved", 1.0)
+        await _until(pod.admin_root, "liveplex_engine_sessions_reserved", 1.0)

@@ -31,6 +31,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from websockets.datastructures import Headers
 
+from liveplex.gptlive import urls
 from liveplex.gptlive.server import auth, backend, exposition, native, replies
 from liveplex.gptlive.server.settings import ServerSettings
 from liveplex.gptlive.server.stats import FrontStats
@@ -169,11 +170,11 @@ def create_app(front: Front, lifecycle: Callable[[], contextlib.AbstractAsyncCon
                 await asyncio.gather(sweeping, return_exceptions=True)
 
     app = FastAPI(title=title, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    app.router.routes.append(WebSocketRoute(native.LIVE_PATH, replies.Refuse(replies.NOT_NATIVE)))
-    app.router.routes.append(WebSocketRoute(native.LIVE_PATH + "/{rest:path}",
+    app.router.routes.append(WebSocketRoute(urls.LIVE_PATH, replies.Refuse(replies.NOT_NATIVE)))
+    app.router.routes.append(WebSocketRoute(urls.LIVE_PATH + "/{rest:path}",
                                             replies.Refuse(replies.UNSUPPORTED)))
 
-    @app.api_route(native.LIVE_PATH + "/{rest:path}", methods=["GET", "POST", "PUT", "DELETE"],
+    @app.api_route(urls.LIVE_PATH + "/{rest:path}", methods=["GET", "POST", "PUT", "DELETE"],
                    include_in_schema=False)
     async def unsupported(rest: str) -> Response:
         return replies.response(replies.UNSUPPORTED)

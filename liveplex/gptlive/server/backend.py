@@ -5,7 +5,9 @@ The pump (`native.LiveSocket`) owns the client socket: reading, the protocol `Co
 with backpressure, closing. A `Backend` decides who may connect, builds each socket's `Connection`
 (the pod trusts the gateway's session-id header; the gateway mints ids) and starts sessions; each
 started session is a `Leg` the pump hands caller audio to. The backend answers through the `Peer`
-it was given: `perform` for the protocol's actions, `relay` for frames an upstream already wrote.
+it was given, in the backend's own terms (a start refused, the engine's outputs, an upstream's
+frame relayed or its end); the pump turns each into its `Connection`'s step and performs it, so no
+backend drives the protocol machine itself.
 """
 
 from __future__ import annotations
@@ -15,18 +17,35 @@ from typing import Protocol
 from websockets.datastructures import Headers
 
 from liveplex.gptlive import connection
+from liveplex.gptlive.errors import ProtocolError
+from liveplex.live import contract
 
 
 class Peer(Protocol):
     """The client socket, as a backend sees it."""
 
-    conn: connection.Connection
+    @property
+    def conn(self) -> connection.Connection:
+        """The socket's identity for the backend's own bookkeeping (it built it in `connection`)."""
 
-    def perform(self, actions: list[connection.Action]) -> None:
-        """Do what the `Connection` asked, in order."""
+    def refuse(self, error: ProtocolError | None) -> None:
+        """The pending start is refused with `error`; None when the refusal was already relayed."""
+
+    def deliver(self, outputs: list[contract.Output]) -> None:
+        """The engine's outputs for the session, in order; an empty list: it ended without a word."""
+
+    def handed_off(self, expires_at: int | None) -> None:
+        """The upstream started the session (its `session.started` relayed): from now on frames
+        go to the leg's `forward` verbatim."""
 
     def relay(self, text: str, frame: bool) -> None:
         """Send one frame an upstream server wrote, verbatim; `frame` marks an audio delta."""
+
+    def relay_ended(self, reason: str, frames: int, code: int) -> None:
+        """The upstream's `session.closed` was relayed; close as the upstream's socket closed."""
+
+    def relay_lost(self, frames: int, why: str) -> None:
+        """The upstream went away mid-session: the client hears `why` and `connection_lost`."""
 
 
 class Leg(Protocol):

@@ -39,8 +39,10 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from liveplex.gptlive import connection, events
+from liveplex.gptlive import connection, events, urls
+from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.server import auth, backend, replies
+from liveplex.live import contract
 
 if TYPE_CHECKING:
     from websockets.frames import Frame
@@ -52,7 +54,6 @@ logger = logging.getLogger(__name__)
 DROP_GRACE_S = 1.0
 """A client dropped for being slow has this long to read the close frame before the abort."""
 
-LIVE_PATH = "/v1/live/sessions"
 FRONT = "liveplex.gptlive.front"
 """The lifespan state key under which `create_app` publishes its front end to the protocol."""
 
@@ -66,7 +67,7 @@ class LiveProtocol(WebSocketsSansIOProtocol):
 
     def handle_connect(self, event: Request) -> None:
         front: Front | None = self.app_state.get(FRONT)
-        if front is None or event.path.partition("?")[0] != LIVE_PATH:
+        if front is None or event.path.partition("?")[0] != urls.LIVE_PATH:
             super().handle_connect(event)
             return
         self.request = event
@@ -224,24 +225,24 @@ class LiveSocket:
                 self._leg.forward(data)
             return
         try:
-            self.perform(self.conn.receive(data, time.monotonic_ns(), time.time()))
+            self._perform(self.conn.receive(data, time.monotonic_ns(), time.time()))
         except Exception:
             logger.error("live socket receive failed", exc_info=True)
             self._fail()
 
     def on_timer(self, now_ns: int) -> None:
         """Called by the `Sweeper`."""
-        self.perform(self.conn.timer(now_ns))
+        self._perform(self.conn.timer(now_ns))
 
     def shutdown(self) -> None:
         """The server is stopping: end the session with `server_shutdown` and close 1001."""
         if not self._done:
-            self.perform(self.conn.shutdown())
+            self._perform(self.conn.shutdown())
 
     def lost(self) -> None:
         """The client closed or vanished."""
         if not self._done:
-            self.perform(self.conn.disconnect())
+            self._perform(self.conn.disconnect())
             self._finish()
 
     def drained(self) -> None:
@@ -255,7 +256,7 @@ class LiveSocket:
 
     # --- actions ----------------------------------------------------------------------------------
 
-    def perform(self, actions: list[connection.Action]) -> None:
+    def _perform(self, actions: list[connection.Action]) -> None:
         """Do what `Connection` asked, in order; sends are written in one go at the end (a batch
         without sends or a close writes nothing: backends that send perform their own batch)."""
         close_code: int | None = None
@@ -288,6 +289,23 @@ class LiveSocket:
         if sent or close_code is not None:
             self._flush(close_code)
         self._track()
+
+    # --- what the backend tells (`backend.Peer`) -------------------------------------------------------
+
+    def refuse(self, error: ProtocolError | None) -> None:
+        self._perform(self.conn.rejected(error))
+
+    def deliver(self, outputs: list[contract.Output]) -> None:
+        self._perform(self.conn.deliver(outputs))
+
+    def handed_off(self, expires_at: int | None) -> None:
+        self._perform(self.conn.handed_off(expires_at))
+
+    def relay_ended(self, reason: str, frames: int, code: int) -> None:
+        self._perform(self.conn.relay_ended(reason, frames, code))
+
+    def relay_lost(self, frames: int, why: str) -> None:
+        self._perform(self.conn.relay_lost(frames, why))
 
     def relay(self, text: str, frame: bool) -> None:
         """One frame an upstream wrote, sent verbatim (the gateway's relay)."""

@@ -3,7 +3,7 @@
 -- then field, value, ...: capacity, active, draining, degraded first, in that order (every beat: what
 -- placement reads, and the correction for a settle that failed), then the other fields that changed
 -- since the pod's last beat (every field when whole).
--- Returns the pod's unexpired reservations (its `liveengine_sessions_reserved`), or -1, writing
+-- Returns the pod's unexpired reservations (its `liveplex_engine_sessions_reserved`), or -1, writing
 -- nothing, when a partial beat finds no record: Redis lost it (restart, TTL) and wants the whole one.
 -- The index is re-derived on a whole beat (a pod's first, or after Redis lost its record: this also
 -- indexes a pool written before the index existed), when the pod joins, or when what placement reads

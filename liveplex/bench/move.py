@@ -1,0 +1,138 @@
+"""`liveplex bench move`: calls through a gateway while pods drain under them (docs/continuity.md).
+
+`--sessions` callers hold calls through the gateway at `--base-url`, their frames stamped
+(`roundtrip`), so a sim's echo shows each frame played back. `--drain-at-s` seconds into the calls
+the bench drains every pod named by `--drain` (its admin `/drain`), which asks the gateway to move
+its calls to the other pods. The report says how long each drain took (until its pod was empty),
+and for the calls: the lateness of every frame at the caller (the longest gap in the agent's audio
+shows as the worst frame's lateness, against the run's pooled p99), and the echo's frame stamps
+skipped (a frame never heard) or repeated (heard twice, or out of order).
+
+A move is clean when every call ends `ok`, no stamp is skipped or repeated, and the worst
+lateness is within one frame (80 ms) of the pooled p99. Load stays on the machine the URLs name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+
+import numpy as np
+
+from liveplex.bench import audio, caller, percentiles
+from liveplex.bench import pool as pool_mod
+from liveplex.bench import target as target_mod
+from liveplex.gptlive import urls
+from liveplex.live import frames
+
+GAP_SLACK_MS = frames.FRAME_MS
+"""How far the worst lateness may exceed the p99 for a move to count as clean: one frame."""
+
+
+@dataclass(frozen=True, slots=True)
+class MoveSettings:
+    base_url: str
+    model: str | None
+    sessions: int
+    seconds: float
+    drain: tuple[str, ...]
+    """Admin roots of the pods to drain (`http://host:port`)."""
+    drain_at_s: float
+    drain_deadline_s: float
+    stagger_ms: int
+    workers: int
+    out: str | None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="liveplex bench move", description=__doc__.split("\n\n")[0])
+    p.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="the gateway (default: %(default)s)")
+    p.add_argument("--model", help="model to start (default: the first of GET /v1/models)")
+    p.add_argument("--sessions", type=int, default=8, help="calls (default: %(default)s)")
+    p.add_argument("--seconds", type=float, default=8.0, help="length of each call, s (default: %(default)s)")
+    p.add_argument("--drain", action="append", required=True, metavar="ADMIN_URL",
+                   help="a pod's admin root to drain mid-call, e.g. http://127.0.0.1:9001 (repeatable)")
+    p.add_argument("--drain-at-s", type=float, default=3.0,
+                   help="when to drain, s into the calls (default: %(default)s)")
+    p.add_argument("--drain-deadline-s", type=float, default=30.0,
+                   help="each drain's deadline: calls still there then end (default: %(default)s)")
+    p.add_argument("--stagger-ms", type=int, default=20, help="between call starts, ms (default: %(default)s)")
+    p.add_argument("--workers", type=int, default=1, help="client processes (default: %(default)s)")
+    p.add_argument("--out", help="JSON report path (default: none)")
+    return p
+
+
+def parse(argv: list[str]) -> MoveSettings:
+    p = build_parser()
+    a = p.parse_args(argv)
+    for flag, value in (("--sessions", a.sessions), ("--seconds", a.seconds), ("--workers", a.workers),
+                        ("--drain-deadline-s", a.drain_deadline_s)):
+        if value <= 0:
+            p.error(f"{flag} must be > 0, got {value}")
+    if not 0 <= a.drain_at_s < a.seconds:
+        p.error(f"--drain-at-s must be within the call (0 to --seconds {a.seconds}), got {a.drain_at_s}")
+    for url in a.drain:
+        if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+            p.error(f"--drain needs an http(s) admin root, got {url!r}")
+    return MoveSettings(a.base_url, a.model, a.sessions, a.seconds, tuple(a.drain), a.drain_at_s,
+                        a.drain_deadline_s, a.stagger_ms, a.workers, a.out)
+
+
+def _drain(admin: str, deadline_s: float) -> dict[str, object]:
+    """POST the pod's `/drain`, which answers once the pod is empty or at the deadline; timed."""
+    began = time.monotonic()
+    request = urllib.request.Request(f"{admin.rstrip('/')}/drain?deadline_s={deadline_s:g}", method="POST")
+    with urllib.request.urlopen(request, timeout=deadline_s + 30) as response:
+        answer = json.loads(response.read())
+    return {"pod": admin, "seconds": round(time.monotonic() - began, 3), **answer}
+
+
+def report(settings: MoveSettings, results: list[caller.CallResult],
+           drains: list[dict[str, object]]) -> dict[str, object]:
+    """The JSON report and its verdict (pure: tested on made-up results)."""
+    lateness = np.concatenate([np.asarray(r.lateness_us, dtype=np.int64) for r in results]) if results else []
+    late = percentiles.summarize(lateness)
+    skipped = sum(r.echo_skipped for r in results)
+    repeated = sum(r.echo_repeated for r in results)
+    failed = [r.error for r in results if not r.ok]
+    clean = (not failed and skipped == 0 and repeated == 0 and late.max <= late.p99 + GAP_SLACK_MS
+             and all(d.get("ended_at_deadline") == 0 for d in drains))
+    return {
+        "sessions": settings.sessions, "seconds": settings.seconds, "drain_at_s": settings.drain_at_s,
+        "ok": len(results) - len(failed), "failed": len(failed), "errors": sorted(set(map(str, failed))),
+        "drains": drains, "lateness_ms": late.as_dict(), "worst_gap_over_p99_ms": round(late.max - late.p99, 3),
+        "stamps_skipped": skipped, "stamps_repeated": repeated, "clean": clean,
+    }
+
+
+async def run(settings: MoveSettings) -> dict[str, object]:
+    gateway = target_mod.Target("gateway", settings.base_url, None)
+    model = settings.model or (await gateway.models() or ["gpt-live-1"])[0]
+    calls = caller.CallSettings(
+        url=urls.ws_url(settings.base_url), model=model, voice=None, instructions=None,
+        audio_format="audio/pcm", rate=frames.SAMPLE_RATE, seconds=settings.seconds, chunk_ms=20,
+        playout_ms=120, echo_rtt=True)
+    with pool_mod.Pool(settings.workers) as pool:
+        running = asyncio.create_task(pool.run(calls, audio.Source(None, True, 0), settings.sessions,
+                                               settings.stagger_ms * 1_000_000))
+        await asyncio.sleep(pool_mod.LEAD_NS / 1e9 + settings.drain_at_s)
+        drains = await asyncio.gather(*(asyncio.to_thread(_drain, url, settings.drain_deadline_s)
+                                        for url in settings.drain))
+        results = await running
+    return report(settings, results, list(drains))
+
+
+def main(argv: list[str]) -> int:
+    settings = parse(argv)
+    result = asyncio.run(run(settings))
+    text = json.dumps(result, indent=2)
+    print(text)
+    if settings.out:
+        with open(settings.out, "w") as f:
+            f.write(text + "\n")
+    return 0 if result["clean"] else 2

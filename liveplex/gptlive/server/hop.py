@@ -1,0 +1,30 @@
+"""What crosses the gateway-to-pod hop besides GPT-Live itself (platform §7.4, docs/continuity.md),
+written once: the upstream upgrade's headers, the handover routes, and the pod's private words to
+the gateway on a relayed session's socket.
+"""
+
+from __future__ import annotations
+
+SESSION_ID_HEADER = "X-Liveplex-Session-Id"
+"""The id the gateway placed the session under; the pod starts the session with it, so the
+reservation placement made is the one the session settles (matched case-insensitively)."""
+POOL_HEADER = "X-Liveplex-Pool"
+"""The pool the session was placed in, for the pod's logs."""
+IMPORT_HEADER = "X-Liveplex-Import"
+"""On an upstream upgrade: the import (a blob the pod holds) the session continues from."""
+FRAMES_HEADER = "X-Liveplex-Frames"
+"""On an export's answer: frames the session ran (the number of its next frame)."""
+
+EXPORT_PATH = "/live/handover/{session_id}"
+"""POST: export the session at the next tick boundary; answers its blob."""
+IMPORT_PATH = "/live/handover"
+"""POST a blob: the pod checks and holds it; answers `{"import_id", "frames", "voice"}`."""
+
+HANDED_OVER_CLOSE = 4100
+"""A relayed session's socket closed by its pod after an export: not an error, no `session.closed`."""
+MOVE_REQUESTED = "liveplex.session.move_requested"
+"""An event a draining pod writes on each relayed session's socket: move this session elsewhere.
+Gateways act on it and never relay it; a pod writes it only on sockets a gateway opened (they
+carry `SESSION_ID_HEADER`)."""
+MOVE_REQUEST = '{"type":"' + MOVE_REQUESTED + '"}'
+"""Its whole text."""
