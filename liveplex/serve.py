@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Mapping
 
-from liveplex import engine_pod, listen
+from liveplex import engine_pod, listen, logs
 from liveplex.gptlive import voices
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.server import auth, run
@@ -55,7 +55,7 @@ def parser_and_engine_flags() -> tuple[argparse.ArgumentParser, EngineFlags]:
     listen.add_arguments(parser, 8000, "the pod")
     parser.add_argument("--queue", type=int, default=channel.DEFAULT_QUEUE,
                         help="submissions the engine queue holds before server_busy (default: %(default)s)")
-    run.add_log_level(parser)
+    logs.add_log_level(parser)
     engine_flags = {"sim": add_sim_arguments(parser), "personaplex": engine_pod.add_arguments(parser)}
     server_settings.add_arguments(parser)
     pod_settings.add_arguments(parser)
@@ -124,7 +124,7 @@ def _banner(pod: Pod, host: str, port: int) -> str:
 def main(argv: list[str]) -> int:
     parser, engine_flags = parser_and_engine_flags()
     args = parser.parse_args(argv)
-    run.configure_logging(args.log_level)
+    logs.configure_logging(args.log_level)
     for flag in ignored(args, engine_flags):
         logger.warning(f"{flag} is ignored by the {args.engine} engine", extra={"flag": flag})
     try:

@@ -22,17 +22,20 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
+from liveplex.continuity import blob, errors
 from liveplex.engine_pod import buckets, grouping, leases, memory, program, staging
 from liveplex.engine_pod import model as model_mod
+from liveplex.engine_pod.history import MAX_HISTORY_CONTEXTS, History
 from liveplex.engine_pod.settings import CPU_MAX_SESSIONS, EngineSettings
 from liveplex.live import channel, contract, frames
 from liveplex.live.drive import EngineError
 from liveplex.live.jitter import Jitter
 from liveplex.live.line import Line
 from liveplex.live.pulse import Pulse
-from liveplex.personaplex import prefill, prompt, ring, sampling, step, tokenizer
+from liveplex.personaplex import config, prefill, prompt, ring, sampling, step, tokenizer
 from liveplex.sim_pod import profile as sim_profile
 
 logger = logging.getLogger(__name__)
@@ -43,9 +46,34 @@ MAX_COMMENTARY_PIECES = 8
 UNLIMITED_FRAMES = 1 << 31
 """`max_seconds = 0`: sessions never expire (about 5 years of frames)."""
 
+KIND = "personaplex"
+"""`blob.Header.kind` of this engine's handovers."""
+
 
 class InjectedFault(EngineError):
     """Raised by the tick when `fail_after_ticks` is reached (fault injection)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Resume:
+    """An imported session's state (a checked handover) besides the history its prompt replays."""
+
+    jitter: Jitter
+    """Its caller audio and counters, restored."""
+    frames: int
+    pos: int
+    replay: np.ndarray
+    """[n, 17] columns past the ring's first lap (positions `pos - n`..`pos - 1`): replayed a row
+    at a time once the prefill is done (a wrapped window cannot be prefilled in one run)."""
+    history: History
+    tokens: dict[str, np.ndarray]
+    """Its `step.TokenState` row, by field."""
+    codec: list[np.ndarray]
+    """Its Mimi state row, in `slots.tensors` order."""
+    detok: tuple[bytes, bool]
+    waiting: list[list[int]]
+    loaded: int
+    said: int
 
 
 @dataclass(slots=True)
@@ -58,10 +86,18 @@ class _Waiting:
     seed: int
     done: int = 0
     """Prompt rows prefilled so far; while 0 < done < rows it borrows slot `Leases.live`."""
+    resume: _Resume | None = None
+    """An imported session: its prompt is its history, and this the rest of its state."""
+    replayed: int = 0
+    """Rows of `resume.replay` run so far."""
+    edge: torch.Tensor | None = None
+    """An import between replay ticks: its ring's position-0 entry, which padding rows overwrite."""
 
     @property
     def left(self) -> int:
-        return self.layout.columns.shape[0] - self.done
+        """Rows still to run: prompt rows, then (an import) replay rows."""
+        replay = 0 if self.resume is None else len(self.resume.replay) - self.replayed
+        return self.layout.columns.shape[0] - self.done + replay
 
 
 @dataclass(slots=True)
@@ -73,12 +109,26 @@ class _Running:
     detok: tokenizer.StreamingDetokenizer
     pos: int
     """Position of the row the next tick runs (the host's copy)."""
+    history: History
+    """Every column fed since the voice: a handover rebuilds the KV ring from it."""
     waiting: deque[list[int]] = dataclasses.field(default_factory=deque)
     """Commentary ids not yet loaded into the slot, in pieces of at most `step.SAY_TOKENS`."""
     loaded: int = 0
     """Ids of the piece loaded into the slot (its `say_len`)..."""
     said: int = 0
     """...and how many of them it has said (its `say_at`, read back each tick)."""
+
+
+def _dtype(t: torch.Tensor) -> str:
+    """The numpy dtype string of a tensor's elements (how a blob stores them)."""
+    return torch.empty(0, dtype=t.dtype).numpy().dtype.str
+
+
+def _ids_within(path: errors.Path, ids: np.ndarray, limits: list[int] | int) -> None:
+    """Raise `HandoverError` unless `ids` are ids the model embeds: >= 0 and <= `limits` (one per
+    last-axis entry, or one for all; INIT ids are the cards themselves)."""
+    if ids.size and not (ids.min() >= 0 and (ids <= np.asarray(limits)).all()):
+        raise errors.state(path, "holds token ids outside the model's vocabularies")
 
 
 def session_cap(model: model_mod.Model, settings: EngineSettings) -> int:
@@ -153,6 +203,10 @@ class PersonaPlexEngine:
                           for name, v in model.voices.items()}
         self._bare = prompt.bare(model.cfg.init_column, model.cfg.dim)
         self._bare_prefix = prefill.voice_prefix(model.lm.temporal, self._bare.voice.to(self._device))
+        self._init_prefix = (None if model.convention is prompt.Convention.PERSONAPLEX else prefill.voice_prefix(
+            model.lm.temporal, model.lm.temporal.embed(self._bare.columns.to(self._device))))
+        """Moshi: the KV of position 0 (the INIT column every session starts from), so an import's
+        replay starts at position 1 and may be split across ticks like a voiced prompt."""
         persona = model.convention is prompt.Convention.PERSONAPLEX
         self._primed = (prefill.primed_codec_state(model.codec)
                         if persona and self._schedule is prompt.Schedule.UPSTREAM else None)
@@ -160,6 +214,9 @@ class PersonaPlexEngine:
         self._queue: deque[_Waiting] = deque()
         self._ticks = 0
         self._cost, self._budget_s = self._warm_up()
+        one = self._cost.of([1])
+        self._replay_rows = max(1, int(self._budget_s / one)) if one > 0 else settings.max_prefill_rows
+        """Replay rows an import runs a tick: each is a forward of its own (`_replay`)."""
         self._pulse.kv_capacity = info.max_sessions * model.cfg.context
         logger.info("personaplex engine ready", extra={
             "device": str(self._device), "dtype": settings.dtype, "schedule": settings.schedule,
@@ -210,6 +267,9 @@ class PersonaPlexEngine:
 
         Moshi's prompt is the same empty one for every session (its voice name chooses nothing)."""
         m, s = self._model, self._settings
+        if sub.state is not None:
+            self._take_handover(sub)
+            return
         if m.convention is prompt.Convention.MOSHI:
             layout, prefix = self._bare, self._bare_prefix
         else:
@@ -261,6 +321,7 @@ class PersonaPlexEngine:
                 gone.append((slot, True))
                 continue
             r.pos += 1
+            r.history.append(out[slot, program.FED])
             r.said = int(out[slot, program.SAID])
             if not r.line.say(pcm[slot].tobytes(), r.detok.push(int(out[slot, 0]))):
                 gone.append((slot, False))
@@ -271,6 +332,14 @@ class PersonaPlexEngine:
 
     def _commentary(self, slot: int, r: _Running) -> None:
         """Queue the session's new commentary; load the next piece once the slot said the last."""
+        self._queue_commentary(r)
+        if r.waiting and r.said >= r.loaded:
+            piece = r.waiting.popleft()
+            self.pools.tokens.load_commentary(slot, piece)
+            r.loaded, r.said = len(piece), 0
+
+    def _queue_commentary(self, r: _Running) -> None:
+        """The session's new commentary, tokenized into pieces behind what waits (bounded)."""
         for text in r.line.commentary():
             ids = self._model.tokenizer.encode(text)
             pieces = [ids[i:i + step.SAY_TOKENS] for i in range(0, len(ids), step.SAY_TOKENS)]
@@ -279,10 +348,6 @@ class PersonaPlexEngine:
                 logger.warning("commentary backlog full; text dropped", extra={
                     "session_id": r.id, "dropped_ids": sum(len(p) for p in pieces[room:])})
             r.waiting.extend(pieces[:room])
-        if r.waiting and r.said >= r.loaded:
-            piece = r.waiting.popleft()
-            self.pools.tokens.load_commentary(slot, piece)
-            r.loaded, r.said = len(piece), 0
 
     def abort(self) -> None:
         """After a fault: every running line gets `Closed(ABORTED)`, every newcomer is refused."""
@@ -305,49 +370,206 @@ class PersonaPlexEngine:
         meanwhile is closed at once. One left partial keeps its place at the head of the queue. If
         the prefill raises, the newcomers it touched never ran: they are refused `ABORTED`
         (live-contract §10: `server_error`, the socket stays open) and the fault propagates.
+
+        An import's rows past its ring's first lap are replayed a row a forward after its prompt
+        (`_replay`), at most `_replay_rows` a tick; the plan ends with an import cut short there.
         """
         s = self._settings
         plan = grouping.chunks([w.left for w in self._queue], self._budget_s, self._cost, s.max_prefill_rows)
         first = self._leases.live
-        chunks = []
+        chunks, steps = [], []
         for i, rows in enumerate(plan):
             w = self._queue[i]
-            newcomer = prefill.Newcomer(first + i, w.layout, w.prefix, w.seed)
-            chunks.append(prefill.Chunk(newcomer, w.done, w.done + rows))
+            prompt_rows = min(rows, w.layout.columns.shape[0] - w.done)
+            replay = min(rows - prompt_rows, self._replay_rows)
+            if prompt_rows:
+                newcomer = prefill.Newcomer(first + i, w.layout, w.prefix, w.seed)
+                chunks.append(prefill.Chunk(newcomer, w.done, w.done + prompt_rows))
+            steps.append((prompt_rows, replay))
+            if prompt_rows + replay < w.left:
+                break
         finished = sum(c.last for c in chunks)
         started = time.perf_counter_ns()
         try:
             if finished:
-                rows = slice(first, first + finished)
+                rows = slice(chunks[0].newcomer.slot, chunks[0].newcomer.slot + finished)
                 self.pools.codec.reset(rows)
                 if self._primed is not None:
                     self.pools.codec.decoder.copy_rows(rows, self._primed.decoder, slice(0, 1))
-            prefill.admit(self._model.lm.temporal, self._model.lm.depformer, self.pools.kv, self.pools.tokens,
-                          chunks, self._schedule, self._sampling, self._attention, self._prompt_stage.upload)
+            if chunks:
+                prefill.admit(self._model.lm.temporal, self._model.lm.depformer, self.pools.kv, self.pools.tokens,
+                              chunks, self._schedule, self._sampling, self._attention, self._prompt_stage.upload)
+            for i, (_, replay) in enumerate(steps):
+                if replay:
+                    self._replay(first + i, self._queue[i], replay)
         except BaseException:
-            for _ in chunks:
+            for _ in steps:
                 self._queue.popleft().sub.refuse(contract.CloseReason.ABORTED)
             raise
         self._pulse.prefill.observe((time.perf_counter_ns() - started) / 1e9)
         lost = []
-        for c in chunks:
-            w = self._queue[0] if not c.last else self._queue.popleft()
-            w.done = c.end
-            if not c.last:
+        for prompt_rows, _ in steps:
+            w = self._queue[0]
+            w.done += prompt_rows
+            if w.left:
+                if w.resume is not None and w.done == w.layout.columns.shape[0]:  # padding rows write position 0
+                    w.edge = self.pools.kv.kv[self._leases.live, :, 0].clone()
                 break
+            self._queue.popleft()
             self._leases.acquire()
-            jitter = Jitter(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames)
-            line = Line.start(w.sub, jitter, self._info.max_frames)
-            if line is None:  # nobody listens any more: its slot goes back below (the Line is only its row)
+            running, started = self._running(w) if w.resume is None else self._resumed(len(self._rows), w, w.resume)
+            line = running.line
+            if not started:  # nobody listens any more: its slot goes back below (the Line is only its row)
                 lost.append(len(self._rows))
-                line = Line(w.sub.input, w.sub.sink, jitter, self._info.max_frames)
             elif (reason := line.listen()) is not None:  # what the caller sent so far is heard this tick
                 line.close(reason)
                 lost.append(len(self._rows))
-            self._rows.append(_Running(w.sub.id, line, self._model.tokenizer.detokenizer(),
-                                       prompt.start_position(w.layout, self._schedule)))
+            self._rows.append(running)
         for slot in reversed(lost):
             self._release(slot)
+
+    @torch.no_grad()
+    def _replay(self, slot: int, w: _Waiting, rows: int) -> None:
+        """Run the next `rows` rows of import `w`'s replay in `slot`, one live-step forward each
+        (the window has wrapped: a packed run would overwrite keys its own earlier rows read).
+        The ring's position-0 entry is laid back first, as a prompt's chunks lay its voice again."""
+        assert w.resume is not None
+        temp, replay = self._model.lm.temporal, w.resume.replay
+        view = ring.KVPool(self.pools.kv.kv[slot:slot + 1])
+        if w.edge is not None:
+            view.kv[0, :, 0] = w.edge
+        offsets = ring.Offsets.of(view)
+        columns = torch.from_numpy(replay[w.replayed:w.replayed + rows].astype(np.int64)).to(self._device)
+        first = w.resume.pos - len(replay) + w.replayed
+        for i in range(rows):
+            position = torch.tensor([first + i], device=self._device)
+            plan = ring.live_plan(position, view, offsets, self._attention, view.context)
+            temp.step(temp.embed(columns[i:i + 1]), position, view, plan)
+        w.replayed += rows
+
+    def _running(self, w: _Waiting) -> tuple[_Running, bool]:
+        """A prefilled newcomer's row, and whether its `Started` went out (someone listens)."""
+        s = self._settings
+        jitter = Jitter(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames)
+        line = Line.start(w.sub, jitter, self._info.max_frames)
+        history = History(w.prefix.frames, w.layout.columns.numpy(), self._model.cfg.context)
+        row = line or Line(w.sub.input, w.sub.sink, jitter, self._info.max_frames)
+        return _Running(w.sub.id, row, self._model.tokenizer.detokenizer(),
+                        prompt.start_position(w.layout, self._schedule), history), line is not None
+
+    # --- handover (docs/continuity.md) ------------------------------------------------------------
+
+    def export(self, session_id: int) -> bytes | None:
+        """Between ticks: the running session's blob, and its slot back (see `Ticker.export`).
+
+        The blob holds what rebuilds the session here or on another pod of the same model: every
+        column it fed since its voice (its KV ring is recomputed from them), its token state row,
+        its Mimi encoder and decoder state row, its sampling key (in the token row), detokenizer,
+        commentary backlog, jitter buffer and counts. None when it does not run, ends anyway at
+        the next tick, or outgrew its history (`History.full`)."""
+        slot = self.slot_of(session_id)
+        if slot is None:
+            return None
+        r = self._rows[slot]
+        if r.history.full:
+            logger.warning("session too long to hand over; it stays", extra={"session_id": r.id, "position": r.pos})
+            return None
+        self._queue_commentary(r)
+        part = r.line.hand_over()
+        if part is None:
+            return None
+        line_state, line_arrays = part
+        pending, started = r.detok.state()
+        tokens = {f"tokens.{name}": t[slot].cpu().numpy() for name, t in self._token_fields()}
+        codec = {f"mimi.{i}": t[slot].cpu().numpy() for i, t in enumerate(self.pools.codec.tensors())}
+        state = {**line_state, "pos": r.pos, "first": r.history.first, "detok_pending": pending.hex(),
+                 "detok_started": started, "waiting": [list(p) for p in r.waiting], "loaded": r.loaded,
+                 "said": r.said}
+        assert r.line.session is not None, "a running line knows its session"
+        header = blob.Header(KIND, self._info.model, self._model.cfg.context, r.line.session.voice, r.line.frames,
+                             self._handover_settings(), state)
+        data = blob.encode(header, {**line_arrays, "history": r.history.columns(), **tokens, **codec})
+        self._release(slot)
+        return data
+
+    def _handover_settings(self) -> dict[str, str]:
+        """The engine settings an import must share: they change every number the model computes."""
+        return {"schedule": self._settings.schedule, "dtype": self._settings.dtype}
+
+    def _token_fields(self) -> list[tuple[str, torch.Tensor]]:
+        return [(f.name, getattr(self.pools.tokens, f.name)) for f in dataclasses.fields(self.pools.tokens)]
+
+    def _take_handover(self, sub: channel.LiveSubmission) -> None:
+        """Queue an imported session like a newcomer whose prompt is its history; a blob that does
+        not fit this engine is refused `ABORTED` (logged with its code and parameter)."""
+        assert sub.state is not None
+        try:
+            h = blob.accept(sub.state, self._info, KIND, sub.session.voice)
+            waiting = self._resume_of(sub, h)
+        except errors.HandoverError as exc:
+            logger.warning("handover refused", extra={"session_id": sub.id, "code": exc.code.value,
+                                                      "param": exc.param, "reason": exc.message})
+            sub.refuse(contract.CloseReason.ABORTED)
+            return
+        self._queue.append(waiting)
+
+    def _resume_of(self, sub: channel.LiveSubmission, h: blob.Handover) -> _Waiting:
+        """Check a handover's state against this engine and lay it out; raises `HandoverError`.
+
+        Every id the device will embed is range-checked here: a bad one would fault the tick, and
+        a tick fault ends every session (D9)."""
+        m, s, C = self._model, self._settings, self._model.cfg.context
+        text_card, card = m.cfg.text_card, m.cfg.card
+        first, pos = h.scalar("first", int), h.scalar("pos", int)
+        history = h.array("history", "<u2", (None, config.NUM_STREAMS))
+        prefix = self._init_prefix if self._init_prefix is not None else self._prefixes[h.header.voice]
+        if first != (0 if self._init_prefix is not None else prefix.frames):
+            raise errors.state(("header", "state", "first"), f"is {first}; the voice has {prefix.frames} frames")
+        if not prefix.frames < pos == first + len(history) <= first + MAX_HISTORY_CONTEXTS * C:
+            raise errors.state(("arrays", "history"), f"has {len(history)} columns from {first} for position {pos}")
+        _ids_within(("arrays", "history"), history, [text_card] + [card] * (config.NUM_STREAMS - 1))
+        tokens = {name: h.array(f"tokens.{name}", _dtype(t), tuple(t.shape[1:])) for name, t in self._token_fields()}
+        _ids_within(("arrays", "tokens.ahead"), tokens["ahead"], [text_card] + [card] * step.A)
+        for name in ("u1", "u2", "forced"):
+            _ids_within(("arrays", f"tokens.{name}"), tokens[name], card)
+        _ids_within(("arrays", "tokens.say"), tokens["say"], text_card)
+        if not (int(tokens["pos"]) == pos and 0 <= int(tokens["say_at"]) <= int(tokens["say_len"]) <= step.SAY_TOKENS):
+            raise errors.state(("arrays", "tokens.pos"), "does not agree with the session's position and commentary")
+        codec = [h.array(f"mimi.{i}", _dtype(t), tuple(t.shape[1:])) for i, t in enumerate(self.pools.codec.tensors())]
+        waiting = h.scalar("waiting", list)
+        if len(waiting) > MAX_COMMENTARY_PIECES or not all(
+                isinstance(p, list) and 0 < len(p) <= step.SAY_TOKENS
+                and all(isinstance(i, int) and 0 <= i < text_card for i in p) for p in waiting):
+            raise errors.state(("header", "state", "waiting"), "is not a list of commentary pieces this engine holds")
+        try:
+            pending = bytes.fromhex(h.scalar("detok_pending", str))
+        except ValueError:
+            raise errors.state(("header", "state", "detok_pending"), "is not hex") from None
+        jitter = Jitter(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames)
+        Line.restore(jitter, self._info.max_frames, h)
+        columns = history[prefix.frames - first:]
+        pre = max(0, min(pos, C - 1) - prefix.frames)
+        layout = prompt.Prompt(torch.empty(prefix.frames, 0), torch.from_numpy(columns[:pre].astype(np.int64)), 0,
+                               prefix.frames + pre, torch.from_numpy(columns[-1].astype(np.int64)))
+        resume = _Resume(jitter, h.header.frames, pos, columns[pre:], History(first, history, C), tokens, codec,
+                         (pending, h.scalar("detok_started", bool)), waiting, h.scalar("loaded", int),
+                         h.scalar("said", int))
+        return _Waiting(sub, layout, prefix, 0, resume=resume)
+
+    @torch.no_grad()
+    def _resumed(self, slot: int, w: _Waiting, resume: _Resume) -> tuple[_Running, bool]:
+        """An imported session whose history was just prefilled and replayed into `slot`: load its
+        token and Mimi rows, and start its line where it was."""
+        for name, t in self._token_fields():
+            t[slot] = torch.tensor(resume.tokens[name], device=self._device)
+        for t, a in zip(self.pools.codec.tensors(), resume.codec, strict=True):
+            t[slot] = torch.tensor(a, device=self._device)
+        line = Line.start(w.sub, resume.jitter, self._info.max_frames, resume.frames)
+        detok = self._model.tokenizer.detokenizer()
+        detok.restore(*resume.detok)
+        row = line or Line(w.sub.input, w.sub.sink, resume.jitter, self._info.max_frames)
+        return _Running(w.sub.id, row, detok, resume.pos, resume.history, deque(resume.waiting), resume.loaded,
+                        resume.said), line is not None
 
     def _release(self, slot: int) -> None:
         """Give back `slot`; the session in the highest slot moves into the hole, and a newcomer

@@ -25,8 +25,10 @@ FINITE = 1 + config.AGENT_CODEBOOKS
 SAID = FINITE + 1
 """...how many of the slot's commentary ids it has said (`TokenState.say_at`)..."""
 PCM = slice(SAID + 1, SAID + 1 + frames.FRAME_SAMPLES)
-"""...and that frame, decoded, as int16 values."""
-PACKED_WIDTH = PCM.stop
+"""...that frame, decoded, as int16 values..."""
+FED = slice(PCM.stop, PCM.stop + config.NUM_STREAMS)
+"""...and the 17 token ids the row fed (`step.StepOutput.fed`: the session's history)."""
+PACKED_WIDTH = FED.stop
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +36,7 @@ class TickOutput:
     """What `program(Bk)` leaves for rows 0..Bk-1 (a device tensor)."""
 
     packed: torch.Tensor
-    """[Bk, PACKED_WIDTH] int32: `EMITTED`, `FINITE`, `SAID`, `PCM` columns."""
+    """[Bk, PACKED_WIDTH] int32: `EMITTED`, `FINITE`, `SAID`, `PCM`, `FED` columns."""
 
 
 class Pools:
@@ -151,4 +153,4 @@ class Program:
         pcm16 = torch.round(torch.clamp(torch.nan_to_num(pcm), -1.0, 1.0) * 32767.0)
         # One cat in fp32 (exact for token ids, the flag and int16 samples), then one cast.
         said = p.tokens.say_at[:bucket, None]
-        return TickOutput(torch.cat([out.emitted, finite[:, None], said, pcm16], dim=1).int())
+        return TickOutput(torch.cat([out.emitted, finite[:, None], said, pcm16, out.fed], dim=1).int())

@@ -18,6 +18,7 @@ import weakref
 import httpx
 from websockets.datastructures import Headers
 
+from liveplex.gateway import upstream
 from liveplex.gateway.breaker import Breaker
 from liveplex.gateway.quota import Quota
 from liveplex.gateway.relay import UpstreamLeg
@@ -61,6 +62,9 @@ class GatewayBackend:
         self._watchdog = Watchdog(settings.upstream_silence_ms * 1_000_000)
         self.upstream_headers = {} if settings.pod_key is None else {"Authorization": f"Bearer {settings.pod_key}"}
         """What every upstream upgrade carries besides the session's own headers: the pod token."""
+        self.upstream_tls = (None if settings.upstream_ca is None
+                             else upstream.Tls.trusting(settings.upstream_ca, settings.upstream_server_name))
+        """Pods are dialed over TLS (`--upstream-ca`); None: plain."""
         self._quota = Quota(settings.max_sessions_per_key, settings.starts_per_key_per_s)
         """Per-key limits, for keyed gateways only (`quota`)."""
         self._leg_keys: dict[UpstreamLeg, str] = {}
@@ -168,12 +172,13 @@ class GatewayBackend:
             self._pods_http = httpx.AsyncClient(headers=self.upstream_headers, timeout=self.start_timeout_s)
         return self._pods_http
 
-    async def export(self, placed: Placed, session_id: str) -> bytes | None:
-        """The session's blob from its pod (`hop.EXPORT_PATH`), or None: the pod refused or failed,
-        and the session stays there."""
+    async def export(self, placed: Placed, session_id: str, after: int) -> bytes | None:
+        """The session's blob from its pod (`hop.EXPORT_PATH`) once it read the first `after`
+        messages of the session's socket, or None: the pod refused or failed, and the session
+        stays there."""
         url = f"http://{placed.addr}{hop.EXPORT_PATH.format(session_id=session_id)}"
         try:
-            answer = await self._http().post(url)
+            answer = await self._http().post(url, params={hop.EXPORT_AFTER: after})
         except httpx.HTTPError as exc:
             logger.warning("export failed", extra={"pod": placed.pod, "error": str(exc)})
             return None
@@ -183,10 +188,11 @@ class GatewayBackend:
             return None
         return answer.content
 
-    async def import_blob(self, placed: Placed, blob: bytes) -> str | None:
-        """Offer a blob to a pod (`hop.IMPORT_PATH`): the id it holds it under, or None."""
+    async def import_blob(self, placed: Placed, blob: bytes, path: str) -> str | None:
+        """Offer a blob (`hop.IMPORT_PATH`) or a resume record (`hop.RESUME_PATH`) to a pod: the id
+        it holds it under, or None."""
         try:
-            answer = await self._http().post(f"http://{placed.addr}{hop.IMPORT_PATH}", content=blob,
+            answer = await self._http().post(f"http://{placed.addr}{path}", content=blob,
                                              headers={"content-type": "application/octet-stream"})
             import_id = answer.json().get("import_id") if answer.status_code == 201 else None
         except (httpx.HTTPError, ValueError, AttributeError) as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from liveplex import listen
+from liveplex import listen, logs
 from liveplex.gateway import app, settings
 from liveplex.gateway.gateway import Gateway
 from liveplex.gptlive.server import auth, run
@@ -17,7 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="liveplex gateway",
         description="Serve GPT-Live (/v1/live/sessions) by placing each session on a pod of its pool.")
     listen.add_arguments(parser, 8000, "the gateway")
-    run.add_log_level(parser)
+    logs.add_log_level(parser)
     settings.add_arguments(parser)
     server_settings.add_arguments(parser)
     return parser
@@ -36,7 +36,7 @@ def _banner(host: str, port: int) -> str:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    run.configure_logging(args.log_level)
+    logs.configure_logging(args.log_level)
     try:
         listen.check(args.host, args.port)
         listen.check(args.admin_host, args.admin_port, listen.ADMIN_FLAGS)

@@ -16,7 +16,7 @@ LOST_REASONS: dict[str, int] = {ending.value: 0 for ending in upstream.Ending if
 """Every way a session can be lost, exported from 0: a rate over a series that does not exist yet
 is no rate at all."""
 LOST_REASONS[relay.NOT_TAKEN] = 0
-MOVE_RESULTS: dict[str, int] = {"moved": 0, "stayed": 0, "lost": 0}
+MOVE_RESULTS: dict[str, int] = {"moved": 0, "stayed": 0, "lost": 0, "resumed": 0}
 
 
 class GatewayCollector(Collector):

@@ -21,6 +21,11 @@ rule is tested directly (tests/gateway/test_moving.py):
 - before the export, any failure leaves the session where it is (`Stay`); after it, the session
   exists only as the blob, and a move that cannot finish loses it (`Lose`).
 
+A session whose pod died is *resumed* the same way (Part 3): the gateway kept the pod's checkpoints
+of it (`hop.CHECKPOINT`), so the machine starts with that record as its blob and no pod to export
+from: place, offer the record (`hop.RESUME_PATH`), dial, switch; the client's frames are held from
+the start. The caller hears a short silence, not an error; only a record no pod takes loses it.
+
 Reservations: the shell gives back a target's slot itself when it reports the target refused the
 import (no breaker: a blob that does not fit a pod, as during a rollout between versions, is no
 fault of the pod) or unreachable (with the breaker, as for any start); `Stay` and `Lose` name the
@@ -105,21 +110,26 @@ NOT_TAKEN = "no engine could take over this session when its engine stopped"
 
 
 class Moving:
-    """One session's move; see the module docstring. `pod`: where it runs now; `tripped`: pods this
-    gateway's breakers exclude."""
+    """One session's move; see the module docstring. `pod`: where it runs now (or ran, for a
+    resume); `tripped`: pods this gateway's breakers exclude; `record`: a resume's record (the pod
+    is gone: nothing to export, nothing to wait for)."""
 
-    def __init__(self, pod: str, tripped: frozenset[str]) -> None:
+    def __init__(self, pod: str, tripped: frozenset[str], record: bytes | None = None) -> None:
         self._placing = placing.Placing(tripped | {pod})
         self.phase = Phase.PLACING
+        self.resuming = record is not None
         self._target: Placed | None = None
-        self._blob: bytes | None = None
+        self._blob = record
         self._import_id: str | None = None
-        self._old_closed = False
+        self._old_closed = self.resuming
 
     @property
     def holding(self) -> bool:
-        """Whether the client's frames are held (from the export on), not forwarded."""
-        return self.phase in (Phase.EXPORTING, Phase.IMPORTING, Phase.DIALLING)
+        """Whether the client's frames are held (from the export on, or all along for a resume),
+        not forwarded."""
+        if self.phase is Phase.DONE:
+            return False
+        return self.resuming or self.phase in (Phase.EXPORTING, Phase.IMPORTING, Phase.DIALLING)
 
     def begin(self) -> Command:
         return self._placing.begin()
@@ -165,6 +175,8 @@ class Moving:
         the session died with its pod; after it, the blob is the session and only the order of
         frames waited on this."""
         self._old_closed = True
+        if self.resuming:
+            return Wait()
         if self.phase is Phase.PLACING or (self.phase is Phase.EXPORTING and not handed_over):
             self.phase = Phase.DONE
             return Lose(None, unreserve=self._target)

@@ -17,11 +17,17 @@ A draining pod's `hop.MOVE_REQUESTED` (never relayed) moves the session to anoth
 of `moving.Moving`, one input at a time from the callbacks and the I/O it starts (placement, the
 pods' handover routes, the dial), until the session `Switch`es to its new upstream, `Stay`s, or is
 lost. The client's frames are held while the session is between pods and follow it, in order.
+
+The pod's `hop.CHECKPOINT`s of the session (never relayed, never parsed) are kept, up to
+`MAX_RECORD_CHARS`; when the pod is lost mid-session, the same machine *resumes* the session on
+another pod from them, and the client hears a short silence instead of `connection_lost`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import logging
 import time
 from collections import deque
@@ -48,6 +54,9 @@ LOST_BECAUSE: dict[upstream.Ending, str] = {
 """What the client's `server_error` says, by how the upstream ended."""
 NOT_TAKEN = "not_taken"
 """`sessions_lost`'s reason for a session exported off a draining pod that no pod took."""
+MAX_RECORD_CHARS = 1 << 20
+"""A session's kept checkpoints (base64 characters) beyond which it is no longer resumable: a
+PersonaPlex call writes about 1 KB a second (docs/continuity.md), so 1 MiB holds over 10 minutes."""
 
 
 class Placer(Protocol):
@@ -56,6 +65,7 @@ class Placer(Protocol):
 
     stats: GatewayStats
     upstream_headers: Mapping[str, str]
+    upstream_tls: upstream.Tls | None
 
     @property
     def connect_timeout_s(self) -> float: ...
@@ -65,8 +75,8 @@ class Placer(Protocol):
     async def place(self, pool: str, session_id: str, exclude: set[str]) -> Placed | Busy | errors.ProtocolError: ...
     async def unreachable(self, pool: str, placed: Placed, session_id: str) -> None: ...
     async def unreserve(self, pool: str, placed: Placed, session_id: str) -> None: ...
-    async def export(self, placed: Placed, session_id: str) -> bytes | None: ...
-    async def import_blob(self, placed: Placed, blob: bytes) -> str | None: ...
+    async def export(self, placed: Placed, session_id: str, after: int) -> bytes | None: ...
+    async def import_blob(self, placed: Placed, blob: bytes, path: str) -> str | None: ...
     def moved(self, result: str) -> None: ...
     def lost(self, pod: str) -> None: ...
     def placed(self, pool: str, started_ns: int, retried: bool) -> None: ...
@@ -101,6 +111,10 @@ class UpstreamLeg:
         self._held: deque[str | bytes] = deque()
         self._held_bytes = 0
         """Client frames waiting for a moving session's next pod."""
+        self._record: list[str] | None = []
+        """The pod's checkpoints of the session (base64 `data`), in order; None once over
+        `MAX_RECORD_CHARS` (the session is then not resumable)."""
+        self._record_chars = 0
         self._io: set[asyncio.Task[None]] = set()
         self._task = asyncio.get_running_loop().create_task(self._run())
 
@@ -231,7 +245,8 @@ class UpstreamLeg:
         if import_id is not None:
             headers[hop.IMPORT_HEADER] = import_id
         try:
-            up = await upstream.connect(placed.addr, headers, self._owner.connect_timeout_s)
+            up = await upstream.connect(placed.addr, headers, self._owner.connect_timeout_s,
+                                        self._owner.upstream_tls)
         except (OSError, TimeoutError, ValueError, upstream.UpstreamError):
             await self._owner.unreachable(self._pool, placed, self._start.resource.id)
             return None
@@ -269,6 +284,9 @@ class UpstreamLeg:
             self._owner.stats.frames_down += 1
             self._peer.relay(message, True)
             return
+        if type(message) is str and message.startswith(hop.CHECKPOINT_PREFIX):
+            self._kept(message[len(hop.CHECKPOINT_PREFIX):-2])
+            return
         text = message if isinstance(message, str) else message.decode(errors="replace")
         kind, body = placing.event_kind(text)
         if kind == hop.MOVE_REQUESTED:
@@ -287,6 +305,8 @@ class UpstreamLeg:
         if self._moving is not None and self._closed_reason is None:
             handed_over = up.ending is upstream.Ending.CLOSED and up.close_code == hop.HANDED_OVER_CLOSE
             self._step(self._moving.old_closed(handed_over))
+            return
+        if self._closed_reason is None and self._resume(up.ending or upstream.Ending.LOST):
             return
         if self._closed_reason is not None:
             peer = self._peer
@@ -334,8 +354,8 @@ class UpstreamLeg:
         elif isinstance(command, placing.Recheck):
             self._spawn(self._move_rechecked(machine, command.delay_s))
         elif isinstance(command, moving.Export):
-            assert self._placed is not None
-            self._spawn(self._move_exported(machine, self._placed))
+            assert self._placed is not None and self._up is not None
+            self._spawn(self._move_exported(machine, self._placed, self._up.sent))
         elif isinstance(command, moving.Import):
             self._spawn(self._move_imported(machine, command.placed, command.blob))
         elif isinstance(command, moving.Dial):
@@ -350,10 +370,11 @@ class UpstreamLeg:
             if isinstance(command, moving.Stay):
                 self._owner.moved("stayed")
             elif command.why is None:  # the pod died before the session could leave it
-                self._owner.moved("lost")
                 up = self._up
                 ending = (up.ending if up is not None else None) or upstream.Ending.LOST
-                self._lost(upstream.Ending.VIOLATION if ending is upstream.Ending.CLOSED else ending)
+                if not self._resume(ending):
+                    self._owner.moved("lost")
+                    self._lost(upstream.Ending.VIOLATION if ending is upstream.Ending.CLOSED else ending)
             else:
                 self._lost_in_move(command.why)
 
@@ -373,11 +394,14 @@ class UpstreamLeg:
         await asyncio.sleep(delay_s)
         self._step(machine.rechecked())
 
-    async def _move_exported(self, machine: moving.Moving, source: Placed) -> None:
-        self._step(machine.exported(await self._owner.export(source, self._start.resource.id)))
+    async def _move_exported(self, machine: moving.Moving, source: Placed, after: int) -> None:
+        """The blob, once the pod has read the `after` messages sent to it (frames from then on
+        are held)."""
+        self._step(machine.exported(await self._owner.export(source, self._start.resource.id, after)))
 
     async def _move_imported(self, machine: moving.Moving, target: Placed, blob: bytes) -> None:
-        import_id = await self._owner.import_blob(target, blob)
+        import_id = await self._owner.import_blob(target, blob, hop.RESUME_PATH if machine.resuming
+                                                  else hop.IMPORT_PATH)
         if import_id is None:  # the slot it reserved is not used: given back, the pod not blamed
             await self._owner.unreserve(self._pool, target, self._start.resource.id)
         self._step(machine.imported(target, import_id))
@@ -399,15 +423,47 @@ class UpstreamLeg:
         """The target runs the session: its `session.started` is swallowed (the client saw one),
         the frames held meanwhile go to it in order, and relaying resumes from it."""
         up, self._target_up = self._target_up, None
-        assert up is not None
-        self._moving = None
+        assert up is not None and self._moving is not None
+        resumed, self._moving = self._moving.resuming, None
         self._placed = target
         self._adopt(up)
         while self._held:
             up.send(self._held.popleft())
             self._owner.stats.frames_up += 1
         self._held_bytes = 0
-        self._owner.moved("moved")
+        self._owner.moved("resumed" if resumed else "moved")
+
+    def _kept(self, data: str) -> None:
+        """One checkpoint of the session, kept for a resume while the record is within bounds."""
+        record = self._record
+        if record is None:
+            return
+        self._record_chars += len(data)
+        if self._record_chars > MAX_RECORD_CHARS:
+            logger.warning("session record over its bound; it cannot be resumed",
+                           extra={"session_id": self._start.resource.id, "chars": self._record_chars})
+            self._record = None
+            return
+        record.append(data)
+
+    def _resume(self, ending: upstream.Ending) -> bool:
+        """The pod is lost mid-session: resume the session on another pod from its record, if it
+        has one (the pod's breaker trips as for any loss). False: nothing to resume from."""
+        if not self._record or self._placed is None or self._done:
+            return False
+        try:
+            record = b"".join(base64.b64decode(data, validate=True) for data in self._record)
+        except (binascii.Error, ValueError):
+            logger.warning("session record unreadable; it cannot be resumed",
+                           extra={"session_id": self._start.resource.id})
+            return False
+        if ending.pods_fault:
+            self._owner.lost(self._placed.pod)
+        logger.warning("upstream lost; resuming the session elsewhere",
+                       extra={"pod": self._placed.pod, "ending": ending.value, "record_bytes": len(record)})
+        self._moving = moving.Moving(self._placed.pod, self._owner.tripped(), record)
+        self._step(self._moving.begin())
+        return True
 
     def _release_held(self) -> None:
         """A move that did not happen: what was held goes to the pod the session stayed on."""

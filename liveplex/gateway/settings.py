@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,11 @@ class GatewaySettings:
     pod_key: str | None = None
     """The bearer key this gateway presents to pods (the installation's pod token: pods take
     sessions only from gateways); None: pods that need no key."""
+    upstream_ca: Path | None = None
+    """The CA bundle that signed the pods' certificates: every pod is dialed over TLS (the pods run
+    with `--tls-cert`/`--tls-key`); None: plain `ws://`."""
+    upstream_server_name: str | None = None
+    """The name the pods' certificates carry (one certificate for all pods); None: each pod's IP."""
 
 
 POD_KEY_ENV = "LIVEPLEX_POD_KEY"
@@ -88,6 +94,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--pod-key-file", type=Path, default=None, metavar="FILE",
                    help=f"the bearer key presented to pods (the pods' --api-key-file; default: ${POD_KEY_ENV}, "
                         "else none)")
+    g.add_argument("--upstream-ca", type=Path, default=None, metavar="FILE",
+                   help="dial pods over TLS, trusting this PEM CA bundle (pods run with --tls-cert/--tls-key; "
+                        "default: plain)")
+    g.add_argument("--upstream-server-name", default=None, metavar="NAME",
+                   help="the name the pods' certificates carry (with --upstream-ca; default: each pod's IP)")
     g.add_argument("--drain-deadline-s", type=float, default=default_of(d, "drain_deadline_s"),
                    help="how long /drain and SIGTERM wait for sessions (default: %(default)s)")
 
@@ -111,9 +122,17 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         raise ValueError(f"--starts-per-key-per-s must be >= 0, got {args.starts_per_key_per_s}")
     if args.drain_deadline_s < 0:
         raise ValueError(f"--drain-deadline-s must be >= 0, got {args.drain_deadline_s}")
+    if args.upstream_server_name is not None and args.upstream_ca is None:
+        raise ValueError("--upstream-server-name needs --upstream-ca")
+    if args.upstream_ca is not None:
+        try:
+            ssl.create_default_context(cafile=str(args.upstream_ca))
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(f"--upstream-ca: cannot load {args.upstream_ca}: {exc}") from None
     return GatewaySettings(
         redis_url=redis_url, default_pool=args.pool, fail_open=not args.fail_closed,
         connect_timeout_ms=args.connect_timeout_ms, upstream_silence_ms=args.upstream_silence_ms,
         max_sessions_per_key=args.max_sessions_per_key, starts_per_key_per_s=args.starts_per_key_per_s,
         drain_deadline_s=args.drain_deadline_s, pod_key=load_pod_key(args.pod_key_file, environ),
+        upstream_ca=args.upstream_ca, upstream_server_name=args.upstream_server_name,
     )

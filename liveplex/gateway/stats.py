@@ -38,6 +38,7 @@ class GatewayStats:
     """How relayed sessions were lost (`upstream.Ending`): `lost`, `silent`, `violation`, `too_large`."""
     moves: Counter[str] = field(default_factory=Counter)
     """Result -> sessions a draining pod asked to move: `moved`, `stayed` (no room: it drains where
-    it is), `lost` (it died with its pod first, or no pod took its blob)."""
+    it is), `lost` (it died with its pod first, or no pod took its blob); and `resumed`: sessions
+    whose pod was lost, continued on another from their checkpoints."""
     loop_stalls: int = 0
     """Watchdog rounds that ran over `STALL_MS` late: this process's loop was blocked."""

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import ssl
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
 from websockets.client import ClientProtocol
 from websockets.exceptions import PayloadTooBig
@@ -66,6 +69,8 @@ class Upstream(asyncio.Protocol):
         """Called with every whole message from the pod, in order."""
         self.received = 0
         """Whole messages from the pod so far (the `Watchdog` reads it)."""
+        self.sent = 0
+        """Messages written to the pod (what an export waits for it to have read)."""
         self.ending: Ending | None = None
         self.close_code: int | None = None
         """The code of the pod's close frame, once received."""
@@ -133,6 +138,7 @@ class Upstream(asyncio.Protocol):
         """One client message to the pod, verbatim."""
         if self._conn.state is not State.OPEN:
             return
+        self.sent += 1
         if isinstance(data, str):
             self._conn.send_text(data.encode())
         else:
@@ -169,14 +175,31 @@ class Upstream(asyncio.Protocol):
             asyncio.get_running_loop().call_later(CLOSE_TIMEOUT_S, transport.abort)
 
 
-async def connect(addr: str, headers: Mapping[str, str], timeout_s: float) -> Upstream:
-    """Dial `host:port` and upgrade to the live path within `timeout_s`; raises OSError,
-    TimeoutError or `UpstreamError`."""
+@dataclass(frozen=True, slots=True)
+class Tls:
+    """How the gateway dials pods that serve TLS (`--upstream-ca`): their CA, and the name their
+    certificates carry (None: the pod's address, as an IP SAN, since pods are dialed by IP)."""
+
+    context: ssl.SSLContext
+    server_name: str | None = None
+
+    @classmethod
+    def trusting(cls, ca: Path, server_name: str | None = None) -> Tls:
+        """Raises OSError or ssl.SSLError when `ca` is no readable PEM bundle."""
+        return cls(ssl.create_default_context(cafile=str(ca)), server_name)
+
+
+async def connect(addr: str, headers: Mapping[str, str], timeout_s: float, tls: Tls | None = None) -> Upstream:
+    """Dial `host:port` (over TLS with `tls`) and upgrade to the live path within `timeout_s`;
+    raises OSError (ssl.SSLError included), TimeoutError or `UpstreamError`."""
     host, _, port = addr.rpartition(":")
+    host = host.strip("[]")
     loop = asyncio.get_running_loop()
+    scheme = "ws" if tls is None else "wss"
+    secure = {} if tls is None else {"ssl": tls.context, "server_hostname": tls.server_name or host}
     async with asyncio.timeout(timeout_s):
         transport, proto = await loop.create_connection(
-            lambda: Upstream(f"ws://{addr}{urls.LIVE_PATH}", headers), host.strip("[]"), int(port))
+            lambda: Upstream(f"{scheme}://{addr}{urls.LIVE_PATH}", headers), host, int(port), **secure)
         try:
             await proto.opened
         except BaseException:

@@ -326,6 +326,16 @@ class Connection:
         self.state = State.RELAYING
         return [Accepted(resource.id)]
 
+    def handed_over(self, code: int) -> list[Action]:
+        """The engine exported the session (docs/continuity.md): it ends here without
+        `session.closed`, counted as `handed_over`, and the socket closes with `code` (the hop's
+        `HANDED_OVER_CLOSE`) so the gateway continues it on another pod."""
+        if self.state not in (State.LIVE, State.CLOSING):
+            return []
+        self.state = State.DONE
+        self._due(None)
+        return [self._ended("handed_over"), Release(), Close(code)]
+
     def relay_ended(self, reason: str, frames: int, code: int = NORMAL) -> list[Action]:
         """The upstream's `session.closed` was relayed; the socket closes as the upstream's did."""
         if self.state is not State.RELAYING:
@@ -359,7 +369,7 @@ class Connection:
                     actions.append(Send(events.OutputTranscriptDelta(
                         out.delta, info.frame_ms(out.frame), info.frame_ms(out.frame + 1))))
             elif type(out) is contract.Started:
-                actions += self._started()
+                actions += self._started(out.frames)
             else:
                 assert isinstance(out, contract.Closed)
                 actions += self._closed(out)
@@ -423,11 +433,16 @@ class Connection:
         self._resource = resource
         self._due(None)
 
-    def _started(self) -> list[Action]:
+    def _started(self, frames: int) -> list[Action]:
+        """`frames`: what the session ran on another pod before a handover; usage counts on."""
         pending = self._pending
         if self.state is not State.STARTING or pending is None:
             return []
         self._begin(pending, pending.resource)
+        if frames:
+            period = self.settings.usage_period_ms
+            self._frames_sent = frames
+            self._next_usage_ms = (self._info.frame_ms(frames) // period + 1) * period
         self._inbound = formats.Inbound(pending.resource.format)
         self._outbound = formats.Outbound(pending.resource.format)
         self.state = State.LIVE

@@ -20,6 +20,7 @@ sinks close themselves when garbage-collected, so a crashed handler still frees 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import enum
 import functools
 import itertools
@@ -345,10 +346,30 @@ class LiveSubmission:
     session: contract.Session
     input: AudioReceiver
     sink: OutputSink
+    state: bytes | None = None
+    """A handover blob (`liveplex.continuity`): the session continues from it; None: a fresh one."""
 
     def refuse(self, reason: contract.CloseReason) -> None:
         self.sink.send(contract.Closed.refused(reason))
         self.sink.drop()
+
+
+@dataclass(frozen=True, slots=True)
+class ExportRequest:
+    """Take running session `id` out of the engine at the next tick boundary (docs/continuity.md)."""
+
+    id: int
+    reply: concurrent.futures.Future[bytes | None]
+    """Its blob, or None when it does not run (unknown, ended, not yet started, engine stopped)."""
+
+    def refuse(self, reason: contract.CloseReason) -> None:
+        """The engine stopped before the boundary: nothing was exported."""
+        if not self.reply.done():
+            self.reply.set_result(None)
+
+
+Queued = LiveSubmission | ExportRequest
+"""What the engine queue holds: sessions to take, sessions to hand over."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,7 +391,7 @@ class _Queue:
         self.handoff = handoff
         self.pulse = Pulse()
         self.ids = itertools.count(1)
-        self.items: deque[LiveSubmission] = deque()
+        self.items: deque[Queued] = deque()
         self.cond = threading.Condition()
         self.handles = 0
         self.stopped = False
@@ -405,6 +426,28 @@ class LiveHandle(_End):
         return self._q.stopped
 
     def start(self, session: contract.Session) -> Opened | Rejected:
+        return self._submit(session, None)
+
+    def resume(self, session: contract.Session, state: bytes) -> Opened | Rejected:
+        """Start a session that continues from a handover blob (`Ticker.take` imports it); a blob
+        the engine cannot import ends it `Closed(ABORTED)` before `Started`."""
+        return self._submit(session, state)
+
+    def export(self, session_id: int) -> concurrent.futures.Future[bytes | None]:
+        """Hand session `session_id` (`Opened.id`) over at the next tick boundary: the future gets
+        its blob (or None), its receiver `Closed(HANDED_OVER)` last. Never blocks; None at once
+        when the engine has stopped or its queue is full."""
+        reply: concurrent.futures.Future[bytes | None] = concurrent.futures.Future()
+        q = self._q
+        with q.cond:
+            if q.stopped or self._closed or len(q.items) >= q.capacity:
+                reply.set_result(None)
+                return reply
+            q.items.append(ExportRequest(session_id, reply))
+            q.cond.notify()
+        return reply
+
+    def _submit(self, session: contract.Session, state: bytes | None) -> Opened | Rejected:
         q = self._q
         with q.cond:
             if q.stopped or self._closed:
@@ -413,7 +456,7 @@ class LiveHandle(_End):
                 return Rejected.FULL
             sub_id = next(q.ids)
             audio_pipe, output_pipe = _AudioPipe(), _OutputPipe(q.handoff, sub_id)
-            sub = LiveSubmission(sub_id, session, AudioReceiver(audio_pipe), OutputSink(output_pipe))
+            sub = LiveSubmission(sub_id, session, AudioReceiver(audio_pipe), OutputSink(output_pipe), state)
             q.items.append(sub)
             q.cond.notify()
         return Opened(sub.id, session, AudioSender(audio_pipe), OutputReceiver(output_pipe))
@@ -434,7 +477,7 @@ class LiveHandle(_End):
 class LiveInbox(_End):
     """The engine's way in: submissions, in order, and the flush of outputs."""
 
-    def get(self, timeout_ns: int | None = None) -> LiveSubmission | Signal:
+    def get(self, timeout_ns: int | None = None) -> Queued | Signal:
         """The next submission; `CLOSED` once every handle is gone; `TIMEOUT` after `timeout_ns`."""
         q = self._q
         timeout = None if timeout_ns is None else timeout_ns / 1e9
@@ -444,7 +487,7 @@ class LiveInbox(_End):
                 return q.items.popleft()
             return CLOSED if ready else TIMEOUT
 
-    def drain_nowait(self) -> list[LiveSubmission]:
+    def drain_nowait(self) -> list[Queued]:
         q = self._q
         with q.cond:
             out = list(q.items)

@@ -102,11 +102,17 @@ class CloseReason(enum.Enum):
     """The engine gave up: shutdown, fault, or failed session setup."""
     HANGUP = "hangup"
     """The front end closed the session's audio sender."""
+    HANDED_OVER = "handed_over"
+    """The session left this engine as a handover blob (`LiveHandle.export`); another continues it."""
 
 
 @dataclass(frozen=True, slots=True)
 class Started:
     """The session runs; sent once, first."""
+
+    frames: int = 0
+    """Frames it ran elsewhere before (a handover, docs/continuity.md): its frame numbers, usage
+    and context count on from them."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,12 @@ class Ticker(Protocol):
         ...
 
     def take(self, sub: channel.LiveSubmission) -> None:
-        """Admit a session between ticks; may raise."""
+        """Admit a session between ticks (importing `sub.state` when it carries one); may raise."""
+        ...
+
+    def export(self, session_id: int) -> bytes | None:
+        """Between ticks: take running session `session_id` out of the batch and return its
+        handover blob, after sending its sink `Closed(HANDED_OVER)`; None if it does not run."""
         ...
 
     def tick(self, skipped: int) -> None:
@@ -58,8 +63,14 @@ def drive(
     epoch = now_ns()
     clock = Clock(period)
 
-    def admit(sub: channel.LiveSubmission) -> None:
-        if engine.sessions() >= info.max_sessions:
+    def admit(sub: channel.Queued) -> None:
+        if type(sub) is channel.ExportRequest:  # a tick boundary: hand the session over now
+            blob = None
+            try:
+                blob = engine.export(sub.id)
+            finally:  # an engine fault still answers the front end
+                sub.reply.set_result(blob)
+        elif engine.sessions() >= info.max_sessions:
             sub.refuse(contract.CloseReason.BUSY)
         else:
             engine.take(sub)
@@ -71,7 +82,7 @@ def drive(
                 sub = inbox.get()
                 if sub is channel.CLOSED:
                     return
-                assert isinstance(sub, channel.LiveSubmission)
+                assert not isinstance(sub, channel.Signal)
                 admit(sub)
                 inbox.flush()
                 clock.resume(now_ns() - epoch)
@@ -80,7 +91,7 @@ def drive(
             step = clock.poll(now_ns() - epoch)
             if isinstance(step, Wait):
                 sub = inbox.get(step.ns)
-                if isinstance(sub, channel.LiveSubmission):
+                if not isinstance(sub, channel.Signal):
                     admit(sub)
                     inbox.flush()
                 elif sub is channel.CLOSED:  # handles gone, sessions still running: keep ticking

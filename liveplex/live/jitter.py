@@ -103,6 +103,20 @@ class Jitter:
         del buf[:need]
         return out
 
+    def pending(self) -> bytes:
+        """The buffered caller bytes, oldest first (a handover carries them)."""
+        return bytes(self._buf)
+
+    def restore(self, pending: bytes, odd: bytes, playing: bool, underruns: int, dropped: int) -> None:
+        """Continue another engine's buffer (`pending`, `odd` and the counters it had)."""
+        if len(pending) & 1 or len(odd) > 1 or len(pending) > self._cap_bytes:
+            raise ValueError(f"a jitter state of {len(pending)} + {len(odd)} bytes does not fit this buffer")
+        self._buf = bytearray(pending)
+        self._odd = bytes(odd)
+        self.playing = playing
+        self.underruns = underruns
+        self.dropped = dropped
+
     def skip(self, frames: int) -> None:
         """Discard the caller audio of `frames` skipped ticks; not an underrun."""
         del self._buf[: 2 * self.frame * frames]

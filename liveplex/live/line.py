@@ -6,8 +6,11 @@ audio is one contiguous stream; a session runs exactly `max_frames` frames.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from liveplex.continuity import blob, errors
 from liveplex.live import contract
 from liveplex.live.channel import AudioReceiver, LiveSubmission, OutputSink
 from liveplex.live.jitter import Jitter
@@ -16,9 +19,14 @@ from liveplex.live.jitter import Jitter
 class Line:
     """One session's caller audio, its output sink and its frame count."""
 
-    __slots__ = ("input", "sink", "jitter", "frames", "max_frames")
+    __slots__ = ("input", "sink", "jitter", "frames", "max_frames", "id", "session")
 
-    def __init__(self, input: AudioReceiver, sink: OutputSink, jitter: Jitter, max_frames: int) -> None:
+    def __init__(self, input: AudioReceiver, sink: OutputSink, jitter: Jitter, max_frames: int,
+                 id: int = 0, session: contract.Session | None = None) -> None:
+        self.id = id
+        """The submission's id (`Opened.id`): what `LiveHandle.export` names."""
+        self.session = session
+        """What the session was accepted as (its voice goes in a handover's header)."""
         self.input = input
         self.sink = sink
         self.jitter = jitter
@@ -27,12 +35,15 @@ class Line:
         self.max_frames = max_frames
 
     @staticmethod
-    def start(sub: LiveSubmission, jitter: Jitter, max_frames: int) -> Line | None:
-        """Send `Started`; None when nobody is listening any more."""
-        if not sub.sink.send(contract.Started()):
+    def start(sub: LiveSubmission, jitter: Jitter, max_frames: int, frames: int = 0) -> Line | None:
+        """Send `Started`; None when nobody is listening any more. `frames`: the frames it ran
+        elsewhere (a handover), so its numbering goes on."""
+        if not sub.sink.send(contract.Started(frames)):
             sub.sink.drop()
             return None
-        return Line(sub.input, sub.sink, jitter, max_frames)
+        line = Line(sub.input, sub.sink, jitter, max_frames, sub.id, sub.session)
+        line.frames = frames
+        return line
 
     def listen(self) -> contract.CloseReason | None:
         """Take the caller's queued audio; say why the session must end now, if it must."""
@@ -45,6 +56,42 @@ class Line:
         if self.frames >= self.max_frames:
             return contract.CloseReason.EXPIRED
         return None
+
+    def hand_over(self) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+        """Leave this engine at a tick boundary: the caller audio queued so far joins the jitter
+        buffer, the sink gets `Closed(HANDED_OVER)`, and the line's part of the blob comes back
+        (header scalars, arrays). None, and nothing changes, when the session ends at the next
+        tick anyway (hung up or expired): it is not moved."""
+        if self.input.closed or self.frames >= self.max_frames:
+            return None
+        chunks = self.input.drain()
+        if chunks:
+            self.jitter.push(b"".join(chunks))
+        j = self.jitter
+        scalars = {"odd": j.odd.hex(), "playing": j.playing, "underruns": j.underruns, "dropped": j.dropped}
+        arrays = {"jitter": np.frombuffer(j.pending(), np.uint8)}
+        self.close(contract.CloseReason.HANDED_OVER)
+        return scalars, arrays
+
+    @staticmethod
+    def resume(sub: LiveSubmission, jitter: Jitter, max_frames: int, h: blob.Handover) -> Line | None:
+        """`start` for a session continuing from handover `h` (the part `hand_over` wrote): frame
+        numbers, counters and buffered caller audio go on. Raises `HandoverError` before
+        `Started` is sent when that part does not fit."""
+        Line.restore(jitter, max_frames, h)
+        return Line.start(sub, jitter, max_frames, h.header.frames)
+
+    @staticmethod
+    def restore(jitter: Jitter, max_frames: int, h: blob.Handover) -> None:
+        """Load the jitter part of handover `h` into `jitter`, checking it and the frame count
+        against this engine (`HandoverError`); `resume` without the start."""
+        try:
+            jitter.restore(h.array("jitter", "|u1", (None,)).tobytes(), bytes.fromhex(h.scalar("odd", str)),
+                           h.scalar("playing", bool), h.scalar("underruns", int), h.scalar("dropped", int))
+        except ValueError as exc:  # a bad hex string, or a buffer past this engine's cap
+            raise errors.state(("arrays", "jitter"), str(exc)) from None
+        if not 0 <= h.header.frames < max_frames:
+            raise errors.state(("header", "frames"), f"is {h.header.frames}, outside 0..{max_frames - 1}")
 
     def commentary(self) -> list[str]:
         """Texts the caller's app asked the model to say since the last call, oldest first."""

@@ -94,6 +94,16 @@ ALERTS: tuple[Alert, ...] = (
           "> 3", "0m", "warning", "{{ $labels.pod }}: event loop blocked over 100 ms, repeatedly",
           "Every relayed call froze each time. The gateway's `event loop stalled` log lines say how "
           "long and whether the collector ran; check its CPU limit and throttling."),
+    Alert("LiveplexOperatorReconcileFailing",
+          'sum by (namespace, pod) (rate(liveplex_operator_reconciles_total{outcome=~"retry|error"}[10m]))',
+          "> 0", "15m", "warning", "{{ $labels.pod }}: the operator keeps failing to reconcile",
+          "LiveEngine changes are not applied. kubectl get le shows which (READY False, REASON); the "
+          "operator's JSON logs carry the API server's answer (a refused child, RBAC, Redis)."),
+    Alert("LiveplexOperatorNoLeader", "sum(liveplex_operator_leader)", "< 1", "2m", "critical",
+          "no operator replica holds the leader Lease",
+          "Nothing reconciles LiveEngines or autoscales them. Check the operator pods (kubectl -n "
+          "<release namespace> get pods) and the Lease (kubectl get lease); a replica that cannot "
+          "renew it exits and restarts. Operators all down show as their scrape targets down."),
 )
 
 

@@ -262,6 +262,7 @@ STATUS = _obj("Observed state, rolled up every 10 s by the operator (patched onl
 
 PRINTER_COLUMNS: tuple[tuple[str, str, str, int], ...] = (
     ("READY", "string", '.status.conditions[?(@.type=="Ready")].status', 0),
+    ("REASON", "string", '.status.conditions[?(@.type=="Ready")].reason', 0),
     ("REPLICAS", "integer", ".status.replicas", 0),
     ("AVAILABLE", "integer", ".status.readyReplicas", 0),
     ("SESSIONS", "integer", ".status.sessions.active", 0),

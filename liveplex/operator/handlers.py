@@ -19,6 +19,7 @@ from typing import Any
 import kopf
 
 from liveplex.operator import apply, autoscalers, deletion_cost, names, render, routes, spec, status
+from liveplex.operator.metrics import OperatorMetrics, instrumented
 from liveplex.operator.pool import LoadReader, PoolLoad, RouteStore
 from liveplex.operator.settings import OperatorSettings
 
@@ -46,6 +47,8 @@ class Context:
     routes: RouteStore | None = None
     """`le:routes`; None: routes are resolved for RouteConflict but not written."""
     clock: Callable[[], datetime] = field(default=_utc_now)
+    metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
+    """Handler runs and LiveEngine phases, read by `/metrics`."""
 
 
 def _context(memo: Mapping[str, Any]) -> Context:
@@ -174,7 +177,7 @@ async def _load(ctx: Context, pool: str, logger: logging.Logger | logging.Logger
     try:
         return await ctx.loads.read(pool)
     except Exception as exc:  # Redis down must not stop the roll-up: the figures are kept instead
-        logger.warning("pool load unavailable", extra={"pool": pool, "error": repr(exc)})
+        logger.warning("pool load unavailable", extra={"pool": pool, "error": repr(exc)}, exc_info=True)
         return None
 
 
@@ -195,14 +198,14 @@ async def _sync_routes(ctx: Context, pool: str, logger: logging.Logger | logging
         try:
             current = await ctx.routes.read()
         except Exception as exc:  # still resolve among the claims we can see
-            logger.warning("routes unavailable", extra={"error": repr(exc)})
+            logger.warning("routes unavailable", extra={"error": repr(exc)}, exc_info=True)
     resolution = routes.resolve(claims, current, scope)
     changes = routes.changes(current, resolution, scope)
     if ctx.routes is not None and changes:
         try:
             await ctx.routes.write(changes.set_, changes.delete)
         except Exception as exc:
-            logger.warning("routes not written", extra={"error": repr(exc)})
+            logger.warning("routes not written", extra={"error": repr(exc)}, exc_info=True)
     return resolution.lost.get(pool, ())
 
 
@@ -218,14 +221,16 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
     return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
 
 
-def build_registry(interval_s: float) -> kopf.OperatorRegistry:
-    """A fresh registry with the handlers (no import-time registration on kopf's default one)."""
+def build_registry(interval_s: float, metrics: OperatorMetrics) -> kopf.OperatorRegistry:
+    """A fresh registry with the handlers (no import-time registration on kopf's default one),
+    each counted and timed in `metrics`."""
     registry = kopf.OperatorRegistry()
     kopf.on.login(registry=registry)(login)
     kopf.on.startup(registry=registry)(configure)
+    counted = instrumented(metrics, "reconcile", reconcile)
     for cause in (kopf.on.create, kopf.on.update, kopf.on.resume):
-        cause(*RESOURCE, id="reconcile", registry=registry)(reconcile)
-    kopf.timer(*RESOURCE, id="status", interval=interval_s, registry=registry)(roll_up)
+        cause(*RESOURCE, id="reconcile", registry=registry)(counted)
+    kopf.timer(*RESOURCE, id="status", interval=interval_s, registry=registry)(instrumented(metrics, "status", roll_up))
     return registry
 
 
@@ -233,7 +238,7 @@ async def operate(ctx: Context, *, stop_flag: Any = None, ready_flag: Any = None
     """Run the operator until `stop_flag` (an asyncio.Event or Future) is set or the task is cancelled."""
     s = ctx.settings
     await kopf.operator(
-        registry=build_registry(s.status_interval_s), memo=kopf.Memo(context=ctx), standalone=True,
+        registry=build_registry(s.status_interval_s, ctx.metrics), memo=kopf.Memo(context=ctx), standalone=True,
         clusterwide=s.clusterwide, namespaces=list(s.namespaces), liveness_endpoint=s.liveness_endpoint,
         stop_flag=stop_flag, ready_flag=ready_flag,
     )

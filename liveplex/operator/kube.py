@@ -30,6 +30,7 @@ PLURALS: dict[tuple[str, str], str] = {
     names.HPA: "horizontalpodautoscalers",
     names.SCALED_OBJECT: "scaledobjects",
     (names.API_VERSION, names.KIND): names.PLURAL,
+    ("coordination.k8s.io/v1", "Lease"): "leases",
 }
 """Every kind the operator reads or writes, all namespaced."""
 

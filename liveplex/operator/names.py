@@ -33,9 +33,12 @@ LAST_APPLIED = f"{GROUP}/last-applied"
 POD_IP_ENV = "POD_IP"
 POD_NAME_ENV = "POD_NAME"
 REDIS_URL_ENV = url.REDIS_URL_ENV
+REDIS_CA_ENV = url.REDIS_CA_ENV
+REDIS_CA_KEY = "ca"
+"""The key of `--redis-secret`'s Secret that may hold the CA of a `rediss://` Redis (PEM)."""
 API_KEYS_ENV = auth.ENV_KEYS
 """The keys an engine pod accepts: the installation's pod token, so only gateways reach it."""
-RESERVED_ENV: tuple[str, ...] = (POD_IP_ENV, POD_NAME_ENV, REDIS_URL_ENV, API_KEYS_ENV)
+RESERVED_ENV: tuple[str, ...] = (POD_IP_ENV, POD_NAME_ENV, REDIS_URL_ENV, REDIS_CA_ENV, API_KEYS_ENV)
 """Env vars the operator sets on the engine container; `spec.pod.env` may not override them."""
 
 HPA: tuple[str, str] = ("autoscaling/v2", "HorizontalPodAutoscaler")
@@ -49,6 +52,8 @@ ADMIN_PORT = 9090
 ADMIN_PORT_NAME = "admin"
 """The admin listener (`/drain`, `/metrics`, probes): no Service exposes it."""
 MODEL_MOUNT = "/models"
+TLS_VOLUME, TLS_MOUNT = "tls", "/etc/liveplex/tls"
+"""Where engine pods find their serving certificate (`--pod-tls-secret`): `tls.crt`, `tls.key`."""
 """Where the model source is mounted in the engine container (read-only)."""
 FETCH_CONTAINER = "fetch-model"
 """The init container that downloads a `fetch` model source (`liveplex fetch-model`)."""

@@ -72,6 +72,8 @@ def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
             "--drain-deadline-s", str(s.drain_grace_seconds)]
     if s.pacing is not None:
         args += ["--pace-lead-ms", str(s.pacing.lead_millis), "--pace-spread-ms", str(s.pacing.spread_millis)]
+    if settings.pod_tls_secret is not None:
+        args += ["--tls-cert", f"{names.TLS_MOUNT}/tls.crt", "--tls-key", f"{names.TLS_MOUNT}/tls.key"]
     if settings.redis_configured:  # the member name is the Kubernetes pod name: pod-deletion-cost keys on it
         args += ["--pool", le.pool,  # the Redis URL only in the env: a flag would show its password
                  "--advertise", f"ws://{pod_ip}:{names.PORT}", "--pod-name", f"$({names.POD_NAME_ENV})"]
@@ -128,6 +130,8 @@ def _env(le: LiveEngine, settings: OperatorSettings) -> list[Obj]:
     if settings.redis_secret is not None:
         env.append({"name": names.REDIS_URL_ENV, "valueFrom": {"secretKeyRef": {
             "name": settings.redis_secret.name, "key": settings.redis_secret.key}}})
+        env.append({"name": names.REDIS_CA_ENV, "valueFrom": {"secretKeyRef": {  # rediss:// with a private CA
+            "name": settings.redis_secret.name, "key": names.REDIS_CA_KEY, "optional": True}}})
     elif settings.redis_url is not None:
         env.append({"name": names.REDIS_URL_ENV, "value": settings.redis_url})
     if settings.pod_token_secret is not None:
@@ -211,15 +215,21 @@ def _container(le: LiveEngine, settings: OperatorSettings) -> Obj:
     mounts = [*_scratch_mounts(), {"name": names.SHM[0], "mountPath": names.SHM[1]}]
     if _model_volume(le) is not None:
         mounts.append({"name": "model", "mountPath": names.MODEL_MOUNT, "readOnly": True})
+    if settings.pod_tls_secret is not None:
+        mounts.append({"name": names.TLS_VOLUME, "mountPath": names.TLS_MOUNT, "readOnly": True})
     container["volumeMounts"] = mounts
     return container
 
 
-def _volumes(le: LiveEngine) -> list[Obj]:
+def _volumes(le: LiveEngine, settings: OperatorSettings) -> list[Obj]:
     volumes = [{"name": name, "emptyDir": {"sizeLimit": size}} for name, _, size in names.SCRATCH_MOUNTS]
     volumes.append({"name": names.SHM[0], "emptyDir": {"medium": "Memory", "sizeLimit": names.SHM[2]}})
     model = _model_volume(le)
-    return volumes if model is None else [*volumes, model]
+    if model is not None:
+        volumes.append(model)
+    if settings.pod_tls_secret is not None:  # a renewal reaches the files; the pod re-reads them
+        volumes.append({"name": names.TLS_VOLUME, "secret": {"secretName": settings.pod_tls_secret}})
+    return volumes
 
 
 def _pod_spec(le: LiveEngine, settings: OperatorSettings) -> Obj:
@@ -241,7 +251,7 @@ def _pod_spec(le: LiveEngine, settings: OperatorSettings) -> Obj:
                 ("runtimeClassName", pod.runtime_class_name or defaults.runtime_class_name),
                 ("imagePullSecrets", [{"name": name} for name in pull_secrets]))
     spec |= {key: value for key, value in optional if value}
-    spec["volumes"] = _volumes(le)
+    spec["volumes"] = _volumes(le, settings)
     return spec
 
 

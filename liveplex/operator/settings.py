@@ -45,6 +45,9 @@ class OperatorSettings:
     pod_token_secret: SecretKey | None = None
     """Pods accept only the token in this Secret (`LIVEPLEX_API_KEYS`), which the gateways present:
     sessions reach engines only through a gateway. None: pods take any client."""
+    pod_tls_secret: str | None = None
+    """Engine pods serve TLS with this `kubernetes.io/tls` Secret in their namespace (`tls.crt`,
+    `tls.key`, re-read on renewal), for gateways run with `--upstream-ca`. None: plain."""
     image_repository: str = DEFAULT_REPOSITORY
     image_tag: str = __version__
     """The engine image when `spec.image` leaves it unset: the operator's own version."""
@@ -57,10 +60,21 @@ class OperatorSettings:
     """Where a rendered KEDA ScaledObject's prometheus triggers query the signals."""
     status_interval_s: float = 10.0
     """Status roll-up period; a patch is sent only when the status changed."""
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int | None = None
+    """Where `/metrics` and `/healthz` listen; None: not served (the chart serves them on 9090)."""
+    leader_lease: tuple[str, str] | None = None
+    """The Lease (namespace, name) replicas elect a leader with; None: this replica reconciles alone."""
+    lease_duration_s: int = 15
+    """How long a holder that stopped renewing keeps the Lease (the longest a failover waits)."""
 
     def __post_init__(self) -> None:
         if self.status_interval_s <= 0:
-            raise ValueError(f"status_interval_s must be > 0, got {self.status_interval_s}")
+            raise ValueError(f"--status-interval-s must be > 0, got {self.status_interval_s}")
+        if self.lease_duration_s < 1:
+            raise ValueError(f"--leader-lease-s must be >= 1, got {self.lease_duration_s}")
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ValueError(f"--metrics-port must be 0..65535, got {self.metrics_port}")
 
     @property
     def clusterwide(self) -> bool:

@@ -106,6 +106,9 @@ class StepOutput:
     """[B, text_card] fp32."""
     audio_logits: torch.Tensor
     """[B, 8, card] fp32, depformer steps 0..7."""
+    fed: torch.Tensor
+    """[B, 17] the column each row fed at its position: a session's history (a handover rebuilds
+    its KV ring from it)."""
 
 
 class Draw(Protocol):
@@ -189,7 +192,8 @@ def live_step(temp: temporal.Temporal, dep: depformer.Depformer, pool: ring.KVPo
     B = user.shape[0]
     assert user.shape == (B, A), f"user codes are {tuple(user.shape)}, expected [B, {A}]"
     pos = state.pos[:B]
-    h = temp.step(temp.embed(fed_column(state, user, schedule)), pos, pool, plan)
+    fed = fed_column(state, user, schedule)
+    h = temp.step(temp.embed(fed), pos, pool, plan)
     text_logits = temp.text_logits(h)
     text = speak(state, draw(text_logits, 0))
     forcing = state.forcing[:B] if schedule is prompt.Schedule.REFERENCE else None
@@ -202,4 +206,4 @@ def live_step(temp: temporal.Temporal, dep: depformer.Depformer, pool: ring.KVPo
     if forcing is not None:
         state.forcing[:B] = False
     state.pos[:B].add_(1)
-    return StepOutput(emitted, text_logits, audio_logits)
+    return StepOutput(emitted, text_logits, audio_logits, fed)

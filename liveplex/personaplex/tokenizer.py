@@ -94,6 +94,16 @@ class StreamingDetokenizer:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._started = False
 
+    def state(self) -> tuple[bytes, bool]:
+        """The bytes of an incomplete UTF-8 sequence still pending, and whether text was shown yet
+        (what a handover carries)."""
+        return self._decoder.getstate()[0], self._started
+
+    def restore(self, pending: bytes, started: bool) -> None:
+        """Continue another session's detokenizer (`state`)."""
+        self._decoder.setstate((pending, 0))
+        self._started = started
+
     def push(self, token: int) -> str | None:
         """Feed one text id; return the new text, or None when there is none (never "")."""
         data = self._table[token] if 0 <= token < len(self._table) else b""

@@ -1,5 +1,6 @@
-"""A pod's routes over the shared server app: models, voices, config and ready for clients; drain,
-metrics, stats, config and ready on the admin listener."""
+"""A pod's routes over the shared server app: models, voices, config and ready for clients, and the
+handover routes for gateways (docs/continuity.md); drain, metrics, stats, config and ready on the
+admin listener."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.applications import Starlette
 
+from liveplex.continuity import blob
+from liveplex.continuity.errors import HandoverError
 from liveplex.gptlive.server import app as server_app
-from liveplex.gptlive.server import exposition, replies
-from liveplex.pod import metrics, stats
+from liveplex.gptlive.server import exposition, hop, replies
+from liveplex.pod import handover, metrics, stats
 from liveplex.pod.pod import Pod
 
 
@@ -41,6 +44,34 @@ def create_app(pod: Pod) -> server_app.ByListener:
         @app.get("/v1/models")
         async def models(request: Request) -> Response:
             return front.guard(request) or JSONResponse(replies.models_json(served.models))
+
+        @app.post(hop.EXPORT_PATH)
+        async def export(request: Request, session_id: str) -> Response:
+            denied = front.guard(request)
+            if denied is not None:
+                return denied
+            after = request.query_params.get(hop.EXPORT_AFTER, "0")
+            if not after.isdigit():
+                return handover.error(400, "invalid_value", "A count of messages, 0 or more.", hop.EXPORT_AFTER)
+            got = await pod.backend.export(session_id, int(after))
+            return replies.response(got) if isinstance(got, tuple) else handover.exported(got)
+
+        @app.post(hop.IMPORT_PATH)
+        async def import_(request: Request) -> Response:
+            denied = front.guard(request)
+            if denied is not None:
+                return denied
+            if pod.draining or pod.backend.handle is None:
+                return replies.response(replies.NOT_READY)
+            data = await handover.read_body(request)
+            if data is None:
+                return handover.error(413, "handover_too_large",
+                                      f"A blob is at most {handover.MAX_BLOB_BYTES} bytes.")
+            header = blob.peek(data, served.info)
+            if isinstance(header, HandoverError):
+                return handover.refused(header)
+            key = pod.backend.imports.put(data, header, handover.now())
+            return replies.response(handover.FULL) if key is None else handover.imported(key, header)
 
         @app.get("/v1/audio/voices")
         async def audio_voices(request: Request) -> Response:

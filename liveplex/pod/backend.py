@@ -9,8 +9,10 @@ the NetworkPolicy lets only gateways reach pods.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+import time
 import weakref
 from collections.abc import Callable
 
@@ -20,7 +22,8 @@ from liveplex.gptlive import connection, errors
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.server import backend, hop, replies
 from liveplex.gptlive.settings import Settings
-from liveplex.live import channel
+from liveplex.live import channel, contract
+from liveplex.pod import handover
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +39,18 @@ class EngineLeg:
         self._peer = peer
         opened.output.listen(self._on_outputs)
 
+    @property
+    def engine_id(self) -> int | None:
+        """The session's id in the engine (`Opened.id`) while this leg holds it."""
+        return None if self._opened is None else self._opened.id
+
+    async def caught_up(self, messages: int) -> None:
+        """Wait (at most `hop.EXPORT_CATCH_UP_S`) until the socket has read `messages` messages:
+        the gateway's frames sent before it asked for the export, still on their way."""
+        deadline = time.monotonic() + hop.EXPORT_CATCH_UP_S
+        while self._peer.dispatched < messages and time.monotonic() < deadline:
+            await asyncio.sleep(0.002)
+
     def _on_outputs(self) -> None:
         """The hand-off's listener: this session's outputs of the tick, delivered at once."""
         opened = self._opened
@@ -43,6 +58,10 @@ class EngineLeg:
             return
         try:
             outputs = opened.output.drain()
+            if outputs and type(last := outputs[-1]) is contract.Closed \
+                    and last.reason is contract.CloseReason.HANDED_OVER:
+                self._handed_over(outputs[:-1])
+                return
             if outputs:
                 self._peer.deliver(outputs)
             if self._opened is opened and opened.output.ended:
@@ -51,6 +70,13 @@ class EngineLeg:
         except Exception:
             logger.error("live socket output handler failed", exc_info=True)
             self._peer.deliver([])
+
+    def _handed_over(self, outputs: list[contract.Output]) -> None:
+        """The session left the engine: its last frames, then the socket closes with the hop's
+        `HANDED_OVER_CLOSE` and no `session.closed` (the gateway continues it elsewhere)."""
+        if outputs:
+            self._peer.deliver(outputs)
+        self._peer.handed_over()
 
     def append(self, pcm: bytes) -> None:
         if self._opened is not None:
@@ -92,13 +118,18 @@ class EngineBackend:
         self.handle: channel.LiveHandle | None = None
         self.draining = False
         """Set by `Pod.drain`: new starts are `server_busy`, running sessions go on."""
-        self._relayed: weakref.WeakSet[EngineLeg] = weakref.WeakSet()
-        """Sessions a gateway relays (their socket carries its session id): the ones it can move."""
+        self.imports = handover.Imports(served.info.max_sessions)
+        """Blobs the import route checked, waiting for their sockets."""
+        self._import_of: weakref.WeakKeyDictionary[connection.Connection, str] = weakref.WeakKeyDictionary()
+        """Sockets that continue a held import (`hop.IMPORT_HEADER`)."""
+        self._legs: weakref.WeakValueDictionary[str, EngineLeg] = weakref.WeakValueDictionary()
+        """Sessions a gateway relays, by the session id it gave: what the export route names, and
+        the ones a draining pod asks it to move."""
 
     def request_moves(self) -> int:
         """Ask the gateways relaying this pod's sessions to move them elsewhere (the pod drains);
         how many were asked."""
-        legs = list(self._relayed)
+        legs = list(self._legs.values())
         for leg in legs:
             leg.ask_to_move()
         return len(legs)
@@ -112,7 +143,23 @@ class EngineBackend:
         conn = connection.Connection(self.served, self._settings, now_ns, session_id)
         if session_id is not None:
             self._given[conn] = session_id
+        key = headers.get(hop.IMPORT_HEADER)
+        if key is not None:
+            self._import_of[conn] = key
         return conn
+
+    async def export(self, session_id: str, after: int = 0) -> bytes | replies.Reply:
+        """Hand the session the gateway opened as `session_id` over at the next tick boundary,
+        once its socket's first `after` messages were read (`hop.EXPORT_PATH`)."""
+        leg, handle = self._legs.get(session_id), self.handle
+        engine_id = None if leg is None else leg.engine_id
+        if leg is None or engine_id is None:
+            return handover.NOT_FOUND
+        if handle is None:
+            return replies.NOT_READY
+        await leg.caught_up(after)
+        data = await handover.wait(handle.export(engine_id))
+        return handover.NOT_RUNNING if data is None else data
 
     def settled(self, conn: connection.Connection, outcome: connection.Action) -> None:
         if self.on_settled is not None:
@@ -123,7 +170,16 @@ class EngineBackend:
         if self.draining or handle is None:
             peer.refuse(errors.server_busy(self.served.info.max_sessions))
             return None
-        result = handle.start(start.session)
+        key = self._import_of.pop(peer.conn, None)
+        if key is None:
+            result = handle.start(start.session)
+        else:
+            held = self.imports.take(key, handover.now())
+            if held is None or held.header.voice != start.session.voice:
+                why = "is unknown or expired" if held is None else f"holds voice {held.header.voice}"
+                peer.refuse(errors.server_error(f"the import {errors.echo(key)} {why}"))
+                return None
+            result = handle.resume(start.session, held.data)
         if result is channel.Rejected.FULL:
             peer.refuse(errors.server_busy(self.served.info.max_sessions))
             return None
@@ -131,6 +187,6 @@ class EngineBackend:
             peer.refuse(errors.server_error(result.value))
             return None
         leg = EngineLeg(result, peer)
-        if peer.conn in self._given:
-            self._relayed.add(leg)
+        if (session_id := self._given.get(peer.conn)) is not None:
+            self._legs[session_id] = leg
         return leg

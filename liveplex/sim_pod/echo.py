@@ -72,6 +72,21 @@ class Echo:
             return out, None
         return out, self._word(WORDS[(self.loud_frames // self.word_frames - 1) % len(WORDS)])
 
+    def state(self) -> tuple[dict[str, object], bytes]:
+        """What a handover carries: the counters and queued words, and the delayed frames end to end."""
+        return {"loud_frames": self.loud_frames, "words": self.words, "said": list(self._said)}, b"".join(self._delay)
+
+    def restore(self, loud_frames: int, words: int, said: list[str], delay: bytes) -> None:
+        """Continue another engine's echo of the same shape (`state`)."""
+        frame_bytes = len(self._delay[0]) if self._delay else 0
+        if len(delay) != frame_bytes * len(self._delay) or len(said) > MAX_SAY_WORDS:
+            raise ValueError(f"an echo of {len(delay)} delayed bytes and {len(said)} words does not fit")
+        self._delay = deque(delay[i:i + frame_bytes] for i in range(0, len(delay), frame_bytes)) \
+            if frame_bytes else deque()
+        self._said = deque(said)
+        self.loud_frames = loud_frames
+        self.words = words
+
     def _word(self, w: str) -> str:
         self.words += 1
         return w if self.words == 1 else " " + w  # only the very first word has no space

@@ -36,7 +36,8 @@ MATRIX: dict[str, dict[str, Any]] = {
                                     "service": {"type": "LoadBalancer", "port": 443}},
                         "imagePullSecrets": [{"name": "regcred"}], "image": {"tag": "dev"},
                         "engine": {"image": {"repository": "registry.local/liveplex-engine"},
-                                   "runtimeClassName": "nvidia", "priorityClassName": "gpu-serving"},
+                                   "runtimeClassName": "nvidia", "priorityClassName": "gpu-serving",
+                                   "tls": {"existingSecret": "engine-tls", "serverName": "engine.voice.svc"}},
                         "helmTest": {"only": "1-12"}},
     "sample autoscaled": {"sample": {"enabled": True, "autoscaling": {"enabled": True, "provider": "keda"}}},
     "open": {"crds": {"install": False}, "networkPolicy": {"enabled": False}},
@@ -82,6 +83,7 @@ def test_the_default_install_is_the_locked_down_platform() -> None:
         ("ServiceAccount", f"{FULL}-operator"), ("ClusterRole", f"{FULL}-operator-voice-cluster"),
         ("ClusterRoleBinding", f"{FULL}-operator-voice-cluster"), ("Role", f"{FULL}-operator"),
         ("RoleBinding", f"{FULL}-operator"), ("Deployment", f"{FULL}-operator"),
+        ("Role", f"{FULL}-operator-leader"), ("RoleBinding", f"{FULL}-operator-leader"),
         ("Deployment", f"{FULL}-gateway"), ("Service", f"{FULL}-gateway"),
         ("PodDisruptionBudget", f"{FULL}-gateway"),
         ("Secret", f"{FULL}-redis-auth"), ("Secret", f"{FULL}-redis-url"), ("Deployment", f"{FULL}-redis"),
@@ -106,17 +108,20 @@ def test_the_generated_templates_are_in_sync_with_their_python_owners() -> None:
             f"charts/liveplex/{relative} is stale: run scripts/chart_generate.py")
 
 
-def test_the_operator_runs_one_recreated_replica_the_real_parser_accepts() -> None:
+def test_the_operator_runs_two_replicas_electing_a_leader_the_real_parser_accepts() -> None:
     dep = one(render.render(), "Deployment", f"{FULL}-operator")
-    assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"] == {"type": "Recreate"}
+    assert dep["spec"]["replicas"] == 2 and "strategy" not in dep["spec"]  # rolling: the standby takes over
     container = dep["spec"]["template"]["spec"]["containers"][0]
     args = _args(container)
     assert args[:2] == ["operator", "run"]
     s = cli.settings_from_args(cli.build_parser().parse_args(args[1:]))
     assert s.namespaces == (NAMESPACE,) and s.redis_secret is not None
     assert (s.redis_secret.name, s.redis_secret.key) == (f"{FULL}-redis-url", "url")
-    assert s.liveness_endpoint == "http://10.0.0.7:8080/healthz"
-    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert s.leader_lease == (NAMESPACE, f"{FULL}-operator") and s.lease_duration_s == 15
+    assert s.liveness_endpoint == "http://10.0.0.7:8080/healthz"  # kopf's, leader only; the probe asks ours
+    assert s.metrics_host == "10.0.0.7"  # the pod's IP: replicas sharing a host (the emulator) do not collide
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert container["ports"] == [{"name": "metrics", "containerPort": s.metrics_port, "protocol": "TCP"}]
     assert (s.image_repository, s.image_tag) == ("ghcr.io/liveplex/liveplex", "0.1.0")
     wide = one(render.render(MATRIX["all namespaces"]), "Deployment", f"{FULL}-operator")
     assert cli.settings_from_args(cli.build_parser().parse_args(
@@ -158,13 +163,18 @@ def _rules(role: dict[str, Any]) -> set[tuple[str, str, str]]:
 def test_rbac_grants_every_kind_the_operator_touches_in_each_watched_namespace(case: str) -> None:
     objs = render.render(MATRIX[case])
     needed = {(api.rpartition("/")[0], plural, verb) for (api, _), plural in kube.PLURALS.items()
-              for verb in ("get", "list", "watch", "patch")} - {("", "pods", "get")}
+              for verb in ("get", "list", "watch", "patch") if plural != "leases"} - {("", "pods", "get")}
+    [leader] = [r for r in by_kind(objs, "Role") if r["metadata"]["name"].endswith("-leader")]
+    assert leader["metadata"]["namespace"] == NAMESPACE and leader["rules"] == [  # its one Lease, nothing more
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [f"{FULL}-operator"],
+         "verbs": ["get", "patch"]}]
     if case == "all namespaces":
         [role] = by_kind(objs, "ClusterRole")
-        assert not by_kind(objs, "Role") and ("", "namespaces", "watch") in _rules(role)
+        assert by_kind(objs, "Role") == [leader] and ("", "namespaces", "watch") in _rules(role)
         roles = [role]
     else:
-        roles = by_kind(objs, "Role")
+        roles = [r for r in by_kind(objs, "Role") if r is not leader]
         watched = MATRIX[case].get("operator", {}).get("watch", {}).get("namespaces") or [NAMESPACE]
         assert sorted(r["metadata"]["namespace"] for r in roles) == sorted(watched)
         [cluster] = by_kind(objs, "ClusterRole")
@@ -351,3 +361,45 @@ def test_bad_values_are_refused_with_the_path_named(case: str) -> None:
 @pytest.mark.parametrize("case", MATRIX)
 def test_every_value_set_of_the_matrix_passes_the_schema(case: str) -> None:
     render.validate(copy.deepcopy(MATRIX[case]))
+
+
+def test_the_operator_monitor_scrapes_every_replica_on_its_metrics_port() -> None:
+    objs = render.render({"monitoring": {"operatorMonitor": {"enabled": True, "labels": {"release": "kps"}}}})
+    monitor = one(objs, "PodMonitor", f"{FULL}-operator")
+    assert monitor["metadata"]["labels"]["release"] == "kps"
+    assert monitor["spec"]["podMetricsEndpoints"] == [{"port": "metrics", "path": "/metrics", "interval": "15s"}]
+    template = one(objs, "Deployment", f"{FULL}-operator")["spec"]["template"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
+    assert "metrics" in {p["name"] for p in template["spec"]["containers"][0]["ports"]}
+    assert not [o for o in render.render() if o["kind"] == "PodMonitor"]
+
+
+def test_a_rediss_ca_reaches_every_redis_client_from_the_url_secret() -> None:
+    pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    objs = render.render({"redis": {"mode": "external", "external": {"url": "rediss://u:pw@redis:6380/0", "ca": pem}}})
+    secret = one(objs, "Secret", f"{FULL}-redis-url")
+    assert base64.b64decode(secret["data"]["ca"]).decode() == pem
+    for name in ("gateway", "operator"):
+        env = one(objs, "Deployment", f"{FULL}-{name}")["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert {"name": "LIVEPLEX_REDIS_CA", "valueFrom": {"secretKeyRef": {
+            "name": f"{FULL}-redis-url", "key": "ca", "optional": True}}} in env, name
+    assert "ca" not in one(render.render(), "Secret", f"{FULL}-redis-url")["data"]
+
+
+def test_engine_tls_reaches_the_engines_through_the_operator_and_the_gateways_trust_its_ca() -> None:
+    objs = render.render({"engine": {"tls": {"existingSecret": "engine-tls", "serverName": "engine.voice.svc"}}})
+    operator = one(objs, "Deployment", f"{FULL}-operator")["spec"]["template"]["spec"]["containers"][0]
+    opts = cli.settings_from_args(cli.build_parser().parse_args(_args(operator)[1:]))
+    assert opts.pod_tls_secret == "engine-tls"
+    gateway = one(objs, "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]
+    args = gateway["containers"][0]["args"]
+    assert "--upstream-ca=/etc/liveplex/engine-tls/ca.crt" in args
+    assert "--upstream-server-name=engine.voice.svc" in args
+    assert {"name": "engine-tls", "mountPath": "/etc/liveplex/engine-tls", "readOnly": True} in \
+        gateway["containers"][0]["volumeMounts"]
+    assert {"name": "engine-tls", "secret": {"secretName": "engine-tls", "items": [
+        {"key": "ca.crt", "path": "ca.crt"}]}} in gateway["volumes"]
+    with pytest.raises(Exception, match="engine.tls.serverName is required"):
+        render.render({"engine": {"tls": {"existingSecret": "engine-tls"}}})
+    plain = one(render.render(), "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]["containers"][0]
+    assert not [a for a in plain["args"] if a.startswith("--upstream-")]

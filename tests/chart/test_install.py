@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import subprocess
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,6 +62,21 @@ def ready_pods(config: Path, selector: str) -> list[dict]:
                                     for c in p["status"].get("conditions", ()))]
 
 
+def _leaders(config: Path) -> list[float]:
+    """`liveplex_operator_leader` summed over the operator pods' /metrics (each pod's IP, port `metrics`)."""
+    total = 0.0
+    for pod in ready_pods(config, "app.kubernetes.io/name=liveplex-operator"):
+        port = next(p["containerPort"] for c in pod["spec"]["containers"] for p in c["ports"] if p["name"] == "metrics")
+        try:
+            with urllib.request.urlopen(f"http://{pod['status']['podIP']}:{port}/metrics", timeout=2) as answer:
+                text = answer.read().decode()
+        except OSError:
+            return []
+        total += sum(float(line.split()[-1]) for line in text.splitlines()
+                     if line.startswith("liveplex_operator_leader "))
+    return [total]
+
+
 def install_and_place_a_session(config: Path, values: dict, ready_s: float = 60.0) -> str:
     """Apply what `helm install` would (CRD first, hooks left out), wait for the operator and one
     gateway, apply a sim LiveEngine, and hold a session through the gateway on its pods; returns the
@@ -76,8 +92,10 @@ def install_and_place_a_session(config: Path, values: dict, ready_s: float = 60.
     kubectl(config, "apply", "-f", "-", stdin=yaml.safe_dump_all(rest))
     platform.eventually(lambda: len(ready_pods(config, "app.kubernetes.io/name=liveplex-gateway")) == 1,
                         "the chart's gateway pod Ready", deadline_s=ready_s)
-    platform.eventually(lambda: len(ready_pods(config, "app.kubernetes.io/name=liveplex-operator")) == 1,
-                        "the chart's operator pod Ready", deadline_s=ready_s)
+    operators = values.get("operator", {}).get("replicas", 2)
+    platform.eventually(lambda: len(ready_pods(config, "app.kubernetes.io/name=liveplex-operator")) == operators,
+                        "the chart's operator pods Ready", deadline_s=ready_s)
+    platform.eventually(lambda: _leaders(config) == [1], "one operator leading", deadline_s=ready_s)
     kubectl(config, "apply", "-f", "-", stdin=json.dumps(ENGINE))
     platform.eventually(lambda: len(ready_pods(config, "app.kubernetes.io/instance=sim")) == 2,
                         "the LiveEngine's two pods Ready", deadline_s=ready_s + 30)

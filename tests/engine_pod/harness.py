@@ -31,8 +31,8 @@ def load(tiny_dir: Path, context: int) -> model.Model:
 
 def build(m: model.Model, max_sessions: int,
           **overrides: object) -> tuple[engine.PersonaPlexEngine, channel.LiveHandle, channel.LiveInbox]:
-    s = settings.EngineSettings(model_dir=Path("."), max_sessions=max_sessions, greedy=True,
-                                context_frames=m.cfg.context, **overrides)  # type: ignore[arg-type]
+    s = settings.EngineSettings(model_dir=Path("."), max_sessions=max_sessions, context_frames=m.cfg.context,
+                                **{"greedy": True, **overrides})  # type: ignore[arg-type]
     info = engine.live_info(m, s, engine.session_cap(m, s))
     handle, inbox = channel.live_channel(info)
     return engine.PersonaPlexEngine(m, s, info, inbox.pulse), handle, inbox

@@ -118,3 +118,27 @@ def test_inputs_out_of_turn_change_nothing() -> None:
     assert machine.answered(A, STARTED) == Wait()
     assert machine.unreachable(A) == Wait()
     assert machine.phase is Phase.PLACING
+
+
+def test_a_resume_offers_the_kept_record_with_no_export_and_holds_the_callers_frames_throughout() -> None:
+    machine = Moving(OLD, frozenset(), record=BLOB)
+    assert machine.resuming and machine.holding  # the pod is gone: nothing goes anywhere until a pod takes it
+    assert machine.begin() == Place(frozenset({OLD}))
+    assert machine.placed(A) == Import(A, BLOB)  # the record, to the resume route
+    assert machine.imported(A, "imp_1") == Dial(A, "imp_1")  # no old socket to wait for
+    assert machine.answered(A, STARTED) == Switch(A)
+    assert not machine.holding
+
+
+def test_a_resume_no_pod_takes_is_lost_and_one_with_no_room_at_all_too() -> None:
+    refused = Moving(OLD, frozenset(), record=BLOB)
+    refused.begin()
+    refused.placed(A)
+    assert refused.imported(A, None) == Place(frozenset({OLD, "pod-a"}))
+    refused.placed(B)
+    assert refused.imported(B, None) == Lose(moving.NOT_TAKEN)
+    full = Moving(OLD, frozenset(), record=BLOB)
+    full.begin()
+    full.placed(FULL)
+    assert full.rechecked() == Place(frozenset({OLD}))
+    assert full.placed(FULL) == Lose(moving.NOT_TAKEN)

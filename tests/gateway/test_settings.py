@@ -4,8 +4,10 @@ file or the environment, never the command line."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
+import trustme
 
 from liveplex.gateway import settings
 
@@ -42,3 +44,15 @@ def test_per_key_limits_have_defaults_that_protect_the_pool() -> None:
     defaults = parse()
     assert (defaults.max_sessions_per_key, defaults.starts_per_key_per_s) == (100, 20.0)
     assert parse("--max-sessions-per-key", "0", "--starts-per-key-per-s", "0").max_sessions_per_key == 0
+
+
+def test_upstream_tls_flags_are_checked_once(tmp_path: Path) -> None:
+    bundle = tmp_path / "ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(bundle))
+    s = parse("--upstream-ca", str(bundle), "--upstream-server-name", "engine.voice.svc")
+    assert (s.upstream_ca, s.upstream_server_name) == (bundle, "engine.voice.svc")
+    with pytest.raises(ValueError, match="--upstream-server-name needs --upstream-ca"):
+        parse("--upstream-server-name", "engine.voice.svc")
+    (tmp_path / "junk.pem").write_text("not a certificate")
+    with pytest.raises(ValueError, match="--upstream-ca: cannot load"):
+        parse("--upstream-ca", str(tmp_path / "junk.pem"))

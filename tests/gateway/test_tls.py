@@ -1,5 +1,6 @@
 """TLS on the client port: the official SDK over `wss://` through a gateway whose certificate comes
-from a CA made in the test, and a renewed certificate served without a restart."""
+from a CA made in the test, and a renewed certificate served without a restart. TLS from the
+gateway to the pods is in tests/test_secure_transport.py, with a TLS Redis (one platform start)."""
 
 from __future__ import annotations
 
@@ -91,3 +92,4 @@ async def test_a_renewed_certificate_serves_new_handshakes_without_a_restart(tmp
     finally:
         reloading.cancel()
         server.close()
+

@@ -401,6 +401,27 @@ def test_idle_guard_closes_without_events_and_restarts_on_each_message() -> None
     assert conn.timer(110_000 * MS) == [c.Close(1000)]
 
 
+def test_a_handed_over_session_ends_without_session_closed_and_closes_with_the_given_code() -> None:
+    conn = live()
+    conn.deliver([FRAME] * 13)
+    out = conn.handed_over(4100)
+    assert sent(out) == [] and wire(out) == [c.Release(), c.Close(4100)]
+    (ended,) = outcomes(out)
+    assert isinstance(ended, c.Ended) and (ended.reason, ended.frames) == ("handed_over", 13)
+    assert conn.state is c.State.DONE and conn.handed_over(4100) == [] and new().handed_over(4100) == []
+
+
+def test_a_session_started_after_a_handover_counts_usage_on_from_its_frames() -> None:
+    conn = new()
+    conn.receive(START, 0, 1000.0)
+    conn.deliver([contract.Started(frames=100)])  # 8.0 s ran on another pod
+    usage = [e["usage"]["seconds"] for e in sent(conn.deliver([FRAME] * 40))
+             if e["type"] == "session.usage.updated"]
+    assert usage == [10.0] and conn.frames_sent == 140  # the next period's, once
+    (ended,) = outcomes(conn.disconnect())
+    assert isinstance(ended, c.Ended) and (ended.seconds, ended.frames) == (11.2, 140)
+
+
 def test_disconnect_releases_a_running_session_and_shutdown_says_so() -> None:
     assert wire(live().disconnect()) == [c.Release()]
     out = live().shutdown()

@@ -53,6 +53,9 @@ class FakeKubeClient:
     async def patch(self, ref: Ref, patch: Mapping[str, Any]) -> Obj:
         current = self.objects[ref]
         self.writes.append(("patch", ref, copy.deepcopy(dict(patch))))
+        wanted = (patch.get("metadata") or {}).get("resourceVersion")
+        if wanted and wanted != current["metadata"]["resourceVersion"]:  # the API server's precondition
+            raise Conflict(409, f"{ref.kind} {ref.name}: the object has been modified")
         patched = merge_patch(current, patch)
         if patched.get("spec") != current.get("spec"):
             patched["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1

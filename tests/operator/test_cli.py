@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import logging
+
 import pytest
 
 from liveplex import cli as top
+from liveplex.logs import JsonFormatter
 from liveplex.operator import cli
 from liveplex.operator.settings import OperatorSettings, PodDefaults, SecretKey
 
@@ -50,3 +54,22 @@ def test_the_operator_is_a_liveplex_command(capsys: pytest.CaptureFixture[str]) 
     assert "operator" in top.COMMANDS
     assert top.main(["operator", "crd"]) == 0
     assert "kind: CustomResourceDefinition" in capsys.readouterr().out
+
+
+def test_election_and_metrics_flags_become_settings_and_bad_ones_are_named() -> None:
+    s = _settings("-n", "voice", "--leader-lease", "ops/liveplex-operator", "--leader-lease-s", "5",
+                  "--metrics-port", "0", "--pod-tls-secret", "engine-tls")
+    assert (s.leader_lease, s.lease_duration_s, s.metrics_port, s.pod_tls_secret) == (
+        ("ops", "liveplex-operator"), 5, 0, "engine-tls")
+    assert _settings("-A").leader_lease is None and _settings("-A").metrics_port is None
+    for flag, bad in (("--leader-lease", "no-slash"), ("--leader-lease-s", "0"), ("--metrics-port", "70000")):
+        with pytest.raises(ValueError, match=flag):
+            _settings("-A", flag, bad)
+
+
+def test_kopf_object_lines_keep_the_liveengine_and_drop_kopfs_settings() -> None:
+    record = logging.LogRecord("kopf.objects", logging.INFO, __file__, 1, "Handler 'reconcile' succeeded.", None, None)
+    vars(record).update(settings=object(), k8s_skip=False, k8s_ref={"namespace": "voice", "name": "pp", "uid": "u"})
+    assert cli.KopfFields().filter(record)
+    line = json.loads(JsonFormatter().format(record))
+    assert line["liveengine"] == "voice/pp" and not {"settings", "k8s_skip", "k8s_ref"} & set(line)

@@ -61,7 +61,8 @@ def test_scale_subresource_uses_the_string_selector_and_status_is_a_subresource(
 def test_printer_columns_follow_the_spec_table() -> None:
     columns = crd.render_crd()["spec"]["versions"][0]["additionalPrinterColumns"]
     assert [(c["name"], c["jsonPath"], c.get("priority", 0)) for c in columns] == [
-        ("READY", '.status.conditions[?(@.type=="Ready")].status', 0), ("REPLICAS", ".status.replicas", 0),
+        ("READY", '.status.conditions[?(@.type=="Ready")].status', 0),
+        ("REASON", '.status.conditions[?(@.type=="Ready")].reason', 0), ("REPLICAS", ".status.replicas", 0),
         ("AVAILABLE", ".status.readyReplicas", 0), ("SESSIONS", ".status.sessions.active", 0),
         ("CAPACITY", ".status.sessions.capacity", 0), ("ENGINE", ".spec.engine.kind", 0),
         ("AGE", ".metadata.creationTimestamp", 0), ("MODEL", ".spec.model.name", 1),

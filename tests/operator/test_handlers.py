@@ -10,6 +10,7 @@ import kopf
 import pytest
 
 from liveplex.operator import KubeError, PoolLoad, Ref, handlers, names
+from liveplex.operator.metrics import OperatorMetrics
 from liveplex.operator.settings import OperatorSettings
 from tests.operator import objects
 from tests.operator.fake import FakeKubeClient, FakeLoads, FakeRoutes
@@ -183,13 +184,13 @@ async def test_redis_down_keeps_the_roll_up_going_without_figures() -> None:
 
 
 def test_the_registry_holds_one_reconcile_for_three_causes_the_timer_and_no_finalizer() -> None:
-    registry = handlers.build_registry(10.0)
+    registry = handlers.build_registry(10.0, OperatorMetrics())
     changing = registry._changing.get_all_handlers()
     assert sorted(h.reason or ("resume" if h.initial else "?") for h in changing) == ["create", "resume", "update"]
-    assert {h.fn for h in changing} == {handlers.reconcile}
+    assert {h.fn.__wrapped__ for h in changing} == {handlers.reconcile}  # type: ignore[attr-defined]
     assert not any(h.requires_finalizer for h in changing)
     (timer,) = registry._spawning.get_all_handlers()
-    assert timer.fn is handlers.roll_up and timer.interval == 10.0
+    assert timer.fn.__wrapped__ is handlers.roll_up and timer.interval == 10.0  # type: ignore[attr-defined]
 
 
 def test_kopf_keeps_its_bookkeeping_out_of_the_status() -> None:

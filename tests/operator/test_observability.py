@@ -6,13 +6,16 @@ real sim pods and a gateway under load."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import shutil
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -20,7 +23,7 @@ import pytest
 import websockets
 import yaml
 
-from liveplex.operator import alerts, chart, dashboard
+from liveplex.operator import alerts, chart, dashboard, metrics
 from tests.support import platform, pods
 from tests.support.clients import START, until
 
@@ -30,6 +33,7 @@ PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
 LABELS = {"namespace": "ns", "liveengine": "ns/pp", "liveengine_name": "pp", "pod": "pod-1"}
 """One engine pod's target labels in the synthetic series."""
 GATEWAY = {"namespace": "ns", "pod": "gw-1"}
+OPERATOR = {"namespace": "ns", "pod": "op-1"}
 
 SERIES: dict[str, list[tuple[str, dict[str, str], str]]] = {
     "LiveplexTickLatenessOverBudget": [
@@ -49,14 +53,22 @@ SERIES: dict[str, list[tuple[str, dict[str, str], str]]] = {
         ("liveplex_gateway_sockets_open", GATEWAY, "3x30")],
     "LiveplexSessionsLost": [("liveplex_gateway_sessions_lost_total", {**GATEWAY, "reason": "silent"}, "0+1x30")],
     "LiveplexGatewayLoopStalls": [("liveplex_gateway_loop_stalls_total", GATEWAY, "0+1x30")],
+    "LiveplexOperatorReconcileFailing": [
+        ("liveplex_operator_reconciles_total", {**OPERATOR, "handler": "reconcile", "outcome": "retry"}, "0+2x30"),
+        ("liveplex_operator_reconciles_total", {**OPERATOR, "handler": "reconcile", "outcome": "ok"}, "0+5x30")],
+    "LiveplexOperatorNoLeader": [
+        ("liveplex_operator_leader", OPERATOR, "0x30"),
+        ("liveplex_operator_leader", {**OPERATOR, "pod": "op-2"}, "0x30")],
 }
 """Per alert, series that must fire it (and only it): (metric, labels, promtool's values)."""
 SERIES["LiveplexPodDegraded"] = SERIES["LiveplexTickLatenessOverBudget"]
 FIRED_WITH = {"LiveplexTickLatenessOverBudget": {"liveengine": "ns/pp"},
-              "LiveplexPodDegraded": {"liveengine": "ns/pp", "pod": "pod-1"}, "LiveplexSessionsRefused": {"liveengine": "ns/pp"},
+              "LiveplexPodDegraded": {"liveengine": "ns/pp", "pod": "pod-1"},
+              "LiveplexSessionsRefused": {"liveengine": "ns/pp"},
               "LiveplexNoEngines": {"liveengine": "ns/pp"}, "LiveplexRedisUnreachable": GATEWAY,
               "LiveplexUpstreamConnectFailures": GATEWAY, "LiveplexSessionsLost": {**GATEWAY, "reason": "silent"},
-              "LiveplexGatewayLoopStalls": GATEWAY}
+              "LiveplexGatewayLoopStalls": GATEWAY, "LiveplexOperatorReconcileFailing": OPERATOR,
+              "LiveplexOperatorNoLeader": {}}
 
 
 def _selector(metric: str, labels: dict[str, str]) -> str:
@@ -98,9 +110,30 @@ def _query(root: str, expr: str) -> list[dict]:
     return body["data"]["result"]
 
 
+@contextlib.contextmanager
+def _operator_endpoint() -> Iterator[str]:
+    """An operator replica's `/metrics` as the operator serves it (`metrics.serve`, its collector),
+    leading and having run one reconcile: the operator's series without a cluster to reconcile."""
+    loop = asyncio.new_event_loop()
+    state = metrics.OperatorMetrics(leader=True)
+    state.observe("reconcile", None, 0.01)
+    runner = loop.run_until_complete(metrics.serve(state, "127.0.0.1", 0))
+    host, port = runner.addresses[0][:2]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"{host}:{port}"
+    finally:
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
 def test_every_dashboard_query_and_alert_signal_returns_series_from_real_pods(redis_url: str, tmp_path: Path) -> None:
     assert PROMETHEUS, "prometheus is Debian's prometheus package (scripts/test installs it)"
-    with platform.platform(redis_url, tmp_path, pod_flags=("--max-sessions", "1")) as p:
+    with platform.platform(redis_url, tmp_path, pod_flags=("--max-sessions", "1")) as p, \
+            _operator_endpoint() as operator:
         rules = tmp_path / "rules.yaml"
         rules.write_text(chart.rule_file())
         engines = [pod.admin_address for pod, _ in p.pods]
@@ -112,7 +145,9 @@ def test_every_dashboard_query_and_alert_signal_returns_series_from_real_pods(re
                                                       "liveengine_name": "pool", "pod": f"pod-{i}"}}
                           for i, a in enumerate(engines)]},
                       {"job_name": "gateways", "static_configs": [
-                          {"targets": [p.gateway.admin_address], "labels": {"namespace": "test", "pod": "gw-0"}}]}]}
+                          {"targets": [p.gateway.admin_address], "labels": {"namespace": "test", "pod": "gw-0"}}]},
+                      {"job_name": "operators", "static_configs": [
+                          {"targets": [operator], "labels": {"namespace": "test", "pod": "op-0"}}]}]}
         (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
         port = pods.free_port()
         server = subprocess.Popen(

@@ -258,3 +258,21 @@ releases (docs/deploy.md): the only rendered pods that Pod Security "restricted"
 def test_engine_pods_pass_the_restricted_profile_but_for_host_and_image_volumes(case: str) -> None:
     [(_, pod, meta)] = pod_security.pod_templates(_children(case)[:1])
     assert pod_security.violations(pod, meta) == NOT_RESTRICTED.get(case, [])
+
+
+def test_pods_serve_tls_from_the_secret_the_operator_names() -> None:
+    settings = OperatorSettings(redis_url="redis://redis.liveplex:6379/0", pod_tls_secret="engine-tls")
+    le = spec.parse(objects.example("sim"))
+    deployment = render.render_deployment(le, settings)
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    args = container["args"]
+    assert args[args.index("--tls-cert") + 1] == "/etc/liveplex/tls/tls.crt"
+    assert args[args.index("--tls-key") + 1] == "/etc/liveplex/tls/tls.key"
+    assert {"name": "tls", "secret": {"secretName": "engine-tls"}} in pod["volumes"]
+    assert {"name": "tls", "mountPath": "/etc/liveplex/tls", "readOnly": True} in container["volumeMounts"]
+    assert all(p["httpGet"]["port"] == names.ADMIN_PORT_NAME for p in (  # probes stay on the plain admin port
+        container["startupProbe"], container["readinessProbe"], container["livenessProbe"]))
+    kubeschemas.validate_strict(deployment, kubeschemas.NEWEST)
+    plain = render.render_deployment(le, REDIS)["spec"]["template"]["spec"]
+    assert "--tls-cert" not in plain["containers"][0]["args"] and "tls" not in {v["name"] for v in plain["volumes"]}

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import time
 
 import numpy as np
 import openai
 import orjson
+import websockets
 
+from liveplex.bench import roundtrip
 from liveplex.conformance import signals
+from liveplex.live import frames
 
 START = {"type": "session.start", "event_id": "s1", "session": {"model": "gpt-live-1"}}
 LOUD = base64.b64encode((8000 * np.sin(np.arange(1920) * 0.2)).astype("<i2").tobytes()).decode()
@@ -62,3 +66,72 @@ async def sdk_call(base_url: str) -> tuple[list[bytes], str, str]:
                     reason = event.reason
                     break
     return deltas, "".join(words), reason
+
+
+class StampedCall:
+    """A raw GPT-Live call streaming silence in real time, each 80 ms frame stamped with its index
+    (`bench.roundtrip`), so a sim's echo shows every frame played back: what a move or a rollout
+    must keep whole. `stop()` closes the call and returns its summary."""
+
+    def __init__(self, ws, started: dict) -> None:
+        self.ws = ws
+        self.session_id = started["session"]["id"]
+        self.stamps: list[int] = []
+        """Echoed frame indices, in arrival order."""
+        self.others: list[dict] = []
+        """Every event but the audio, in order."""
+        self.arrivals: list[float] = []
+        """Arrival times of the audio deltas (monotonic seconds)."""
+        self.sent = 0
+        self._tasks = [asyncio.create_task(self._listen()), asyncio.create_task(self._speak())]
+
+    @classmethod
+    async def start(cls, ws_url: str) -> StampedCall:
+        ws = await websockets.connect(ws_url, max_queue=None)
+        await ws.send(orjson.dumps(START).decode())
+        started, _ = await until(ws, "session.started")
+        return cls(ws, started)
+
+    async def _speak(self) -> None:
+        silence = bytes(frames.FRAME_BYTES)
+        due = time.monotonic()
+        while True:
+            chunk = roundtrip.stamp(silence, self.sent * frames.FRAME_BYTES)
+            await self.ws.send(orjson.dumps({"type": "session.input_audio.append",
+                                             "audio": base64.b64encode(chunk).decode()}).decode())
+            self.sent += 1
+            due += frames.FRAME_MS / 1000
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+
+    async def _listen(self) -> None:
+        async for message in self.ws:
+            event = orjson.loads(message)
+            if event["type"] != "session.output_audio.delta":
+                self.others.append(event)
+                if event["type"] == "session.closed":
+                    return
+                continue
+            self.arrivals.append(time.monotonic())
+            index = roundtrip.index(event["delta"][:roundtrip.STAMP_B64_CHARS])
+            if index is not None:
+                self.stamps.append(index)
+
+    async def stop(self, echo_s: float = 1.0) -> None:
+        """Stop speaking, let the last frames echo back, close and wait for `session.closed`."""
+        self._tasks[1].cancel()
+        await asyncio.sleep(echo_s)
+        await self.ws.send(orjson.dumps({"type": "session.close"}).decode())
+        await asyncio.wait_for(self._tasks[0], 10)
+        await self.ws.close()
+
+    def unbroken(self) -> bool:
+        """Every frame from the first echoed to the last sent came back once, in order, and the call
+        ended as asked, with no error and no second `session.started`."""
+        told = [e["type"] for e in self.others if e["type"] not in STREAMED]
+        return (told == ["session.closed"] and self.others[-1]["reason"] == "close_requested"
+                and self.others[-1]["session"]["id"] == self.session_id and bool(self.stamps)
+                and self.stamps == list(range(self.stamps[0], self.sent)))
+
+
+STREAMED = frozenset({"session.usage.updated", "session.output_transcript.delta"})
+"""Events a live call streams besides audio."""

@@ -46,16 +46,17 @@ class Platform:
 
 
 @contextlib.contextmanager
-def platform(redis_url: str, tmp: Path, n_pods: int = 2, pod_flags: tuple[str, ...] = (),
+def platform(redis_url: str | None, tmp: Path, n_pods: int = 2, pod_flags: tuple[str, ...] = (),
              gateway_flags: tuple[str, ...] = ()) -> Iterator[Platform]:
-    """`n_pods` sim pods in `POOL` and a gateway with `--pool POOL`, once the gateway sees them all."""
+    """`n_pods` sim pods in `POOL` and a gateway with `--pool POOL`, once the gateway sees them all.
+    `redis_url` None: they find Redis in the environment (`$LIVEPLEX_REDIS_URL`), as in a cluster."""
+    where = ("--redis-url", redis_url) if redis_url is not None else ()
     with contextlib.ExitStack() as stack:
         running = [stack.enter_context(pods.subprocess_pod(
-            "--redis-url", redis_url, "--pool", POOL, "--pod-name", f"pod-{i}", *pod_flags,
+            *where, "--pool", POOL, "--pod-name", f"pod-{i}", *pod_flags,
             log=tmp / f"pod-{i}.log")) for i in range(n_pods)]
         gateway, gateway_process = stack.enter_context(pods.subprocess_pod(
-            "--redis-url", redis_url, "--pool", POOL, *gateway_flags, log=tmp / "gateway.log",
-            command="gateway"))
+            *where, "--pool", POOL, *gateway_flags, log=tmp / "gateway.log", command="gateway"))
         built = Platform(gateway, running, gateway_process)
         eventually(lambda: built.stats()["pods"] == n_pods, f"the gateway to see {n_pods} pods")
         yield built

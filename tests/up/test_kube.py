@@ -19,6 +19,7 @@ import pytest
 import websockets
 
 from tests.support import platform, pods
+from tests.support.clients import StampedCall
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -53,11 +54,6 @@ class Kube:
     def condition(self, name: str, kind: str) -> dict:
         status = self.get("le", name).get("status", {})
         return next((c for c in status.get("conditions", ()) if c["type"] == kind), {})
-
-    def draining(self) -> int:
-        """Draining pods, as the gateway sees the pool in Redis."""
-        stats = platform.get_json(f"http://{self.gateway}/live/stats")
-        return sum(pool["draining"] for pool in stats["pools"].values())  # type: ignore[index, union-attr]
 
     def pod_names(self, name: str) -> set[str]:
         return {p["metadata"]["name"] for p in self.get("pods", "-l", f"app.kubernetes.io/instance={name}")["items"]}
@@ -151,20 +147,18 @@ def test_kubectl_drives_liveengines_that_the_gateway_places_sessions_on(redis_ur
             third = await started(kube.gateway)  # now 2 + 1 sessions on the two pods
             platform.eventually(lambda: sorted(kube.costs("sim").values()) == ["1", "2"], "costs 1 and 2",
                                 deadline_s=30)
-            kube.kubectl("scale", "le/sim", "--replicas=1")  # the pod with one session drains, slowly
-            platform.eventually(lambda: kube.draining() == 1, "a pod draining with its session", deadline_s=30)
-            later = [await started(kube.gateway) for _ in range(2)]  # never placed on the draining pod
-            costs = kube.costs("sim")
-            assert sorted(kube.pod_sessions(costs).values()) == [1, 4]  # 2 + 2 new on one, the drained 1
-            for ws in (first, second, third, *later):  # none was cut: each ends as its caller asks
+            kube.kubectl("scale", "le/sim", "--replicas=1")  # the pod with one session drains: its call moves
+            platform.eventually(lambda: len(kube.pod_names("sim")) == 1, "the drained pod gone once its call moved",
+                                deadline_s=30)
+            later = await started(kube.gateway)
+            assert list(kube.pod_sessions(dict.fromkeys(kube.pod_names("sim"))).values()) == [4]  # 2 + 1 moved + 1
+            for ws in (first, second, third, later):  # none was cut: each ends as its caller asks
                 await ws.send(orjson.dumps({"type": "session.close"}).decode())
                 async with asyncio.timeout(10):
                     while (event := orjson.loads(await ws.recv()))["type"] != "session.closed":
                         pass
                 assert event["reason"] == "close_requested"
                 await ws.close()
-            platform.eventually(lambda: len(kube.pod_names("sim")) == 1, "the drained pod gone once empty",
-                                deadline_s=30)
         asyncio.run(scenario())
 
         kube.kubectl("delete", "le", "sim")
@@ -176,3 +170,26 @@ def test_kubectl_drives_liveengines_that_the_gateway_places_sessions_on(redis_ur
                                  timeout=60)  # the CRD's CEL rule refuses it at admission, as on a cluster
         assert refused.returncode != 0
         assert "spec.capacity.prebufferFrames must not exceed spec.capacity.jitterFrames" in refused.stderr
+
+
+@pytest.mark.slow
+def test_a_rollout_moves_every_call_and_drops_none(redis_url, tmp_path) -> None:
+    """A new image rolls every pod (surge one, then drain one: platform §5.6); each draining pod's
+    calls move to the others, and every caller hears every frame it sent, once, in order."""
+    with up(redis_url, tmp_path) as kube:
+        kube.kubectl("apply", "-f", "-", stdin=ENGINE.format(name="sim", replicas=2, jitter=4))
+        platform.eventually(lambda: len(kube.ready_pods("sim")) == 2, "two ready pods", deadline_s=60)
+        old = kube.pod_names("sim")
+
+        async def scenario() -> list[StampedCall]:
+            calls = [await StampedCall.start(f"ws://{kube.gateway}/v1/live/sessions") for _ in range(4)]
+            kube.kubectl("patch", "le/sim", "--type=merge", "-p", '{"spec": {"image": {"tag": "rolled"}}}')
+            await asyncio.to_thread(platform.eventually, lambda: not kube.pod_names("sim") & old
+                                    and len(kube.ready_pods("sim")) == 2, "every pod replaced", 90)
+            await asyncio.sleep(1.0)
+            for call in calls:
+                await call.stop()
+            return calls
+
+        calls = asyncio.run(scenario())
+        assert all(call.unbroken() for call in calls), [(c.stamps[:3], c.sent, c.others[-2:]) for c in calls]

@@ -62,6 +62,12 @@ url
     secretKeyRef:
       name: {{ include "liveplex.redisSecret" . }}
       key: {{ include "liveplex.redisSecretKey" . }}
+- name: LIVEPLEX_REDIS_CA      # the CA of a rediss:// Redis, when the Secret has one
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "liveplex.redisSecret" . }}
+      key: ca
+      optional: true
 {{- end -}}
 
 {{- define "liveplex.podSecurity" -}}

@@ -28,11 +28,19 @@ class Peer(Protocol):
     def conn(self) -> connection.Connection:
         """The socket's identity for the backend's own bookkeeping (it built it in `connection`)."""
 
+    @property
+    def dispatched(self) -> int:
+        """Client messages handed to the protocol so far, in order."""
+
     def refuse(self, error: ProtocolError | None) -> None:
         """The pending start is refused with `error`; None when the refusal was already relayed."""
 
     def deliver(self, outputs: list[contract.Output]) -> None:
         """The engine's outputs for the session, in order; an empty list: it ended without a word."""
+
+    def handed_over(self) -> None:
+        """The engine exported the session (docs/continuity.md): end it without `session.closed`
+        and close the socket with the hop's `HANDED_OVER_CLOSE`."""
 
     def handed_off(self, expires_at: int | None) -> None:
         """The upstream started the session (its `session.started` relayed): from now on frames

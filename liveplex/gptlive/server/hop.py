@@ -16,9 +16,17 @@ FRAMES_HEADER = "X-Liveplex-Frames"
 """On an export's answer: frames the session ran (the number of its next frame)."""
 
 EXPORT_PATH = "/live/handover/{session_id}"
-"""POST: export the session at the next tick boundary; answers its blob."""
+"""POST: export the session at the next tick boundary; answers its blob. `?after=N`: only once the
+pod has read the session socket's first N messages (`EXPORT_AFTER`), so that every frame the
+gateway forwarded before it asked is in the blob, never read after the session left."""
+EXPORT_AFTER = "after"
+"""The export's query parameter: messages the gateway had sent on the session's socket."""
+EXPORT_CATCH_UP_S = 1.0
+"""How long a pod waits for those messages before exporting anyway (they are then lost)."""
 IMPORT_PATH = "/live/handover"
 """POST a blob: the pod checks and holds it; answers `{"import_id", "frames", "voice"}`."""
+RESUME_PATH = "/live/handover/resume"
+"""POST a resume record (a lost session's checkpoints, concatenated): held like an import."""
 
 HANDED_OVER_CLOSE = 4100
 """A relayed session's socket closed by its pod after an export: not an error, no `session.closed`."""
@@ -28,3 +36,9 @@ Gateways act on it and never relay it; a pod writes it only on sockets a gateway
 carry `SESSION_ID_HEADER`)."""
 MOVE_REQUEST = '{"type":"' + MOVE_REQUESTED + '"}'
 """Its whole text."""
+CHECKPOINT = "liveplex.session.checkpoint"
+"""An event a pod writes on each relayed session's socket with what rebuilds the session if the
+pod is lost (`data`: base64 of opaque, self-delimiting bytes). Gateways keep every one of a session
+in order, never relay them, and send their concatenation to `RESUME_PATH` of another pod."""
+CHECKPOINT_PREFIX = '{"type":"' + CHECKPOINT + '","data":"'
+"""How every checkpoint's text begins: gateways find them by this prefix, without parsing."""

@@ -41,7 +41,7 @@ from websockets.protocol import State
 
 from liveplex.gptlive import connection, events, urls
 from liveplex.gptlive.errors import ProtocolError
-from liveplex.gptlive.server import auth, backend, replies
+from liveplex.gptlive.server import auth, backend, hop, replies
 from liveplex.live import contract
 
 if TYPE_CHECKING:
@@ -194,6 +194,8 @@ class LiveSocket:
         self.held_bytes = 0
         """Bytes of events waiting for the transport (what a slow client costs the server)."""
         self._backlog: deque[str | bytes] = deque()
+        self.dispatched = 0
+        """Client messages handed to the protocol so far (what a handover's export waits for)."""
         self._draining = False
         self._read_paused = False
         self._leg: backend.Leg | None = None
@@ -220,6 +222,7 @@ class LiveSocket:
 
     def _dispatch(self, data: str | bytes) -> None:
         """A message to the protocol, or verbatim to the upstream of a relayed session."""
+        self.dispatched += 1
         if self.conn.state is connection.State.RELAYING:
             if self._leg is not None:
                 self._leg.forward(data)
@@ -297,6 +300,9 @@ class LiveSocket:
 
     def deliver(self, outputs: list[contract.Output]) -> None:
         self._perform(self.conn.deliver(outputs))
+
+    def handed_over(self) -> None:
+        self._perform(self.conn.handed_over(hop.HANDED_OVER_CLOSE))
 
     def handed_off(self, expires_at: int | None) -> None:
         self._perform(self.conn.handed_off(expires_at))

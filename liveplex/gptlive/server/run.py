@@ -5,7 +5,7 @@ A first SIGTERM calls the server's drain (platform §5: new starts refused, runn
 finish, the rest ended at the drain deadline) and then exits; SIGINT, or a second signal, exits
 at once. Either way the last log line is `stopped`.
 
-Logs are JSON lines on stderr, uvicorn's own included (`log_config=None` sends them to the root
+Logs are JSON lines on stderr (`liveplex.logs`), uvicorn's own included (`log_config=None` sends them to the root
 logger); stdout carries only the banner for people, which says where the server listens once
 bound (port 0 resolves here) and is also logged as `listening`.
 
@@ -17,11 +17,9 @@ for 94-159 ms, which alone made about 1 % of all frames late (docs/bench.md).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import gc
-import json
 import logging
 import signal
 import socket
@@ -46,34 +44,6 @@ WS_PROTOCOL = native.LiveProtocol
 
 HTTP_PROTOCOL = http_protocol.HttpProtocol
 """uvicorn's `http=`: httptools with a header timeout and a connection cap."""
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: a fixed message plus the record's `extra` fields."""
-
-    _PLAIN = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
-
-    def format(self, record: logging.LogRecord) -> str:
-        out = {"ts": round(record.created, 3), "level": record.levelname.lower(),
-               "logger": record.name, "msg": record.getMessage()}
-        out.update({k: v for k, v in vars(record).items() if k not in self._PLAIN})
-        if record.exc_info:
-            out["exc"] = self.formatException(record.exc_info)
-        return json.dumps(out, default=str)
-
-
-LOG_LEVELS = ("debug", "info", "warning", "error")
-
-
-def add_log_level(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS,
-                        help="least severe log line written (default: %(default)s)")
-
-
-def configure_logging(level: str) -> None:
-    handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter())
-    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
 
 
 class Server(uvicorn.Server):

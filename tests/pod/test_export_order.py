@@ -1,0 +1,47 @@
+"""An export waits for the frames the gateway sent before it asked (`?after=N`, hop.EXPORT_PATH):
+frames still on their way when the request lands are in the blob, never read after the session
+left. Two real sim pods over loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+
+import httpx
+import orjson
+
+from liveplex.gptlive.server import hop
+from tests.pod.test_handover import AUTH, FLAGS, FRAMES, SENT, _audio, _open
+from tests.support import pods
+
+
+async def test_an_export_asked_with_frames_in_flight_carries_every_one_of_them() -> None:
+    async with pods.in_process(*FLAGS) as a, pods.in_process(*FLAGS) as b, httpx.AsyncClient(headers=AUTH) as http:
+        ws = await _open(a.ws_url, "sess_order")
+        # the request overtakes the frames (another connection): the start and every frame are the
+        # socket's first 1 + FRAMES messages, and the pod waits for them before it exports
+        asked = asyncio.create_task(http.post(f"{a.root}/live/handover/sess_order",
+                                              params={hop.EXPORT_AFTER: 1 + FRAMES}, timeout=10))
+        await asyncio.sleep(0.2)
+        for pcm in SENT:
+            await ws.send(orjson.dumps({"type": "session.input_audio.append",
+                                        "audio": base64.b64encode(pcm).decode()}).decode())
+        exported = await asked
+        assert exported.status_code == 200, exported.text
+        played_a, code = await _audio(ws, None)
+        assert code == hop.HANDED_OVER_CLOSE
+        held = await http.post(f"{b.root}/live/handover", content=exported.content, timeout=10)
+        ws_b = await _open(b.ws_url, "sess_order", **{hop.IMPORT_HEADER: held.json()["import_id"]})
+        played_b, _ = await _audio(ws_b, FRAMES + 6)  # the rest of the echo, then silence
+        await ws_b.close()
+    played = played_a + played_b
+    frames = [played[i:i + 3840] for i in range(0, len(played), 3840)]
+    first = frames.index(SENT[0])
+    assert frames[first:first + FRAMES] == SENT
+
+
+async def test_an_after_that_is_not_a_count_is_refused_by_name() -> None:
+    async with pods.in_process(*FLAGS) as a, httpx.AsyncClient(headers=AUTH) as http:
+        await _open(a.ws_url, "sess_bad")
+        refused = await http.post(f"{a.root}/live/handover/sess_bad", params={hop.EXPORT_AFTER: "-1"})
+        assert refused.status_code == 400 and refused.json()["error"]["param"] == hop.EXPORT_AFTER
