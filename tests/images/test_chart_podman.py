@@ -54,7 +54,11 @@ def test_the_chart_runs_as_containers_carries_an_sdk_session_and_passes_helm_tes
             assert reason == "close_requested" and words.startswith("I hear") and {len(d) for d in deltas} == {3840}
             pods = json.loads(kubectl(config, "get", "pods", "-n", "voice", "-o", "json"))["items"]
             names = containers.podman(container_env, "ps", "--format", "{{.Names}}").stdout.split()
-            assert len(pods) == 5 and all(  # operator, gateway, Redis, two sim pods: each a container
+            labels = [p["metadata"].get("labels") or {} for p in pods]
+            assert {"liveplex-operator", "liveplex-gateway", "liveplex-redis"} <= {
+                x.get("app.kubernetes.io/name") for x in labels}
+            assert sum(x.get("app.kubernetes.io/instance") == "sim" for x in labels) == 2
+            assert all(  # the operator(s), the gateway, Redis, the two sim pods: each a container
                 any(n.startswith(f"lpemu-voice-{p['metadata']['name']}-") for n in names) for p in pods)
             (hook,) = [o for o in render.render(values) if "helm.sh/hook" in o["metadata"].get("annotations", {})]
             kubectl(config, "apply", "-f", "-", stdin=yaml.safe_dump(hook))
