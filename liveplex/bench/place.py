@@ -14,6 +14,10 @@ With `--simulate` there is no gateway: `--pods` simulated pods heartbeat at thei
 Redis (`--redis-url`, else a throwaway redis-server) while placements run at `--rate`
 (`liveplex.bench.place_sim`): Redis CPU per placement and per decision, the placements/s one Redis
 sustains, placement and heartbeat round trips, and an audit that no pod went over its cap.
+
+With `--quality` a pool held at `--occupancy` is placed on through `--subpools` counts of sub-pools
+(`liveplex.bench.place_quality`), on one Redis or a local cluster of `--shards` shards: how often a
+decision picked a pod worse than the pool's best, and how far apart pods and sub-pools end up.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import orjson
 import websockets
@@ -55,6 +60,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--simulate: seconds a placed session runs before it ends (default: %(default)s)")
     p.add_argument("--decision-rounds", type=int, default=5000,
                    help="--simulate: most place.lua calls timed alone (3 s at most) (default: %(default)s)")
+    p.add_argument("--quality", action="store_true",
+                   help="grade sub-pool placement against the single-pool choice (place_quality; default: off)")
+    p.add_argument("--subpools", type=int, nargs="+", default=None,
+                   help="--quality: the sub-pool counts compared, 1 = one pool (default: 1 3 6); --simulate: "
+                        "the pool's sub-pools, one count (default: 1)")
+    p.add_argument("--shards", type=int, default=0,
+                   help="--quality, --simulate: on a local Redis Cluster of this many shards, or with "
+                        "--redis-url: that URL is a cluster node (default: 0, one Redis)")
+    p.add_argument("--occupancy", type=float, default=0.7,
+                   help="--quality: the share of slots held while placing (default: %(default)s)")
+    p.add_argument("--steps", type=int, default=5000,
+                   help="--quality: decisions graded per sub-pool count (default: %(default)s)")
     p.add_argument("--out", default=None, help="JSON report path (default: stdout only)")
     return p
 
@@ -98,18 +115,36 @@ async def measure(base_url: str, model: str, concurrency: int, seconds: float,
     return report
 
 
+def _on_redis(args: argparse.Namespace, measure: Callable[[str, bool], dict[str, object]]) -> dict[str, object]:
+    """`measure(url, cluster)` on `--redis-url`, else on a throwaway redis-server or local cluster."""
+    from liveplex.placement import LocalRedis
+    from liveplex.placement.local_redis import LocalCluster
+
+    if args.shards < 0:
+        raise ValueError("--shards must be >= 0")
+    if args.redis_url:
+        return measure(args.redis_url, args.shards > 0)
+    with LocalCluster(args.shards) if args.shards else LocalRedis() as server:
+        return measure(server.url, args.shards > 0)
+
+
 def _simulate(args: argparse.Namespace) -> dict[str, object]:
     from liveplex.bench import place_sim
-    from liveplex.placement import LocalRedis
 
-    def plan(url: str) -> place_sim.Plan:
-        return place_sim.Plan(url, args.pods, args.capacity, args.rate, args.seconds, args.hold, args.concurrency,
-                              args.decision_rounds)
+    if args.subpools is not None and len(args.subpools) != 1:
+        raise ValueError("--subpools takes one count with --simulate")
+    count = args.subpools[0] if args.subpools else 1
+    return _on_redis(args, lambda url, cluster: place_sim.measure(place_sim.Plan(
+        url, args.pods, args.capacity, args.rate, args.seconds, args.hold, args.concurrency, args.decision_rounds,
+        subpools=count, cluster=cluster)))
 
-    if args.redis_url:
-        return place_sim.measure(plan(args.redis_url))
-    with LocalRedis() as server:
-        return place_sim.measure(plan(server.url))
+
+def _quality(args: argparse.Namespace) -> dict[str, object]:
+    from liveplex.bench import place_quality
+
+    counts = tuple(args.subpools or (1, 3, 6))
+    return _on_redis(args, lambda url, cluster: place_quality.measure(place_quality.Plan(
+        url, cluster, args.pods, args.capacity, counts, args.steps, args.occupancy)))
 
 
 def main(argv: list[str]) -> int:
@@ -118,9 +153,9 @@ def main(argv: list[str]) -> int:
     if args.concurrency < 1 or args.seconds <= 0:
         print("liveplex bench place: --concurrency must be >= 1 and --seconds > 0", file=sys.stderr)
         return 2
-    if args.simulate:
+    if args.simulate or args.quality:
         try:
-            report = _simulate(args)
+            report = _quality(args) if args.quality else _simulate(args)
         except ValueError as exc:
             print(f"liveplex bench place: {exc}", file=sys.stderr)
             return 2

@@ -8,8 +8,9 @@ Redis, so the heartbeats, the placements and the measurement do not share one ev
   its tick p99 changing every beat as a real pod's does; a beat sends what changed since the last.
   Each placed session is accepted by its pod with the pod's own count (or refused when the pod is at
   its cap: *overbooked*, which placement must never cause),
-  held for `--hold` seconds, then ended (`set_active`). A probe pod (capacity 0, never placed on)
-  heartbeats alone every 10 ms on its own connection: the heartbeat round trip a pod sees.
+  held for `--hold` seconds, then ended (`set_active`).
+- **probe**: one more pod (capacity 0, never placed on) heartbeats every 10 ms from a process of its
+  own (its round trips wait on Redis only, not on the simulator's loop): the round trip a pod sees.
 - **gateway**: `--concurrency` callers place at `--rate` placements/s in all (the gateway's
   `place.lua` round trip) and hand each placed session to its pod, as an upstream connect would.
 - **this one**: Redis's main-thread CPU (`INFO cpu`) over a heartbeats-only phase and over the
@@ -43,7 +44,7 @@ from typing import Any
 import redis.asyncio
 
 from liveplex.bench import loop, percentiles
-from liveplex.placement import HEARTBEAT_MS, Placed, PlacementClient, PodRecord, pool_keys
+from liveplex.placement import HEARTBEAT_MS, Placed, PlacementClient, PodRecord, pool_keys, subpools
 
 POOL = "bench/sim"
 DECISION_POOL = "bench/decision"
@@ -70,8 +71,13 @@ class Plan:
     concurrency: int
     decision_rounds: int
     warm_s: float = WARM_S
+    subpools: int = 1
+    """The pool split into this many sub-pools (`placement.subpools`); the gateway places among them."""
+    cluster: bool = False
+    """`url` is a node of a Redis Cluster: the sub-pools spread over its shards."""
 
     def __post_init__(self) -> None:
+        subpools.check_count(self.subpools)
         for name in ("pods", "capacity", "concurrency", "decision_rounds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
@@ -81,6 +87,11 @@ class Plan:
 
 def pod_name(i: int) -> str:
     return f"pod-{i:05d}"
+
+
+def homes(pool: str, pods: int, count: int) -> list[str]:
+    """The sub-pool each pod heartbeats into (the pool itself when it is not split)."""
+    return [subpools.of(pool, pod_name(i), count) for i in range(pods)]
 
 
 def _record(i: int, capacity: int, active: int, tick_p99_us: int = 0) -> PodRecord:
@@ -96,7 +107,6 @@ class PodsReport:
     overbooked: int = 0
     ended: int = 0
     heartbeats: int = 0
-    probe_us: list[int] = dataclasses.field(default_factory=list)
     batch_us: list[int] = dataclasses.field(default_factory=list)
     late_ticks: int = 0
     """Ticks that started more than a tick late (Redis or this process could not keep up)."""
@@ -113,12 +123,10 @@ async def _pods(plan: Plan, inbox: Connection, ready: Event, stop: Event, beats:
     """Each pod's last beat that landed: the next one sends what changed since."""
     ends: list[tuple[float, int]] = []
     slots = max(1, round(HEARTBEAT_MS / 1000 / TICK_S))
-    async with PlacementClient(plan.url, timeout_ms=10_000) as client, \
-            PlacementClient(plan.url, timeout_ms=10_000) as probe:
-        await client.set_active(POOL, pod_name(0), 0)  # the settle and heartbeat scripts are loaded now
-        await client.heartbeat(POOL, pod_name(0), _record(0, plan.capacity, 0))
-        wire = await _Wire.open(plan.url)
-        probing = asyncio.get_running_loop().create_task(_probe(probe, stop, report, beats))
+    home = homes(POOL, plan.pods, plan.subpools)
+    async with PlacementClient(plan.url, timeout_ms=10_000, cluster=plan.cluster) as client:
+        await client.load_scripts()  # on every shard: the pods' own connections send EVALSHA
+        wire = await _Wires.open(plan.url, plan.cluster, sorted(set(home)))
         ready.set()
         tick, next_tick, placing = 0, time.perf_counter(), True
         while placing:  # until the gateway's last message: every placed session reaches its pod
@@ -131,21 +139,21 @@ async def _pods(plan: Plan, inbox: Connection, ready: Event, stop: Event, beats:
                 for session, i in sessions:
                     if running[i] >= plan.capacity:
                         report.overbooked += 1
-                        batch.release(POOL, pod_name(i), session, running[i])
+                        batch.release(home[i], pod_name(i), session, running[i])
                         continue
                     running[i] += 1
                     report.accepted += 1
-                    batch.accept(POOL, pod_name(i), session, running[i])
+                    batch.accept(home[i], pod_name(i), session, running[i])
                     heapq.heappush(ends, (time.perf_counter() + plan.hold_s, i))
             while ends and ends[0][0] <= time.perf_counter():
                 i = heapq.heappop(ends)[1]
                 running[i] -= 1
                 report.ended += 1
-                batch.set_active(POOL, pod_name(i), running[i])
+                batch.set_active(home[i], pod_name(i), running[i])
             beating = range(tick % slots, plan.pods, slots)
             records = [_record(i, plan.capacity, running[i], 4000 + tick % 7) for i in beating]
             for i, record in zip(beating, records):
-                batch.heartbeat(POOL, pod_name(i), record, since=landed[i])
+                batch.heartbeat(home[i], pod_name(i), record, since=landed[i])
             report.heartbeats += len(records)
             beats.value += len(records)
             t0 = time.perf_counter_ns()
@@ -159,28 +167,23 @@ async def _pods(plan: Plan, inbox: Connection, ready: Event, stop: Event, beats:
             if delay < -TICK_S:
                 report.late_ticks += 1
             await asyncio.sleep(max(0.0, delay))
-        probing.cancel()
-        await asyncio.gather(probing, return_exceptions=True)
         await wire.close()
     return report
 
 
 class _Wire:
-    """The pods' own connection: their batches packed and their integer replies read here, because
-    redis-py's packing costs ~80 µs of Python per heartbeat, more than a 2-core machine can give
-    10,000 pods beating twice a second. The scripts are the client's (loaded by its first calls)."""
+    """One of the pods' own connections: their batches packed and their integer replies read here,
+    because redis-py's packing costs ~80 µs of Python per heartbeat, more than a 2-core machine can
+    give 10,000 pods beating twice a second. The scripts are loaded by `PlacementClient.load_scripts`."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader, self._writer = reader, writer
 
     @classmethod
-    async def open(cls, url: str) -> _Wire:
-        where = urllib.parse.urlsplit(url)
-        return cls(*await asyncio.open_connection(where.hostname, where.port or 6379))
+    async def open(cls, host: str, port: int) -> _Wire:
+        return cls(*await asyncio.open_connection(host, port))
 
-    async def send(self, commands: list[list[Any]]) -> list[int]:
-        if not commands:
-            return []
+    def write(self, commands: list[list[Any]]) -> None:
         out = []
         for command in commands:
             out.append(b"*%d\r\n" % len(command))
@@ -188,8 +191,10 @@ class _Wire:
                 data = arg if isinstance(arg, bytes) else str(arg).encode()
                 out.append(b"$%d\r\n%s\r\n" % (len(data), data))
         self._writer.write(b"".join(out))
+
+    async def read(self, n: int) -> list[int]:
         replies = []
-        for _ in commands:
+        for _ in range(n):
             line = await self._reader.readline()
             if not line.startswith(b":"):
                 raise RuntimeError(f"the pool simulator expected an integer reply, got {line!r}")
@@ -201,13 +206,67 @@ class _Wire:
         await self._writer.wait_closed()
 
 
-async def _probe(client: PlacementClient, stop: Event, report: PodsReport, beats: Any) -> None:
-    while not stop.is_set():
-        beats.value += 1
-        t0 = time.perf_counter_ns()
-        await client.heartbeat(POOL, "probe", PodRecord("10.255.255.255:8000", 0, 0))
-        report.probe_us.append((time.perf_counter_ns() - t0) // 1000)
-        await asyncio.sleep(TICK_S)
+class _Wires:
+    """A connection per shard; each command goes to the shard of its first key (its sub-pool's slot),
+    in order per shard, the replies put back in the order of the commands."""
+
+    def __init__(self, wires: list[_Wire], shard_of: dict[str, int]) -> None:
+        self._wires, self._shard_of = wires, shard_of
+
+    @classmethod
+    async def open(cls, url: str, cluster: bool, pools: list[str]) -> _Wires:
+        if not cluster:
+            where = urllib.parse.urlsplit(url)
+            wire = await _Wire.open(where.hostname or "127.0.0.1", where.port or 6379)
+            return cls([wire], {pool_keys(p).members: 0 for p in pools})
+        async with redis.asyncio.RedisCluster.from_url(url) as nodes:
+            await nodes.initialize()
+            primaries = [(n.host, n.port) for n in nodes.get_primaries()]
+            owner = {}
+            for pool in pools:
+                node = nodes.get_node_from_key(pool_keys(pool).members)
+                owner[pool_keys(pool).members] = primaries.index((node.host, node.port))
+        return cls([await _Wire.open(host, port) for host, port in primaries], owner)
+
+    async def send(self, commands: list[list[Any]]) -> list[int]:
+        if not commands:
+            return []
+        routed: list[list[int]] = [[] for _ in self._wires]
+        for i, command in enumerate(commands):
+            routed[self._shard_of[command[3]]].append(i)  # EVALSHA sha numkeys KEYS[1]: the members key
+        for wire, mine in zip(self._wires, routed):
+            if mine:
+                wire.write([commands[i] for i in mine])
+        answers = await asyncio.gather(*(w.read(len(mine)) for w, mine in zip(self._wires, routed)))
+        replies = [0] * len(commands)
+        for mine, answer in zip(routed, answers):
+            for i, reply in zip(mine, answer):
+                replies[i] = reply
+        return replies
+
+    async def close(self) -> None:
+        for wire in self._wires:
+            await wire.close()
+
+
+def run_probe(plan: Plan, ready: Event, stop: Event, beats: Any, results: Any) -> None:
+    results.put(("probe", loop.run(_probe(plan, ready, stop, beats))))
+
+
+async def _probe(plan: Plan, ready: Event, stop: Event, beats: Any) -> list[int]:
+    """The probe pod's heartbeat round trips, µs."""
+    pool = subpools.of(POOL, "probe", plan.subpools)
+    samples: list[int] = []
+    async with PlacementClient(plan.url, timeout_ms=10_000, cluster=plan.cluster) as client:
+        await client.heartbeat(pool, "probe", PodRecord("10.255.255.255:8000", 0, 0))  # connected, loaded
+        ready.set()
+        while not stop.is_set():
+            beats.value += 1
+            t0 = time.perf_counter_ns()
+            await client.heartbeat(pool, "probe", PodRecord("10.255.255.255:8000", 0, 0))
+            samples.append((time.perf_counter_ns() - t0) // 1000)
+            await asyncio.sleep(TICK_S)
+    return samples
 
 
 # --- the gateway process -------------------------------------------------------------------------
@@ -229,7 +288,7 @@ async def _gateway(plan: Plan, outbox: Connection, ready: Event, live: Event, st
                    placed: Any) -> GatewayReport:
     report = GatewayReport()
     pending: list[tuple[str, int]] = []
-    async with PlacementClient(plan.url, timeout_ms=10_000) as client:
+    async with PlacementClient(plan.url, timeout_ms=10_000, cluster=plan.cluster) as client:
         await client.route("warm-up")  # connected before the clock starts
         ready.set()
         await asyncio.to_thread(live.wait)
@@ -245,7 +304,7 @@ async def _gateway(plan: Plan, outbox: Connection, ready: Event, live: Event, st
                 calls += 1
                 session = f"s{n}-{calls}"
                 started = time.perf_counter_ns()
-                result = await client.place(POOL, session)
+                _, result = await client.place_among(POOL, plan.subpools, session)
                 report.place_us.append((time.perf_counter_ns() - started) // 1000)
                 if isinstance(result, Placed):
                     report.placed += 1
@@ -275,16 +334,42 @@ def _cpu_s(info: dict[str, Any]) -> float:
     return float(info["used_cpu_user_main_thread"]) + float(info["used_cpu_sys_main_thread"])
 
 
-async def _clear(raw: redis.asyncio.Redis, pool: str) -> None:
-    async for key in raw.scan_iter(match=pool_keys(pool).tag + "*", count=1000):
-        await raw.delete(key)
+class _Nodes:
+    """The Redis under measure: every primary (each shard's main thread: CPU summed) and a client for
+    the pool's keys (cluster-aware when it is a cluster)."""
+
+    def __init__(self, data: redis.asyncio.Redis | redis.asyncio.RedisCluster, nodes: list[redis.asyncio.Redis]):
+        self.data, self.nodes = data, nodes
+
+    @classmethod
+    async def open(cls, url: str, cluster: bool) -> _Nodes:
+        if not cluster:
+            raw = redis.asyncio.Redis.from_url(url, decode_responses=True)
+            return cls(raw, [raw])
+        data = redis.asyncio.RedisCluster.from_url(url, decode_responses=True)
+        await data.initialize()
+        return cls(data, [redis.asyncio.Redis(host=n.host, port=n.port, decode_responses=True)
+                          for n in data.get_primaries()])
+
+    async def cpu_s(self) -> float:
+        return sum([_cpu_s(await node.info("cpu")) for node in self.nodes])
+
+    async def clear(self, pool: str) -> None:
+        """Every key of `pool` and of its sub-pools, on every shard."""
+        for node in self.nodes:
+            async for key in node.scan_iter(match="le:{" + pool + "*", count=1000):
+                await node.delete(key)
+
+    async def aclose(self) -> None:
+        for node in {id(n): n for n in (self.data, *self.nodes)}.values():
+            await node.aclose()
 
 
-async def _populate(client: PlacementClient, pool: str, pods: int, capacity: int, ttl_ms: int) -> None:
-    for start in range(0, pods, 500):
+async def _populate(client: PlacementClient, home: list[str], capacity: int, ttl_ms: int) -> None:
+    for start in range(0, len(home), 500):
         batch = client.batch()
-        for i in range(start, min(pods, start + 500)):
-            batch.heartbeat(pool, pod_name(i), _record(i, capacity, 0), ttl_ms)
+        for i in range(start, min(len(home), start + 500)):
+            batch.heartbeat(home[i], pod_name(i), _record(i, capacity, 0), ttl_ms)
         await batch.send()
 
 
@@ -301,29 +386,30 @@ class Window:
     """The smallest `members` seen, sampled every 250 ms (-1: not sampled)."""
 
 
-async def _window(raw: redis.asyncio.Redis, seconds: float, beats: Any, placed: Any,
-                  members: str | None = None) -> Window:
-    cpu0, t0, beats0, placed0 = _cpu_s(await raw.info("cpu")), time.perf_counter(), beats.value, placed.value
+async def _window(redis_: _Nodes, seconds: float, beats: tuple[Any, ...], placed: Any,
+                  members: list[str] | None = None) -> Window:
+    cpu0, t0, beats0, placed0 = await redis_.cpu_s(), time.perf_counter(), sum(b.value for b in beats), placed.value
     fewest = -1
     while (left := t0 + seconds - time.perf_counter()) > 0:
         await asyncio.sleep(min(0.25, left))
         if members is not None:
-            n = await raw.zcard(members)
+            n = sum([await redis_.data.zcard(key) for key in members])
             fewest = n if fewest < 0 else min(fewest, n)
-    cpu1, t1 = _cpu_s(await raw.info("cpu")), time.perf_counter()
-    return Window(t1 - t0, cpu1 - cpu0, beats.value - beats0, placed.value - placed0, fewest)
+    cpu1, t1 = await redis_.cpu_s(), time.perf_counter()
+    return Window(t1 - t0, cpu1 - cpu0, sum(b.value for b in beats) - beats0, placed.value - placed0, fewest)
 
 
-def _costs(plan: Plan, warm: Window, placing: Window) -> dict[str, Any]:
+def _costs(plan: Plan, warm: Window, placing: Window, shards: int) -> dict[str, Any]:
     """Redis CPU per heartbeat (the heartbeats-only phase), per placement (the placing phase less its
-    heartbeats at that cost), and the placements/s one Redis core sustains with every pod beating at
-    the real rate (`HEARTBEAT_MS`), whatever rate this machine's simulator reached."""
+    heartbeats at that cost), and the placements/s the Redis cores (one per shard, the sub-pools
+    spread evenly) sustain with every pod beating at the real rate (`HEARTBEAT_MS`), whatever rate this
+    machine's simulator reached."""
     per_beat = warm.cpu_s / warm.beats if warm.beats else None
     per_placement = ((placing.cpu_s - placing.beats * per_beat) / placing.placed
                      if per_beat is not None and placing.placed else None)
     real_beats_cpu = plan.pods * 1000 / HEARTBEAT_MS * per_beat if per_beat is not None else None
-    ceiling = (round((1 - real_beats_cpu) / per_placement) if per_placement and per_placement > 0
-               and real_beats_cpu is not None and real_beats_cpu < 1 else None)
+    ceiling = (round((shards - real_beats_cpu) / per_placement) if per_placement and per_placement > 0
+               and real_beats_cpu is not None and real_beats_cpu < shards else None)
     return {
         "cpu_heartbeats_only": round(warm.cpu_s / warm.seconds, 3),
         "cpu_placing": round(placing.cpu_s / placing.seconds, 3),
@@ -337,83 +423,128 @@ def _costs(plan: Plan, warm: Window, placing: Window) -> dict[str, Any]:
     }
 
 
-async def _audit(client: PlacementClient) -> list[str]:
+async def _audit(client: PlacementClient, pools: list[str]) -> list[str]:
     """Pods holding more sessions (engine count + live leases) than their capacity."""
     return [f"{m.pod}: {m.record.active} + {m.reserved} > {m.record.capacity}"
-            for m in (await client.snapshot(POOL)).members if m.record.active + m.reserved > m.record.capacity]
+            for pool in pools for m in (await client.snapshot(pool)).members
+            if m.record.active + m.reserved > m.record.capacity]
 
 
-async def _decision(url: str, pods: int, rounds: int) -> dict[str, Any]:
-    """place.lua alone, sequential, on a pool of `pods` pods that always have room, next to PING.
+async def _decision(plan: Plan) -> dict[str, Any]:
+    """A placement decision alone (`place_among`: with sub-pools, their two totals read first),
+    sequential, on a pool of `plan.pods` pods that always have room, next to PING.
 
-    Redis's main-thread CPU per call (the request's read, parse and reply included, as for a PING),
-    and `INFO commandstats`' µs per call (the script's own wall time: inflated when the machine is
-    so busy that Redis is preempted mid-script)."""
-    async with PlacementClient(url, timeout_ms=60_000) as client, \
-            redis.asyncio.Redis.from_url(url, decode_responses=True) as raw:
-        await _populate(client, DECISION_POOL, pods, 1_000_000, FAR_MS)
-        await raw.config_resetstat()
-        samples: list[int] = []
-        cpu0 = _cpu_s(await raw.info("cpu"))
-        deadline = time.perf_counter() + DECISION_BUDGET_S
-        while len(samples) < rounds and time.perf_counter() < deadline:
-            t0 = time.perf_counter_ns()
-            placed = await client.place(DECISION_POOL, f"d{len(samples)}", stale_ms=FAR_MS, lease_ms=FAR_MS)
-            samples.append((time.perf_counter_ns() - t0) // 1000)
-            assert isinstance(placed, Placed), placed
-        cpu1 = _cpu_s(await raw.info("cpu"))
-        for _ in range(PINGS):
-            await raw.ping()
-        cpu2 = _cpu_s(await raw.info("cpu"))
-        stats = await raw.info("commandstats")
-        reads = {"summary": await _read_cost(raw, lambda: client.summary(DECISION_POOL)),
-                 "snapshot": await _read_cost(raw, lambda: client.snapshot(DECISION_POOL))}
-        await _clear(raw, DECISION_POOL)
+    Redis's main-thread CPU per call, summed over the shards (the request's read, parse and reply
+    included, as for a PING), and `INFO commandstats`' µs per script call (the script's own wall time:
+    inflated when the machine is so busy that Redis is preempted mid-script)."""
+    home = homes(DECISION_POOL, plan.pods, plan.subpools)
+    redis_ = await _Nodes.open(plan.url, plan.cluster)
+    try:
+        async with PlacementClient(plan.url, timeout_ms=60_000, cluster=plan.cluster) as client:
+            await _populate(client, home, 1_000_000, FAR_MS)
+            for node in redis_.nodes:
+                await node.config_resetstat()
+            samples: list[int] = []
+            cpu0 = await redis_.cpu_s()
+            deadline = time.perf_counter() + DECISION_BUDGET_S
+            while len(samples) < plan.decision_rounds and time.perf_counter() < deadline:
+                t0 = time.perf_counter_ns()
+                _, placed = await client.place_among(DECISION_POOL, plan.subpools, f"d{len(samples)}",
+                                                     stale_ms=FAR_MS, lease_ms=FAR_MS)
+                samples.append((time.perf_counter_ns() - t0) // 1000)
+                assert isinstance(placed, Placed), placed
+            cpu1 = await redis_.cpu_s()
+            for _ in range(PINGS):
+                await redis_.nodes[0].ping()
+            cpu2 = await redis_.cpu_s()
+            stats = [(await node.info("commandstats")).get("cmdstat_evalsha") for node in redis_.nodes]
+            calls = sum(s["calls"] for s in stats if s)
+            reads = {"summary": await _read_cost(redis_, lambda: client.summary(home[0])),
+                     "snapshot": await _read_cost(redis_, lambda: client.snapshot(home[0]))}
+            await redis_.clear(DECISION_POOL)
+    finally:
+        await redis_.aclose()
     decision_us = (cpu1 - cpu0) * 1e6 / len(samples)
     ping_us = (cpu2 - cpu1) * 1e6 / PINGS
     return {"rounds": len(samples), "redis_cpu_us": round(decision_us, 1), "ping_cpu_us": round(ping_us, 2),
             "pings_per_decision": round(decision_us / ping_us, 1),
-            "script_us_per_call": float(stats["cmdstat_evalsha"]["usec_per_call"]),
+            "script_us_per_call": round(sum(s["usec"] for s in stats if s) / calls, 2) if calls else None,
             "gateway_refresh": reads,
             "round_trip_ms": percentiles.summarize(samples[len(samples) // 10:]).as_dict()}
 
 
-async def _read_cost(raw: redis.asyncio.Redis, read: Callable[[], Awaitable[object]]) -> dict[str, float]:
-    """A gateway's pool read (`summary`: what it refreshes now; `snapshot`: every pod, as it did): Redis
-    CPU and this process's CPU (the reply parsed, on the event loop) per read, up to 20 reads or 3 s."""
-    cpu0, mine0, t0, reads = _cpu_s(await raw.info("cpu")), time.process_time(), time.perf_counter(), 0
+async def _read_cost(redis_: _Nodes, read: Callable[[], Awaitable[object]]) -> dict[str, float]:
+    """A gateway's pool read (`summary`: what it refreshes now; `snapshot`: every pod, as it did), of
+    the pool or its first sub-pool: Redis CPU and this process's CPU (the reply parsed, on the event
+    loop) per read, up to 20 reads or 3 s; then the same reads again, and an idle spell, beside a
+    task that yields at every turn of the loop (`_longest_turn_ms`)."""
+    cpu0, mine0, t0, reads = await redis_.cpu_s(), time.process_time(), time.perf_counter(), 0
     while reads < 20 and time.perf_counter() - t0 < DECISION_BUDGET_S:
         await read()
         reads += 1
-    mine1, cpu1 = time.process_time(), _cpu_s(await raw.info("cpu"))
+    mine1, cpu1, spent = time.process_time(), await redis_.cpu_s(), time.perf_counter() - t0
+    blocked = await _longest_turn_ms(lambda: _reads(read, reads))
+    quiet = await _longest_turn_ms(lambda: asyncio.sleep(spent))
     return {"reads": reads, "redis_ms": round((cpu1 - cpu0) * 1e3 / reads, 2),
-            "client_ms": round((mine1 - mine0) * 1e3 / reads, 2)}
+            "client_ms": round((mine1 - mine0) * 1e3 / reads, 2), "loop_block_max_ms": blocked,
+            "loop_block_max_ms_idle": quiet}
+
+
+async def _reads(read: Callable[[], Awaitable[object]], n: int) -> None:
+    for _ in range(n):
+        await read()
+
+
+async def _longest_turn_ms(work: Callable[[], Awaitable[object]]) -> float:
+    """The longest the event loop went without a turn for a task that yields at every turn, while
+    `work` runs: how long a relay's frame could wait behind it (with `work` only sleeping: the
+    machine's own preemption, the floor)."""
+    longest, running = 0.0, True
+
+    async def yielder() -> None:
+        nonlocal longest
+        last = time.perf_counter()
+        while running:
+            await asyncio.sleep(0)
+            now = time.perf_counter()
+            longest, last = max(longest, now - last), now
+
+    beside = asyncio.ensure_future(yielder())
+    await work()
+    running = False
+    await beside
+    return round(longest * 1e3, 2)
 
 
 async def _orchestrate(plan: Plan) -> dict[str, Any]:
     context = multiprocessing.get_context("spawn")
     inbox, outbox = context.Pipe(duplex=False)
     live, stop = context.Event(), context.Event()
-    ready = [context.Event(), context.Event()]
+    ready = [context.Event(), context.Event(), context.Event()]
     beats, placed = context.Value("q", 0, lock=False), context.Value("q", 0, lock=False)
+    probe_beats = context.Value("q", 0, lock=False)
+    """The probe's beats, apart from the pods': two processes adding to one unlocked counter lose some."""
     results = context.Queue()
-    async with PlacementClient(plan.url, timeout_ms=60_000) as client, \
-            redis.asyncio.Redis.from_url(plan.url, decode_responses=True) as raw:
-        await _clear(raw, POOL)
-        await _populate(client, POOL, plan.pods, plan.capacity, 60_000)  # the pods' first beats are whole
+    home = homes(POOL, plan.pods, plan.subpools)
+    pools = sorted(set(home))
+    redis_ = await _Nodes.open(plan.url, plan.cluster)
+    async with PlacementClient(plan.url, timeout_ms=60_000, cluster=plan.cluster) as client:
+        await redis_.clear(POOL)
+        await _populate(client, home, plan.capacity, 60_000)  # the pods' first beats are whole
         processes = [context.Process(target=run_pods, args=(plan, inbox, ready[0], stop, beats, results)),
-                     context.Process(target=run_gateway, args=(plan, outbox, ready[1], live, stop, placed, results))]
+                     context.Process(target=run_gateway, args=(plan, outbox, ready[1], live, stop, placed, results)),
+                     context.Process(target=run_probe, args=(plan, ready[2], stop, probe_beats, results))]
         for process in processes:
             process.start()
-        members = pool_keys(POOL).members
+        members = [pool_keys(pool).members for pool in pools]
         try:
             for event in ready:
                 if not await asyncio.to_thread(event.wait, 120):
                     raise RuntimeError("a bench process did not start within 120 s")
             await asyncio.sleep(HEARTBEAT_MS / 1000)  # every pod's first, whole beat is behind us
-            warm = await _window(raw, plan.warm_s, beats, placed)
+            warm = await _window(redis_, plan.warm_s, (beats, probe_beats), placed)
             live.set()
-            placing = await _window(raw, plan.seconds, beats, placed, members)
+            placing = await _window(redis_, plan.seconds, (beats, probe_beats), placed, members)
             stop.set()
             reports = dict([await asyncio.to_thread(results.get, True, 120) for _ in processes])
         finally:
@@ -424,24 +555,27 @@ async def _orchestrate(plan: Plan) -> dict[str, Any]:
                 if process.is_alive():
                     process.kill()
         await asyncio.sleep(0.05)
-        over_cap = await _audit(client)
-        await _clear(raw, POOL)
+        over_cap = await _audit(client, pools)
+        await redis_.clear(POOL)
+    shards = len(redis_.nodes)
+    await redis_.aclose()
     pods: PodsReport = reports["pods"]
     gateway: GatewayReport = reports["gateway"]
     rate = gateway.placed / gateway.seconds if gateway.seconds else 0.0
     return {
         "pods": plan.pods, "capacity": plan.capacity, "target_rate": plan.rate, "hold_s": plan.hold_s,
+        "subpools": plan.subpools, "shards": shards,
         "concurrency": plan.concurrency, "seconds": round(gateway.seconds, 2),
         "placements_per_s": round(rate, 1), "outcomes": {"placed": gateway.placed, "busy": gateway.busy},
         "place_ms": percentiles.summarize(gateway.place_us).as_dict(),
-        "heartbeat_ms": percentiles.summarize(pods.probe_us).as_dict(),
+        "heartbeat_ms": percentiles.summarize(reports["probe"]).as_dict(),
         "pod_batch_ms": percentiles.summarize(pods.batch_us).as_dict(),
-        "redis": _costs(plan, warm, placing),
+        "redis": _costs(plan, warm, placing, shards),
         "pods_process": {"heartbeats": pods.heartbeats, "accepted": pods.accepted, "ended": pods.ended,
                          "late_ticks": pods.late_ticks},
         "audit": {"overbooked": pods.overbooked, "over_cap": over_cap, "fewest_members": placing.fewest_members,
                   "members_expected": plan.pods + 1, "ok": pods.overbooked == 0 and not over_cap},
-        "decision": await _decision(plan.url, plan.pods, plan.decision_rounds),
+        "decision": await _decision(plan),
     }
 
 

@@ -2,8 +2,11 @@
 
 `reconcile` runs on create, update and resume alike: it renders the children from the spec and
 applies each with `apply.create_or_patch`, so a replay or a retry does nothing new. `roll_up` runs every
-`status_interval_s`: it reads the Deployment, its pods and the pool's load, resolves `le:routes`,
-and writes the status only when it changed, plus each pod's deletion cost only when that changed.
+`status_interval_s`: it reads the Deployment, its pods and the pool's load (totals and its emptiest
+pods, O(K) of Redis), takes the `le:routes` resolution made once per interval for every LiveEngine
+(`interval.PerInterval`: the first timer of an interval resolves, the others reuse it), and writes
+the status only when it changed, plus the deletion cost of the few pods a scale-down would pick
+(`deletion_cost`), under an operator-wide write budget.
 Both return None and write `patch.status` explicitly. Everything they talk to comes from the
 `Context` in kopf's memo, so tests call them directly with in-memory parts.
 """
@@ -18,7 +21,7 @@ from typing import Any
 
 import kopf
 
-from liveplex.operator import apply, autoscalers, deletion_cost, names, render, routes, spec, status
+from liveplex.operator import apply, autoscalers, deletion_cost, interval, names, render, routes, spec, status
 from liveplex.operator.metrics import OperatorMetrics, instrumented
 from liveplex.operator.pool import LoadReader, PoolLoad, RouteStore
 from liveplex.operator.settings import OperatorSettings
@@ -29,6 +32,8 @@ REFUSED_MAX_DELAY_S = 600.0
 """A refused child (422, 403, 400) is retried with a doubling delay up to this: only a change of the
 LiveEngine, the cluster's rules or the operator's rights can make the same apply succeed."""
 REFUSALS = (400, 403, 422)
+DELETION_COST_WRITES_PER_S = 20.0
+"""The most pod-deletion-cost patches a second, all pools together (and at once)."""
 RESOURCE = (names.GROUP, names.VERSION, names.PLURAL)
 
 
@@ -49,6 +54,15 @@ class Context:
     clock: Callable[[], datetime] = field(default=_utc_now)
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     """Handler runs and LiveEngine phases, read by `/metrics`."""
+    resolved: interval.PerInterval[routes.Resolution] | None = None
+    """The routes resolved once per status interval for every LiveEngine (made from the settings)."""
+    deletion_budget: deletion_cost.Budget = field(
+        default_factory=lambda: deletion_cost.Budget(DELETION_COST_WRITES_PER_S, DELETION_COST_WRITES_PER_S))
+    """pod-deletion-cost patches, operator-wide."""
+
+    def __post_init__(self) -> None:
+        if self.resolved is None:
+            object.__setattr__(self, "resolved", interval.PerInterval(self.settings.status_interval_s))
 
 
 def _context(memo: Mapping[str, Any]) -> Context:
@@ -121,7 +135,8 @@ async def roll_up(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.Lo
     if any(before.get(key) != value for key, value in new.items()):
         patch.status.update(new)
     if load is not None:
-        for pod, cost in deletion_cost.deletion_costs(pods, load.pods).items():
+        changes = deletion_cost.deletion_costs(pods, load.emptiest)
+        for pod, cost in changes[:ctx.deletion_budget.take(ctx.clock().timestamp(), len(changes))]:
             try:
                 await ctx.client.patch(apply.Ref("v1", "Pod", meta["namespace"], pod),
                                        {"metadata": {"annotations": {names.DELETION_COST: cost}}})
@@ -182,7 +197,14 @@ async def _load(ctx: Context, pool: str, logger: logging.Logger | logging.Logger
 
 
 async def _sync_routes(ctx: Context, pool: str, logger: logging.Logger | logging.LoggerAdapter) -> Sequence[str]:
-    """Resolve le:routes over every LiveEngine in scope, write the changes; this pool's lost names."""
+    """This pool's lost names, from the routes resolved once per interval for every LiveEngine."""
+    assert ctx.resolved is not None
+    resolution = await ctx.resolved.get(ctx.clock().timestamp(), lambda: _resolve_routes(ctx, logger))
+    return resolution.lost.get(pool, ())
+
+
+async def _resolve_routes(ctx: Context, logger: logging.Logger | logging.LoggerAdapter) -> routes.Resolution:
+    """Resolve le:routes over every LiveEngine in scope and write the changes."""
     scope = ctx.settings.namespaces
     bodies = [b for ns in (scope or (None,)) for b in await ctx.client.list(names.API_VERSION, names.KIND, ns)]
     claims = []
@@ -206,7 +228,7 @@ async def _sync_routes(ctx: Context, pool: str, logger: logging.Logger | logging
             await ctx.routes.write(changes.set_, changes.delete)
         except Exception as exc:
             logger.warning("routes not written", extra={"error": repr(exc)}, exc_info=True)
-    return resolution.lost.get(pool, ())
+    return resolution
 
 
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:

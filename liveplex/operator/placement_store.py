@@ -1,7 +1,9 @@
 """The operator's `LoadReader` and `RouteStore` over the placement Redis (`liveplex.placement`).
 
-The status roll-up reads a pool's snapshot and sums its fresh pods; routes are `le:routes`.
-Redis errors propagate as `PlacementError`: the roll-up then keeps the previous figures.
+The status roll-up reads a pool's summary (`PlacementClient.summary`: the totals the index keeps and
+the 16 emptiest pods, O(16 log N) whatever the pool's size; it read every pod before issue 25);
+routes are `le:routes`. Redis errors propagate as `PlacementError`: the roll-up then keeps the
+previous figures.
 """
 
 from __future__ import annotations
@@ -12,15 +14,15 @@ from liveplex.operator import pool
 from liveplex.placement import PlacementClient, PoolLoad, Snapshot
 
 
-def pool_load(snapshot: Snapshot) -> pool.PoolLoad:
-    """The operator's view of one pool: totals over fresh pods, the worst pod's tick health."""
-    fresh = snapshot.fresh()
-    totals = PoolLoad.of(snapshot)
+def pool_load(summary: Snapshot) -> pool.PoolLoad:
+    """The operator's view of one pool: its totals, and its emptiest fresh pods with their tick health."""
+    fresh = summary.fresh()
+    totals = PoolLoad.of(summary)
     return pool.PoolLoad(
         active=totals.active, reserved=totals.reserved, capacity=totals.capacity,
         p99_lateness_ms=max((m.record.late_p99_us for m in fresh), default=0) // 1000,
         late_permille=max((m.record.late_permille for m in fresh), default=0),
-        pods={m.pod: m.record.active for m in fresh},
+        emptiest={m.pod: m.record.active for m in fresh},
     )
 
 
@@ -29,7 +31,7 @@ class PlacementLoads:
         self._client = client
 
     async def read(self, pool_name: str) -> pool.PoolLoad:
-        return pool_load(await self._client.snapshot(pool_name))
+        return pool_load(await self._client.summary(pool_name))
 
 
 class PlacementRoutes:

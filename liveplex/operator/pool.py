@@ -23,11 +23,12 @@ class PoolLoad:
     capacity: int = 0
     """Advertised slots, summed over pods (draining pods excluded)."""
     p99_lateness_ms: int = 0
-    """The worst pod's p99 tick lateness, ms."""
+    """The worst p99 tick lateness among the emptiest pods, ms."""
     late_permille: int = 0
-    """The worst pod's share of late ticks, ‰."""
-    pods: Mapping[str, int] = field(default_factory=dict)
-    """Pod name -> its active sessions (the pod-deletion-cost)."""
+    """The worst share of late ticks among the emptiest pods, ‰."""
+    emptiest: Mapping[str, int] = field(default_factory=dict)
+    """The pool's emptiest pods (placement's summary candidates, the most free slots) -> their active
+    sessions: where a scale-down should remove pods (`deletion_cost`); a few, whatever the pool's size."""
 
 
 class LoadReader(Protocol):

@@ -1,9 +1,11 @@
 """Redis placement shared by engine pods, gateways and the operator (platform §6): keys, scripts, records.
 
 Pure: `keys`, `timing`, `record`, `snapshot`, `choice`, `load`. I/O: `client` (asyncio Redis) and
-`local_redis` (a throwaway redis-server). See docs/placement.md.
+`local_redis` (a throwaway redis-server, or a local Redis Cluster); `subpools` (pure) splits a pool
+over cluster shards. See docs/placement.md.
 """
 
+from liveplex.placement import subpools
 from liveplex.placement.choice import Busy, Mode, Placed, choose
 from liveplex.placement.client import PlacementClient
 from liveplex.placement.errors import InvalidName, InvalidRecord, PlacementError, RedisRefused, RedisUnavailable
@@ -22,6 +24,7 @@ from liveplex.placement.timing import (
 )
 
 __all__ = [
+    "subpools",
     "Busy", "Mode", "Placed", "choose",
     "PlacementClient",
     "InvalidName", "InvalidRecord", "PlacementError", "RedisRefused", "RedisUnavailable",

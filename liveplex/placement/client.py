@@ -5,6 +5,10 @@ It owns the connection, the scripts and the translation of every Redis failure i
 `load`). Scripts are registered once and run by `EVALSHA`, reloaded by redis-py on `NOSCRIPT`
 (after a Redis restart or `SCRIPT FLUSH`). Every call is bounded by `timeout_ms`: the socket timeouts
 bound each read and connect, and an overall deadline bounds the call with its one retry.
+
+With `cluster=True` the client speaks to a Redis Cluster (each script's keys share one pool's hash
+tag, so each runs on the shard holding that slot); a pool split into sub-pools is placed on with
+`place_among` (`subpools`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import importlib.resources
 import random
+import time
 from collections.abc import Awaitable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -23,7 +28,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
 
-from liveplex.placement import choice, errors, keys, load, record, snapshot, timing
+from liveplex.placement import choice, errors, keys, load, record, snapshot, subpools, timing
 
 T = TypeVar("T")
 
@@ -32,6 +37,7 @@ _UNAVAILABLE = (
     redis.exceptions.TimeoutError,
     redis.exceptions.ReadOnlyError,  # a replica after failover
     redis.exceptions.ClusterDownError,
+    redis.exceptions.RedisClusterException,  # no node of the cluster reachable (not a RedisError)
     redis.exceptions.TryAgainError,
     TimeoutError,  # our own deadline
     OSError,
@@ -62,16 +68,22 @@ _WRITER = "index.lua"
 class PlacementClient:
     """Placement state of every pool in one Redis; safe to share between the tasks of one event loop."""
 
-    def __init__(self, url: str, *, timeout_ms: int = 500) -> None:
-        """`url`: `redis://host:port/db` (or `rediss://`, `unix://`). `timeout_ms`: the most one call may take."""
+    def __init__(self, url: str, *, timeout_ms: int = 500, cluster: bool = False) -> None:
+        """`url`: `redis://host:port/db` (or `rediss://`, `unix://`); with `cluster`, any node of a Redis
+        Cluster (`redis://host:port`). `timeout_ms`: the most one call may take."""
         self._timeout_s = timeout_ms / 1000
-        self._redis = redis.asyncio.Redis.from_url(
-            url,
-            decode_responses=True,
-            socket_timeout=self._timeout_s,
-            socket_connect_timeout=self._timeout_s,
-            retry=Retry(NoBackoff(), 1),  # one reconnect after Redis closed a pooled connection
-        )
+        self._cluster = cluster
+        self._rng = random.Random()
+        self._down: dict[str, float] = {}
+        """Sub-pool -> monotonic s until which `place_among` leaves it out (its shard did not answer)."""
+        common = {"decode_responses": True, "socket_timeout": self._timeout_s,
+                  "socket_connect_timeout": self._timeout_s,
+                  "retry": Retry(NoBackoff(), 1)}  # one reconnect after Redis closed a pooled connection
+        self._redis: redis.asyncio.Redis | redis.asyncio.RedisCluster = (
+            # a shard down leaves the others serving their slots (the servers need
+            # cluster-require-full-coverage no as well); `retry` also bounds its retries after a topology change
+            redis.asyncio.RedisCluster.from_url(url, require_full_coverage=False, **common)
+            if cluster else redis.asyncio.Redis.from_url(url, **common))
         self._heartbeat = self._redis.register_script(_source("heartbeat.lua", _WRITER))
         self._settle = self._redis.register_script(_source("settle.lua", _WRITER))
         self._drain = self._redis.register_script(_source("drain.lua", _WRITER))
@@ -162,10 +174,63 @@ class PlacementClient:
         pick = random.getrandbits(31) if tiebreak is None else tiebreak
         args = [k.pod_prefix, k.resv_prefix, _session(session_id), lease_ms, stale_ms, pick,
                 choice.Mode(mode).value, *exclude]
-        reply = await self._run(self._place(keys=k.index, args=args))
+        reply = await self._send(_Call(self._place, k.index, args))
         if reply[0] == "placed":
             return choice.Placed(pod=reply[1], addr=reply[2])
         return choice.Busy(total_capacity=reply[1], total_active=reply[2], no_engines=reply[3] == 1)
+
+    async def place_among(
+        self,
+        pool: str,
+        count: int,
+        session_id: str,
+        exclude: Collection[str] = (),
+        mode: choice.Mode = choice.Mode.SPREAD,
+        *,
+        lease_ms: int = timing.LEASE_MS,
+        stale_ms: int = timing.STALE_MS,
+    ) -> tuple[str, choice.Placed | choice.Busy]:
+        """`place` on a pool split into `count` sub-pools: the better of two random ones by their totals,
+        then the other, then the rest (`subpools.order`); a full sub-pool or an unreachable shard moves
+        on to the next. Returns the sub-pool placed in (where the lease is: `unreserve` there) and the
+        answer; Busy with the summed totals when every reachable one was full; raises
+        `RedisUnavailable` only when none could be reached."""
+        names = subpools.names(pool, count)
+        if count == 1:
+            return names[0], await self.place(names[0], session_id, exclude, mode, lease_ms=lease_ms,
+                                              stale_ms=stale_ms)
+        now = time.monotonic()
+        down = {k for k, name in enumerate(names) if self._down.get(name, 0.0) > now}
+        picked = subpools.pair(count, self._rng, down)
+        totals = await asyncio.gather(*(self.totals(names[k]) for k in picked), return_exceptions=True)
+        for k, answer in zip(picked, totals):
+            if isinstance(answer, errors.RedisUnavailable):
+                self._trip(names[k])
+            elif isinstance(answer, BaseException):
+                raise answer
+        readable = [t if isinstance(t, subpools.Totals) else None for t in totals]
+        busy: list[choice.Busy] = []
+        unavailable: errors.RedisUnavailable | None = None
+        for k in subpools.order(count, picked, readable, mode, self._rng, down):
+            try:
+                answer = await self.place(names[k], session_id, exclude, mode, lease_ms=lease_ms, stale_ms=stale_ms)
+            except errors.RedisUnavailable as exc:
+                self._trip(names[k])
+                unavailable = exc
+                continue
+            if isinstance(answer, choice.Placed):
+                return names[k], answer
+            busy.append(answer)
+        if busy:
+            return pool, subpools.merge_busy(busy)
+        raise unavailable or errors.RedisUnavailable(f"every sub-pool of {pool} is on a shard that did not answer")
+
+    def _trip(self, subpool: str) -> None:
+        self._down[subpool] = time.monotonic() + timing.SHARD_BREAKER_MS / 1000
+
+    async def totals(self, pool: str) -> subpools.Totals:
+        """The pool's (or sub-pool's) slots, sessions and leases, from its index: one `HMGET`, O(1)."""
+        return subpools.Totals.of(await self._run(self._redis.hmget(keys.pool_keys(pool).totals, subpools.FIELDS)))
 
     async def unreserve(self, pool: str, pod: str, session_id: str) -> bool:
         """Give back a reservation the gateway could not use (connect failed); returns whether it was held."""
@@ -203,7 +268,7 @@ class PlacementClient:
     async def snapshot(self, pool: str) -> snapshot.Snapshot:
         """The pool at one Redis instant, stale members included (see `Snapshot.fresh`)."""
         k = keys.pool_keys(pool)
-        reply = await self._run(self._snapshot(keys=[k.members], args=[k.pod_prefix, k.resv_prefix]))
+        reply = await self._send(_Call(self._snapshot, [k.members], [k.pod_prefix, k.resv_prefix]))
         return snapshot.Snapshot(now_ms=reply[0], members=_members(reply[1:]))
 
     async def summary(self, pool: str, candidates: int = SUMMARY_CANDIDATES,
@@ -214,8 +279,7 @@ class PlacementClient:
         slots exact, `degraded` counts degraded pods with room, the worst tick p99 is the candidates'),
         `members` are enough for fail-open placement (platform §7.12) without reading every pod."""
         k = keys.pool_keys(pool)
-        reply = await self._run(self._summary(keys=k.index, args=[k.pod_prefix, k.resv_prefix, stale_ms,
-                                                                  candidates]))
+        reply = await self._send(_Call(self._summary, k.index, [k.pod_prefix, k.resv_prefix, stale_ms, candidates]))
         members = _members(reply[2:])
         capacity, active, engines, reserved, draining, draining_active, degraded = reply[1]
         totals = load.PoolLoad(
@@ -229,6 +293,13 @@ class PlacementClient:
 
     # --- the edge -------------------------------------------------------------------------------------
 
+    async def load_scripts(self) -> None:
+        """Load every script on the server (every primary of a cluster), for a caller that sends
+        `Batch.commands` as `EVALSHA` on its own connections."""
+        for script in (self._heartbeat, self._settle, self._drain, self._remove, self._place, self._snapshot,
+                       self._summary):
+            await self._run(self._redis.script_load(script.script))
+
     def batch(self) -> Batch:
         """Engine-side writes queued here and sent in one round trip, applied in order."""
         return Batch(self)
@@ -241,9 +312,21 @@ class PlacementClient:
         return await self._send(self._settle_call(pool, pod, session_id, active)) == 1
 
     async def _send(self, call: _Call) -> Any:
-        return await self._run(call.script(keys=call.keys, args=call.args))
+        return await self._run(self._eval(call))
+
+    async def _eval(self, call: _Call) -> Any:
+        if not self._cluster:
+            return await call.script(keys=call.keys, args=call.args)
+        # redis-py loads a missing script on every primary, which fails while any shard is down: a
+        # script the shard lacks (it restarted, or never ran it) goes as EVAL to that shard alone
+        try:
+            return await self._redis.evalsha(call.script.sha, len(call.keys), *call.keys, *call.args)
+        except redis.exceptions.NoScriptError:
+            return await self._redis.eval(call.script.script, len(call.keys), *call.keys, *call.args)
 
     async def _send_all(self, calls: list[_Call]) -> list[Any]:
+        if self._cluster:  # a cluster pipeline refuses scripts: one call after another, in order
+            return [await self._send(call) for call in calls]
         pipe = self._redis.pipeline(transaction=False)
         for call in calls:
             await call.script(keys=call.keys, args=call.args, client=pipe)  # queued, not sent

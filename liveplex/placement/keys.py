@@ -3,7 +3,9 @@
 A pool is one LiveEngine, named `<namespace>/<name>`. Every key of a pool carries the hash tag
 `{<namespace>/<name>}`, so a pool lives in one Redis Cluster slot and its scripts stay single-slot;
 the scripts build per-pod keys from the `pod_prefix` and `resv_prefix` given here, never by
-formatting names themselves. `le:routes` is the one global key.
+formatting names themselves. `le:routes` is the one global key. A pool split over Redis Cluster
+shards (`subpools`) has sub-pools `<namespace>/<name>:<k>`, each a pool of its own to every script
+(its own tag `{<namespace>/<name>:<k>}`; a colon is in no Kubernetes name, so no pool is mistaken for one).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ ROUTES = "le:routes"
 # Kubernetes names: a namespace is a DNS-1123 label, a LiveEngine or pod name a DNS-1123 subdomain.
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+_SUBPOOL = re.compile(r"0|[1-9][0-9]{0,3}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +93,16 @@ class PoolKeys:
         return self.resv_prefix + check_pod(pod)
 
 
+def subpool(pool: str, k: int) -> str:
+    """The name of sub-pool `k` of `pool`: `<namespace>/<name>:<k>`."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise errors.InvalidName("subpool", k, "a sub-pool is numbered from 0")
+    return pool_keys(f"{pool_keys(pool).name}:{k}").name
+
+
 def pool_keys(pool: str) -> PoolKeys:
-    """The keys of `pool` (`<namespace>/<name>`); raises `InvalidName` (param `pool`) for any other shape."""
+    """The keys of `pool` (`<namespace>/<name>`, or a sub-pool `<namespace>/<name>:<k>`); raises
+    `InvalidName` (param `pool`) for any other shape."""
     if not isinstance(pool, str):
         raise errors.InvalidName("pool", pool, "a pool is named <namespace>/<name>")
     return _checked(pool)
@@ -103,6 +114,9 @@ def _checked(pool: str) -> PoolKeys:
     if pool.count("/") != 1:
         raise errors.InvalidName("pool", pool, "a pool is named <namespace>/<name>")
     namespace, name = pool.split("/")
+    name, colon, k = name.partition(":")
+    if colon and not _SUBPOOL.fullmatch(k):
+        raise errors.InvalidName("pool", pool, "a sub-pool is <namespace>/<name>:<k>, k a number from 0")
     if not _LABEL.fullmatch(namespace):
         raise errors.InvalidName("pool", pool, "the namespace must be a DNS-1123 label (a-z, 0-9, '-', at most 63)")
     if not _SUBDOMAIN.fullmatch(name):

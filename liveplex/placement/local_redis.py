@@ -13,6 +13,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 
 import redis
 
@@ -28,8 +29,10 @@ class LocalRedis:
     """One redis-server process; `start` and `stop` may repeat, the port stays once chosen."""
 
     def __init__(self, executable: str = "redis-server", port: int | None = None,
-                 ready_timeout_s: float = 10.0) -> None:
+                 ready_timeout_s: float = 10.0, options: tuple[str, ...] = ()) -> None:
+        """`options`: more redis-server arguments (`LocalCluster`'s cluster mode)."""
         self.executable = executable
+        self.options = options
         self.port = port
         self.ready_timeout_s = ready_timeout_s
         self._fixed_port = port is not None
@@ -94,7 +97,7 @@ class LocalRedis:
         log = pathlib.Path(self._dir.name) / "redis.log"
         self._process = subprocess.Popen(
             [self.executable, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self._dir.name, "--logfile", str(log), "--daemonize", "no"],
+             "--dir", self._dir.name, "--logfile", str(log), "--daemonize", "no", *self.options],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=0.2, socket_connect_timeout=0.2)
@@ -118,6 +121,81 @@ class LocalRedis:
         self._process.wait()
         self._process = None
         raise LocalRedisError(f"redis-server on port {self.port}: no answer in {self.ready_timeout_s} s: {_tail(log)}")
+
+
+CLUSTER_OPTIONS = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                   "--cluster-require-full-coverage", "no", "--cluster-node-timeout", "1000")
+"""A shard that dies leaves the others serving their own slots (placement goes on in their sub-pools)."""
+
+
+class LocalCluster:
+    """A Redis Cluster of `shards` masters (no replicas) on loopback ports, for tests and the bench.
+
+    Each shard is a `LocalRedis` in cluster mode; the 16,384 slots are split evenly (`CLUSTER
+    ADDSLOTSRANGE`), the nodes `CLUSTER MEET` the first, and `start` returns once every node reports
+    `cluster_state:ok` and knows every shard. `shards[i].stop()` plays "a shard died"."""
+
+    def __init__(self, shards: int = 3, ready_timeout_s: float = 30.0) -> None:
+        if shards < 1:
+            raise LocalRedisError("a cluster has at least one shard")
+        self.shards = [LocalRedis(ready_timeout_s=ready_timeout_s, options=CLUSTER_OPTIONS) for _ in range(shards)]
+        self.ready_timeout_s = ready_timeout_s
+
+    @property
+    def url(self) -> str:
+        """A node to start from (any would do: the client learns the rest)."""
+        return self.shards[0].url.removesuffix("/0")
+
+    def start(self) -> str:
+        try:
+            for shard in self.shards:
+                shard.start()
+            self._form()
+        except BaseException:
+            self.stop()
+            raise
+        return self.url
+
+    def stop(self) -> None:
+        for shard in self.shards:
+            shard.stop()
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def _form(self) -> None:
+        step = 16384 // len(self.shards)
+        clients = [redis.Redis(host="127.0.0.1", port=s.port, socket_timeout=2, decode_responses=True)
+                   for s in self.shards]
+        try:
+            for i, client in enumerate(clients):  # every pair meets: no waiting for gossip to introduce them
+                for shard in self.shards[i + 1:]:
+                    client.execute_command("CLUSTER", "MEET", "127.0.0.1", shard.port)
+            self._until(lambda: all(_info(c)["cluster_known_nodes"] == str(len(clients)) for c in clients))
+            for i, client in enumerate(clients):  # known to each other first: the slots then spread at once
+                last = 16383 if i == len(clients) - 1 else (i + 1) * step - 1
+                client.execute_command("CLUSTER", "ADDSLOTSRANGE", i * step, last)
+            self._until(lambda: all(_info(c)["cluster_state"] == "ok" and _info(c)["cluster_slots_assigned"] == "16384"
+                                    for c in clients))
+        finally:
+            for client in clients:
+                client.close()
+
+    def _until(self, formed: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + self.ready_timeout_s
+        while not formed():
+            if time.monotonic() > deadline:
+                raise LocalRedisError(f"the cluster did not form in {self.ready_timeout_s} s")
+            time.sleep(0.02)
+
+
+def _info(client: redis.Redis) -> dict[str, str]:
+    text = client.execute_command("CLUSTER", "INFO")
+    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
 
 
 def _free_port() -> int:

@@ -24,3 +24,7 @@ CIRCUIT_BREAKER_MS = 10_000
 
 SNAPSHOT_MAX_AGE_MS = 5_000
 """Fail-open (platform §7.12): the oldest snapshot a gateway may still place from while Redis is down."""
+
+SHARD_BREAKER_MS = 2_000
+"""How long a gateway leaves a sub-pool out of its choices after its shard did not answer (`subpools`):
+a dead shard costs one failed call per sub-pool per window, not one per placement."""

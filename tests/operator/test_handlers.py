@@ -9,7 +9,7 @@ from typing import Any
 import kopf
 import pytest
 
-from liveplex.operator import KubeError, PoolLoad, Ref, handlers, names
+from liveplex.operator import KubeError, PoolLoad, Ref, deletion_cost, handlers, names
 from liveplex.operator.metrics import OperatorMetrics
 from liveplex.operator.settings import OperatorSettings
 from tests.operator import objects
@@ -123,7 +123,7 @@ async def _serving(client: FakeKubeClient) -> None:
 async def test_the_timer_writes_status_and_then_nothing_while_nothing_changes() -> None:
     client = FakeKubeClient()
     await _serving(client)
-    loads = FakeLoads({"voice/pp": PoolLoad(active=3, capacity=64, pods={"pp-a": 2, "pp-b": 1})})
+    loads = FakeLoads({"voice/pp": PoolLoad(active=3, capacity=64, emptiest={"pp-a": 2, "pp-b": 1})})
     ctx = _ctx(client, loads, FakeRoutes())
     first = await _roll_up(ctx, _pp(replicas=2))
     status = first["status"]
@@ -131,22 +131,57 @@ async def test_the_timer_writes_status_and_then_nothing_while_nothing_changes() 
     assert not await _roll_up(ctx, _pp(replicas=2) | {"status": dict(status)})
 
 
-async def test_the_timer_writes_deletion_costs_only_when_they_change() -> None:
+async def test_the_timer_marks_the_emptiest_pod_and_writes_only_changes() -> None:
     client = FakeKubeClient()
     await _serving(client)
-    loads = FakeLoads({"voice/pp": PoolLoad(active=3, capacity=64, pods={"pp-a": 2, "pp-b": 1})})
+    loads = FakeLoads({"voice/pp": PoolLoad(active=3, capacity=64, emptiest={"pp-a": 2, "pp-b": 1})})
     ctx = _ctx(client, loads)
     await _roll_up(ctx, _pp(replicas=2))
     costs = {ref.name: o["metadata"]["annotations"].get(names.DELETION_COST)
              for ref, o in client.objects.items() if ref.kind == "Pod"}
-    assert costs == {"pp-a": "2", "pp-b": "1"}
+    assert costs == {"pp-a": None, "pp-b": str(1 - deletion_cost.OFFSET)}, "of two pods, one is the candidate"
     writes = len(client.writes)
     await _roll_up(ctx, _pp(replicas=2))
     assert len(client.writes) == writes
-    loads.loads["voice/pp"] = PoolLoad(active=2, capacity=64, pods={"pp-a": 2})
+    loads.loads["voice/pp"] = PoolLoad(active=2, capacity=64, emptiest={"pp-a": 0, "pp-b": 2})
     await _roll_up(ctx, _pp(replicas=2))
-    assert len(client.writes) == writes + 1
-    assert client.objects[Ref("v1", "Pod", "voice", "pp-b")]["metadata"]["annotations"][names.DELETION_COST] == "0"
+    assert len(client.writes) == writes + 2
+    annotations = {ref.name: o["metadata"]["annotations"] for ref, o in client.objects.items() if ref.kind == "Pod"}
+    assert annotations["pp-a"][names.DELETION_COST] == str(-deletion_cost.OFFSET)
+    assert names.DELETION_COST not in annotations["pp-b"]
+
+
+async def test_deletion_cost_patches_stay_within_the_operator_wide_budget() -> None:
+    client = FakeKubeClient()
+    await _serving(client)
+    loads = FakeLoads({"voice/pp": PoolLoad(active=0, capacity=64, emptiest={"pp-a": 2, "pp-b": 1})})
+    ctx = handlers.Context(settings=SETTINGS, client=client, loads=loads, clock=lambda: NOW,
+                           deletion_budget=deletion_cost.Budget(rate_per_s=1, burst=1))
+    for pod in ("pp-a", "pp-b"):  # a stale mark to remove (pp-a) and one to rewrite (pp-b): two patches wanted
+        client.objects[Ref("v1", "Pod", "voice", pod)]["metadata"]["annotations"][names.DELETION_COST] = "9"
+    await _roll_up(ctx, _pp(replicas=2))
+    patched = [ref.name for kind, ref, _ in client.writes if ref.kind == "Pod"]
+    assert patched == ["pp-a"], "one patch a second, the stale mark of a non-candidate first"
+
+
+async def test_routes_are_resolved_once_per_interval_for_every_live_engine() -> None:
+    client = FakeKubeClient()
+    bodies = [client.put(objects.liveengine(objects.sim_spec(model={"name": "m", "servedModels": [f"m{i}"]}),
+                                            name=f"pp{i}")) for i in range(5)]
+    lists = 0
+    listing = client.list
+
+    async def counted(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        nonlocal lists
+        lists += args[1] == names.KIND
+        return await listing(*args, **kwargs)
+
+    client.list = counted  # type: ignore[method-assign]
+    routes = FakeRoutes()
+    ctx = _ctx(client, FakeLoads(), routes)
+    for body in bodies:
+        await _roll_up(ctx, body)
+    assert lists == 1 and routes.writes == 1 and len(routes.routes) == 5
 
 
 async def test_the_timer_routes_models_and_the_younger_claimant_gets_route_conflict() -> None:

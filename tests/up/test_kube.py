@@ -24,6 +24,8 @@ from tests.support.clients import StampedCall
 pytestmark = pytest.mark.timeout(240)
 
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+EMPTIEST, ONE_SESSION = str(0 - 1_000_000), str(1 - 1_000_000)
+"""The operator marks a pool's emptiest pods with their sessions minus 1,000,000 (operator/deletion_cost)."""
 START = {"type": "session.start", "event_id": "s1", "session": {"model": "gpt-live-1"}}
 ENGINE = """apiVersion: live.liveplex.io/v1alpha1
 kind: LiveEngine
@@ -73,7 +75,7 @@ class Kube:
         return out
 
     def costed(self, name: str, cost: str) -> set[str]:
-        """Ready pods whose `pod-deletion-cost` annotation is `cost` (their active sessions)."""
+        """Ready pods whose `pod-deletion-cost` annotation is `cost`."""
         return {p["metadata"]["name"] for p in self.ready_pods(name)
                 if p["metadata"].get("annotations", {}).get(DELETION_COST) == cost}
 
@@ -139,14 +141,17 @@ def test_kubectl_drives_liveengines_that_the_gateway_places_sessions_on(redis_ur
             kube.kubectl("scale", "le/sim", "--replicas=3")
             platform.eventually(lambda: len(kube.ready_pods("sim")) == 3, "three ready pods", deadline_s=60)
             second = await started(kube.gateway)  # spread: onto an empty pod, so two pods are busy
-            platform.eventually(lambda: len(kube.costed("sim", "1")) == 2, "the busy pods' deletion cost",
+            # the two emptiest of three pods are marked, the idle one first (0 sessions) and a busy one
+            platform.eventually(lambda: len(kube.costed("sim", EMPTIEST)) == 1
+                                and len(kube.costed("sim", ONE_SESSION)) == 1, "the emptiest pods' deletion cost",
                                 deadline_s=30)
-            busy = kube.costed("sim", "1")
+            busy = kube.pod_names("sim") - kube.costed("sim", EMPTIEST)
             kube.kubectl("scale", "le/sim", "--replicas=2")  # platform §5: the emptiest pod goes
             platform.eventually(lambda: kube.pod_names("sim") == busy, "the emptiest pod removed", deadline_s=60)
             third = await started(kube.gateway)  # now 2 + 1 sessions on the two pods
-            platform.eventually(lambda: sorted(kube.costs("sim").values()) == ["1", "2"], "costs 1 and 2",
-                                deadline_s=30)
+            platform.eventually(lambda: list(kube.costs("sim").values()) == [ONE_SESSION]  # not a stale mark:
+                                and list(kube.pod_sessions(kube.costs("sim")).values()) == [1],  # its pod has one
+                                "of two pods, the one with one session marked", deadline_s=30)
             kube.kubectl("scale", "le/sim", "--replicas=1")  # the pod with one session drains: its call moves
             platform.eventually(lambda: len(kube.pod_names("sim")) == 1, "the drained pod gone once its call moved",
                                 deadline_s=30)
