@@ -7,8 +7,8 @@ import sys
 
 ENGINE_SIDE = ("liveplex.engine_pod", "liveplex.personaplex", "liveplex.sim_pod", "liveplex.live.channel",
                "liveplex.live.caller_audio", "liveplex.live.outputs", "liveplex.live.submissions",
-               "liveplex.live.by_hand", "liveplex.live.drive", "liveplex.live.runner", "liveplex.live.jitter", "liveplex.live.line",
-               "liveplex.live.pulse", "torch")
+               "liveplex.live.by_hand", "liveplex.live.drive", "liveplex.live.runner", "liveplex.live.jitter",
+               "liveplex.live.line", "liveplex.live.pulse", "torch")
 PLATFORM_SIDE = ("liveplex.gateway.app", "liveplex.gateway.cli", "liveplex.placement", "liveplex.operator.cli",
                  "liveplex.operator.handlers")
 
