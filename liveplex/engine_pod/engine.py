@@ -553,9 +553,9 @@ class PersonaPlexEngine:
             raise errors.state(("header", "state", "detok_pending"), "is not hex") from None
         jitter = self._jitter()
         Line.restore(jitter, self._info.max_frames, h)
-        return self._rebuild(sub, h.header.voice, first, history, tokens, _Resume(
-            jitter, h.header.frames, pos, history, None, tokens, codec,  # type: ignore[arg-type]
-            (pending, h.scalar("detok_started", bool)), waiting, h.scalar("loaded", int), h.scalar("said", int)))
+        return self._rebuild(sub, h.header.voice, first, history, tokens, jitter=jitter, ran=h.header.frames,
+                             codec=codec, detok=(pending, h.scalar("detok_started", bool)), waiting=waiting,
+                             loaded=h.scalar("loaded", int), said=h.scalar("said", int))
 
     def _record_of(self, sub: channel.LiveSubmission, rec: record.Record) -> _Waiting:
         """Check a resume record (its pod was lost) against this engine and lay it out; raises
@@ -581,17 +581,18 @@ class PersonaPlexEngine:
         jitter = self._jitter()
         if not 0 <= rec.frames < self._info.max_frames:
             raise errors.state(("header", "frames"), f"is {rec.frames}, outside 0..{self._info.max_frames - 1}")
-        return self._rebuild(sub, h.header.voice, first, history, tokens, _Resume(
-            jitter, rec.frames, pos, history, None, tokens, None, (b"", True), [], 0, 0))  # type: ignore[arg-type]
+        return self._rebuild(sub, h.header.voice, first, history, tokens, jitter=jitter, ran=rec.frames,
+                             codec=None, detok=(b"", True), waiting=[], loaded=0, said=0)
 
     def _jitter(self) -> Jitter:
         s = self._settings
         return Jitter(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames)
 
     def _rebuild(self, sub: channel.LiveSubmission, voice: str, first: int, history: np.ndarray,
-                 tokens: dict[str, np.ndarray], resume: _Resume) -> _Waiting:
+                 tokens: dict[str, np.ndarray], *, jitter: Jitter, ran: int, codec: list[np.ndarray] | None,
+                 detok: tuple[bytes, bool], waiting: list[list[int]], loaded: int, said: int) -> _Waiting:
         """Check what an import or a record says the session fed and holds, and lay it out as a
-        newcomer whose prompt is its history (`resume.replay` and `.history` are filled in here).
+        newcomer whose prompt is its history (the rest of its state, `_Resume`, as given).
 
         Every id the device will embed is range-checked here: a bad one would fault the tick, and
         a tick fault ends every session (D9)."""
@@ -614,7 +615,8 @@ class PersonaPlexEngine:
         pre = max(0, min(pos, C - 1) - prefix.frames)
         layout = prompt.Prompt(torch.empty(prefix.frames, 0), torch.from_numpy(columns[:pre].astype(np.int64)), 0,
                                prefix.frames + pre, torch.from_numpy(columns[-1].astype(np.int64)))
-        resume = dataclasses.replace(resume, replay=columns[pre:], history=History(first, history, C))
+        resume = _Resume(jitter, ran, pos, columns[pre:], History(first, history, C), tokens, codec, detok,
+                         waiting, loaded, said)
         return _Waiting(sub, layout, prefix, 0, resume=resume)
 
     def _checkpoint(self, r: _Running, row: np.ndarray) -> None:
