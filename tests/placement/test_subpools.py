@@ -87,9 +87,8 @@ async def test_place_among_falls_back_until_every_sub_pool_is_full(client: Place
         await client.heartbeat(sub, pod, PodRecord("10.0.0.1:8000", 2, 0), ttl_ms=60_000)
     placed: dict[str, int] = {}
     for n in range(18):
-        sub, answer = await client.place_among("prod/pp", 3, f"s{n}")
-        assert isinstance(answer, Placed) and pods[answer.pod] == sub
+        answer = await client.place_among("prod/pp", 3, f"s{n}")
+        assert isinstance(answer, Placed) and pods[answer.pod] == answer.pool
         placed[answer.pod] = placed.get(answer.pod, 0) + 1
     assert placed == dict.fromkeys(pods, 2), "every slot used once, none twice"
-    pool, answer = await client.place_among("prod/pp", 3, "one-more")
-    assert (pool, answer) == ("prod/pp", Busy(18, 0, no_engines=False))
+    assert await client.place_among("prod/pp", 3, "one-more") == Busy(18, 0, no_engines=False)
