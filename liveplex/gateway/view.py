@@ -5,8 +5,8 @@ It holds the `PoolCatalog` the protocol validates starts against, each routed po
 pool's best candidates with its totals, `PlacementClient.summary_among`) with the
 monotonic time it was read: fail-open placement (platform §7.12) may choose among its candidates
 while it is younger than `snapshot_max_age_ms` and Redis is down, and `/live/stats` reads its totals.
-A refresh reads a constant amount whatever the pool's size (routes, the config, K candidates), a
-fraction of a millisecond, so it stays on the event loop. A refresh that fails keeps the previous
+A refresh reads a constant amount whatever the pool's size (routes, the config, K candidates per
+sub-pool), a fraction of a millisecond, so it stays on the event loop. A refresh that fails keeps the previous
 picture and counts a Redis error.
 """
 

@@ -28,7 +28,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
 
-from liveplex.placement import choice, errors, keys, load, record, snapshot, subpools, timing, url as urls
+from liveplex.placement import choice, errors, keys, load, record, snapshot, subpools, timing
+from liveplex.placement import url as urls
 
 T = TypeVar("T")
 

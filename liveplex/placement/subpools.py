@@ -143,5 +143,5 @@ def merge_summaries(parts: Sequence[snapshot.Snapshot]) -> snapshot.Snapshot:
                     for p in parts for m in p.members)
     totals = [load.PoolLoad.of(p) for p in parts]
     summed = load.PoolLoad(*(sum(getattr(t, f.name) for t in totals) for f in dataclasses.fields(load.PoolLoad)))
-    return snapshot.Snapshot(now_ms=now, members=members,
-                             load=dataclasses.replace(summed, worst_tick_p99_us=max(t.worst_tick_p99_us for t in totals)))
+    worst = max(t.worst_tick_p99_us for t in totals)
+    return snapshot.Snapshot(now_ms=now, members=members, load=dataclasses.replace(summed, worst_tick_p99_us=worst))

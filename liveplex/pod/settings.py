@@ -123,7 +123,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     return PodSettings(
         model_aliases=tuple(args.model_alias) if args.model_alias else default_of(PodSettings, "model_aliases"),
         voice_dir=args.voice_dir, builtin_voices=builtin, redis_url=redis_url, pool=args.pool,
-        subpools=args.subpools,        advertise=args.advertise, pod_name=args.pod_name, drain_deadline_s=args.drain_deadline_s,
+        subpools=args.subpools, advertise=args.advertise, pod_name=args.pod_name,
+        drain_deadline_s=args.drain_deadline_s,
         lateness_budget_ms=args.lateness_budget_ms, pace_lead_ms=args.pace_lead_ms,
         pace_spread_ms=args.pace_spread_ms,
     )

@@ -67,7 +67,8 @@ def test_sessions_spread_over_two_sub_pools_and_a_refused_dial_gives_back_its_ow
         def pod(name: str, *flags: str) -> None:
             stack.enter_context(pods.subprocess_pod("--redis-url", url, "--pool", POOL, "--subpools", str(COUNT),
                                                     "--pod-name", name, "--max-sessions", "1",
-                                                    "--lateness-budget-ms", "1000", *flags, log=tmp_path / f"{name}.log"))
+                                                    "--lateness-budget-ms", "1000", *flags,
+                                                    log=tmp_path / f"{name}.log"))
 
         pod(a)
         pod(b)

@@ -7,8 +7,19 @@ import zlib
 
 import pytest
 
-from liveplex.placement import (Busy, InvalidName, Member, Mode, Placed, PlacementClient, PodRecord, PoolLoad, Snapshot,
-                                pool_keys, subpools)
+from liveplex.placement import (
+    Busy,
+    InvalidName,
+    Member,
+    Mode,
+    Placed,
+    PlacementClient,
+    PodRecord,
+    PoolLoad,
+    Snapshot,
+    pool_keys,
+    subpools,
+)
 from liveplex.placement.keys import subpool
 from liveplex.placement.subpools import Totals
 
@@ -94,7 +105,8 @@ async def test_place_among_falls_back_until_every_sub_pool_is_full(client: Place
     assert placed == dict.fromkeys(pods, 2), "every slot used once, none twice"
     assert await client.place_among("prod/pp", 3, "one-more") == Busy(18, 0, no_engines=False)
     summary = await client.summary_among("prod/pp", 3)  # what the gateway's refresh and the operator read
-    assert summary.load is not None and (summary.load.capacity, summary.load.reserved, summary.load.fresh) == (18, 18, 9)
+    assert summary.load is not None
+    assert (summary.load.capacity, summary.load.reserved, summary.load.fresh) == (18, 18, 9)
     assert summary.members == (), "no candidate has room"
 
 
