@@ -152,7 +152,8 @@ def extract(archive: Path, kind: str, into: Path) -> Path:
             with zipfile.ZipFile(archive) as z:
                 bad = [name for name in z.namelist() if outside(name)]
                 if bad:
-                    raise FetchError("bad_archive", "source", f"members {bad[:3]} land outside the checkpoint directory")
+                    raise FetchError("bad_archive", "source",
+                                     f"members {bad[:3]} land outside the checkpoint directory")
                 z.extractall(into)
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
         raise FetchError("bad_archive", "source", f"cannot unpack the archive: {exc}") from exc
@@ -286,10 +287,10 @@ def _locked(lock: Path, timeout_s: float, progress: Progress) -> Iterator[None]:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
-            except BlockingIOError:
+            except BlockingIOError as busy:
                 if time.monotonic() >= deadline:
-                    raise FetchError("lock_timeout", "--lock-timeout-s",
-                                     f"{lock} stayed locked for {timeout_s:g} s (another pod still downloading?)")
+                    raise FetchError("lock_timeout", "--lock-timeout-s", f"{lock} stayed locked for {timeout_s:g} s "
+                                     "(another pod still downloading?)") from busy
                 if not said:
                     progress(f"waiting for {lock}: another pod is fetching into this volume")
                     said = True

@@ -19,7 +19,7 @@ import uvicorn
 
 from liveplex.emulator import certs, kubeconfig
 from liveplex.emulator.apiserver import auth, kinds, routes, storage
-from liveplex.emulator.controllers import loops
+from liveplex.emulator.controllers import loops, projection
 from liveplex.emulator.controllers.kubelet import Kubelet
 
 NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -46,7 +46,7 @@ class Emulator:
         self.tokens = auth.Tokens()
         self.kubelet = Kubelet(self.store, self.state_dir, NODE, runtime) if kubelet else None
         self.api = routes.Api(self.store, self.kubelet.logs if self.kubelet else None, self.tokens)
-        self._accounts: dict[tuple[str, str], Path] = {}
+        self._accounts: dict[tuple[str, str], str] = {}
         self.pki: certs.Pki | None = None
         self._controllers = loops.Controllers(self.store) if controllers else None
         self._server: _Server | None = None
@@ -74,8 +74,8 @@ class Emulator:
         if self._controllers is not None:
             self._controllers.start()
         if self.kubelet is not None:
-            self.kubelet.service_account = self.service_account
-            self.kubelet.start()
+            self.kubelet.credentials = self.credentials
+            self.kubelet.start(("127.0.0.1", port))
         return self.url
 
     async def stop(self, grace_s: float = 5.0) -> None:
@@ -108,18 +108,14 @@ class Emulator:
     def write_kubeconfig(self, path: str | os.PathLike[str], namespace: str = "default") -> Path:
         return kubeconfig.write_kubeconfig(path, self.url, self.tokens.admin, namespace, self.ca_file.read_bytes())
 
-    def service_account(self, pod: dict) -> dict[str, str]:
-        """The env a pod's containers get in place of a projected ServiceAccount token: `KUBECONFIG`
-        naming a kubeconfig with a token of the pod's ServiceAccount, so its rights are RBAC's."""
-        namespace = pod["metadata"]["namespace"]
-        account = pod["spec"].get("serviceAccountName") or "default"
-        path = self._accounts.get((namespace, account))
-        if path is None:
-            path = kubeconfig.write_kubeconfig(
-                self.state_dir / "serviceaccounts" / namespace / f"{account}.kubeconfig", self.url,
-                self.tokens.issue(namespace, account), namespace, self.ca_file.read_bytes()).resolve()
-            self._accounts[namespace, account] = path
-        return {"KUBECONFIG": str(path)}
+    def credentials(self, namespace: str, account: str) -> projection.Credentials:
+        """A token of ServiceAccount `namespace/account` (one per account, issued on first use) and how to
+        reach this server: what the kubelet projects into that account's pods, so their rights are RBAC's."""
+        token = self._accounts.get((namespace, account))
+        if token is None:
+            token = self._accounts[namespace, account] = self.tokens.issue(namespace, account)
+        host, port = self.api.address.rsplit(":", 1)
+        return projection.Credentials(token, namespace, self.ca_file.read_bytes(), host, int(port))
 
     def _seed(self) -> None:
         registry = self.store.registry

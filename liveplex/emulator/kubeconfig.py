@@ -16,9 +16,13 @@ CLUSTER = "liveplex-emulator"
 """The cluster, user and context name in every kubeconfig the emulator writes."""
 
 
-def render(url: str, token: str, namespace: str = "default", ca_pem: bytes = b"") -> str:
+def render(url: str, token: str, namespace: str = "default", ca_pem: bytes = b"", ca_file: str = "") -> str:
+    """`ca_pem` goes inline (certificate-authority-data); `ca_file` names a file instead, which is what a
+    pod's kubeconfig needs: the official client writes inline data to a temporary file, and a pod's
+    root filesystem may be read-only."""
     q = json.dumps
-    authority = f", certificate-authority-data: {q(base64.b64encode(ca_pem).decode())}" if ca_pem else ""
+    authority = (f", certificate-authority: {q(ca_file)}" if ca_file else
+                 f", certificate-authority-data: {q(base64.b64encode(ca_pem).decode())}" if ca_pem else "")
     return "\n".join([
         "apiVersion: v1",
         "kind: Config",
@@ -38,13 +42,13 @@ def render(url: str, token: str, namespace: str = "default", ca_pem: bytes = b""
 
 
 def write_kubeconfig(path: str | os.PathLike[str], url: str, token: str, namespace: str = "default",
-                     ca_pem: bytes = b"") -> Path:
+                     ca_pem: bytes = b"", ca_file: str = "") -> Path:
     """Write the kubeconfig for `url`, `token` and the server's CA to `path` (mode 0600, like kubectl's
     own); returns the path."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")  # renamed into place: a reader never sees half of it
-    partial.write_text(render(url, token, namespace, ca_pem))
+    partial.write_text(render(url, token, namespace, ca_pem, ca_file))
     partial.chmod(0o600)
     partial.replace(out)
     return out

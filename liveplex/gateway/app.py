@@ -17,7 +17,7 @@ from liveplex.placement import PoolLoad
 
 def create_app(gateway: Gateway) -> server_app.ByListener:
     front = gateway.front
-    registry = exposition.registry(GatewayCollector(gateway.stats, front.stats))
+    registry = exposition.registry(GatewayCollector(gateway.stats, front.stats, lambda: gateway.view.catalog.pools()))
 
     def loads() -> dict[str, PoolLoad]:
         return {pool: PoolLoad.of(snap) for pool, (snap, _) in gateway.view.snapshots.items()}

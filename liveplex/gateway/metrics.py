@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from liveplex.gateway import relay, upstream
-from liveplex.gateway.stats import GatewayStats
+from liveplex.gateway.stats import PLACEMENT_RESULTS, ROOM_REFUSALS, GatewayStats
 from liveplex.gptlive.server.exposition import histogram
 from liveplex.gptlive.server.stats import FrontStats
 
@@ -20,15 +20,19 @@ MOVE_RESULTS: dict[str, int] = {"moved": 0, "stayed": 0, "lost": 0, "resumed": 0
 
 
 class GatewayCollector(Collector):
-    def __init__(self, stats: GatewayStats, front: FrontStats) -> None:
+    """`pools`: the pools the gateway routes to now, whose per-pool series are exported from 0."""
+
+    def __init__(self, stats: GatewayStats, front: FrontStats, pools: Callable[[], Iterable[str]] = tuple) -> None:
         self._stats = stats
         self._front = front
+        self._pools = pools
 
     def collect(self) -> Iterator[Metric]:
         s = self._stats
+        pools = tuple(self._pools())
         active = GaugeMetricFamily("liveplex_gateway_sessions_active", "Sessions being relayed.",
                                    labels=["liveengine"])
-        for pool, n in sorted(s.sessions_active.items()):
+        for pool, n in sorted({**dict.fromkeys(pools, 0), **s.sessions_active}.items()):
             active.add_metric([pool], n)
         yield active
         yield GaugeMetricFamily("liveplex_gateway_sockets_open", "Open client WebSockets.",
@@ -39,8 +43,10 @@ class GatewayCollector(Collector):
         yield histogram("liveplex_gateway_first_audio_seconds", "From session.start to the first relayed audio delta.",
                         self._front.first_audio_seconds)
         for name, doc, labels, counts in (
-            ("liveplex_gateway_placements", "Placement outcomes.", ["liveengine", "result"], s.placements),
-            ("liveplex_gateway_sessions_rejected", "Refused sessions by reason.", ["liveengine", "reason"], s.rejected),
+            ("liveplex_gateway_placements", "Placement outcomes.", ["liveengine", "result"],
+             {**{(p, r): 0 for p in pools for r in PLACEMENT_RESULTS}, **s.placements}),
+            ("liveplex_gateway_sessions_rejected", "Refused sessions by reason.", ["liveengine", "reason"],
+             {**{(p, r): 0 for p in pools for r in ROOM_REFUSALS}, **s.rejected}),
             # `upstream`, not `pod`: Prometheus' pod discovery sets `pod` (the gateway's own) on every series
             ("liveplex_gateway_upstream_connect_failures", "Failed upstream connects by engine pod.", ["upstream"],
              s.connect_failures),

@@ -14,6 +14,13 @@ PLACEMENT_BUCKETS_S: tuple[float, ...] = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.0
 """Time to place and connect a session, Redis and the upstream handshake included."""
 
 
+PLACEMENT_RESULTS = ("placed", "retry", "busy")
+"""`placements`' results, exported from 0 for every pool the gateway routes to."""
+ROOM_REFUSALS = ("server_busy", "no_engines")
+"""`rejected`'s reasons for want of room, exported from 0 likewise: a counter whose first scrape
+already holds its first events loses them from every `rate()`."""
+
+
 @dataclass(slots=True)
 class GatewayStats:
     """platform §9's gateway metrics, by label values."""

@@ -13,5 +13,6 @@ from tests.emulator.contract import REAL_CLUSTER
 from tests.emulator.test_admission import *  # noqa: F403
 from tests.emulator.test_auth import *  # noqa: F403
 from tests.emulator.test_crd_admission import *  # noqa: F403
+from tests.emulator.test_readiness_gates import *  # noqa: F403
 
 pytestmark = pytest.mark.skipif(not REAL_CLUSTER, reason="a real cluster: set KUBECONFIG and LIVEPLEX_E2E_CLUSTER=1")

@@ -76,13 +76,13 @@ def causes(status: dict) -> dict[str, list[str]]:
 
 
 class _Background:
-    """An emulator (API server and controllers, no kubelet) on an event loop in a thread."""
+    """An emulator (API server and controllers, the kubelet only where asked) on an event loop in a thread."""
 
-    def __init__(self, state: pathlib.Path) -> None:
+    def __init__(self, state: pathlib.Path, kubelet: bool = False) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.emulator = Emulator(state, kubelet=False)
+        self.emulator = Emulator(state, kubelet=kubelet)
         self.url = self.run(self.emulator.start())
 
     def run(self, coro: object) -> object:
@@ -134,6 +134,26 @@ def kube(contract_emulator: _Background | None) -> Iterator[Kube]:
     """The official client and a fresh namespace on the shared emulator (or the real cluster)."""
     with _namespaced(contract_emulator) as k:
         yield k
+
+
+IMAGE = os.environ.get("LIVEPLEX_E2E_IMAGE", "ghcr.io/liveplex/liveplex:0.1.0")
+"""What a contract test's pods run (`python3 -c ...`): the emulator runs any `liveplex` image as a
+local process; on a cluster, set it to a liveplex image the nodes can pull (docs/images.md)."""
+
+
+@pytest.fixture
+def kubelet_kube(tmp_path: pathlib.Path) -> Iterator[Kube]:
+    """As `kube`, on an emulator of its own whose kubelet runs the pods (the real cluster's nodes there)."""
+    if REAL_CLUSTER:
+        with _namespaced(None) as k:
+            yield k
+        return
+    background = _Background(tmp_path / "state", kubelet=True)
+    try:
+        with _namespaced(background) as k:
+            yield k
+    finally:
+        background.close()
 
 
 @pytest.fixture

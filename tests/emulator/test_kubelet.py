@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pathlib
+import socket
 from collections.abc import AsyncIterator
 
 import httpx
@@ -145,3 +147,122 @@ async def test_a_crashing_container_is_restarted_with_its_exit_code_recorded(kub
         return statuses and statuses[0]["restartCount"] >= 1 and statuses[0]
     status = await until(store, restarted, timeout=20)
     assert status["lastState"]["terminated"]["exitCode"] == 3
+
+
+WHO_AM_I = """
+import os, kubernetes
+print("KUBECONFIG" in os.environ, flush=True)
+kubernetes.config.load_kube_config()
+try:
+    kubernetes.client.CoreV1Api().list_namespaced_pod("default")
+except kubernetes.client.ApiException as exc:
+    print(exc.status, exc.body, flush=True)
+"""
+
+
+def _terminated_log(kube: Emulator, name: str) -> str | None:
+    pod = kube.store.get(kube.store.registry.by_key(kinds.POD_KEY), "default", name)
+    statuses = pod.get("status", {}).get("containerStatuses") or []
+    done = statuses and "terminated" in statuses[0]["state"]
+    return done and (kube.state_dir / "pods" / "default" / name / "c.log").read_text()
+
+
+async def test_a_process_pod_reaches_the_api_server_as_its_service_account_and_not_at_all_without_automount(
+        kube: Emulator, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
+    """The kubeconfig a process pod gets carries its ServiceAccount's token and the CA as a file (TLS
+    verified, nothing written out); `automountServiceAccountToken: false` gives none, not the host's."""
+    monkeypatch.setenv("KUBECONFIG", str(kube.write_kubeconfig(tmp_path / "admin.kubeconfig")))
+    store = kube.store
+    store.create(store.registry.by_key(kinds.SERVICE_ACCOUNT_KEY), "default", {"metadata": {"name": "bot"}})
+    store.create(store.registry.by_key("/serviceaccounts"), "default",
+                 {"metadata": {"name": "quiet"}, "automountServiceAccountToken": False})
+    podrt = store.registry.by_key(kinds.POD_KEY)
+    container = {"name": "c", "image": LIVEPLEX, "command": ["python", "-c", WHO_AM_I]}
+    store.create(podrt, "default", _pod("bot", container, serviceAccountName="bot", restartPolicy="Never"))
+    store.create(podrt, "default", _pod("quiet", container, serviceAccountName="quiet", restartPolicy="Never"))
+    log = await until(store, lambda: _terminated_log(kube, "bot"), timeout=30)
+    assert log.startswith("True\n403 ") and 'User \\"system:serviceaccount:default:bot\\" cannot list' in log, log
+    config = (kube.state_dir / "pods" / "default" / "bot" / "serviceaccount" / "kubeconfig").read_text()
+    assert "certificate-authority: " in config and "-data" not in config
+    quiet = await until(store, lambda: _terminated_log(kube, "quiet"), timeout=30)
+    assert quiet.startswith("False\n"), quiet
+
+
+def _step(name: str, code: int = 0) -> dict:
+    return {"name": name, "image": LIVEPLEX, "command": [
+        "python", "-c",
+        f"open('order.txt', 'a').write('{name}\\n'); print('{name} exits {code}'); raise SystemExit({code})"]}
+
+
+async def test_init_containers_run_in_order_to_completion_before_the_containers_and_fail_as_a_kubelet_reports(
+        kube: Emulator) -> None:
+    from liveplex.emulator.apiserver import tables
+
+    store = kube.store
+    podrt = store.registry.by_key(kinds.POD_KEY)
+    main = {"name": "main", "image": LIVEPLEX, "command": [
+        "python", "-c", "open('order.txt', 'a').write('main\\n'); import time; time.sleep(60)"]}
+    store.create(podrt, "default", {"metadata": {"name": "ordered"}, "spec": {
+        "initContainers": [_step("first"), _step("second")], "containers": [main],
+        "terminationGracePeriodSeconds": 1}})
+    store.create(podrt, "default", {"metadata": {"name": "failed"}, "spec": {
+        "initContainers": [{**_step("fails", 3), "terminationMessagePolicy": "FallbackToLogsOnError"}],
+        "containers": [main], "restartPolicy": "Never"}})
+    store.create(podrt, "default", {"metadata": {"name": "looping"}, "spec": {
+        "initContainers": [_step("fails", 1)], "containers": [main], "terminationGracePeriodSeconds": 1}})
+
+    def pod(name: str) -> dict:
+        return store.get(podrt, "default", name)
+
+    def conditions(name: str) -> dict[str, str]:
+        return {c["type"]: c["status"] for c in pod(name)["status"].get("conditions") or []}
+    await until(store, lambda: conditions("ordered").get("Ready") == "True", timeout=30)
+    ordered = pod("ordered")
+    order = kube.state_dir / "pods/default/ordered/order.txt"
+    async with asyncio.timeout(10):
+        while order.read_text().count("\n") < 3:  # Ready (no probe) may come before main's first line
+            await asyncio.sleep(0.05)
+    assert order.read_text() == "first\nsecond\nmain\n"
+    assert [(s["name"], s["state"]["terminated"]["reason"], s["ready"])
+            for s in ordered["status"]["initContainerStatuses"]] == [("first", "Completed", True),
+                                                                    ("second", "Completed", True)]
+    assert conditions("ordered")["Initialized"] == "True" and tables._pod_status(ordered, 0) == "Running"
+
+    failed = await until(store, lambda: pod("failed")["status"].get("phase") == "Failed" and pod("failed"))
+    terminated = failed["status"]["initContainerStatuses"][0]["state"]["terminated"]
+    assert terminated["exitCode"] == 3 and terminated["reason"] == "Error"
+    assert terminated["message"] == "fails exits 3\n"  # FallbackToLogsOnError: the log's tail
+    assert failed["status"]["containerStatuses"][0]["state"] == {"waiting": {"reason": "PodInitializing"}}
+    assert tables._pod_status(failed, 0) == "Init:Error" and conditions("failed")["Initialized"] == "False"
+    assert (kube.state_dir / "pods/default/failed/order.txt").read_text() == "fails\n"  # main never ran
+
+    looping = await until(store, lambda: (pod("looping")["status"].get("initContainerStatuses") or [{}])[0].get(
+        "restartCount", 0) >= 1 and pod("looping"), timeout=20)
+    assert tables._pod_status(looping, 0) == "Init:CrashLoopBackOff" and tables._restarts(looping, 0) >= 1
+    assert looping["status"]["phase"] == "Pending"
+    assert next(c for c in looping["status"]["conditions"] if c["type"] == "Initialized")["message"] == \
+        "containers with incomplete status: [fails]"
+
+
+async def test_a_pod_whose_port_a_host_process_holds_everywhere_waits_with_a_sandbox_event_and_then_starts(
+        kube: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    from liveplex.emulator.controllers import kubelet
+
+    monkeypatch.setattr(kubelet, "SANDBOX_RETRY_S", 0.2)
+    squatter = socket.socket()
+    squatter.bind(("0.0.0.0", 0))  # a host process listening on every address
+    squatter.listen()
+    port = squatter.getsockname()[1]
+    store = kube.store
+    podrt = store.registry.by_key(kinds.POD_KEY)
+    store.create(podrt, "default", _pod("squeezed", {"name": "c", "image": LIVEPLEX, "ports": [{"containerPort": port}],
+                                                     "command": ["python", "-c", "import time; time.sleep(60)"]},
+                                        terminationGracePeriodSeconds=1))
+    events = store.registry.by_key("/events")
+    failed = await until(store, lambda: [e for e in store.list(events, "default")[0]
+                                         if e["reason"] == "FailedCreatePodSandBox"])
+    assert f"no loopback address has ports [{port}] free" in failed[0]["message"]
+    assert not store.get(podrt, "default", "squeezed").get("status", {}).get("podIP")
+    squatter.close()
+    pod = await until(store, lambda: store.get(podrt, "default", "squeezed").get("status", {}).get("podIP"))
+    assert pod.startswith("127.0.")

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from liveplex.emulator.apiserver import kinds
+from liveplex.emulator.kubeconfig import write_kubeconfig
 from liveplex.operator import crd, names
 from tests.chart import render
 
@@ -115,8 +116,9 @@ def test_the_charts_rbac_is_enough_for_the_operator_and_each_rule_counts(
     kube.crds.create_custom_resource_definition(crd.render_crd())
     [account] = {o["metadata"]["name"] for o in render.render() if o["kind"] == "ServiceAccount"
                  and "operator" in o["metadata"]["name"]}
-    kubeconfig = kube.emulator.service_account({"metadata": {"namespace": render.NAMESPACE},
-                                                "spec": {"serviceAccountName": account}})["KUBECONFIG"]
+    creds = kube.emulator.credentials(render.NAMESPACE, account)
+    kubeconfig = write_kubeconfig(tmp_path / "operator.kubeconfig", kube.emulator.url, creds.token, creds.namespace,
+                                  creds.ca_pem)
     log = tmp_path / "operator.log"
     with _operator(Path(kubeconfig), kube.namespace, log):
         _create(kube)

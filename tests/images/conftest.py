@@ -12,6 +12,9 @@ import pytest
 
 from tests.images import containers
 
+REUSE = os.environ.get("LIVEPLEX_REUSE_IMAGES") == "1"
+"""Keep the built images after the session and use them as they are in the next one (a developer's
+loop where only host-side code changes, such as the emulator's); CI builds afresh."""
 TORCH = "torch==2.13.0"
 """The pin of the personaplex extra; LIVEPLEX_TORCH_WHEEL names a wheel file instead."""
 
@@ -35,16 +38,27 @@ def container_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return containers.environment(tmp_path_factory.mktemp("containers"))
 
 
+def _built(env: dict[str, str], name: str, *flags: str) -> Iterator[str]:
+    ref = containers.image(name)
+    if not (REUSE and containers.podman(env, "image", "exists", ref, check=False).returncode == 0):
+        containers.build(env, "--only", name, *flags)
+    yield ref
+    if not REUSE:
+        containers.podman(env, "rmi", "-f", ref, check=False)
+
+
 @pytest.fixture(scope="session")
 def liveplex_image(container_env: dict[str, str]) -> Iterator[str]:
-    containers.build(container_env, "--only", "liveplex")
-    yield containers.image("liveplex")
-    containers.podman(container_env, "rmi", "-f", containers.image("liveplex"), check=False)
+    yield from _built(container_env, "liveplex")
+
+
+@pytest.fixture(scope="session")
+def redis_image(container_env: dict[str, str]) -> Iterator[str]:
+    """Debian's redis-server (`Containerfile.redis`): the chart's bundled Redis."""
+    yield from _built(container_env, "liveplex-redis")
 
 
 @pytest.fixture(scope="session")
 def engine_image(container_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     wheel = os.environ.get("LIVEPLEX_TORCH_WHEEL") or torch_wheel(tmp_path_factory.mktemp("torch"))
-    containers.build(container_env, "--only", "liveplex-engine", "--torch-wheel", wheel)
-    yield containers.image("liveplex-engine")
-    containers.podman(container_env, "rmi", "-f", containers.image("liveplex-engine"), check=False)
+    yield from _built(container_env, "liveplex-engine", "--torch-wheel", wheel)

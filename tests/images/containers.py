@@ -54,7 +54,8 @@ def environment(state: Path) -> dict[str, str]:
     return env
 
 
-def podman(env: dict[str, str], *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def podman(env: dict[str, str], *args: str, check: bool = True,
+           timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["podman", *args], env=env, capture_output=True, text=True, check=check, timeout=timeout)
 
 

@@ -106,18 +106,43 @@ def _pod_ready(pod: dict, now: float) -> str:
     return f"{sum(1 for s in statuses if s.get('ready'))}/{total}"
 
 
+def _terminated_reason(state: dict, prefix: str = "") -> str:
+    done = state["terminated"]
+    if done.get("reason"):
+        return prefix + done["reason"]
+    return f"{prefix}Signal:{done['signal']}" if done.get("signal") else f"{prefix}ExitCode:{done.get('exitCode', 0)}"
+
+
 def _pod_status(pod: dict, now: float) -> str:
+    """kubectl's STATUS column (printPod): the first unfinished init container's, then the containers'."""
     if pod.get("metadata", {}).get("deletionTimestamp"):
         return "Terminating"
-    for status in pod.get("status", {}).get("containerStatuses") or []:
-        state = status.get("state") or {}
-        if "waiting" in state and state["waiting"].get("reason"):
-            return state["waiting"]["reason"]
-    return pod.get("status", {}).get("phase", "Pending")
+    status = pod.get("status", {})
+    inits = status.get("initContainerStatuses") or []
+    for i, init in enumerate(inits):
+        state = init.get("state") or {}
+        if "terminated" in state and state["terminated"].get("exitCode", 0) == 0:
+            continue
+        if "terminated" in state:
+            return _terminated_reason(state, "Init:")
+        waiting = (state.get("waiting") or {}).get("reason")
+        if waiting and waiting != "PodInitializing":
+            return f"Init:{waiting}"
+        return f"Init:{i}/{len(pod.get('spec', {}).get('initContainers') or inits)}"
+    reason = status.get("reason") or status.get("phase", "Pending")
+    for container in reversed(status.get("containerStatuses") or []):
+        state = container.get("state") or {}
+        if (state.get("waiting") or {}).get("reason"):
+            reason = state["waiting"]["reason"]
+        elif "terminated" in state:
+            reason = _terminated_reason(state)
+    return reason
 
 
 def _restarts(pod: dict, now: float) -> int:
-    return sum(s.get("restartCount", 0) for s in pod.get("status", {}).get("containerStatuses") or [])
+    status = pod.get("status", {})
+    return sum(s.get("restartCount", 0) for s in [*(status.get("initContainerStatuses") or []),
+                                                  *(status.get("containerStatuses") or [])])
 
 
 def _ready_of(obj: dict, now: float) -> str:

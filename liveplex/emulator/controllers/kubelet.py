@@ -3,7 +3,10 @@
 Development emulator, not for production. Each pod gets its own loopback address (127.0.x.y,
 never 127.0.0.1) as `status.podIP`; its containers run as process groups with the pod's env, their
 output appended to `<state_dir>/pods/<namespace>/<pod>/<container>.log` (served by `kubectl logs`).
-Probes (httpGet, tcpSocket, exec) drive `started`, `ready` and liveness restarts; `restartPolicy`
+Init containers run first, in order, each to completion. The pod's ServiceAccount credentials are
+projected (`projection.py`); with the podman runtime Service names resolve through a per-pod
+`/etc/hosts` and the Service proxy (`proxy.py`). Ready follows the containers and any readiness
+gates. Probes (httpGet, tcpSocket, exec) drive `started`, `ready` and liveness restarts; `restartPolicy`
 restarts exited containers with a doubling back-off (1 s up to `MAX_BACKOFF_S`, shorter than the
 real 10 s to 5 min). Deletion follows the pod's grace period: preStop hook, SIGTERM, SIGKILL at the
 deadline (2 s more when the hook used it all), then the pod object is removed. Hook runs are recorded
@@ -28,13 +31,19 @@ from pathlib import Path
 
 from liveplex import processes
 from liveplex.emulator.apiserver import builtins, errors, kinds, storage
-from liveplex.emulator.controllers import podman, podspec
+from liveplex.emulator.controllers import podman, podspec, projection, proxy, services
 
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
+SANDBOX_RETRY_S = 5.0
+"""How soon a pod that found no address with its ports free is tried again."""
 HOOK_EXTENSION_S = 2.0
 """Extra time after a preStop hook that used the whole grace period, as upstream."""
+
+
+MAX_BUSY_ADDRESSES = 256
+"""Addresses in a row with a port taken before `_Addresses.take` gives up (a wildcard listener)."""
 
 
 class _Addresses:
@@ -45,10 +54,16 @@ class _Addresses:
         self._next = random.randrange(2 * 256, 255 * 256)
 
     def take(self, ports: list[int]) -> str:
+        busy = 0
         for _ in range(253 * 256):
             n, self._next = self._next, self._next + 1 if self._next < 255 * 256 - 2 else 2 * 256
             ip = f"127.0.{n // 256}.{n % 256}"
-            if n % 256 in (0, 255) or ip in self._used or not all(_bindable(ip, p) for p in ports):
+            if n % 256 in (0, 255) or ip in self._used:
+                continue
+            if not all(_bindable(ip, p) for p in ports):
+                busy += 1
+                if busy >= MAX_BUSY_ADDRESSES:  # not a neighbour's pods: something holds the ports everywhere
+                    break
                 continue
             self._used.add(ip)
             return ip
@@ -114,17 +129,35 @@ async def _http_get(act: podspec.Action) -> tuple[bool, str]:
         writer.close()
 
 
-def _terminated(code: int | None, started: str, finished: str) -> dict:
-    exit_code = 128 + -code if code is not None and code < 0 else (code or 0)
-    return {"terminated": {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
-                           "startedAt": started, "finishedAt": finished}}
+_NOT_INHERITED = ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "KUBERNETES_SERVICE_PORT_HTTPS")
+"""The host's own API credentials: a pod gets its ServiceAccount's (`Kubelet.project_account`) or none."""
+
+
+def _inherited() -> dict[str, str]:
+    """What a pod's process inherits of the host's environment (its PATH, locale, and so on)."""
+    return {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
+
+
+def _exit_code(code: int | None) -> int:
+    """A process's return code as a container's exit code (killed by signal N: 128 + N)."""
+    return 128 + -code if code is not None and code < 0 else (code or 0)
+
+
+def _terminated(exit_status: int, started: str, finished: str, message: str) -> dict:
+    return {"terminated": {"exitCode": exit_status, "reason": "Completed" if exit_status == 0 else "Error",
+                           "startedAt": started, "finishedAt": finished, **({"message": message} if message else {})}}
+
+
+def _termination_file(pod_dir: Path, container: str) -> Path:
+    """The host side of a podman container's terminationMessagePath."""
+    return pod_dir / f"{container}.termination-log"
 
 
 class _Container:
-    """One container's process, probes and restarts."""
+    """One container's process, probes and restarts; an init container runs to completion, unprobed."""
 
-    def __init__(self, pod: _Pod, spec: dict) -> None:
-        self.pod, self.spec, self.name = pod, spec, spec["name"]
+    def __init__(self, pod: _Pod, spec: dict, init: bool = False) -> None:
+        self.pod, self.spec, self.name, self.init = pod, spec, spec["name"], init
         self.state: dict = {"waiting": {"reason": "ContainerCreating"}}
         self.last_state: dict = {}
         self.ready = self.started = False
@@ -148,15 +181,18 @@ class _Container:
     async def run(self, line: list[str]) -> None:
         backoff = 1.0
         policy = self.pod.obj["spec"].get("restartPolicy", "Always")
+        if self.init and policy == "Always":  # an init container that succeeded is never run again
+            policy = "OnFailure"
         log = self.pod.dir / f"{self.name}.log"
+        written = _termination_file(self.pod.dir, self.name)
         while True:
             started = storage.stamp(self.pod.kubelet.store.now())
+            if written.exists():
+                written.write_text("")  # this run's message only
             try:
                 with open(log, "ab") as out:
                     self.process = await asyncio.create_subprocess_exec(
-                        *line, env={**os.environ, **self.pod.kubelet.service_account(self.pod.obj),
-                                    "HOSTNAME": self.pod.name,
-                                    **self.env}, stdout=out,
+                        *line, env={**_inherited(), "HOSTNAME": self.pod.name, **self.env}, stdout=out,
                         stderr=asyncio.subprocess.STDOUT, cwd=self.spec.get("workingDir") or self.pod.dir,
                         start_new_session=True, preexec_fn=processes.die_with_parent)
             except OSError as exc:
@@ -168,20 +204,26 @@ class _Container:
             self.state = {"running": {"startedAt": started}}
             self.pod.event("Normal", "Started", f"Started container {self.name}")
             self.pod.publish()
-            probes = asyncio.gather(self._startup_then_liveness(), self._readiness())
+            probes = asyncio.gather(self._startup_then_liveness(), self._readiness()) if not self.init else None
             code = await self.process.wait()
-            probes.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await probes
+            if probes is not None:
+                probes.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await probes
             self.ready = self.started = False
             self.started_event.clear()
             finished = storage.stamp(self.pod.kubelet.store.now())
+            status = _exit_code(code)
+            message = podspec.termination_message(
+                self.spec, status, written.read_text(errors="replace") if written.exists() else "",
+                log.read_text(errors="replace") if status else "")
             if self.pod.terminating or policy == "Never" or (policy == "OnFailure" and code == 0):
-                self.state = _terminated(code, started, finished)
+                self.state = _terminated(status, started, finished, message)
+                self.ready = self.init and self.succeeded  # a completed init container reports ready
+                self.done.set()  # before publishing: the phase counts only containers that are done
                 self.pod.publish()
-                self.done.set()
                 return
-            self.last_state = _terminated(code, started, finished)
+            self.last_state = _terminated(status, started, finished, message)
             self.restarts += 1
             self.state = {"waiting": {"reason": "CrashLoopBackOff", "message":
                                       f"back-off {backoff:g}s restarting failed container={self.name}"}}
@@ -189,6 +231,10 @@ class _Container:
             self.pod.publish()
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    @property
+    def succeeded(self) -> bool:
+        return self.state.get("terminated", {}).get("exitCode") == 0
 
     async def _loop(self, spec: podspec.Probe, on_result: Callable[[bool, int, int, str], Awaitable[bool]]) -> None:
         """Run `spec` every period; `on_result(ok, successes in a row, failures in a row, detail)` says go on."""
@@ -313,7 +359,10 @@ class _Pod:
         meta = obj["metadata"]
         self.namespace, self.name = meta["namespace"], meta["name"]
         self.dir = kubelet.state_dir / "pods" / self.namespace / self.name
+        self.inits = [_Container(self, c, init=True) for c in obj["spec"].get("initContainers") or []]
         self.containers = [_Container(self, c) for c in obj["spec"].get("containers") or []]
+        for c in self.everything if self.inits else ():
+            c.state = {"waiting": {"reason": "PodInitializing"}}
         self.terminating = False
         self.started_at = storage.stamp(kubelet.store.now())
         self._transitions: dict[str, tuple[str, str]] = {}
@@ -324,15 +373,28 @@ class _Pod:
     def event(self, kind: str, reason: str, message: str) -> None:
         self.kubelet.event(self.obj, kind, reason, message)
 
-    def _condition(self, kind: str, ok: bool) -> dict:
+    def _condition(self, kind: str, ok: bool, reason: str = "", message: str = "") -> dict:
         status = "True" if ok else "False"
         before = self._transitions.get(kind)
         if before is None or before[0] != status:
             self._transitions[kind] = (status, storage.stamp(self.kubelet.store.now()))
         return {"type": kind, "status": status, "lastProbeTime": None,
-                "lastTransitionTime": self._transitions[kind][1]}
+                "lastTransitionTime": self._transitions[kind][1], **({"reason": reason} if reason else {}),
+                **({"message": message} if message else {})}
+
+    @property
+    def everything(self) -> list[_Container]:
+        """Init containers, then the containers."""
+        return [*self.inits, *self.containers]
+
+    def initialized(self) -> bool:
+        return all(c.done.is_set() and c.succeeded for c in self.inits)
 
     def phase(self) -> str:
+        if any(c.done.is_set() and not c.succeeded for c in self.inits):  # restartPolicy Never: the pod failed
+            return "Failed"
+        if not self.initialized():
+            return "Pending"
         states = [c.state for c in self.containers]
         if self.containers and all("terminated" in s for s in states) and all(c.done.is_set()
                                                                                  for c in self.containers):
@@ -343,13 +405,25 @@ class _Pod:
 
     def publish(self) -> None:
         """Write the whole status through the status subresource (a no-op write changes nothing)."""
-        all_ready = bool(self.containers) and all(c.ready for c in self.containers)
+        stored = self.kubelet.find(kinds.POD_KEY, self.namespace, self.name) or self.obj
+        others = [c for c in (stored.get("status") or {}).get("conditions") or []
+                  if c.get("type") not in podspec.KUBELET_CONDITIONS]  # readiness gates': their writers own them
+        unready = [c.name for c in self.containers if not c.ready]
+        containers_ready = bool(self.containers) and not unready
+        ready, reason, message = podspec.ready_condition(stored, unready)
+        incomplete = [c.name for c in self.inits if not (c.done.is_set() and c.succeeded)]
+        not_initialized = ("ContainersNotInitialized", f"containers with incomplete status: [{' '.join(incomplete)}]")
         status = {"phase": self.phase(), "conditions": [
-            self._condition("PodScheduled", True), self._condition("Initialized", True),
-            self._condition("ContainersReady", all_ready), self._condition("Ready", all_ready)],
+            self._condition("PodScheduled", True),
+            self._condition("Initialized", not incomplete, *(not_initialized if incomplete else ())),
+            self._condition("ContainersReady", containers_ready,
+                            *(() if containers_ready else ("ContainersNotReady", message))),
+            self._condition("Ready", ready, reason, message), *others],
             "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}], "podIP": self.ip, "podIPs": [{"ip": self.ip}],
             "startTime": self.started_at, "qosClass": "BestEffort",
             "containerStatuses": [c.status() for c in self.containers]}
+        if self.inits:
+            status["initContainerStatuses"] = [c.status() for c in self.inits]
         self.kubelet.write_status(self.namespace, self.name, status)
 
     async def run(self) -> None:
@@ -361,20 +435,25 @@ class _Pod:
             pod = {**pod, "status": {**pod.get("status", {}), "podIP": self.ip, "podIPs": [{"ip": self.ip}],
                                      "hostIP": "127.0.0.1"}}
             blocked = None
-            for c in self.containers:
+            account_env, account_mounts = self.kubelet.project_account(pod, self.dir)
+            for c in self.everything:
                 env = podspec.environment(pod, c.spec, self.kubelet.find)
                 if isinstance(env, podspec.Unrunnable):
                     line: list[str] | podspec.Unrunnable = env
                 elif self.kubelet.runtime == "podman":
                     self.attempts += 1
-                    line = await self.kubelet.podman_line(pod, c.spec, env, self.dir, self.attempts)
+                    env = {**account_env, **env}
+                    line = await self.kubelet.podman_line(pod, c.spec, env, self.dir, self.attempts, account_mounts)
                 else:
+                    env = {**account_env, **env}
                     line = podspec.argv(c.spec, self.ip, env, sys.executable)
                 if isinstance(line, podspec.Unrunnable):
                     c.state = {"waiting": {"reason": line.reason, "message": line.message}}
                     blocked = blocked or line
                 else:
-                    c.env, c.state = env, {"waiting": {"reason": "ContainerCreating"}}
+                    c.env = env
+                    if not self.inits:
+                        c.state = {"waiting": {"reason": "ContainerCreating"}}
                     lines.append(line)
             if blocked is not None:
                 lines = []
@@ -382,7 +461,14 @@ class _Pod:
                 self.publish()
                 await asyncio.sleep({podspec.CONFIG_ERROR: 2.0, podman.PULL_ERROR: 5.0}.get(blocked.reason,
                                                                                               MAX_BACKOFF_S))
-        for c, line in zip(self.containers, lines):
+        for c, line in zip(self.inits, lines):  # in order, each to completion (restarted per restartPolicy)
+            c.task = asyncio.create_task(c.run(line))
+            await c.done.wait()
+            if not c.succeeded or self.terminating:
+                await asyncio.Event().wait()  # the pod failed (restartPolicy Never) or is going away
+        if self.inits:
+            self.publish()
+        for c, line in zip(self.containers, lines[len(self.inits):]):
             c.task = asyncio.create_task(c.run(line))
         await asyncio.Event().wait()
 
@@ -390,8 +476,8 @@ class _Pod:
         """The graceful end of a deleted pod; the caller removes the object afterwards."""
         self.terminating = True
         deadline = asyncio.get_running_loop().time() + grace
-        await asyncio.gather(*(c.terminate(deadline) for c in self.containers))
-        for c in self.containers:
+        await asyncio.gather(*(c.terminate(deadline) for c in self.everything))
+        for c in self.everything:
             if c.task is not None:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(1.0):
@@ -399,7 +485,7 @@ class _Pod:
         self.publish()
 
     def kill(self) -> None:
-        for c in self.containers:
+        for c in self.everything:
             c.signal(signal.SIGKILL)
 
 
@@ -415,11 +501,18 @@ class Kubelet:
         self._queue: asyncio.Queue[storage.Change] = asyncio.Queue()
         self._task: asyncio.Task | None = None
         self._terminations: set[asyncio.Task] = set()
-        self.service_account: Callable[[dict], dict[str, str]] = lambda pod: {}
-        """Env a pod's containers get in place of a mounted service-account token (the emulator
-        gives `KUBECONFIG` naming a kubeconfig with the pod's ServiceAccount's token)."""
+        self.proxy = proxy.ServiceProxy(store, self._addresses.take, self._addresses.give_back) \
+            if runtime == "podman" else None
+        """Service names and ports for containers (a process pod resolves names as the host does)."""
+        self._proxy_start: asyncio.Task | None = None
+        self.credentials: Callable[[str, str], projection.Credentials] | None = None
+        """(namespace, ServiceAccount) -> that account's credentials (the emulator issues them); None:
+        pods get none."""
 
-    def start(self) -> None:
+    def start(self, api: services.Backend = ("127.0.0.1", 0)) -> None:
+        """Run the store's pods; `api` is the API server's address (the `kubernetes` Service's endpoint)."""
+        if self.proxy is not None:
+            self._proxy_start = asyncio.create_task(self.proxy.start(api))
         self.store.subscribe(self._changed)
         rt = self.store.registry.by_key(kinds.POD_KEY)
         for pod in self.store.list(rt)[0]:
@@ -437,21 +530,25 @@ class Kubelet:
         pods = list(self._pods.values())
         for pod in pods:
             pod.terminating = True
-            for c in pod.containers:
+            for c in pod.everything:
                 c.signal(signal.SIGTERM)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace_s
         for pod in pods:
-            for c in pod.containers:
+            for c in pod.everything:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout_at(deadline):
                         await c.exited()
                 c.signal(signal.SIGKILL)
                 await c.exited()
             await self._cancel(pod)
+        if self.proxy is not None:
+            if self._proxy_start is not None:
+                await asyncio.gather(self._proxy_start, return_exceptions=True)
+            await self.proxy.stop()
 
     async def _cancel(self, pod: _Pod) -> None:
-        tasks = [t for t in [pod.task, *(c.task for c in pod.containers)] if t is not None]
+        tasks = [t for t in [pod.task, *(c.task for c in pod.everything)] if t is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -460,11 +557,30 @@ class Kubelet:
         if change.key == kinds.POD_KEY:
             self._queue.put_nowait(change)
 
+    def project_account(self, pod: dict, pod_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
+        """The pod's ServiceAccount credentials written under `pod_dir/serviceaccount` (`projection`):
+        (env, read-only mounts host -> container) for its containers; nothing when automount is off."""
+        namespace, name = pod["metadata"]["namespace"], projection.account_name(pod)
+        if self.credentials is None or not projection.automount(
+                pod, self.find(kinds.SERVICE_ACCOUNT_KEY, namespace, name)):
+            return {}, {}
+        creds = self.credentials(namespace, name)
+        folder = pod_dir / "serviceaccount"
+        folder.mkdir(parents=True, exist_ok=True)
+        for file, data in projection.files(creds).items():
+            (folder / file).write_bytes(data)
+            (folder / file).chmod(0o644)  # the projected volume's default mode: any pod user reads it
+        if self.runtime == "podman":
+            return projection.service_env(creds), {str(folder): projection.MOUNT_PATH}
+        config = folder / "kubeconfig"
+        config.write_text(projection.process_kubeconfig(creds, (folder / "ca.crt").resolve()))
+        return {"KUBECONFIG": str(config.resolve())}, {}
+
     async def podman_line(self, pod: dict, container: dict, env: dict[str, str], pod_dir: Path,
-                          attempts: int) -> list[str] | podspec.Unrunnable:
+                          attempts: int, mounts: dict[str, str]) -> list[str] | podspec.Unrunnable:
         """The podman runtime's `podman run` line: the image looked up in local storage, the volumes
-        made on the host (folders owned by the pod's fsGroup), the kubeconfig mounted where
-        `KUBECONFIG` names it."""
+        made on the host (folders owned by the pod's fsGroup), `mounts` and the pod's `/etc/hosts`
+        (`proxy`) read-only."""
         image = container.get("image", "")
         inspect = await asyncio.create_subprocess_exec(
             "podman", "image", "inspect", "--format", "{{.Config.User}}", image,
@@ -486,16 +602,14 @@ class Kubelet:
                 for path in (volume.host, *volume.host.rglob("*")):
                     os.chown(path, -1, owner)
                     path.chmod(path.stat().st_mode | 0o070)
-        mounts = {}
-        account_env = self.service_account(pod)
-        account = account_env.get("KUBECONFIG")
-        if account:  # a copy the pod's user can read (the emulator's API has no credentials to hide)
-            copy = pod_dir / "serviceaccount.kubeconfig"
-            copy.write_bytes(Path(account).read_bytes())
-            copy.chmod(0o644)
-            mounts[str(copy)] = account
-        env = {**account_env, **env}
-        return podman.run_argv(pod, container, env, volumes, out.decode().strip(), mounts)
+        if self.proxy is not None:
+            hosts = self.proxy.hosts_file(pod_dir / "hosts", pod["metadata"]["namespace"], pod["metadata"]["name"],
+                                          pod["status"]["podIP"])
+            mounts = {**mounts, str(hosts): "/etc/hosts"}
+        written = _termination_file(pod_dir, container["name"])
+        written.touch()
+        written.chmod(0o666)  # whichever user the container runs as writes it
+        return podman.run_argv(pod, container, env, volumes, out.decode().strip(), mounts, written)
 
     def find(self, key: str, namespace: str, name: str) -> dict | None:
         rt = self.store.registry.by_key(key)
@@ -530,6 +644,8 @@ class Kubelet:
             return
         if pod is None:
             self._bind(rt, change.object)
+        elif change.object["spec"].get("readinessGates") and not pod.terminating and not meta.get("deletionTimestamp"):
+            pod.publish()  # a gate's condition may have changed: Ready follows it
         elif meta.get("deletionTimestamp") and not pod.terminating:
             grace = float(meta.get("deletionGracePeriodSeconds", 0))
             task = asyncio.create_task(self._finish(rt, pod, grace))
@@ -541,15 +657,29 @@ class Kubelet:
         ports = [int(p["containerPort"]) for c in obj["spec"].get("containers") or [] for p in c.get("ports") or []
                  if p.get("containerPort")]
         try:
+            address = self._addresses.take(ports)
+        except RuntimeError:  # a host process listening on 0.0.0.0 holds a port on every address
+            self.event(obj, "Warning", "FailedCreatePodSandBox",
+                       f"Failed to create pod sandbox: no loopback address has ports {ports} free (a host process "
+                       f"listening on 0.0.0.0 takes a port from every address); retrying in {SANDBOX_RETRY_S:g}s")
+            asyncio.get_running_loop().call_later(SANDBOX_RETRY_S, self._retry, meta["namespace"], meta["name"])
+            return
+        try:
             bound = self.store.patch(rt, meta["namespace"], meta["name"], storage.MERGE,
                                      {"spec": {"nodeName": self.node}})
         except errors.ApiError:
+            self._addresses.give_back(address)
             return
-        pod = _Pod(self, bound, self._addresses.take(ports))
+        pod = _Pod(self, bound, address)
         self._pods[(pod.namespace, pod.name)] = pod
         self.event(bound, "Normal", "Scheduled", f"Successfully assigned {pod.namespace}/{pod.name} to {self.node}",
                    component="default-scheduler")
         pod.task = asyncio.create_task(pod.run())
+
+    def _retry(self, namespace: str, name: str) -> None:
+        obj = self.find(kinds.POD_KEY, namespace, name)
+        if obj is not None:
+            self._queue.put_nowait(storage.Change(storage.ADDED, kinds.POD_KEY, obj, 0))
 
     async def _finish(self, rt: kinds.ResourceType, pod: _Pod, grace: float) -> None:
         await pod.terminate(grace)
@@ -562,6 +692,8 @@ class Kubelet:
         pod = self._pods.pop(key, None)
         if pod is not None:
             self._addresses.give_back(pod.ip)
+            if self.proxy is not None:
+                self.proxy.forget(pod.dir / "hosts")
 
     def write_status(self, namespace: str, name: str, status: dict) -> None:
         rt = self.store.registry.by_key(kinds.POD_KEY)
@@ -587,6 +719,9 @@ class Kubelet:
         if obj is None:
             raise errors.not_found("pods", "", pod)
         names = [c["name"] for c in obj["spec"].get("containers") or []]
+        if container is not None and container not in names and container in [
+                c["name"] for c in obj["spec"].get("initContainers") or []]:
+            names = [container]
         if container is None and len(names) > 1:
             raise errors.bad_request(f"a container name must be specified for pod {pod}, choose one of: {names}")
         path = self.state_dir / "pods" / namespace / pod / f"{container or names[0]}.log"

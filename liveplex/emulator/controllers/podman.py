@@ -6,8 +6,9 @@ args, env (already resolved by `podspec.environment`), the security context (use
 runAsNonRoot refused for an image that runs as root, a read-only root, capabilities, no privilege
 escalation, seccomp) and volumes (emptyDir, PVC and hostPath as host folders, configMap and secret
 as files, a memory-backed emptyDir as tmpfs). The container shares the host's network: it binds
-the pod's own loopback address as a process pod does. Pure: the kubelet looks the image up and
-materialises the volumes this module plans.
+the pod's own loopback address as a process pod does (a redis-server is given `--bind <pod IP>`, as
+there), and names Services through the `/etc/hosts` the kubelet's proxy keeps (`proxy.py`). Pure:
+the kubelet looks the image up and materialises the volumes this module plans.
 """
 
 from __future__ import annotations
@@ -62,13 +63,15 @@ def plan_volumes(pod: Mapping, pod_dir: Path, claims_dir: Path,
             obj = lookup("secrets" if secret else "configmaps", namespace,
                          ref["secretName"] if secret else ref["name"])
             if obj is None:
-                return podspec.Unrunnable(podspec.CONFIG_ERROR, f"volume {name!r}: {'secret' if secret else 'configmap'} "
-                                                                f"{ref.get('secretName') or ref.get('name')!r} not found")
-            data = {k: base64.b64decode(val) if secret else val.encode() for k, val in (obj.get("data") or {}).items()}
+                kind, missing = ("secret", ref.get("secretName")) if secret else ("configmap", ref.get("name"))
+                return podspec.Unrunnable(podspec.CONFIG_ERROR, f"volume {name!r}: {kind} {missing!r} not found")
+            data = {k: base64.b64decode(val) if secret else val.encode()
+                    for k, val in (obj.get("data") or {}).items()}
             out[name] = Volume(pod_dir / "volumes" / name, True, data)
         else:
             kind = next((k for k in v if k != "name"), "?")
-            return podspec.Unrunnable(podspec.CONFIG_ERROR, f"volume {name!r}: the emulator cannot mount {kind} volumes")
+            return podspec.Unrunnable(podspec.CONFIG_ERROR,
+                                      f"volume {name!r}: the emulator cannot mount {kind} volumes")
     return out
 
 
@@ -106,8 +109,10 @@ def _security(pod: Mapping, container: Mapping, image_user: str) -> list[str] | 
 
 
 def run_argv(pod: Mapping, container: Mapping, env: Mapping[str, str], volumes: Mapping[str, Volume],
-             image_user: str, extra_mounts: Mapping[str, str] | None = None) -> list[str] | podspec.Unrunnable:
-    """`podman run` for `container`; `extra_mounts` (host -> container path) are mounted read-only."""
+             image_user: str, extra_mounts: Mapping[str, str] | None = None,
+             termination_log: Path | None = None) -> list[str] | podspec.Unrunnable:
+    """`podman run` for `container`; `extra_mounts` (host -> container path) are mounted read-only,
+    `termination_log` (a host file) read-write at the container's terminationMessagePath."""
     security = _security(pod, container, image_user)
     if isinstance(security, podspec.Unrunnable):
         return security
@@ -121,14 +126,18 @@ def run_argv(pod: Mapping, container: Mapping, env: Mapping[str, str], volumes: 
             line += ["--tmpfs", f"{mount['mountPath']}:rw,nosuid,nodev"]
             continue
         source = volume.host / mount["subPath"] if mount.get("subPath") else volume.host
-        ro = ",ro" if mount.get("readOnly") or volume.read_only else ""
+        ro = ":ro" if mount.get("readOnly") or volume.read_only else ""
         line += ["-v", f"{source}:{mount['mountPath']}{ro}"]
     for host, target in (extra_mounts or {}).items():
         line += ["-v", f"{host}:{target}:ro"]
+    if termination_log is not None:
+        line += ["-v", f"{termination_log}:{container.get('terminationMessagePath') or '/dev/termination-log'}"]
     for key, value in env.items():
         line += ["-e", f"{key}={value}"]
     command = [podspec.expand(c, env) for c in container.get("command") or []]
-    args = [podspec.expand(a, env) for a in container.get("args") or []]
+    args = podspec.redis_args(container["image"], command,
+                              [podspec.expand(a, env) for a in container.get("args") or []],
+                              pod.get("status", {}).get("podIP", ""))
     if command:
         line += ["--entrypoint", command[0], container["image"], *command[1:], *args]
     else:

@@ -67,12 +67,18 @@ def argv(container: Mapping, pod_ip: str, env: Mapping[str, str], python: str) -
             return [python, *line[1:]]
         return line
     if repo.endswith("redis"):
-        line = (command or ["redis-server"]) + args
-        if line[0] == "redis-server" and not any(a == "--bind" for a in line):
-            line += ["--bind", pod_ip]
-        return line
+        return (command or ["redis-server"]) + redis_args(image, command, args, pod_ip)
     return Unrunnable(NEVER_PULL, f'the liveplex emulator cannot run image "{image}": only images whose repository '
                                   "ends in liveplex or redis run, as local processes")
+
+
+def redis_args(image: str, command: Sequence[str], args: Sequence[str], pod_ip: str) -> list[str]:
+    """`args` with `--bind <pod IP>` added for a redis-server that names none: pods share the host's
+    network in both runtimes, so a redis bound to every address would take its port from every other pod."""
+    line = [*(command or ["redis-server"]), *args]
+    if repository(image).endswith("redis") and line[0] == "redis-server" and "--bind" not in line:
+        return [*args, "--bind", pod_ip]
+    return list(args)
 
 
 def exec_argv(container: Mapping, command: Sequence[str], python: str) -> list[str]:
@@ -202,3 +208,42 @@ def probe(spec: Mapping | None, container: Mapping, pod_ip: str) -> Probe | None
                  float(spec.get("timeoutSeconds", d["timeoutSeconds"])),
                  int(spec.get("successThreshold", d["successThreshold"])),
                  int(spec.get("failureThreshold", d["failureThreshold"])))
+
+
+KUBELET_CONDITIONS = ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+"""The pod conditions the kubelet owns; any other type (a readiness gate's) belongs to whoever wrote it."""
+
+
+def ready_condition(pod: Mapping, unready: Sequence[str]) -> tuple[bool, str, str]:
+    """(Ready, reason, message) as the kubelet computes it: every container ready (`unready` names
+    those that are not), then every `readinessGates` condition in `status.conditions` True."""
+    if unready:
+        return False, "ContainersNotReady", f"containers with unready status: [{' '.join(unready)}]"
+    conditions = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or []}
+    problems = []
+    for gate in pod.get("spec", {}).get("readinessGates") or []:
+        kind = gate.get("conditionType", "")
+        found = conditions.get(kind)
+        if found is None:
+            problems.append(f'corresponding condition of pod readiness gate "{kind}" does not exist.')
+        elif found.get("status") != "True":
+            problems.append(f'the status of pod readiness gate "{kind}" is not "True", but {found.get("status")}')
+    if problems:
+        return False, "ReadinessGatesNotReady", ", ".join(problems)
+    return True, "", ""
+
+
+TERMINATION_MESSAGE_BYTES = 4096
+FALLBACK_LOG_LINES, FALLBACK_LOG_BYTES = 80, 2048
+"""What `FallbackToLogsOnError` takes of the log, as the kubelet does."""
+
+
+def termination_message(container: Mapping, exit_code: int, written: str, log: str) -> str:
+    """A terminated container's `message`: what it wrote to its terminationMessagePath (first 4096
+    bytes), else, for a failure under `FallbackToLogsOnError`, the tail of its log."""
+    if written:
+        return written.encode()[:TERMINATION_MESSAGE_BYTES].decode(errors="ignore")
+    if exit_code == 0 or container.get("terminationMessagePolicy") != "FallbackToLogsOnError":
+        return ""
+    tail = "".join(log.splitlines(keepends=True)[-FALLBACK_LOG_LINES:]).encode()
+    return tail[-FALLBACK_LOG_BYTES:].decode(errors="ignore")
