@@ -102,7 +102,7 @@ def _publisher(settings: pod_settings.PodSettings) -> heartbeat.Heartbeat | None
     """The Redis heartbeat, when the pod belongs to a pool."""
     if settings.redis_url is None or settings.pool is None:
         return None
-    return heartbeat.Heartbeat(settings.redis_url, settings.pool, settings.pod_name)
+    return heartbeat.Heartbeat(settings.redis_url, settings.pool, settings.pod_name, settings.subpools)
 
 
 def _personaplex_engine(args: argparse.Namespace,

@@ -65,7 +65,7 @@ def test_a_session_runs_over_tls_pods_and_rediss_as_an_acl_user_and_the_operator
                         await clients.until(ws, "session.output_audio.delta")
                         reader = placement_store.PlacementLoads(loads)
                         async with asyncio.timeout(5):  # the pod's next heartbeat carries the session
-                            while (load := await reader.read(platform.POOL)).active != 1:
+                            while (load := await reader.read(platform.POOL, 1)).active != 1:
                                 await asyncio.sleep(0.05)
                     with pytest.raises((websockets.InvalidMessage, ConnectionError, EOFError)):  # the pod: TLS only
                         async with websockets.connect(p.pods[0][0].ws_url, open_timeout=5):

@@ -42,6 +42,7 @@ def refused(*argv: str) -> str:
     (("--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"),
      "liveplex serve: --tls-cert/--tls-key: cannot load /nonexistent/c.pem"),
     (("--api-key", "caf\u00e9"), "liveplex serve: --api-key: key 1 is not printable ASCII"),
+    (("--subpools", "0"), "liveplex serve: --subpools must lie in [1, 1024], got 0"),
 ])
 def test_serve_refuses_bad_flags_in_one_line_naming_the_flag(flags: tuple[str, ...], says: str) -> None:
     assert refused("serve", *flags).startswith(says)

@@ -109,12 +109,13 @@ async def _one(plan: Plan, count: int, client: PlacementClient, nodes: list[redi
         serial += 1
         best = truth.best()
         t0 = time.perf_counter_ns()
-        sub, placed = await client.place_among(pool, count, f"q{serial}", lease_ms=FAR_MS, stale_ms=FAR_MS)
+        placed = await client.place_among(pool, count, f"q{serial}", lease_ms=FAR_MS, stale_ms=FAR_MS)
         took = (time.perf_counter_ns() - t0) // 1000
         if not isinstance(placed, Placed):
             raise RuntimeError(f"the quality pool was full at occupancy {plan.occupancy}: {placed}")
         picked = truth.free[placed.pod]
-        truth.take(sub, placed.pod, f"q{serial}")
+        assert placed.pool is not None  # place_among reserved there
+        truth.take(placed.pool, placed.pod, f"q{serial}")
         return best, picked, took
 
     for _ in range(round(plan.occupancy * plan.pods * plan.capacity)):

@@ -304,7 +304,7 @@ async def _gateway(plan: Plan, outbox: Connection, ready: Event, live: Event, st
                 calls += 1
                 session = f"s{n}-{calls}"
                 started = time.perf_counter_ns()
-                _, result = await client.place_among(POOL, plan.subpools, session)
+                result = await client.place_among(POOL, plan.subpools, session)
                 report.place_us.append((time.perf_counter_ns() - started) // 1000)
                 if isinstance(result, Placed):
                     report.placed += 1
@@ -449,8 +449,8 @@ async def _decision(plan: Plan) -> dict[str, Any]:
             deadline = time.perf_counter() + DECISION_BUDGET_S
             while len(samples) < plan.decision_rounds and time.perf_counter() < deadline:
                 t0 = time.perf_counter_ns()
-                _, placed = await client.place_among(DECISION_POOL, plan.subpools, f"d{len(samples)}",
-                                                     stale_ms=FAR_MS, lease_ms=FAR_MS)
+                placed = await client.place_among(DECISION_POOL, plan.subpools, f"d{len(samples)}",
+                                                  stale_ms=FAR_MS, lease_ms=FAR_MS)
                 samples.append((time.perf_counter_ns() - t0) // 1000)
                 assert isinstance(placed, Placed), placed
             cpu1 = await redis_.cpu_s()

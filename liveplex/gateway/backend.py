@@ -140,10 +140,11 @@ class GatewayBackend:
         return self._breaker.tripped(_now_ms())
 
     async def place(self, pool: str, session_id: str, exclude: set[str]) -> Placed | Busy | errors.ProtocolError:
-        """place.lua; with Redis down, the last fresh snapshot (fail-open), else the refusal saying
-        placement is unavailable (fail-closed, or no recent snapshot)."""
+        """place.lua (in the better of two sub-pools when the route splits the pool); with Redis down,
+        the last fresh snapshot (fail-open), else the refusal saying placement is unavailable
+        (fail-closed, or no recent snapshot)."""
         try:
-            return await self._client.place(pool, session_id, exclude)
+            return await self._client.place_among(pool, self._view.subpools(pool), session_id, exclude)
         except PlacementError as exc:
             self.stats.redis_errors += 1
             logger.warning("placement failed", extra={"pool": pool, "error": str(exc)})
@@ -154,16 +155,18 @@ class GatewayBackend:
         self.stats.fallbacks["open"] += 1
         return choose(snapshot, exclude, tiebreak=random.getrandbits(31))
 
-    async def unreachable(self, pool: str, placed: Placed, session_id: str) -> None:
+    async def unreachable(self, placed: Placed, session_id: str) -> None:
         """A failed connect: give the reservation back and stop dialling the pod for a while."""
         self.stats.connect_failures[placed.pod] += 1
         self._breaker.trip(placed.pod, _now_ms())
-        await self.unreserve(pool, placed, session_id)
+        await self.unreserve(placed, session_id)
 
-    async def unreserve(self, pool: str, placed: Placed, session_id: str) -> None:
-        """Give back a slot placement reserved and no session will use."""
+    async def unreserve(self, placed: Placed, session_id: str) -> None:
+        """Give back a slot placement reserved and no session will use, in the (sub-)pool holding it."""
+        if placed.pool is None:  # a fail-open choice reserved nothing
+            return
         try:
-            await self._client.unreserve(pool, placed.pod, session_id)
+            await self._client.unreserve(placed.pool, placed.pod, session_id)
         except PlacementError:
             self.stats.redis_errors += 1  # the lease expires by itself
 

@@ -73,8 +73,8 @@ class Placer(Protocol):
     def start_timeout_s(self) -> float: ...
     def tripped(self) -> frozenset[str]: ...
     async def place(self, pool: str, session_id: str, exclude: set[str]) -> Placed | Busy | errors.ProtocolError: ...
-    async def unreachable(self, pool: str, placed: Placed, session_id: str) -> None: ...
-    async def unreserve(self, pool: str, placed: Placed, session_id: str) -> None: ...
+    async def unreachable(self, placed: Placed, session_id: str) -> None: ...
+    async def unreserve(self, placed: Placed, session_id: str) -> None: ...
     async def export(self, placed: Placed, session_id: str, after: int) -> bytes | None: ...
     async def import_blob(self, placed: Placed, blob: bytes, path: str) -> str | None: ...
     def moved(self, result: str) -> None: ...
@@ -248,7 +248,7 @@ class UpstreamLeg:
             up = await upstream.connect(placed.addr, headers, self._owner.connect_timeout_s,
                                         self._owner.upstream_tls)
         except (OSError, TimeoutError, ValueError, upstream.UpstreamError):
-            await self._owner.unreachable(self._pool, placed, self._start.resource.id)
+            await self._owner.unreachable(placed, self._start.resource.id)
             return None
         up.on_message = self._queued
         return up
@@ -270,7 +270,7 @@ class UpstreamLeg:
             arrived.cancel()
         if not self._inbox:
             up.abort()
-            await self._owner.unreachable(self._pool, placed, self._start.resource.id)
+            await self._owner.unreachable(placed, self._start.resource.id)
             return None
         return self._inbox[0]
 
@@ -364,7 +364,7 @@ class UpstreamLeg:
             self._switch(command.placed)
         elif isinstance(command, moving.Stay | moving.Lose):
             if command.unreserve is not None:
-                self._spawn(self._owner.unreserve(self._pool, command.unreserve, session_id))
+                self._spawn(self._owner.unreserve(command.unreserve, session_id))
             self._moving = None
             self._release_held()
             if isinstance(command, moving.Stay):
@@ -387,7 +387,7 @@ class UpstreamLeg:
         result = await self._owner.place(self._pool, self._start.resource.id, set(exclude))
         command = machine.placed(result)
         if isinstance(command, moving.Wait) and isinstance(result, Placed):  # the move ended meanwhile
-            await self._owner.unreserve(self._pool, result, self._start.resource.id)
+            await self._owner.unreserve(result, self._start.resource.id)
         self._step(command)
 
     async def _move_rechecked(self, machine: moving.Moving, delay_s: float) -> None:
@@ -403,7 +403,7 @@ class UpstreamLeg:
         import_id = await self._owner.import_blob(target, blob, hop.RESUME_PATH if machine.resuming
                                                   else hop.IMPORT_PATH)
         if import_id is None:  # the slot it reserved is not used: given back, the pod not blamed
-            await self._owner.unreserve(self._pool, target, self._start.resource.id)
+            await self._owner.unreserve(target, self._start.resource.id)
         self._step(machine.imported(target, import_id))
 
     async def _move_dialled(self, machine: moving.Moving, target: Placed, import_id: str) -> None:

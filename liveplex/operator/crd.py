@@ -15,6 +15,7 @@ from typing import Any
 
 from liveplex.gptlive.served import DEFAULT_ALIASES
 from liveplex.operator import cel, names
+from liveplex.placement import subpools
 
 Schema = dict[str, Any]
 
@@ -208,6 +209,12 @@ SPEC = _obj("What to run: the engine, its model, its capacity and its pods.", {
         "spreadMillis": _int("The waves leave over this long after the first, ms (0: all at once).",
                              minimum=0, maximum=79),
     }, required=("leadMillis", "spreadMillis")),
+    "placement": _obj("How the pool's placement state is laid out in Redis (docs/placement.md).", {
+        "subPools": _int("Sub-pools the pool is split into, each under its own Redis Cluster hash tag so they spread "
+                         "over the shards; a gateway places in the better of two. 1: one pool (one shard). More than "
+                         "1 needs a Redis Cluster (a redis+cluster:// URL). Changing it rolls the pods.",
+                         minimum=1, maximum=subpools.MAX_SUBPOOLS, default=1),
+    }, default={}),
     "drain": _obj("Scale-down and rollout drain.", {
         "gracePeriodSeconds": _int("preStop drain deadline, s; terminationGracePeriodSeconds is this + 30.",
                                    minimum=0, maximum=MAX_DRAIN_SECONDS, default=600),

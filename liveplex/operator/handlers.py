@@ -128,7 +128,7 @@ async def roll_up(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.Lo
         if exc.transient:
             raise _transient(exc) from exc
         raise
-    load = await _load(ctx, pool, logger)
+    load = await _load(ctx, pool, le.spec.sub_pools if le is not None else 1, logger)
     new = status.compute_status(body, deployment, pods, load, ctx.clock(), conflicts=conflicts,
                                 foreign_autoscalers=foreign, refused=status.refusal(body))
     before = body.get("status") or {}
@@ -186,11 +186,12 @@ async def _served_list(ctx: Context, kind: tuple[str, str], namespace: str) -> l
         raise
 
 
-async def _load(ctx: Context, pool: str, logger: logging.Logger | logging.LoggerAdapter) -> PoolLoad | None:
+async def _load(ctx: Context, pool: str, count: int,
+                logger: logging.Logger | logging.LoggerAdapter) -> PoolLoad | None:
     if ctx.loads is None:
         return None
     try:
-        return await ctx.loads.read(pool)
+        return await ctx.loads.read(pool, count)
     except Exception as exc:  # Redis down must not stop the roll-up: the figures are kept instead
         logger.warning("pool load unavailable", extra={"pool": pool, "error": repr(exc)}, exc_info=True)
         return None
@@ -214,7 +215,7 @@ async def _resolve_routes(ctx: Context, logger: logging.Logger | logging.LoggerA
         except spec.SpecError:
             continue  # an invalid LiveEngine claims nothing
         if le.spec.model is not None:
-            claims.append(routes.Claim(le.pool, le.created, le.spec.model.served_models))
+            claims.append(routes.Claim(le.pool, le.created, le.spec.model.served_models, le.spec.sub_pools))
     current: Mapping[str, str] = {}
     if ctx.routes is not None:
         try:

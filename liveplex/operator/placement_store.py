@@ -1,7 +1,8 @@
 """The operator's `LoadReader` and `RouteStore` over the placement Redis (`liveplex.placement`).
 
-The status roll-up reads a pool's summary (`PlacementClient.summary`: the totals the index keeps and
-the 16 emptiest pods, O(16 log N) whatever the pool's size; it read every pod before issue 25);
+The status roll-up reads a pool's summary (`PlacementClient.summary_among`: the totals the index keeps and
+the 16 emptiest pods of each sub-pool, O(sub-pools · 16 log N) whatever the pool's size; it read every
+pod before issue 25);
 routes are `le:routes`. Redis errors propagate as `PlacementError`: the roll-up then keeps the
 previous figures.
 """
@@ -30,8 +31,8 @@ class PlacementLoads:
     def __init__(self, client: PlacementClient) -> None:
         self._client = client
 
-    async def read(self, pool_name: str) -> pool.PoolLoad:
-        return pool_load(await self._client.summary(pool_name))
+    async def read(self, pool_name: str, subpools: int) -> pool.PoolLoad:
+        return pool_load(await self._client.summary_among(pool_name, subpools))
 
 
 class PlacementRoutes:
@@ -44,5 +45,5 @@ class PlacementRoutes:
     async def write(self, set_: Mapping[str, str], delete: Collection[str]) -> None:
         for model in delete:
             await self._client.remove_route(model)
-        for model, pool_name in set_.items():
-            await self._client.set_route(model, pool_name)
+        for model, route in set_.items():
+            await self._client.set_route(model, route)

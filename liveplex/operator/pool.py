@@ -32,13 +32,14 @@ class PoolLoad:
 
 
 class LoadReader(Protocol):
-    async def read(self, pool: str) -> PoolLoad:
-        """The load of pool `<ns>/<name>`; an empty pool is all zeros. Raises when Redis is unreachable."""
+    async def read(self, pool: str, subpools: int) -> PoolLoad:
+        """The load of pool `<ns>/<name>`, summed over its `subpools` sub-pools (1: not split); an empty
+        pool is all zeros. Raises when Redis is unreachable."""
         ...
 
 
 class RouteStore(Protocol):
-    """`le:routes`: model name -> pool (`<ns>/<name>`)."""
+    """`le:routes`: model name -> pool (`<ns>/<name>`, `<ns>/<name>*<count>` when split)."""
 
     async def read(self) -> Mapping[str, str]:
         ...

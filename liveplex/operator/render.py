@@ -77,6 +77,8 @@ def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
     if settings.redis_configured:  # the member name is the Kubernetes pod name: pod-deletion-cost keys on it
         args += ["--pool", le.pool,  # the Redis URL only in the env: a flag would show its password
                  "--advertise", f"ws://{pod_ip}:{names.PORT}", "--pod-name", f"$({names.POD_NAME_ENV})"]
+        if s.sub_pools > 1:
+            args += ["--subpools", str(s.sub_pools)]
     if s.kind == "personaplex":
         assert s.model is not None  # CEL: personaplex has a model with a source
         args += ["--model-path", model_path(le), "--dtype", s.model.dtype, "--device", "cuda",

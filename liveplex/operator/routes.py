@@ -5,13 +5,17 @@ Model names are global. Every LiveEngine claims its `spec.model.servedModels`; t
 `Ready=False, reason=RouteConflict` (platform §4 rule 8). An operator watching only some
 namespaces cannot see the other claimants, so a route it finds pointing outside its scope counts
 as the oldest claim and is left alone; routes inside its scope that no claimant holds any more
-(the LiveEngine was deleted or stopped serving the name) are deleted. Pure.
+(the LiveEngine was deleted or stopped serving the name) are deleted. A route's value names the pool
+and, for a pool split into sub-pools, their count (`subpools.route`): a gateway learns both from it,
+and a changed count is a changed route, rewritten. Pure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+
+from liveplex.placement import subpools
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,12 +25,15 @@ class Claim:
     pool: str
     created: str
     models: tuple[str, ...]
+    subpools: int = 1
+    """`spec.placement.subPools`: part of the route's value."""
 
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
     routes: Mapping[str, str]
-    """Model name -> pool, for every name a claimant in scope won."""
+    """Model name -> route (the pool, with its sub-pool count when split), for every name a claimant
+    in scope won."""
     lost: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Pool -> the model names it claimed and lost, sorted."""
 
@@ -55,7 +62,7 @@ def resolve(claims: Iterable[Claim], current: Mapping[str, str], namespaces: Col
             if model in foreign or model in routes:
                 lost.setdefault(claim.pool, []).append(model)
             else:
-                routes[model] = claim.pool
+                routes[model] = subpools.route(claim.pool, claim.subpools)
     return Resolution(routes, {pool: tuple(sorted(models)) for pool, models in lost.items()})
 
 

@@ -161,6 +161,8 @@ class EngineSpec:
     autoscaling: Autoscaling | None
     pacing: Pacing | None
     """None: the engine's defaults."""
+    sub_pools: int
+    """`spec.placement.subPools`: the pool's sub-pools in Redis (1: not split)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +218,7 @@ def parse(body: Json) -> LiveEngine:
             capacity=_capacity(raw["capacity"]), resources=_resources(kind, raw.get("resources", {})),
             pod=_pod(raw.get("pod", {})), drain_grace_seconds=raw["drain"]["gracePeriodSeconds"],
             autoscaling=_autoscaling(raw.get("autoscaling")), pacing=_pacing(raw.get("pacing")),
+            sub_pools=raw["placement"]["subPools"],
         ),
     )
 

@@ -31,6 +31,9 @@ class Placed:
 
     pod: str
     addr: str
+    pool: str | None = None
+    """The pool or sub-pool holding the lease: where the slot is given back (`unreserve`); None for a
+    choice that reserved nothing (`choose` on a snapshot, fail-open)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
 
 from liveplex.placement import choice, errors, keys, load, record, snapshot, subpools, timing
+from liveplex.placement import url as urls
 
 T = TypeVar("T")
 
@@ -69,8 +70,11 @@ class PlacementClient:
     """Placement state of every pool in one Redis; safe to share between the tasks of one event loop."""
 
     def __init__(self, url: str, *, timeout_ms: int = 500, cluster: bool = False) -> None:
-        """`url`: `redis://host:port/db` (or `rediss://`, `unix://`); with `cluster`, any node of a Redis
-        Cluster (`redis://host:port`). `timeout_ms`: the most one call may take."""
+        """`url`: `redis://host:port/db` (or `rediss://`, `unix://`); with `cluster`, or a
+        `redis+cluster://` URL (`url.cluster`), any node of a Redis Cluster. `timeout_ms`: the most one
+        call may take."""
+        url, named_cluster = urls.cluster(url)
+        cluster = cluster or named_cluster
         self._timeout_s = timeout_ms / 1000
         self._cluster = cluster
         self._rng = random.Random()
@@ -176,7 +180,7 @@ class PlacementClient:
                 choice.Mode(mode).value, *exclude]
         reply = await self._send(_Call(self._place, k.index, args))
         if reply[0] == "placed":
-            return choice.Placed(pod=reply[1], addr=reply[2])
+            return choice.Placed(pod=reply[1], addr=reply[2], pool=k.name)
         return choice.Busy(total_capacity=reply[1], total_active=reply[2], no_engines=reply[3] == 1)
 
     async def place_among(
@@ -189,16 +193,15 @@ class PlacementClient:
         *,
         lease_ms: int = timing.LEASE_MS,
         stale_ms: int = timing.STALE_MS,
-    ) -> tuple[str, choice.Placed | choice.Busy]:
+    ) -> choice.Placed | choice.Busy:
         """`place` on a pool split into `count` sub-pools: the better of two random ones by their totals,
         then the other, then the rest (`subpools.order`); a full sub-pool or an unreachable shard moves
-        on to the next. Returns the sub-pool placed in (where the lease is: `unreserve` there) and the
-        answer; Busy with the summed totals when every reachable one was full; raises
-        `RedisUnavailable` only when none could be reached."""
+        on to the next. `Placed.pool` is the sub-pool placed in (where the lease is: `unreserve` there);
+        Busy with the summed totals when every reachable one was full; raises `RedisUnavailable` only
+        when none could be reached. With `count` 1 it is `place` on the pool."""
         names = subpools.names(pool, count)
         if count == 1:
-            return names[0], await self.place(names[0], session_id, exclude, mode, lease_ms=lease_ms,
-                                              stale_ms=stale_ms)
+            return await self.place(names[0], session_id, exclude, mode, lease_ms=lease_ms, stale_ms=stale_ms)
         now = time.monotonic()
         down = {k for k, name in enumerate(names) if self._down.get(name, 0.0) > now}
         picked = subpools.pair(count, self._rng, down)
@@ -219,10 +222,10 @@ class PlacementClient:
                 unavailable = exc
                 continue
             if isinstance(answer, choice.Placed):
-                return names[k], answer
+                return answer
             busy.append(answer)
         if busy:
-            return pool, subpools.merge_busy(busy)
+            return subpools.merge_busy(busy)
         raise unavailable or errors.RedisUnavailable(f"every sub-pool of {pool} is on a shard that did not answer")
 
     def _trip(self, subpool: str) -> None:
@@ -237,7 +240,7 @@ class PlacementClient:
         return await self._settled(pool, pod, _session(session_id), "")
 
     async def route(self, model: str) -> str | None:
-        """The pool serving `model`, or None when no LiveEngine routes it."""
+        """The route of `model` (`subpools.routed` reads it), or None when no LiveEngine routes it."""
         return await self._run(self._redis.hget(keys.ROUTES, keys.check_model(model)))
 
     async def read_config(self, pool: str) -> dict[str, object] | None:
@@ -255,14 +258,16 @@ class PlacementClient:
 
     # --- operator side (platform §4, §8) -------------------------------------------------------------
 
-    async def set_route(self, model: str, pool: str) -> None:
-        await self._run(self._redis.hset(keys.ROUTES, keys.check_model(model), keys.pool_keys(pool).name))
+    async def set_route(self, model: str, route: str) -> None:
+        """Route `model` to `route`: a pool's name, or `subpools.route`'s for a split pool."""
+        subpools.routed(route)
+        await self._run(self._redis.hset(keys.ROUTES, keys.check_model(model), route))
 
     async def remove_route(self, model: str) -> None:
         await self._run(self._redis.hdel(keys.ROUTES, keys.check_model(model)))
 
     async def routes(self) -> dict[str, str]:
-        """Every model -> pool route."""
+        """Every model -> pool route, as stored (`subpools.routed` reads a split pool's)."""
         return await self._run(self._redis.hgetall(keys.ROUTES))
 
     async def snapshot(self, pool: str) -> snapshot.Snapshot:
@@ -287,6 +292,25 @@ class PlacementClient:
             active=active + draining_active, reserved=reserved, capacity=capacity,
             worst_tick_p99_us=max((m.record.tick_p99_us for m in members), default=0))
         return snapshot.Snapshot(now_ms=reply[0], members=members, load=totals)
+
+    async def summary_among(self, pool: str, count: int, candidates: int = SUMMARY_CANDIDATES,
+                            stale_ms: int = timing.STALE_MS) -> snapshot.Snapshot:
+        """`summary` of a pool split into `count` sub-pools: theirs, read concurrently and merged
+        (`subpools.merge_summaries`), O(count · candidates · log N). A sub-pool whose shard does not
+        answer is left out (the totals then cover the others: its pods cannot heartbeat either);
+        raises only when none answered. With `count` 1 it is `summary` of the pool."""
+        names = subpools.names(pool, count)
+        if count == 1:
+            return await self.summary(names[0], candidates, stale_ms)
+        parts = await asyncio.gather(*(self.summary(name, candidates, stale_ms) for name in names),
+                                     return_exceptions=True)
+        read = [p for p in parts if isinstance(p, snapshot.Snapshot)]
+        for part in parts:
+            if isinstance(part, BaseException) and not isinstance(part, errors.RedisUnavailable):
+                raise part
+        if not read:
+            raise errors.RedisUnavailable(f"every sub-pool of {pool} is on a shard that did not answer")
+        return subpools.merge_summaries(read)
 
     async def load(self, pool: str, stale_ms: int = timing.STALE_MS) -> load.PoolLoad:
         return load.PoolLoad.of(await self.snapshot(pool), stale_ms)

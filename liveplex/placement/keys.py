@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from liveplex.placement import errors
 
 ROUTES = "le:routes"
-"""HASH: model name -> pool name (`ns/name`); written by the operator, read by gateways."""
+"""HASH: model name -> pool name (`ns/name`), `ns/name*<count>` for a pool split into sub-pools
+(`subpools.route`); written by the operator, read by gateways."""
 
 # Kubernetes names: a namespace is a DNS-1123 label, a LiveEngine or pod name a DNS-1123 subdomain.
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")

@@ -10,17 +10,19 @@ a sub-pool is full or its shard is down (power of two choices).
 
 What this changes: a placement gets the best pod of the better of two sub-pools, not the best pod
 of the pool; the reservation is still atomic and checked in one script on one shard, so nothing here
-can overbook. Pure: the client (`PlacementClient.place_among`) does the reads and the placing.
+can overbook. Pure: the client (`PlacementClient.place_among`, `summary_among`) does the reads and the
+placing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import zlib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from liveplex.placement import choice, errors, keys
+from liveplex.placement import choice, errors, keys, load, snapshot
 
 MAX_SUBPOOLS = 1024
 """More sub-pools than shards buys nothing; this bounds a typo."""
@@ -31,6 +33,23 @@ def check_count(count: int) -> int:
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_SUBPOOLS:
         raise errors.InvalidName("subpools", count, f"a sub-pool count is an integer from 1 to {MAX_SUBPOOLS}")
     return count
+
+
+def route(pool: str, count: int) -> str:
+    """`pool`'s value in `le:routes`: its name, with `*<count>` when it is split (`<ns>/<name>*<count>`),
+    so a gateway learns the count with the route, from the one key the operator writes."""
+    name = keys.pool_keys(pool).name
+    return name if check_count(count) == 1 else f"{name}*{count}"
+
+
+def routed(value: str) -> tuple[str, int]:
+    """The pool and its sub-pool count from a `le:routes` value (`route`); `InvalidName` when malformed."""
+    name, star, count = value.partition("*")
+    if not star:
+        return keys.pool_keys(name).name, 1
+    if not count.isdecimal():
+        raise errors.InvalidName("subpools", count, "a route's sub-pool count is a number (<ns>/<name>*<count>)")
+    return keys.pool_keys(name).name, check_count(int(count))
 
 
 def names(pool: str, count: int) -> list[str]:
@@ -113,3 +132,16 @@ def merge_busy(answers: Sequence[choice.Busy]) -> choice.Busy:
     return choice.Busy(total_capacity=sum(a.total_capacity for a in answers),
                        total_active=sum(a.total_active for a in answers),
                        no_engines=all(a.no_engines for a in answers))
+
+
+def merge_summaries(parts: Sequence[snapshot.Snapshot]) -> snapshot.Snapshot:
+    """The pool's summary from its sub-pools' (at least one), each read on its own shard's clock: every
+    member's heartbeat is moved onto the latest clock so it keeps its age (`fresh` stays right), the
+    candidates are all of theirs (`count` times as many) and the totals are summed."""
+    now = max(p.now_ms for p in parts)
+    members = tuple(dataclasses.replace(m, heartbeat_ms=m.heartbeat_ms + now - p.now_ms)
+                    for p in parts for m in p.members)
+    totals = [load.PoolLoad.of(p) for p in parts]
+    summed = load.PoolLoad(*(sum(getattr(t, f.name) for t in totals) for f in dataclasses.fields(load.PoolLoad)))
+    worst = max(t.worst_tick_p99_us for t in totals)
+    return snapshot.Snapshot(now_ms=now, members=members, load=dataclasses.replace(summed, worst_tick_p99_us=worst))

@@ -4,7 +4,9 @@ Every 500 ms it marks the pod alive and writes what changed in its record since 
 that landed (capacity, active, draining and degraded always: placement ranks by them); the pool's
 served description only when it changed. When Redis has lost the record (it restarted empty, or
 the TTL ran out) the beat says so and the pod sends the whole record and the description at once,
-so Redis is whole again within a period.
+so Redis is whole again within a period. A pool split into sub-pools (Redis Cluster) has the pod
+in one of them, `subpools.of(pool, name, count)`: its beats, settles, drain and removal go there; the
+served description, the same for every pod, to the pool's own key, where gateways read it.
 Between heartbeats, `settled` writes each session outcome at once through the accept and release
 scripts: a session placed by a gateway leaves its reservation exactly when it starts or is
 refused, so it is never counted twice or zero times. The engine's hard cap stays the arbiter:
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from liveplex import __version__
 from liveplex.gptlive import connection
-from liveplex.placement import HEARTBEAT_MS, PlacementClient, PlacementError, PodRecord, check_pod
+from liveplex.placement import HEARTBEAT_MS, PlacementClient, PlacementError, PodRecord, check_pod, subpools
 from liveplex.pod import stats, writes
 
 if TYPE_CHECKING:
@@ -52,10 +54,14 @@ def default_name(addr: str) -> str:
 class Heartbeat:
     """See the module docstring."""
 
-    def __init__(self, redis_url: str, pool: str, pod_name: str | None, period_ms: int = HEARTBEAT_MS) -> None:
+    def __init__(self, redis_url: str, pool: str, pod_name: str | None, count: int = 1,
+                 period_ms: int = HEARTBEAT_MS) -> None:
         self._client = PlacementClient(redis_url)
         self._pool = pool
+        self._count = subpools.check_count(count)
         self._name = pod_name
+        self._home = None if pod_name is None else subpools.of(pool, pod_name, count)
+        """The (sub-)pool the pod is a member of, once its name is known."""
         self._period_s = period_ms / 1000
         self._pod: Pod | None = None
         self._task: asyncio.Task[None] | None = None
@@ -76,6 +82,11 @@ class Heartbeat:
         assert self._name is not None
         return self._name
 
+    @property
+    def home(self) -> str:
+        assert self._home is not None
+        return self._home
+
     async def start(self, pod: Pod) -> None:
         self._pod = pod
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -86,6 +97,7 @@ class Heartbeat:
         if pod.settings.advertise is None:
             await pod.listening.wait()  # the bound address is the default member name
         self._name = self._name or default_name(address(pod.settings.advertise, pod.bound))
+        self._home = subpools.of(self._pool, self._name, self._count)
         while True:
             await self.beat()
             await asyncio.sleep(self._period_s)
@@ -117,10 +129,10 @@ class Heartbeat:
         pod = self._pod
         assert pod is not None
         record = self.record()
-        reserved = await self._writes.send(self._client.heartbeat(self._pool, self.name, record, since=self._landed))
+        reserved = await self._writes.send(self._client.heartbeat(self.home, self.name, record, since=self._landed))
         if reserved is None and self._landed is not None:  # the record is gone (or the call failed): all of it
             self._landed = self._config = None
-            reserved = await self._writes.send(self._client.heartbeat(self._pool, self.name, record))
+            reserved = await self._writes.send(self._client.heartbeat(self.home, self.name, record))
         if reserved is None:
             self._landed = None
             return
@@ -139,18 +151,18 @@ class Heartbeat:
             return
         active = self._active()
         if type(action) is connection.Accepted:
-            call = self._client.accept(self._pool, self.name, action.session_id, active)
+            call = self._client.accept(self.home, self.name, action.session_id, active)
         elif type(action) is connection.Refused and session_id is not None:
-            call = self._client.release(self._pool, self.name, session_id, active)
+            call = self._client.release(self.home, self.name, session_id, active)
         elif type(action) is connection.Ended:
-            call = self._client.set_active(self._pool, self.name, active)
+            call = self._client.set_active(self.home, self.name, active)
         else:
             return
         self._writes.send(call)
 
     async def drain(self) -> None:
         if self._name is not None:
-            await self._writes.send(self._client.drain(self._pool, self.name))
+            await self._writes.send(self._client.drain(self.home, self.name))
             await self.beat()
 
     async def stop(self) -> None:
@@ -159,7 +171,7 @@ class Heartbeat:
             await asyncio.gather(self._task, return_exceptions=True)
         await self._writes.close()  # what was queued lands first, in order
         if self._name is not None:
-            await self._call(self._client.remove_pod(self._pool, self.name))
+            await self._call(self._client.remove_pod(self.home, self.name))
         await self._client.close()
 
     async def _call(self, call: Coroutine[Any, Any, T]) -> T | None:

@@ -17,7 +17,7 @@ from liveplex.gptlive import voices
 from liveplex.gptlive.served import DEFAULT_ALIASES
 from liveplex.live import frames, pacing
 from liveplex.live.pacing import Pacing
-from liveplex.placement import url
+from liveplex.placement import subpools, url
 from liveplex.pod import stats
 
 
@@ -35,6 +35,9 @@ class PodSettings:
     """Where the pool's placement state lives; None: a standalone pod."""
     pool: str | None = None
     """`<namespace>/<name>` of the LiveEngine this pod serves."""
+    subpools: int = 1
+    """How many sub-pools the pool is split into (Redis Cluster, `placement.subpools`): the pod
+    heartbeats into `subpools.of(pool, pod_name, subpools)`; 1: the pool itself."""
     advertise: str | None = None
     """The `ws://host:port` the gateway dials to reach this pod."""
     pod_name: str | None = None
@@ -69,6 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "read when this is not given (default: standalone)")
     g.add_argument("--pool", default=None, metavar="NS/NAME",
                    help="the pool (LiveEngine) this pod belongs to; with --redis-url (default: none)")
+    g.add_argument("--subpools", type=int, default=default_of(d, "subpools"), metavar="N",
+                   help="the pool is split into N sub-pools (Redis Cluster); the pod joins the one its name "
+                        "hashes to (default: %(default)s, not split)")
     g.add_argument("--advertise", default=None, metavar="URL",
                    help="ws://host:port the gateway dials; with --redis-url (default: the bound address)")
     g.add_argument("--pod-name", default=None, help="member name in the pool (default: from --advertise)")
@@ -102,6 +108,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         raise ValueError(f"--pool and --advertise need --redis-url (or ${url.REDIS_URL_ENV})")
     if redis_url and not args.pool:
         raise ValueError("--redis-url needs --pool NS/NAME")
+    if not 1 <= args.subpools <= subpools.MAX_SUBPOOLS:
+        raise ValueError(f"--subpools must lie in [1, {subpools.MAX_SUBPOOLS}], got {args.subpools}")
     if args.drain_deadline_s < 0:
         raise ValueError(f"--drain-deadline-s must be >= 0, got {args.drain_deadline_s}")
     if args.lateness_budget_ms <= 0:
@@ -115,7 +123,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     return PodSettings(
         model_aliases=tuple(args.model_alias) if args.model_alias else default_of(PodSettings, "model_aliases"),
         voice_dir=args.voice_dir, builtin_voices=builtin, redis_url=redis_url, pool=args.pool,
-        advertise=args.advertise, pod_name=args.pod_name, drain_deadline_s=args.drain_deadline_s,
+        subpools=args.subpools, advertise=args.advertise, pod_name=args.pod_name,
+        drain_deadline_s=args.drain_deadline_s,
         lateness_budget_ms=args.lateness_budget_ms, pace_lead_ms=args.pace_lead_ms,
         pace_spread_ms=args.pace_spread_ms,
     )

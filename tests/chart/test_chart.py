@@ -363,6 +363,11 @@ def test_every_value_set_of_the_matrix_passes_the_schema(case: str) -> None:
     render.validate(copy.deepcopy(MATRIX[case]))
 
 
+def test_a_redis_cluster_url_passes_the_schema() -> None:
+    for scheme in ("redis+cluster", "rediss+cluster"):  # placement.url.CLUSTER_SCHEMES: sub-pools need one
+        render.validate({"redis": {"mode": "external", "external": {"url": f"{scheme}://:pw@10.0.0.1:6379"}}})
+
+
 def test_the_operator_monitor_scrapes_every_replica_on_its_metrics_port() -> None:
     objs = render.render({"monitoring": {"operatorMonitor": {"enabled": True, "labels": {"release": "kps"}}}})
     monitor = one(objs, "PodMonitor", f"{FULL}-operator")

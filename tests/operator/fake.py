@@ -83,7 +83,7 @@ class FakeLoads:
     def __init__(self, loads: Mapping[str, PoolLoad | Exception] | None = None) -> None:
         self.loads: dict[str, PoolLoad | Exception] = dict(loads or {})
 
-    async def read(self, pool: str) -> PoolLoad:
+    async def read(self, pool: str, subpools: int) -> PoolLoad:
         found = self.loads.get(pool, PoolLoad())
         if isinstance(found, Exception):
             raise found

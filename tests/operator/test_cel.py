@@ -47,6 +47,7 @@ _specs = st.fixed_dictionaries(
         "resources": st.fixed_dictionaries({}, optional={"gpus": st.integers(0, 1)}),
         "autoscaling": st.fixed_dictionaries({"minReplicas": st.integers(1, 4), "maxReplicas": st.integers(1, 4)}),
         "pacing": st.fixed_dictionaries({"leadMillis": st.integers(0, 79), "spreadMillis": st.integers(0, 79)}),
+        "placement": st.fixed_dictionaries({}, optional={"subPools": st.integers(1, 3)}),
         "pod": st.fixed_dictionaries({}, optional={
             "labels": st.dictionaries(st.sampled_from([*names.SELECTOR_KEYS, "team", "tier"]), st.just("x")),
             "env": st.lists(st.sampled_from([*names.RESERVED_ENV, "HF_HOME", "TZ"]).map(lambda n: {"name": n}),
@@ -75,6 +76,7 @@ def _refused(rule: cel.Rule) -> dict[str, Any]:
             objects.sim_spec(model={"name": "m", "source": {"hostPath": {"path": "/w"}}})),
         "spec.resources.gpus must be 0": objects.liveengine(objects.sim_spec(resources={"gpus": 1})),
         "spec.resources.gpus must be 1": objects.liveengine(objects.personaplex_spec(resources={"gpus": 0})),
+        "spec.placement.subPools": objects.liveengine({"engine": {"kind": "sim"}, "placement": {"subPools": 2}}),
         "spec.engine.sim is allowed": objects.liveengine(
             objects.personaplex_spec(engine={"kind": "personaplex", "sim": {}})),
         "spec.model.kvDtype": objects.liveengine(

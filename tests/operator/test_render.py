@@ -34,7 +34,8 @@ CASES: dict[str, tuple[dict[str, Any], OperatorSettings]] = {
                  {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["h100"]}]}]}}}})), REDIS),
     "personaplex-image": (objects.liveengine(objects.personaplex_spec(
         model={"name": "nvidia/personaplex-7b-v1", "dtype": "fp32", "attention": "masked", "prefillBudgetMillis": 12,
-               "source": {"image": {"reference": "registry.local/weights:7b", "path": "ckpt"}}})), REDIS),
+               "source": {"image": {"reference": "registry.local/weights:7b", "path": "ckpt"}}},
+        placement={"subPools": 4})), REDIS),
     "sim-standalone": (objects.liveengine(objects.sim_spec(pacing={"leadMillis": 0, "spreadMillis": 8}),
                                           labels={"team": "qa"}), OperatorSettings()),
     "personaplex-fetch-hf": (objects.liveengine(objects.personaplex_spec(
@@ -243,6 +244,7 @@ def test_liveplex_serve_accepts_the_rendered_command_line(case: str) -> None:
     assert (parsed.pace_lead_ms, parsed.pace_spread_ms) == (
         (pod_defaults.pace_lead_ms, pod_defaults.pace_spread_ms) if pacing is None
         else (pacing.lead_millis, pacing.spread_millis))
+    assert parsed.subpools == spec.parse(CASES[case][0]).spec.sub_pools
     model = spec.parse(CASES[case][0]).spec.model
     if parsed.engine == "personaplex":
         assert model is not None

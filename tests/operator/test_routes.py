@@ -48,6 +48,15 @@ def test_no_changes_once_written() -> None:
     assert not routes.changes(dict(r.routes), r, ())
 
 
+def test_a_split_pool_routes_with_its_sub_pool_count_and_a_new_count_is_a_changed_route() -> None:
+    split = Claim("voice/pp", "2026-01-01T00:00:00Z", ("pp-7b",), subpools=4)
+    r = routes.resolve([split], {"pp-7b": "voice/pp"}, ())
+    assert r.routes == {"pp-7b": "voice/pp*4"}
+    assert routes.changes({"pp-7b": "voice/pp"}, r, ()).set_ == {"pp-7b": "voice/pp*4"}
+    assert routes.changes({"pp-7b": "voice/pp*4"}, routes.resolve([OLD], {}, ("voice",)), ("voice",)).set_ == {
+        "pp-7b": "voice/pp", "gpt-live-1": "voice/pp"}, "back to one pool: the plain name again"
+
+
 _claims = st.lists(st.builds(lambda i, day, models: Claim(f"ns/e{i}", f"2026-01-{day:02d}T00:00:00Z", models),
                              st.integers(0, 9), st.integers(1, 28),
                              st.lists(st.sampled_from("abcd"), unique=True).map(tuple)),

@@ -46,8 +46,8 @@ async def test_sub_pools_place_across_shards_and_survive_a_dead_shard(cluster: L
         # every shard up: the first placements spread (each lands on a pod with both slots free)
         where: dict[str, int] = {}
         for n in range(PODS // 2):
-            sub, placed = await client.place_among(POOL, SUBPOOLS, f"warm-{n}", stale_ms=60_000)
-            assert not isinstance(placed, Busy) and pods[placed.pod] == sub
+            placed = await client.place_among(POOL, SUBPOOLS, f"warm-{n}", stale_ms=60_000)
+            assert not isinstance(placed, Busy) and pods[placed.pod] == placed.pool
             where[placed.pod] = where.get(placed.pod, 0) + 1
         assert max(where.values()) == 1, where
 
@@ -58,12 +58,12 @@ async def test_sub_pools_place_across_shards_and_survive_a_dead_shard(cluster: L
         placed_after = 0
         for n in range(room + 5):
             try:
-                sub, answer = await client.place_among(POOL, SUBPOOLS, f"s-{n}", stale_ms=60_000)
+                answer = await client.place_among(POOL, SUBPOOLS, f"s-{n}", stale_ms=60_000)
             except RedisUnavailable:
                 pytest.fail("placement stopped although two shards live")
             if isinstance(answer, Busy):
                 break
-            assert shard_of[sub] != dead
+            assert answer.pool is not None and shard_of[answer.pool] != dead
             placed_after += 1
         assert placed_after == room, "every free slot of the live shards was used, and no more"
         assert isinstance(answer, Busy) and not answer.no_engines

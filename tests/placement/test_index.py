@@ -79,7 +79,7 @@ async def test_a_lagging_index_steers_but_never_places_on_a_stale_pod(client: Pl
     await batch.send()
     now = await redis_now(raw)
     await raw.zadd(K.members, {pod: now - STALE_MS - 5000 for pod in pods[1:]}, xx=True)  # 39 went silent
-    assert await client.place(POOL, "s0") == Placed("pod-00", "10.0.0.1:8000")  # the one fresh pod, least room
+    assert await client.place(POOL, "s0") == Placed("pod-00", "10.0.0.1:8000", POOL)  # the one fresh pod, least room
     assert await client.place(POOL, "s1") == Busy(1, 0, no_engines=False)
     assert await raw.zcard(K.members) == 1  # 16 pruned per call, the rest as the picks met them
     await truth.assert_index_is_true(raw, POOL)
@@ -93,7 +93,7 @@ async def test_an_expired_lease_frees_its_slot_for_the_next_placement(client: Pl
     now = await redis_now(raw)
     while await redis_now(raw) <= now + 60:
         pass
-    assert await client.place(POOL, "s3") == Placed("pod-a", "10.0.0.1:8000")
+    assert await client.place(POOL, "s3") == Placed("pod-a", "10.0.0.1:8000", POOL)
     assert await raw.zrange(K.resv("pod-a"), 0, -1) == ["s3"]
     await truth.assert_index_is_true(raw, POOL)
 
@@ -105,4 +105,4 @@ async def test_a_pool_written_before_the_index_is_indexed_by_whole_beats(client:
     assert await client.place(POOL, "s1") == Busy(0, 0, no_engines=True)  # the index steers: nothing in it
     await client.heartbeat(POOL, "pod-a", record)  # a pod's first beat is whole
     await truth.assert_index_is_true(raw, POOL)
-    assert await client.place(POOL, "s2") == Placed("pod-a", "10.0.0.1:8000")
+    assert await client.place(POOL, "s2") == Placed("pod-a", "10.0.0.1:8000", POOL)

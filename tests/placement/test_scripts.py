@@ -48,8 +48,8 @@ async def eventually(check: Callable[[], Awaitable[bool]], deadline_s: float = 5
 async def test_placement_picks_the_pod_with_most_free_slots(client: PlacementClient, raw: Raw) -> None:
     await beat(client, "pod-a", 4, active=2)
     await beat(client, "pod-b", 4, active=0)
-    assert await client.place(POOL, "s1") == Placed("pod-b", addr("pod-b", 4))
-    assert await client.place(POOL, "s2") == Placed("pod-b", addr("pod-b", 4))
+    assert await client.place(POOL, "s1") == Placed("pod-b", addr("pod-b", 4), POOL)
+    assert await client.place(POOL, "s2") == Placed("pod-b", addr("pod-b", 4), POOL)
     assert await reservations(raw, "pod-b") == ["s1", "s2"]
     # now 2 free on each: a tie; the tiebreak picks in member order
     placed = {(await client.place(POOL, f"t{t}", tiebreak=t)).pod for t in (0, 1)}
@@ -102,7 +102,7 @@ async def test_degraded_pods_rank_after_healthy_pods_with_room(client: Placement
 async def test_reservations_count_against_capacity(client: PlacementClient) -> None:
     await beat(client, "pod-a", 3, active=1)
     assert [await client.place(POOL, f"s{i}") for i in range(3)] == [
-        Placed("pod-a", addr("pod-a", 3)), Placed("pod-a", addr("pod-a", 3)), Busy(3, 1, no_engines=False)]
+        Placed("pod-a", addr("pod-a", 3), POOL), Placed("pod-a", addr("pod-a", 3), POOL), Busy(3, 1, no_engines=False)]
 
 
 async def test_placing_the_same_session_twice_holds_one_slot(client: PlacementClient, raw: Raw) -> None:

@@ -7,7 +7,19 @@ import zlib
 
 import pytest
 
-from liveplex.placement import Busy, InvalidName, Mode, Placed, PlacementClient, PodRecord, pool_keys, subpools
+from liveplex.placement import (
+    Busy,
+    InvalidName,
+    Member,
+    Mode,
+    Placed,
+    PlacementClient,
+    PodRecord,
+    PoolLoad,
+    Snapshot,
+    pool_keys,
+    subpools,
+)
 from liveplex.placement.keys import subpool
 from liveplex.placement.subpools import Totals
 
@@ -87,9 +99,38 @@ async def test_place_among_falls_back_until_every_sub_pool_is_full(client: Place
         await client.heartbeat(sub, pod, PodRecord("10.0.0.1:8000", 2, 0), ttl_ms=60_000)
     placed: dict[str, int] = {}
     for n in range(18):
-        sub, answer = await client.place_among("prod/pp", 3, f"s{n}")
-        assert isinstance(answer, Placed) and pods[answer.pod] == sub
+        answer = await client.place_among("prod/pp", 3, f"s{n}")
+        assert isinstance(answer, Placed) and pods[answer.pod] == answer.pool
         placed[answer.pod] = placed.get(answer.pod, 0) + 1
     assert placed == dict.fromkeys(pods, 2), "every slot used once, none twice"
-    pool, answer = await client.place_among("prod/pp", 3, "one-more")
-    assert (pool, answer) == ("prod/pp", Busy(18, 0, no_engines=False))
+    assert await client.place_among("prod/pp", 3, "one-more") == Busy(18, 0, no_engines=False)
+    summary = await client.summary_among("prod/pp", 3)  # what the gateway's refresh and the operator read
+    assert summary.load is not None
+    assert (summary.load.capacity, summary.load.reserved, summary.load.fresh) == (18, 18, 9)
+    assert summary.members == (), "no candidate has room"
+
+
+def test_a_route_carries_the_sub_pool_count_and_reads_back() -> None:
+    assert subpools.route("prod/pp", 1) == "prod/pp", "one sub-pool: the plain name, as before sub-pools"
+    assert subpools.route("prod/pp", 8) == "prod/pp*8"
+    for value in ("prod/pp", "prod/pp*8"):
+        assert subpools.route(*subpools.routed(value)) == value
+    for bad, param in (("prod/pp*", "subpools"), ("prod/pp*x", "subpools"), ("prod/pp*0", "subpools"),
+                       ("prod/pp*2000", "subpools"), ("pp*2", "pool")):
+        with pytest.raises(InvalidName) as raised:
+            subpools.routed(bad)
+        assert raised.value.param == param, bad
+
+
+def test_merged_summaries_sum_the_totals_and_keep_each_members_age() -> None:
+    def part(now: int, pod: str, beat: int, active: int) -> Snapshot:
+        load = PoolLoad(pods=1, fresh=1, draining=0, degraded=0, active=active, reserved=1, capacity=4,
+                        worst_tick_p99_us=100 * active)
+        return Snapshot(now, (Member(pod, PodRecord(f"{pod}:8000", 4, active), beat, 1),), load)
+
+    merged = subpools.merge_summaries([part(10_000, "a", 9_000, 1), part(12_000, "b", 11_500, 3)])
+    assert merged.now_ms == 12_000
+    assert [(m.pod, merged.now_ms - m.heartbeat_ms) for m in merged.members] == [("a", 1_000), ("b", 500)]
+    assert merged.load == PoolLoad(pods=2, fresh=2, draining=0, degraded=0, active=4, reserved=2, capacity=8,
+                                   worst_tick_p99_us=300)
+    assert [m.pod for m in merged.fresh(stale_ms=600)] == ["b"], "a's shard clock is behind: its age, not its score"

@@ -47,3 +47,13 @@ def test_a_ca_file_becomes_ssl_ca_certs_after_the_urls_own_parameters(tmp_path: 
 def test_a_ca_that_cannot_apply_is_refused_by_name(given: str, ca: str, says: str) -> None:
     with pytest.raises(ValueError, match=rf"\$LIVEPLEX_REDIS_CA.*{says}|{says}"):
         url.redis_url(given, {url.REDIS_CA_ENV: ca})
+
+
+def test_a_cluster_scheme_names_a_redis_cluster_and_keeps_the_rest_of_the_url() -> None:
+    assert url.cluster("redis+cluster://:pw@node-0:6379") == ("redis://:pw@node-0:6379", True)
+    assert url.cluster("rediss+cluster://node-0:6380?x=1") == ("rediss://node-0:6380?x=1", True)
+    assert url.cluster("redis://redis:6379/0") == ("redis://redis:6379/0", False)
+    folded = url.redis_url(None, {url.REDIS_URL_ENV: "rediss+cluster://node-0:6380", url.REDIS_CA_ENV: PEM})
+    assert folded is not None and url.cluster(folded)[1], "a CA is trusted on a TLS cluster too"
+    with pytest.raises(ValueError, match="not a rediss:// URL"):
+        url.redis_url("redis+cluster://node-0:6379", {url.REDIS_CA_ENV: PEM})
