@@ -83,6 +83,7 @@ class StampedCall:
         self.arrivals: list[float] = []
         """Arrival times of the audio deltas (monotonic seconds)."""
         self.sent = 0
+        self._speaking = True
         self._tasks = [asyncio.create_task(self._listen()), asyncio.create_task(self._speak())]
 
     @classmethod
@@ -95,7 +96,7 @@ class StampedCall:
     async def _speak(self) -> None:
         silence = bytes(frames.FRAME_BYTES)
         due = time.monotonic()
-        while True:
+        while self._speaking:
             chunk = roundtrip.stamp(silence, self.sent * frames.FRAME_BYTES)
             await self.ws.send(orjson.dumps({"type": "session.input_audio.append",
                                              "audio": base64.b64encode(chunk).decode()}).decode())
@@ -116,10 +117,14 @@ class StampedCall:
             if index is not None:
                 self.stamps.append(index)
 
-    async def stop(self, echo_s: float = 1.0) -> None:
-        """Stop speaking, let the last frames echo back, close and wait for `session.closed`."""
-        self._tasks[1].cancel()
-        await asyncio.sleep(echo_s)
+    async def stop(self, echo_s: float = 10.0) -> None:
+        """Stop speaking, let the last frame echo back (within `echo_s`), close and wait for
+        `session.closed`."""
+        self._speaking = False
+        await self._tasks[1]  # never mid-send: `sent` counts exactly what went out
+        end = time.monotonic() + echo_s
+        while (not self.stamps or self.stamps[-1] < self.sent - 1) and time.monotonic() < end:
+            await asyncio.sleep(0.02)
         await self.ws.send(orjson.dumps({"type": "session.close"}).decode())
         await asyncio.wait_for(self._tasks[0], 10)
         await self.ws.close()
