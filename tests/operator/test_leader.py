@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from liveplex.emulator.apiserver import kinds
+from liveplex.emulator.controllers import projection
 from liveplex.operator import crd, names
 from tests.chart import render
 from tests.emulator.contract import Kube, fresh_kube  # noqa: F401 (the fixture)
@@ -67,9 +68,10 @@ def _as_the_charts_account(kube: Kube) -> tuple[Path, str]:
             store.create(store.registry.by_kind(obj["apiVersion"], obj["kind"]), obj["metadata"].get("namespace", ""),
                          obj)
             account = obj["metadata"]["name"] if obj["kind"] == "ServiceAccount" else account
-    config = kube.emulator.service_account({"metadata": {"namespace": render.NAMESPACE},
-                                           "spec": {"serviceAccountName": account}})["KUBECONFIG"]
-    return Path(config), f"{render.NAMESPACE}/{account}"  # the chart names the Lease after the account
+    creds = kube.emulator.credentials(render.NAMESPACE, account)  # what a process pod of the account gets
+    config = kube.emulator.state_dir / f"{account}.kubeconfig"
+    config.write_text(projection.process_kubeconfig(creds, kube.emulator.ca_file))
+    return config, f"{render.NAMESPACE}/{account}"  # the chart names the Lease after the account
 
 
 @contextlib.contextmanager
