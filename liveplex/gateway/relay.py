@@ -452,13 +452,16 @@ class UpstreamLeg:
         self._record = None
 
     def _resume(self, ending: upstream.Ending) -> bool:
-        """The pod is lost mid-session: resume the session on another pod from its record, if it
-        has one (the pod's breaker trips as for any loss). False: nothing to resume from."""
-        if not self._record or self._placed is None or self._done:
+        """The pod failed mid-session (it vanished, went silent, or broke the stream, a close that
+        did not end the session included): resume the session on another pod from its record, if
+        it has one; the pod's breaker trips as for any loss. False: nothing to resume from, or an
+        end that is no fault of the pod's (a message too large to relay ends the session)."""
+        if ending is upstream.Ending.CLOSED:
+            ending = upstream.Ending.VIOLATION
+        if not ending.pods_fault or not self._record or self._placed is None or self._done:
             return False
         record = bytes(self._record)
-        if ending.pods_fault:
-            self._owner.lost(self._placed.pod)
+        self._owner.lost(self._placed.pod)
         logger.warning("upstream lost; resuming the session elsewhere",
                        extra={"pod": self._placed.pod, "ending": ending.value, "record_bytes": len(record)})
         self._moving = moving.Moving(self._placed.pod, self._owner.tripped(), record)
