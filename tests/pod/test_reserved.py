@@ -52,7 +52,7 @@ async def test_the_pod_exports_its_unstarted_reservations_and_drops_one_when_it_
             assert gauges["liveplex_engine_sessions_active"] <= 1
             # ended by the protocol, so the socket's close is the pod's (a client-sent close frame
             # has been seen to go unanswered for websockets' 10 s close timeout: the leases of
-            # sess_0 and sess_2 then expire before the next check; see the closing note)
+            # sess_0 and sess_2 then expire before the next check; not yet understood)
             await ws.send(orjson.dumps({"type": "session.close"}).decode())
             async with asyncio.timeout(10):
                 while orjson.loads(await ws.recv())["type"] != "session.closed":
