@@ -12,10 +12,10 @@ from liveplex.gateway.stats import PLACEMENT_RESULTS, ROOM_REFUSALS, GatewayStat
 from liveplex.gptlive.server.exposition import histogram
 from liveplex.gptlive.server.stats import FrontStats
 
-LOST_REASONS: dict[str, int] = {ending.value: 0 for ending in upstream.Ending if ending is not upstream.Ending.CLOSED}
-"""Every way a session can be lost, exported from 0: a rate over a series that does not exist yet
-is no rate at all."""
-LOST_REASONS[relay.NOT_TAKEN] = 0
+LOST_REASONS: dict[str, int] = dict.fromkeys(
+    [*(ending.value for ending in upstream.Ending if ending is not upstream.Ending.CLOSED), relay.NOT_TAKEN], 0)
+"""Every way a session can be lost (a pod's failure, or a moved session no pod took), exported
+from 0: a rate over a series that does not exist yet is no rate at all."""
 MOVE_RESULTS: dict[str, int] = {"moved": 0, "stayed": 0, "lost": 0, "resumed": 0}
 
 
