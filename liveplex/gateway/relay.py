@@ -4,7 +4,7 @@ One task per session until it starts: the shell of `placing.Placing`, which deci
 it runs placement (through `GatewayBackend.place`), dials the pod with the session id
 (`upstream.Upstream`), forwards the client's `session.start` text and feeds the pod's answer back.
 After that there is no task: frames move by callbacks in both directions. `session.started` hands the client
-socket over (`Connection.handed_off`): from then on frames are copied both ways without JSON
+socket over (`Peer.handed_off`): from then on frames are copied both ways without JSON
 parsing the audio (upstream frames starting with `events.AUDIO_DELTA_PREFIX` are relayed as they are; only the
 rare others are parsed to learn the session's end). The pod's `session.closed` ends the client's
 socket with the pod's own close code, once the pod's close frame arrives. The upstream ending any
