@@ -8,10 +8,10 @@ arguments, and `deadline_ns` says when the connection next wants `timer`.
 
 What happened to a session (`Accepted`, `Refused`, `Ended`: an `Outcome`) is not a command: it
 is appended to `outcomes`, which the pump takes after each input and tells whoever counts
-(before the step's commands: a refusal or an end reaches the backend before its `Release`).
-Outcomes are rare (a few per session) and commands are per frame, so the per-frame inputs
-(`receive` of an append, `deliver` of audio) allocate nothing for them: no result object around
-the list, and the pump's check is one empty-list test.
+(`gptlive.server.backend.Observer` says when and why). Outcomes are rare (a few per session) and
+commands are per frame, so the per-frame inputs (`receive` of an append, `deliver` of audio)
+allocate nothing for them: no result object around the list, and the pump's check is one
+empty-list test.
 
 The machine does not know which side it serves (h11's rule). A server whose upstream talks to the
 client itself (a gateway) ends its part with `started_upstream`: the `Accepted` is told, the
