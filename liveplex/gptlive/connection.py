@@ -225,7 +225,7 @@ def usage_seconds(info: contract.LiveInfo, frames: int) -> float:
 
 
 def session_ended(reason: str, resource: events.SessionResource, info: contract.LiveInfo, frames: int,
-          counts: tuple[int, int] = (0, 0)) -> Ended:
+                  counts: tuple[int, int] = (0, 0)) -> Ended:
     """The `Ended` of a session after `frames` audio deltas; `counts`: its underruns and dropped
     samples."""
     return Ended(reason, usage_seconds(info, frames), *counts, resource.id, frames, resource.safety_identifier)
