@@ -175,10 +175,10 @@ class GatewayBackend:
             self._pods_http = httpx.AsyncClient(headers=self.upstream_headers, timeout=self.start_timeout_s)
         return self._pods_http
 
-    async def export(self, placed: Placed, session_id: str, after: int) -> bytes | None:
+    async def export(self, placed: Placed, session_id: str, after: int) -> tuple[bytes, int] | None:
         """The session's blob from its pod (`hop.EXPORT_PATH`) once it read the first `after`
-        messages of the session's socket, or None: the pod refused or failed, and the session
-        stays there."""
+        messages of the session's socket, and how many it read (`hop.READ_HEADER`); or None: the
+        pod refused or failed, and the session stays there."""
         url = f"http://{placed.addr}{hop.EXPORT_PATH.format(session_id=session_id)}"
         try:
             answer = await self._http().post(url, params={hop.EXPORT_AFTER: after})
@@ -189,7 +189,8 @@ class GatewayBackend:
             logger.warning("export refused", extra={"pod": placed.pod, "status": answer.status_code,
                                                     "body": answer.text[:200]})
             return None
-        return answer.content
+        read = answer.headers.get(hop.READ_HEADER, "")
+        return answer.content, int(read) if read.isdigit() else after
 
     async def import_blob(self, placed: Placed, blob: bytes, path: str) -> str | None:
         """Offer a blob (`hop.IMPORT_PATH`) or a resume record (`hop.RESUME_PATH`) to a pod: the id
