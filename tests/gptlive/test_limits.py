@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 
 import httpx
 import orjson
@@ -158,5 +159,29 @@ async def test_an_unanswered_ping_aborts_a_socket_whose_send_buffer_is_full() ->
             await until(lambda: any(not s.writable for s in front.sockets), 5, "the send buffer never filled")
             await until(lambda: front.stats.sockets_open == 0, 10, "the socket is still open")
             assert dict(front.stats.dropped) == {"ping_timeout": 1}
+        finally:
+            mute.close()
+
+
+@pytest.mark.parametrize("last_words", [hostile.Mute.send_close, hostile.Mute.send_invalid_text])
+async def test_a_close_answered_into_a_full_send_buffer_aborts_the_socket_after_the_close_timeout(
+        last_words: Callable[[hostile.Mute], Awaitable[None]]) -> None:
+    """uvicorn answers a client's close frame (or a frame it cannot read) by closing the transport,
+    which waits for the send buffer to drain: a client that then reads nothing kept its descriptor,
+    counted against `--max-connections`, forever (the session itself ends at once)."""
+    flags = ("--outbound-max-bytes", str(1 << 30), "--errors-per-s", "100000")
+    async with pods.in_process(*flags) as running:
+        front = running.built.pod.front
+        mute = await hostile.Mute.open(running.address)
+        try:
+            for _ in range(12_000):  # 16 MB of errors owed: far more than the kernel buffers hold
+                await mute.send({"type": 5, "event_id": "x" * events.MAX_EVENT_ID_CHARS})
+            await until(lambda: any(not s.writable for s in front.sockets), 5, "the send buffer never filled")
+            (live,) = front.sockets
+            proto = live._proto
+            proto.close_timeout = 0.2  # uvicorn's 10 s, shortened for the test
+            await last_words(mute)
+            await until(lambda: front.stats.sockets_open == 0, 5, "the session did not end")
+            await until(lambda: proto.disconnected, 5, "the socket is still open")
         finally:
             mute.close()
