@@ -1,11 +1,12 @@
 """A client's close frame on a session the pod writes checkpoints on is answered at once, and the
 session's engine slot is freed within a tick or two.
 
-The client reads its socket whatever it leaves unread (`max_queue=None`): with websockets' default
-(16) a client that leaves more than 16 events unread, as a test that only waits on the pod's
-gauges does (two events a tick here), stops reading its own socket, so the pod's close reply sits
-in its receive buffer and `close()` gives up after `close_timeout` (10 s, code 1006): an
-"unanswered" close that is the client's (python-websockets/websockets#1555, by design).
+The client reads its socket whatever it leaves unread (`clients.started`): with websockets'
+default `max_queue` (16) a client that leaves more than 16 events unread, as a test that only
+waits on the pod's gauges does (two events a tick here), stops reading its own socket, so the
+pod's answer sits in its receive buffer and `close()` gives up after its `close_timeout` (10 s,
+code 1006): an "unanswered" close that is the client's (python-websockets/websockets#1555, by
+design; tests/pod/test_reserved.py met it).
 """
 
 from __future__ import annotations
@@ -14,13 +15,9 @@ import asyncio
 import time
 
 import httpx
-import orjson
-import websockets
 
 from liveplex.gptlive.server import hop
-from tests.support import pods
-
-START = orjson.dumps({"type": "session.start", "session": {"model": "gpt-live-1"}}).decode()
+from tests.support import clients, pods
 
 
 async def _sessions(http: httpx.AsyncClient, pod: pods.Running) -> int:
@@ -29,12 +26,9 @@ async def _sessions(http: httpx.AsyncClient, pod: pods.Running) -> int:
 
 async def test_a_close_frame_after_checkpoints_is_answered_at_once_and_frees_the_slot() -> None:
     async with pods.in_process() as pod, httpx.AsyncClient() as http:
-        async with websockets.connect(pod.ws_url, additional_headers={hop.SESSION_ID_HEADER: "sess_1"},
-                                      max_queue=None) as ws:
-            await ws.send(START)
+        ws, _ = await clients.started(pod.ws_url, {hop.SESSION_ID_HEADER: "sess_1"})
+        async with ws:
             async with asyncio.timeout(10):
-                while orjson.loads(await ws.recv())["type"] != "session.started":
-                    pass
                 checkpoints = 0
                 while checkpoints < 3:  # one a tick: the close lands among them
                     checkpoints += (await ws.recv()).startswith(hop.CHECKPOINT_PREFIX)
