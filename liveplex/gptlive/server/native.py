@@ -206,6 +206,8 @@ class LiveSocket:
         self._backlog: deque[str | bytes] = deque()
         self.dispatched = 0
         """Client messages handed to the protocol so far (what a handover's export waits for)."""
+        self._frozen = False
+        """Set by `freeze`: the session is leaving, client messages are no longer read into it."""
         self._draining = False
         self._read_paused = False
         self._leg: backend.Leg | None = None
@@ -222,7 +224,7 @@ class LiveSocket:
 
     def receive(self, data: str | bytes) -> None:
         """One client message, parsed by the protocol."""
-        if self._done:
+        if self._done or self._frozen:
             return
         if self._backlog or not self.conn.reading:
             self._backlog.append(data)
@@ -242,6 +244,11 @@ class LiveSocket:
         except Exception:
             logger.error("live socket receive failed", exc_info=True)
             self._fail()
+
+    def freeze(self) -> int:
+        self._frozen = True
+        self._backlog.clear()
+        return self.dispatched
 
     def on_timer(self, now_ns: int) -> None:
         """Called by the `Sweeper`."""
