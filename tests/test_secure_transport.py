@@ -49,7 +49,7 @@ def test_a_session_runs_over_tls_pods_and_rediss_as_an_acl_user_and_the_operator
             client.ping()
         settings = cli.settings_from_args(cli.build_parser().parse_args(["run", "-n", "voice"]))
         assert settings.redis_url is not None and "ssl_ca_data" in settings.redis_url
-        with platform.platform(None, tmp_path, n_pods=1, pod_flags=pod_flags, gateway_flags=gateway_flags) as p:
+        with platform.platform(None, tmp_path, n_pods=2, pod_flags=pod_flags, gateway_flags=gateway_flags) as p:
             for proc in [p.gateway_process, *(proc for _, proc in p.pods)]:  # nothing secret on a command line
                 cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
                 assert b"s3cret" not in cmdline and b"rediss" not in cmdline
@@ -67,6 +67,16 @@ def test_a_session_runs_over_tls_pods_and_rediss_as_an_acl_user_and_the_operator
                         async with asyncio.timeout(5):  # the pod's next heartbeat carries the session
                             while (load := await reader.read(platform.POOL, 1)).active != 1:
                                 await asyncio.sleep(0.05)
+                        # its pod drains: the call moves over the pods' TLS handover routes, unnoticed
+                        source = p.pod_sessions().index(1)
+                        drained = await asyncio.to_thread(
+                            platform.get_json, p.pods[source][0].admin_root + "/drain?deadline_s=20")
+                        assert drained == {"drained": True, "ended_at_deadline": 0}
+                        moved = [0, 1] if source == 0 else [1, 0]
+                        await asyncio.to_thread(platform.eventually, lambda: p.pod_sessions() == moved,
+                                                "the call on the other pod")
+                        _, seen = await clients.until(ws, "session.output_audio.delta")
+                        assert {e["type"] for e in seen} == {"session.output_audio.delta"}  # no word of it
                     with pytest.raises((websockets.InvalidMessage, ConnectionError, EOFError)):  # the pod: TLS only
                         async with websockets.connect(p.pods[0][0].ws_url, open_timeout=5):
                             pass

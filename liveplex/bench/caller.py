@@ -99,6 +99,8 @@ class CallResult:
     send_late_us: array.array = dataclasses.field(default_factory=lambda: array.array("q"))
     echo_rtt_us: array.array = dataclasses.field(default_factory=lambda: array.array("q"))
     """With `echo_rtt`: per caller frame heard back, its round trip in µs (`roundtrip`)."""
+    arrivals_ns: array.array = dataclasses.field(default_factory=lambda: array.array("q"))
+    """With `echo_rtt`: when each audio delta arrived (`perf_counter_ns`)."""
     echo_skipped: int = 0
     """With `echo_rtt`: frames never heard back between two that were."""
     echo_repeated: int = 0
@@ -166,7 +168,7 @@ async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Ta
     result.transcript = "".join(timeline.transcript)
     result.lateness_us = timeline.lateness_us
     if trips is not None:
-        result.echo_rtt_us = trips.rtt_us
+        result.echo_rtt_us, result.arrivals_ns = trips.rtt_us, trips.arrivals_ns
         result.echo_skipped, result.echo_repeated = trips.skipped, trips.repeated
     if result.error is None:
         if result.close_reason is None:

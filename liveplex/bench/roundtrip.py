@@ -74,13 +74,15 @@ def index(head: str) -> int | None:
 class RoundTrips:
     """One session's frame send times and the round trips of the frames heard back, in µs."""
 
-    __slots__ = ("sent_ns", "rtt_us", "skipped", "repeated", "_last")
+    __slots__ = ("sent_ns", "rtt_us", "arrivals_ns", "skipped", "repeated", "_last")
 
     def __init__(self) -> None:
         self.sent_ns = array.array("q")
         """Per frame of the caller's stream, in order: when the chunk completing it was sent."""
         self.rtt_us = array.array("q")
         """Per matched echo: arrival minus its frame's send time."""
+        self.arrivals_ns = array.array("q")
+        """When each output delta arrived, stamped or not: the gaps in the agent's audio."""
         self.skipped = 0
         """Frames never heard between two that were: lost on the way (a move that dropped audio)."""
         self.repeated = 0
@@ -94,6 +96,7 @@ class RoundTrips:
 
     def heard(self, head: str, arrival_ns: int) -> None:
         """An output delta whose base64 text begins with `head` arrived at `arrival_ns`."""
+        self.arrivals_ns.append(arrival_ns)
         n = index(head)
         if n is None or n >= len(self.sent_ns):
             return

@@ -15,6 +15,7 @@ import logging
 import random
 import time
 import weakref
+from typing import Any
 
 import httpx
 from websockets.datastructures import Headers
@@ -73,8 +74,15 @@ class GatewayBackend:
         """The API key each socket authenticated with (for the per-key limit)."""
         self.draining = False
         """Set by the gateway's drain: new starts are refused, relayed sessions go on."""
-        self._pods_http: httpx.AsyncClient | None = None
-        """The pods' handover routes (moves), made on first use, on the loop."""
+        tls = self.upstream_tls
+        self._pods_http = httpx.AsyncClient(headers=self.upstream_headers, timeout=self.start_timeout_s,
+                                            verify=False if tls is None else tls.context)
+        """The pods' handover routes (moves), over the live socket's TLS. Made here, not on the
+        first move: a client with httpx's default verification loads the CA bundle (about 50 ms on
+        the loop, a gap in every relayed call's audio)."""
+        self._pods_scheme = "http" if tls is None else "https"
+        self._pods_tls_name = {} if tls is None or tls.server_name is None else {"sni_hostname": tls.server_name}
+        """The name pod certificates carry (`--upstream-server-name`), checked instead of the address."""
 
     # --- backend.Backend ---------------------------------------------------------------------------
 
@@ -179,18 +187,18 @@ class GatewayBackend:
         except PlacementError:
             self.stats.redis_errors += 1  # the lease expires by itself
 
-    def _http(self) -> httpx.AsyncClient:
-        if self._pods_http is None:
-            self._pods_http = httpx.AsyncClient(headers=self.upstream_headers, timeout=self.start_timeout_s)
-        return self._pods_http
+    async def _post_to_pod(self, placed: Placed, path: str, **request: Any) -> httpx.Response:
+        """POST to one of a pod's handover routes, on the port and with the TLS of its live socket."""
+        return await self._pods_http.post(f"{self._pods_scheme}://{placed.addr}{path}",
+                                          extensions=self._pods_tls_name, **request)
 
-    async def export(self, placed: Placed, session_id: str, after: int) -> bytes | None:
+    async def export(self, placed: Placed, session_id: str, after: int) -> tuple[bytes, int] | None:
         """The session's blob from its pod (`hop.EXPORT_PATH`) once it read the first `after`
-        messages of the session's socket, or None: the pod refused or failed, and the session
-        stays there."""
-        url = f"http://{placed.addr}{hop.EXPORT_PATH.format(session_id=session_id)}"
+        messages of the session's socket, and how many it read (`hop.READ_HEADER`); or None: the
+        pod refused or failed, and the session stays there."""
         try:
-            answer = await self._http().post(url, params={hop.EXPORT_AFTER: after})
+            answer = await self._post_to_pod(placed, hop.EXPORT_PATH.format(session_id=session_id),
+                                             params={hop.EXPORT_AFTER: after})
         except httpx.HTTPError as exc:
             logger.warning("export failed", extra={"pod": placed.pod, "error": str(exc)})
             return None
@@ -198,13 +206,14 @@ class GatewayBackend:
             logger.warning("export refused", extra={"pod": placed.pod, "status": answer.status_code,
                                                     "body": answer.text[:200]})
             return None
-        return answer.content
+        read = answer.headers.get(hop.READ_HEADER, "")
+        return answer.content, int(read) if read.isdigit() else after
 
     async def import_blob(self, placed: Placed, blob: bytes, path: str) -> str | None:
         """Offer a blob (`hop.IMPORT_PATH`) or a resume record (`hop.RESUME_PATH`) to a pod: the id
         it holds it under, or None."""
         try:
-            answer = await self._http().post(f"http://{placed.addr}{path}", content=blob,
+            answer = await self._post_to_pod(placed, path, content=blob,
                                              headers={"content-type": "application/octet-stream"})
             import_id = answer.json().get("import_id") if answer.status_code == 201 else None
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
@@ -220,8 +229,7 @@ class GatewayBackend:
         self.stats.moves[result] += 1
 
     async def close(self) -> None:
-        if self._pods_http is not None:
-            await self._pods_http.aclose()
+        await self._pods_http.aclose()
 
     def lost(self, pod: str) -> None:
         self._breaker.trip(pod, _now_ms())

@@ -9,8 +9,10 @@ rule is tested directly (tests/gateway/test_moving.py):
 - a slot is placed (and reserved) on another pod *before* the session leaves its pod: with no room
   anywhere the session simply `Stay`s and drains as before, nothing lost;
 - then the old pod exports the session at its next tick boundary (the blob) and closes the
-  session's socket with `hop.HANDED_OVER_CLOSE` after its last frame; from the export on, the
-  client's frames are held (`holding`), not forwarded;
+  session's socket with `hop.HANDED_OVER_CLOSE` after its last frame. While it exports the
+  client's frames still go to it and are kept too (`copying`): its answer says how many it read
+  into the blob, and the ones after those are held (`holding`) with every later one, so the
+  caller's audio is held only from the blob on, for the import and the dial;
 - the blob goes to the target pod (import), and only once the old socket has closed (so every
   frame the old pod made has reached the client first) is the target dialled with the import's id
   and the client's own `session.start`; its `session.started` is swallowed and the held frames
@@ -125,11 +127,18 @@ class Moving:
 
     @property
     def holding(self) -> bool:
-        """Whether the client's frames are held (from the export on, or all along for a resume),
-        not forwarded."""
+        """Whether the client's frames are held, not forwarded: once the blob is out (or all along
+        for a resume), until the switch."""
         if self.phase is Phase.DONE:
             return False
-        return self.resuming or self.phase in (Phase.EXPORTING, Phase.IMPORTING, Phase.DIALLING)
+        return self.resuming or self.phase in (Phase.IMPORTING, Phase.DIALLING)
+
+    @property
+    def copying(self) -> bool:
+        """Whether the client's frames are forwarded *and* kept: while the old pod exports, it
+        reads them into the session until it takes the session out, and says how many it read;
+        the rest are held for the next pod."""
+        return self.phase is Phase.EXPORTING
 
     def begin(self) -> Command:
         return self._placing.begin()

@@ -16,7 +16,8 @@ trip its breaker, never what a client made it say.
 A draining pod's `hop.MOVE_REQUESTED` (never relayed) moves the session to another pod: the shell
 of `moving.Moving`, one input at a time from the callbacks and the I/O it starts (placement, the
 pods' handover routes, the dial), until the session `Switch`es to its new upstream, `Stay`s, or is
-lost. The client's frames are held while the session is between pods and follow it, in order.
+lost. The client's frames follow the session in order: those the old pod read before it let the
+session go are in its blob, the rest are held and sent to the new pod.
 
 The pod's `hop.CHECKPOINT`s of the session (never relayed, never parsed) are kept, up to
 `MAX_RECORD_BYTES`; when the pod is lost mid-session, the same machine *resumes* the session on
@@ -75,7 +76,7 @@ class Placer(Protocol):
     async def place(self, pool: str, session_id: str, exclude: set[str]) -> Placed | Busy | errors.ProtocolError: ...
     async def unreachable(self, placed: Placed, session_id: str) -> None: ...
     async def unreserve(self, placed: Placed, session_id: str) -> None: ...
-    async def export(self, placed: Placed, session_id: str, after: int) -> bytes | None: ...
+    async def export(self, placed: Placed, session_id: str, after: int) -> tuple[bytes, int] | None: ...
     async def import_blob(self, placed: Placed, blob: bytes, path: str) -> str | None: ...
     def moved(self, result: str) -> None: ...
     def lost(self, pod: str) -> None: ...
@@ -110,7 +111,8 @@ class UpstreamLeg:
         """The dialled target of a move, until it answers."""
         self._held: deque[str | bytes] = deque()
         self._held_bytes = 0
-        """Client frames waiting for a moving session's next pod."""
+        """Client frames waiting for a moving session's next pod (while the old pod exports, the
+        ones forwarded to it too: `moving.Moving.copying`)."""
         self._record: bytearray | None = bytearray()
         """The pod's checkpoints of the session, decoded and concatenated in order (the resume
         record); None once over `MAX_RECORD_BYTES` or unreadable (the session is then not
@@ -127,11 +129,9 @@ class UpstreamLeg:
         up = self._up
         if up is None or self._done:
             return
-        if self._moving is not None and self._moving.holding:
-            self._held.append(data)
-            self._held_bytes += len(data)
-            if self._held_bytes > MAX_UPSTREAM_BUFFER_BYTES:
-                self._lost_in_move("the session's audio outgrew its buffer while it moved between engines")
+        machine = self._moving
+        if machine is not None and machine.holding:
+            self._hold(data)
             return
         if up.write_buffer_bytes > MAX_UPSTREAM_BUFFER_BYTES:
             logger.warning("upstream too slow; dropping the session",
@@ -141,6 +141,15 @@ class UpstreamLeg:
             return
         up.send(data)
         self._owner.stats.frames_up += 1
+        if machine is not None and machine.copying:
+            self._hold(data)
+
+    def _hold(self, data: str | bytes) -> None:
+        """Keep a client frame for a moving session's next pod, within the buffer's bound."""
+        self._held.append(data)
+        self._held_bytes += len(data)
+        if self._held_bytes > MAX_UPSTREAM_BUFFER_BYTES:
+            self._lost_in_move("the session's audio outgrew its buffer while it moved between engines")
 
     def hangup(self) -> None:
         """Never asked: a relayed session's `session.close` is forwarded to the pod."""
@@ -366,7 +375,8 @@ class UpstreamLeg:
             if command.unreserve is not None:
                 self._spawn(self._owner.unreserve(command.unreserve, session_id))
             self._moving = None
-            self._release_held()
+            self._held.clear()  # copies of frames the pod read: a move that did not happen holds none
+            self._held_bytes = 0
             if isinstance(command, moving.Stay):
                 self._owner.moved("stayed")
             elif command.why is None:  # the pod died before the session could leave it
@@ -395,9 +405,18 @@ class UpstreamLeg:
         self._step(machine.rechecked())
 
     async def _move_exported(self, machine: moving.Moving, source: Placed, after: int) -> None:
-        """The blob, once the pod has read the `after` messages sent to it (frames from then on
-        are held)."""
-        self._step(machine.exported(await self._owner.export(source, self._start.resource.id, after)))
+        """The blob, once the pod has read the `after` messages sent to it; the frames forwarded
+        since, that the pod read into the blob, are no longer the next pod's."""
+        got = await self._owner.export(source, self._start.resource.id, after)
+        if got is None:
+            self._step(machine.exported(None))
+            return
+        blob, read = got
+        if read < after:  # the pod gave up waiting for them (`hop.EXPORT_CATCH_UP_S`)
+            logger.warning("frames lost in a move", extra={"pod": source.pod, "frames": after - read})
+        for _ in range(min(max(read - after, 0), len(self._held))):
+            self._held_bytes -= len(self._held.popleft())
+        self._step(machine.exported(blob))
 
     async def _move_imported(self, machine: moving.Moving, target: Placed, blob: bytes) -> None:
         import_id = await self._owner.import_blob(target, blob, hop.RESUME_PATH if machine.resuming
@@ -467,14 +486,6 @@ class UpstreamLeg:
         self._moving = moving.Moving(self._placed.pod, self._owner.tripped(), record)
         self._step(self._moving.begin())
         return True
-
-    def _release_held(self) -> None:
-        """A move that did not happen: what was held goes to the pod the session stayed on."""
-        up = self._up
-        while self._held and up is not None and not self._done:
-            up.send(self._held.popleft())
-        self._held.clear()
-        self._held_bytes = 0
 
     def _finish(self) -> None:
         """Once: close the upstream, stop counting the session."""

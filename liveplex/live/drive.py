@@ -4,6 +4,11 @@ live-contract §8. `drive` blocks its thread: it waits on the inbox while idle o
 (that wait is the pod's one timer), runs the engine's tick when the drift-free clock says so, and
 hands each tick's outputs to the front end with one flush. An engine exception stops the loop:
 every session is aborted, later starts are refused, and the exception propagates to the caller.
+
+An export is answered right after the next tick, before its flush: the session's last frame is
+that tick's, and the pod that continues it has a whole period to start it before the caller hears
+a gap (asked at once, between ticks, the session would have gone quiet for the rest of the period
+as well: up to one frame more of silence at every move).
 """
 
 from __future__ import annotations
@@ -63,13 +68,26 @@ def drive(
     epoch = now_ns()
     clock = Clock(period)
 
+    exports: list[channel.ExportRequest] = []
+    """Asked since the last tick: answered right after the next one."""
+
+    def export_asked() -> None:
+        try:
+            for sub in exports:
+                blob = None
+                try:
+                    blob = engine.export(sub.id)
+                finally:  # an engine fault still answers the front end
+                    sub.reply.set_result(blob)
+        finally:
+            exports.clear()
+
     def admit(sub: channel.Queued) -> None:
-        if type(sub) is channel.ExportRequest:  # a tick boundary: hand the session over now
-            blob = None
-            try:
-                blob = engine.export(sub.id)
-            finally:  # an engine fault still answers the front end
-                sub.reply.set_result(blob)
+        if type(sub) is channel.ExportRequest:
+            if engine.sessions():
+                exports.append(sub)
+            else:  # no session runs: none to export, and no tick to wait for
+                sub.reply.set_result(None)
         elif engine.sessions() >= info.max_sessions:
             sub.refuse(contract.CloseReason.BUSY)
         else:
@@ -105,9 +123,13 @@ def drive(
             batch = engine.sessions()
             engine.tick(step.skipped)
             pulse.record(now_ns() - epoch - start, step.skipped, batch)
+            if exports:
+                export_asked()
             pulse.sessions = engine.sessions()
             inbox.flush(pacing.wait_ns(step.tick * period, now_ns() - epoch), pacing.spread_ns)
     except BaseException:
+        for sub in exports:
+            sub.refuse(contract.CloseReason.ABORTED)
         engine.abort()
         pulse.sessions = 0
         inbox.stop()

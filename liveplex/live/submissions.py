@@ -56,7 +56,7 @@ class LiveSubmission:
 
 @dataclass(frozen=True, slots=True)
 class ExportRequest:
-    """Take running session `id` out of the engine at the next tick boundary (docs/continuity.md)."""
+    """Take running session `id` out of the engine right after the next tick (docs/continuity.md)."""
 
     id: int
     reply: concurrent.futures.Future[bytes | None]

@@ -68,6 +68,11 @@ class EngineLeg:
         while self._peer.dispatched < messages and time.monotonic() < deadline:
             await asyncio.sleep(0.002)
 
+    def freeze(self) -> int:
+        """The session leaves at the next tick boundary: read no more client messages into it;
+        how many were read (`hop.READ_HEADER`)."""
+        return self._peer.freeze()
+
     def _on_outputs(self) -> None:
         """The hand-off's listener: this session's outputs of the tick, delivered at once."""
         opened = self._opened
@@ -180,9 +185,11 @@ class EngineBackend:
             self._import_of[conn] = key
         return conn
 
-    async def export(self, session_id: str, after: int = 0) -> bytes | replies.Reply:
+    async def export(self, session_id: str, after: int = 0) -> handover.Exported | replies.Reply:
         """Hand the session the gateway opened as `session_id` over at the next tick boundary,
-        once its socket's first `after` messages were read (`hop.EXPORT_PATH`)."""
+        once its socket's first `after` messages were read (`hop.EXPORT_PATH`). From then on its
+        socket reads nothing into it: the blob holds exactly the messages read, and the gateway
+        resends the session's next pod those it sent after them."""
         leg, handle = self._legs.get(session_id), self.handle
         engine_id = None if leg is None else leg.engine_id
         if leg is None or engine_id is None:
@@ -190,8 +197,9 @@ class EngineBackend:
         if handle is None:
             return replies.NOT_READY
         await leg.caught_up(after)
+        read = leg.freeze()
         data = await handover.wait(handle.export(engine_id))
-        return handover.NOT_RUNNING if data is None else data
+        return handover.NOT_RUNNING if data is None else handover.Exported(data, read)
 
     # --- backend.Observer: each outcome to the heartbeat -----------------------------------------------
 

@@ -80,12 +80,20 @@ def refused(err: HandoverError) -> Response:
     return error(400, err.code.value, err.message, err.param)
 
 
-def exported(data: bytes) -> Response:
-    """The export's answer: the blob, and the frames it ran in a header."""
-    header = blob.decode(data)
+@dataclass(frozen=True, slots=True)
+class Exported:
+    """An engine's blob of a session, and how many of its socket's messages the blob holds."""
+
+    data: bytes
+    read: int
+
+
+def exported(got: Exported) -> Response:
+    """The export's answer: the blob, the frames it ran and the messages it read, in headers."""
+    header = blob.decode(got.data)
     assert isinstance(header, blob.Handover), "an engine's own blob decodes"
-    return Response(data, media_type="application/octet-stream",
-                    headers={hop.FRAMES_HEADER: str(header.header.frames)})
+    return Response(got.data, media_type="application/octet-stream",
+                    headers={hop.FRAMES_HEADER: str(header.header.frames), hop.READ_HEADER: str(got.read)})
 
 
 def imported(key: str, header: blob.Header) -> Response:

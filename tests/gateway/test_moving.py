@@ -20,10 +20,11 @@ BLOB = b"\x00blob"
 def test_a_move_places_first_then_exports_imports_and_dials_once_the_old_socket_closed() -> None:
     machine = Moving(OLD, frozenset({"tripped"}))
     assert machine.begin() == Place(frozenset({OLD, "tripped"}))  # never back onto the draining pod
-    assert not machine.holding
+    assert not machine.holding and not machine.copying
     assert machine.placed(A) == Export()
-    assert machine.holding  # from the export on, the client's frames wait for the target
+    assert machine.copying and not machine.holding  # the old pod reads them until it lets go, and says how many
     assert machine.exported(BLOB) == Import(A, BLOB)
+    assert machine.holding and not machine.copying  # from the blob on, the client's frames wait for the target
     assert machine.imported(A, "imp_1") == Wait()  # the old pod's last frames are still on their way
     assert machine.old_closed(handed_over=True) == Dial(A, "imp_1")
     assert machine.answered(A, STARTED) == Switch(A)
@@ -53,7 +54,7 @@ def test_an_export_the_old_pod_refuses_leaves_the_session_and_gives_the_target_s
     machine.begin()
     machine.placed(A)
     assert machine.exported(None) == Stay(unreserve=A)
-    assert machine.phase is Phase.DONE and not machine.holding
+    assert machine.phase is Phase.DONE and not machine.holding and not machine.copying
 
 
 def test_a_refused_import_offers_the_blob_to_one_more_pod_then_the_session_is_lost() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 
 import httpx
 import orjson
@@ -145,18 +146,52 @@ async def test_at_the_cap_a_newcomer_evicts_the_oldest_unfinished_request_else_i
     assert 'liveplex_engine_connections_dropped_total{reason="over_capacity"} 1.0' in metrics
 
 
+async def stuffed(running: pods.Running) -> hostile.Mute:
+    """A client that reads nothing, owed 16 MB of errors (far more than the kernel buffers hold),
+    once the pod's send buffer is full (flags: an `--outbound-max-bytes` above that, and an
+    `--errors-per-s` that does not pause reading for long)."""
+    front = running.built.pod.front
+    mute = await hostile.Mute.open(running.address)
+    try:
+        for _ in range(12_000):
+            await mute.send({"type": 5, "event_id": "x" * events.MAX_EVENT_ID_CHARS})
+        await until(lambda: any(not s.writable for s in front.sockets), 5, "the send buffer never filled")
+    except BaseException:
+        mute.close()
+        raise
+    return mute
+
+
 async def test_an_unanswered_ping_aborts_a_socket_whose_send_buffer_is_full() -> None:
     """uvicorn's keepalive timeout closed the transport, which waits for the send buffer to drain:
     a client that reads nothing kept its descriptor (and the session's buffers) forever."""
     flags = ("--ws-ping-interval-s", "0.5", "--outbound-max-bytes", str(1 << 30), "--errors-per-s", "10000")
     async with pods.in_process(*flags) as running:
         front = running.built.pod.front
-        mute = await hostile.Mute.open(running.address)
+        mute = await stuffed(running)
         try:
-            for _ in range(12_000):  # 16 MB of errors owed: far more than the kernel buffers hold
-                await mute.send({"type": 5, "event_id": "x" * events.MAX_EVENT_ID_CHARS})
-            await until(lambda: any(not s.writable for s in front.sockets), 5, "the send buffer never filled")
             await until(lambda: front.stats.sockets_open == 0, 10, "the socket is still open")
             assert dict(front.stats.dropped) == {"ping_timeout": 1}
+        finally:
+            mute.close()
+
+
+@pytest.mark.parametrize("last_words", [hostile.Mute.send_close, hostile.Mute.send_invalid_text])
+async def test_a_close_answered_into_a_full_send_buffer_aborts_the_socket_after_the_close_timeout(
+        last_words: Callable[[hostile.Mute], Awaitable[None]]) -> None:
+    """uvicorn answers a client's close frame (or a frame it cannot read) by closing the transport,
+    which waits for the send buffer to drain: a client that then reads nothing kept its descriptor,
+    counted against `--max-connections`, forever (the session itself ends at once)."""
+    flags = ("--outbound-max-bytes", str(1 << 30), "--errors-per-s", "100000")
+    async with pods.in_process(*flags) as running:
+        front = running.built.pod.front
+        mute = await stuffed(running)
+        try:
+            (live,) = front.sockets
+            proto = live._proto
+            proto.close_timeout = 0.2  # uvicorn's 10 s, shortened for the test
+            await last_words(mute)
+            await until(lambda: front.stats.sockets_open == 0, 5, "the session did not end")
+            await until(lambda: proto.disconnected, 5, "the socket is still open")
         finally:
             mute.close()

@@ -108,6 +108,23 @@ async def test_sessions_queued_during_a_wait_join_before_the_next_tick() -> None
     p.finish()
 
 
+async def test_an_export_is_answered_right_after_the_next_tick_with_that_ticks_frame_its_last() -> None:
+    now = [0]
+    p = await pod(make_info(), now_ns=lambda: now[0])
+    a = start(p)
+    await until(a, Audio)  # tick 0, at once
+    now[0] = 30_000_000  # between ticks: asked here, it waits for tick 1
+    asked = asyncio.wrap_future(p.handle.export(a.id))
+    await asyncio.sleep(0.05)
+    assert not asked.done() and p.inbox.pulse.ticks == 1
+    now[0] = 80_000_000
+    assert await asked == b"2"  # frames 0 and 1 ran here: the next pod says frame 2
+    out = await until(a, Closed)
+    assert [type(o) for o in out] == [Audio, Closed] and out[-1].reason is CloseReason.HANDED_OVER
+    assert await asyncio.wrap_future(p.handle.export(a.id)) is None  # gone, and nothing runs: at once
+    p.finish()
+
+
 async def test_an_overrun_reports_whole_skipped_ticks_and_counts_them_late() -> None:
     period = 80_000_000
     now = [0]

@@ -1,14 +1,18 @@
 """An export waits for the frames the gateway sent before it asked (`?after=N`, hop.EXPORT_PATH):
 frames still on their way when the request lands are in the blob, never read after the session
-left. Two real sim pods over loopback."""
+left. Frames the gateway goes on sending while the export runs are in the blob up to the count the
+pod answers (`hop.READ_HEADER`), and no further: the rest are the next pod's. Two real sim pods
+over loopback."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 
 import httpx
 import orjson
+import websockets
 
 from liveplex.gptlive.server import hop
 from tests.pod.test_handover import AUTH, FLAGS, FRAMES, SENT, _audio, _open
@@ -38,6 +42,42 @@ async def test_an_export_asked_with_frames_in_flight_carries_every_one_of_them()
     frames = [played[i:i + 3840] for i in range(0, len(played), 3840)]
     first = frames.index(SENT[0])
     assert frames[first:first + FRAMES] == SENT
+
+
+def _append(pcm: bytes) -> str:
+    return orjson.dumps({"type": "session.input_audio.append", "audio": base64.b64encode(pcm).decode()}).decode()
+
+
+async def test_frames_sent_while_an_export_runs_are_in_the_blob_up_to_the_count_it_read_and_no_further() -> None:
+    async with pods.in_process(*FLAGS) as a, pods.in_process(*FLAGS) as b, httpx.AsyncClient(headers=AUTH) as http:
+        ws = await _open(a.ws_url, "sess_flow")
+        reader = asyncio.create_task(_audio(ws, None))
+        asked: asyncio.Task[httpx.Response] | None = None
+        sent = 0
+        with contextlib.suppress(websockets.ConnectionClosed):
+            while sent < FRAMES and not reader.done():  # the gateway's side: it forwards until the socket closes
+                if sent == 3:
+                    asked = asyncio.create_task(http.post(f"{a.root}/live/handover/sess_flow",
+                                                          params={hop.EXPORT_AFTER: 1 + sent}, timeout=10))
+                await ws.send(_append(SENT[sent]))
+                sent += 1
+                await asyncio.sleep(0.01)
+        assert asked is not None
+        exported = await asked
+        assert exported.status_code == 200, exported.text
+        read = int(exported.headers[hop.READ_HEADER])
+        assert 4 <= read <= 1 + sent  # the start and the first 3 at least, then those it took before letting go
+        played_a, code = await reader
+        assert code == hop.HANDED_OVER_CLOSE
+        held = await http.post(f"{b.root}/live/handover", content=exported.content, timeout=10)
+        ws_b = await _open(b.ws_url, "sess_flow", **{hop.IMPORT_HEADER: held.json()["import_id"]})
+        for pcm in SENT[read - 1:]:  # what the blob does not hold, in order
+            await ws_b.send(_append(pcm))
+        played_b, _ = await _audio(ws_b, FRAMES + 6)
+        await ws_b.close()
+    played = played_a + played_b
+    heard = [f for i in range(0, len(played), 3840) if (f := played[i:i + 3840]) != bytes(3840)]
+    assert heard == SENT  # none lost, none twice, in order (silence where B waited for them)
 
 
 async def test_an_after_that_is_not_a_count_is_refused_by_name() -> None:

@@ -5,15 +5,12 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-import orjson
-import websockets
 
 from liveplex.gptlive.server import hop
 from liveplex.placement import PlacementClient, choice
-from tests.support import pods
+from tests.support import clients, pods
 
 POOL = "test/reserved"
-START = orjson.dumps({"type": "session.start", "session": {"model": "gpt-live-1"}}).decode()
 
 
 async def _gauges(root: str) -> dict[str, float]:
@@ -43,19 +40,9 @@ async def test_the_pod_exports_its_unstarted_reservations_and_drops_one_when_it_
         reserved = await _until(pod.admin_root, "liveplex_engine_sessions_reserved", 3.0)
         assert reserved["liveplex_engine_sessions_active"] == 0
 
-        async with websockets.connect(pod.ws_url, additional_headers={hop.SESSION_ID_HEADER: "sess_1"}) as ws:
-            await ws.send(START)
-            async with asyncio.timeout(10):
-                while orjson.loads(await ws.recv())["type"] != "session.started":
-                    pass
+        ws, _ = await clients.started(pod.ws_url, {hop.SESSION_ID_HEADER: "sess_1"})
+        async with ws:  # its events left unread, then a close frame (tests/pod/test_client_close.py)
             gauges = await _until(pod.admin_root, "liveplex_engine_sessions_reserved", 2.0)
             assert gauges["liveplex_engine_sessions_active"] <= 1
-            # ended by the protocol, so the socket's close is the pod's (a client-sent close frame
-            # has been seen to go unanswered for websockets' 10 s close timeout: the leases of
-            # sess_0 and sess_2 then expire before the next check; not yet understood)
-            await ws.send(orjson.dumps({"type": "session.close"}).decode())
-            async with asyncio.timeout(10):
-                while orjson.loads(await ws.recv())["type"] != "session.closed":
-                    pass
         assert await placement.unreserve(POOL, "pod-a", "sess_0")
         await _until(pod.admin_root, "liveplex_engine_sessions_reserved", 1.0)

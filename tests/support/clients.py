@@ -30,6 +30,17 @@ async def until(ws, kind: str, timeout: float = 10.0) -> tuple[dict, list[dict]]
             if event["type"] == kind:
                 return event, seen
 
+
+async def started(ws_url: str, headers: dict[str, str] | None = None) -> tuple[websockets.ClientConnection, dict]:
+    """A raw socket whose session started, and its `session.started`. What it is sent queues unread
+    without bound: past websockets' default `max_queue` (16) the client stops reading its socket,
+    and its `close()` then waits out its 10 s close timeout for an answer it never reads."""
+    ws = await websockets.connect(ws_url, additional_headers=headers, max_queue=None)
+    await ws.send(orjson.dumps(START).decode())
+    event, _ = await until(ws, "session.started")
+    return ws, event
+
+
 SPEECH_MS = 3000
 
 
@@ -88,10 +99,7 @@ class StampedCall:
 
     @classmethod
     async def start(cls, ws_url: str) -> StampedCall:
-        ws = await websockets.connect(ws_url, max_queue=None)
-        await ws.send(orjson.dumps(START).decode())
-        started, _ = await until(ws, "session.started")
-        return cls(ws, started)
+        return cls(*await started(ws_url))
 
     async def _speak(self) -> None:
         silence = bytes(frames.FRAME_BYTES)

@@ -68,6 +68,19 @@ class Mute:
             self._proto.send_binary(event)
         else:
             self._proto.send_text((event if isinstance(event, str) else orjson.dumps(event).decode()).encode())
+        await self._write()
+
+    async def send_close(self, code: int = 1000) -> None:
+        """A close frame; the server's answer is not read either."""
+        self._proto.send_close(code)
+        await self._write()
+
+    async def send_invalid_text(self) -> None:
+        """A text frame that is not UTF-8 (the server closes with 1007)."""
+        self._proto.send_text(b"\xff")
+        await self._write()
+
+    async def _write(self) -> None:
         await asyncio.get_running_loop().sock_sendall(self.sock, b"".join(self._proto.data_to_send()))
 
     def close(self) -> None:

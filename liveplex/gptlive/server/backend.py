@@ -40,6 +40,11 @@ class Peer(Protocol):
     def dispatched(self) -> int:
         """Client messages handed to the protocol so far, in order."""
 
+    def freeze(self) -> int:
+        """The session is leaving (an export): hand the protocol no more client messages, and say
+        how many it was handed; what the client sends from now on is the gateway's to resend to
+        the session's next pod."""
+
     def refuse(self, error: ProtocolError | None) -> None:
         """The pending start is refused with `error`; None when the refusal was already relayed."""
 

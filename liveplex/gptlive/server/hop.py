@@ -14,11 +14,15 @@ IMPORT_HEADER = "X-Liveplex-Import"
 """On an upstream upgrade: the import (a blob the pod holds) the session continues from."""
 FRAMES_HEADER = "X-Liveplex-Frames"
 """On an export's answer: frames the session ran (the number of its next frame)."""
+READ_HEADER = "X-Liveplex-Read"
+"""On an export's answer: the messages of the session's socket the blob holds (the pod reads no
+more into the session once it exports): the gateway sends the next pod those it sent after them."""
 
 EXPORT_PATH = "/live/handover/{session_id}"
 """POST: export the session at the next tick boundary; answers its blob. `?after=N`: only once the
 pod has read the session socket's first N messages (`EXPORT_AFTER`), so that every frame the
-gateway forwarded before it asked is in the blob, never read after the session left."""
+gateway forwarded before it asked is in the blob; those it forwards while the export runs are in
+it up to `READ_HEADER`, and the rest go to the next pod."""
 EXPORT_AFTER = "after"
 """The export's query parameter: messages the gateway had sent on the session's socket."""
 EXPORT_CATCH_UP_S = 1.0

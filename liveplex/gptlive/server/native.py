@@ -18,7 +18,8 @@ the socket's `Connection` by push, with no task and no await per frame (performa
   more than `outbound_max_frames` audio deltas or `outbound_max_bytes` bytes of events held is a
   disconnect (close 1011, the reason says which; the transport is aborted `DROP_GRACE_S` later);
 - a keepalive ping left unanswered aborts the transport (uvicorn closes it, which waits for a
-  send buffer a non-reading client never drains, so its descriptor stayed open);
+  send buffer a non-reading client never drains, so its descriptor stayed open); so does the
+  answer to a client's close frame still unsent after uvicorn's close timeout;
 - the server's one `Sweeper` fires the deadlines.
 
 Every other path (404s, the demo, other upgrade paths) goes through the ASGI app unchanged.
@@ -131,11 +132,20 @@ class LiveProtocol(WebSocketsSansIOProtocol):
         if self.live is not None:
             self.live.lost()
         super().handle_close(event)
+        self._abort_later()
 
     def handle_parser_exception(self) -> None:
         if self.live is not None:
             self.live.lost()
         super().handle_parser_exception()
+        self._abort_later()
+
+    def _abort_later(self) -> None:
+        """uvicorn answered the client's close (or its broken frame) by closing the transport,
+        which waits for the send buffer to drain: a client that reads nothing more kept its
+        descriptor forever. It is aborted after the close timeout (`connection_lost` cancels)."""
+        if self.close_timer is None and not self.disconnected:
+            self.close_timer = self.loop.call_later(self.close_timeout, self.transport.abort)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.live is not None:
@@ -203,6 +213,8 @@ class LiveSocket:
         self._backlog: deque[str | bytes] = deque()
         self.dispatched = 0
         """Client messages handed to the protocol so far (what a handover's export waits for)."""
+        self._frozen = False
+        """Set by `freeze`: the session is leaving, client messages are no longer read into it."""
         self._draining = False
         self._read_paused = False
         self._leg: backend.Leg | None = None
@@ -219,7 +231,7 @@ class LiveSocket:
 
     def receive(self, data: str | bytes) -> None:
         """One client message, parsed by the protocol."""
-        if self._done:
+        if self._done or self._frozen:
             return
         if self._backlog or not self._machine.reading:
             self._backlog.append(data)
@@ -239,6 +251,11 @@ class LiveSocket:
         except Exception:
             logger.error("live socket receive failed", exc_info=True)
             self._fail()
+
+    def freeze(self) -> int:
+        self._frozen = True
+        self._backlog.clear()
+        return self.dispatched
 
     def on_timer(self, now_ns: int) -> None:
         """Called by the `Sweeper`."""
