@@ -74,6 +74,8 @@ class GatewayBackend:
         """The API key each socket authenticated with (for the per-key limit)."""
         self.draining = False
         """Set by the gateway's drain: new starts are refused, relayed sessions go on."""
+        self.move_turns = asyncio.Semaphore(settings.moves_at_once)
+        """A turn per session moving off a draining pod (`GatewaySettings.moves_at_once`)."""
         tls = self.upstream_tls
         self._pods_http = httpx.AsyncClient(headers=self.upstream_headers, timeout=self.start_timeout_s,
                                             verify=False if tls is None else tls.context)

@@ -67,6 +67,7 @@ class Placer(Protocol):
     stats: GatewayStats
     upstream_headers: Mapping[str, str]
     upstream_tls: upstream.Tls | None
+    move_turns: asyncio.Semaphore
 
     @property
     def connect_timeout_s(self) -> float: ...
@@ -118,6 +119,8 @@ class UpstreamLeg:
         record); None once over `MAX_RECORD_BYTES` or unreadable (the session is then not
         resumable)."""
         self._io: set[asyncio.Task[None]] = set()
+        self._turn = False
+        """This session holds one of the gateway's `move_turns` (its move is under way)."""
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     # --- the pump's side ----------------------------------------------------------------------------
@@ -350,7 +353,22 @@ class UpstreamLeg:
         if self._moving is not None or self._done or self._placed is None or self._closed_reason is not None:
             return
         self._moving = moving.Moving(self._placed.pod, self._owner.tripped())
-        self._step(self._moving.begin())
+        self._spawn(self._move_in_turn(self._moving))
+
+    async def _move_in_turn(self, machine: moving.Moving) -> None:
+        """Begin the move once the gateway has a turn for it; until then the session goes on
+        where it is (its frames forwarded as ever)."""
+        await self._owner.move_turns.acquire()
+        self._turn = True
+        if self._moving is not machine or self._done:  # its pod ended it meanwhile
+            self._end_turn()
+            return
+        self._step(machine.begin())
+
+    def _end_turn(self) -> None:
+        if self._turn:
+            self._turn = False
+            self._owner.move_turns.release()
 
     def _step(self, command: moving.Command) -> None:
         """Carry out the machine's next command: start its I/O, or end the move."""
@@ -375,6 +393,7 @@ class UpstreamLeg:
             if command.unreserve is not None:
                 self._spawn(self._owner.unreserve(command.unreserve, session_id))
             self._moving = None
+            self._end_turn()
             self._held.clear()  # copies of frames the pod read: a move that did not happen holds none
             self._held_bytes = 0
             if isinstance(command, moving.Stay):
@@ -444,6 +463,7 @@ class UpstreamLeg:
         up, self._target_up = self._target_up, None
         assert up is not None and self._moving is not None
         resumed, self._moving = self._moving.resuming, None
+        self._end_turn()
         self._placed = target
         self._adopt(up)
         while self._held:
@@ -494,6 +514,7 @@ class UpstreamLeg:
         self._done = True
         for task in list(self._io):
             task.cancel()
+        self._end_turn()
         for up in (self._up, self._target_up):
             if up is not None:
                 up.close()

@@ -40,6 +40,11 @@ class GatewaySettings:
     """Client frames held for a slow upstream before the session is dropped (≈20 s of audio)."""
     drain_deadline_s: float = 600.0
     """`/drain` (and SIGTERM) wait this long for relayed sessions to end."""
+    moves_at_once: int = 8
+    """Sessions this gateway moves off draining pods at the same time; the others go on where they
+    are until their turn. Every move under way lengthens the others' (the caller's audio is held
+    from the blob to the switch, and a PersonaPlex target rebuilds imports one at a time), and a
+    hold longer than the pod's jitter cap drops the caller's oldest audio."""
     pod_key: str | None = None
     """The bearer key this gateway presents to pods (the installation's pod token: pods take
     sessions only from gateways); None: pods that need no key."""
@@ -101,6 +106,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="the name the pods' certificates carry (with --upstream-ca; default: each pod's IP)")
     g.add_argument("--drain-deadline-s", type=float, default=default_of(d, "drain_deadline_s"),
                    help="how long /drain and SIGTERM wait for sessions (default: %(default)s)")
+    g.add_argument("--moves-at-once", type=int, default=default_of(d, "moves_at_once"),
+                   help="sessions moved off draining pods at the same time (default: %(default)s)")
 
 
 def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> GatewaySettings:
@@ -116,6 +123,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
                         ("--upstream-silence-ms", args.upstream_silence_ms)):
         if value <= 0:
             raise ValueError(f"{flag} must be > 0, got {value}")
+    if args.moves_at_once <= 0:
+        raise ValueError(f"--moves-at-once must be > 0, got {args.moves_at_once}")
     if args.max_sessions_per_key < 0:
         raise ValueError(f"--max-sessions-per-key must be >= 0, got {args.max_sessions_per_key}")
     if not args.starts_per_key_per_s >= 0:
@@ -133,6 +142,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         redis_url=redis_url, default_pool=args.pool, fail_open=not args.fail_closed,
         connect_timeout_ms=args.connect_timeout_ms, upstream_silence_ms=args.upstream_silence_ms,
         max_sessions_per_key=args.max_sessions_per_key, starts_per_key_per_s=args.starts_per_key_per_s,
-        drain_deadline_s=args.drain_deadline_s, pod_key=load_pod_key(args.pod_key_file, environ),
+        drain_deadline_s=args.drain_deadline_s, moves_at_once=args.moves_at_once,
+        pod_key=load_pod_key(args.pod_key_file, environ),
         upstream_ca=args.upstream_ca, upstream_server_name=args.upstream_server_name,
     )

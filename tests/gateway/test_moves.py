@@ -22,13 +22,14 @@ def _metric(root: str, name: str) -> dict[str, float]:
 
 
 def test_a_draining_pods_calls_move_to_another_pod_without_a_word_to_the_callers(redis_url, tmp_path) -> None:
-    with platform.platform(redis_url, tmp_path) as p:
+    # one move at a time: the second call waits its turn, relayed from its pod as ever
+    with platform.platform(redis_url, tmp_path, gateway_flags=("--moves-at-once", "1")) as p:
         async def scenario() -> tuple[list[StampedCall], int, list[object]]:
-            calls = [await StampedCall.start(p.gateway.ws_url) for _ in range(2)]
-            platform.eventually(lambda: sorted(p.pod_sessions()) == [1, 1], "a call on each pod")
+            calls = [await StampedCall.start(p.gateway.ws_url) for _ in range(3)]
+            platform.eventually(lambda: sorted(p.pod_sessions()) == [1, 2], "two calls on one pod")
             await asyncio.sleep(1.5)
             drained: list[object] = []
-            source = 0
+            source = p.pod_sessions().index(2)
             await asyncio.to_thread(lambda: drained.append(
                 platform.get_json(p.pods[source][0].admin_root + "/drain?deadline_s=30")))
             await asyncio.sleep(1.5)
@@ -40,9 +41,9 @@ def test_a_draining_pods_calls_move_to_another_pod_without_a_word_to_the_callers
         assert drained == [{"drained": True, "ended_at_deadline": 0}]  # emptied by the move, not the deadline
         assert all(call.unbroken() for call in calls), [(c.stamps, c.others[-3:]) for c in calls]
         moves = _metric(p.gateway.admin_root, "liveplex_gateway_session_moves_total")
-        assert moves['liveplex_gateway_session_moves_total{result="moved"}'] == 1.0
+        assert moves['liveplex_gateway_session_moves_total{result="moved"}'] == 2.0
         ended = _metric(p.pods[source][0].admin_root, "liveplex_engine_sessions_closed_total")
-        assert ended.get('liveplex_engine_sessions_closed_total{reason="handed_over"}') == 1.0
+        assert ended.get('liveplex_engine_sessions_closed_total{reason="handed_over"}') == 2.0
         gaps = [b - a for call in calls for a, b in zip(call.arrivals, call.arrivals[1:])]
         print(f"longest gap between audio deltas: {max(gaps) * 1000:.0f} ms")
 

@@ -20,6 +20,7 @@ def parse(*flags: str, environ: dict[str, str] | None = None) -> settings.Gatewa
 
 @pytest.mark.parametrize("flags, says", [
     (("--upstream-silence-ms", "0"), "--upstream-silence-ms must be > 0"),
+    (("--moves-at-once", "0"), "--moves-at-once must be > 0"),
     (("--starts-per-key-per-s", "-1"), "--starts-per-key-per-s must be >= 0"),
     (("--starts-per-key-per-s", "nan"), "--starts-per-key-per-s must be >= 0"),
     (("--pod-key-file", "/nonexistent/token"), "--pod-key-file: cannot read /nonexistent/token"),
