@@ -73,6 +73,8 @@ MOVE_RESULTS: tuple[str, ...] = ("moved", "stayed", "lost", "resumed")
 way, or resumed from its record after its pod was lost."""
 
 _SESSION_CLOSED = events.SERVER_TYPES[events.SessionClosed]
+_AUDIO_DELTA_PREFIX = events.AUDIO_DELTA_PREFIX
+_CHECKPOINT_PREFIX = hop.CHECKPOINT_PREFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,11 +218,11 @@ class Relaying:
         if self.ended:
             return NOTHING
         if type(message) is str:
-            if message.startswith(events.AUDIO_DELTA_PREFIX):
+            if message.startswith(_AUDIO_DELTA_PREFIX):
                 self.frames += 1
                 return RELAY_FRAME
-            if message.startswith(hop.CHECKPOINT_PREFIX):
-                return self._keep(message[len(hop.CHECKPOINT_PREFIX):-2])
+            if message.startswith(_CHECKPOINT_PREFIX):
+                return self._keep(message[len(_CHECKPOINT_PREFIX):-2])
             text = message
         else:
             text = message.decode(errors="replace")
