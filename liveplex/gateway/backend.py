@@ -2,7 +2,8 @@
 
 Before a session exists the gateway speaks GPT-Live itself with the same pure `Connection` a pod
 runs, validating starts against the pool's published description (`PoolView.catalog`). A valid
-start becomes an `UpstreamLeg`. This module owns what the legs share: placement with its Redis
+start becomes an `UpstreamLeg`; once its pod starts the session, the socket's machine is the
+pump's `relayed.Relayed`. This module owns what the legs share: placement with its Redis
 fallback (platform §7.12), the breakers, per-key session counts and the counters.
 """
 
@@ -111,8 +112,16 @@ class GatewayBackend:
         self._leg_keys[leg] = key
         return leg
 
-    def settled(self, conn: connection.Connection, outcome: connection.Action) -> None:
-        """Nothing to tell: the pod settles its own reservation."""
+    # --- backend.Observer: nothing to tell, the pod settles its own reservation -----------------------
+
+    def session_accepted(self, conn: connection.Connection, outcome: connection.Accepted) -> None:
+        pass
+
+    def session_refused(self, conn: connection.Connection, outcome: connection.Refused) -> None:
+        pass
+
+    def session_ended(self, conn: connection.Connection, outcome: connection.Ended) -> None:
+        pass
 
     async def watch(self) -> None:
         """Run the `Watchdog` over every relayed session until cancelled; a round that ran over

@@ -8,12 +8,14 @@ See docs/gptlive.md.
 from liveplex.gptlive.connection import (
     LEGAL,
     Accepted,
-    Action,
     Append,
     Close,
+    Command,
     Connection,
     Ended,
+    Handoff,
     Hangup,
+    Outcome,
     Refused,
     Release,
     Send,
@@ -28,8 +30,8 @@ from liveplex.gptlive.start import Catalog, Prepared, check_start
 from liveplex.gptlive.voices import Voices
 
 __all__ = [
-    "LEGAL", "Accepted", "Action", "Append", "Close", "Connection", "Ended", "Hangup", "Refused",
-    "Release", "Send", "Start", "State",
+    "LEGAL", "Accepted", "Append", "Close", "Command", "Connection", "Ended", "Handoff", "Hangup",
+    "Outcome", "Refused", "Release", "Send", "Start", "State",
     "Code", "ProtocolError",
     "dump", "parse",
     "Served", "Settings",

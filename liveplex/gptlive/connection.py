@@ -1,15 +1,22 @@
 """`Connection`: the GPT-Live protocol for one socket, sans I/O (gpt-live §3, §4, §6, §9).
 
-Inputs in, actions out, like h11 and wsproto: `receive` takes a client frame, `deliver` the
+Inputs in, commands out, like h11 and wsproto: `receive` takes a client frame, `deliver` the
 engine's outputs for the session, `rejected` a refused start, `timer` the shared timer's tick,
 `disconnect` the client's departure and `shutdown` a server stop. Each returns a list of
-`Action`s for the pump to perform in order. No awaits, no sockets, no clock: time arrives as
-arguments, and `deadline_ns` says when the connection next wants `timer`. What happened to a
-session (`Accepted`, `Refused`, `Ended`) is an action too, so whoever counts owns the counters.
+`Command`s for the pump to perform in order. No awaits, no sockets, no clock: time arrives as
+arguments, and `deadline_ns` says when the connection next wants `timer`.
 
-A gateway runs the same `Connection` up to the start: once its upstream pod answers
-`session.started` (`handed_off`), the socket is RELAYING and the pod speaks to the client itself;
-`relay_ended` and `relay_lost` say how that ended.
+What happened to a session (`Accepted`, `Refused`, `Ended`: an `Outcome`) is not a command: it
+is appended to `outcomes`, which the pump takes after each input and tells whoever counts
+(`gptlive.server.backend.Observer` says when and why). Outcomes are rare (a few per session) and
+commands are per frame, so the per-frame inputs (`receive` of an append, `deliver` of audio)
+allocate nothing for them: no result object around the list, and the pump's check is one
+empty-list test.
+
+The machine does not know which side it serves (h11's rule). A server whose upstream talks to the
+client itself (a gateway) ends its part with `started_upstream`: the `Accepted` is told, the
+machine is done, and the `Handoff` it returns is what the relayed session's own machine needs
+(`gptlive.server.relayed`).
 
 Which command is legal in which state is the `LEGAL` table below, and nowhere else. Usage events
 are driven by the frames sent (every `usage_period_ms` of session time), so a live session needs
@@ -115,7 +122,21 @@ class Ended:
     """The client's id for its end user, for the session's log line (never for routing)."""
 
 
-Action = Send | Start | Append | Say | Hangup | Release | Close | Accepted | Refused | Ended
+Command = Send | Start | Append | Say | Hangup | Release | Close
+"""What the pump performs, in order."""
+Outcome = Accepted | Refused | Ended
+"""What happened to a session: told to whoever counts (`Connection.outcomes`), not performed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """A session started on an upstream that talks to the client itself: what its end needs."""
+
+    resource: events.SessionResource
+    """As started, with the upstream's `expires_at`: a `session.closed` made for it repeats it."""
+    info: contract.LiveInfo
+    """The served engine's, for the session time of the frames relayed."""
+
 
 NORMAL = 1000
 GOING_AWAY = 1001
@@ -138,8 +159,6 @@ class State(enum.Enum):
     """`session.started` was sent."""
     CLOSING = "closing"
     """`session.close` received; waiting for the engine's `Closed`."""
-    RELAYING = "relaying"
-    """The session runs on an upstream server that talks to the client itself (a gateway)."""
     DONE = "done"
     """The socket is closing or gone; nothing more is sent."""
 
@@ -148,11 +167,10 @@ class State(enum.Enum):
     `LEGAL` lookup, four times per 80 ms of caller audio."""
 
 
-_IDLE, _STARTING, _LIVE, _CLOSING, _RELAYING, _DONE = (State.IDLE, State.STARTING, State.LIVE, State.CLOSING,
-                                                       State.RELAYING, State.DONE)
+_IDLE, _STARTING, _LIVE, _CLOSING, _DONE = (State.IDLE, State.STARTING, State.LIVE, State.CLOSING, State.DONE)
 """Module names for the states the per-frame paths test: an `Enum` member's class attribute costs
 about three times a module global on CPython 3.11."""
-_READ_STATES = (_IDLE, _LIVE, _CLOSING, _RELAYING)
+_READ_STATES = (_IDLE, _LIVE, _CLOSING)
 """The states whose socket is read: not while a start is pending, not once done."""
 
 
@@ -201,6 +219,18 @@ def _b64encode(data: bytes) -> str:
     return binascii.b2a_base64(data, newline=False).decode("ascii")
 
 
+def usage_seconds(info: contract.LiveInfo, frames: int) -> float:
+    """The session time of `frames` audio deltas, as usage and `session.closed` say it."""
+    return round(info.frame_ms(frames) / 1000, 2)
+
+
+def session_ended(reason: str, resource: events.SessionResource, info: contract.LiveInfo, frames: int,
+                  counts: tuple[int, int] = (0, 0)) -> Ended:
+    """The `Ended` of a session after `frames` audio deltas; `counts`: its underruns and dropped
+    samples."""
+    return Ended(reason, usage_seconds(info, frames), *counts, resource.id, frames, resource.safety_identifier)
+
+
 class Connection:
     """The protocol state of one socket; see the module docstring."""
 
@@ -230,6 +260,9 @@ class Connection:
         self._frames_sent = 0
         self._next_usage_ms = settings.usage_period_ms
         self._close_event_id: str | None = None
+        self.outcomes: list[Outcome] = []
+        """What happened to the session in the inputs so far; the pump takes them after each
+        input (see the module docstring)."""
 
     @property
     def reading(self) -> bool:
@@ -243,15 +276,13 @@ class Connection:
 
     # --- inputs ----------------------------------------------------------------------------------------
 
-    def receive(self, data: str | bytes, now_ns: int, unix_s: float) -> list[Action]:
+    def receive(self, data: str | bytes, now_ns: int, unix_s: float) -> list[Command]:
         """One client frame; `now_ns` is monotonic, `unix_s` wall time (for `expires_at`)."""
         state = self.state
         if state is _DONE:
             return []
         if state is _STARTING:
             raise RuntimeError("the socket must not be read while a start is pending")
-        if state is _RELAYING:
-            raise RuntimeError("a relayed session's frames go to the upstream, not here")
         self._last_message_ns = now_ns
         if state is _IDLE:  # the idle guard restarts on every client message
             self._due(now_ns + self.settings.idle_guard_ms * 1_000_000)
@@ -267,7 +298,8 @@ class Connection:
                 prepared = start.check_start(self.catalog, event, session_id, unix_s,
                                              self.settings.info_events)
             except ProtocolError as error:
-                return [self._error(error, event.event_id), Refused("invalid")]
+                self.outcomes.append(Refused("invalid"))
+                return [self._error(error, event.event_id)]
         verdict = LEGAL[state][wire_type]
         if verdict is _IG:
             return []
@@ -300,7 +332,7 @@ class Connection:
         self._due(now_ns + self.settings.close_grace_ms * 1_000_000)
         return [Hangup()]
 
-    def rejected(self, error: ProtocolError | None) -> list[Action]:
+    def rejected(self, error: ProtocolError | None) -> list[Command]:
         """The backend refused the pending start; None when it already told the client itself
         (a gateway relaying its upstream's error verbatim)."""
         if self.state is not State.STARTING:
@@ -312,21 +344,24 @@ class Connection:
         served = self._pending.served if self._pending else self._served
         return errors.server_busy(served.info.max_sessions if served else 0)
 
-    def handed_off(self, expires_at: int | None = None) -> list[Action]:
-        """The upstream server sent (and the gateway relayed) `session.started`: RELAYING.
+    def started_upstream(self, expires_at: int | None = None) -> Handoff | None:
+        """The pending start was taken by an upstream server that talks to the client itself (it
+        sent `session.started`, relayed): `Accepted`, and this machine's part is over (DONE, not
+        read). None when no start was pending.
 
-        `expires_at` is the upstream's, so a synthesised `session.closed` repeats it exactly."""
+        `expires_at` is the upstream's, so a `session.closed` made for it repeats it exactly."""
         pending = self._pending
         if self.state is not State.STARTING or pending is None:
-            return []
+            return None
         resource = pending.resource
         if expires_at is not None:
             resource = dataclasses.replace(resource, expires_at=expires_at)
         self._begin(pending, resource)
-        self.state = State.RELAYING
-        return [Accepted(resource.id)]
+        self.state = State.DONE
+        self.outcomes.append(Accepted(resource.id))
+        return Handoff(resource, pending.served.info)
 
-    def handed_over(self, code: int) -> list[Action]:
+    def handed_over(self, code: int) -> list[Command]:
         """The engine exported the session (docs/continuity.md): it ends here without
         `session.closed`, counted as `handed_over`, and the socket closes with `code` (the hop's
         `HANDED_OVER_CLOSE`) so the gateway continues it on another pod."""
@@ -334,32 +369,16 @@ class Connection:
             return []
         self.state = State.DONE
         self._due(None)
-        return [self._ended("handed_over"), Release(), Close(code)]
+        self._end("handed_over")
+        return [Release(), Close(code)]
 
-    def relay_ended(self, reason: str, frames: int, code: int = NORMAL) -> list[Action]:
-        """The upstream's `session.closed` was relayed; the socket closes as the upstream's did."""
-        if self.state is not State.RELAYING:
-            return []
-        self._frames_sent = frames
-        self.state = State.DONE
-        return [self._ended(reason), Close(code), Release()]
-
-    def relay_lost(self, frames: int, why: str) -> list[Action]:
-        """The upstream ended mid-session without ending it (platform §7.8): error saying `why`,
-        connection_lost, 1011."""
-        if self.state is not State.RELAYING:
-            return []
-        self._frames_sent = frames
-        return [self._error(errors.server_error(why), None),
-                *self._finish("connection_lost", None, INTERNAL_ERROR)]
-
-    def deliver(self, outputs: list[contract.Output]) -> list[Action]:
+    def deliver(self, outputs: list[contract.Output]) -> list[Command]:
         """The engine's outputs for this session, in order; an empty list means they ended."""
         if self.state is State.DONE:
             return []
         if not outputs:
             return self._engine_lost("the engine ended the session without closing it")
-        actions: list[Action] = []
+        actions: list[Command] = []
         for out in outputs:
             if type(out) is contract.Audio:
                 actions += self._audio(out)
@@ -376,7 +395,7 @@ class Connection:
                 break
         return actions
 
-    def timer(self, now_ns: int) -> list[Action]:
+    def timer(self, now_ns: int) -> list[Command]:
         """The shared timer's tick; acts only once `deadline_ns` has passed."""
         if self.deadline_ns is None or now_ns < self.deadline_ns:
             return []
@@ -399,20 +418,18 @@ class Connection:
         self._due(None)
         return []
 
-    def disconnect(self) -> list[Action]:
+    def disconnect(self) -> list[Command]:
         """The client is gone (close frame, error, EOF, failed send): hang the session up."""
-        actions: list[Action] = []
-        if self.state in (State.LIVE, State.CLOSING, State.RELAYING):
-            actions.append(self._ended("remote_hangup"))
-        if self.state in (State.STARTING, State.LIVE, State.CLOSING, State.RELAYING):
-            actions.append(Release())
+        state = self.state
         self.state = State.DONE
         self._due(None)
-        return actions
+        if state is _LIVE or state is _CLOSING:
+            self._end("remote_hangup")
+        return [Release()] if state in (_STARTING, _LIVE, _CLOSING) else []
 
-    def shutdown(self) -> list[Action]:
+    def shutdown(self) -> list[Command]:
         """The server is stopping: end a running session as `server_shutdown` (gpt-live §9.2)."""
-        if self.state in (State.LIVE, State.CLOSING, State.RELAYING):
+        if self.state in (State.LIVE, State.CLOSING):
             return [self._error(errors.server_shutdown(), None),
                     *self._finish("connection_lost", None, GOING_AWAY, ended="server_shutdown")]
         had_session = self.state is State.STARTING
@@ -433,7 +450,7 @@ class Connection:
         self._resource = resource
         self._due(None)
 
-    def _started(self, frames: int) -> list[Action]:
+    def _started(self, frames: int) -> list[Command]:
         """`frames`: what the session ran on another pod before a handover; usage counts on."""
         pending = self._pending
         if self.state is not State.STARTING or pending is None:
@@ -446,21 +463,24 @@ class Connection:
         self._inbound = formats.Inbound(pending.resource.format)
         self._outbound = formats.Outbound(pending.resource.format)
         self.state = State.LIVE
+        self.outcomes.append(Accepted(pending.resource.id))
         started = Send(events.SessionStarted(pending.resource, self._pending_event_id))
-        return [started, *(Send(note) for note in pending.notes), Accepted(pending.resource.id)]
+        return [started, *(Send(note) for note in pending.notes)]
 
-    def _refuse(self, error: ProtocolError | None) -> list[Action]:
+    def _refuse(self, error: ProtocolError | None) -> list[Command]:
         """The pending start failed: error, no session, the socket stays open (gpt-live §8.3)."""
         self._pending = None
         self.state = State.IDLE
         self._due(self._last_message_ns + self.settings.idle_guard_ms * 1_000_000)
         if error is None:
-            return [Refused("upstream"), Release()]
-        return [self._error(error, self._pending_event_id), Refused(error.code.value), Release()]
+            self.outcomes.append(Refused("upstream"))
+            return [Release()]
+        self.outcomes.append(Refused(error.code.value))
+        return [self._error(error, self._pending_event_id), Release()]
 
     # --- live session ---------------------------------------------------------------------------------
 
-    def _append(self, event: events.InputAudioAppend) -> list[Action]:
+    def _append(self, event: events.InputAudioAppend) -> list[Command]:
         inbound = self._inbound
         assert inbound is not None
         limit = inbound.max_bytes
@@ -481,7 +501,7 @@ class Connection:
             return [Append(pcm)] if pcm else []
         return [self._error(errors.invalid_audio(reason), event.event_id)]
 
-    def _audio(self, out: contract.Audio) -> list[Action]:
+    def _audio(self, out: contract.Audio) -> list[Command]:
         state = self.state
         if state is not _LIVE and state is not _CLOSING:
             return []
@@ -502,11 +522,9 @@ class Connection:
         return round(min(self._frames_sent, window) / window, 4)
 
     def _usage_seconds(self) -> float:
-        if self._served is None:
-            return 0.0
-        return round(self._info.frame_ms(self._frames_sent) / 1000, 2)
+        return usage_seconds(self._info, self._frames_sent)
 
-    def _closed(self, closed: contract.Closed) -> list[Action]:
+    def _closed(self, closed: contract.Closed) -> list[Command]:
         if self.state is State.STARTING:
             if closed.reason is contract.CloseReason.BUSY:
                 return self._refuse(self.busy())
@@ -518,7 +536,7 @@ class Connection:
             return self._finish("close_requested", self._close_event_id, NORMAL, counts=counts)
         return self._engine_lost("the engine aborted the session", counts)
 
-    def _engine_lost(self, detail: str, counts: tuple[int, int] = (0, 0)) -> list[Action]:
+    def _engine_lost(self, detail: str, counts: tuple[int, int] = (0, 0)) -> list[Command]:
         """Engine fault after start: server_error, connection_lost, close 1011 (gpt-live §9.2)."""
         if self.state is State.STARTING:
             return self._refuse(errors.server_error(detail))
@@ -526,7 +544,7 @@ class Connection:
                 *self._finish("connection_lost", None, INTERNAL_ERROR, counts=counts)]
 
     def _finish(self, reason: str, client_event_id: str | None, code: int,
-                ended: str | None = None, counts: tuple[int, int] = (0, 0)) -> list[Action]:
+                ended: str | None = None, counts: tuple[int, int] = (0, 0)) -> list[Command]:
         """`session.closed` with `reason`, then the close; `ended` is the reason counted, when it
         differs from what the client is told (a shutdown is `connection_lost` on the wire)."""
         assert self._resource is not None
@@ -534,12 +552,13 @@ class Connection:
         self._due(None)
         seconds = self._usage_seconds()
         closed = events.SessionClosed(reason, self._resource, seconds, client_event_id)
-        return [Send(closed), self._ended(ended or reason, counts), Close(code), Release()]
+        self._end(ended or reason, counts)
+        return [Send(closed), Close(code), Release()]
 
-    def _ended(self, reason: str, counts: tuple[int, int] = (0, 0)) -> Ended:
-        resource = self._resource
-        return Ended(reason, self._usage_seconds(), *counts, resource.id if resource else "", self._frames_sent,
-                     resource.safety_identifier if resource else None)
+    def _end(self, reason: str, counts: tuple[int, int] = (0, 0)) -> None:
+        """The session ended: its `Ended` outcome."""
+        assert self._resource is not None
+        self.outcomes.append(session_ended(reason, self._resource, self._info, self._frames_sent, counts))
 
     def _error(self, error: ProtocolError, client_event_id: str | None) -> Send:
         """An `error` reply, spent from this second's budget."""

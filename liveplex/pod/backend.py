@@ -15,7 +15,7 @@ import logging
 import re
 import time
 import weakref
-from collections.abc import Callable
+from typing import Protocol
 
 from websockets.datastructures import Headers
 
@@ -30,6 +30,20 @@ logger = logging.getLogger(__name__)
 
 
 _SESSION_ID = re.compile(r"sess_[A-Za-z0-9]{1,64}")
+
+
+class Settles(Protocol):
+    """Where a pod's session outcomes go at once (the Redis heartbeat, `heartbeat.Heartbeat`): a
+    session a gateway placed leaves its reservation exactly when it starts or is refused."""
+
+    def accepted(self, session_id: str) -> None:
+        """The session `session_id` started."""
+
+    def released(self, session_id: str) -> None:
+        """The start a gateway placed as `session_id` was refused: its reservation is given back."""
+
+    def ended(self) -> None:
+        """A session ended: one fewer active."""
 
 
 class EngineLeg:
@@ -136,8 +150,8 @@ class EngineBackend:
         self._settings = settings
         self._given: weakref.WeakKeyDictionary[connection.Connection, str] = weakref.WeakKeyDictionary()
         """Sockets whose session id a gateway gave: their refusals release its reservation."""
-        self.on_settled: Callable[[connection.Action, str | None], None] | None = None
-        """The pod's heartbeat, told each outcome with the gateway-given session id."""
+        self.settles: Settles | None = None
+        """The pod's heartbeat, told each outcome at once."""
         self.handle: channel.LiveHandle | None = None
         self.draining = False
         """Set by `Pod.drain`: new starts are `server_busy`, running sessions go on."""
@@ -187,9 +201,20 @@ class EngineBackend:
         data = await handover.wait(handle.export(engine_id))
         return handover.NOT_RUNNING if data is None else handover.Exported(data, read)
 
-    def settled(self, conn: connection.Connection, outcome: connection.Action) -> None:
-        if self.on_settled is not None:
-            self.on_settled(outcome, self._given.get(conn))
+    # --- backend.Observer: each outcome to the heartbeat -----------------------------------------------
+
+    def session_accepted(self, conn: connection.Connection, outcome: connection.Accepted) -> None:
+        if self.settles is not None:
+            self.settles.accepted(outcome.session_id)
+
+    def session_refused(self, conn: connection.Connection, outcome: connection.Refused) -> None:
+        given = self._given.get(conn)
+        if self.settles is not None and given is not None:
+            self.settles.released(given)
+
+    def session_ended(self, conn: connection.Connection, outcome: connection.Ended) -> None:
+        if self.settles is not None:
+            self.settles.ended()
 
     def start(self, start: connection.Start, peer: backend.Peer) -> EngineLeg | None:
         handle = self.handle

@@ -7,11 +7,12 @@ the TTL ran out) the beat says so and the pod sends the whole record and the des
 so Redis is whole again within a period. A pool split into sub-pools (Redis Cluster) has the pod
 in one of them, `subpools.of(pool, name, count)`: its beats, settles, drain and removal go there; the
 served description, the same for every pod, to the pool's own key, where gateways read it.
-Between heartbeats, `settled` writes each session outcome at once through the accept and release
-scripts: a session placed by a gateway leaves its reservation exactly when it starts or is
-refused, so it is never counted twice or zero times. The engine's hard cap stays the arbiter:
-Redis only steers. Redis errors are logged and counted, never raised into serving. Every write
-goes through one `writes.OrderedWrites`, so writes land in the order their facts were read.
+Between heartbeats, each session outcome is written at once (`accepted`, `released`, `ended`:
+the pod's `backend.Settles`) through the accept and release scripts: a session placed by a
+gateway leaves its reservation exactly when it starts or is refused, so it is never counted twice
+or zero times. The engine's hard cap stays the arbiter: Redis only steers. Redis errors are
+logged and counted, never raised into serving. Every write goes through one
+`writes.OrderedWrites`, so writes land in the order their facts were read.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from liveplex import __version__
-from liveplex.gptlive import connection
 from liveplex.placement import HEARTBEAT_MS, PlacementClient, PlacementError, PodRecord, check_pod, subpools
 from liveplex.pod import stats, writes
 
@@ -145,20 +145,19 @@ class Heartbeat:
         await self._client.write_config(self._pool, config)
         return True
 
-    def settled(self, action: connection.Action, session_id: str | None) -> None:
-        """A session outcome on this pod: accept, release or the new count, at once."""
-        if self._name is None:
-            return
-        active = self._active()
-        if type(action) is connection.Accepted:
-            call = self._client.accept(self.home, self.name, action.session_id, active)
-        elif type(action) is connection.Refused and session_id is not None:
-            call = self._client.release(self.home, self.name, session_id, active)
-        elif type(action) is connection.Ended:
-            call = self._client.set_active(self.home, self.name, active)
-        else:
-            return
-        self._writes.send(call)
+    # --- backend.Settles: each outcome at once -------------------------------------------------------
+
+    def accepted(self, session_id: str) -> None:
+        if self._name is not None:
+            self._writes.send(self._client.accept(self.home, self.name, session_id, self._active()))
+
+    def released(self, session_id: str) -> None:
+        if self._name is not None:
+            self._writes.send(self._client.release(self.home, self.name, session_id, self._active()))
+
+    def ended(self) -> None:
+        if self._name is not None:
+            self._writes.send(self._client.set_active(self.home, self.name, self._active()))
 
     async def drain(self) -> None:
         if self._name is not None:

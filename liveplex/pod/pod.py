@@ -16,27 +16,23 @@ import time
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from liveplex.gptlive import connection
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.server.app import SHUTDOWN_GRACE_S, Front
 from liveplex.gptlive.server.drain import Drain
 from liveplex.gptlive.server.settings import ServerSettings
 from liveplex.live.runner import EngineThread
-from liveplex.pod import stats
-from liveplex.pod.backend import EngineBackend
+from liveplex.pod import backend, stats
 from liveplex.pod.settings import PodSettings
 
 logger = logging.getLogger(__name__)
 
 
 
-class Publisher(Protocol):
-    """What a pod tells the outside world about its load (the Redis heartbeat)."""
+class Publisher(backend.Settles, Protocol):
+    """What a pod tells the outside world about its load (the Redis heartbeat): each session
+    outcome at once (`backend.Settles`), and the rest below."""
 
     async def start(self, pod: Pod) -> None: ...
-
-    def settled(self, outcome: connection.Action, session_id: str | None) -> None:
-        """A session started, was refused or ended (`session_id`: the gateway's, if any)."""
 
     async def drain(self) -> None:
         """Say `draining` now, not at the next period."""
@@ -57,11 +53,11 @@ class Pod:
         self.engine = engine
         self.served = served
         self.settings = settings
-        self.backend = EngineBackend(served, server.protocol)
+        self.backend = backend.EngineBackend(served, server.protocol)
         self.front = Front(server, self.backend)
         self.publisher = publisher
         if publisher is not None:
-            self.backend.on_settled = publisher.settled
+            self.backend.settles = publisher
         self.model_load_s = 0.0
         self.drain = Drain(self.front, self._live, settings.drain_deadline_s, self._announce_drain)
         """`pod.drain(deadline_s)`: platform §5, see `server.drain`."""

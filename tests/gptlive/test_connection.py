@@ -1,4 +1,5 @@
-"""`Connection` fed strings and engine outputs: the state table, echo rules, usage, close grace."""
+"""`Connection` fed strings and engine outputs: the state table, echo rules, usage, close grace,
+and the outcomes each input tells apart from its commands."""
 
 from __future__ import annotations
 
@@ -33,23 +34,18 @@ def new(settings: Settings = SETTINGS) -> c.Connection:
     return c.Connection(served, settings, 0)
 
 
-OUTCOMES = (c.Accepted, c.Refused, c.Ended)
+def told(conn: c.Connection) -> list[c.Outcome]:
+    """The outcomes since the last call, taken as the pump takes them."""
+    taken = conn.outcomes.copy()
+    conn.outcomes.clear()
+    return taken
 
 
-def wire(actions: list[c.Action]) -> list[c.Action]:
-    """The actions that touch the socket or engine (outcomes are counted, not performed)."""
-    return [a for a in actions if not isinstance(a, OUTCOMES)]
-
-
-def outcomes(actions: list[c.Action]) -> list[c.Action]:
-    return [a for a in actions if isinstance(a, OUTCOMES)]
-
-
-def sent(actions: list[c.Action]) -> list[dict]:
+def sent(actions: list[c.Command]) -> list[dict]:
     return [orjson.loads(events.dump(a.event)) for a in actions if isinstance(a, c.Send)]
 
 
-def codes(actions: list[c.Action]) -> list[str]:
+def codes(actions: list[c.Command]) -> list[str]:
     return [e["error"]["code"] for e in sent(actions) if e["type"] == "error"]
 
 
@@ -124,7 +120,7 @@ def test_closing_row() -> None:
     out = conn.deliver([contract.Closed(contract.CloseReason.HANGUP, 5, 0, 0)])
     closed = sent(out)[0]
     assert (closed["reason"], closed["client_event_id"]) == ("close_requested", "c1")
-    assert wire(out)[1:] == [c.Close(1000), c.Release()] and conn.state is c.State.DONE
+    assert out[1:] == [c.Close(1000), c.Release()] and conn.state is c.State.DONE
 
 
 @pytest.mark.parametrize("kind", sorted(events.REFUSED) + ["foo.bar"])
@@ -203,7 +199,7 @@ def test_busy_keeps_the_socket_and_allows_a_retry() -> None:
     err = sent(out)[0]
     assert (err["error"]["type"], err["error"]["code"], err["error"]["param"],
             err["client_event_id"]) == ("server_error", "server_busy", None, "b1")
-    assert wire(out)[1:] == [c.Release()] and conn.state is c.State.IDLE and conn.reading
+    assert out[1:] == [c.Release()] and conn.state is c.State.IDLE and conn.reading
     assert codes(conn.receive(msg("session.input_audio.mute"), 0, 0.0)) == ["session_not_started"]
     assert [type(a) for a in conn.receive(START, 0, 0.0)] == [c.Start]
 
@@ -215,19 +211,20 @@ def test_rejected_starts_are_errors_without_a_session(code: str) -> None:
     error = conn.busy() if code == "server_busy" else errors.server_error("stopped")
     out = conn.rejected(error)
     assert codes(out) == [code] and conn.state is c.State.IDLE
-    assert outcomes(out) == [c.Refused(code)]
+    assert told(conn) == [c.Refused(code)]
 
 
 def test_outcomes_count_each_session_once() -> None:
     conn = new()
-    assert outcomes(conn.receive(msg("session.start", session={"model": "nope"}), 0, 0.0)) == [
-        c.Refused("invalid")]
-    conn.receive(START, 0, 0.0)
-    assert outcomes(conn.deliver([contract.Started()])) == [c.Accepted(conn._resource.id)]
-    conn.deliver([FRAME] * 25)
-    out = conn.deliver([contract.Closed(contract.CloseReason.EXPIRED, 25, 3, 7)])
-    assert outcomes(out) == [c.Ended("expired", 2.0, 3, 7, conn._resource.id, 25)]
-    assert conn.disconnect() == []
+    assert codes(conn.receive(msg("session.start", session={"model": "nope"}), 0, 0.0)) == ["model_not_found"]
+    assert told(conn) == [c.Refused("invalid")]
+    assert [type(a) for a in conn.receive(START, 0, 0.0)] == [c.Start] and told(conn) == []
+    assert [e["type"] for e in sent(conn.deliver([contract.Started()]))] == ["session.started"]
+    assert told(conn) == [c.Accepted(conn._resource.id)]
+    assert len(conn.deliver([FRAME] * 25)) == 25 and told(conn) == []  # no outcome per frame
+    conn.deliver([contract.Closed(contract.CloseReason.EXPIRED, 25, 3, 7)])
+    assert told(conn) == [c.Ended("expired", 2.0, 3, 7, conn._resource.id, 25)]
+    assert conn.disconnect() == [] and told(conn) == []
 
 
 def test_a_given_session_id_is_the_resource_id() -> None:
@@ -237,25 +234,15 @@ def test_a_given_session_id_is_the_resource_id() -> None:
     assert start.resource.id == "sess_fromgateway" and start.text == START
 
 
-def test_a_relayed_session_hands_off_then_ends_or_is_lost() -> None:
+def test_a_start_taken_by_an_upstream_is_accepted_and_ends_the_machine() -> None:
     conn = new()
-    conn.receive(START, 0, 0.0)
-    assert conn.handed_off(expires_at=4242) == [c.Accepted(conn._resource.id)]
-    assert conn.state is c.State.RELAYING and conn.deadline_ns is None
-    with pytest.raises(RuntimeError):
-        conn.receive(APPEND, 0, 0.0)
-    out = conn.relay_lost(frames=25, why="the engine serving this session went away")
-    assert codes(out) == ["server_error"]
-    closed = sent(out)[1]
-    assert (closed["reason"], closed["usage"]["seconds"], closed["session"]["expires_at"]) == (
-        "connection_lost", 2.0, 4242)
-    assert wire(out)[2:] == [c.Close(1011), c.Release()]
-    assert outcomes(out) == [c.Ended("connection_lost", 2.0, session_id=conn._resource.id, frames=25)]
-    other = new()
-    other.receive(START, 0, 0.0)
-    other.handed_off()
-    assert other.relay_ended("close_requested", 5) == [
-        c.Ended("close_requested", 0.4, session_id=other._resource.id, frames=5), c.Close(1000), c.Release()]
+    conn.receive(START, 0, 1000.0)
+    handoff = conn.started_upstream(expires_at=4242)
+    assert handoff is not None and handoff.resource.expires_at == 4242 and handoff.info == INFO
+    assert told(conn) == [c.Accepted(handoff.resource.id)]
+    assert conn.state is c.State.DONE and not conn.reading and conn.deadline_ns is None
+    assert conn.disconnect() == [] and told(conn) == []
+    assert conn.started_upstream() is None and new().started_upstream() is None
 
 
 def test_start_with_no_answer_times_out_as_server_error() -> None:
@@ -263,7 +250,7 @@ def test_start_with_no_answer_times_out_as_server_error() -> None:
     conn.receive(START, 0, 0.0)
     assert conn.timer(29_999 * MS) == []
     out = conn.timer(30_000 * MS)
-    assert codes(out) == ["server_error"] and wire(out)[-1] == c.Release() and conn.reading
+    assert codes(out) == ["server_error"] and out[-1] == c.Release() and conn.reading
 
 
 # --- audio, usage, endings ---------------------------------------------------------------------------
@@ -363,7 +350,7 @@ def test_close_grace_sends_closed_anyway() -> None:
     closed = sent(out)[0]
     assert (closed["reason"], closed["client_event_id"], closed["usage"]["seconds"]) == (
         "close_requested", "c1", 0.32)
-    assert wire(out)[1:] == [c.Close(1000), c.Release()]
+    assert out[1:] == [c.Close(1000), c.Release()]
     assert conn.deliver([contract.Closed(contract.CloseReason.HANGUP, 4, 0, 0)]) == []
 
 
@@ -375,7 +362,7 @@ def test_expired_closes_normally_with_the_final_usage() -> None:
     closed = sent(out)[0]
     assert (closed["reason"], closed["usage"]["seconds"]) == ("expired", 4.96)
     assert closed["session"] == started and "client_event_id" not in closed
-    assert wire(out)[1:] == [c.Close(1000), c.Release()]
+    assert out[1:] == [c.Close(1000), c.Release()]
 
 
 @pytest.mark.parametrize("ending", [[contract.Closed(contract.CloseReason.ABORTED, 3, 0, 0)], []])
@@ -384,7 +371,7 @@ def test_engine_fault_is_server_error_then_connection_lost_then_1011(ending: lis
     out = conn.deliver(ending)
     assert [e["type"] for e in sent(out)] == ["error", "session.closed"]
     assert codes(out) == ["server_error"] and sent(out)[1]["reason"] == "connection_lost"
-    assert wire(out)[2:] == [c.Close(1011), c.Release()]
+    assert out[2:] == [c.Close(1011), c.Release()]
 
 
 def test_transcript_sits_on_the_audio_timeline() -> None:
@@ -405,8 +392,8 @@ def test_a_handed_over_session_ends_without_session_closed_and_closes_with_the_g
     conn = live()
     conn.deliver([FRAME] * 13)
     out = conn.handed_over(4100)
-    assert sent(out) == [] and wire(out) == [c.Release(), c.Close(4100)]
-    (ended,) = outcomes(out)
+    assert sent(out) == [] and out == [c.Release(), c.Close(4100)]
+    (_, ended) = told(conn)
     assert isinstance(ended, c.Ended) and (ended.reason, ended.frames) == ("handed_over", 13)
     assert conn.state is c.State.DONE and conn.handed_over(4100) == [] and new().handed_over(4100) == []
 
@@ -418,15 +405,16 @@ def test_a_session_started_after_a_handover_counts_usage_on_from_its_frames() ->
     usage = [e["usage"]["seconds"] for e in sent(conn.deliver([FRAME] * 40))
              if e["type"] == "session.usage.updated"]
     assert usage == [10.0] and conn.frames_sent == 140  # the next period's, once
-    (ended,) = outcomes(conn.disconnect())
+    assert conn.disconnect() == [c.Release()]
+    (_, ended) = told(conn)
     assert isinstance(ended, c.Ended) and (ended.seconds, ended.frames) == (11.2, 140)
 
 
 def test_disconnect_releases_a_running_session_and_shutdown_says_so() -> None:
-    assert wire(live().disconnect()) == [c.Release()]
+    assert live().disconnect() == [c.Release()]
     out = live().shutdown()
     assert codes(out) == ["server_shutdown"] and sent(out)[1]["reason"] == "connection_lost"
-    assert wire(out)[2:] == [c.Close(1001), c.Release()]
+    assert out[2:] == [c.Close(1001), c.Release()]
 
 
 def test_legal_table_covers_every_supported_command_in_every_read_state() -> None:
@@ -503,7 +491,7 @@ def test_commentary_is_acked_at_the_timeline_and_said_by_the_engine() -> None:
     [ack] = sent(actions)
     assert ack == {"type": "session.commentary.appended", "event_id": ack["event_id"], "start_ms": 240,
                    "end_ms": 240, "client_event_id": "k1"}
-    assert wire(actions)[1:] == [c.Say("Welcome back!")]
+    assert actions[1:] == [c.Say("Welcome back!")]
     conn.receive(msg("session.close"), 0, 0.0)
     assert codes(conn.receive(msg("session.commentary.append", content="late"), 0, 0.0)) == ["session_closing"]
 
@@ -543,7 +531,8 @@ def test_safety_identifier_is_kept_in_the_resource_and_the_end() -> None:
     conn = new()
     _, out = started(conn, start_with(safety_identifier="user-42"))
     assert out[0]["session"]["safety_identifier"] == "user-42"
-    [ended] = outcomes(conn.disconnect())
+    conn.disconnect()
+    [_, ended] = told(conn)
     assert isinstance(ended, c.Ended) and ended.safety_identifier == "user-42"
     _, out = started(new(), start_with(safety_identifier=None))
     assert "safety_identifier" not in out[0]["session"]

@@ -6,8 +6,16 @@ with backpressure, closing. A `Backend` decides who may connect, builds each soc
 (the pod trusts the gateway's session-id header; the gateway mints ids) and starts sessions; each
 started session is a `Leg` the pump hands caller audio to. The backend answers through the `Peer`
 it was given, in the backend's own terms (a start refused, the engine's outputs, an upstream's
-frame relayed or its end); the pump turns each into its `Connection`'s step and performs it, so no
-backend drives the protocol machine itself.
+frame relayed or its end); the pump turns each into its protocol machine's step and performs it,
+so no backend drives a machine itself. The machine is the socket's `Connection`, and for a session
+an upstream talks to the client about itself (the gateway's) `relayed.Relayed` from the hand-off
+on (`Peer.handed_off`).
+
+Each step gives commands (`connection.Command`: performed in order) and outcomes
+(`connection.Outcome`: a session accepted, refused or ended). The pump tells each outcome once,
+by its type, to every `Observer`: the server's `FrontStats` and the backend (a pod tells its
+pool's Redis at once). It tells them before performing the step's commands, so a refusal or an
+end reaches the backend while the session is still held (before its `Release`).
 """
 
 from __future__ import annotations
@@ -49,7 +57,7 @@ class Peer(Protocol):
 
     def handed_off(self, expires_at: int | None) -> None:
         """The upstream started the session (its `session.started` relayed): from now on frames
-        go to the leg's `forward` verbatim."""
+        go to the leg's `forward` verbatim, and the session's end is one of the two below."""
 
     def relay(self, text: str, frame: bool) -> None:
         """Send one frame an upstream server wrote, verbatim; `frame` marks an audio delta."""
@@ -80,8 +88,22 @@ class Leg(Protocol):
         """Let go of the session at once; nothing more is delivered to the peer."""
 
 
-class Backend(Protocol):
-    """Serves the sessions of one server's live sockets."""
+class Observer(Protocol):
+    """Told each session outcome once, as the pump performs the step that had it; `conn` is the
+    socket's `Connection` (what the backend built for it)."""
+
+    def session_accepted(self, conn: connection.Connection, outcome: connection.Accepted) -> None:
+        """A session started: `session.started` was sent, or relayed from an upstream."""
+
+    def session_refused(self, conn: connection.Connection, outcome: connection.Refused) -> None:
+        """A start was refused; the socket stays open for another."""
+
+    def session_ended(self, conn: connection.Connection, outcome: connection.Ended) -> None:
+        """A started session ended (the socket closes, or it was handed over)."""
+
+
+class Backend(Observer, Protocol):
+    """Serves the sessions of one server's live sockets, and observes their outcomes."""
 
     def refusal(self) -> tuple[int, bytes] | None:
         """Why a new socket is refused before the upgrade (HTTP status, JSON body), or None."""
@@ -91,7 +113,3 @@ class Backend(Protocol):
 
     def start(self, start: connection.Start, peer: Peer) -> Leg | None:
         """Begin `start`; None when it was refused at once (the backend told `peer` why)."""
-
-    def settled(self, conn: connection.Connection, outcome: connection.Accepted | connection.Refused
-                | connection.Ended) -> None:
-        """A session outcome the pump performed (a pod tells its pool's Redis at once)."""

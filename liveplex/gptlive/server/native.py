@@ -6,11 +6,13 @@ published its front end (`FRONT` in the lifespan state) is answered here, and `L
 the socket's `Connection` by push, with no task and no await per frame (performance.md §3.6):
 
 - client frames parsed in `data_received` go straight into `Connection.receive` (or, for a session
-  relayed by the gateway, to the upstream verbatim); while a start is pending the transport stops
-  reading and frames already parsed wait in a backlog, so backpressure holds the client
-  (gpt-live §2.4);
-- the backend (`backend.Backend`: a pod's engine, the gateway's upstream) answers through
-  `perform` and `relay`; a pod's engine calls every session's output listener once per tick;
+  relayed by the gateway, to the upstream verbatim: from the hand-off on, `relayed.Relayed` is the
+  socket's machine); while a start is pending the transport stops reading and frames already
+  parsed wait in a backlog, so backpressure holds the client (gpt-live §2.4);
+- the backend (`backend.Backend`: a pod's engine, the gateway's upstream) answers through its
+  `backend.Peer`; a pod's engine calls every session's output listener once per tick;
+- each step's outcomes are told to the observers (`FrontStats`, the backend) once, before its
+  commands are performed (`backend` documents why);
 - sends are websockets' `send_text` and one `transport.write` per batch of actions. While the
   transport's write buffer is over its high-water mark, sends wait in order in a held queue;
   more than `outbound_max_frames` audio deltas or `outbound_max_bytes` bytes of events held is a
@@ -42,7 +44,7 @@ from websockets.protocol import State
 
 from liveplex.gptlive import connection, events, urls
 from liveplex.gptlive.errors import ProtocolError
-from liveplex.gptlive.server import auth, backend, hop, replies
+from liveplex.gptlive.server import auth, backend, hop, relayed, replies
 from liveplex.live import contract
 
 if TYPE_CHECKING:
@@ -183,7 +185,7 @@ class LiveProtocol(WebSocketsSansIOProtocol):
 
 
 class LiveSocket:
-    """One live socket: performs its `Connection`'s actions on the protocol, synchronously."""
+    """One live socket: performs its protocol machine's steps on the protocol, synchronously."""
 
     def __init__(self, proto: LiveProtocol, front: Front, headers: Headers) -> None:
         assert front.sweeper is not None  # checked by refusal()
@@ -197,6 +199,11 @@ class LiveSocket:
         self._max_frames = front.settings.outbound_max_frames
         self._max_bytes = front.settings.outbound_max_bytes
         self.conn = front.backend.connection(headers, time.monotonic_ns())
+        self._relayed: relayed.Relayed | None = None
+        """The session's machine once an upstream that talks to the client itself started it."""
+        self._machine: connection.Connection | relayed.Relayed = self.conn
+        """The machine the socket's own inputs (read, left, shut down) go to: `conn`, then
+        `_relayed` once it is set."""
         self.writable = True
         """False while the transport's write buffer is over its high-water mark."""
         self._held: deque[tuple[bytes, bool]] = deque()
@@ -226,7 +233,7 @@ class LiveSocket:
         """One client message, parsed by the protocol."""
         if self._done or self._frozen:
             return
-        if self._backlog or not self.conn.reading:
+        if self._backlog or not self._machine.reading:
             self._backlog.append(data)
             self._track()
             return
@@ -235,7 +242,7 @@ class LiveSocket:
     def _dispatch(self, data: str | bytes) -> None:
         """A message to the protocol, or verbatim to the upstream of a relayed session."""
         self.dispatched += 1
-        if self.conn.state is connection.State.RELAYING:
+        if self._relayed is not None:
             if self._leg is not None:
                 self._leg.forward(data)
             return
@@ -257,12 +264,12 @@ class LiveSocket:
     def shutdown(self) -> None:
         """The server is stopping: end the session with `server_shutdown` and close 1001."""
         if not self._done:
-            self._perform(self.conn.shutdown())
+            self._perform(self._machine.shutdown())
 
     def lost(self) -> None:
         """The client closed or vanished."""
         if not self._done:
-            self._perform(self.conn.disconnect())
+            self._perform(self._machine.disconnect())
             self._finish()
 
     def drained(self) -> None:
@@ -274,38 +281,39 @@ class LiveSocket:
             self._held_frames = self.held_bytes = 0
             self._write()
 
-    # --- actions ----------------------------------------------------------------------------------
+    # --- steps ------------------------------------------------------------------------------------
 
-    def _perform(self, actions: list[connection.Action]) -> None:
-        """Do what `Connection` asked, in order; sends are written in one go at the end (a batch
-        without sends or a close writes nothing: backends that send perform their own batch)."""
+    def _perform(self, commands: list[connection.Command]) -> None:
+        """Tell the outcomes of the machine's step, then do its commands in order; sends are
+        written in one go at the end (a batch without sends or a close writes nothing: backends
+        that send perform their own batch)."""
+        if self._machine.outcomes:
+            self._settle(self._machine)
         close_code: int | None = None
         sent = False
-        for action in actions:
-            kind = type(action)
+        for command in commands:
+            kind = type(command)
             if kind is connection.Append:  # caller audio, four per frame sent: tested first
                 if self._leg is not None:
-                    self._leg.append(action.pcm)
+                    self._leg.append(command.pcm)
             elif kind is connection.Send:
                 sent = True
-                self._send(events.dump(action.event), action.frame)
-                if not action.frame:
-                    self._stats.record(action)
+                self._send(events.dump(command.event), command.frame)
+                if not command.frame:
+                    self._stats.sent(command.event)
             elif kind is connection.Start:
                 self._start_ns = time.monotonic_ns()
-                self._leg = self._backend.start(action, self)
+                self._leg = self._backend.start(command, self)
             elif kind is connection.Say:
                 if self._leg is not None:
-                    self._leg.say(action.text)
+                    self._leg.say(command.text)
             elif kind is connection.Hangup:
                 if self._leg is not None:
                     self._leg.hangup()
             elif kind is connection.Release:
                 self._release()
             elif kind is connection.Close:
-                close_code = action.code
-            else:
-                self._outcome(action)
+                close_code = command.code
         if sent or close_code is not None:
             self._flush(close_code)
         self._track()
@@ -322,13 +330,19 @@ class LiveSocket:
         self._perform(self.conn.handed_over(hop.HANDED_OVER_CLOSE))
 
     def handed_off(self, expires_at: int | None) -> None:
-        self._perform(self.conn.handed_off(expires_at))
+        handoff = self.conn.started_upstream(expires_at)
+        if handoff is not None:
+            self._relayed = self._machine = relayed.Relayed(handoff)
+        self._settle(self.conn)  # the `Accepted`
+        self._track()
 
     def relay_ended(self, reason: str, frames: int, code: int) -> None:
-        self._perform(self.conn.relay_ended(reason, frames, code))
+        if self._relayed is not None:
+            self._perform(self._relayed.ended(reason, frames, code))
 
     def relay_lost(self, frames: int, why: str) -> None:
-        self._perform(self.conn.relay_lost(frames, why))
+        if self._relayed is not None:
+            self._perform(self._relayed.lost(frames, why))
 
     def relay(self, text: str, frame: bool) -> None:
         """One frame an upstream wrote, sent verbatim (the gateway's relay)."""
@@ -358,7 +372,7 @@ class LiveSocket:
         self._stats.dropped[kind] += 1
         self._held.clear()
         self._held_frames = self.held_bytes = 0
-        self._settle(self.conn.disconnect())
+        self._hang_up()
         self._close(connection.INTERNAL_ERROR, f"client too slow: {why}", DROP_GRACE_S)
 
     def _send(self, text: str, frame: bool) -> None:
@@ -382,27 +396,38 @@ class LiveSocket:
 
     def _fail(self) -> None:
         """A handler bug: hang up, close 1011."""
-        self._settle(self.conn.disconnect())
+        self._hang_up()
         self._close(connection.INTERNAL_ERROR)
 
-    def _settle(self, actions: list[connection.Action]) -> None:
-        """Count the outcomes of a disconnect the pump decided itself (the release follows)."""
-        for action in actions:
-            if isinstance(action, connection.Accepted | connection.Refused | connection.Ended):
-                self._outcome(action)
+    def _hang_up(self) -> None:
+        """A disconnect the pump decided itself: its outcomes told, its commands left to the
+        close that follows (which releases the session)."""
+        self._machine.disconnect()
+        self._settle(self._machine)
 
-    def _outcome(self, action: connection.Action) -> None:
-        """A session started, was refused or ended: counted, told to the backend; an end is logged."""
-        self._stats.record(action)
-        if type(action) is connection.Accepted and self._start_ns:
-            self._stats.start_seconds.observe((time.monotonic_ns() - self._start_ns) / 1e9)
-            self._awaiting_audio = True
-        self._backend.settled(self.conn, action)
-        if type(action) is connection.Ended:
-            logger.info("session ended", extra={
-                "session_id": action.session_id, "reason": action.reason, "seconds": action.seconds,
-                "frames": action.frames, "underruns": action.underruns, "dropped_samples": action.dropped,
-                "safety_identifier": action.safety_identifier})
+    def _settle(self, machine: connection.Connection | relayed.Relayed) -> None:
+        """Tell each outcome `machine` has had since it was last asked to the observers, once (the
+        stats and the backend); an end is logged."""
+        outcomes = machine.outcomes.copy()
+        machine.outcomes.clear()
+        conn, stats, observer = self.conn, self._stats, self._backend
+        for outcome in outcomes:
+            if type(outcome) is connection.Accepted:
+                if self._start_ns:
+                    stats.start_seconds.observe((time.monotonic_ns() - self._start_ns) / 1e9)
+                    self._awaiting_audio = True
+                stats.session_accepted(conn, outcome)
+                observer.session_accepted(conn, outcome)
+            elif type(outcome) is connection.Refused:
+                stats.session_refused(conn, outcome)
+                observer.session_refused(conn, outcome)
+            else:
+                stats.session_ended(conn, outcome)
+                observer.session_ended(conn, outcome)
+                logger.info("session ended", extra={
+                    "session_id": outcome.session_id, "reason": outcome.reason, "seconds": outcome.seconds,
+                    "frames": outcome.frames, "underruns": outcome.underruns, "dropped_samples": outcome.dropped,
+                    "safety_identifier": outcome.safety_identifier})
 
     # --- writing ----------------------------------------------------------------------------------
 
@@ -452,7 +477,7 @@ class LiveSocket:
             self._sweeper.watch(self)
         if self._done:
             return
-        if not self.conn.reading:
+        if not self._machine.reading:
             if not self._read_paused:
                 self._read_paused = True
                 self._transport.pause_reading()
@@ -460,10 +485,10 @@ class LiveSocket:
         if self._backlog and not self._draining:
             self._draining = True
             try:
-                while self._backlog and self.conn.reading and not self._done:
+                while self._backlog and self._machine.reading and not self._done:
                     self._dispatch(self._backlog.popleft())
             finally:
                 self._draining = False
-        if self._read_paused and self.conn.reading and not self._done:
+        if self._read_paused and self._machine.reading and not self._done:
             self._read_paused = False
             self._transport.resume_reading()

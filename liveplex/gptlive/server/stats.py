@@ -1,8 +1,9 @@
-"""`FrontStats`: what a server's live sockets did, counted from the `Connection`'s actions.
+"""`FrontStats`: what a server's live sockets did, counted from their protocol machines' steps.
 
-One writer: the socket pump, on the event loop's thread, records every `Accepted`, `Refused`,
-`Ended` and `error` it performs. Readers (`/live/stats`, `/metrics`, a pod's Redis heartbeat) take
-a `snapshot()`, so all three say the same thing.
+One writer: the socket pump, on the event loop's thread, tells it every outcome (it is a
+`backend.Observer`) and every event it sends that is not audio (`sent`: the `error`s). Readers
+(`/live/stats`, `/metrics`, a pod's Redis heartbeat) take a `snapshot()`, so all three say the
+same thing.
 """
 
 from __future__ import annotations
@@ -68,21 +69,24 @@ class FrontStats:
     behind), `ping_timeout`, `header_timeout` (no complete request in time), `over_capacity`
     (beyond `max_connections`)."""
 
-    def record(self, action: connection.Action) -> None:
-        """Count one performed action (those that are not outcomes are ignored)."""
-        kind = type(action)
-        if kind is connection.Send:
-            if type(action.event) is events.Error:
-                self.errors[action.event.error.code.value] += 1
-        elif kind is connection.Accepted:
-            self.accepted += 1
-        elif kind is connection.Refused:
-            self.rejected[action.reason] += 1
-        elif kind is connection.Ended:
-            self.closed[action.reason] += 1
-            self.underruns += action.underruns
-            self.dropped_samples += action.dropped
-            self.session_seconds.observe(action.seconds)
+    def sent(self, event: events.ServerEvent) -> None:
+        """One event sent that is not an audio delta: an `error` is counted by its code."""
+        if type(event) is events.Error:
+            self.errors[event.error.code.value] += 1
+
+    # --- backend.Observer ---------------------------------------------------------------------------
+
+    def session_accepted(self, conn: connection.Connection, outcome: connection.Accepted) -> None:
+        self.accepted += 1
+
+    def session_refused(self, conn: connection.Connection, outcome: connection.Refused) -> None:
+        self.rejected[outcome.reason] += 1
+
+    def session_ended(self, conn: connection.Connection, outcome: connection.Ended) -> None:
+        self.closed[outcome.reason] += 1
+        self.underruns += outcome.underruns
+        self.dropped_samples += outcome.dropped
+        self.session_seconds.observe(outcome.seconds)
 
     @property
     def sessions_open(self) -> int:
