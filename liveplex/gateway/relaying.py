@@ -4,7 +4,9 @@ as a sans-I/O machine.
 One per session, from the pod's `session.started` on. The relay's shell (`relay.UpstreamLeg`) owns
 the sockets, the tasks and the counters; it hands every input here and performs the `Command`s it
 gets back, in order. `Relaying` reads no clock, knows no socket and awaits nothing, so every rule
-below is tested directly (tests/gateway/test_relaying.py):
+below is tested directly (tests/gateway/test_relaying.py). It decides *which* end a session has;
+how the client hears it (`server_error`, `session.closed`, the close code) is the pump's
+`gptlive.server.relayed.Relayed`, reached through `EndClient` and `Lose`.
 
 - **The pod's messages** (`upstream_message`): an audio delta (`events.AUDIO_DELTA_PREFIX`, a prefix
   test, no parse) is relayed as a frame and counted for the session's usage; a checkpoint
