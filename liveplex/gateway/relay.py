@@ -241,7 +241,7 @@ class UpstreamLeg:
             self._perform(commands)
 
     def _gone(self, up: upstream.Upstream) -> None:
-        """The pod's transport closed; a dialled move target's before it was adopted is the move's."""
+        """The pod's transport closed (a socket the session already left means nothing)."""
         machine = self._machine
         assert machine is not None  # adopted after the start
         if self._done or up is not self._up:
