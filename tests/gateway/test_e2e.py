@@ -19,19 +19,10 @@ import websockets
 
 from tests.conformance import servers
 from tests.support import clients, platform, pods
-from tests.support.clients import LOUD, START, until
+from tests.support.clients import LOUD, START, started, until
 
 pytestmark = pytest.mark.timeout(180)
 
-
-
-async def started(url: str):
-    """A started session. Its audio is not read: an unbounded queue keeps the close handshake from
-    waiting behind it."""
-    ws = await websockets.connect(url, max_queue=None)
-    await ws.send(orjson.dumps(START).decode())
-    event, seen = await until(ws, "session.started")
-    return ws, event
 
 
 def test_the_sdk_holds_sessions_through_the_gateway_spread_over_the_pods(redis_url, tmp_path) -> None:
@@ -160,6 +151,21 @@ def test_sigterm_drains_a_pod_before_it_exits(redis_url, tmp_path) -> None:
         asyncio.run(scenario())
     log = (tmp_path / "pod-0.log").read_text()  # complete once the platform has stopped
     assert '"msg": "draining"' in log and '"msg": "stopped"' in log and "SIGTERM" in log
+
+
+def test_a_gateway_stopping_ends_its_relayed_sessions_with_their_usage(redis_url, tmp_path) -> None:
+    with platform.platform(redis_url, tmp_path, n_pods=1, gateway_flags=("--drain-deadline-s", "0")) as p:
+        async def scenario() -> None:
+            ws, _ = await started(p.gateway.ws_url)
+            for _ in range(10):
+                await until(ws, "session.output_audio.delta")
+            p.gateway_process.send_signal(signal.SIGTERM)
+            error, seen = await until(ws, "error", timeout=5)
+            closed, more = await until(ws, "session.closed")
+            frames = sum(e["type"] == "session.output_audio.delta" for e in seen + more) + 10
+            assert (error["error"]["code"], closed["reason"]) == ("server_shutdown", "connection_lost")
+            assert closed["usage"]["seconds"] == round(frames * 0.08, 2)  # the audio relayed, not 0
+        asyncio.run(scenario())
 
 
 def test_two_gateways_racing_never_overbook_a_pod(redis_url, tmp_path) -> None:

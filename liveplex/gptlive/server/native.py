@@ -345,9 +345,13 @@ class LiveSocket:
             self._perform(self._relayed.lost(frames, why))
 
     def relay(self, text: str, frame: bool) -> None:
-        """One frame an upstream wrote, sent verbatim (the gateway's relay)."""
+        """One frame an upstream wrote, sent verbatim (the gateway's relay); audio deltas are
+        counted, so an end the server decides itself (a shutdown) says the session's usage."""
         if self._done:
             return
+        relayed_ = self._relayed
+        if frame and relayed_ is not None:
+            relayed_.frames += 1
         self._send(text, frame)
         self._flush(None)
 

@@ -13,7 +13,7 @@ how the session ends on the client's side. Its inputs are the ends of a relayed 
 
 Like `Connection` it returns the commands to perform and appends the session's `Ended` to
 `outcomes`, which the pump takes after each input. The session time in what it says is that of
-the frames the relay reports with the end (its own count of the audio deltas it relayed): the
+the audio deltas relayed (the pump counts them; the relay reports its own count with an end): the
 upstream counts usage, the relay only repeats it. A pod never enters this machine.
 """
 
@@ -29,7 +29,8 @@ class Relayed:
         self._resource = handoff.resource
         self._info = handoff.info
         self.frames = 0
-        """Audio deltas relayed to the client, as the relay last reported them."""
+        """Audio deltas relayed to the client: counted by the pump as it relays them, and set
+        from the relay's own count with an end it reports."""
         self.done = False
         self.outcomes: list[connection.Outcome] = []
         """The session's `Ended`, once; the pump takes it after the input that ended it."""
