@@ -7,16 +7,15 @@ from collections.abc import Callable, Iterable, Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from liveplex.gateway import relay, upstream
+from liveplex.gateway import relaying
 from liveplex.gateway.stats import PLACEMENT_RESULTS, ROOM_REFUSALS, GatewayStats
 from liveplex.gptlive.server.exposition import histogram
 from liveplex.gptlive.server.stats import FrontStats
 
-LOST_REASONS: dict[str, int] = dict.fromkeys(
-    [*(ending.value for ending in upstream.Ending if ending is not upstream.Ending.CLOSED), relay.NOT_TAKEN], 0)
+LOST_REASONS: dict[str, int] = dict.fromkeys(relaying.LOST_REASONS, 0)
 """Every way a session can be lost (a pod's failure, or a moved session no pod took), exported
 from 0: a rate over a series that does not exist yet is no rate at all."""
-MOVE_RESULTS: dict[str, int] = {"moved": 0, "stayed": 0, "lost": 0, "resumed": 0}
+MOVE_RESULTS: dict[str, int] = dict.fromkeys(relaying.MOVE_RESULTS, 0)
 
 
 class GatewayCollector(Collector):

@@ -2,9 +2,11 @@
 machine.
 
 A pod that drains writes `hop.MOVE_REQUESTED` on the socket of each session a gateway relays to it.
-The relay's shell (`relay.UpstreamLeg`) starts a `Moving` and feeds it each outcome of the I/O it
-asks for; `Moving` answers with the next `Command`, reads no clock and knows no socket, so every
-rule is tested directly (tests/gateway/test_moving.py):
+The relayed session's machine (`relaying.Relaying`) starts a `Moving` and feeds it each outcome
+of the I/O it asks for, which the relay's shell (`relay.UpstreamLeg`) performs; `Moving` answers
+with the next `Command`, reads no clock and knows no socket, so every rule is tested directly
+(tests/gateway/test_moving.py). What the client's frames do meanwhile (`holding`, `copying`) and
+what a move's end means for the session are `Relaying`'s:
 
 - a slot is placed (and reserved) on another pod *before* the session leaves its pod: with no room
   anywhere the session simply `Stay`s and drains as before, nothing lost;
@@ -28,11 +30,11 @@ of it (`hop.CHECKPOINT`), so the machine starts with that record as its blob and
 from: place, offer the record (`hop.RESUME_PATH`), dial, switch; the client's frames are held from
 the start. The caller hears a short silence, not an error; only a record no pod takes loses it.
 
-Reservations: the shell gives back a target's slot itself when it reports the target refused the
-import (no breaker: a blob that does not fit a pod, as during a rollout between versions, is no
-fault of the pod) or unreachable (with the breaker, as for any start); `Stay` and `Lose` name the
-one slot the machine abandons otherwise. Once `DONE`, every input answers `Wait`: a placement that
-lands after the move ended is the shell's to give back.
+Reservations: a target's slot is given back by whoever reports the target refused the import
+(`Relaying.imported`: no breaker, a blob that does not fit a pod, as during a rollout between
+versions, is no fault of the pod) or unreachable (the shell, with the breaker, as for any start);
+`Stay` and `Lose` name the one slot the machine abandons otherwise. Once `DONE`, every input
+answers `Wait`: a placement that lands after the move ended is given back (`Relaying.placed`).
 """
 
 from __future__ import annotations

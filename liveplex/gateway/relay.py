@@ -1,63 +1,41 @@
-"""`UpstreamLeg`: one client session placed on a pod and relayed to it verbatim (platform §7.3-§7.9).
+"""`UpstreamLeg`: the shell that places one client session on a pod and relays it (platform §7.3-§7.9).
 
-One task per session until it starts: the shell of `placing.Placing`, which decides every retry:
-it runs placement (through `GatewayBackend.place`), dials the pod with the session id
-(`upstream.Upstream`), forwards the client's `session.start` text and feeds the pod's answer back.
-After that there is no task: frames move by callbacks in both directions. `session.started` hands the client
-socket over (`Peer.handed_off`): from then on frames are copied both ways without JSON
-parsing the audio (upstream frames starting with `events.AUDIO_DELTA_PREFIX` are relayed as they are; only the
-rare others are parsed to learn the session's end). The pod's `session.closed` ends the client's
-socket with the pod's own close code, once the pod's close frame arrives. The upstream ending any
-other way (`upstream.Ending`: the pod vanished, went silent, broke the stream, or a message over
-the size limit was refused) is
-`server_error` + `session.closed` `connection_lost` + 1011 to the client; only the pod's own faults
-trip its breaker, never what a client made it say.
+It owns the I/O and decides nothing: two sans-I/O machines do, each tested on its own.
 
-A draining pod's `hop.MOVE_REQUESTED` (never relayed) moves the session to another pod: the shell
-of `moving.Moving`, one input at a time from the callbacks and the I/O it starts (placement, the
-pods' handover routes, the dial), until the session `Switch`es to its new upstream, `Stay`s, or is
-lost. The client's frames follow the session in order: those the old pod read before it let the
-session go are in its blob, the rest are held and sent to the new pod.
-
-The pod's `hop.CHECKPOINT`s of the session (never relayed, never parsed) are kept, up to
-`MAX_RECORD_BYTES`; when the pod is lost mid-session, the same machine *resumes* the session on
-another pod from them, and the client hears a short silence instead of `connection_lost`.
+- **Until the session starts**, one task drives `placing.Placing` (every retry rule): placement
+  (through the `Placer`, `backend.GatewayBackend`), the dial with the session id
+  (`upstream.Upstream`), the client's `session.start` text forwarded and the pod's first answer
+  fed back. `session.started` is relayed and hands the client's socket over (`Peer.handed_off`).
+- **From then on** there is no task: frames move by callbacks in both directions, and
+  `relaying.Relaying` says what each means. The leg hands it every pod message
+  (`upstream_message`), client frame (`client_frame`) and the pod socket's end (`upstream_gone`),
+  and performs the commands it answers, in order (`_perform`): relay, forward, end the client's
+  socket with the pod's code, lose the session (`server_error` + `connection_lost` + 1011), trip a
+  breaker, count. An audio delta and a client frame cost the machine one call that answers a
+  constant (`RELAY_FRAME`, `FORWARD`), told by identity: no command object per frame.
+- **Moves and resumes** (`hop.MOVE_REQUESTED` from a draining pod; a pod lost with a record of the
+  session kept): the machine wraps `moving.Moving`; a move begins once the gateway has a turn for
+  it (`move_turns`: `--moves-at-once` moves at a time; resumes do not wait); the leg starts the I/O each step asks for
+  (placement, the pods' handover routes, the dial) as a task, and feeds its outcome back naming
+  the move it belongs to, until the session `Switch`es to the dialled target (whose socket the
+  leg then adopts), stays, or is lost.
 """
 
 from __future__ import annotations
 
 import asyncio
-import binascii
 import logging
 import time
-from collections import deque
 from collections.abc import Coroutine, Mapping
 from typing import Any, Protocol
 
-from liveplex.gateway import moving, placing, upstream
+from liveplex.gateway import moving, placing, relaying, upstream
 from liveplex.gateway.stats import GatewayStats
-from liveplex.gptlive import connection, errors, events
+from liveplex.gptlive import connection, errors
 from liveplex.gptlive.server import backend, hop
 from liveplex.placement import Busy, Placed
 
 logger = logging.getLogger(__name__)
-
-MAX_UPSTREAM_BUFFER_BYTES = 1 << 20
-"""Client audio held for a pod that does not read (≈20 s of 24 kHz PCM in base64) before the
-session is dropped."""
-LOST_BECAUSE: dict[upstream.Ending, str] = {
-    upstream.Ending.LOST: "the engine serving this session went away",
-    upstream.Ending.VIOLATION: "the engine serving this session broke the protocol",
-    upstream.Ending.SILENT: "the engine serving this session stopped responding",
-    upstream.Ending.TOO_LARGE: "the engine's answer to an event of this session was too large to relay",
-}
-"""What the client's `server_error` says, by how the upstream ended."""
-NOT_TAKEN = "not_taken"
-"""`sessions_lost`'s reason for a session exported off a draining pod that no pod took."""
-MAX_RECORD_BYTES = 768 << 10
-"""A session's kept checkpoints (decoded bytes) beyond which it is no longer resumable: a
-PersonaPlex call writes about 71 KB a minute and its pod stops at 6,000 frames (~570 KB,
-docs/continuity.md), so this bounds what a gateway holds per session whatever a pod sends."""
 
 
 class Placer(Protocol):
@@ -90,37 +68,23 @@ class Placer(Protocol):
 class UpstreamLeg:
     """See the module docstring; the pump calls `forward` and `release`."""
 
-    def __init__(self, owner: Placer, start: connection.Start, peer: backend.Peer,
-                 pool: str) -> None:
+    def __init__(self, owner: Placer, start: connection.Start, peer: backend.Peer, pool: str) -> None:
         self._owner = owner
         self._start = start
         self._peer = peer
         self._pool = pool
-        self._frames = 0
-        self._closed_reason: str | None = None
-        """The reason of the pod's `session.closed`, relayed; the client's socket closes once the
-        pod's does, with its code."""
-        self._relaying = False
-        self._placed: Placed | None = None
-        """The pod the session runs on."""
+        self._machine: relaying.Relaying | None = None
+        """What the session's frames and its pod's end mean, from its start on."""
         self._up: upstream.Upstream | None = None
         self._inbox: list[str | bytes] = []
         self._arrived = asyncio.Event()
         self._done = False
-        self._moving: moving.Moving | None = None
         self._target_up: upstream.Upstream | None = None
         """The dialled target of a move, until it answers."""
-        self._held: deque[str | bytes] = deque()
-        self._held_bytes = 0
-        """Client frames waiting for a moving session's next pod (while the old pod exports, the
-        ones forwarded to it too: `moving.Moving.copying`)."""
-        self._record: bytearray | None = bytearray()
-        """The pod's checkpoints of the session, decoded and concatenated in order (the resume
-        record); None once over `MAX_RECORD_BYTES` or unreadable (the session is then not
-        resumable)."""
         self._io: set[asyncio.Task[None]] = set()
-        self._turn = False
-        """This session holds one of the gateway's `move_turns` (its move is under way)."""
+        self._awaiting_turn = False
+        self._turn: moving.Moving | None = None
+        """The move that holds one of the gateway's `move_turns`, while it is under way."""
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     # --- the pump's side ----------------------------------------------------------------------------
@@ -129,30 +93,15 @@ class UpstreamLeg:
         raise RuntimeError("a relayed session's audio is forwarded as the client sent it")
 
     def forward(self, data: str | bytes) -> None:
-        up = self._up
-        if up is None or self._done:
+        machine, up = self._machine, self._up
+        if machine is None or up is None:
             return
-        machine = self._moving
-        if machine is not None and machine.holding:
-            self._hold(data)
-            return
-        if up.write_buffer_bytes > MAX_UPSTREAM_BUFFER_BYTES:
-            logger.warning("upstream too slow; dropping the session",
-                           extra={"pod": self._placed.pod if self._placed else None})
-            up.abort(upstream.Ending.SILENT)  # a pod that does not read is as stuck as one that does not write
-            self._lost(upstream.Ending.SILENT)
-            return
-        up.send(data)
-        self._owner.stats.frames_up += 1
-        if machine is not None and machine.copying:
-            self._hold(data)
-
-    def _hold(self, data: str | bytes) -> None:
-        """Keep a client frame for a moving session's next pod, within the buffer's bound."""
-        self._held.append(data)
-        self._held_bytes += len(data)
-        if self._held_bytes > MAX_UPSTREAM_BUFFER_BYTES:
-            self._lost_in_move("the session's audio outgrew its buffer while it moved between engines")
+        commands = machine.client_frame(data, up.write_buffer_bytes)
+        if commands is relaying.FORWARD:
+            up.send(data)
+            self._owner.stats.frames_up += 1
+        elif commands:
+            self._perform(commands, data)
 
     def hangup(self) -> None:
         """Never asked: a relayed session's `session.close` is forwarded to the pod."""
@@ -166,18 +115,17 @@ class UpstreamLeg:
 
     @property
     def received(self) -> int | None:
-        """Messages from the pod while relaying (`watchdog.Watched`); none while the session moves
-        (its quiet is the move's, and each step of the move has its own deadline)."""
-        up = self._up
-        if up is None or not self._relaying or self._done or self._moving is not None:
+        """Messages from the pod while relaying (`watchdog.Watched`); None while the machine says
+        its silence means nothing (`relaying.Relaying.watched`)."""
+        machine, up = self._machine, self._up
+        if machine is None or up is None or not machine.watched:
             return None
         return up.received
 
     def silenced(self) -> None:
         """The pod said nothing for the read deadline: drop it as lost."""
         if self._up is not None:
-            logger.warning("upstream silent; dropping the session",
-                           extra={"pod": self._placed.pod if self._placed else None})
+            logger.warning("upstream silent; dropping the session", extra={"pod": self._pod})
             self._up.abort(upstream.Ending.SILENT)
 
     # --- placing and starting (a task) --------------------------------------------------------------
@@ -198,7 +146,6 @@ class UpstreamLeg:
             self._owner.leg_done(self)
             return
         self._owner.relaying(self._pool, +1)
-        self._relaying = True
         self._adopt(up)
 
     def _adopt(self, up: upstream.Upstream) -> None:
@@ -237,7 +184,7 @@ class UpstreamLeg:
                     self._up = ws  # before the hand-off: the pump replays the client's parked frames to us
             elif isinstance(command, placing.Start):
                 owner.placed(self._pool, started_ns, retried=command.retried)
-                self._placed = command.placed
+                self._machine = relaying.Relaying(command.placed)
                 peer.relay(command.text, False)
                 peer.handed_off(command.expires_at)
                 return self._up
@@ -286,232 +233,173 @@ class UpstreamLeg:
             return None
         return self._inbox[0]
 
-    # --- relaying (callbacks) -----------------------------------------------------------------------
+    # --- relaying: `relaying.Relaying`'s shell (callbacks) -----------------------------------------
 
     def _message(self, message: str | bytes) -> None:
-        if self._done:
-            return
-        if type(message) is str and message.startswith(events.AUDIO_DELTA_PREFIX):
-            self._frames += 1
+        machine = self._machine
+        assert machine is not None  # adopted after the start
+        commands = machine.upstream_message(message)
+        if commands is relaying.RELAY_FRAME:
             self._owner.stats.frames_down += 1
-            self._peer.relay(message, True)
-            return
-        if type(message) is str and message.startswith(hop.CHECKPOINT_PREFIX):
-            self._kept(message[len(hop.CHECKPOINT_PREFIX):-2])
-            return
-        text = message if isinstance(message, str) else message.decode(errors="replace")
-        kind, body = placing.event_kind(text)
-        if kind == hop.MOVE_REQUESTED:
-            self._move()
-            return
-        self._peer.relay(text, False)
-        if kind == events.SERVER_TYPES[events.SessionClosed]:
-            self._closed_reason = str(body.get("reason"))
+            self._peer.relay(message, True)  # type: ignore[arg-type]  # an audio delta is text
+        elif commands:
+            self._perform(commands)
 
     def _gone(self, up: upstream.Upstream) -> None:
-        """The pod's transport closed: after its `session.closed` the client's socket closes as
-        the pod's did; else the session is lost, and why decides whether the pod is to blame. A
-        moving session's old socket is the move's to judge."""
+        """The pod's transport closed (a socket the session already left means nothing)."""
+        machine = self._machine
+        assert machine is not None  # adopted after the start
         if self._done or up is not self._up:
             return
-        if self._moving is not None and self._closed_reason is None:
-            handed_over = up.ending is upstream.Ending.CLOSED and up.close_code == hop.HANDED_OVER_CLOSE
-            self._step(self._moving.old_closed(handed_over))
-            return
-        if self._closed_reason is None and self._resume(up.ending or upstream.Ending.LOST):
-            return
-        if self._closed_reason is not None:
-            peer = self._peer
-            code = up.close_code if up.ending is upstream.Ending.CLOSED and up.close_code else connection.NORMAL
-            peer.relay_ended(self._closed_reason, self._frames, code)
-            self._finish()
-            return
-        # a close handshake that did not end the session is the pod breaking the protocol
-        ending = up.ending or upstream.Ending.LOST
-        self._lost(upstream.Ending.VIOLATION if ending is upstream.Ending.CLOSED else ending)
+        self._perform(machine.upstream_gone(up.ending, up.close_code, self._owner.tripped()))
 
-    def _lost(self, ending: upstream.Ending) -> None:
-        """The session cannot go on (platform §7.8); the pod's breaker trips if the pod failed."""
-        self._owner.stats.sessions_lost[ending.value] += 1
-        if self._placed is not None and ending.pods_fault:
-            self._owner.lost(self._placed.pod)
-        self._peer.relay_lost(self._frames, LOST_BECAUSE[ending])
-        self._finish()
-
-    def _lost_in_move(self, why: str) -> None:
-        """A session between pods that cannot arrive: no pod took its blob, or its held audio
-        outgrew the buffer."""
-        self._owner.stats.sessions_lost[NOT_TAKEN] += 1
-        self._owner.moved("lost")
-        self._peer.relay_lost(self._frames, why)
-        self._finish()
-
-    # --- moving to another pod (`moving.Moving`'s shell) ---------------------------------------------
-
-    def _move(self) -> None:
-        """The pod asked the session to move: start once, for a running session."""
-        if self._moving is not None or self._done or self._placed is None or self._closed_reason is not None:
-            return
-        self._moving = moving.Moving(self._placed.pod, self._owner.tripped())
-        self._spawn(self._move_in_turn(self._moving))
-
-    async def _move_in_turn(self, machine: moving.Moving) -> None:
-        """Begin the move once the gateway has a turn for it; until then the session goes on
-        where it is (its frames forwarded as ever)."""
-        await self._owner.move_turns.acquire()
-        self._turn = True
-        if self._moving is not machine or self._done:  # its pod ended it meanwhile
+    def _perform(self, commands: relaying.Commands, frame: str | bytes = b"") -> None:
+        """Carry out the machine's commands, in order; `frame`: the client's, for `Forward`."""
+        machine, owner = self._machine, self._owner
+        assert machine is not None
+        for command in commands:
+            if self._done:
+                return
+            if isinstance(command, relaying.Relay):
+                self._peer.relay(command.text, False)
+            elif isinstance(command, relaying.Forward):
+                assert self._up is not None
+                self._up.send(frame)
+                owner.stats.frames_up += 1
+            elif isinstance(command, relaying.Forget):
+                logger.warning(f"session record {command.why}; it cannot be resumed",
+                               extra={"session_id": self._start.resource.id, "bytes": command.record_bytes})
+            elif isinstance(command, relaying.StartMove):
+                if not self._awaiting_turn and self._turn is None:
+                    self._awaiting_turn = True
+                    self._spawn(self._move_in_turn(machine))
+            elif isinstance(command, relaying.Abort):
+                assert self._up is not None
+                logger.warning("upstream too slow; dropping the session", extra={"pod": self._pod})
+                self._up.abort(upstream.Ending.SILENT)
+            elif isinstance(command, relaying.Blame):
+                owner.lost(command.pod)
+            elif isinstance(command, relaying.Resuming):
+                logger.warning("upstream lost; resuming the session elsewhere", extra={
+                    "pod": command.pod, "ending": command.ending.value, "record_bytes": command.record_bytes})
+            elif isinstance(command, relaying.Unreserve):
+                self._spawn(owner.unreserve(command.placed, self._start.resource.id))
+            elif isinstance(command, relaying.Switch):
+                self._switch(command.held)
+            elif isinstance(command, relaying.Moved):
+                owner.moved(command.result)
+            elif isinstance(command, relaying.EndClient):
+                self._peer.relay_ended(command.reason, command.frames, command.code)
+                self._finish()
+            elif isinstance(command, relaying.Lose):
+                owner.stats.sessions_lost[command.reason] += 1
+                self._peer.relay_lost(command.frames, command.why)
+                self._finish()
+            else:
+                self._move_io(machine, command)
+        if self._turn is not None and machine.moving is not self._turn:  # the move is over
             self._end_turn()
+
+    async def _move_in_turn(self, machine: relaying.Relaying) -> None:
+        """Start the move a draining pod asked for once the gateway has a turn for it
+        (`GatewaySettings.moves_at_once`); until then the session goes on where it is."""
+        await self._owner.move_turns.acquire()
+        self._awaiting_turn = False
+        commands = machine.move(self._owner.tripped())
+        if not commands:  # nothing to move any more (ended, closing, or resuming meanwhile)
+            self._owner.move_turns.release()
             return
-        self._step(machine.begin())
+        self._turn = machine.moving
+        self._perform(commands)
 
     def _end_turn(self) -> None:
-        if self._turn:
-            self._turn = False
+        if self._turn is not None:
+            self._turn = None
             self._owner.move_turns.release()
 
-    def _step(self, command: moving.Command) -> None:
-        """Carry out the machine's next command: start its I/O, or end the move."""
-        machine = self._moving
-        if machine is None or self._done:
-            return
-        session_id = self._start.resource.id
+    # --- moving to another pod: the I/O of `moving.Moving`'s steps (tasks) ----------------------------
+
+    def _move_io(self, machine: relaying.Relaying, command: relaying.Command) -> None:
+        """Start the I/O a move's step asks for; its outcome goes back to `machine`, naming the
+        move it answers for."""
+        move = machine.moving
+        assert move is not None
         if isinstance(command, placing.Place):
-            self._spawn(self._move_placed(machine, command.exclude))
+            self._spawn(self._move_placed(machine, move, command.exclude))
         elif isinstance(command, placing.Recheck):
-            self._spawn(self._move_rechecked(machine, command.delay_s))
+            self._spawn(self._move_rechecked(machine, move, command.delay_s))
         elif isinstance(command, moving.Export):
-            assert self._placed is not None and self._up is not None
-            self._spawn(self._move_exported(machine, self._placed, self._up.sent))
+            assert self._up is not None
+            self._spawn(self._move_exported(machine, move, machine.serving, self._up.sent))
         elif isinstance(command, moving.Import):
-            self._spawn(self._move_imported(machine, command.placed, command.blob))
+            self._spawn(self._move_imported(machine, move, command.placed, command.blob))
         elif isinstance(command, moving.Dial):
-            self._spawn(self._move_dialled(machine, command.placed, command.import_id))
-        elif isinstance(command, moving.Switch):
-            self._switch(command.placed)
-        elif isinstance(command, moving.Stay | moving.Lose):
-            if command.unreserve is not None:
-                self._spawn(self._owner.unreserve(command.unreserve, session_id))
-            self._moving = None
-            self._end_turn()
-            self._held.clear()  # copies of frames the pod read: a move that did not happen holds none
-            self._held_bytes = 0
-            if isinstance(command, moving.Stay):
-                self._owner.moved("stayed")
-            elif command.why is None:  # the pod died before the session could leave it
-                up = self._up
-                ending = (up.ending if up is not None else None) or upstream.Ending.LOST
-                if not self._resume(ending):
-                    self._owner.moved("lost")
-                    self._lost(upstream.Ending.VIOLATION if ending is upstream.Ending.CLOSED else ending)
-            else:
-                self._lost_in_move(command.why)
+            self._spawn(self._move_dialled(machine, move, command.placed, command.import_id))
+        else:
+            raise AssertionError(f"unknown command {command!r}")
 
     def _spawn(self, io: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(io)
         self._io.add(task)
         task.add_done_callback(self._io.discard)
 
-    async def _move_placed(self, machine: moving.Moving, exclude: frozenset[str]) -> None:
-        result = await self._owner.place(self._pool, self._start.resource.id, set(exclude))
-        command = machine.placed(result)
-        if isinstance(command, moving.Wait) and isinstance(result, Placed):  # the move ended meanwhile
-            await self._owner.unreserve(result, self._start.resource.id)
-        self._step(command)
+    async def _move_placed(self, machine: relaying.Relaying, move: moving.Moving, exclude: frozenset[str]) -> None:
+        self._perform(machine.placed(move, await self._owner.place(self._pool, self._start.resource.id,
+                                                                   set(exclude))))
 
-    async def _move_rechecked(self, machine: moving.Moving, delay_s: float) -> None:
+    async def _move_rechecked(self, machine: relaying.Relaying, move: moving.Moving, delay_s: float) -> None:
         await asyncio.sleep(delay_s)
-        self._step(machine.rechecked())
+        self._perform(machine.rechecked(move))
 
-    async def _move_exported(self, machine: moving.Moving, source: Placed, after: int) -> None:
-        """The blob, once the pod has read the `after` messages sent to it; the frames forwarded
-        since, that the pod read into the blob, are no longer the next pod's."""
+    async def _move_exported(self, machine: relaying.Relaying, move: moving.Moving, source: Placed,
+                             after: int) -> None:
+        """The blob, once the pod has read the `after` messages sent to it, and how many it read."""
         got = await self._owner.export(source, self._start.resource.id, after)
-        if got is None:
-            self._step(machine.exported(None))
-            return
-        blob, read = got
+        blob, read = (None, after) if got is None else got
         if read < after:  # the pod gave up waiting for them (`hop.EXPORT_CATCH_UP_S`)
             logger.warning("frames lost in a move", extra={"pod": source.pod, "frames": after - read})
-        for _ in range(min(max(read - after, 0), len(self._held))):
-            self._held_bytes -= len(self._held.popleft())
-        self._step(machine.exported(blob))
+        self._perform(machine.exported(move, blob, after, read))
 
-    async def _move_imported(self, machine: moving.Moving, target: Placed, blob: bytes) -> None:
-        import_id = await self._owner.import_blob(target, blob, hop.RESUME_PATH if machine.resuming
-                                                  else hop.IMPORT_PATH)
-        if import_id is None:  # the slot it reserved is not used: given back, the pod not blamed
-            await self._owner.unreserve(target, self._start.resource.id)
-        self._step(machine.imported(target, import_id))
+    async def _move_imported(self, machine: relaying.Relaying, move: moving.Moving, target: Placed,
+                             blob: bytes) -> None:
+        path = hop.RESUME_PATH if move.resuming else hop.IMPORT_PATH
+        self._perform(machine.imported(move, target, await self._owner.import_blob(target, blob, path)))
 
-    async def _move_dialled(self, machine: moving.Moving, target: Placed, import_id: str) -> None:
+    async def _move_dialled(self, machine: relaying.Relaying, move: moving.Moving, target: Placed,
+                            import_id: str) -> None:
         up = await self._dial(target, import_id)
         first = None if up is None else await self._first(up, target)
         if up is None or first is None:
-            self._step(machine.unreachable(target))
+            self._perform(machine.unreachable(move, target))
             return
-        command = machine.answered(target, first if isinstance(first, str) else first.decode(errors="replace"))
-        if isinstance(command, moving.Switch):
+        commands = machine.answered(move, target, first if isinstance(first, str) else first.decode(errors="replace"))
+        if any(isinstance(command, relaying.Switch) for command in commands):
             self._target_up = up
         else:
             up.close()
-        self._step(command)
+        self._perform(commands)
 
-    def _switch(self, target: Placed) -> None:
-        """The target runs the session: its `session.started` is swallowed (the client saw one),
-        the frames held meanwhile go to it in order, and relaying resumes from it."""
+    def _switch(self, held: tuple[str | bytes, ...]) -> None:
+        """Relay from the move's target from now on and send it the frames held meanwhile, in order."""
         up, self._target_up = self._target_up, None
-        assert up is not None and self._moving is not None
-        resumed, self._moving = self._moving.resuming, None
-        self._end_turn()
-        self._placed = target
+        assert up is not None
         self._adopt(up)
-        while self._held:
-            up.send(self._held.popleft())
-            self._owner.stats.frames_up += 1
-        self._held_bytes = 0
-        self._owner.moved("resumed" if resumed else "moved")
+        for data in held:
+            up.send(data)
+        self._owner.stats.frames_up += len(held)
 
-    def _kept(self, data: str) -> None:
-        """One checkpoint of the session, kept for a resume while the record is within bounds
-        (decoded at once: bytes cost a third less than their base64, and no object each)."""
-        record = self._record
-        if record is None:
-            return
-        try:
-            record += binascii.a2b_base64(data, strict_mode=True)
-        except (binascii.Error, ValueError):
-            why = "unreadable"
-        else:
-            if len(record) <= MAX_RECORD_BYTES:
-                return
-            why = "over its bound"
-        logger.warning(f"session record {why}; it cannot be resumed",
-                       extra={"session_id": self._start.resource.id, "bytes": len(record)})
-        self._record = None
-
-    def _resume(self, ending: upstream.Ending) -> bool:
-        """The pod failed mid-session (it vanished, went silent, or broke the stream, a close that
-        did not end the session included): resume the session on another pod from its record, if
-        it has one; the pod's breaker trips as for any loss. False: nothing to resume from, or an
-        end that is no fault of the pod's (a message too large to relay ends the session)."""
-        if ending is upstream.Ending.CLOSED:
-            ending = upstream.Ending.VIOLATION
-        if not ending.pods_fault or not self._record or self._placed is None or self._done:
-            return False
-        record = bytes(self._record)
-        self._owner.lost(self._placed.pod)
-        logger.warning("upstream lost; resuming the session elsewhere",
-                       extra={"pod": self._placed.pod, "ending": ending.value, "record_bytes": len(record)})
-        self._moving = moving.Moving(self._placed.pod, self._owner.tripped(), record)
-        self._step(self._moving.begin())
-        return True
+    @property
+    def _pod(self) -> str | None:
+        """The pod the session runs on, for the log."""
+        return None if self._machine is None else self._machine.serving.pod
 
     def _finish(self) -> None:
         """Once: close the upstream, stop counting the session."""
         if self._done:
             return
         self._done = True
+        if self._machine is not None:
+            self._machine.end()
         for task in list(self._io):
             task.cancel()
         self._end_turn()
