@@ -74,6 +74,7 @@ class GatewayBackend:
         """The API key each socket authenticated with (for the per-key limit)."""
         self.draining = False
         """Set by the gateway's drain: new starts are refused, relayed sessions go on."""
+        self._giving_back: set[asyncio.Task[None]] = set()
         self.move_turns = asyncio.Semaphore(settings.moves_at_once)
         """A turn per session moving off a draining pod (`GatewaySettings.moves_at_once`)."""
         tls = self.upstream_tls
@@ -179,6 +180,13 @@ class GatewayBackend:
         self.stats.connect_failures[placed.pod] += 1
         self._breaker.trip(placed.pod, _now_ms())
         await self.unreserve(placed, session_id)
+
+    def give_back(self, placed: Placed, session_id: str) -> None:
+        """`unreserve` in a task of the gateway's own, which outlives the leg that asked (a move
+        that is lost right after it abandoned a target ends its leg, and cancels the leg's I/O)."""
+        task = asyncio.get_running_loop().create_task(self.unreserve(placed, session_id))
+        self._giving_back.add(task)
+        task.add_done_callback(self._giving_back.discard)
 
     async def unreserve(self, placed: Placed, session_id: str) -> None:
         """Give back a slot placement reserved and no session will use, in the (sub-)pool holding it."""
