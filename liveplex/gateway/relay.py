@@ -289,11 +289,11 @@ class UpstreamLeg:
             elif isinstance(command, relaying.Moved):
                 owner.moved(command.result)
             elif isinstance(command, relaying.EndClient):
-                self._peer.relay_ended(command.reason, command.frames, command.code)
+                self._peer.relay_ended(command.reason, command.code)
                 self._finish()
             elif isinstance(command, relaying.Lose):
                 owner.stats.sessions_lost[command.reason] += 1
-                self._peer.relay_lost(command.frames, command.why)
+                self._peer.relay_lost(command.why)
                 self._finish()
             else:
                 self._move_io(machine, command)

@@ -9,7 +9,7 @@ how the client hears it (`server_error`, `session.closed`, the close code) is th
 `gptlive.server.relayed.Relayed`, reached through `EndClient` and `Lose`.
 
 - **The pod's messages** (`upstream_message`): an audio delta (`events.AUDIO_DELTA_PREFIX`, a prefix
-  test, no parse) is relayed as a frame and counted for the session's usage; a checkpoint
+  test, no parse) is relayed as a frame (the pump counts it: the session's usage); a checkpoint
   (`hop.CHECKPOINT_PREFIX`, never relayed, never parsed) is decoded into the session's record
   while it stays within `MAX_RECORD_BYTES`, past which (or unreadable) the session is no longer
   resumable (`Forget`); the rare rest is parsed: `hop.MOVE_REQUESTED` asks to move the session
@@ -160,10 +160,9 @@ class Moved:
 @dataclass(frozen=True, slots=True)
 class EndClient:
     """The pod ended the session (its `session.closed` relayed): close the client's socket with
-    `code`, the pod's own; `frames`: audio frames relayed (the session's usage)."""
+    `code`, the pod's own."""
 
     reason: str
-    frames: int
     code: int
 
 
@@ -174,7 +173,6 @@ class Lose:
 
     why: str
     reason: str
-    frames: int
 
 
 Command = (RelayFrame | Relay | Forward | Abort | Forget | StartMove | Blame | Resuming | Unreserve | Switch
@@ -192,8 +190,6 @@ class Relaying:
     def __init__(self, serving: Placed) -> None:
         self.serving = serving
         """The pod the session runs on (after a `Switch`, the target)."""
-        self.frames = 0
-        """Audio frames relayed to the client (its usage, should the session end here)."""
         self.moving: moving.Moving | None = None
         """The move (or resume) under way."""
         self.ended = False
@@ -221,7 +217,6 @@ class Relaying:
             return NOTHING
         if type(message) is str:
             if message.startswith(_AUDIO_DELTA_PREFIX):
-                self.frames += 1
                 return RELAY_FRAME
             if message.startswith(_CHECKPOINT_PREFIX):
                 return self._keep(message[len(_CHECKPOINT_PREFIX):-2])
@@ -261,7 +256,7 @@ class Relaying:
         if self._closed_reason is not None:
             self.ended = True
             code = close_code if ending is upstream.Ending.CLOSED and close_code else connection.NORMAL
-            return (EndClient(self._closed_reason, self.frames, code),)
+            return (EndClient(self._closed_reason, code),)
         if self.moving is not None:
             handed_over = ending is upstream.Ending.CLOSED and close_code == hop.HANDED_OVER_CLOSE
             return self._follow(self.moving.old_closed(handed_over), ending=ending, tripped=tripped)
@@ -396,4 +391,4 @@ class Relaying:
     def _lose(self, why: str, reason: str) -> Lose:
         self.ended = True
         self._drop_held()
-        return Lose(why, reason, self.frames)
+        return Lose(why, reason)

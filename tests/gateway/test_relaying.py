@@ -54,7 +54,7 @@ def checkpoint(data: bytes) -> str:
 
 
 def lost(ending: upstream.Ending) -> Lose:
-    return Lose(relaying.LOST_BECAUSE[ending], ending.value, FRAMES)
+    return Lose(relaying.LOST_BECAUSE[ending], ending.value)
 
 
 def resumed_after(ending: upstream.Ending) -> tuple[object, ...]:
@@ -146,11 +146,11 @@ GONE: list[tuple[Callable[[], Relaying], upstream.Ending | None, int | None, tup
     (recorded, E.VIOLATION, None, resumed_after(E.VIOLATION)),
     (recorded, E.TOO_LARGE, None, (lost(E.TOO_LARGE),)),
     # after the pod's session.closed, the client's socket ends with the pod's code, whatever followed
-    (closing, E.CLOSED, 1001, (EndClient("client_requested", FRAMES, 1001),)),
-    (closing, E.CLOSED, None, (EndClient("client_requested", FRAMES, 1000),)),
-    (closing, E.LOST, None, (EndClient("client_requested", FRAMES, 1000),)),
-    (closing, E.TOO_LARGE, None, (EndClient("client_requested", FRAMES, 1000),)),
-    (move_exporting_closing, E.CLOSED, 1000, (EndClient("client_requested", FRAMES, 1000),)),
+    (closing, E.CLOSED, 1001, (EndClient("client_requested", 1001),)),
+    (closing, E.CLOSED, None, (EndClient("client_requested", 1000),)),
+    (closing, E.LOST, None, (EndClient("client_requested", 1000),)),
+    (closing, E.TOO_LARGE, None, (EndClient("client_requested", 1000),)),
+    (move_exporting_closing, E.CLOSED, 1000, (EndClient("client_requested", 1000),)),
     # moving: before the export the session dies with its pod (or resumes); after it, the blob is the session
     (move_placing, E.CLOSED, hop.HANDED_OVER_CLOSE, (Moved("lost"), Blame(OLD.pod), lost(E.VIOLATION))),
     (move_placing, E.LOST, None, (Moved("lost"), Blame(OLD.pod), lost(E.LOST))),
@@ -180,16 +180,14 @@ def test_every_end_of_the_pods_socket_in_every_state(state: Callable[[], Relayin
 
 # --- the pod's messages -----------------------------------------------------------------------------------
 
-def test_audio_is_relayed_as_frames_and_counted_and_the_rare_rest_verbatim() -> None:
+def test_audio_is_relayed_as_frames_and_the_rare_rest_verbatim() -> None:
     machine = Relaying(OLD)
     assert machine.upstream_message(AUDIO) is RELAY_FRAME  # a constant: nothing allocated per frame
-    assert machine.frames == 1
     other = '{"type":"session.output_transcript.delta","delta":"hi"}'
     assert machine.upstream_message(other) == (Relay(other),)
     assert machine.upstream_message(other.encode()) == (Relay(other),)  # a binary message, decoded
     assert machine.upstream_message(AUDIO.encode()) == (Relay(AUDIO),)  # only text is an audio frame
     assert machine.upstream_message("not json") == (Relay("not json"),)
-    assert machine.frames == 1
 
 
 def test_a_checkpoint_is_kept_never_relayed_and_the_record_is_what_a_resume_offers() -> None:
@@ -208,7 +206,7 @@ def test_a_record_over_its_bound_is_forgotten_once_and_the_session_is_then_lost_
     assert machine.upstream_message(checkpoint(b"x")) == (Forget("over its bound", relaying.MAX_RECORD_BYTES + 1),)
     assert machine.upstream_message(checkpoint(b"y")) is NOTHING  # nothing more kept, nothing more said
     assert machine.upstream_gone(E.LOST, None, frozenset()) == (Blame(OLD.pod), Lose(relaying.LOST_BECAUSE[E.LOST],
-                                                                                     "lost", 0))
+                                                                                     "lost"))
 
 
 def test_an_unreadable_checkpoint_forgets_the_record() -> None:
@@ -216,7 +214,7 @@ def test_an_unreadable_checkpoint_forgets_the_record() -> None:
     machine.upstream_message(checkpoint(b"ab"))
     assert machine.upstream_message(hop.CHECKPOINT_PREFIX + 'no base64!"}') == (Forget("unreadable", 2),)
     assert machine.upstream_gone(E.SILENT, None, frozenset()) == (Blame(OLD.pod), Lose(
-        relaying.LOST_BECAUSE[E.SILENT], "silent", 0))
+        relaying.LOST_BECAUSE[E.SILENT], "silent"))
 
 
 # --- move requests ----------------------------------------------------------------------------------------
@@ -312,7 +310,7 @@ def test_frames_held_past_the_bound_lose_the_moving_session() -> None:
     big = bytes(relaying.MAX_UPSTREAM_BUFFER_BYTES // 2)
     assert machine.client_frame(big, 0) is NOTHING
     assert machine.client_frame(big, 0) is NOTHING
-    assert machine.client_frame(b"x", 0) == (Moved("lost"), Lose(relaying.HELD_TOO_LONG, relaying.NOT_TAKEN, FRAMES))
+    assert machine.client_frame(b"x", 0) == (Moved("lost"), Lose(relaying.HELD_TOO_LONG, relaying.NOT_TAKEN))
     assert machine.ended
 
 
@@ -321,7 +319,7 @@ def test_copies_kept_while_exporting_count_against_the_bound_too() -> None:
     big = bytes(relaying.MAX_UPSTREAM_BUFFER_BYTES)
     assert machine.client_frame(big, 0) is FORWARD
     assert machine.client_frame(b"x", 0) == (Forward(), Moved("lost"),
-                                             Lose(relaying.HELD_TOO_LONG, relaying.NOT_TAKEN, FRAMES))
+                                             Lose(relaying.HELD_TOO_LONG, relaying.NOT_TAKEN))
 
 
 # --- a move's ends ----------------------------------------------------------------------------------------
@@ -362,7 +360,7 @@ def test_a_blob_no_pod_takes_loses_the_session_and_gives_each_refused_slot_back(
     assert machine.imported(move, A, None) == (Unreserve(A), Place(frozenset({OLD.pod, "pod-a"}) | TRIPPED))
     assert machine.placed(move, B) == (Import(B, BLOB),)
     assert machine.imported(move, B, None) == (Unreserve(B), Moved("lost"),
-                                               Lose(moving.NOT_TAKEN, relaying.NOT_TAKEN, FRAMES))
+                                               Lose(moving.NOT_TAKEN, relaying.NOT_TAKEN))
     assert machine.ended
 
 

@@ -28,15 +28,16 @@ def handed_off(safety_identifier: str | None = None) -> tuple[relayed.Relayed, c
 ENDS: list[tuple[str, Callable[[relayed.Relayed], list[c.Command]], list[str], str | None, list[c.Command],
                  str, float, int]] = [
     # name, input, events sent, session.closed reason, commands after the events, counted as, seconds, frames
-    ("upstream closed", lambda r: r.ended("close_requested", 5), [], None,
+    # (frames: the audio deltas the pump relayed before the end)
+    ("upstream closed", lambda r: r.ended("close_requested"), [], None,
      [c.Close(1000), c.Release()], "close_requested", 0.4, 5),
-    ("upstream closed with its code", lambda r: r.ended("expired", 3000, 1001), [], None,
+    ("upstream closed with its code", lambda r: r.ended("expired", 1001), [], None,
      [c.Close(1001), c.Release()], "expired", 240.0, 3000),
-    ("upstream lost", lambda r: r.lost(25, WHY), ["server_error"], "connection_lost",
+    ("upstream lost", lambda r: r.lost(WHY), ["server_error"], "connection_lost",
      [c.Close(1011), c.Release()], "connection_lost", 2.0, 25),
-    ("client gone", lambda r: r.disconnect(), [], None, [c.Release()], "remote_hangup", 0.0, 0),
+    ("client gone", lambda r: r.disconnect(), [], None, [c.Release()], "remote_hangup", 0.8, 10),
     ("server stopping", lambda r: r.shutdown(), ["server_shutdown"], "connection_lost",
-     [c.Close(1001), c.Release()], "server_shutdown", 0.0, 0),
+     [c.Close(1001), c.Release()], "server_shutdown", 0.8, 10),
 ]
 
 
@@ -47,6 +48,7 @@ def test_each_end_says_what_a_gateway_says_and_ends_the_session_once(
         commands: list[c.Command], counted: str, seconds: float, frames: int) -> None:
     machine, handoff = handed_off()
     assert machine.reading and machine.outcomes == []
+    machine.frames = frames
     out = end(machine)
     told = sent(out)
     assert codes(out) == errors
@@ -72,6 +74,6 @@ def test_each_end_says_what_a_gateway_says_and_ends_the_session_once(
 
 def test_the_end_carries_the_clients_safety_identifier() -> None:
     machine, _ = handed_off(safety_identifier="user-42")
-    machine.lost(3, WHY)
+    machine.lost(WHY)
     [ended] = machine.outcomes
     assert isinstance(ended, c.Ended) and ended.safety_identifier == "user-42"

@@ -62,10 +62,10 @@ class Peer(Protocol):
     def relay(self, text: str, frame: bool) -> None:
         """Send one frame an upstream server wrote, verbatim; `frame` marks an audio delta."""
 
-    def relay_ended(self, reason: str, frames: int, code: int) -> None:
+    def relay_ended(self, reason: str, code: int) -> None:
         """The upstream's `session.closed` was relayed; close as the upstream's socket closed."""
 
-    def relay_lost(self, frames: int, why: str) -> None:
+    def relay_lost(self, why: str) -> None:
         """The upstream went away mid-session: the client hears `why` and `connection_lost`."""
 
 

@@ -336,17 +336,17 @@ class LiveSocket:
         self._settle(self.conn)  # the `Accepted`
         self._track()
 
-    def relay_ended(self, reason: str, frames: int, code: int) -> None:
+    def relay_ended(self, reason: str, code: int) -> None:
         if self._relayed is not None:
-            self._perform(self._relayed.ended(reason, frames, code))
+            self._perform(self._relayed.ended(reason, code))
 
-    def relay_lost(self, frames: int, why: str) -> None:
+    def relay_lost(self, why: str) -> None:
         if self._relayed is not None:
-            self._perform(self._relayed.lost(frames, why))
+            self._perform(self._relayed.lost(why))
 
     def relay(self, text: str, frame: bool) -> None:
         """One frame an upstream wrote, sent verbatim (the gateway's relay); audio deltas are
-        counted, so an end the server decides itself (a shutdown) says the session's usage."""
+        counted here, the one count of a relayed session's usage, whoever ends it."""
         if self._done:
             return
         relayed_ = self._relayed

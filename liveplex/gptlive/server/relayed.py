@@ -13,8 +13,8 @@ how the session ends on the client's side. Its inputs are the ends of a relayed 
 
 Like `Connection` it returns the commands to perform and appends the session's `Ended` to
 `outcomes`, which the pump takes after each input. The session time in what it says is that of
-the audio deltas relayed (the pump counts them; the relay reports its own count with an end): the
-upstream counts usage, the relay only repeats it. A pod never enters this machine.
+the audio deltas relayed (`frames`, which the pump counts as it relays them): the upstream counts
+usage, the relay only repeats it. A pod never enters this machine.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ class Relayed:
         self._resource = handoff.resource
         self._info = handoff.info
         self.frames = 0
-        """Audio deltas relayed to the client: counted by the pump as it relays them, and set
-        from the relay's own count with an end it reports."""
+        """Audio deltas relayed to the client, counted by the pump as it relays them."""
         self.done = False
         self.outcomes: list[connection.Outcome] = []
         """The session's `Ended`, once; the pump takes it after the input that ended it."""
@@ -40,21 +39,19 @@ class Relayed:
         """Whether the pump reads the client (to forward it): while the session runs."""
         return not self.done
 
-    def ended(self, reason: str, frames: int, code: int = connection.NORMAL) -> list[connection.Command]:
-        """The upstream's `session.closed` (with `reason`) was relayed after `frames` audio
-        deltas, and its socket closed with `code`: the client's socket closes the same way."""
+    def ended(self, reason: str, code: int = connection.NORMAL) -> list[connection.Command]:
+        """The upstream's `session.closed` (with `reason`) was relayed, and its socket closed
+        with `code`: the client's socket closes the same way."""
         if self.done:
             return []
-        self.frames = frames
         self._end(reason)
         return [connection.Close(code), connection.Release()]
 
-    def lost(self, frames: int, why: str) -> list[connection.Command]:
-        """The upstream ended mid-session without ending it, after `frames` audio deltas: the
-        client hears `why`, and `connection_lost`."""
+    def lost(self, why: str) -> list[connection.Command]:
+        """The upstream ended mid-session without ending it: the client hears `why`, and
+        `connection_lost`."""
         if self.done:
             return []
-        self.frames = frames
         return [connection.Send(events.Error(errors.server_error(why), None)),
                 *self._closed(connection.INTERNAL_ERROR, "connection_lost")]
 
