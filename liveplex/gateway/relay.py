@@ -15,9 +15,9 @@ It owns the I/O and decides nothing: two sans-I/O machines do, each tested on it
   constant (`RELAY_FRAME`, `FORWARD`), told by identity: no command object per frame.
 - **Moves and resumes** (`hop.MOVE_REQUESTED` from a draining pod; a pod lost with a record of the
   session kept): the machine wraps `moving.Moving`; a move begins once the gateway has a turn for
-  it (`move_turns`: `--moves-at-once` moves at a time; resumes do not wait); the leg starts the I/O each step asks for
-  (placement, the pods' handover routes, the dial) as a task, and feeds its outcome back naming
-  the move it belongs to, until the session `Switch`es to the dialled target (whose socket the
+  it (`move_turns`: `--moves-at-once` moves at a time; resumes do not wait). The leg starts the
+  I/O each step asks for (placement, the pods' handover routes, the dial) as a task, and feeds
+  its outcome back naming the move it belongs to, until the session `Switch`es to the dialled target (whose socket the
   leg then adopts), stays, or is lost.
 """
 

@@ -40,7 +40,7 @@ class GatewaySettings:
     """Client frames held for a slow upstream before the session is dropped (≈20 s of audio)."""
     drain_deadline_s: float = 600.0
     """`/drain` (and SIGTERM) wait this long for relayed sessions to end."""
-    moves_at_once: int = 8
+    moves_at_once: int = 4
     """Sessions this gateway moves off draining pods at the same time; the others go on where they
     are until their turn. Every move under way lengthens the others' (the caller's audio is held
     from the blob to the switch, and a PersonaPlex target rebuilds imports one at a time), and a
