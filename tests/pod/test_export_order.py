@@ -9,12 +9,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import time
 
 import httpx
 import orjson
+import pytest
 import websockets
 
 from liveplex.gptlive.server import hop
+from liveplex.sim_pod.engine import SimEngine
 from tests.pod.test_handover import AUTH, FLAGS, FRAMES, SENT, _audio, _open
 from tests.support import pods
 
@@ -48,7 +51,15 @@ def _append(pcm: bytes) -> str:
     return orjson.dumps({"type": "session.input_audio.append", "audio": base64.b64encode(pcm).decode()}).decode()
 
 
-async def test_frames_sent_while_an_export_runs_are_in_the_blob_up_to_the_count_it_read_and_no_further() -> None:
+async def test_frames_sent_while_an_export_runs_are_in_the_blob_up_to_the_count_it_read_and_no_further(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    export = SimEngine.export
+
+    def slow_export(engine: SimEngine, session_id: int) -> bytes | None:
+        time.sleep(0.15)  # the tick the export waits for takes this long (a GPU tick is up to 35 ms)
+        return export(engine, session_id)
+
+    monkeypatch.setattr(SimEngine, "export", slow_export)
     async with pods.in_process(*FLAGS) as a, pods.in_process(*FLAGS) as b, httpx.AsyncClient(headers=AUTH) as http:
         ws = await _open(a.ws_url, "sess_flow")
         reader = asyncio.create_task(_audio(ws, None))
