@@ -11,7 +11,8 @@ import urllib.request
 import orjson
 import websockets
 
-from tests.support import platform
+from liveplex.placement import PlacementClient
+from tests.support import clients, platform
 from tests.support.clients import START, StampedCall, until
 
 
@@ -68,3 +69,26 @@ def test_with_no_other_pod_the_call_stays_and_drains_as_before(redis_url, tmp_pa
             await asyncio.to_thread(drain.join, 10)
             assert drained == [{"drained": True, "ended_at_deadline": 0}]
         asyncio.run(scenario())
+
+
+def test_a_call_no_pod_can_take_is_lost_and_every_slot_it_reserved_is_given_back(redis_url, tmp_path) -> None:
+    """Each pod refuses the others' blobs (their echoes differ): the move offers the exported call to
+    both others, then loses it; the slots reserved on them come back at once, not when leases lapse."""
+    each = [("--echo-frames", str(n)) for n in (3, 4, 5)]
+    with platform.platform(redis_url, tmp_path, n_pods=3, each_pod=each) as p:
+        async def scenario() -> tuple[dict, dict]:
+            ws, _ = await clients.started(p.gateway.ws_url)
+            platform.eventually(lambda: sum(p.pod_sessions()) == 1, "the call on a pod")
+            source = p.pod_sessions().index(1)
+            await asyncio.to_thread(platform.get_json, p.pods[source][0].admin_root + "/drain?deadline_s=10")
+            error, _ = await until(ws, "error")
+            closed, _ = await until(ws, "session.closed")
+            async with PlacementClient(redis_url) as client, asyncio.timeout(3):  # a lease lasts 10 s
+                while (await client.totals(platform.POOL)).reserved:
+                    await asyncio.sleep(0.05)
+            return error, closed
+
+        error, closed = asyncio.run(scenario())
+        assert (error["error"]["code"], closed["reason"]) == ("server_error", "connection_lost")
+        moves = _metric(p.gateway.admin_root, "liveplex_gateway_session_moves_total")
+        assert moves['liveplex_gateway_session_moves_total{result="lost"}'] == 1.0

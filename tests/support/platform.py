@@ -8,7 +8,7 @@ import json
 import subprocess
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,13 +47,14 @@ class Platform:
 
 @contextlib.contextmanager
 def platform(redis_url: str | None, tmp: Path, n_pods: int = 2, pod_flags: tuple[str, ...] = (),
-             gateway_flags: tuple[str, ...] = ()) -> Iterator[Platform]:
+             gateway_flags: tuple[str, ...] = (), each_pod: Sequence[tuple[str, ...]] = ()) -> Iterator[Platform]:
     """`n_pods` sim pods in `POOL` and a gateway with `--pool POOL`, once the gateway sees them all.
-    `redis_url` None: they find Redis in the environment (`$LIVEPLEX_REDIS_URL`), as in a cluster."""
+    `redis_url` None: they find Redis in the environment (`$LIVEPLEX_REDIS_URL`), as in a cluster.
+    `each_pod[i]`: flags for pod i alone, after `pod_flags`."""
     where = ("--redis-url", redis_url) if redis_url is not None else ()
     with contextlib.ExitStack() as stack:
         running = [stack.enter_context(pods.subprocess_pod(
-            *where, "--pool", POOL, "--pod-name", f"pod-{i}", *pod_flags,
+            *where, "--pool", POOL, "--pod-name", f"pod-{i}", *pod_flags, *(each_pod[i] if i < len(each_pod) else ()),
             log=tmp / f"pod-{i}.log")) for i in range(n_pods)]
         gateway, gateway_process = stack.enter_context(pods.subprocess_pod(
             *where, "--pool", POOL, *gateway_flags, log=tmp / "gateway.log", command="gateway"))
