@@ -72,15 +72,13 @@ def drive(
     """Asked since the last tick: answered right after the next one."""
 
     def export_asked() -> None:
-        try:
-            for sub in exports:
-                blob = None
-                try:
-                    blob = engine.export(sub.id)
-                finally:  # an engine fault still answers the front end
-                    sub.reply.set_result(blob)
-        finally:
-            exports.clear()
+        while exports:
+            sub = exports.pop(0)
+            blob = None
+            try:
+                blob = engine.export(sub.id)
+            finally:  # an engine fault still answers this one; the rest are refused with the loop
+                sub.reply.set_result(blob)
 
     def admit(sub: channel.Queued) -> None:
         if type(sub) is channel.ExportRequest:

@@ -125,6 +125,22 @@ async def test_an_export_is_answered_right_after_the_next_tick_with_that_ticks_f
     p.finish()
 
 
+async def test_an_export_that_faults_the_engine_still_answers_every_export_asked() -> None:
+    p = await pod(make_info())
+    a, b = start(p), start(p)
+    await until(a, Audio)
+    await until(b, Audio)
+
+    def fault(session_id: int) -> bytes | None:
+        raise RuntimeError("export fault")
+
+    p.engine.export = fault  # type: ignore[method-assign]
+    asked = [asyncio.wrap_future(p.handle.export(o.id)) for o in (a, b)]
+    assert await asyncio.wait_for(asyncio.gather(*asked), 5) == [None, None]
+    p.thread.join(10)
+    assert isinstance(p.error, RuntimeError)
+
+
 async def test_an_overrun_reports_whole_skipped_ticks_and_counts_them_late() -> None:
     period = 80_000_000
     now = [0]
