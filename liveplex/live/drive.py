@@ -5,6 +5,10 @@ live-contract §8. `drive` blocks its thread: it waits on the inbox while idle o
 hands each tick's outputs to the front end with one flush. An engine exception stops the loop:
 every session is aborted, later starts are refused, and the exception propagates to the caller.
 
+With `LiveInfo.tick_groups` G > 1 the period is cut into G sub-ticks, and sub-tick t runs group
+t mod G: each session belongs to one group and runs once a period, at the phase that best fits its
+caller's arrivals (`live/playout.py`), so a frame waits up to a period / G for its tick, not a period.
+
 An export is answered right after the next tick, before its flush: the session's last frame is
 that tick's, and the pod that continues it has a whole period to start it before the caller hears
 a gap (asked at once, between ticks, the session would have gone quiet for the rest of the period
@@ -42,8 +46,10 @@ class Ticker(Protocol):
         handover blob, after sending its sink `Closed(HANDED_OVER)`; None if it does not run."""
         ...
 
-    def tick(self, skipped: int) -> None:
-        """Run one frame for every session; `skipped` tick slots were missed before it."""
+    def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
+        """Run one frame for every session of tick group `group`; `skipped` of its ticks were
+        missed before it. `due_ns`: when this tick was due, on `time.perf_counter_ns`'s clock
+        (None when unknown), so the sessions' buffers can measure how long their frames waited."""
         ...
 
     def abort(self) -> None:
@@ -64,7 +70,9 @@ def drive(
     between ticks at once.
     """
     info, pulse = inbox.info, inbox.pulse
-    period = info.period_ns()
+    groups = info.tick_groups
+    period = info.period_ns() // groups
+    """A sub-tick: one group's turn."""
     epoch = now_ns()
     clock = Clock(period)
 
@@ -119,7 +127,7 @@ def drive(
             start = now_ns() - epoch
             pulse.observe_lateness(start - step.tick * period)
             batch = engine.sessions()
-            engine.tick(step.skipped)
+            engine.tick(step.skipped // groups, step.tick % groups, epoch + step.tick * period)
             pulse.record(now_ns() - epoch - start, step.skipped, batch)
             if exports:
                 export_asked()

@@ -18,7 +18,7 @@ import numpy as np
 from liveplex.continuity import blob, errors, record
 from liveplex.live import channel, contract, frames
 from liveplex.live.drive import EngineError
-from liveplex.live.jitter import Jitter
+from liveplex.live.jitter import Jitter, caller_buffer
 from liveplex.live.line import Line
 from liveplex.sim_pod import echo
 from liveplex.sim_pod.profile import SimProfile
@@ -36,22 +36,32 @@ class InjectedFault(EngineError):
     """Raised by the tick when `fail_after_ticks` is reached (fault injection)."""
 
 
+Call = tuple[Line, echo.Echo]
+
+
 class SimEngine:
-    """A `Ticker` whose model is `Echo`; `Started` goes out at once (no prefill)."""
+    """A `Ticker` whose model is `Echo`; `Started` goes out at once (no prefill).
+
+    Sessions sit in `tick_groups` groups, each ticked once a period at its own offset; a newcomer
+    joins the group ticked next (its first frame comes soonest) and moves to an earlier one when
+    its buffer says its frames wait longer than they need (`Jitter.earlier`)."""
 
     def __init__(self, profile: SimProfile) -> None:
         self.profile = profile
         self._info = profile.info()
         self._max_frames = self._info.max_frames
-        self._calls: list[tuple[Line, echo.Echo]] = []
+        self._groups: list[list[Call]] = [[] for _ in range(profile.tick_groups)]
+        self._next = 0
+        """The group ticked next."""
         self._ticks = 0
 
     def sessions(self) -> int:
-        return len(self._calls)
+        return sum(map(len, self._groups))
 
     def take(self, sub: channel.LiveSubmission) -> None:
         p = self.profile
-        jitter = Jitter(frames.FRAME_SAMPLES, p.prebuffer_frames, p.jitter_frames)
+        jitter = caller_buffer(frames.FRAME_SAMPLES, p.prebuffer_frames, p.jitter_frames, frames.PERIOD_NS,
+                               p.tick_groups)
         core = echo.Echo(frames.FRAME_SAMPLES, p.echo_frames, p.word_frames)
         if sub.state is None:
             line = Line.start(sub, jitter, self._max_frames)
@@ -60,23 +70,27 @@ class SimEngine:
         if line is not None:
             if line.checkpoints:  # the record's head, right after `Started`
                 line.checkpoint(record.head(self._header(line, core), {}, 0, TAIL.size))
-            self._calls.append((line, core))
+            self._groups[self._next].append((line, core))
 
     def export(self, session_id: int) -> bytes | None:
         """The session's blob: its line's part (jitter, counters) and its echo (delayed frames,
         counters, words to say). Exact: the importing sim says and plays what this one would."""
-        for i, (line, core) in enumerate(self._calls):
-            if line.id != session_id:
-                continue
-            part = line.hand_over()
-            if part is None:
-                return None
-            del self._calls[i]
-            scalars, arrays = part
-            state, delay = core.state()
-            header = dataclasses.replace(self._header(line, core), state={**scalars, **state})
-            return blob.encode(header, {**arrays, "delay": np.frombuffer(delay, np.uint8)})
+        for calls in self._groups:
+            for i, (line, core) in enumerate(calls):
+                if line.id == session_id:
+                    return self._export(calls, i)
         return None
+
+    def _export(self, calls: list[Call], i: int) -> bytes | None:
+        line, core = calls[i]
+        part = line.hand_over()
+        if part is None:
+            return None
+        del calls[i]
+        scalars, arrays = part
+        state, delay = core.state()
+        header = dataclasses.replace(self._header(line, core), state={**scalars, **state})
+        return blob.encode(header, {**arrays, "delay": np.frombuffer(delay, np.uint8)})
 
     def _header(self, line: Line, core: echo.Echo) -> blob.Header:
         """What a blob or a record says the session is, with the echo's counters."""
@@ -124,9 +138,12 @@ class SimEngine:
             sub.refuse(contract.CloseReason.ABORTED)
             return None
 
-    def tick(self, skipped: int) -> None:
+    def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
+        G = len(self._groups)
+        self._next = (group + 1) % G
+        calls = self._groups[group]
         live = []
-        for call in self._calls:  # 1. close ended sessions first
+        for call in calls:  # 1. close ended sessions first
             line = call[0]
             reason = line.listen()
             if reason is None:
@@ -135,27 +152,32 @@ class SimEngine:
                 line.close(reason)
         self._ticks += 1
         if self.profile.fail_after_ticks and self._ticks > self.profile.fail_after_ticks:
-            self._calls = live
+            self._groups[group] = live
             raise InjectedFault(f"injected fault after {self.profile.fail_after_ticks} ticks")
         cost_us = self.profile.cost_us(len(live))
         if cost_us:
             time.sleep(cost_us / 1e6)  # 2. "compute": the GIL is free for the front end meanwhile
-        heard = [line.hear_pcm(skipped) for line, _ in live]  # 3. one frame each
+        heard = [line.hear_pcm(skipped, due_ns) for line, _ in live]  # 3. one frame each
         loud = echo.loud_rows(np.frombuffer(b"".join(heard), "<i2").reshape(len(heard),
                                                                     frames.FRAME_SAMPLES))
-        kept = []
+        kept: list[Call] = []
         for call, pcm, is_loud in zip(live, heard, loud.tolist(), strict=True):
             for text in call[0].commentary():
                 call[1].say(text)
             line, core = call
             out, word = core.step(pcm, is_loud)
             if line.say(out, word):
-                kept.append(call)
                 if line.checkpoints:
                     line.checkpoint(record.ticks(line.frames - 1, 1, b"", TAIL.pack(core.loud_frames, core.words)))
-        self._calls = kept  # 4. sinks gone: dropped silently
+                earlier = line.jitter.earlier
+                if earlier:  # 4. a better phase: its next frame comes from an earlier group
+                    self._groups[(group - earlier) % G].append(call)
+                else:
+                    kept.append(call)
+        self._groups[group] = kept  # 5. sinks gone: dropped silently
 
     def abort(self) -> None:
-        for line, _ in self._calls:
-            line.close(contract.CloseReason.ABORTED)
-        self._calls = []
+        for calls in self._groups:
+            for line, _ in calls:
+                line.close(contract.CloseReason.ABORTED)
+        self._groups = [[] for _ in self._groups]

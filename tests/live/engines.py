@@ -33,7 +33,7 @@ class Silent:
         if line is not None:
             self.lines.append(line)
 
-    def tick(self, skipped: int) -> None:
+    def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
         self.skips.append(skipped)
         kept = []
         for line in self.lines:
