@@ -19,7 +19,7 @@ import orjson
 from websockets import exceptions as ws_exceptions
 from websockets.asyncio import client as ws_client
 
-from liveplex.bench import percentiles, roundtrip
+from liveplex.bench import jitter, percentiles, roundtrip
 from liveplex.bench import timeline as timeline_mod
 from liveplex.gptlive import events
 
@@ -56,6 +56,8 @@ class CallSettings:
     """The simulated player's start-up buffer in ms (120 by default)."""
     echo_rtt: bool = False
     """Stamp every caller frame and time its echo (`roundtrip`; `audio/pcm` at 24 kHz only)."""
+    jitter: str = "none"
+    """The caller's network (`bench.jitter.PROFILES`): when each chunk leaves against its deadline."""
 
     @property
     def sample_bytes(self) -> int:
@@ -105,6 +107,9 @@ class CallResult:
     """With `echo_rtt`: frames never heard back between two that were."""
     echo_repeated: int = 0
     """With `echo_rtt`: frames heard back twice or out of order."""
+    echo_silent: int = 0
+    """With `echo_rtt`: silent frames heard between two stamped ones: ticks the caller's frame
+    missed (the server's buffer ran dry), each an 80 ms underrun."""
 
     def record(self) -> dict[str, object]:
         """The per-session record of the report (live-contract §13.5)."""
@@ -142,10 +147,12 @@ def b64_length(text: str) -> int:
     return n * 3 // 4 - pad if n % 4 == 0 else n * 3 // 4
 
 
-async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Tally) -> CallResult:
+async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Tally, seed: int = 0) -> CallResult:
     """Run one session that connects at `start_at_ns` (`perf_counter_ns` clock) and streams
-    `sound` (caller audio in the session format, looped). Never raises except on cancellation."""
+    `sound` (caller audio in the session format, looped) through its network profile (seeded by
+    `seed`). Never raises except on cancellation."""
     result = CallResult()
+    late_ns = jitter.offsets(settings.jitter, settings.chunk_ms, settings.chunks, seed)
     wait_ns = start_at_ns - time.perf_counter_ns()
     if wait_ns > 0:
         await asyncio.sleep(wait_ns / 1e9)
@@ -155,7 +162,7 @@ async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Ta
     trips = roundtrip.RoundTrips() if settings.echo_rtt else None
     try:
         async with asyncio.timeout(settings.seconds + TIMEOUT_SLACK_S):
-            await _converse(settings, sound, timeline, trips, result, tally)
+            await _converse(settings, sound, late_ns, timeline, trips, result, tally)
     except TimeoutError:
         result.error = "timeout"
     except timeline_mod.TimelineError as exc:
@@ -169,7 +176,7 @@ async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Ta
     result.lateness_us = timeline.lateness_us
     if trips is not None:
         result.echo_rtt_us, result.arrivals_ns = trips.rtt_us, trips.arrivals_ns
-        result.echo_skipped, result.echo_repeated = trips.skipped, trips.repeated
+        result.echo_skipped, result.echo_repeated, result.echo_silent = trips.skipped, trips.repeated, trips.silent
     if result.error is None:
         if result.close_reason is None:
             result.error = "socket ended without session.closed"
@@ -186,6 +193,7 @@ async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Ta
 async def _converse(
     settings: CallSettings,
     sound: bytes,
+    late_ns: list[int],
     timeline: timeline_mod.Timeline,
     trips: roundtrip.RoundTrips | None,
     result: CallResult,
@@ -208,7 +216,8 @@ async def _converse(
         started_ns = time.perf_counter_ns()
         result.started_ms = (started_ns - connect_ns) / 1e6
         tally.started += 1
-        writer = asyncio.create_task(_write(ws, settings, sound, started_ns, result.send_late_us, trips))
+        writer = asyncio.create_task(_write(ws, settings, sound, late_ns, started_ns, result.send_late_us,
+                                            trips))
         try:
             await _read(ws, timeline, trips, result, tally)
         finally:
@@ -260,11 +269,12 @@ async def _write(
     ws: ws_client.ClientConnection,
     settings: CallSettings,
     sound: bytes,
+    late_ns: list[int],
     start_ns: int,
     send_late_us: array.array,
     trips: roundtrip.RoundTrips | None,
 ) -> None:
-    """Send chunk `k` at `start_ns + k · chunk_ms`, looping `sound`, then `session.close`.
+    """Send chunk `k` at `start_ns + k · chunk_ms + late_ns[k]`, looping `sound`, then `session.close`.
 
     Records each chunk's send lateness in µs, so a slow client is not mistaken for a slow
     server (performance.md §1); with `trips`, stamps the frames and records when each was sent
@@ -274,7 +284,7 @@ async def _write(
     looped = sound + sound[:size]
     chunk_ns = settings.chunk_ms * 1_000_000
     for k in range(settings.chunks):
-        due_ns = start_ns + k * chunk_ns
+        due_ns = start_ns + k * chunk_ns + late_ns[k]
         wait_ns = due_ns - time.perf_counter_ns()
         if wait_ns > 0:
             await asyncio.sleep(wait_ns / 1e9)

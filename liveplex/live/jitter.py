@@ -4,7 +4,7 @@ live-contract §5. Samples are kept as raw s16le bytes in a `bytearray` (appendi
 the front are memmoves, far cheaper than per-sample work); a trailing odd byte is carried to the
 next push so any byte split of the same stream yields the same samples. Playout starts once
 `prebuffer` frames are buffered; running dry while playing counts one underrun and waits for the
-prebuffer again; past `max_frames` the oldest samples are dropped.
+prebuffer again; past `max_frames` the oldest whole frames are dropped.
 
 With a `Playout` policy (`live/playout.py`) the buffer is adaptive: each push may carry its arrival
 time, each pop the due time of its tick, and the buffer tells the policy how long the frame it plays
@@ -88,7 +88,8 @@ class Jitter:
             if len(marks) > MAX_MARKS:
                 marks.popleft()
         excess = len(self._buf) - self._cap_bytes
-        if excess > 0:
+        if excess > 0:  # whole frames, so the frames played stay on the caller's frame grid
+            excess = min(len(self._buf), -(-excess // self._frame_bytes) * self._frame_bytes)
             self._cut(excess)
             self.dropped += excess >> 1
 
