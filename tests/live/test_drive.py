@@ -18,10 +18,10 @@ from .outputs import audio_frames, until
 SESSION = Session(voice="NATF2", instructions="hi")
 
 
-def make_info(max_sessions: int = 4, max_frames: int = 3000) -> LiveInfo:
+def make_info(max_sessions: int = 4, max_frames: int = 3000, tick_groups: int = 1) -> LiveInfo:
     return LiveInfo(model="m", sample_rate=24000, frame_samples=1920, voices=("NATF2",),
                     default_voice="NATF2", default_instructions="hi", max_instructions_chars=100,
-                    max_sessions=max_sessions, max_frames=max_frames)
+                    max_sessions=max_sessions, max_frames=max_frames, tick_groups=tick_groups)
 
 
 class Pod:
@@ -156,6 +156,27 @@ async def test_an_overrun_reports_whole_skipped_ticks_and_counts_them_late() -> 
     assert p.inbox.pulse.late_ticks == 2
     a.audio.close()
     now[0] += 10 * period
+    await until(a, Closed)
+    p.finish()
+
+
+async def test_tick_groups_take_turns_within_the_period_each_told_when_it_was_due() -> None:
+    """Four groups: sub-tick k (every 20 ms) runs group k mod 4, due at epoch + k · 20 ms; an
+    overrun past a whole period tells the group that runs next the periods it missed."""
+    sub = 20_000_000
+    now = [1_000]
+
+    def clock(n: int) -> None:
+        now[0] += 20 * sub if n == 6 else sub  # tick 5 (the 6th) runs 20 sub-ticks: 5 periods
+
+    p = await pod(make_info(tick_groups=4), now_ns=lambda: now[0], during_tick=clock)
+    a = start(p)
+    await audio_frames(a, 8)
+    beats, skips = p.engine.beats, p.engine.skips
+    assert beats[:6] == [(k % 4, 1_000 + k * sub) for k in range(6)]
+    assert (beats[6], skips[6]) == ((1, 1_000 + 25 * sub), 4)  # sub-ticks 6..24 missed: group 1 missed 9, 13, 17, 21
+    a.audio.close()
+    now[0] += 100 * sub
     await until(a, Closed)
     p.finish()
 
