@@ -272,7 +272,7 @@ async def bench(settings: DuplexSettings) -> tuple[dict[str, object], list[level
         targets.append(pod)
         model = settings.model or (await pod.models() or ["gpt-live-1"])[0]
         if settings.vs_baseline is not None:
-            port = settings.baseline_port or _free_port()
+            port = settings.baseline_port or free_port()
             base = target_mod.start(f"baseline-{settings.vs_baseline}", f"http://127.0.0.1:{port}/v1",
                                     target_mod.baseline_argv(settings.vs_baseline, port))
             targets.append(base)
@@ -359,8 +359,8 @@ def _config(settings: DuplexSettings, model: str) -> dict[str, object]:
     }
 
 
-def _free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now, for the baseline."""
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now, for a server the bench starts."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
