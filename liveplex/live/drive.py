@@ -8,6 +8,8 @@ every session is aborted, later starts are refused, and the exception propagates
 With `LiveInfo.tick_groups` G > 1 the period is cut into G sub-ticks, and sub-tick t runs group
 t mod G: each session belongs to one group and runs once a period, at the phase that best fits its
 caller's arrivals (`live/playout.py`), so a frame waits up to a period / G for its tick, not a period.
+A sub-tick that runs late past the next one's due time does not cost that group its turn: sub-ticks
+missed less than a period ago run at once, in order; only older ones are skipped.
 
 An export is answered right after the next tick, before its flush: the session's last frame is
 that tick's, and the pod that continues it has a whole period to start it before the caller hears
@@ -124,15 +126,21 @@ def drive(
 
             for sub in inbox.drain_nowait():  # everyone queued joins before this tick
                 admit(sub)
-            start = now_ns() - epoch
-            pulse.observe_lateness(start - step.tick * period)
-            batch = engine.sessions()
-            engine.tick(step.skipped // groups, step.tick % groups, epoch + step.tick * period)
-            pulse.record(now_ns() - epoch - start, step.skipped, batch)
-            if exports:
-                export_asked()
-            pulse.sessions = engine.sessions()
-            inbox.flush(pacing.wait_ns(step.tick * period, now_ns() - epoch), pacing.spread_ns)
+            # Sub-ticks missed less than a period ago still run, late and in order: each is the
+            # only turn its group gets this period. Older ones are skipped, as whole ticks are.
+            caught = min(step.skipped, groups - 1)
+            missed = step.skipped - caught
+            for tick in range(step.tick - caught, step.tick + 1):
+                start = now_ns() - epoch
+                pulse.observe_lateness(start - tick * period)
+                batch = engine.sessions()
+                engine.tick((tick - step.tick + step.skipped) // groups, tick % groups, epoch + tick * period)
+                pulse.record(now_ns() - epoch - start, missed, batch)
+                missed = 0
+                if exports:
+                    export_asked()
+                pulse.sessions = engine.sessions()
+                inbox.flush(pacing.wait_ns(tick * period, now_ns() - epoch), pacing.spread_ns)
     except BaseException:
         for sub in exports:
             sub.refuse(contract.CloseReason.ABORTED)

@@ -174,7 +174,29 @@ async def test_tick_groups_take_turns_within_the_period_each_told_when_it_was_du
     await audio_frames(a, 8)
     beats, skips = p.engine.beats, p.engine.skips
     assert beats[:6] == [(k % 4, 1_000 + k * sub) for k in range(6)]
-    assert (beats[6], skips[6]) == ((1, 1_000 + 25 * sub), 4)  # sub-ticks 6..24 missed: group 1 missed 9, 13, 17, 21
+    # sub-ticks 6..24 missed: the last period's three (22, 23, 24) run late, each group told the
+    # four turns it lost before them (group 2: 6, 10, 14, 18), then 25 on time
+    assert beats[6:10] == [(k % 4, 1_000 + k * sub) for k in (22, 23, 24, 25)]
+    assert skips[6:10] == [4, 4, 4, 4]
+    assert p.inbox.pulse.late_ticks == 19 - 3
+    a.audio.close()
+    now[0] += 100 * sub
+    await until(a, Closed)
+    p.finish()
+
+
+async def test_a_group_late_by_less_than_a_period_still_takes_its_turn() -> None:
+    sub = 20_000_000
+    now = [0]
+
+    def clock(n: int) -> None:
+        now[0] += 45_000_000 if n == 2 else sub  # tick 1 runs 45 ms: sub-ticks 2 and 3 are due meanwhile
+
+    p = await pod(make_info(tick_groups=4), now_ns=lambda: now[0], during_tick=clock)
+    a = start(p)
+    await audio_frames(a, 5)
+    assert [g for g, _ in p.engine.beats[:5]] == [0, 1, 2, 3, 0] and p.engine.skips[:5] == [0] * 5
+    assert p.inbox.pulse.late_ticks == 0
     a.audio.close()
     now[0] += 100 * sub
     await until(a, Closed)
