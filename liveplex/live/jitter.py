@@ -8,8 +8,8 @@ prebuffer again; past `max_frames` the oldest whole frames are dropped.
 
 With a `Playout` policy (`live/playout.py`) the buffer is adaptive: each push may carry its arrival
 time, each pop the due time of its tick, and the buffer tells the policy how long the frame it plays
-waited. What the policy gives back comes out as whole frames dropped here (counted in `dropped`) and
-as `earlier`, the steps the engine should move the session to an earlier tick group.
+waited. What the policy gives back comes out as `earlier`, the steps the engine should move the
+session to an earlier tick group, or, with one group, as whole frames dropped here (in `dropped`).
 """
 
 from __future__ import annotations
@@ -155,13 +155,14 @@ class Jitter:
         steps = self.adapt.played(wait)
         if not steps:
             return
-        groups = self.adapt.policy.groups
-        whole = min(steps // groups, len(self._buf) // self._frame_bytes - 1)
-        if whole > 0:
+        if self.adapt.policy.groups > 1:
+            self.earlier = steps
+            return
+        whole = min(steps, len(self._buf) // self._frame_bytes - 1)
+        if whole > 0:  # one group: no sooner turn, so whole periods go as frames dropped
             del self._buf[self._frame_bytes:self._frame_bytes * (whole + 1)]  # the played frame stays first
             self._base += self._frame_bytes * whole
             self.dropped += self.frame * whole
-        self.earlier = steps % groups
 
     def pending(self) -> bytes:
         """The buffered caller bytes, oldest first (a handover carries them)."""

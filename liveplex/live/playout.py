@@ -3,10 +3,13 @@
 A fixed prebuffer pays its worst case on every call and never gives back what a stall piled up.
 This policy measures each frame's wait instead: from the arrival of the bytes that completed it to
 the due time of the tick that plays it. Over a block of ticks the least wait says how early even the
-latest frame was; what exceeds the safety margin by a whole step is given back, by moving the
-session to an earlier tick group (`step` apart within the period) or, past a whole period, by
-dropping a buffered frame. An underrun (a frame missed its tick) raises the margin; calm lowers it
-again. This is WebRTC NetEq's shape (target delay from measured arrival jitter, accelerate when the
+latest frame was; what exceeds the safety margin by a whole step is given back by moving the
+session to an earlier tick group (`step` apart within the period). Moves of up to G - 1 steps a
+tick lose nothing: the session runs again sooner, so its model hears the frames that piled up
+faster than real time (the caller hears the replies early, which its player absorbs); more than a
+period is given back that way over successive ticks. With one group there is no sooner turn, so a
+whole period is given back by dropping a buffered frame. An underrun (a frame missed its tick)
+raises the margin; calm lowers it again. This is WebRTC NetEq's shape (target delay from measured arrival jitter, accelerate when the
 buffer runs above it) at the granularity a shared tick allows.
 
 Pure: times arrive as arguments (`live/jitter.py` records arrivals, the drive loop gives due times).
@@ -56,7 +59,7 @@ class Playout:
 class Adapt:
     """One session's side of `Playout`: its margin and the least wait of the current block."""
 
-    __slots__ = ("policy", "margin_ns", "_low", "_count", "_calm")
+    __slots__ = ("policy", "margin_ns", "_low", "_count", "_calm", "_owed")
 
     def __init__(self, policy: Playout) -> None:
         self.policy = policy
@@ -64,16 +67,21 @@ class Adapt:
         self._low: int | None = None
         self._count = 0
         self._calm = 0
+        self._owed = 0
+        """Steps decided and not yet taken: a session catching up moves G - 1 steps a tick."""
 
     def played(self, wait_ns: int | None) -> int:
         """A frame played after waiting `wait_ns` (None: its arrival is unknown, e.g. carried over
-        from another pod). Returns the steps the session should move earlier (0 mostly); a
-        multiple of `groups` is a whole frame, which the buffer drops."""
+        from another pod). Returns the steps the session should move earlier (0 mostly): with
+        G groups at most G - 1, taken by a move; with one group whole periods, which the buffer
+        drops."""
         p = self.policy
         self._calm += 1
         if self._calm >= p.calm_ticks:
             self._calm = 0
             self.margin_ns = max(p.margin_ns, self.margin_ns - p.decay_ns)
+        if self._owed:
+            return self._take(p)
         if wait_ns is not None:
             self._low = wait_ns if self._low is None else min(self._low, wait_ns)
         self._count += 1
@@ -82,10 +90,19 @@ class Adapt:
         low, self._low, self._count = self._low, None, 0
         if low is None or low < self.margin_ns + p.step_ns:
             return 0
-        return (low - self.margin_ns) // p.step_ns
+        self._owed = (low - self.margin_ns) // p.step_ns
+        return self._take(p)
+
+    def _take(self, p: Playout) -> int:
+        """This tick's share of the steps owed: all of them with one group (frames to drop),
+        else at most G - 1 (a sooner turn, nothing lost). The block starts over when they are taken."""
+        give = self._owed if p.groups == 1 else min(self._owed, p.groups - 1)
+        self._owed -= give
+        self._low, self._count = None, 0
+        return give
 
     def underrun(self) -> None:
         """A frame missed its tick: more margin, and the block starts over."""
         p = self.policy
         self.margin_ns = min(p.max_margin_ns, self.margin_ns + p.underrun_ns)
-        self._low, self._count, self._calm = None, 0, 0
+        self._low, self._count, self._calm, self._owed = None, 0, 0, 0

@@ -36,6 +36,8 @@ def index_of(pcm: bytes) -> int | None:
     (4, [50 * MS] * 11 + [10 * MS], 4 * MS, 0),
     # one group: only a whole period can be given back, here 3 frames after a stall piled them up
     (1, [250 * MS] * 12, 4 * MS, 3),
+    # four groups: at most 3 steps a tick (a sooner turn); the rest on the ticks that follow
+    (4, [250 * MS] * 12, 4 * MS, 3),
     (1, [83 * MS] * 12, 4 * MS, 0),
     # no arrival known (a frame carried from another pod): nothing to judge
     (4, [None] * 12, 4 * MS, 0),
@@ -69,7 +71,8 @@ def test_an_underrun_starts_the_block_over() -> None:
     for _ in range(11):
         a.played(90 * MS)
     a.underrun()
-    assert [a.played(90 * MS) for _ in range(12)][-1] == (90 - 9) // 20
+    steps = [a.played(90 * MS) for _ in range(13)]
+    assert steps[11:] == [3, 1]  # (90 - 9) // 20 = 4 steps owed: at most G - 1 = 3 a tick
 
 
 @pytest.mark.parametrize(("field", "value"), [("groups", 3), ("groups", 0), ("margin_ns", -1),
@@ -129,6 +132,35 @@ def test_a_stall_is_given_back_within_two_blocks_losing_what_it_piled_up() -> No
     assert len(lost) <= 4
     # by two blocks after the stall every frame plays in the tick right after it arrives again
     assert played[24 + 2 * 12:] == list(range(24 + 2 * 12, 80))
+
+
+def grouped(j: Jitter, arrivals: list[tuple[int, int]], periods: int) -> list[tuple[int, int | None]]:
+    """Four groups ticked 20 ms apart; the session plays at its group's turn and moves where
+    `earlier` says, as the sim does. (due, frame played) at each of its turns."""
+    group, played = 0, []
+    for t in range(periods * 4):
+        if t % 4 != group:
+            continue
+        due = t * 20 * MS
+        feed(j, arrivals, due)
+        played.append((due, index_of(j.pop_pcm(due))))
+        group = (group - j.earlier) % 4
+    return played
+
+
+def test_with_groups_a_stall_is_caught_up_by_sooner_turns_losing_nothing() -> None:
+    j = Jitter(FRAME, 1, 6, Playout(PERIOD, 4))
+    stall = range(20, 24)
+    arrivals = [(n, (24 if n in stall else n) * PERIOD - 10 * MS) for n in range(1, 80)]
+    played = grouped(j, arrivals, 80)
+    heard = [n for _, n in played if n is not None]
+    assert heard == list(range(1, len(heard) + 1))  # every frame, in order, none dropped
+    assert j.dropped == 0 and j.underruns == 1
+    gaps = [b - a for (a, _), (b, _) in zip(played, played[1:])]
+    assert min(gaps) == 20 * MS  # catching up: turns a group apart
+    late = {n: due for due, n in played if n is not None}
+    # two blocks after the stall every frame plays within a step (plus margin) of its arrival again
+    assert all(late[n] - (n * PERIOD - 10 * MS) <= 30 * MS for n in range(24 + 24, 75))
 
 
 def test_a_frame_late_for_its_tick_costs_one_underrun_and_the_margin_grows() -> None:
