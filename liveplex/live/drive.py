@@ -19,6 +19,7 @@ as well: up to one frame more of silence at every move).
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -32,6 +33,13 @@ class EngineError(RuntimeError):
     """An engine could not take a session or run a tick; ends the drive loop."""
 
 
+class Pending(enum.Enum):
+    """An engine's answer to an export it gives only after another tick: with tick groups, a
+    session leaves right after its own group's turn, so its last frame is the latest it could be."""
+
+    NEXT_TICK = "after the next tick"
+
+
 class Ticker(Protocol):
     """What an engine implements to run under `drive`."""
 
@@ -43,9 +51,10 @@ class Ticker(Protocol):
         """Admit a session between ticks (importing `sub.state` when it carries one); may raise."""
         ...
 
-    def export(self, session_id: int) -> bytes | None:
+    def export(self, session_id: int) -> bytes | Pending | None:
         """Between ticks: take running session `session_id` out of the batch and return its
-        handover blob, after sending its sink `Closed(HANDED_OVER)`; None if it does not run."""
+        handover blob, after sending its sink `Closed(HANDED_OVER)`; None if it does not run;
+        `Pending.NEXT_TICK` to be asked again after the next tick."""
         ...
 
     def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
@@ -82,12 +91,18 @@ def drive(
     """Asked since the last tick: answered right after the next one."""
 
     def export_asked() -> None:
-        while exports:
-            sub = exports.pop(0)
-            blob = None
+        asked = exports[:]
+        exports.clear()
+        for i, sub in enumerate(asked):
             try:
                 blob = engine.export(sub.id)
-            finally:  # an engine fault still answers this one; the rest are refused with the loop
+            except BaseException:  # an engine fault still answers this one; the rest are refused with the loop
+                sub.reply.set_result(None)
+                exports.extend(asked[i + 1:])
+                raise
+            if blob is Pending.NEXT_TICK:
+                exports.append(sub)
+            else:
                 sub.reply.set_result(blob)
 
     def admit(sub: channel.Queued) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from liveplex.continuity import blob, errors, record
 from liveplex.live import channel, contract, frames
-from liveplex.live.drive import EngineError
+from liveplex.live.drive import EngineError, Pending
 from liveplex.live.jitter import Jitter, caller_buffer
 from liveplex.live.line import Line
 from liveplex.sim_pod import echo
@@ -27,6 +27,8 @@ logger = logging.getLogger(__name__)
 
 KIND = "sim"
 """`blob.Header.kind` of the sim's handovers."""
+NEXT_DUE = "next_due_unix_ns"
+"""A sim blob's header scalar (optional): when the session's next frame was due, on the wall clock."""
 TAIL = struct.Struct("<II")
 """A resume record's tail (docs/continuity.md): the echo's loud frames and words after a tick, so a
 resumed echo goes on with its words; its delayed frames start silent."""
@@ -44,7 +46,10 @@ class SimEngine:
 
     Sessions sit in `tick_groups` groups, each ticked once a period at its own offset; a newcomer
     joins the group ticked next (its first frame comes soonest) and moves to an earlier one when
-    its buffer says its frames wait longer than they need (`Jitter.earlier`)."""
+    its buffer says its frames wait longer than they need (`Jitter.earlier`). A moved session
+    leaves right after its own group's turn and its blob says when its next frame was due
+    (`NEXT_DUE`), so the importing sim holds it until the turn nearest that time: the caller's
+    frames keep their cadence across the move instead of bunching up or falling behind."""
 
     def __init__(self, profile: SimProfile) -> None:
         self.profile = profile
@@ -53,10 +58,14 @@ class SimEngine:
         self._groups: list[list[Call]] = [[] for _ in range(profile.tick_groups)]
         self._next = 0
         """The group ticked next."""
+        self._last: tuple[int, int | None] = (0, None)
+        """The latest tick: its group and when it was due (`perf_counter_ns`)."""
+        self._arriving: list[tuple[Call, int]] = []
+        """Imported sessions waiting for the turn nearest their next frame's due time."""
         self._ticks = 0
 
     def sessions(self) -> int:
-        return sum(map(len, self._groups))
+        return sum(map(len, self._groups)) + len(self._arriving)
 
     def take(self, sub: channel.LiveSubmission) -> None:
         p = self.profile
@@ -70,27 +79,59 @@ class SimEngine:
         if line is not None:
             if line.checkpoints:  # the record's head, right after `Started`
                 line.checkpoint(record.head(self._header(line, core), {}, 0, TAIL.size))
-            self._groups[self._next].append((line, core))
+            due = self._due_of(sub)
+            if due is None:
+                self._groups[self._next].append((line, core))
+            else:
+                self._arriving.append(((line, core), due))
 
     def export(self, session_id: int) -> bytes | None:
         """The session's blob: its line's part (jitter, counters) and its echo (delayed frames,
         counters, words to say). Exact: the importing sim says and plays what this one would."""
-        for calls in self._groups:
-            for i, (line, core) in enumerate(calls):
-                if line.id == session_id:
-                    return self._export(calls, i)
+        last_group, last_due = self._last
+        for g, calls in enumerate(self._groups):
+            for i, call in enumerate(calls):
+                if call[0].id == session_id:
+                    if g != last_group:  # leave right after its own turn: its last frame the latest
+                        return Pending.NEXT_TICK
+                    data = self._export(call, last_due)
+                    if data is not None:
+                        del calls[i]
+                    return data
+        for i, (call, _) in enumerate(self._arriving):
+            if call[0].id == session_id:
+                data = self._export(call, None)
+                if data is not None:
+                    del self._arriving[i]
+                return data
         return None
 
-    def _export(self, calls: list[Call], i: int) -> bytes | None:
-        line, core = calls[i]
+    def _export(self, call: Call, due_ns: int | None) -> bytes | None:
+        """The blob of `call` (None: it ends at the next tick anyway); `due_ns`: when its last
+        frame was due, so the importer knows when the next one is."""
+        line, core = call
         part = line.hand_over()
         if part is None:
             return None
-        del calls[i]
         scalars, arrays = part
         state, delay = core.state()
+        if due_ns is not None:  # on the wall clock: another pod's perf counter is not ours
+            state[NEXT_DUE] = due_ns + frames.PERIOD_NS + time.time_ns() - time.perf_counter_ns()
         header = dataclasses.replace(self._header(line, core), state={**scalars, **state})
         return blob.encode(header, {**arrays, "delay": np.frombuffer(delay, np.uint8)})
+
+    def _due_of(self, sub: channel.LiveSubmission) -> int | None:
+        """When an imported session's next frame is due here (`perf_counter_ns`), if its blob says
+        and it lies within a period from now (clocks a period apart are not trusted)."""
+        if sub.state is None or record.is_record(sub.state) or len(self._groups) == 1:
+            return None
+        h = blob.decode(sub.state)
+        unix = h.header.state.get(NEXT_DUE) if isinstance(h, blob.Handover) else None
+        if not isinstance(unix, int) or isinstance(unix, bool):
+            return None
+        now = time.perf_counter_ns()
+        due = unix - (time.time_ns() - now)
+        return due if now - frames.PERIOD_NS < due < now + frames.PERIOD_NS else None
 
     def _header(self, line: Line, core: echo.Echo) -> blob.Header:
         """What a blob or a record says the session is, with the echo's counters."""
@@ -141,7 +182,14 @@ class SimEngine:
     def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
         G = len(self._groups)
         self._next = (group + 1) % G
+        self._last = (group, due_ns)
         calls = self._groups[group]
+        if self._arriving:  # imported sessions join at the turn nearest their due time
+            half = frames.PERIOD_NS // G // 2
+            ready = [(call, due) for call, due in self._arriving if due_ns is None or due <= due_ns + half]
+            if ready:
+                self._arriving = [entry for entry in self._arriving if entry not in ready]
+                calls += [call for call, _ in ready]
         live = []
         for call in calls:  # 1. close ended sessions first
             line = call[0]
@@ -177,7 +225,8 @@ class SimEngine:
         self._groups[group] = kept  # 5. sinks gone: dropped silently
 
     def abort(self) -> None:
-        for calls in self._groups:
+        for calls in [*self._groups, [call for call, _ in self._arriving]]:
             for line, _ in calls:
                 line.close(contract.CloseReason.ABORTED)
         self._groups = [[] for _ in self._groups]
+        self._arriving = []

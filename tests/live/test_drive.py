@@ -10,7 +10,7 @@ import pytest
 
 from liveplex.live import Audio, Closed, CloseReason, LiveInfo, Pacing, Session, Started, Text, by_hand
 from liveplex.live.channel import LiveHandle, LiveInbox, Opened, Rejected, live_channel
-from liveplex.live.drive import EngineError, drive
+from liveplex.live.drive import EngineError, Pending, drive
 
 from .engines import Silent
 from .outputs import audio_frames, until
@@ -122,6 +122,28 @@ async def test_an_export_is_answered_right_after_the_next_tick_with_that_ticks_f
     out = await until(a, Closed)
     assert [type(o) for o in out] == [Audio, Closed] and out[-1].reason is CloseReason.HANDED_OVER
     assert await asyncio.wrap_future(p.handle.export(a.id)) is None  # gone, and nothing runs: at once
+    p.finish()
+
+
+async def test_an_export_the_engine_defers_is_asked_again_after_the_next_tick() -> None:
+    class Deferring(Silent):
+        asked = 0
+
+        def export(self, session_id: int) -> bytes | Pending | None:
+            self.asked += 1
+            return Pending.NEXT_TICK if self.asked == 1 else super().export(session_id)
+
+    now = [0]
+    handle, inbox = live_channel(make_info(), loop=asyncio.get_running_loop())
+    p = Pod(Deferring(make_info()), handle, inbox, now_ns=lambda: now[0])
+    a = start(p)
+    await until(a, Audio)  # tick 0
+    asked = asyncio.wrap_future(p.handle.export(a.id))
+    now[0] = 80_000_000  # tick 1: deferred
+    await asyncio.sleep(0.05)
+    assert not asked.done() and p.engine.asked == 1
+    now[0] = 160_000_000  # tick 2: answered
+    assert await asked == b"3"
     p.finish()
 
 
