@@ -85,9 +85,10 @@ class SimEngine:
             else:
                 self._arriving.append(((line, core), due))
 
-    def export(self, session_id: int) -> bytes | None:
+    def export(self, session_id: int) -> bytes | Pending | None:
         """The session's blob: its line's part (jitter, counters) and its echo (delayed frames,
-        counters, words to say). Exact: the importing sim says and plays what this one would."""
+        counters, words to say). Exact: the importing sim says and plays what this one would.
+        Asked after another group's turn: `Pending.NEXT_TICK`."""
         last_group, last_due = self._last
         for g, calls in enumerate(self._groups):
             for i, call in enumerate(calls):
