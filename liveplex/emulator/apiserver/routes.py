@@ -44,6 +44,7 @@ from liveplex.emulator.apiserver import (
     selectors,
     storage,
     tables,
+    validation,
 )
 
 LogSource = Callable[[str, str, str | None, int | None], str]
@@ -421,7 +422,7 @@ class Api:
     # --- single objects ---------------------------------------------------------------------------
 
     async def _object(self, request: Request, rt: kinds.ResourceType, version: str, ns: str, name: str) -> Response:
-        validation = request.query_params.get("fieldValidation", "Warn")
+        field_validation = request.query_params.get("fieldValidation", "Warn")
         if request.method == "GET":
             obj = _versioned(rt, version, self.store.get(rt, ns, name))
             if _AS_TABLE in request.headers.get("accept", ""):
@@ -431,12 +432,12 @@ class Api:
             return _dump(obj)
         if request.method == "PUT":
             body = await self._body(request, rt, version)
-            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, None, validation,
+            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, None, field_validation,
                                                                    _dry_run(request))))
         if request.method == "PATCH":
             body = _decode(await request.body(), request.headers.get("content-type", ""))
             kind = request.headers.get("content-type", "").split(";")[0].strip()
-            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, None, validation,
+            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, None, field_validation,
                                                                   _dry_run(request))))
         if request.method == "DELETE":
             options = await self._delete_options(request)
@@ -474,8 +475,14 @@ class Api:
         if self.logs is None:
             raise errors.bad_request("this emulator runs no kubelet, so pods have no logs")
         query = request.query_params
-        text = self.logs(ns, name, query.get("container"), _int(query.get("tailLines"), "tailLines"))
-        return PlainTextResponse(text)
+        container = query.get("container") or None
+        if container is not None and validation.dns1123_label(container):
+            raise errors.bad_request(f"container {container} is not valid for pod {name}")
+        tail = _int(query.get("tailLines"), "tailLines")
+        if tail is not None and tail < 0:
+            raise errors.invalid("PodLogOptions", "", name, (validation.invalid(
+                "tailLines", tail, "must be greater than or equal to 0"),))
+        return PlainTextResponse(self.logs(ns, name, container, tail))
 
     # --- watches ----------------------------------------------------------------------------------
 
