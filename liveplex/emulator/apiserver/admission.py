@@ -17,13 +17,62 @@ from liveplex.emulator.apiserver import builtins, cel, crds, errors, kinds, open
 STRICT = "Strict"
 
 
-def _cannot_decode(rt: kinds.ResourceType, version: str, why: str) -> errors.ApiError:
-    return errors.bad_request(f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: {why}')
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_JSON_NAMES = {dict: "object", list: "array", str: "string", bool: "bool", int: "number", float: "number"}
+
+
+def _cannot_decode(kind: str, version: str, why: str) -> errors.ApiError:
+    return errors.bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {why}')
 
 
 def _unknown(rt: kinds.ResourceType, version: str, paths: list[str]) -> errors.ApiError:
     listed = ", ".join(f'unknown field "{p}"' for p in paths)
-    return _cannot_decode(rt, version, f"strict decoding error: {listed}")
+    return _cannot_decode(rt.kind, version, f"strict decoding error: {listed}")
+
+
+def typed(rt: kinds.ResourceType, obj: object) -> dict:
+    """`obj` if Go's decoder would take it as an `rt`, else its 400: the shape every step after the
+    edge relies on (a built-in against its whole schema, a custom resource's `metadata` against
+    ObjectMeta; the CRD's schema checks the rest of a custom resource, with 422s)."""
+    if not isinstance(obj, dict):
+        raise errors.bad_request(f"the body of a {rt.kind} must be a JSON object, not {_JSON_NAMES.get(type(obj))}")
+    version = rt.preferred
+    for field in ("apiVersion", "kind"):
+        value = obj.get(field)
+        if value is not None and not isinstance(value, str):
+            raise _cannot_decode(rt.kind, version, f"json: cannot unmarshal {_JSON_NAMES.get(type(value))} into Go "
+                                                   f"struct field TypeMeta.{field} of type string")
+    if isinstance(obj.get("apiVersion"), str):
+        version = obj["apiVersion"].rpartition("/")[2]
+    definition = None if rt.custom else openapi.root(rt.group, version, rt.kind)
+    decoded = openapi.decode(obj, definition) if definition is not None else openapi.decode(
+        obj.get("metadata"), OBJECT_META, "metadata")
+    if decoded.mistyped:
+        raise _cannot_decode(rt.kind, version, decoded.mistyped[0])
+    return obj
+
+
+def typed_as(kind: str, group: str, version: str, body: object) -> dict:
+    """A request body that is not a stored kind (DeleteOptions, TokenRequest, Scale, ...), as `typed`."""
+    if not isinstance(body, dict):
+        raise errors.bad_request(f"the body of a {kind} must be a JSON object, not {_JSON_NAMES.get(type(body))}")
+    definition = openapi.root(group, version, kind)
+    decoded = openapi.decode(body, definition) if definition is not None else None
+    if decoded is not None and decoded.mistyped:
+        raise _cannot_decode(kind, version, decoded.mistyped[0])
+    return body
+
+
+def same_object(obj: dict, name: str, namespace: str) -> None:
+    """upstream's checkName (endpoints/handlers/rest.go): an update or a patch may not rename or move
+    the object the URL names (400)."""
+    meta = obj.get("metadata") or {}
+    if meta.get("name", "") != name:
+        raise errors.bad_request(f"the name of the object ({meta.get('name', '')}) does not match the name on the URL "
+                                 f"({name})")
+    if namespace and meta.get("namespace") and meta["namespace"] != namespace:
+        raise errors.bad_request(f"the namespace of the object ({meta['namespace']}) does not match the namespace on "
+                                 f"the request ({namespace})")
 
 
 def admit(rt: kinds.ResourceType, obj: dict, old: dict | None, field_validation: str,
@@ -47,7 +96,7 @@ def _builtin(rt: kinds.ResourceType, obj: dict, old: dict | None, version: str, 
     if definition is not None:
         decoded = openapi.decode(obj, definition)
         if decoded.mistyped:
-            raise _cannot_decode(rt, version, decoded.mistyped[0])
+            raise _cannot_decode(rt.kind, version, decoded.mistyped[0])
         if decoded.unknown and field_validation == STRICT:
             raise _unknown(rt, version, decoded.unknown)
         obj = decoded.obj

@@ -9,8 +9,12 @@ items, unless it is int-or-string or preserves unknown fields; an object at the 
 
 from __future__ import annotations
 
-from liveplex.emulator.apiserver import cel, schema
+from liveplex.emulator.apiserver import cel, schema, validation
 from liveplex.emulator.apiserver.errors import Cause
+
+SCOPES = ("Cluster", "Namespaced")
+APPROVAL = "api-approved.kubernetes.io"
+"""The annotation a CRD in a protected group (`*.k8s.io`, `*.kubernetes.io`) must carry."""
 
 
 def _structural(node: dict, path: str, root: bool = False) -> list[Cause]:
@@ -31,6 +35,11 @@ def _structural(node: dict, path: str, root: bool = False) -> list[Cause]:
     if node.get("x-kubernetes-list-type") == "map" and not node.get("x-kubernetes-list-map-keys"):
         out.append(Cause(f"{path}.x-kubernetes-list-map-keys",
                          "Required value: must not be empty if x-kubernetes-list-type is map", "FieldValueRequired"))
+    if "pattern" in node:
+        why = schema.pattern_error(node["pattern"])
+        if why is not None:
+            out.append(validation.invalid(f"{path}.pattern", node["pattern"],
+                                          f"must be a valid regular expression, but isn't: {why}"))
     if "default" in node:
         value, _ = schema.prune(node["default"], node, root=False)
         out += [Cause(f"{path}.default", f"Invalid value: {c.field or 'default'}: {c.message}")
@@ -40,12 +49,60 @@ def _structural(node: dict, path: str, root: bool = False) -> list[Cause]:
     return out
 
 
+def _label(path: str, value: str, check: object = validation.dns1035_label, prefix: str = "") -> list[Cause]:
+    errs = check(value)  # type: ignore[operator]
+    return [validation.invalid(path, value, prefix + ",".join(errs))] if errs else []
+
+
+def _names(names: dict) -> list[Cause]:
+    """ValidateCustomResourceDefinitionNames (apiextensions-apiserver/pkg/apis/apiextensions/validation)."""
+    path = "spec.names"
+    out = [validation.required(f"{path}.plural")] if not names.get("plural") else _label(
+        f"{path}.plural", names["plural"])
+    out += _label(f"{path}.singular", names["singular"]) if names.get("singular") else []
+    kind, list_kind = names.get("kind") or "", names.get("listKind") or ""
+    mixed = "may have mixed case, but should otherwise match: "
+    out += [validation.required(f"{path}.kind")] if not kind else _label(f"{path}.kind", kind.lower(), prefix=mixed)
+    out += _label(f"{path}.listKind", list_kind.lower(), prefix=mixed) if list_kind else []
+    if list_kind and list_kind == kind:
+        out.append(validation.invalid(f"{path}.listKind", list_kind, "kind and listKind may not be the same"))
+    for n, short in enumerate(names.get("shortNames") or []):
+        out += _label(f"{path}.shortNames[{n}]", short)
+    return out
+
+
+def _group_and_scope(crd: dict) -> list[Cause]:
+    spec = crd.get("spec") or {}
+    group = spec.get("group") or ""
+    out = []
+    if not group:
+        out.append(validation.required("spec.group"))
+    elif "." not in group:  # what keeps a CRD from shadowing `apps`, `batch`, the core group...
+        out.append(validation.invalid("spec.group", group, "should be a domain with at least one dot"))
+    else:
+        out += _label("spec.group", group, validation.dns1123_subdomain)
+    protected = group == "k8s.io" or group.endswith((".k8s.io", ".kubernetes.io")) or group == "kubernetes.io"
+    if protected and APPROVAL not in ((crd.get("metadata") or {}).get("annotations") or {}):
+        out.append(validation.required(f"metadata.annotations[{APPROVAL}]", "protected groups must have approval "
+                                       f'annotation "{APPROVAL}", see https://github.com/kubernetes/enhancements/pull/1111'))
+    if spec.get("scope") not in SCOPES:
+        out.append(validation.unsupported("spec.scope", spec.get("scope") or "", SCOPES))
+    seen: set[str] = set()
+    for n, version in enumerate(spec.get("versions") or []):
+        name = version.get("name") or ""
+        here = f"spec.versions[{n}].name"
+        out += [validation.required(here)] if not name else _label(here, name)
+        out += [validation.duplicate(here, name)] if name in seen else []
+        seen.add(name)
+    return out
+
+
 def check(crd: dict, old: dict | None) -> list[Cause]:
     """Causes for a defaulted CRD (`old` is the stored one on updates)."""
     spec = crd.get("spec") or {}
     names = spec.get("names") or {}
     expected = f"{names.get('plural')}.{spec.get('group')}"
-    out = []
+    out = _names(names) + _group_and_scope(crd)
     if crd["metadata"]["name"] != expected:
         out.append(Cause("metadata.name", f'Invalid value: "{crd["metadata"]["name"]}": must be spec.names.plural+"."'
                                           "+spec.group"))

@@ -46,8 +46,8 @@ class ApiError(Exception):
         if self.kind:
             details["kind"] = self.kind
         if self.causes:
-            details["causes"] = [{"reason": c.reason, "message": c.message, "field": c.field}
-                                 for c in self.causes]
+            details["causes"] = [{k: v for k, v in (("reason", c.reason), ("message", c.message), ("field", c.field))
+                                  if v} for c in self.causes]
         if details:
             body["details"] = details
         return body
@@ -94,6 +94,17 @@ def gone(rv: int, oldest: int) -> ApiError:
 
 def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
+
+
+def too_large(message: str) -> ApiError:
+    """k8s.io/apimachinery/pkg/api/errors NewRequestEntityTooLargeError: a body or a patch over a limit."""
+    return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: {message}")
+
+
+def internal(message: str) -> ApiError:
+    """NewInternalError: what a bug answers with, as a Status, rather than a dropped connection."""
+    return ApiError(500, "InternalError", f"Internal error occurred: {message}",
+                    causes=(Cause("", message, ""),))
 
 
 def forbidden(message: str, plural: str = "", group: str = "", name: str = "") -> ApiError:

@@ -29,6 +29,8 @@ from liveplex.emulator.apiserver.errors import Cause
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 ORPHAN, FOREGROUND = "orphan", "foregroundDeletion"
 """The finalizers the garbage collector acts on (Orphan and Foreground propagation)."""
+PROPAGATIONS = ("Foreground", "Background", "Orphan")
+"""DeleteOptions' `propagationPolicy` values."""
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -229,7 +231,14 @@ class Store:
         if content_type == APPLY:
             raise errors.apply_refused(PATCH_TYPES)
         old = self.get(rt, namespace, name)
-        new = apply_patch(rt, old, content_type, body)
+        try:
+            new = admission.typed(rt, apply_patch(rt, old, content_type, body))
+        except errors.ApiError as exc:
+            if exc.code != 400 or content_type not in PATCH_TYPES:
+                raise
+            # handlers/patch.go: a patched object the decoder refuses is 422, the field `patch`
+            raise errors.unprocessable(exc.message) from None
+        admission.same_object(new, name, namespace if rt.namespaced else "")
         wanted = (new.get("metadata") or {}).get("resourceVersion")
         if wanted and wanted != old["metadata"]["resourceVersion"]:
             raise errors.stale(rt.plural, rt.group, name)
@@ -285,7 +294,8 @@ class Store:
             raise errors.no_route(f"{rt.plural}/scale")
         return scale_of(rt, self.get(rt, namespace, name))
 
-    def update_scale(self, rt: kinds.ResourceType, namespace: str, name: str, scale: dict) -> dict:
+    def update_scale(self, rt: kinds.ResourceType, namespace: str, name: str, scale: object) -> dict:
+        scale = admission.typed_as("Scale", "autoscaling", "v1", scale)
         old = self.get(rt, namespace, name)
         if rt.scale is None:
             raise errors.no_route(f"{rt.plural}/scale")

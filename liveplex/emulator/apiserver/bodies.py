@@ -1,0 +1,136 @@
+"""Request bodies at the edge: size, media type, parsing, and values only a JSON decoder produces.
+
+Development emulator, not for production. Pure. Every body a handler reads passes `parse` first, so
+nothing below it sees what a real API server never lets through: a body over `MAX_BYTES` (413,
+kube-apiserver's `MaxRequestBodyBytes`), a media type the endpoint does not take (415), text that is
+not JSON (or YAML where YAML is taken), and values Go's JSON decoder never yields (400): nesting
+deeper than `MAX_DEPTH`, strings that are not UTF-8 (a lone surrogate from a YAML escape), numbers
+that are not finite or beyond 64 bits, keys that are not strings. YAML is read without aliases and
+without timestamps (as sigs.k8s.io/yaml hands go-yaml's tree to the JSON decoder: a timestamp stays a
+string, an integer or boolean key becomes its text).
+"""
+
+from __future__ import annotations
+
+import math
+
+import orjson
+import yaml
+
+from liveplex.emulator.apiserver import errors
+
+MAX_BYTES = 3 * 1024 * 1024
+"""k8s.io/apiserver/pkg/server/config.go `MaxRequestBodyBytes`: a larger body is 413."""
+MAX_DEPTH = 128
+"""Objects and lists nested deeper are refused (400). Upstream's JSON decoder allows 10,000; the
+emulator stops far lower because every stored object must still serialize inside a list, a watch
+event and a Table (orjson's own limit is 254 levels) and be walked by recursive validation; no
+Kubernetes object liveplex or its clients write comes near it (a CRD schema nests ~2 levels per field)."""
+
+JSON = "application/json"
+YAML = "application/yaml"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+OBJECT_TYPES = (JSON, YAML)
+"""What a create, an update or a DeleteOptions body may be sent as."""
+
+
+def media_type(content_type: str) -> str:
+    """`application/json; charset=utf-8` -> `application/json`; no header at all reads as JSON."""
+    return content_type.split(";")[0].strip().lower() or JSON
+
+
+def parse(raw: bytes, media: str) -> object:
+    """The JSON value of a body in `media` (JSON, or YAML for a YAML media type); 400 or 413 otherwise."""
+    if len(raw) > MAX_BYTES:
+        raise errors.too_large(f"limit is {MAX_BYTES}")
+    if not raw.strip():
+        return {}
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if "yaml" not in media:
+            raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+        value = _yaml(raw)
+    check(value)
+    return value
+
+
+def check(value: object) -> None:
+    """400 for anything in `value` that no JSON decoder yields (see the module docstring); iterative,
+    so a deep value costs no Python stack."""
+    stack: list[tuple[object, str, int]] = [(value, "", 0)]
+    while stack:
+        node, path, depth = stack.pop()
+        if isinstance(node, (dict, list)) and depth >= MAX_DEPTH:
+            raise errors.bad_request(f"the request body nests deeper than {MAX_DEPTH} levels (at {path or 'the root'})")
+        if isinstance(node, dict):
+            for key, sub in node.items():
+                if not isinstance(key, str):
+                    raise errors.bad_request(f"{path or 'the body'}: map key {key!r} is not a string")
+                _text(key, path)
+                stack.append((sub, f"{path}.{key}" if path else key, depth + 1))
+        elif isinstance(node, list):
+            stack.extend((sub, f"{path}[{n}]", depth + 1) for n, sub in enumerate(node))
+        elif isinstance(node, str):
+            _text(node, path)
+        elif isinstance(node, bool) or node is None:
+            continue
+        elif isinstance(node, int):
+            if not -(2 ** 63) <= node < 2 ** 64:
+                raise errors.bad_request(f"{path or 'the body'}: the number {node} is out of range")
+        elif isinstance(node, float):
+            if not math.isfinite(node):
+                raise errors.bad_request(f"{path or 'the body'}: {node} is not a JSON number")
+        else:
+            raise errors.bad_request(f"{path or 'the body'}: a {type(node).__name__} has no JSON form")
+
+
+def _text(text: str, path: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise errors.bad_request(f"{path or 'the body'}: a string is not valid UTF-8 (a lone surrogate)") from None
+
+
+def _json_key(key: object) -> str:
+    """sigs.k8s.io/yaml's conversion of a map key: integers and booleans become their text."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int):
+        return str(key)
+    raise errors.bad_request(f"map key {key!r} ({type(key).__name__}) cannot be a JSON object key")
+
+
+class _Loader(yaml.SafeLoader):
+    """`yaml.safe_load` without aliases, without timestamps and no deeper than `MAX_DEPTH`."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.composer.ComposerError(None, None, "YAML aliases are not accepted", self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels",
+                                                  self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        return {_json_key(k): v for k, v in super().construct_mapping(node, deep).items()}
+
+
+def _yaml(raw: bytes) -> object:
+    try:
+        return yaml.load(raw, Loader=_Loader)  # noqa: S506 - a SafeLoader without aliases
+    except yaml.YAMLError as exc:
+        raise errors.bad_request(f"the request body is not valid YAML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise errors.bad_request(f"the request body is not valid UTF-8: {exc}") from None
