@@ -231,12 +231,10 @@ class Store:
         if content_type == APPLY:
             raise errors.apply_refused(PATCH_TYPES)
         old = self.get(rt, namespace, name)
+        new = apply_patch(rt, old, content_type, body)
         try:
-            new = admission.typed(rt, apply_patch(rt, old, content_type, body))
-        except errors.ApiError as exc:
-            if exc.code != 400 or content_type not in PATCH_TYPES:
-                raise
-            # handlers/patch.go: a patched object the decoder refuses is 422, the field `patch`
+            new = admission.typed(rt, new)
+        except errors.ApiError as exc:  # handlers/patch.go: a patched object the decoder refuses is 422
             raise errors.unprocessable(exc.message) from None
         admission.same_object(new, name, namespace if rt.namespaced else "")
         wanted = (new.get("metadata") or {}).get("resourceVersion")
