@@ -126,6 +126,10 @@ def _metadata_cases() -> list[Case]:
             out.append(Case(f"{kind}-body-{n}", "POST", path, 400, orjson.dumps(body), upstream="DECODE"))
         out.append(Case(f"{kind}-apiVersion-number", "POST", path, 400, {**_obj(kind, {"name": "av"}), "apiVersion": 5},
                         upstream="DECODE"))
+        out.append(Case(f"{kind}-apiVersion-null", "POST", path, 400, {**_obj(kind, {"name": "av"}), "apiVersion": None},
+                        upstream="handlers/create.go: the API version in the data does not match"))
+        out.append(Case(f"{kind}-metadata-null", "POST", path, 422, _obj(kind, None),
+                        upstream="null decodes as an empty ObjectMeta: metadata.name Required value"))
         out.append(Case(f"{kind}-kind-list", "POST", path, 400, {**_obj(kind, {"name": "kl"}), "kind": []},
                         upstream="DECODE"))
     return out
@@ -225,6 +229,17 @@ def _field_cases() -> list[Case]:
         Case("base64-number", "POST", secrets, 400, _obj("secrets", {"name": "b"}, data={"a": 5})),
         Case("stringData-number", "POST", secrets, 400, _obj("secrets", {"name": "b"}, stringData={"a": 5})),
         Case("base64-valid", "POST", secrets, 201, _obj("secrets", {"name": "b64"}, data={"a": "YQ=="})),
+        Case("null-container", "POST", DEPLOY, 422, {**_deployment("n"), "spec": {**_deployment("n")["spec"], "template": {
+            "metadata": {"labels": {"app": "x"}}, "spec": {"containers": [None]}}}},
+             upstream="a null list element decodes as the zero Container: name Required value"),
+        Case("null-label-value", "POST", CM, 201, _obj("configmaps", {"name": "nullabel", "labels": {"a": None}}),
+             upstream="a null map value decodes as the empty string, a valid label value"),
+        Case("selector-expression-without-key", "POST", DEPLOY, 422, {**_deployment("e"), "spec": {
+            **_deployment("e")["spec"], "selector": {"matchLabels": {"app": "x"}, "matchExpressions": [
+                {"operator": "In", "values": ["x"]}]}}}, upstream="ValidateLabelSelector"),
+        Case("selector-expression-bad-operator", "POST", DEPLOY, 422, {**_deployment("e"), "spec": {
+            **_deployment("e")["spec"], "selector": {"matchLabels": {"app": "x"}, "matchExpressions": [
+                {"key": "app", "operator": "Near"}]}}}, upstream="ValidateLabelSelector"),
         Case("namespace-mismatch", "POST", CM, 400, _obj("configmaps", {"name": "m", "namespace": "default"}),
              upstream="handlers/create.go: the namespace of the provided object does not match"),
         Case("kind-mismatch", "POST", CM, 400, {**_obj("configmaps", {"name": "m"}), "kind": "Secret"}),
@@ -366,6 +381,10 @@ def _crd_cases() -> list[Case]:
         Case("crd-pattern-backreference", "POST", CRDS, 422, _word_pattern("backrefs", r"(a)\1"),
              upstream="CRD: Go's regexp (RE2) has no backreferences"),
         Case("crd-pattern-lookbehind", "POST", CRDS, 422, _word_pattern("lookbehinds", "(?<=a)b")),
+        Case("crd-property-null", "POST", CRDS, 422, {**_crd("nulls"), "spec": {**_crd("nulls")["spec"], "versions": [{
+            **_crd("nulls")["spec"]["versions"][0], "schema": {"openAPIV3Schema": {
+                "type": "object", "properties": {"spec": None}}}}]}},
+             upstream="CRD: a null schema decodes as an empty one, which has no type"),
         Case("crd-plural-number", "POST", CRDS, 400, _crd("numbers", names={"plural": 5}), upstream="DECODE"),
         Case("crd-versions-string", "POST", CRDS, 400, _crd("strings", versions="v1"), upstream="DECODE"),
         Case("crd-example-nested-200", "POST", CRDS, 400, deep, upstream="the emulator's depth limit"),

@@ -42,6 +42,8 @@ def typed(rt: kinds.ResourceType, obj: object) -> dict:
         if value is not None and not isinstance(value, str):
             raise _cannot_decode(rt.kind, version, f"json: cannot unmarshal {_JSON_NAMES.get(type(value))} into Go "
                                                    f"struct field TypeMeta.{field} of type string")
+    if "metadata" in obj and obj["metadata"] is None:  # a null ObjectMeta decodes as an empty one
+        obj["metadata"] = {}
     if isinstance(obj.get("apiVersion"), str):
         version = obj["apiVersion"].rpartition("/")[2]
     definition = None if rt.custom else openapi.root(rt.group, version, rt.kind)

@@ -124,7 +124,10 @@ class _Loader(yaml.SafeLoader):
             self._depth -= 1
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        return {_json_key(k): v for k, v in super().construct_mapping(node, deep).items()}
+        """Pairs in order, each key as JSON's (a dict of Python keys would merge `1` and `true`)."""
+        self.flatten_mapping(node)
+        return {_json_key(self.construct_object(k, deep=deep)): self.construct_object(v, deep=deep)
+                for k, v in node.value}
 
 
 def _yaml(raw: bytes) -> object:

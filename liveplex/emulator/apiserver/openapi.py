@@ -179,17 +179,28 @@ def _decode(value: Any, node: dict, path: str, struct: str, out: Decoded) -> Any
         for key, sub in value.items():
             where = _join(path, key) if props is not None else f"{path}[{key}]"
             if props is not None and key in props:
-                kept[key] = _decode(sub, props[key], where, go_name or struct, out)
+                if sub is not None:  # null into a Go struct field leaves it unset
+                    kept[key] = _decode(sub, props[key], where, go_name or struct, out)
             elif isinstance(extra, dict):
-                kept[key] = _decode(sub, extra, where, go_name or struct, out)
+                kept[key] = _decode(_zero(extra) if sub is None else sub, extra, where, go_name or struct, out)
             elif extra is False:
                 out.unknown.append(where)
             else:
                 kept[key] = sub
         return kept
     if isinstance(value, list) and isinstance(node.get("items"), dict):
-        return [_decode(item, node["items"], f"{path}[{n}]", struct, out) for n, item in enumerate(value)]
+        return [_decode(_zero(node["items"]) if item is None else item, node["items"], f"{path}[{n}]", struct, out)
+                for n, item in enumerate(value)]
     return value
+
+
+_ZEROS = {"object": dict, "string": str, "array": list, "integer": int, "number": int, "boolean": bool}
+
+
+def _zero(node: dict) -> Any:
+    """What Go's decoder leaves in a list element or a map value that was null: its type's zero value."""
+    kinds = [k for k in _types(_resolve(node)[0]) if k != "null"]
+    return _ZEROS[kinds[0]]() if kinds and kinds[0] in _ZEROS else None
 
 
 def required(obj: Any, definition: str) -> list[Cause]:

@@ -345,7 +345,8 @@ class Api:
         body = admission.typed_as("TokenRequest", "authentication.k8s.io", "v1",
                                   await self._review_body(request, protowire.token_request))
         spec = dict(body.get("spec") or {})
-        seconds = spec.get("expirationSeconds") or auth.TOKEN_SECONDS
+        seconds = spec.get("expirationSeconds")
+        seconds = auth.TOKEN_SECONDS if seconds is None else seconds
         if not auth.MIN_TOKEN_SECONDS <= seconds <= auth.MAX_TOKEN_SECONDS:
             detail = (f"may not specify a duration less than {auth.MIN_TOKEN_SECONDS // 60}m0s"
                       if seconds < auth.MIN_TOKEN_SECONDS else "may not specify a duration larger than 2^32 seconds")

@@ -89,7 +89,10 @@ def from_label_selector(selector: Mapping | None) -> Selector:
     reqs = [Requirement(k, "=", (str(v),)) for k, v in sorted((selector.get("matchLabels") or {}).items())]
     ops = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
     for expr in selector.get("matchExpressions") or []:
-        reqs.append(Requirement(expr["key"], ops[expr["operator"]], tuple(expr.get("values") or ())))
+        # validation (`validation.label_selector`) refuses a missing key or an unknown operator; read
+        # leniently here so that it can name them rather than fail on them
+        reqs.append(Requirement(expr.get("key") or "", ops.get(expr.get("operator"), "in"),
+                                tuple(expr.get("values") or ())))
     return tuple(reqs)
 
 

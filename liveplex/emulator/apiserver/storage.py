@@ -342,7 +342,7 @@ class Store:
     def _admit(self, rt: kinds.ResourceType, obj: dict, validation: str, old: dict | None = None) -> dict:
         """Decoding, defaults and validation for a write about to be stored (`admission.admit`)."""
         obj["apiVersion"] = rt.api_version(rt.preferred) if not rt.custom else obj.get(
-            "apiVersion", rt.api_version(rt.preferred))
+            "apiVersion") or rt.api_version(rt.preferred)
         obj["kind"] = rt.kind
         return admission.admit(rt, obj, old, validation, self._cluster_ip)
 
