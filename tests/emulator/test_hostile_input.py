@@ -385,6 +385,15 @@ def _crd_cases() -> list[Case]:
             **_crd("nulls")["spec"]["versions"][0], "schema": {"openAPIV3Schema": {
                 "type": "object", "properties": {"spec": None}}}}]}},
              upstream="CRD: a null schema decodes as an empty one, which has no type"),
+        Case("crd-column-type", "POST", CRDS, 422, _crd("coltypes", version={"additionalPrinterColumns": [
+            {"name": "C", "type": "x", "jsonPath": ".spec.word"}]}), upstream="CRD: ValidateCustomResourceColumnDefinition"),
+        Case("crd-column-path", "POST", CRDS, 422, _crd("colpaths", version={"additionalPrinterColumns": [
+            {"name": "C", "type": "string", "jsonPath": "[[["}]}), upstream="CRD: validateSimpleJSONPath"),
+        Case("crd-column-no-path", "POST", CRDS, 422, _crd("colnopaths", version={"additionalPrinterColumns": [
+            {"name": "C", "type": "string", "jsonPath": ""}]})),
+        Case("crd-scale-path-outside-spec", "POST", CRDS, 422, _crd("scalepaths", version={"subresources": {"scale": {
+            "specReplicasPath": ".status.replicas", "statusReplicasPath": ".status.replicas"}}}),
+             upstream="CRD: specReplicasPath should be a json path under .spec"),
         Case("crd-plural-number", "POST", CRDS, 400, _crd("numbers", names={"plural": 5}), upstream="DECODE"),
         Case("crd-versions-string", "POST", CRDS, 400, _crd("strings", versions="v1"), upstream="DECODE"),
         Case("crd-example-nested-200", "POST", CRDS, 400, deep, upstream="the emulator's depth limit"),
@@ -445,6 +454,8 @@ def _other_cases() -> list[Case]:
         Case("continue-garbage", "GET", CM, 400, params={"continue": "!!!"}),
         Case("watch-timeout-string", "GET", CM, 400, params={"watch": "true", "timeoutSeconds": "forever"}),
         Case("watch-rv-string", "GET", CM, 400, params={"watch": "true", "resourceVersion": "latest"}),
+        *(Case(f"openapi-{n}", "GET", p, 404, content_type=None) for n, p in enumerate((
+            "/openapi/v3/api", "/openapi/v3/apis", "/openapi/v3/apis/apps", "/openapi/v3/x/y/z", "/openapi/v3/api/v1/x"))),
         Case("protobuf-accept-gets-json", "GET", f"{CM}/target", 200, content_type=None,
              upstream="kubectl's Accept: protobuf first, JSON as fallback"),
     ]

@@ -97,6 +97,42 @@ def _group_and_scope(crd: dict) -> list[Cause]:
     return out
 
 
+COLUMN_TYPES = ("integer", "number", "string", "boolean", "date")
+COLUMN_FORMATS = ("int32", "int64", "float", "double", "byte", "date", "date-time", "password")
+
+
+def _simple_path(path: str, value: str, under: tuple[str, ...] = ()) -> list[Cause]:
+    """validateSimpleJSONPath, and for scale paths the part of the object they must point into."""
+    if not value:
+        return [validation.required(path)]
+    if not value.startswith("."):
+        return [validation.invalid(path, value, "must be a simple json path starting with .")]
+    if under and not value.startswith(tuple(f"{u}." for u in under)):
+        return [validation.invalid(path, value, f"should be a json path under {' or '.join(under)}")]
+    return []
+
+
+def _version_extras(version: dict, path: str) -> list[Cause]:
+    """A version's printer columns (ValidateCustomResourceColumnDefinition) and scale paths."""
+    out: list[Cause] = []
+    for n, column in enumerate(version.get("additionalPrinterColumns") or []):
+        here = f"{path}.additionalPrinterColumns[{n}]"
+        out += [validation.required(f"{here}.name")] if not column.get("name") else []
+        if column.get("type") not in COLUMN_TYPES:
+            out.append(validation.unsupported(f"{here}.type", column.get("type") or "", COLUMN_TYPES))
+        if column.get("format") and column["format"] not in COLUMN_FORMATS:
+            out.append(validation.unsupported(f"{here}.format", column["format"], COLUMN_FORMATS))
+        out += _simple_path(f"{here}.jsonPath", column.get("jsonPath") or "")
+    scale = (version.get("subresources") or {}).get("scale")
+    if scale is not None:
+        here = f"{path}.subresources.scale"
+        out += _simple_path(f"{here}.specReplicasPath", scale.get("specReplicasPath") or "", (".spec",))
+        out += _simple_path(f"{here}.statusReplicasPath", scale.get("statusReplicasPath") or "", (".status",))
+        if scale.get("labelSelectorPath"):
+            out += _simple_path(f"{here}.labelSelectorPath", scale["labelSelectorPath"], (".spec", ".status"))
+    return out
+
+
 def check(crd: dict, old: dict | None) -> list[Cause]:
     """Causes for a defaulted CRD (`old` is the stored one on updates)."""
     spec = crd.get("spec") or {}
@@ -109,6 +145,7 @@ def check(crd: dict, old: dict | None) -> list[Cause]:
     if len([v for v in spec.get("versions") or [] if v.get("storage")]) != 1:
         out.append(Cause("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
     for n, version in enumerate(spec.get("versions") or []):
+        out += _version_extras(version, f"spec.versions[{n}]")
         openapi = (version.get("schema") or {}).get("openAPIV3Schema")
         path = f"spec.versions[{n}].schema.openAPIV3Schema"
         if openapi is None:

@@ -252,8 +252,9 @@ class Api:
             return _dump(discovery.openapi_root(registry))
         if path.startswith("/openapi/v3/"):
             tail = path.removeprefix("/openapi/v3/").split("/")
-            group, version = ("", tail[1]) if tail[0] == "api" else (tail[1], tail[2]) if len(tail) > 2 else ("", "")
-            doc = discovery.openapi_gv(registry, group, version) if len(tail) >= 2 else None
+            group, version = ("", tail[1]) if tail[0] == "api" and len(tail) == 2 else (
+                tail[1], tail[2]) if tail[0] == "apis" and len(tail) == 3 else ("", "")
+            doc = discovery.openapi_gv(registry, group, version) if version else None
             if doc is None:
                 raise errors.no_route(path)
             return _dump(doc)
