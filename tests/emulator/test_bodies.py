@@ -29,9 +29,20 @@ def test_nesting_is_refused_past_the_limit_and_checked_without_recursion() -> No
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), 2 ** 64, -(2 ** 63) - 1, {1: "a"}, b"x", "\ud800",
                                    {"\udc00": "a"}, {"a": [{"b": float("-inf")}]}])
 def test_values_no_json_decoder_yields_are_refused(value: object) -> None:
+    """Only YAML can produce them (orjson refuses them in JSON text), so only YAML bodies are walked for them."""
     with pytest.raises(errors.ApiError) as exc:
-        bodies.check(value)
+        bodies.check(value, values=True)
     assert exc.value.code == 400
+    bodies.check(value)
+
+
+def test_a_refusal_names_where() -> None:
+    with pytest.raises(errors.ApiError) as exc:
+        bodies.check({"metadata": {"annotations": {"a": "\ud800"}}, "b": [0, {1: 2}]}, values=True)
+    assert exc.value.message.startswith(("metadata.annotations.a:", "b[1]:"))
+    with pytest.raises(errors.ApiError) as exc:
+        bodies.check({"spec": [_nested(bodies.MAX_DEPTH)]})
+    assert "(at spec[0]" in exc.value.message
 
 
 def test_yaml_is_read_as_sigs_k8s_io_yaml_hands_it_to_the_json_decoder() -> None:

@@ -311,6 +311,13 @@ def _patch_cases() -> list[Case]:
                         [{"op": "add", "path": "/metadata/labels", "value": {"ok": "yes"}}], JSON_PATCH))
         out.append(Case(f"{kind}-merge-patch-control", "PATCH", path, 200, {"metadata": {"labels": {"ok": "no"}}},
                         MERGE))
+    deep = _nested(100).decode()
+    out.append(Case("widgets-status-deep", "PATCH", f"{WIDGETS}/target/status", 200,
+                    f'{{"status":{{"a":{deep}}}}}'.encode(), MERGE, "100 levels are within the limit"))
+    out.append(Case("widgets-status-deeper-by-a-second-patch", "PATCH", f"{WIDGETS}/target/status", 422, [
+        {"op": "add", "path": "/status/a" + "/a" * 99 + "/b", "value": orjson.loads(_nested(100))}], JSON_PATCH,
+                    "each patch is within the depth limit, what they build together is not (the emulator's limit)",
+                    (("GET", WIDGETS, 200),)))
     out.append(Case("widgets-strategic", "PATCH", f"{WIDGETS}/target", 415, {}, STRATEGIC,
                     "custom resources take no strategic merge patch"))
     for kind, path in (("configmaps", f"{CM}/target"), ("deployments", f"{DEPLOY}/target")):

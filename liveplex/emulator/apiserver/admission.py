@@ -31,9 +31,10 @@ def _unknown(rt: kinds.ResourceType, version: str, paths: list[str]) -> errors.A
 
 
 def typed(rt: kinds.ResourceType, obj: object) -> dict:
-    """`obj` if Go's decoder would take it as an `rt`, else its 400: the shape every step after the
-    edge relies on (a built-in against its whole schema, a custom resource's `metadata` against
-    ObjectMeta; the CRD's schema checks the rest of a custom resource, with 422s)."""
+    """`obj` if it is the object Go's decoder would make an `rt` of, as far as the steps before
+    admission read it (an object, its apiVersion and kind strings, its metadata an ObjectMeta), else
+    the decoder's 400. The rest is decoded first thing in admission: a built-in against its whole
+    schema (`_builtin`, 400), a custom resource against its CRD's (`_custom`, 422)."""
     if not isinstance(obj, dict):
         raise errors.bad_request(f"the body of a {rt.kind} must be a JSON object, not {_JSON_NAMES.get(type(obj))}")
     version = rt.preferred
@@ -46,9 +47,7 @@ def typed(rt: kinds.ResourceType, obj: object) -> dict:
         obj["metadata"] = {}
     if isinstance(obj.get("apiVersion"), str):
         version = obj["apiVersion"].rpartition("/")[2]
-    definition = None if rt.custom else openapi.root(rt.group, version, rt.kind)
-    decoded = openapi.decode(obj, definition) if definition is not None else openapi.decode(
-        obj.get("metadata"), OBJECT_META, "metadata")
+    decoded = openapi.decode(obj.get("metadata"), OBJECT_META, "metadata")
     if decoded.mistyped:
         raise _cannot_decode(rt.kind, version, decoded.mistyped[0])
     return obj

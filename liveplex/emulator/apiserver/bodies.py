@@ -46,50 +46,65 @@ def parse(raw: bytes, media: str) -> object:
     if not raw.strip():
         return {}
     try:
-        value = orjson.loads(raw)
+        value = orjson.loads(raw)  # valid UTF-8, finite numbers, string keys: only the depth is left to check
     except orjson.JSONDecodeError as exc:
         if "yaml" not in media:
             raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
         value = _yaml(raw)
+        check(value, values=True)
+        return value
     check(value)
     return value
 
 
-def check(value: object) -> None:
-    """400 for anything in `value` that no JSON decoder yields (see the module docstring); iterative,
-    so a deep value costs no Python stack."""
-    stack: list[tuple[object, str, int]] = [(value, "", 0)]
+def check(value: object, values: bool = False) -> None:
+    """400 for nesting past `MAX_DEPTH` and, with `values`, for anything else no JSON decoder yields
+    (see the module docstring). Iterative, so a deep value costs no Python stack; the path of what
+    it refuses is put together only then."""
+    stack: list[tuple[object, int, tuple | None]] = [(value, 0, None)]
     while stack:
-        node, path, depth = stack.pop()
-        if isinstance(node, (dict, list)) and depth >= MAX_DEPTH:
-            raise errors.bad_request(f"the request body nests deeper than {MAX_DEPTH} levels (at {path or 'the root'})")
+        node, depth, where = stack.pop()
         if isinstance(node, dict):
+            if depth >= MAX_DEPTH:
+                raise errors.bad_request(f"the request body nests deeper than {MAX_DEPTH} levels (at {_path(where)})")
             for key, sub in node.items():
-                if not isinstance(key, str):
-                    raise errors.bad_request(f"{path or 'the body'}: map key {key!r} is not a string")
-                _text(key, path)
-                stack.append((sub, f"{path}.{key}" if path else key, depth + 1))
+                if values and (not isinstance(key, str) or not _utf8(key)):
+                    raise errors.bad_request(f"{_path(where)}: map key {key!r} is not a JSON string")
+                stack.append((sub, depth + 1, (where, key)))
         elif isinstance(node, list):
-            stack.extend((sub, f"{path}[{n}]", depth + 1) for n, sub in enumerate(node))
-        elif isinstance(node, str):
-            _text(node, path)
-        elif isinstance(node, bool) or node is None:
-            continue
-        elif isinstance(node, int):
-            if not -(2 ** 63) <= node < 2 ** 64:
-                raise errors.bad_request(f"{path or 'the body'}: the number {node} is out of range")
-        elif isinstance(node, float):
-            if not math.isfinite(node):
-                raise errors.bad_request(f"{path or 'the body'}: {node} is not a JSON number")
-        else:
-            raise errors.bad_request(f"{path or 'the body'}: a {type(node).__name__} has no JSON form")
+            if depth >= MAX_DEPTH:
+                raise errors.bad_request(f"the request body nests deeper than {MAX_DEPTH} levels (at {_path(where)})")
+            stack.extend((sub, depth + 1, (where, n)) for n, sub in enumerate(node))
+        elif values and not _json_scalar(node):
+            raise errors.bad_request(f"{_path(where)}: {str(node)[:40]!r} ({type(node).__name__}) has no JSON form "
+                                     "(a lone surrogate, a number out of range, not a JSON type)")
 
 
-def _text(text: str, path: str) -> None:
+def _json_scalar(node: object) -> bool:
+    if isinstance(node, str):
+        return _utf8(node)
+    if isinstance(node, bool) or node is None:
+        return True
+    if isinstance(node, int):
+        return -(2 ** 63) <= node < 2 ** 64
+    return isinstance(node, float) and math.isfinite(node)
+
+
+def _utf8(text: str) -> bool:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise errors.bad_request(f"{path or 'the body'}: a string is not valid UTF-8 (a lone surrogate)") from None
+        return False
+    return True
+
+
+def _path(where: tuple | None) -> str:
+    """`metadata.labels[x]`-style path of a (parent, key) chain; `the root` for None."""
+    parts: list[str] = []
+    while where is not None:
+        where, key = where
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    return "".join(reversed(parts)).lstrip(".") or "the root"
 
 
 def _json_key(key: object) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from liveplex.emulator.apiserver import admission, builtins, errors, kinds, patch, selectors, tables
+from liveplex.emulator.apiserver import admission, bodies, builtins, errors, kinds, patch, selectors, tables
 from liveplex.emulator.apiserver.errors import Cause
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
@@ -233,6 +233,7 @@ class Store:
         old = self.get(rt, namespace, name)
         new = apply_patch(rt, old, content_type, body)
         try:
+            bodies.check(new)  # two patches, each within the depth limit, can nest past it together
             new = admission.typed(rt, new)
         except errors.ApiError as exc:  # handlers/patch.go: a patched object the decoder refuses is 422
             raise errors.unprocessable(exc.message) from None
