@@ -239,7 +239,7 @@ def _check_directives(patch: dict) -> None:
             raise errors.bad_request("invalid patch format of primitive list")
     if isinstance(retain, list) and any(not k.startswith("$") and v is not None and k not in retain
                                         for k, v in patch.items()):
-        raise errors.ApiError(422, "Invalid", "patch content doesn't match retainKeys list")
+        raise errors.unprocessable("patch content doesn't match retainKeys list")
     for value in patch.values():
         for item in value if isinstance(value, list) else ():
             if isinstance(item, dict):
