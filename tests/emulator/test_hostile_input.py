@@ -330,6 +330,17 @@ def _patch_cases() -> list[Case]:
                 ("metadata-list", {"metadata": []}, 422), ("rename", {"metadata": {"name": "other"}}, 400)]:
             out.append(Case(f"{kind}-strategic-{name}", "PATCH", path, code, body, STRATEGIC, "PATCH (an unknown "
                             "$patch is a 500 upstream, interpretStrategicMergePatchError's default; 400 here)"))
+    deploy = f"{DEPLOY}/target"
+    for name, body, media, code, params in [
+            ("replicas-string", {"spec": {"replicas": "x"}}, MERGE, 422, {}),
+            ("replicas-int32", {"spec": {"replicas": 2 ** 31}}, MERGE, 422, {}),
+            ("replicas-json-patch", [{"op": "replace", "path": "/spec/replicas", "value": "x"}], JSON_PATCH, 422, {}),
+            ("port-string", {"spec": {"template": {"spec": {"containers": [
+                {"name": "c", "ports": [{"containerPort": "x"}]}]}}}}, STRATEGIC, 422, {}),
+            ("unknown-field-strict", {"spec": {"frobnicate": 1}}, MERGE, 400, {"fieldValidation": "Strict"})]:
+        out.append(Case(f"deployments-patched-{name}", "PATCH", deploy, code, body, media,
+                        "PATCH: the decoder refusing the patched object is 422, a strict unknown field 400",
+                        (("GET", deploy, 200),), params))
     out.append(Case("deployments-strategic-item-directive", "PATCH", f"{DEPLOY}/target", 400, {"spec": {"template": {
         "spec": {"containers": [{"name": "c", "$patch": "explode"}]}}}}, STRATEGIC))
     out.append(Case("deployments-strategic-control", "PATCH", f"{DEPLOY}/target", 200, {"spec": {"template": {

@@ -66,17 +66,17 @@ def check(value: object, values: bool = False) -> None:
         node, depth, where = stack.pop()
         if isinstance(node, dict):
             if depth >= MAX_DEPTH:
-                raise errors.bad_request(f"the request body nests deeper than {MAX_DEPTH} levels (at {_path(where)})")
+                raise errors.malformed(f"the request body nests deeper than {MAX_DEPTH} levels (at {_path(where)})")
             for key, sub in node.items():
                 if values and (not isinstance(key, str) or not _utf8(key)):
-                    raise errors.bad_request(f"{_path(where)}: map key {key!r} is not a JSON string")
+                    raise errors.malformed(f"{_path(where)}: map key {key!r} is not a JSON string")
                 stack.append((sub, depth + 1, (where, key)))
         elif isinstance(node, list):
             if depth >= MAX_DEPTH:
-                raise errors.bad_request(f"the request body nests deeper than {MAX_DEPTH} levels (at {_path(where)})")
+                raise errors.malformed(f"the request body nests deeper than {MAX_DEPTH} levels (at {_path(where)})")
             stack.extend((sub, depth + 1, (where, n)) for n, sub in enumerate(node))
         elif values and not _json_scalar(node):
-            raise errors.bad_request(f"{_path(where)}: {str(node)[:40]!r} ({type(node).__name__}) has no JSON form "
+            raise errors.malformed(f"{_path(where)}: {str(node)[:40]!r} ({type(node).__name__}) has no JSON form "
                                      "(a lone surrogate, a number out of range, not a JSON type)")
 
 

@@ -53,6 +53,22 @@ class ApiError(Exception):
         return body
 
 
+@dataclass(frozen=True)
+class Undecodable(ApiError):
+    """A value Go's JSON decoder refuses: 400 in a request body, 422 in the object a patch
+    produces (apiserver/pkg/endpoints/handlers/patch.go), which is why it is a type of its own."""
+
+
+def malformed(message: str) -> Undecodable:
+    """A body no JSON decoder would take at all (too deep, not JSON's values)."""
+    return Undecodable(400, "BadRequest", message)
+
+
+def undecodable(kind: str, version: str, why: str) -> Undecodable:
+    """A value the decoder refuses for a Go type: `why` in encoding/json's words."""
+    return malformed(f'{kind} in version "{version}" cannot be handled as a {kind}: {why}')
+
+
 def _qualified(plural: str, group: str) -> str:
     return f"{plural}.{group}" if group else plural
 

@@ -235,13 +235,13 @@ class Store:
         try:
             bodies.check(new)  # two patches, each within the depth limit, can nest past it together
             new = admission.typed(rt, new)
-        except errors.ApiError as exc:  # handlers/patch.go: a patched object the decoder refuses is 422
+            admission.same_object(new, name, namespace if rt.namespaced else "")
+            wanted = (new.get("metadata") or {}).get("resourceVersion")
+            if wanted and wanted != old["metadata"]["resourceVersion"]:
+                raise errors.stale(rt.plural, rt.group, name)
+            return self._commit(rt, old, new, subresource, validation, dry_run)
+        except errors.Undecodable as exc:  # handlers/patch.go: a patched object the decoder refuses is 422
             raise errors.unprocessable(exc.message) from None
-        admission.same_object(new, name, namespace if rt.namespaced else "")
-        wanted = (new.get("metadata") or {}).get("resourceVersion")
-        if wanted and wanted != old["metadata"]["resourceVersion"]:
-            raise errors.stale(rt.plural, rt.group, name)
-        return self._commit(rt, old, new, subresource, validation, dry_run)
 
     def delete(self, rt: kinds.ResourceType, namespace: str, name: str,
                options: DeleteOptions = DeleteOptions()) -> dict:
