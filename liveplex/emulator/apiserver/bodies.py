@@ -29,7 +29,6 @@ Kubernetes object liveplex or its clients write comes near it (a CRD schema nest
 
 JSON = "application/json"
 YAML = "application/yaml"
-PROTOBUF = "application/vnd.kubernetes.protobuf"
 OBJECT_TYPES = (JSON, YAML)
 """What a create, an update or a DeleteOptions body may be sent as."""
 
