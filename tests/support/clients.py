@@ -38,6 +38,8 @@ STARTS: dict[str, tuple[dict, tuple[str, ...]]] = {
                                                    "output": {"voice": "NATF2"}}), ()),
     "pcm 16 kHz": (_start("s1", instructions="Hi", audio={"format": {"type": "audio/pcm", "rate": 16000},
                                                          "output": {"voice": "cedar"}}), ("voice_mapped",)),
+    "the rest of the fields": (_start("s1", instructions="Hi", safety_identifier="user-1", triggers=[], store=False,
+                                      audio={"output": {"voice": "NATF2"}}), ()),
     "everything": (_start("s9", input=_HISTORY, delegation={"type": "responses", "responses": {"model": "gpt-4.1"}}),
                    ("input_truncated", "delegation_unused", "voice_mapped", "default_instructions")),
 }
