@@ -22,6 +22,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from liveplex.emulator import kubeconfig as kubeconfigs
 from liveplex.operator import names
@@ -59,7 +60,7 @@ class Api:
         ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
         return cls(cluster["server"], ssl.create_default_context(cadata=ca), user["token"])
 
-    def call(self, path: str, body: object = None) -> object:
+    def call(self, path: str, body: object = None) -> Any:
         """GET `path` (POST `body` when given) and its JSON; raises `urllib.error.URLError`."""
         request = urllib.request.Request(
             self.server + path, method="GET" if body is None else "POST",
@@ -85,20 +86,20 @@ def crd_served(api: Api) -> bool:
     resource, and its OpenAPI v3 schema (what `kubectl apply` validates against) is served."""
     try:
         got = api.call(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}")
-        conditions = got.get("status", {}).get("conditions", ())  # type: ignore[union-attr]
+        conditions = got.get("status", {}).get("conditions", ())
         if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
             return False
         listed = api.call(f"/apis/{names.API_VERSION}")
-        if not any(r.get("name") == names.PLURAL for r in listed.get("resources", ())):  # type: ignore[union-attr]
+        if not any(r.get("name") == names.PLURAL for r in listed.get("resources", ())):
             return False
         root = api.call("/openapi/v3")
-        ref = root.get("paths", {}).get(f"apis/{names.API_VERSION}")  # type: ignore[union-attr]
+        ref = root.get("paths", {}).get(f"apis/{names.API_VERSION}")
         if ref is None:
             return False
         doc = api.call(ref["serverRelativeURL"])
     except (OSError, ValueError, KeyError, AttributeError):  # URLError is an OSError: not up (yet)
         return False
-    schemas = doc.get("components", {}).get("schemas", {}).values()  # type: ignore[union-attr]
+    schemas = doc.get("components", {}).get("schemas", {}).values()
     return any({"group": names.GROUP, "version": names.VERSION, "kind": names.KIND} in s.get(
         "x-kubernetes-group-version-kind", ()) for s in schemas)
 

@@ -90,7 +90,10 @@ def derive(shapes: Mapping[str, architecture.Shape], where: str, kwargs: Mapping
         problems.append(f"{where}: cannot derive Mimi's `num_heads` for width {values['dimension']} (not a multiple "
                         f"of {HEAD_DIM}); give `{key}` in {architecture.CONFIG_FILE}")
         heads = 1
-    cfg = config.MimiConfig(num_heads=heads, **values)
+    cfg = config.MimiConfig(filters=values["filters"], dimension=values["dimension"], num_layers=values["num_layers"],
+                            num_heads=heads, dim_feedforward=values["dim_feedforward"],
+                            codebook_dim=values["codebook_dim"], bins=values["bins"],
+                            stored_codebooks=values["stored_codebooks"])
     if cfg.stored_codebooks < cfg.codebooks:
         problems.append(f"{where}: {cfg.stored_codebooks} codebooks; liveplex uses {cfg.codebooks}: give a Mimi "
                         f"file with at least {cfg.codebooks}")
