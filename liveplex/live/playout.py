@@ -32,9 +32,11 @@ class Playout:
     """Tick groups the engine runs within a period; a session moves between them in `step_ns`."""
     margin_ns: int = 4 * MS
     """The least wait kept above the latest frame seen: the tick's own start jitter."""
-    underrun_ns: int = 5 * MS
-    """Added to the margin at each underrun (as Kyutai's web client adds 5 ms per underrun)."""
-    max_margin_ns: int = 60 * MS
+    underrun_ns: int = 10 * MS
+    """Added to the margin at each underrun (Kyutai's web client adds 5 ms per underrun; a tick
+    group is 20 ms, so 5 ms took four underruns, each 80 ms of silence to the model, to move a
+    session one group back)."""
+    max_margin_ns: int = 100 * MS
     calm_ticks: int = 50
     """Ticks (4 s) without an underrun after which the margin comes down one `decay_ns`."""
     decay_ns: int = 5 * MS
