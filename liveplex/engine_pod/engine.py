@@ -145,15 +145,20 @@ def _ids_within(path: errors.Path, ids: np.ndarray, limits: list[int] | int) -> 
         raise errors.state(path, "holds token ids outside the model's vocabularies")
 
 
+def slot_bytes(model: model_mod.Model, settings: EngineSettings) -> memory.SlotBytes:
+    """What one session costs on the device: its KV ring in the ring's own element size (one
+    byte under `--kv-dtype fp8`), its Mimi state, its token rows."""
+    cfg = model.cfg
+    element = model_mod.kv_dtype(settings.dtype, settings.kv_dtype).itemsize
+    return memory.SlotBytes(kv=memory.kv_bytes(cfg.num_layers, cfg.context, cfg.dim, element),
+                            mimi=model.codec.init_state(1).nbytes, tokens=64 * 1024)
+
+
 def session_cap(model: model_mod.Model, settings: EngineSettings) -> int:
     """`max_sessions` for this device (spec §5.12): derived from free memory on CUDA."""
     if not settings.device.startswith("cuda"):
         return settings.max_sessions or CPU_MAX_SESSIONS
-    cfg = model.cfg
-    element = model_mod.kv_dtype(settings.dtype, settings.kv_dtype).itemsize
-    per_slot = memory.SlotBytes(
-        kv=memory.kv_bytes(cfg.num_layers, cfg.context, cfg.dim, element),
-        mimi=model.codec.init_state(1).nbytes, tokens=64 * 1024).total
+    per_slot = slot_bytes(model, settings).total
     free, _ = torch.cuda.mem_get_info(torch.device(settings.device))
     return memory.max_sessions(settings.max_sessions, free, int(settings.memory_reserve_gib * memory.GIB),
                                per_slot)

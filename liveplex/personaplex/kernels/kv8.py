@@ -99,6 +99,20 @@ def _attend_shape(q: torch.Tensor, packed: torch.Tensor, scale: torch.Tensor, cu
 
 if fusion.TRITON:
     _E4M3_MAX = tl.constexpr(kv8.E4M3_MAX)
+    _MIN_NORMAL = tl.constexpr(2.0 ** -6)
+    _SUBNORMAL_ROUNDER = tl.constexpr(1.5 * 2.0 ** 14)
+    """An fp32 sum with it rounds to multiples of 2^-9 (its ulp): e4m3's subnormal step."""
+
+    @triton.jit
+    def _round_e4m3(y):
+        """fp32 y, |y| <= 448, rounded to the nearest e4m3 value (ties to even), still fp32: the
+        cast after it is exact. Written out rather than left to the cast, whose rounding under
+        Triton's interpreter drops the carry into the exponent (4.5 -> 4, not 5, at some values)."""
+        bits = y.to(tl.int32, bitcast=True)
+        lsb = (bits >> 20) & 1
+        normal = ((bits + 0x7FFFF + lsb) & -0x100000).to(tl.float32, bitcast=True)  # 3 mantissa bits kept
+        subnormal = (y + _SUBNORMAL_ROUNDER) - _SUBNORMAL_ROUNDER
+        return tl.where(tl.abs(y) < _MIN_NORMAL, subnormal, normal)
 
     @triton.jit
     def _write_kernel(kv_ptr, inverse_ptr, index_ptr, packed_ptr, width, head_dim, kv_row, BLOCK: tl.constexpr):
@@ -107,7 +121,7 @@ if fusion.TRITON:
         keep = cols < width
         x = tl.load(kv_ptr + row * kv_row + cols, mask=keep, other=0.0).to(tl.float32)
         inverse = tl.load(inverse_ptr + cols // head_dim, mask=keep, other=0.0)
-        y = tl.clamp(x * inverse, -_E4M3_MAX, _E4M3_MAX)
+        y = _round_e4m3(tl.clamp(x * inverse, -_E4M3_MAX, _E4M3_MAX))
         dst = tl.load(index_ptr + row)
         tl.store(packed_ptr + dst * width + cols, y.to(tl.float8e4nv, fp_downcast_rounding="rtne"), mask=keep)
 
@@ -148,7 +162,8 @@ if fusion.TRITON:
             m = tl.max(tl.full([BLOCK_N], float("-inf"), tl.float32), axis=0)
             total = tl.sum(tl.zeros([BLOCK_N], tl.float32), axis=0)
             acc = tl.zeros([BLOCK_D], tl.float32)
-            for n0 in range(0, n, BLOCK_N):
+            n0 = 0
+            while n0 < n:  # a loop to a loaded bound: `range` of it is not run by the interpreter
                 keys = n0 + tl.arange(0, BLOCK_N)
                 km = keys < n
                 at = (start + keys)[:, None] * (2 * hd) + h * head_dim + d[None, :]
@@ -162,6 +177,7 @@ if fusion.TRITON:
                 acc = acc * alpha + tl.sum(p[:, None] * v, axis=0)
                 total = total * alpha + tl.sum(p, axis=0)
                 m = m_new
+                n0 += BLOCK_N
             out = acc / total * tl.load(scale_ptr + heads + h)
             tl.store(out_ptr + row * hd + h * head_dim + d, out.to(out_ptr.dtype.element_ty), mask=dm)
 
