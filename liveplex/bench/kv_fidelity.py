@@ -8,7 +8,8 @@ fed tokens: the full-precision run draws greedily, and the 8-bit run is teacher-
 draws (admission draws included), so one flipped draw does not fork the rest. User codes are
 random, the same for both. Per frame of every session it compares the text logits and the eight
 audio codebooks' logits (cosine), and reports the greedy draw each run would have made, per
-codebook (agreement). JSON on stdout; docs/personaplex.md has the numbers and the command.
+codebook (agreement). Both run `masked` attention (the CPU's; that `flash` reads an 8-bit ring as
+`masked` does is tests/personaplex/test_kv8.py's). JSON on stdout; docs/personaplex.md has the numbers and the command.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def _forced(record: dict[int, torch.Tensor]) -> step.Draw:
 
 
 @torch.no_grad()
-def run(model: model_mod.Model, frames: int, late: int, seed: int, backend: ring.Backend) -> dict[str, object]:
+def run(model: model_mod.Model, frames: int, late: int, seed: int) -> dict[str, object]:
     """Both runs of three sessions (joining at ticks 0, 0 and `late`), `frames` frames each."""
     temp, dep, cfg = model.lm.temporal, model.lm.depformer, model.cfg
     sessions = _sessions(model)
@@ -100,7 +101,7 @@ def run(model: model_mod.Model, frames: int, late: int, seed: int, backend: ring
         outs = []
         for (lane, _), draw in zip(lanes, (_recording(record), _forced(record)), strict=True):
             pos = lane.state.pos[:B]
-            plan = ring.live_plan(pos, lane.pool, lane.offsets, backend, cfg.context)
+            plan = ring.live_plan(pos, lane.pool, lane.offsets, ring.Backend.MASKED, cfg.context)
             outs.append(step.live_step(temp, dep, lane.pool, lane.state, codes, SCHEDULE, draw, plan))
         full, eight = outs
         for i in running:
@@ -129,14 +130,14 @@ def tiny(convention: prompt.Convention, directory: pathlib.Path, seed: int) -> m
                           max_voice_frames=250)
 
 
-def measure(frames: int, late: int, seed: int, backend: ring.Backend) -> dict[str, object]:
+def measure(frames: int, late: int, seed: int) -> dict[str, object]:
     """Both tiny models' reports."""
-    out: dict[str, object] = {"frames": frames, "late": late, "seed": seed, "attention": backend.value,
-                              "context": config.tiny().context, "torch": torch.__version__}
+    out: dict[str, object] = {"frames": frames, "late": late, "seed": seed, "context": config.tiny().context,
+                              "torch": torch.__version__}
     with tempfile.TemporaryDirectory() as tmp:
         for convention in prompt.Convention:
             model = tiny(convention, pathlib.Path(tmp) / convention.value, seed)
-            out[convention.value] = run(model, frames, late, seed, backend)
+            out[convention.value] = run(model, frames, late, seed)
     return out
 
 
@@ -146,14 +147,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--late", type=int, default=100,
                         help="the tick the third session joins at (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="weights, voices and user codes (default: %(default)s)")
-    parser.add_argument("--attention", choices=[b.value for b in ring.Backend], default="masked",
-                        help="the backend both runs use (default: %(default)s; flash runs its CPU composition)")
     parser.add_argument("--out", type=pathlib.Path, help="also write the report here (default: none)")
     args = parser.parse_args(argv)
     if args.frames < 1 or args.late < 0:
         parser.error("--frames must be >= 1 and --late >= 0")
     torch.set_num_threads(1)
-    report = measure(args.frames, args.late, args.seed, ring.Backend(args.attention))
+    report = measure(args.frames, args.late, args.seed)
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:

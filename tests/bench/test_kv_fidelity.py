@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from liveplex.bench import kv_fidelity
-from liveplex.personaplex import ring
 
 
 def _check(report: dict) -> None:
@@ -21,12 +20,11 @@ def _check(report: dict) -> None:
 
 
 def test_the_8_bit_ring_keeps_the_logits_of_both_tiny_models_over_a_short_run():
-    report = kv_fidelity.measure(frames=60, late=20, seed=0, backend=ring.Backend.MASKED)
+    report = kv_fidelity.measure(frames=60, late=20, seed=0)
     assert report["personaplex"]["frames_compared"] == report["moshi"]["frames_compared"] == 3 * 60
     _check(report)
 
 
 @pytest.mark.slow
-def test_the_8_bit_ring_keeps_the_logits_over_300_frames_under_both_backends():
-    for backend in ring.Backend:
-        _check(kv_fidelity.measure(frames=300, late=100, seed=0, backend=backend))
+def test_the_8_bit_ring_keeps_the_logits_over_300_frames():
+    _check(kv_fidelity.measure(frames=300, late=100, seed=0))

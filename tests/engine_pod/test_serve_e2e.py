@@ -72,6 +72,17 @@ def test_the_full_checklist_passes_against_the_tiny_model(tiny_dir, tmp_path):
     assert (config["schedule"], stats["schedule"], config["dtype"]) == ("reference", "reference", "fp32")  # D3
 
 
+def test_the_full_checklist_passes_against_the_tiny_model_on_an_8_bit_kv_ring(tiny_dir, tmp_path):
+    """Issue 36: `--kv-dtype fp8` serves, and says so in its config."""
+    with personaplex(tiny_dir, tmp_path / "serve.log", "--max-sessions", "16", "--kv-dtype", "fp8") as base:
+        config = servers.get_json(base.removesuffix("/v1") + "/live/config")
+        code, lines = servers.check(base, "--concurrency", "2")
+    statuses = _clean(code, lines)
+    assert set(statuses) == set(range(1, 43))
+    assert {n for n, s in statuses.items() if s == "SKIP"} <= SIM_ONLY, "\n".join(lines)
+    assert (config["dtype"], config["kv_dtype"]) == ("fp32", "fp8")
+
+
 def test_the_full_checklist_passes_against_a_moshi_checkpoint(tiny_moshi_dir, tmp_path):
     """`make-tiny --moshi`: no voices, no instructions; the PersonaPlex names all play its one voice."""
     with personaplex(tiny_moshi_dir, tmp_path / "serve.log", "--max-sessions", "16") as base:
