@@ -72,14 +72,18 @@ def test_the_full_checklist_passes_against_the_tiny_model(tiny_dir, tmp_path):
     assert (config["schedule"], stats["schedule"], config["dtype"]) == ("reference", "reference", "fp32")  # D3
 
 
-def test_the_full_checklist_passes_against_the_tiny_model_on_an_8_bit_kv_ring(tiny_dir, tmp_path):
-    """Issue 36: `--kv-dtype fp8` serves, and says so in its config."""
-    with personaplex(tiny_dir, tmp_path / "serve.log", "--max-sessions", "16", "--kv-dtype", "fp8") as base:
+MODEL_CHECKS = (8, 14, 16, 20, 22, 24, 25, 26, 29, 34, 42)
+"""The checks whose sessions the model serves (start, voices, formats, streaming, usage, transcript,
+mute, close, commentary): what a KV ring can change; the rest are the protocol's, engine-blind."""
+
+
+def test_the_model_checks_pass_against_the_tiny_model_on_an_8_bit_kv_ring(tiny_dir, tmp_path):
+    """Issue 36: `--kv-dtype fp8` serves, and says so in its config (the full checklist passes
+    against it too: docs/personaplex.md; here the checks that reach the model, to stay fast)."""
+    with personaplex(tiny_dir, tmp_path / "serve.log", "--max-sessions", "8", "--kv-dtype", "fp8") as base:
         config = servers.get_json(base.removesuffix("/v1") + "/live/config")
-        code, lines = servers.check(base, "--concurrency", "2")
-    statuses = _clean(code, lines)
-    assert set(statuses) == set(range(1, 43))
-    assert {n for n, s in statuses.items() if s == "SKIP"} <= SIM_ONLY, "\n".join(lines)
+        code, lines = servers.check(base, "--concurrency", "2", "--only", ",".join(map(str, MODEL_CHECKS)))
+    assert _clean(code, lines) == dict.fromkeys(MODEL_CHECKS, "PASS")
     assert (config["dtype"], config["kv_dtype"]) == ("fp32", "fp8")
 
 
