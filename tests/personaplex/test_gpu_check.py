@@ -58,7 +58,8 @@ def test_the_kv_leg_measures_both_rings_and_the_8_bit_stages_run(tmp_path):
     for ring_ in (full, eight):
         assert ring_["sessions_admitted"] is None and [r["batch"] for r in ring_["levels"]] == [1, 3]
         assert all(r["finite"] and r["full_context"] for r in ring_["levels"])
-    assert set(report["kv_leg"]["verdict"]) == {"fp8_sessions_ratio", "fp8_ready", "reasons"}
+    assert set(report["kv_leg"]["verdict"]) == {"fp8_sessions_ratio", "fp8_ready", "reasons", "tier_b"}
+    assert report["kv_leg"]["verdict"]["tier_b"]["p99_ms"] is None  # batch 128 was not asked for
 
 
 def _ring(name, admitted, p99, finite=True):
@@ -69,7 +70,11 @@ def _ring(name, admitted, p99, finite=True):
 
 def test_the_kv_verdict_asks_for_the_sessions_the_tick_and_finite_values():
     verdict = _script().kv_verdict
-    assert verdict([_ring("bf16", 78, 40.0), _ring("fp8", 152, 45.0)]) == {
-        "fp8_sessions_ratio": 152 / 78, "fp8_ready": True, "reasons": []}
+    got = verdict([_ring("bf16", 78, 40.0), _ring("fp8", 152, 45.0)])
+    assert (got["fp8_sessions_ratio"], got["fp8_ready"], got["reasons"]) == (152 / 78, True, [])
+    assert got["tier_b"] == {"batch": 128, "p99_ms": None, "target_p99_ms": 40.0, "met": None}  # 128 skipped
     got = verdict([_ring("bf16", 78, 40.0), _ring("fp8", 120, 95.0, finite=False)])
     assert not got["fp8_ready"] and len(got["reasons"]) == 3  # too few sessions, over the tick, not finite
+    at_128 = _ring("fp8", 152, 38.0)
+    at_128["levels"][1] = {"batch": 128, "finite": True, "wall": {"p99_ms": 41.0}, "device": {"p99_ms": 39.0}}
+    assert verdict([_ring("bf16", 78, 40.0), at_128])["tier_b"]["met"]  # the device p99 when there is one
