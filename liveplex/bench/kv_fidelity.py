@@ -78,7 +78,8 @@ def run(model: model_mod.Model, frames: int, late: int, seed: int) -> dict[str, 
         pool = temp.new_pool(3, dtype)
         prefixes = [prefill.voice_prefix(temp, voice, dtype) for _, voice in sessions]
         lanes.append((_Lane(pool, step.TokenState.allocate(3), ring.Offsets.of(pool)), prefixes))
-    user = torch.randint(0, cfg.card, (3, frames, config.AGENT_CODEBOOKS), generator=torch.Generator().manual_seed(seed))
+    gen = torch.Generator().manual_seed(seed)
+    user = torch.randint(0, cfg.card, (3, frames, config.AGENT_CODEBOOKS), generator=gen)
     text_cos: list[float] = []
     audio_cos: list[float] = []
     agree = torch.zeros(1 + config.AGENT_CODEBOOKS)

@@ -101,11 +101,15 @@ class Temporal(nn.Module):
         `kv8.FP8`: an e4m3 pool, with the scales of these weights, `kv8.scales`)."""
         weight = self.text_linear.weight
         dtype = dtype or weight.dtype
-        layers = self.transformer.layers
-        scale = kv8.scales([la.self_attn.in_proj_weight for la in layers], [la.norm1.alpha.reshape(-1) for la in layers],
-                           self.cfg.num_heads) if kv8.is_fp8(dtype) else None
+        scale = self.kv_scales() if kv8.is_fp8(dtype) else None
         return ring.KVPool.allocate(self.cfg.num_layers, slots, self.cfg.num_heads, self.cfg.context,
                                     self.cfg.head_dim, dtype, weight.device, scale)
+
+    def kv_scales(self) -> torch.Tensor:
+        """The e4m3 ring's scales of these weights, `[layers, 2, heads, 1]` (`kv8.scales`)."""
+        layers = self.transformer.layers
+        return kv8.scales([la.self_attn.in_proj_weight for la in layers], [la.norm1.alpha.reshape(-1) for la in layers],
+                          self.cfg.num_heads)
 
     def embed(self, columns: torch.Tensor) -> torch.Tensor:
         """Sum of the 17 stream embeddings of each column: [N, 17] int64 -> [N, dim].

@@ -34,7 +34,8 @@ CASES: dict[str, tuple[dict[str, Any], OperatorSettings]] = {
                  {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["h100"]}]}]}}}})), REDIS),
     "personaplex-image": (objects.liveengine(objects.personaplex_spec(
         model={"name": "nvidia/personaplex-7b-v1", "dtype": "fp32", "kvDtype": "fp8", "attention": "masked",
-               "prefillBudgetMillis": 12, "source": {"image": {"reference": "registry.local/weights:7b", "path": "ckpt"}}},
+               "prefillBudgetMillis": 12,
+               "source": {"image": {"reference": "registry.local/weights:7b", "path": "ckpt"}}},
         placement={"subPools": 4})), REDIS),
     "sim-standalone": (objects.liveengine(objects.sim_spec(pacing={"leadMillis": 0, "spreadMillis": 8}),
                                           labels={"team": "qa"}), OperatorSettings()),

@@ -13,18 +13,12 @@ def _tiny() -> temporal.Temporal:
     return checkpoint.random_lm(config.tiny(), seed=3).temporal
 
 
-def _scales(temp: temporal.Temporal) -> torch.Tensor:
-    layers = temp.transformer.layers
-    return kv8.scales([la.self_attn.in_proj_weight for la in layers], [la.norm1.alpha.reshape(-1) for la in layers],
-                      temp.cfg.num_heads)
-
-
 @torch.no_grad()
 def test_the_worst_input_fills_the_top_binade_and_never_saturates():
     """For each layer's largest-bound V row, the input that maximises it (x along the row, times
     alpha) lands in (224, 448]: the scale wastes at most one binade and nothing can pass 448."""
     temp = _tiny()
-    scale = _scales(temp)
+    scale = temp.kv_scales()
     dim, heads, D = temp.cfg.dim, temp.cfg.num_heads, temp.cfg.head_dim
     assert torch.equal(scale, torch.exp2(torch.log2(scale).round()))  # powers of two
     for i, layer in enumerate(temp.transformer.layers):
@@ -41,7 +35,8 @@ def test_the_ring_holds_the_full_precision_keys_and_values_divided_by_their_scal
     temp = _tiny()
     full, eight = temp.new_pool(2), temp.new_pool(2, kv8.FP8)
     assert eight.kv.dtype == kv8.FP8 and eight.nbytes_per_slot * 4 == full.nbytes_per_slot  # fp32 -> 1 byte
-    assert torch.equal(eight.scale, _scales(temp)) and torch.equal(eight.inverse * eight.scale, torch.ones_like(eight.scale))
+    assert torch.equal(eight.scale, temp.kv_scales())
+    assert torch.equal(eight.inverse * eight.scale, torch.ones_like(eight.scale))
     x, position = torch.randn(2, temp.cfg.dim), torch.tensor([0, 7])
     temp.step(x, position, full)
     temp.step(x, position, eight)
