@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -155,3 +156,28 @@ def test_settings_name_the_bad_flag(tmp_path):
             ["--model-path", str(tmp_path), "--device", "cpu", "--max-prefill-rows", "0"]))
     ok = engine_pod.settings_from_args(parser.parse_args(["--model-path", str(tmp_path), "--device", "cpu"]))
     assert (ok.dtype, ok.max_sessions, ok.schedule) == ("fp32", 0, "upstream")
+    assert ok.kv_dtype is None  # the weights' dtype: bf16 stays the default on a GPU
+    with pytest.raises(ValueError, match="--kv-dtype bf16: the KV ring holds the weights' dtype \\(fp32\\) or fp8"):
+        engine_pod.settings_from_args(parser.parse_args(
+            ["--model-path", str(tmp_path), "--device", "cpu", "--kv-dtype", "bf16"]))
+    fp8 = engine_pod.settings_from_args(parser.parse_args(
+        ["--model-path", str(tmp_path), "--device", "cpu", "--kv-dtype", "fp8"]))
+    assert fp8.kv_dtype == "fp8"
+    with pytest.raises(ValueError, match="kv_dtype='bf16'"):
+        engine_pod.EngineSettings(model_dir=tmp_path, dtype="fp32", kv_dtype="bf16")
+
+
+def test_the_session_cap_counts_the_rings_own_bytes():
+    """Issue 36: an 8-bit ring is one byte per value, so a session costs half the KV of bf16."""
+    from liveplex.bench import engine_counts
+    from liveplex.engine_pod import engine, model
+
+    real = engine_counts.build("personaplex-7b", "meta", torch.bfloat16)  # the real shapes and Mimi, no memory
+    bf16 = engine.slot_bytes(real, engine_pod.EngineSettings(model_dir=None, dtype="bf16"))  # type: ignore[arg-type]
+    fp8 = engine.slot_bytes(real, engine_pod.EngineSettings(  # type: ignore[arg-type]
+        model_dir=None, dtype="bf16", kv_dtype="fp8"))  # type: ignore[arg-type]
+    assert bf16.kv == 1_572_864_000 == 2 * fp8.kv and fp8.mimi == bf16.mimi > 0
+    free, reserve = int(123.7 * memory.GIB), 8 * memory.GIB  # an H200 after the weights (docs/engine_pod.md)
+    assert (memory.max_sessions(0, free, reserve, bf16.total), memory.max_sessions(0, free, reserve, fp8.total)) == (
+        78, 154)
+    assert model.kv_dtype("bf16", None) == torch.bfloat16 and model.kv_dtype("bf16", "fp8") == torch.float8_e4m3fn
