@@ -149,7 +149,7 @@ def slot_bytes(model: model_mod.Model, settings: EngineSettings) -> memory.SlotB
     """What one session costs on the device: its KV ring in the ring's own element size (one
     byte under `--kv-dtype fp8`), its Mimi state, its token rows."""
     cfg = model.cfg
-    element = model_mod.kv_dtype(settings.dtype, settings.kv_dtype).itemsize
+    element = model_mod.KV_DTYPES[settings.ring_dtype].itemsize
     return memory.SlotBytes(kv=memory.kv_bytes(cfg.num_layers, cfg.context, cfg.dim, element),
                             mimi=model.codec.init_state(1).nbytes, tokens=64 * 1024)
 
@@ -192,7 +192,7 @@ def live_info(model: model_mod.Model, settings: EngineSettings, max_sessions: in
         max_frames=int(settings.max_seconds * 1e9) // period if settings.max_seconds else UNLIMITED_FRAMES,
         context_frames=model.cfg.context,
         engine=(("schedule", settings.schedule), ("device", settings.device), ("dtype", settings.dtype),
-                ("kv_dtype", settings.kv_dtype or settings.dtype)),
+                ("kv_dtype", settings.ring_dtype)),
     )
 
 
@@ -209,7 +209,7 @@ class PersonaPlexEngine:
         self._schedule = prompt.Schedule(settings.schedule)
         self._sampling = sampling.Sampling(greedy=settings.greedy)
         self._leases = leases.Leases(info.max_sessions)
-        kv_dtype = model_mod.kv_dtype(settings.dtype, settings.kv_dtype)
+        kv_dtype = model_mod.KV_DTYPES[settings.ring_dtype]
         self.pools = program.Pools(model.lm, model.codec, info.max_sessions, kv_dtype)
         self._attention = ring.Backend(settings.attention or ("flash" if self._device.type == "cuda" else "masked"))
         self._program = program.Program(model.lm, model.codec, self.pools, self._schedule, self._sampling,
@@ -240,7 +240,7 @@ class PersonaPlexEngine:
         """Replay rows an import runs a tick: each is a forward of its own (`_replay`)."""
         self._pulse.kv_capacity = info.max_sessions * model.cfg.context
         logger.info("personaplex engine ready", extra={
-            "device": str(self._device), "dtype": settings.dtype, "kv_dtype": settings.kv_dtype or settings.dtype,
+            "device": str(self._device), "dtype": settings.dtype, "kv_dtype": settings.ring_dtype,
             "schedule": settings.schedule,
             "attention": self._attention.value, "cuda_graphs": self._program.graphs, "architecture": model.name,
             "convention": model.convention.value,

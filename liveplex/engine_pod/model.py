@@ -21,11 +21,6 @@ KV_DTYPES = {**DTYPES, "fp8": kv8.FP8}
 Model = model_dir.Model
 
 
-def kv_dtype(dtype: str, kv: str | None) -> torch.dtype:
-    """The KV ring's torch dtype for weights in `dtype` and the `kv_dtype` setting (None: `dtype`)."""
-    return KV_DTYPES[kv or dtype]
-
-
 class StartupError(ValueError):
     """The checkpoint directory cannot be served; the message names the file, key or voice."""
 

@@ -93,6 +93,11 @@ class EngineSettings:
     """Torch intra-op threads when the engine runs on the CPU. 1: the tiny model's ops are too small
     to split, and extra workers spin on the cores the front end and callers need (docs/engine_pod.md)."""
 
+    @property
+    def ring_dtype(self) -> str:
+        """The temporal KV ring's dtype: `kv_dtype`, else `dtype`."""
+        return self.kv_dtype or self.dtype
+
     def __post_init__(self) -> None:
         checks = {
             "device": self.device == "cpu" or self.device.startswith("cuda"),

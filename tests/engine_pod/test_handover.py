@@ -78,7 +78,7 @@ def test_a_moved_session_continues_exactly(tiny_model, greedy: bool, k: int, tic
     b.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(7, ticks))
     position = _move((ref, a, b), moved, contract.Session("NATF2", harness.SHORT_ROLE), ticks, k)
     assert a.engine.running == 1 and b.engine.running == 2
-    assert b.engine.pools.kv.kv.dtype == model_mod.kv_dtype("fp32", kv_dtype)
+    assert b.engine.pools.kv.kv.dtype == model_mod.KV_DTYPES[kv_dtype or "fp32"]
     n = len(moved.pcm)  # a spread import starts later: it has run fewer frames by the end
     assert n >= k + 6 and float(np.frombuffer(b"".join(want.pcm), "<i2").std()) > 30
     assert moved.tokens == want.tokens[:n]  # text ids and agent codes

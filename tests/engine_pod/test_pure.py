@@ -156,13 +156,13 @@ def test_settings_name_the_bad_flag(tmp_path):
             ["--model-path", str(tmp_path), "--device", "cpu", "--max-prefill-rows", "0"]))
     ok = engine_pod.settings_from_args(parser.parse_args(["--model-path", str(tmp_path), "--device", "cpu"]))
     assert (ok.dtype, ok.max_sessions, ok.schedule) == ("fp32", 0, "upstream")
-    assert ok.kv_dtype is None  # the weights' dtype: bf16 stays the default on a GPU
+    assert ok.kv_dtype is None and ok.ring_dtype == "fp32"  # the weights' dtype: bf16 stays the default on a GPU
     with pytest.raises(ValueError, match="--kv-dtype bf16: the KV ring holds the weights' dtype \\(fp32\\) or fp8"):
         engine_pod.settings_from_args(parser.parse_args(
             ["--model-path", str(tmp_path), "--device", "cpu", "--kv-dtype", "bf16"]))
     fp8 = engine_pod.settings_from_args(parser.parse_args(
         ["--model-path", str(tmp_path), "--device", "cpu", "--kv-dtype", "fp8"]))
-    assert fp8.kv_dtype == "fp8"
+    assert fp8.kv_dtype == fp8.ring_dtype == "fp8"
     with pytest.raises(ValueError, match="kv_dtype='bf16'"):
         engine_pod.EngineSettings(model_dir=tmp_path, dtype="fp32", kv_dtype="bf16")
 
@@ -180,4 +180,4 @@ def test_the_session_cap_counts_the_rings_own_bytes():
     free, reserve = int(123.7 * memory.GIB), 8 * memory.GIB  # an H200 after the weights (docs/engine_pod.md)
     assert (memory.max_sessions(0, free, reserve, bf16.total), memory.max_sessions(0, free, reserve, fp8.total)) == (
         78, 154)
-    assert model.kv_dtype("bf16", None) == torch.bfloat16 and model.kv_dtype("bf16", "fp8") == torch.float8_e4m3fn
+    assert model.KV_DTYPES["fp8"] == torch.float8_e4m3fn
