@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import pytest
-import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -167,17 +167,15 @@ def test_settings_name_the_bad_flag(tmp_path):
         engine_pod.EngineSettings(model_dir=tmp_path, dtype="fp32", kv_dtype="bf16")
 
 
-def test_the_session_cap_counts_the_rings_own_bytes():
-    """Issue 36: an 8-bit ring is one byte per value, so a session costs half the KV of bf16."""
-    from liveplex.bench import engine_counts
-    from liveplex.engine_pod import engine, model
+def test_the_session_cap_counts_the_rings_own_bytes(tiny_model):
+    """Issue 36: an 8-bit ring is one byte per value: the tiny fp32 model's sessions cost a quarter
+    of the KV, and at the real shapes (docs/engine_pod.md's H200) half of bf16's."""
+    from liveplex.engine_pod import engine
 
-    real = engine_counts.build("personaplex-7b", "meta", torch.bfloat16)  # the real shapes and Mimi, no memory
-    bf16 = engine.slot_bytes(real, engine_pod.EngineSettings(model_dir=None, dtype="bf16"))  # type: ignore[arg-type]
-    fp8 = engine.slot_bytes(real, engine_pod.EngineSettings(  # type: ignore[arg-type]
-        model_dir=None, dtype="bf16", kv_dtype="fp8"))  # type: ignore[arg-type]
-    assert bf16.kv == 1_572_864_000 == 2 * fp8.kv and fp8.mimi == bf16.mimi > 0
-    free, reserve = int(123.7 * memory.GIB), 8 * memory.GIB  # an H200 after the weights (docs/engine_pod.md)
-    assert (memory.max_sessions(0, free, reserve, bf16.total), memory.max_sessions(0, free, reserve, fp8.total)) == (
-        78, 154)
-    assert model.KV_DTYPES["fp8"] == torch.float8_e4m3fn
+    settings = engine_pod.EngineSettings(model_dir=None, context_frames=40)  # type: ignore[arg-type]
+    fp32 = engine.slot_bytes(tiny_model, settings)
+    fp8 = engine.slot_bytes(tiny_model, dataclasses.replace(settings, kv_dtype="fp8"))
+    assert fp32.kv == memory.kv_bytes(2, 40, 64, 4) == 4 * fp8.kv and fp8.mimi == fp32.mimi > 0
+    bf16_7b, fp8_7b = (memory.SlotBytes(memory.kv_bytes(32, 3000, 4096, e), 19_600_000, 65_536).total for e in (2, 1))
+    free, reserve = int(123.7 * memory.GIB), 8 * memory.GIB  # an H200 after the weights
+    assert (memory.max_sessions(0, free, reserve, bf16_7b), memory.max_sessions(0, free, reserve, fp8_7b)) == (78, 154)
