@@ -169,7 +169,7 @@ def settings_from_args(args: argparse.Namespace) -> EngineSettings:
         raise ValueError(f"--model-path: {args.model_path} is not a directory")
     device = args.device or _default_device()
     if device.startswith("cuda"):
-        _check_cuda(device)
+        _check_cuda(device, args.kv_dtype)
     dtype = args.dtype or ("bf16" if device.startswith("cuda") else "fp32")
     if args.kv_dtype not in (None, dtype, "fp8"):
         raise ValueError(f"--kv-dtype {args.kv_dtype}: the KV ring holds the weights' dtype ({dtype}) or fp8")
@@ -186,9 +186,14 @@ def settings_from_args(args: argparse.Namespace) -> EngineSettings:
     )
 
 
-def _check_cuda(device: str) -> None:
-    """Refuse a CUDA device this machine does not have, naming the flag (torch would fail later,
-    deep in the checkpoint load)."""
+FP8_CAPABILITY = (8, 9)
+"""The first CUDA compute capability with e4m3 conversions in hardware (Ada, Hopper): the 8-bit
+ring's Triton kernels need it."""
+
+
+def _check_cuda(device: str, kv_dtype: str | None = None) -> None:
+    """Refuse a CUDA device this machine does not have, or an 8-bit ring on a GPU without e4m3,
+    naming the flag (torch or Triton would fail later, deep in the checkpoint load or the warm-up)."""
     import torch  # only the personaplex path pays for importing torch
 
     name, _, index = device.partition(":")
@@ -199,6 +204,10 @@ def _check_cuda(device: str) -> None:
     count = torch.cuda.device_count()
     if int(index or 0) >= count:
         raise ValueError(f"--device {device}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
+    capability = torch.cuda.get_device_capability(int(index or 0))
+    if kv_dtype == "fp8" and capability < FP8_CAPABILITY:
+        raise ValueError(f"--kv-dtype fp8 needs a GPU with e4m3 (compute capability 8.9 or later: Ada, Hopper); "
+                         f"{device} is {capability[0]}.{capability[1]}")
 
 
 def _default_device() -> str:

@@ -162,7 +162,7 @@ if fusion.TRITON:
             m = tl.max(tl.full([BLOCK_N], float("-inf"), tl.float32), axis=0)
             total = tl.sum(tl.zeros([BLOCK_N], tl.float32), axis=0)
             acc = tl.zeros([BLOCK_D], tl.float32)
-            n0 = 0
+            n0 = n * 0  # an int32 scalar from the start: a loop-carried value keeps one type
             while n0 < n:  # a loop to a loaded bound: `range` of it is not run by the interpreter
                 keys = n0 + tl.arange(0, BLOCK_N)
                 km = keys < n
