@@ -39,8 +39,18 @@ Stages, the JSON rewritten after each, so a failure late still leaves the earlie
    `flash` backend against `masked` (eager, greedy), tokens identical;
 9. fused kernels (`personaplex.kernels`, run by the tick on CUDA with Triton): each op against
    its eager composition on the device at the tick's shapes (64 rows, the real FFN widths and
-   draws): the largest differences (the race: tokens identical), and the CUDA kernels one call
-   launches (the counts take it as one). Skipped, saying so, off CUDA or without Triton.
+   draws, the 8-bit ring's write and attention over a full window): the largest differences (the
+   race: tokens identical; the 8-bit write: bytes identical), and the CUDA kernels one call
+   launches (the counts take it as one). Skipped, saying so, off CUDA or without Triton;
+10. the KV ring leg (issue 36), `--kv-leg 64,128`: for the weights' ring and the 8-bit one
+   (`--kv-dtype fp8`) in turn, each on pools of its own: KV bytes per slot, the sessions the free
+   memory admits (8 GiB reserve), and per batch size that fits, tick p50/p99 (device and wall, at
+   full context) and the peak device memory; then a verdict: does fp8 admit at least 1.9 times
+   the sessions, keep every level inside the 80 ms tick and every value finite; and spec
+   performance §6.5's tier B (128 sessions at full context, p99 <= 40 ms), met or not.
+   `--kv-leg-only` runs stages 1-3 and this one alone (what a short lent GPU runs first).
+
+`--kv-dtype fp8` runs stages 2-9 on the 8-bit ring instead of the weights' dtype.
 """
 
 from __future__ import annotations
@@ -57,11 +67,14 @@ from collections.abc import Callable
 import torch
 
 from liveplex.bench import percentiles
+from liveplex.engine_pod import model as engine_model
 from liveplex.engine_pod import program, staging
+from liveplex.live import frames
 from liveplex.personaplex import (
     checkpoint,
     config,
     kernels,
+    kv8,
     mimi,
     prefill,
     prompt,
@@ -70,6 +83,7 @@ from liveplex.personaplex import (
     step,
 )
 from liveplex.personaplex.kernels import gate, noise, race
+from liveplex.personaplex.kernels import kv8 as kv8_kernels
 
 RESERVE_BYTES = 8 * 2 ** 30
 """Kept free for activations, graphs and the allocator (spec §5.1 `memory_reserve_gib`)."""
@@ -79,6 +93,13 @@ SANITY_BATCH = 4
 SANITY_TICKS = 10
 FUSED_ROWS = 64
 """The fused kernels are checked on this many rows (the largest default bucket)."""
+TICK_MS = frames.PERIOD_NS / 1e6
+"""The tick's budget: one 80 ms frame."""
+TIER_B = (128, 40.0)
+"""Spec performance §6.5 tier B: fp8 KV, 128 sessions at full context, tick p99 <= 40 ms (H200)."""
+FP8_SESSIONS_RATIO = 1.9
+"""The KV leg's bar: the 8-bit ring admits at least this many times the weights' ring's sessions
+(2 for the ring alone; Mimi's state and the token rows do not shrink)."""
 _GATHERED = ("emb.", "text_emb.", "depformer_text_emb.", "depformer_emb.")  # embeddings: rows gathered, not read
 
 
@@ -118,7 +139,7 @@ class _Bench:
     """The engine's device side for one run: pools for the largest level, programs, one prompt."""
 
     def __init__(self, lm: checkpoint.LM, codec: mimi.Mimi, slots: int, graphs: bool, backend: ring.Backend,
-                 device: torch.device) -> None:
+                 device: torch.device, kv_dtype: torch.dtype | None = None) -> None:
         cfg = lm.temporal.cfg
         gen = torch.Generator().manual_seed(0)
         voice_frames = min(50, cfg.context // 4)
@@ -126,11 +147,11 @@ class _Bench:
         voice = torch.randn(voice_frames, cfg.dim, generator=gen).to(device, lm.temporal.text_linear.weight.dtype)
         sil = prompt.silence_column()
         self.prompt = prompt.layout(voice, sil, sil, torch.randint(4, 400, (role,), generator=gen).tolist(), SCHEDULE)
-        self.prefix = prefill.voice_prefix(lm.temporal, voice)
+        self.prefix = prefill.voice_prefix(lm.temporal, voice, kv_dtype)
         self.lm, self.codec, self.device, self.backend = lm, codec, device, backend
         self.sync = _sync(device)
         allocated = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
-        self.pools = program.Pools(lm, codec, slots)
+        self.pools = program.Pools(lm, codec, slots, kv_dtype)
         self.pool_bytes = (torch.cuda.memory_allocated(device) - allocated) if device.type == "cuda" else None
         self.primed = prefill.primed_codec_state(codec)
         self.sampled = program.Program(lm, codec, self.pools, SCHEDULE, sampling.Sampling(), graphs, backend)
@@ -231,7 +252,7 @@ def _level(bench: _Bench, batch: int, full: bool, args: argparse.Namespace,
     prefill_ms = bench.admit(list(range(batch)))
     if full:
         for t in pools.kv.tensors():
-            t[:batch].normal_()
+            t[:batch].view(torch.uint8).random_(0, 120) if kv8.is_fp8(t.dtype) else t[:batch].normal_()
         pools.tokens.pos[:batch] = cfg.context  # wrapped: every ring slot valid
     first_pos = int(pools.tokens.pos[0])
     wall, device_ms, finite = [], [], True
@@ -335,7 +356,104 @@ def _fused(lm: checkpoint.LM, device: torch.device) -> dict[str, object]:
         report[f"race_winner_{name}"] = {"tokens_identical": bool(torch.equal(race.race_winner(*args),
                                                                               race.reference(*args))),
                                          "kernels_per_call": _launches(lambda args=args: race.race_winner(*args))}
+    report["kv8"] = _kv8_kernels(lm, device, gen)
     return report
+
+
+def _kv8_kernels(lm: checkpoint.LM, device: torch.device, gen: torch.Generator) -> dict[str, object]:
+    """The 8-bit ring's write and attention against their eager compositions, 64 rows at full context."""
+    cfg, dtype = lm.temporal.cfg, lm.temporal.text_linear.weight.dtype
+    pool = lm.temporal.new_pool(FUSED_ROWS, kv8.FP8)
+    assert pool.scale is not None and pool.inverse is not None
+    pool.kv.view(torch.uint8).random_(0, 120, generator=gen)
+    offsets = ring.Offsets.of(pool)
+    position = torch.full((FUSED_ROWS,), cfg.context - 1, device=device)
+    plan = ring.live_plan(position, pool, offsets, ring.Backend.FLASH, cfg.context)
+    qkv = torch.randn(FUSED_ROWS, 3, cfg.num_heads, cfg.head_dim, device=device, generator=gen).to(dtype)
+    fused, eager = pool.packed.clone(), pool.packed.clone()
+    write = (plan.write[0], qkv[:, 1:], pool.inverse[0])
+    kv8_kernels.kv8_write(fused, *write)
+    kv8_kernels.write_reference(eager, *write)
+    assert plan.cu_q is not None and plan.cu_k is not None and plan.used is not None
+    attend = (qkv[:, 0], fused, pool.scale[0], plan.cu_q, plan.cu_k[0], plan.used)
+    out = kv8_kernels.kv8_attend(*attend, 1, cfg.context, False)
+    return {"write_bytes_identical": bool(torch.equal(fused.view(torch.uint8), eager.view(torch.uint8))),
+            "write_kernels_per_call": _launches(lambda: kv8_kernels.kv8_write(fused, *write)),
+            "attend_vs_eager": _difference(out, kv8_kernels.attend_reference(*attend, cfg.context, False)),
+            "attend_kernels_per_call": _launches(lambda: kv8_kernels.kv8_attend(*attend, 1, cfg.context, False))}
+
+
+def _admitted(device: torch.device, per_slot: int) -> int | None:
+    """Sessions the free device memory admits at `per_slot` bytes each (None off CUDA)."""
+    if device.type != "cuda":
+        return None
+    torch.cuda.empty_cache()
+    free, _ = torch.cuda.mem_get_info(device)
+    return int((free - RESERVE_BYTES) // per_slot)
+
+
+def _kv_leg_ring(lm: checkpoint.LM, codec: mimi.Mimi, name: str, batches: list[int], graphs: bool,
+                 backend: ring.Backend, device: torch.device, args: argparse.Namespace,
+                 floor: dict[str, float]) -> dict[str, object]:
+    """One ring dtype: bytes, sessions admitted, and each batch that fits at full context."""
+    cfg = lm.temporal.cfg
+    kv_dtype = engine_model.KV_DTYPES[name]
+    kv_slot = lm.temporal.new_pool(1, kv_dtype).nbytes_per_slot
+    per_slot = kv_slot + codec.init_state(1).nbytes
+    admitted = _admitted(device, per_slot)
+    fits = [b for b in batches if admitted is None or b <= admitted]
+    out: dict[str, object] = {"kv_dtype": name, "kv_bytes_per_slot": kv_slot, "bytes_per_slot_estimate": per_slot,
+                              "sessions_admitted": admitted, "levels": []}
+    levels: list[dict[str, object]] = [{"batch": b, "skipped": "above the sessions admitted"}
+                                       for b in batches if b not in fits]
+    if fits:
+        bench = _Bench(lm, codec, max(fits), graphs, backend, device, kv_dtype)
+        out["capture"] = _capture(bench, fits)
+        leg_floor = {**floor, "kv_bytes_per_frame": cfg.num_layers * 2 * cfg.dim * kv_dtype.itemsize}
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        for b in fits:
+            try:
+                row = _level(bench, b, True, args, leg_floor)
+            except Exception as e:  # noqa: BLE001  (the report says what failed)
+                row = {"batch": b, "error": repr(e)}
+            if device.type == "cuda":
+                row["peak_allocated_bytes"] = torch.cuda.max_memory_allocated(device)
+            levels.append(row)
+            print(json.dumps({"kv_dtype": name, **row}), flush=True)
+        del bench
+    out["levels"] = sorted(levels, key=lambda r: r["batch"])  # type: ignore[arg-type, return-value]
+    return out
+
+
+def kv_verdict(legs: list[dict[str, object]]) -> dict[str, object]:
+    """Whether the 8-bit ring earns the default: the sessions it admits against the weights' ring,
+    every measured level inside the tick and finite. Pure: the CPU test drives it."""
+    full, eight = legs
+    reasons = []
+    if full["sessions_admitted"] is not None and eight["sessions_admitted"] is not None:
+        ratio = eight["sessions_admitted"] / max(1, full["sessions_admitted"])  # type: ignore[operator]
+        if ratio < FP8_SESSIONS_RATIO:
+            reasons.append(f"fp8 admits {ratio:.2f}x the sessions, under {FP8_SESSIONS_RATIO}x")
+    else:
+        ratio = None
+    measured = [r for r in eight["levels"] if "skipped" not in r]  # type: ignore[union-attr]
+    if not measured:
+        reasons.append("no fp8 level was measured")
+    for r in measured:
+        if "error" in r:
+            reasons.append(f"fp8 batch {r['batch']}: {r['error']}")
+            continue
+        p99 = (r.get("device") or r["wall"])["p99_ms"]
+        if not r["finite"]:
+            reasons.append(f"fp8 batch {r['batch']}: non-finite logits or PCM")
+        if p99 > TICK_MS:
+            reasons.append(f"fp8 batch {r['batch']}: tick p99 {p99:.1f} ms over {TICK_MS:.0f} ms")
+    tier_b = next((r for r in measured if r["batch"] == TIER_B[0] and "error" not in r), None)
+    p99_b = None if tier_b is None else (tier_b.get("device") or tier_b["wall"])["p99_ms"]
+    return {"fp8_sessions_ratio": ratio, "fp8_ready": not reasons, "reasons": reasons,
+            "tier_b": {"batch": TIER_B[0], "p99_ms": p99_b, "target_p99_ms": TIER_B[1],
+                       "met": None if p99_b is None else p99_b <= TIER_B[1]}}
 
 
 @torch.inference_mode()
@@ -344,6 +462,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--config", choices=sorted(config.CONFIGS), default="personaplex-7b")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--dtype", choices=["bf16", "fp32"], default=None, help="LM dtype (Mimi is fp32)")
+    parser.add_argument("--kv-dtype", choices=["fp8"], default=None,
+                        help="the KV ring of stages 2-9 (default: the LM dtype)")
+    parser.add_argument("--kv-leg", default="64,128",
+                        help="stage 10's batch sizes, both ring dtypes ('' skips it; default: %(default)s)")
+    parser.add_argument("--kv-leg-only", action="store_true", help="stages 1-3 and 10 only")
     parser.add_argument("--batch", default="1,8,32,64")
     parser.add_argument("--ticks", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
@@ -379,10 +502,13 @@ def main(argv: list[str]) -> int:
     lm.depformer.to(dtype)
     codec = mimi.random_mimi(mimi_cfg, seed=0, device=device)
     element = torch.empty((), dtype=dtype).element_size()
-    kv_slot = lm.temporal.new_pool(1).nbytes_per_slot
+    kv_dtype = None if args.kv_dtype is None else engine_model.KV_DTYPES[args.kv_dtype]
+    kv_element = element if kv_dtype is None else kv_dtype.itemsize
+    report["kv_dtype"] = str(kv_dtype or dtype)
+    kv_slot = lm.temporal.new_pool(1, kv_dtype).nbytes_per_slot
     floor = {"weights_8_steps": _weights_read_bytes(cfg, config.AGENT_CODEBOOKS, element),
              "weights_16_steps": _weights_read_bytes(cfg, cfg.dep_steps, element),
-             "kv_bytes_per_frame": cfg.num_layers * 2 * cfg.dim * element}
+             "kv_bytes_per_frame": cfg.num_layers * 2 * cfg.dim * kv_element}
     report.update({
         "build_s": time.perf_counter() - t0,
         "weights_bytes": sum(p.numel() * p.element_size() for m in (lm.temporal, lm.depformer) for p in m.parameters()),
@@ -406,7 +532,24 @@ def main(argv: list[str]) -> int:
         report["bandwidth"] = {"error": repr(e)}
     floor["bytes_per_s"] = report["bandwidth"].get("bytes_per_s", float("nan"))  # type: ignore[union-attr]
     save()
-    bench = _Bench(lm, codec, slots, graphs, backend, device)
+    if not args.kv_leg_only:
+        _stages(lm, codec, levels, slots, graphs, backend, device, kv_dtype, args, floor, report, save)
+    if args.kv_leg:
+        names = [{torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype], "fp8"]
+        legs = [_kv_leg_ring(lm, codec, name, sorted({int(x) for x in args.kv_leg.split(",")}), graphs, backend,
+                             device, args, floor) for name in names]
+        report["kv_leg"] = {"rings": legs, "verdict": kv_verdict(legs)}
+        print(json.dumps(report["kv_leg"]["verdict"]), flush=True)  # type: ignore[index]
+    report["total_s"] = time.perf_counter() - t0
+    save()
+    return 0
+
+
+def _stages(lm: checkpoint.LM, codec: mimi.Mimi, levels: list[int], slots: int, graphs: bool, backend: ring.Backend,
+            device: torch.device, kv_dtype: torch.dtype | None, args: argparse.Namespace, floor: dict[str, float],
+            report: dict[str, object], save: Callable[[], None]) -> None:
+    """Stages 4-9 on one bench, freed before the KV leg builds its own."""
+    bench = _Bench(lm, codec, slots, graphs, backend, device, kv_dtype)
     report.update({"slots": slots, "bytes_per_slot": bench.pools.slot_bytes, "pool_bytes_measured": bench.pool_bytes,
                    "bytes_per_slot_measured": bench.pool_bytes / slots if bench.pool_bytes else None,
                    "prompt_rows": bench.prompt.columns.shape[0], "voice_frames": bench.prompt.voice.shape[0]})
@@ -443,9 +586,10 @@ def main(argv: list[str]) -> int:
         report["fused"] = _fused(lm, device)
     except Exception as e:  # noqa: BLE001
         report["fused"] = {"error": repr(e)}
-    report["total_s"] = time.perf_counter() - t0
     save()
-    return 0
+    del bench
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

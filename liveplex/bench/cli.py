@@ -12,6 +12,7 @@ SUBCOMMANDS: cli.Commands = {
     "place": ("liveplex.bench.place", "placements per second through a gateway, and the Redis decision"),
     "move": ("liveplex.bench.move", "calls through a gateway while pods drain: do they move unnoticed?"),
     "engine": ("liveplex.bench.engine", "PersonaPlex engine ticks without the front end"),
+    "kv-fidelity": ("liveplex.bench.kv_fidelity", "the 8-bit KV ring's logits against a full-precision ring (CPU)"),
     "record": ("liveplex.bench.record", "what a session's resume record costs the pod per tick, and its size"),
 }
 

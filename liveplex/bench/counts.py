@@ -21,7 +21,8 @@ shapes, no memory) with two dispatch modes:
   sync a tick needs). On the CPU "device" memory is told apart from host memory by taint: the
   `device` tensors given and everything computed from them.
 - **kv_bytes**: what attention reads of K and V: the whole K and V given to a dense attention
-  (a mask skips nothing), and for the varlen flash kernel only each row's `seqused_k` keys. On the
+  (a mask skips nothing), and for the varlen flash kernel (and the 8-bit ring's, `liveplex::kv8_attend`)
+  only each row's `seqused_k` keys. On the
   meta device `seqused_k` has no values; `kv_bytes` then counts the dense upper bound and
   `kv_unknown` says so.
 
@@ -54,6 +55,10 @@ _FUSED_ON_CUDA = {F.scaled_dot_product_attention: "fused_sdpa", F.rms_norm: "fus
 """Composite functions that are one kernel on CUDA but decompose elsewhere."""
 _CUSTOM = "liveplex"
 """The namespace of the fused kernels' custom ops: one Triton kernel each on CUDA."""
+_KV8_ATTEND = "kv8_attend"
+"""The 8-bit ring's varlen attention (`personaplex.kernels.kv8`): it reads each group's `used`
+keys of one byte per value, as flash reads two (its CPU composition gathers a dense copy first,
+which is not counted: on the CPU an 8-bit ring's `flash` reads count only on the meta device)."""
 _READS = {torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.cpu, torch.Tensor.__bool__,
           torch.Tensor.__int__, torch.Tensor.__float__, torch.Tensor.__index__}
 _UPLOADS = {torch.tensor, torch.as_tensor}
@@ -127,6 +132,11 @@ class _Dispatch(TorchDispatchMode):
         inputs = _tensors((args, kwargs))
         if packet is aten._flash_attention_forward:
             out = self._flash(func, args, kwargs)
+        elif func.namespace == _CUSTOM and packet.__name__ == _KV8_ATTEND:
+            q, packed, _scale, _cu_q, cu_k, used, _max_q, max_k = args[:8]
+            if self.memory.counts_kv(packed):
+                self.counts.kv_bytes += self._flash_keys(packed, cu_k, max_k, used) * packed[0].numel()
+            out = func(*args, **kwargs)
         else:
             out = func(*args, **kwargs)
         if any(self.memory.on_device(t) for t in inputs) or (

@@ -29,6 +29,7 @@ import time
 import torch
 
 from liveplex.bench import engine_counts, percentiles
+from liveplex.engine_pod import model as engine_model
 from liveplex.engine_pod import settings as engine_settings
 from liveplex.personaplex import (
     checkpoint,
@@ -104,13 +105,17 @@ def count(args: argparse.Namespace) -> dict[str, object]:
     """`--count`: program and prefill counts per batch size, and the engine's host syncs."""
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype or ("bf16" if args.device != "cpu" else "fp32")]
     backend = ring.Backend(args.attention)
-    model = engine_counts.build(args.config, args.device, dtype)
+    kv_dtype = None if args.kv_dtype is None else engine_model.KV_DTYPES[args.kv_dtype]
+    model = engine_counts.build(args.config, args.device, dtype, kv_dtype)
     batches = [int(b) for b in args.batch.split(",")]
     buckets = list(engine_settings.DEFAULT_BUCKETS) + [max(batches)]
     levels = engine_counts.levels(model, batches, buckets, backend)
     newcomer = engine_counts.newcomer(model, backend)
     host = engine_counts.engine_syncs()
-    print(f"config {args.config} on {args.device}, {dtype}, attention {backend.value}")
+    per_session = engine_counts.kv_bytes_per_session(model.cfg)
+    print(f"config {args.config} on {args.device}, {dtype}, KV ring {args.kv_dtype or 'as the weights'}, "
+          f"attention {backend.value}")
+    print("KV ring per session: " + ", ".join(f"{k} {v / 2 ** 30:.3f} GiB" for k, v in per_session.items()))
     print(f"{'batch':>6} {'bucket':>7} {'position':>9} {'ops':>6} {'syncs':>6} {'KV read MB':>11} {'valid KV MB':>12}")
     for row in levels:
         measured = "" if row["kv_measured"] else "*"
@@ -123,7 +128,8 @@ def count(args: argparse.Namespace) -> dict[str, object]:
           f"{host['syncs_in_an_admitting_tick']} while admitting ({', '.join(host['what_syncs'])})")
     if any(not row["kv_measured"] for row in levels) or not newcomer["kv_measured"]:
         print("* the meta device has no lengths: the varlen kernel's upper bound; it reads the valid KV")
-    return {"config": args.config, "device": args.device, "dtype": str(dtype), "attention": backend.value,
+    return {"config": args.config, "device": args.device, "dtype": str(dtype), "kv_dtype": args.kv_dtype,
+            "kv_bytes_per_session": per_session, "attention": backend.value,
             "torch": torch.__version__, "date": datetime.date.today().isoformat(), "levels": levels,
             "newcomer": newcomer, "engine": host}
 
@@ -138,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="cpu",
                         help="with --count: cpu or meta (real shapes, no memory) (default: %(default)s)")
     parser.add_argument("--dtype", choices=["bf16", "fp32"], help="with --count (default: bf16 off the CPU)")
+    parser.add_argument("--kv-dtype", choices=["fp8"], help="with --count: the KV ring counted (default: the weights')")
     parser.add_argument("--attention", choices=[b.value for b in ring.Backend], default="flash",
                         help="with --count: the attention backend counted (default: %(default)s, CUDA's)")
     parser.add_argument("--batch", default="1,2,4,8,16,32", help="comma-separated batch sizes (default: %(default)s)")

@@ -26,7 +26,8 @@ import tempfile
 import torch
 
 from liveplex.bench import counts
-from liveplex.engine_pod import program, settings, staging
+from liveplex.engine_pod import memory, program, settings, staging
+from liveplex.engine_pod import model as model_mod
 from liveplex.personaplex import checkpoint, config, depformer, mimi, prefill, prompt, ring, sampling, temporal
 
 VOICE_FRAMES = 50
@@ -38,17 +39,19 @@ YOUNG = 100
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Model:
-    """An LM and a codec on one device, the weights' values irrelevant."""
+    """An LM and a codec on one device, the weights' values irrelevant, and the KV rings' dtype."""
 
     lm: checkpoint.LM
     codec: mimi.Mimi
+    kv_dtype: torch.dtype | None = None
+    """None: the weights' own; `kv8.FP8`: the 8-bit ring."""
 
     @property
     def cfg(self) -> config.LMConfig:
         return self.lm.temporal.cfg
 
 
-def build(name: str, device: str, dtype: torch.dtype) -> Model:
+def build(name: str, device: str, dtype: torch.dtype, kv_dtype: torch.dtype | None = None) -> Model:
     """`name`'s shapes with 8 resident depformer steps and its Mimi (the real one for
     `personaplex-7b`), on `device`: uninitialised on the meta device, seeded random elsewhere."""
     cfg = config.CONFIGS[name]()
@@ -61,7 +64,7 @@ def build(name: str, device: str, dtype: torch.dtype) -> Model:
         lm, codec = checkpoint.random_lm(cfg, seed=0, device=device), mimi.random_mimi(codec_cfg, 0, device)
     lm.temporal.to(dtype)
     lm.depformer.to(dtype)
-    return Model(lm, codec)
+    return Model(lm, codec, kv_dtype)
 
 
 def _kv_bytes_per_key(cfg: config.LMConfig, dtype: torch.dtype) -> int:
@@ -79,7 +82,7 @@ def valid_kv_bytes(cfg: config.LMConfig, dtype: torch.dtype, positions: list[int
 def tick(model: Model, positions: list[int], backend: ring.Backend) -> dict[str, object]:
     """One served tick of rows at `positions` (`program.Program.run`), counted."""
     batch = len(positions)
-    pools = program.Pools(model.lm, model.codec, batch)
+    pools = program.Pools(model.lm, model.codec, batch, model.kv_dtype)
     if pools.pcm_in.device.type != "meta":
         pools.tokens.pos.copy_(torch.tensor(positions))
     prog = program.Program(model.lm, model.codec, pools, prompt.Schedule.UPSTREAM, sampling.Sampling(), False,
@@ -98,7 +101,7 @@ def newcomer(model: Model, backend: ring.Backend) -> dict[str, object]:
     staging buffer as the engine does), counted."""
     cfg = model.cfg
     device = model.lm.temporal.text_linear.weight.device
-    pools = program.Pools(model.lm, model.codec, 1)
+    pools = program.Pools(model.lm, model.codec, 1, model.kv_dtype)
     N = min(VOICE_FRAMES, cfg.context // 4)
     role = min(ROLE_TOKENS, cfg.context - N - 15)
     silence = prompt.silence_column()
@@ -115,6 +118,13 @@ def newcomer(model: Model, backend: ring.Backend) -> dict[str, object]:
     rows = layout.columns.shape[0]
     return {"rows": rows, "ops": c.total_ops, "syncs": c.syncs, "kv_bytes": c.kv_bytes,
             "kv_measured": not c.kv_unknown, "valid_kv_bytes": valid_kv_bytes(cfg, dtype, [N + rows - 1])}
+
+
+def kv_bytes_per_session(cfg: config.LMConfig) -> dict[str, int]:
+    """One session's KV ring at `cfg`'s shapes, per ring dtype (`engine_pod.memory.kv_bytes`): what
+    admission divides free memory by."""
+    return {name: memory.kv_bytes(cfg.num_layers, cfg.context, cfg.dim, dtype.itemsize)
+            for name, dtype in model_mod.KV_DTYPES.items()}
 
 
 def _device_tensors(model: Model, pools: program.Pools) -> list[torch.Tensor]:

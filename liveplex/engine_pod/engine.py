@@ -145,15 +145,20 @@ def _ids_within(path: errors.Path, ids: np.ndarray, limits: list[int] | int) -> 
         raise errors.state(path, "holds token ids outside the model's vocabularies")
 
 
+def slot_bytes(model: model_mod.Model, settings: EngineSettings) -> memory.SlotBytes:
+    """What one session costs on the device: its KV ring in the ring's own element size (one
+    byte under `--kv-dtype fp8`), its Mimi state, its token rows."""
+    cfg = model.cfg
+    element = model_mod.KV_DTYPES[settings.ring_dtype].itemsize
+    return memory.SlotBytes(kv=memory.kv_bytes(cfg.num_layers, cfg.context, cfg.dim, element),
+                            mimi=model.codec.init_state(1).nbytes, tokens=64 * 1024)
+
+
 def session_cap(model: model_mod.Model, settings: EngineSettings) -> int:
     """`max_sessions` for this device (spec §5.12): derived from free memory on CUDA."""
     if not settings.device.startswith("cuda"):
         return settings.max_sessions or CPU_MAX_SESSIONS
-    cfg = model.cfg
-    element = model_mod.DTYPES[settings.dtype].itemsize
-    per_slot = memory.SlotBytes(
-        kv=memory.kv_bytes(cfg.num_layers, cfg.context, cfg.dim, element),
-        mimi=model.codec.init_state(1).nbytes, tokens=64 * 1024).total
+    per_slot = slot_bytes(model, settings).total
     free, _ = torch.cuda.mem_get_info(torch.device(settings.device))
     return memory.max_sessions(settings.max_sessions, free, int(settings.memory_reserve_gib * memory.GIB),
                                per_slot)
@@ -186,7 +191,8 @@ def live_info(model: model_mod.Model, settings: EngineSettings, max_sessions: in
         max_sessions=max_sessions,
         max_frames=int(settings.max_seconds * 1e9) // period if settings.max_seconds else UNLIMITED_FRAMES,
         context_frames=model.cfg.context,
-        engine=(("schedule", settings.schedule), ("device", settings.device), ("dtype", settings.dtype)),
+        engine=(("schedule", settings.schedule), ("device", settings.device), ("dtype", settings.dtype),
+                ("kv_dtype", settings.ring_dtype)),
     )
 
 
@@ -203,7 +209,8 @@ class PersonaPlexEngine:
         self._schedule = prompt.Schedule(settings.schedule)
         self._sampling = sampling.Sampling(greedy=settings.greedy)
         self._leases = leases.Leases(info.max_sessions)
-        self.pools = program.Pools(model.lm, model.codec, info.max_sessions)
+        kv_dtype = model_mod.KV_DTYPES[settings.ring_dtype]
+        self.pools = program.Pools(model.lm, model.codec, info.max_sessions, kv_dtype)
         self._attention = ring.Backend(settings.attention or ("flash" if self._device.type == "cuda" else "masked"))
         self._program = program.Program(model.lm, model.codec, self.pools, self._schedule, self._sampling,
                                         settings.cuda_graphs, self._attention)
@@ -213,12 +220,12 @@ class PersonaPlexEngine:
         self._prompt_stage = staging.Staging((prefill.block_numel(settings.max_prefill_rows),), torch.long,
                                              self._device)
         self._buckets = buckets.cut(settings.buckets, info.max_sessions)
-        self._prefixes = {name: prefill.voice_prefix(model.lm.temporal, v.embeddings.to(self._device))
+        self._prefixes = {name: prefill.voice_prefix(model.lm.temporal, v.embeddings.to(self._device), kv_dtype)
                           for name, v in model.voices.items()}
         self._bare = prompt.bare(model.cfg.init_column, model.cfg.dim)
-        self._bare_prefix = prefill.voice_prefix(model.lm.temporal, self._bare.voice.to(self._device))
+        self._bare_prefix = prefill.voice_prefix(model.lm.temporal, self._bare.voice.to(self._device), kv_dtype)
         self._init_prefix = (None if model.convention is prompt.Convention.PERSONAPLEX else prefill.voice_prefix(
-            model.lm.temporal, model.lm.temporal.embed(self._bare.columns.to(self._device))))
+            model.lm.temporal, model.lm.temporal.embed(self._bare.columns.to(self._device)), kv_dtype))
         """Moshi: the KV of position 0 (the INIT column every session starts from), so an import's
         replay starts at position 1 and may be split across ticks like a voiced prompt."""
         persona = model.convention is prompt.Convention.PERSONAPLEX
@@ -233,7 +240,8 @@ class PersonaPlexEngine:
         """Replay rows an import runs a tick: each is a forward of its own (`_replay`)."""
         self._pulse.kv_capacity = info.max_sessions * model.cfg.context
         logger.info("personaplex engine ready", extra={
-            "device": str(self._device), "dtype": settings.dtype, "schedule": settings.schedule,
+            "device": str(self._device), "dtype": settings.dtype, "kv_dtype": settings.ring_dtype,
+            "schedule": settings.schedule,
             "attention": self._attention.value, "cuda_graphs": self._program.graphs, "architecture": model.name,
             "convention": model.convention.value,
             "checkpoint_steps": model.lm.file_steps, "context": model.cfg.context,
@@ -454,7 +462,7 @@ class PersonaPlexEngine:
         The ring's position-0 entry is laid back first, as a prompt's chunks lay its voice again."""
         assert w.resume is not None
         temp, replay = self._model.lm.temporal, w.resume.replay
-        view = ring.KVPool(self.pools.kv.kv[slot:slot + 1])
+        view = dataclasses.replace(self.pools.kv, kv=self.pools.kv.kv[slot:slot + 1])
         if w.edge is not None:
             view.kv[0, :, 0] = w.edge
         offsets = ring.Offsets.of(view)

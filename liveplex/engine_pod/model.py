@@ -12,9 +12,11 @@ from pathlib import Path
 
 import torch
 
-from liveplex.personaplex import errors, model_dir
+from liveplex.personaplex import errors, kv8, model_dir
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+KV_DTYPES = {**DTYPES, "fp8": kv8.FP8}
+"""The KV ring's dtypes: the weights' own, or e4m3 with fixed scales (`personaplex.kv8`, issue 36)."""
 
 Model = model_dir.Model
 

@@ -45,10 +45,10 @@ class TickOutput:
 class Pools:
     """Every per-slot tensor, allocated once for `slots` sessions and never resized."""
 
-    def __init__(self, lm: checkpoint.LM, codec: mimi.Mimi, slots_: int) -> None:
+    def __init__(self, lm: checkpoint.LM, codec: mimi.Mimi, slots_: int, kv_dtype: torch.dtype | None = None) -> None:
         device = lm.temporal.text_linear.weight.device
         self.slots = slots_
-        self.kv: ring.KVPool = lm.temporal.new_pool(slots_)
+        self.kv: ring.KVPool = lm.temporal.new_pool(slots_, kv_dtype)
         self.offsets = ring.Offsets.of(self.kv)
         self.codec = codec.init_state(slots_)
         self.tokens = step.TokenState.allocate(slots_, device)
@@ -70,8 +70,9 @@ class Pools:
             state.reset(rows)
 
     def tensors(self) -> list[torch.Tensor]:
-        """Every pool tensor, and the ring offsets."""
+        """Every pool tensor, the ring offsets and an e4m3 ring's scales."""
         offsets = [self.offsets.starts, self.offsets.cu_k, self.offsets.cu_q]
+        offsets += [t for t in (self.kv.scale, self.kv.inverse) if t is not None]
         return [t for state in self._states() for t in state.tensors()] + [self.pcm_in] + offsets
 
     @property

@@ -24,6 +24,9 @@ DEFAULT_BUCKETS: tuple[int, ...] = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 SCHEDULES: tuple[str, ...] = ("reference", "upstream")
 """`personaplex.prompt.Schedule` values (D3)."""
 
+KV_DTYPES: tuple[str, ...] = ("bf16", "fp32", "fp8")
+"""`--kv-dtype` values: the weights' own (it must then equal `--dtype`) or `fp8`."""
+
 ATTENTION: tuple[str, ...] = ("flash", "masked")
 """`personaplex.ring.Backend` values (spec §5.6)."""
 
@@ -44,6 +47,9 @@ class EngineSettings:
     """`cpu` or `cuda[:n]`."""
     dtype: str = "fp32"
     """LM weights and KV: `bf16` (CUDA) or `fp32`; Mimi is always fp32 (spec §5.8)."""
+    kv_dtype: str | None = None
+    """The temporal KV ring: None = `dtype`, or `fp8` (e4m3 with fixed per-head scales, half of
+    bf16's bytes: `personaplex.kv8`, issue 36)."""
     schedule: str = DEFAULT_SCHEDULE
     """Which user codes enter the fed column (D3, one of `SCHEDULES`); logged at startup."""
     context_frames: int = 3000
@@ -87,10 +93,16 @@ class EngineSettings:
     """Torch intra-op threads when the engine runs on the CPU. 1: the tiny model's ops are too small
     to split, and extra workers spin on the cores the front end and callers need (docs/engine_pod.md)."""
 
+    @property
+    def ring_dtype(self) -> str:
+        """The temporal KV ring's dtype: `kv_dtype`, else `dtype`."""
+        return self.kv_dtype or self.dtype
+
     def __post_init__(self) -> None:
         checks = {
             "device": self.device == "cpu" or self.device.startswith("cuda"),
             "dtype": self.dtype in ("fp32", "bf16"),
+            "kv_dtype": self.kv_dtype in (None, self.dtype, "fp8"),
             "schedule": self.schedule in SCHEDULES,
             "context_frames": self.context_frames >= 16,
             "max_seconds": self.max_seconds >= 0,
@@ -123,6 +135,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> tuple[argparse.Action, ...
         g.add_argument("--device", default=None, help="cpu or cuda[:n] (default: cuda if available)"),
         g.add_argument("--dtype", choices=["bf16", "fp32"], default=None,
                        help="LM weights and KV (default: bf16 on CUDA, fp32 on CPU)"),
+        g.add_argument("--kv-dtype", choices=KV_DTYPES, default=None,
+                       help="temporal KV ring: the weights' dtype, or fp8 (e4m3, half of bf16's memory per "
+                            "session) (default: --dtype's)"),
         g.add_argument("--schedule", choices=SCHEDULES, default=default_of(d, "schedule"),
                        help="which user codes enter the fed column (default: %(default)s)"),
         g.add_argument("--context-frames", type=int, default=default_of(d, "context_frames"),
@@ -154,10 +169,12 @@ def settings_from_args(args: argparse.Namespace) -> EngineSettings:
         raise ValueError(f"--model-path: {args.model_path} is not a directory")
     device = args.device or _default_device()
     if device.startswith("cuda"):
-        _check_cuda(device)
+        _check_cuda(device, args.kv_dtype)
     dtype = args.dtype or ("bf16" if device.startswith("cuda") else "fp32")
+    if args.kv_dtype not in (None, dtype, "fp8"):
+        raise ValueError(f"--kv-dtype {args.kv_dtype}: the KV ring holds the weights' dtype ({dtype}) or fp8")
     return EngineSettings(
-        model_dir=args.model_path, device=device, dtype=dtype,
+        model_dir=args.model_path, device=device, dtype=dtype, kv_dtype=args.kv_dtype,
         schedule=args.schedule, context_frames=args.context_frames,
         max_seconds=args.max_seconds, max_sessions=args.max_sessions or 0,
         memory_reserve_gib=args.memory_reserve_gib, max_prefill_rows=args.max_prefill_rows,
@@ -169,9 +186,14 @@ def settings_from_args(args: argparse.Namespace) -> EngineSettings:
     )
 
 
-def _check_cuda(device: str) -> None:
-    """Refuse a CUDA device this machine does not have, naming the flag (torch would fail later,
-    deep in the checkpoint load)."""
+FP8_CAPABILITY = (8, 9)
+"""The first CUDA compute capability with e4m3 conversions in hardware (Ada, Hopper): the 8-bit
+ring's Triton kernels need it."""
+
+
+def _check_cuda(device: str, kv_dtype: str | None = None) -> None:
+    """Refuse a CUDA device this machine does not have, or an 8-bit ring on a GPU without e4m3,
+    naming the flag (torch or Triton would fail later, deep in the checkpoint load or the warm-up)."""
     import torch  # only the personaplex path pays for importing torch
 
     name, _, index = device.partition(":")
@@ -182,6 +204,10 @@ def _check_cuda(device: str) -> None:
     count = torch.cuda.device_count()
     if int(index or 0) >= count:
         raise ValueError(f"--device {device}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
+    capability = torch.cuda.get_device_capability(int(index or 0))
+    if kv_dtype == "fp8" and capability < FP8_CAPABILITY:
+        raise ValueError(f"--kv-dtype fp8 needs a GPU with e4m3 (compute capability 8.9 or later: Ada, Hopper); "
+                         f"{device} is {capability[0]}.{capability[1]}")
 
 
 def _default_device() -> str:

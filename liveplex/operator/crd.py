@@ -159,7 +159,8 @@ SPEC = _obj("What to run: the engine, its model, its capacity and its pods.", {
                               _str("A session.model value.", min_length=1, max_length=253),
                               max_items=32, min_items=1, list_type="set") | {"default": list(DEFAULT_ALIASES)},
         "dtype": _str("Weights' dtype.", enum=("bf16", "fp32"), default="bf16"),
-        "kvDtype": _str("KV cache dtype; must equal dtype.", enum=("bf16", "fp32")),
+        "kvDtype": _str("Temporal KV ring dtype (`serve --kv-dtype`): dtype's own, or fp8 (e4m3, half of "
+                        "bf16's memory per session); unset: dtype's.", enum=("bf16", "fp32", "fp8")),
         "attention": _str("Temporal attention backend (`serve --attention`); unset: flash on a GPU.",
                           enum=ATTENTION_BACKENDS),
         "prefillBudgetMillis": _int("Prefill time a tick may spend on newcomers, ms; 0: derived at startup "

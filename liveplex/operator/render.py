@@ -85,6 +85,8 @@ def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
                  "--prefill-budget-ms", str(s.model.prefill_budget_millis)]
         if s.model.attention is not None:
             args += ["--attention", s.model.attention]
+        if s.model.kv_dtype is not None:
+            args += ["--kv-dtype", s.model.kv_dtype]
     else:
         if s.model is not None:
             args += ["--model", s.model.name]

@@ -80,6 +80,8 @@ class Model:
     name: str
     served_models: tuple[str, ...]
     dtype: str
+    kv_dtype: str | None
+    """The KV ring's dtype; None: `dtype`'s (the engine's default)."""
     source: ModelSource | None
     """Set exactly when the engine is personaplex (CEL)."""
     attention: str | None
@@ -232,8 +234,8 @@ def _sim(raw: Json | None) -> Sim | None:
 def _model(raw: Json | None) -> Model | None:
     if raw is None:
         return None
-    return Model(raw["name"], tuple(raw["servedModels"]), raw["dtype"], _source(raw.get("source")),
-                 raw.get("attention"), raw["prefillBudgetMillis"])
+    return Model(raw["name"], tuple(raw["servedModels"]), raw["dtype"], raw.get("kvDtype"),
+                 _source(raw.get("source")), raw.get("attention"), raw["prefillBudgetMillis"])
 
 
 def _source(raw: Json | None) -> ModelSource | None:

@@ -48,12 +48,12 @@ class VoicePrefix:
 
 
 @torch.no_grad()
-def voice_prefix(temp: temporal.Temporal, voice: torch.Tensor) -> VoicePrefix:
+def voice_prefix(temp: temporal.Temporal, voice: torch.Tensor, kv_dtype: torch.dtype | None = None) -> VoicePrefix:
     """Run a voice's [N, dim] embeddings from position 0 and keep their K/V (once per voice; N = 0
-    for Moshi's empty prompt: no rows)."""
+    for Moshi's empty prompt: no rows), in the rings' `kv_dtype` (default: the weights')."""
     N = voice.shape[0]
     assert N <= temp.cfg.context - 2, f"a voice of {N} frames does not fit a context of {temp.cfg.context}"
-    scratch = temp.new_pool(1)
+    scratch = temp.new_pool(1, kv_dtype)
     if N:
         temp.forward_rows(voice.to(temp.text_linear.weight.dtype), [temporal.Segment(0, 0, N)], scratch)
     return VoicePrefix(scratch.kv[0, :, :N].clone())

@@ -11,6 +11,9 @@ itself included (upstream moshi 0.2.13's bounds, not the reference's off-by-one)
 a prefix of the ring: slots 0..p until the ring wraps, all of it afterwards. So a row's window is
 its valid length `min(p + 1, context)`, nothing else.
 
+The ring holds the weights' dtype, or e4m3 (`kv8`: issue 36) with fixed per-layer, per-head
+scales of K and V kept beside it (`KVPool.scale`); either backend reads it.
+
 Two interchangeable backends (spec §5.6), chosen per engine:
 
 - `masked`: `scaled_dot_product_attention` over the leading `span` slots with a mask from each
@@ -18,6 +21,7 @@ Two interchangeable backends (spec §5.6), chosen per engine:
 - `flash`: the varlen flash kernel (`aten._flash_attention_forward` with `seqused_k`) over the
   packed rows, reading only each row's valid keys: a young row or a padding row reads almost
   nothing. CUDA only (on the CPU, `liveplex.bench.counts` runs it by a reference implementation).
+  Over an e4m3 ring, `kernels.kv8.attend`: the same contract, reading the fp8 bytes directly.
 
 What every layer of a tick needs (write index, mask or lengths) is computed once per tick
 (`live_plan`, `rows_plan`), not per layer, and what does not depend on the positions (where each
@@ -33,7 +37,8 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from liveplex.personaplex import slots
+from liveplex.personaplex import kv8, slots
+from liveplex.personaplex.kernels import kv8 as kv8_kernels
 
 
 class Backend(enum.Enum):
@@ -66,11 +71,19 @@ class KVPool(slots.RowState):
     """
 
     kv: torch.Tensor
+    scale: torch.Tensor | None = dataclasses.field(default=None, metadata=slots.SHARED)
+    """e4m3 only: each layer's K and V scale per head, `[layers, 2, heads, 1]` fp32 (`kv8.scales`);
+    the ring holds `value / scale`. Shared by every slot."""
+    inverse: torch.Tensor | None = dataclasses.field(default=None, metadata=slots.SHARED)
+    """`1 / scale` (exact: powers of two), what a write multiplies by."""
 
     @classmethod
     def allocate(cls, layers: int, slots_: int, heads: int, context: int, head_dim: int,
-                 dtype: torch.dtype, device: torch.device | str) -> KVPool:
-        return cls(torch.zeros((slots_, layers, context, 2, heads, head_dim), dtype=dtype, device=device))
+                 dtype: torch.dtype, device: torch.device | str, scale: torch.Tensor | None = None) -> KVPool:
+        """A zeroed pool; an e4m3 one needs its `scale`."""
+        assert kv8.is_fp8(dtype) == (scale is not None), "an e4m3 ring, and only one, has scales"
+        kv = torch.zeros((slots_, layers, context, 2, heads, head_dim), dtype=dtype, device=device)
+        return cls(kv, scale, None if scale is None else 1.0 / scale)
 
     @property
     def k(self) -> torch.Tensor:
@@ -200,8 +213,11 @@ def rows_plan(slot: torch.Tensor, position: torch.Tensor, cu_q: torch.Tensor, us
 def write_and_attend(layer: int, q: torch.Tensor, kv: torch.Tensor, pool: KVPool, plan: Plan) -> torch.Tensor:
     """Store the rows' K and V in layer `layer` of their rings, then attend over each row's window.
 
-    q: [N, H, D]; kv: [N, 2, H, D], both in the pool's dtype. Returns [N, H, D].
+    q: [N, H, D]; kv: [N, 2, H, D], both in the pool's dtype (an e4m3 pool: the compute dtype,
+    quantized here). Returns [N, H, D].
     """
+    if pool.scale is not None:
+        return _write_and_attend_fp8(layer, q, kv, pool, plan)
     rows = plan.rows
     kv_all = pool.packed
     kv_all.index_copy_(0, plan.write[layer], kv)
@@ -218,14 +234,38 @@ def write_and_attend(layer: int, q: torch.Tensor, kv: torch.Tensor, pool: KVPool
     return F.scaled_dot_product_attention(q[:, :, None], keys, values, attn_mask=plan.mask)[:, :, 0]
 
 
-def _masked_runs(layer: int, q: torch.Tensor, pool: KVPool, plan: Plan) -> torch.Tensor:
-    """Prefill runs under `masked`: each run's queries over its ring's prefix, causal, 4-D."""
+def _write_and_attend_fp8(layer: int, q: torch.Tensor, kv: torch.Tensor, pool: KVPool, plan: Plan) -> torch.Tensor:
+    """`write_and_attend` over an e4m3 ring: the quantized write, then `kernels.kv8.attend` under
+    `flash`, or under `masked` SDPA over the span's keys and values cast to q's dtype (exact), with
+    K's scale folded into q and V's into the output."""
+    assert pool.scale is not None and pool.inverse is not None
+    scale = pool.scale[layer]
+    kv8_kernels.write(pool.packed, plan.write[layer], kv, pool.inverse[layer])
+    if plan.backend is Backend.FLASH:
+        assert plan.cu_q is not None and plan.cu_k is not None and plan.used is not None
+        return kv8_kernels.attend(q, pool.packed, scale, plan.cu_q, plan.cu_k[layer], plan.used, plan.max_q,
+                                  plan.span, plan.max_q > 1)
+    if plan.runs:
+        return _masked_runs(layer, q, pool, plan, scale)
+    assert plan.mask is not None
+    keys = pool.k[:plan.rows, layer, :plan.span].to(q.dtype).transpose(1, 2)
+    values = pool.v[:plan.rows, layer, :plan.span].to(q.dtype).transpose(1, 2)
+    out = F.scaled_dot_product_attention((q * scale[0])[:, :, None], keys, values, attn_mask=plan.mask)
+    return out[:, :, 0] * scale[1]
+
+
+def _masked_runs(layer: int, q: torch.Tensor, pool: KVPool, plan: Plan,
+                 scale: torch.Tensor | None = None) -> torch.Tensor:
+    """Prefill runs under `masked`: each run's queries over its ring's prefix, causal, 4-D (an e4m3
+    ring: its values in q's dtype, K's `scale` in q, V's on the output)."""
     outs = []
     for r in plan.runs:
         end = r.start + r.length
-        keys = pool.k[r.slot, layer, :end].transpose(0, 1)[None]
-        values = pool.v[r.slot, layer, :end].transpose(0, 1)[None]
+        keys = pool.k[r.slot, layer, :end].to(q.dtype).transpose(0, 1)[None]
+        values = pool.v[r.slot, layer, :end].to(q.dtype).transpose(0, 1)[None]
         mask = torch.ones(r.length, end, dtype=torch.bool, device=q.device).tril(r.start)
-        queries = q[r.first:r.first + r.length].transpose(0, 1)[None]
-        outs.append(F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)[0].transpose(0, 1))
+        queries = q[r.first:r.first + r.length]
+        queries = (queries if scale is None else queries * scale[0]).transpose(0, 1)[None]
+        out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)[0].transpose(0, 1)
+        outs.append(out if scale is None else out * scale[1])
     return torch.cat(outs)

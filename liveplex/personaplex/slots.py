@@ -6,7 +6,9 @@ state) is such a dataclass, so the engine resets a newcomer's slot, primes a dec
 session between slots the same way for all of them. Rows are given as a `slice` (what the engine
 uses: slots are contiguous, and a slice needs no index tensor, so no host-to-device copy), as an
 index tensor on the state's device, or as a list of ints (one host-to-device copy per call).
-A fresh row is all zeros.
+A fresh row is all zeros. A field whose metadata says `per_slot: False` (the 8-bit ring's scales)
+belongs to the whole state and is left out of every row operation. One-byte float tensors (e4m3)
+are reset and copied through a `uint8` view of their bits: the CPU has no index kernels for them.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ def _map(state: _S, fn: Callable[[torch.Tensor], torch.Tensor]) -> _S:
         return fn(state)  # type: ignore[return-value]
     if isinstance(state, tuple):
         return tuple(_map(item, fn) for item in state)  # type: ignore[return-value]
-    changes = {f.name: _map(getattr(state, f.name), fn) for f in dataclasses.fields(state)}  # type: ignore[arg-type]
+    changes = {f.name: _map(getattr(state, f.name), fn) for f in dataclasses.fields(state)  # type: ignore[arg-type]
+               if f.metadata.get("per_slot", True)}
     return dataclasses.replace(state, **changes)  # type: ignore[type-var]
 
 
@@ -38,6 +41,15 @@ def tensors(state: object) -> list[torch.Tensor]:
     found: list[torch.Tensor] = []
     _map(state, lambda t: found.append(t) or t)
     return found
+
+
+SHARED = {"per_slot": False}
+"""Field metadata of a state tensor that is not per slot (no row dimension)."""
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """t, or its bits as `uint8` where t holds one-byte floats (copies and zeros are the same)."""
+    return t.view(torch.uint8) if t.is_floating_point() and t.element_size() == 1 else t
 
 
 def _index(rows: Rows, device: torch.device) -> slice | torch.Tensor:
@@ -71,7 +83,7 @@ class RowState:
         """Make `rows` fresh (zeros, as allocated); other rows are not touched."""
         all_ = tensors(self)
         index = _index(rows, all_[0].device)
-        for tensor in all_:
+        for tensor in map(_bits, all_):
             if isinstance(index, slice):
                 tensor[index].zero_()
             else:
@@ -82,7 +94,7 @@ class RowState:
         mine, theirs = tensors(self), tensors(source)
         assert len(mine) == len(theirs), "states of different shapes"
         dst, src = _index(rows, mine[0].device), _index(source_rows, theirs[0].device)
-        for d, s in zip(mine, theirs, strict=True):
+        for d, s in zip(map(_bits, mine), map(_bits, theirs), strict=True):
             values = s[src] if isinstance(src, slice) else s.index_select(0, src)
             if isinstance(dst, slice):
                 d[dst].copy_(values)

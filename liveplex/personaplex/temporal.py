@@ -9,7 +9,8 @@ slot). One forward serves both uses, and differs only in its `ring.Plan`:
 
 The plan and the RoPE rotation are computed once per forward, not per layer. Each layer's QKV GEMM
 leaves fp32 (`blocks.linear_fp32`), RoPE rotates q and k in it and rounds q, k and v to the pool's
-dtype once, and one index copy stores K and V (issue 14).
+dtype once, and one index copy stores K and V (issue 14). An e4m3 pool (`kv8`, issue 36) gets q, k
+and v in the weights' dtype and quantizes K and V as it stores them.
 
 Parameter names are the checkpoint's (spec personaplex §2.2), so `state_dict()` keys are the file's.
 """
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from liveplex.personaplex import blocks, ring
+from liveplex.personaplex import blocks, kv8, ring
 from liveplex.personaplex.config import RMS_EPS, LMConfig
 
 
@@ -96,10 +97,19 @@ class Temporal(nn.Module):
         return self
 
     def new_pool(self, slots: int, dtype: torch.dtype | None = None) -> ring.KVPool:
-        """Allocate KV rings for `slots` sessions on this module's device (dtype: the weights')."""
+        """Allocate KV rings for `slots` sessions on this module's device (dtype: the weights', or
+        `kv8.FP8`: an e4m3 pool, with the scales of these weights, `kv8.scales`)."""
         weight = self.text_linear.weight
+        dtype = dtype or weight.dtype
+        scale = self.kv_scales() if kv8.is_fp8(dtype) else None
         return ring.KVPool.allocate(self.cfg.num_layers, slots, self.cfg.num_heads, self.cfg.context,
-                                    self.cfg.head_dim, dtype or weight.dtype, weight.device)
+                                    self.cfg.head_dim, dtype, weight.device, scale)
+
+    def kv_scales(self) -> torch.Tensor:
+        """The e4m3 ring's scales of these weights, `[layers, 2, heads, 1]` (`kv8.scales`)."""
+        layers = self.transformer.layers
+        return kv8.scales([la.self_attn.in_proj_weight for la in layers], [la.norm1.alpha.reshape(-1) for la in layers],
+                          self.cfg.num_heads)
 
     def embed(self, columns: torch.Tensor) -> torch.Tensor:
         """Sum of the 17 stream embeddings of each column: [N, 17] int64 -> [N, dim].
@@ -143,9 +153,10 @@ class Temporal(nn.Module):
         cfg = self.cfg
         N = x.shape[0]
         rot = self.rotary.rotation(position)
+        dtype = x.dtype if pool.scale is not None else pool.kv.dtype
         for i, layer in enumerate(self.transformer.layers):
             qkv = blocks.linear_fp32(layer.norm1(x), layer.self_attn.in_proj_weight)
-            qkv = blocks.rope(qkv.view(N, 3, cfg.num_heads, cfg.head_dim), rot, pool.kv.dtype)
+            qkv = blocks.rope(qkv.view(N, 3, cfg.num_heads, cfg.head_dim), rot, dtype)
             a = ring.write_and_attend(i, qkv[:, 0], qkv[:, 1:], pool, plan).to(x.dtype)
             x = blocks.residual(x, a.reshape(N, cfg.dim), layer.self_attn.out_proj.weight)
             x = layer.gating.add_to(x, layer.norm2(x))

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from liveplex.bench import engine_counts
-from liveplex.personaplex import kernels, ring
+from liveplex.personaplex import config, kernels, kv8, ring
 
 OPS_PER_TICK = 1200
 """Issue 14's ceiling for a served tick at the real shapes: 1137 now with the fused kernels (5299,
@@ -52,6 +52,27 @@ def test_with_the_fused_kernels_a_served_tick_stays_under_1200_ops_each_ffn_nois
         assert t["by_op"]["liveplex::silu_and_mul"] == FFNS and "silu" not in t["by_op"]
         assert t["by_op"]["liveplex::race_noise"] == 1 and "log" not in t["by_op"]
         assert t["by_op"]["liveplex::race_winner"] == t["by_op"]["topk"] == DRAWS and "argmax" not in t["by_op"]
+
+
+@fused
+def test_an_8_bit_ring_keeps_the_ticks_kernels_and_halves_its_kv_reads(real_ticks):
+    """Issue 36: the quantized write and the fp8 attention replace the index copy and flash, one
+    kernel each, so the tick launches as many kernels as with bf16 and reads half the KV bytes."""
+    fp8 = engine_counts.build("personaplex-7b", "meta", torch.bfloat16, kv8.FP8)
+    for bf16, b in zip(real_ticks, (1, 8, 64), strict=True):
+        got = engine_counts.tick(fp8, [100] * b, ring.Backend.FLASH)
+        assert got["ops"] == bf16["ops"] <= OPS_PER_TICK and got["syncs"] == []
+        layers = fp8.cfg.num_layers
+        assert got["by_op"]["liveplex::kv8_write"] == got["by_op"]["liveplex::kv8_attend"] == layers
+        assert "index_copy_" not in got["by_op"] and "_flash_attention_forward" not in got["by_op"]
+        assert 2 * got["kv_bytes"] == bf16["kv_bytes"] and 2 * got["valid_kv_bytes"] == bf16["valid_kv_bytes"]
+    newcomer = engine_counts.newcomer(fp8, ring.Backend.FLASH)
+    assert newcomer["syncs"] == [] and newcomer["ops"] <= OPS_PER_PREFILL
+
+
+def test_an_8_bit_ring_holds_a_session_in_half_the_bytes_at_the_real_shapes():
+    per_session = engine_counts.kv_bytes_per_session(config.personaplex_7b())
+    assert per_session["bf16"] == 1_572_864_000 == 2 * per_session["fp8"]
 
 
 @pytest.fixture(scope="module")

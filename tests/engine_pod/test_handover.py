@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from liveplex.continuity import Code, blob
+from liveplex.engine_pod import model as model_mod
 from liveplex.live import contract
 from liveplex.live.channel import Opened
 from tests.engine_pod import harness
@@ -19,12 +20,14 @@ TICKS = 34
 """Past the tiny window (context 40) from any start position of the short role."""
 
 
-def _pod(model, greedy: bool, budget_ms: float = 10_000.0, buckets: tuple[int, ...] = (3,)) -> harness.Pod:
+def _pod(model, greedy: bool, budget_ms: float = 10_000.0, buckets: tuple[int, ...] = (3,),
+         kv_dtype: str | None = None) -> harness.Pod:
     """A 3-slot engine; a budget of 10 s prefills and replays an import in its first tick, a tiny
     one spreads it over ticks (16 prompt rows and one replay row a tick) with padding rows in every
     tick (one bucket of 3 by default) and a jitter buffer deep enough for the caller's audio meanwhile."""
     return harness.Pod(*harness.build(model, max_sessions=3, greedy=greedy, seed=None if greedy else 11,
-                                      prefill_budget_ms=budget_ms, buckets=buckets, jitter_frames=48))
+                                      prefill_budget_ms=budget_ms, buckets=buckets, jitter_frames=48,
+                                      kv_dtype=kv_dtype))
 
 
 def _frames(call: harness.Call) -> list[tuple[int, object]]:
@@ -68,8 +71,9 @@ def _move(pods: tuple[harness.Pod, harness.Pod, harness.Pod], moved: harness.Cal
     pytest.param(True, 9, TICKS, 10_000.0, marks=pytest.mark.slow),
     pytest.param(False, 24, TICKS, 10_000.0, marks=pytest.mark.slow),
 ])
-def test_a_moved_session_continues_exactly(tiny_model, greedy: bool, k: int, ticks: int, budget_ms: float) -> None:
-    ref, a, b = (_pod(tiny_model, greedy, budget_ms) for _ in range(3))
+def test_a_moved_session_continues_exactly(tiny_model, greedy: bool, k: int, ticks: int, budget_ms: float,
+                                           kv_dtype: str | None = None) -> None:
+    ref, a, b = (_pod(tiny_model, greedy, budget_ms, kv_dtype=kv_dtype) for _ in range(3))
     # the same submission ids on ref and a, so the same seeds; neighbours in every batch
     ref.start("NATM1", harness.SHORT_ROLE, harness.caller_audio(5, ticks))
     want = ref.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(1, ticks))
@@ -78,6 +82,7 @@ def test_a_moved_session_continues_exactly(tiny_model, greedy: bool, k: int, tic
     b.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(7, ticks))
     position, _ = _move((ref, a, b), moved, contract.Session("NATF2", harness.SHORT_ROLE), ticks, k)
     assert a.engine.running == 1 and b.engine.running == 2
+    assert b.engine.pools.kv.kv.dtype == model_mod.KV_DTYPES[kv_dtype or "fp32"]
     n = len(moved.pcm)  # a spread import starts later: it has run fewer frames by the end
     assert n >= k + 6 and float(np.frombuffer(b"".join(want.pcm), "<i2").std()) > 30
     assert moved.tokens == want.tokens[:n]  # text ids and agent codes
@@ -127,6 +132,17 @@ def test_a_move_is_exact_at_the_same_batch_size_and_within_one_lsb_where_the_bat
         assert near[:before] == [0] * before and max(near) <= 1, near
         print(f"batch 1 -> 2 at the import (frame {before}): the moved session differs in {sum(map(bool, steps))} "
               f"of {n} frames, the one already there in {sum(map(bool, near))} of {len(near)}, by at most 1 LSB")
+
+
+@pytest.mark.parametrize("greedy, k, ticks, budget_ms", [
+    (True, 30, 30 + TICKS, 1e-6),  # past the wrap, the import's prompt and replay spread over ticks
+    pytest.param(True, 27, TICKS, 10_000.0, marks=pytest.mark.slow),  # past the wrap, in one tick
+])
+def test_a_moved_session_on_an_8_bit_ring_continues_exactly(tiny_model, greedy: bool, k: int, ticks: int,
+                                                            budget_ms: float) -> None:
+    """Issue 36: the ring is rebuilt from the history into e4m3 with the same scales (they depend
+    on the weights only), so the move changes nothing there either."""
+    test_a_moved_session_continues_exactly(tiny_model, greedy, k, ticks, budget_ms, "fp8")
 
 
 def _blob(model) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import pytest
 from hypothesis import given
@@ -155,3 +156,26 @@ def test_settings_name_the_bad_flag(tmp_path):
             ["--model-path", str(tmp_path), "--device", "cpu", "--max-prefill-rows", "0"]))
     ok = engine_pod.settings_from_args(parser.parse_args(["--model-path", str(tmp_path), "--device", "cpu"]))
     assert (ok.dtype, ok.max_sessions, ok.schedule) == ("fp32", 0, "upstream")
+    assert ok.kv_dtype is None and ok.ring_dtype == "fp32"  # the weights' dtype: bf16 stays the default on a GPU
+    with pytest.raises(ValueError, match="--kv-dtype bf16: the KV ring holds the weights' dtype \\(fp32\\) or fp8"):
+        engine_pod.settings_from_args(parser.parse_args(
+            ["--model-path", str(tmp_path), "--device", "cpu", "--kv-dtype", "bf16"]))
+    fp8 = engine_pod.settings_from_args(parser.parse_args(
+        ["--model-path", str(tmp_path), "--device", "cpu", "--kv-dtype", "fp8"]))
+    assert fp8.kv_dtype == fp8.ring_dtype == "fp8"
+    with pytest.raises(ValueError, match="kv_dtype='bf16'"):
+        engine_pod.EngineSettings(model_dir=tmp_path, dtype="fp32", kv_dtype="bf16")
+
+
+def test_the_session_cap_counts_the_rings_own_bytes(tiny_model):
+    """Issue 36: an 8-bit ring is one byte per value: the tiny fp32 model's sessions cost a quarter
+    of the KV, and at the real shapes (docs/engine_pod.md's H200) half of bf16's."""
+    from liveplex.engine_pod import engine
+
+    settings = engine_pod.EngineSettings(model_dir=None, context_frames=40)  # type: ignore[arg-type]
+    fp32 = engine.slot_bytes(tiny_model, settings)
+    fp8 = engine.slot_bytes(tiny_model, dataclasses.replace(settings, kv_dtype="fp8"))
+    assert fp32.kv == memory.kv_bytes(2, 40, 64, 4) == 4 * fp8.kv and fp8.mimi == fp32.mimi > 0
+    bf16_7b, fp8_7b = (memory.SlotBytes(memory.kv_bytes(32, 3000, 4096, e), 19_600_000, 65_536).total for e in (2, 1))
+    free, reserve = int(123.7 * memory.GIB), 8 * memory.GIB  # an H200 after the weights
+    assert (memory.max_sessions(0, free, reserve, bf16_7b), memory.max_sessions(0, free, reserve, fp8_7b)) == (78, 154)

@@ -33,14 +33,15 @@ def _open(pod: harness.Pod, seed: int, ticks: int, state: bytes | None = None) -
     return call
 
 
-@pytest.mark.parametrize("greedy, k", [
-    (True, 3), (False, 30),  # before the wrap (context 40), and past it sampled
-    pytest.param(True, 1, marks=pytest.mark.slow),
-    pytest.param(True, 12, marks=pytest.mark.slow),
-    pytest.param(True, 45, marks=pytest.mark.slow),
+@pytest.mark.parametrize("greedy, k, kv_dtype", [
+    (True, 3, None), (False, 30, None),  # before the wrap (context 40), and past it sampled
+    (False, 30, "fp8"),  # issue 36: the 8-bit ring is rebuilt from the record as from a handover
+    pytest.param(True, 1, None, marks=pytest.mark.slow),
+    pytest.param(True, 12, None, marks=pytest.mark.slow),
+    pytest.param(True, 45, None, marks=pytest.mark.slow),
 ])
-def test_a_resumed_session_has_the_lost_ones_context(tiny_model, greedy: bool, k: int) -> None:
-    a, b = _pod(tiny_model, greedy), _pod(tiny_model, greedy)
+def test_a_resumed_session_has_the_lost_ones_context(tiny_model, greedy: bool, k: int, kv_dtype: str | None) -> None:
+    a, b = _pod(tiny_model, greedy, kv_dtype=kv_dtype), _pod(tiny_model, greedy, kv_dtype=kv_dtype)
     a.start("NATM1", harness.SHORT_ROLE, harness.caller_audio(5, k + 1))  # neighbours without checkpoints
     b.start("NATM1", harness.SHORT_ROLE, harness.caller_audio(6, k + 1))
     lost = _open(a, 1, k + 1)

@@ -72,6 +72,21 @@ def test_the_full_checklist_passes_against_the_tiny_model(tiny_dir, tmp_path):
     assert (config["schedule"], stats["schedule"], config["dtype"]) == ("reference", "reference", "fp32")  # D3
 
 
+MODEL_CHECKS = (8, 14, 16, 22, 25, 26, 34, 42)
+"""The checks whose sessions the model serves (start, voices, formats, streaming, usage, transcript,
+close, commentary): what a KV ring can change; the rest are the protocol's, engine-blind."""
+
+
+def test_the_model_checks_pass_against_the_tiny_model_on_an_8_bit_kv_ring(tiny_dir, tmp_path):
+    """Issue 36: `--kv-dtype fp8` serves, and says so in its config (the full checklist passes
+    against it too: docs/personaplex.md; here the checks that reach the model, to stay fast)."""
+    with personaplex(tiny_dir, tmp_path / "serve.log", "--max-sessions", "8", "--kv-dtype", "fp8") as base:
+        config = servers.get_json(base.removesuffix("/v1") + "/live/config")
+        code, lines = servers.check(base, "--concurrency", "2", "--only", ",".join(map(str, MODEL_CHECKS)))
+    assert _clean(code, lines) == dict.fromkeys(MODEL_CHECKS, "PASS")
+    assert (config["dtype"], config["kv_dtype"]) == ("fp32", "fp8")
+
+
 def test_the_full_checklist_passes_against_a_moshi_checkpoint(tiny_moshi_dir, tmp_path):
     """`make-tiny --moshi`: no voices, no instructions; the PersonaPlex names all play its one voice."""
     with personaplex(tiny_moshi_dir, tmp_path / "serve.log", "--max-sessions", "16") as base:

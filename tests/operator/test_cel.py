@@ -36,7 +36,7 @@ _sources = st.lists(st.sampled_from([("pvc", {"claimName": "w", "path": "p"}), (
                     max_size=3).map(dict)
 _models = st.fixed_dictionaries(
     {"name": st.just("m"), "servedModels": st.just(["gpt-live-1"]), "dtype": st.sampled_from(["bf16", "fp32"])},
-    optional={"kvDtype": st.sampled_from(["bf16", "fp32"]), "source": _sources})
+    optional={"kvDtype": st.sampled_from(["bf16", "fp32", "fp8"]), "source": _sources})
 _specs = st.fixed_dictionaries(
     {"engine": st.fixed_dictionaries({"kind": st.sampled_from(["sim", "personaplex"])},
                                      optional={"sim": st.just({"tickBaseMicros": 0, "tickPerSessionMicros": 0,

@@ -33,7 +33,8 @@ CASES: dict[str, tuple[dict[str, Any], OperatorSettings]] = {
              "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                  {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["h100"]}]}]}}}})), REDIS),
     "personaplex-image": (objects.liveengine(objects.personaplex_spec(
-        model={"name": "nvidia/personaplex-7b-v1", "dtype": "fp32", "attention": "masked", "prefillBudgetMillis": 12,
+        model={"name": "nvidia/personaplex-7b-v1", "dtype": "fp32", "kvDtype": "fp8", "attention": "masked",
+               "prefillBudgetMillis": 12,
                "source": {"image": {"reference": "registry.local/weights:7b", "path": "ckpt"}}},
         placement={"subPools": 4})), REDIS),
     "sim-standalone": (objects.liveengine(objects.sim_spec(pacing={"leadMillis": 0, "spreadMillis": 8}),
@@ -249,6 +250,7 @@ def test_liveplex_serve_accepts_the_rendered_command_line(case: str) -> None:
     if parsed.engine == "personaplex":
         assert model is not None
         assert (parsed.attention, parsed.prefill_budget_ms) == (model.attention, model.prefill_budget_millis)
+        assert parsed.kv_dtype == model.kv_dtype
 
 
 NOT_RESTRICTED = {"personaplex-hostpath": ["volume types"], "personaplex-image": ["volume types"]}

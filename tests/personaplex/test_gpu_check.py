@@ -11,14 +11,19 @@ import pathlib
 SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "gpu_check.py"
 
 
-def test_the_cpu_smoke_run_writes_every_stage(tmp_path):
+def _script():
     spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_the_cpu_smoke_run_writes_every_stage(tmp_path):
+    module = _script()
     out = tmp_path / "check.json"
     assert module.main(["--config", "tiny", "--device", "cpu", "--batch", "1,2", "--ticks", "3", "--warmup", "1",
-                        "--out", str(out)]) == 0
+                        "--kv-leg", "2", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["bytes_per_slot"] > report["kv_bytes_per_slot"] + report["mimi_state_bytes_per_slot"] > 0
     assert report["prefill_one_newcomer_ms"] > 0 and report["replay_vs_eager"]["tokens_identical"]
@@ -35,3 +40,41 @@ def test_the_cpu_smoke_run_writes_every_stage(tmp_path):
         assert row["prefill_ms_per_newcomer"] > row["prefill_ms_per_row"] > 0
         assert row["floor_16_steps_ms"] > row["floor_8_steps_ms"] > 0
     assert levels[1]["mean_position"] > levels[0]["mean_position"]  # full context: the whole ring is valid
+
+
+def test_the_kv_leg_measures_both_rings_and_the_8_bit_stages_run(tmp_path):
+    """Issue 36's leg on the CPU: both rings' bytes and levels (no sessions admitted off CUDA), a
+    verdict; and stages 2-9 on the 8-bit ring alone (`--kv-dtype fp8`)."""
+    module = _script()
+    out = tmp_path / "check.json"
+    assert module.main(["--config", "tiny", "--device", "cpu", "--batch", "2", "--ticks", "2", "--warmup", "1",
+                        "--kv-dtype", "fp8", "--kv-leg", "1,3", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["kv_dtype"] == "torch.float8_e4m3fn" and report["replay_vs_eager"]["tokens_identical"]
+    assert all("error" not in row and row["finite"] for row in report["levels"])
+    full, eight = report["kv_leg"]["rings"]
+    assert (full["kv_dtype"], eight["kv_dtype"]) == ("fp32", "fp8")
+    assert full["kv_bytes_per_slot"] == 4 * eight["kv_bytes_per_slot"] == report["kv_bytes_per_slot"] * 4
+    for ring_ in (full, eight):
+        assert ring_["sessions_admitted"] is None and [r["batch"] for r in ring_["levels"]] == [1, 3]
+        assert all(r["finite"] and r["full_context"] for r in ring_["levels"])
+    assert set(report["kv_leg"]["verdict"]) == {"fp8_sessions_ratio", "fp8_ready", "reasons", "tier_b"}
+    assert report["kv_leg"]["verdict"]["tier_b"]["p99_ms"] is None  # batch 128 was not asked for
+
+
+def _ring(name, admitted, p99, finite=True):
+    return {"kv_dtype": name, "sessions_admitted": admitted,
+            "levels": [{"batch": 64, "finite": finite, "wall": {"p99_ms": p99}, "device": {"p99_ms": p99}},
+                       {"batch": 128, "skipped": "above the sessions admitted"}]}
+
+
+def test_the_kv_verdict_asks_for_the_sessions_the_tick_and_finite_values():
+    verdict = _script().kv_verdict
+    got = verdict([_ring("bf16", 78, 40.0), _ring("fp8", 152, 45.0)])
+    assert (got["fp8_sessions_ratio"], got["fp8_ready"], got["reasons"]) == (152 / 78, True, [])
+    assert got["tier_b"] == {"batch": 128, "p99_ms": None, "target_p99_ms": 40.0, "met": None}  # 128 skipped
+    got = verdict([_ring("bf16", 78, 40.0), _ring("fp8", 120, 95.0, finite=False)])
+    assert not got["fp8_ready"] and len(got["reasons"]) == 3  # too few sessions, over the tick, not finite
+    at_128 = _ring("fp8", 152, 38.0)
+    at_128["levels"][1] = {"batch": 128, "finite": True, "wall": {"p99_ms": 41.0}, "device": {"p99_ms": 39.0}}
+    assert verdict([_ring("bf16", 78, 40.0), at_128])["tier_b"]["met"]  # the device p99 when there is one

@@ -10,7 +10,8 @@ CUDA). Call sites call each module's dispatching function (`gate.gated`, `noise.
 `race.race_draw`), which picks the op or the eager composition by `fusion.fused` alone.
 
 Modules: `fusion` (where fused ops run), `gate` (SiLU-and-gate of the gated FFNs), `noise` (the
-sampling noise of every draw), `race` (a draw's race among its top-k candidates). The kernels live
+sampling noise of every draw), `race` (a draw's race among its top-k candidates), `kv8` (the 8-bit
+KV ring's quantized write and its varlen attention; the ring calls it, `personaplex.ring`). The kernels live
 beside the model code they replace, in `personaplex`, since they are its arithmetic, and need
 Triton only where they run: without it (the CPU wheel) the package imports and every call site runs
 the eager ops.
