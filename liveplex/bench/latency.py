@@ -103,7 +103,8 @@ def render(report: dict[str, object]) -> str:
             above = s["above_ideal_ms"] or {"p50": float("nan"), "p99": float("nan")}
             lines.append(f"{profile:<10} {name:<9} {above['p50']:>11.1f} / {above['p99']:>9.1f} "
                          f"{s['caller_dry_ms_per_session']:>12.1f} {s['caller_lost_per_session']:>10.2f} "
-                         f"{s['late_p99_ms']:>9.2f} {s['first_audio_p50_ms']:>10.1f} {s['first_reaction_p50_ms']:>13.1f}"
+                         f"{s['late_p99_ms']:>9.2f} {s['first_audio_p50_ms']:>10.1f} "
+                         f"{s['first_reaction_p50_ms']:>13.1f}"
                          + ("  CLIENT-LIMITED" if s["client_limited"] else ""))
     return "\n".join(lines)
 

@@ -9,8 +9,8 @@ tick lose nothing: the session runs again sooner, so its model hears the frames 
 faster than real time (the caller hears the replies early, which its player absorbs); more than a
 period is given back that way over successive ticks. With one group there is no sooner turn, so a
 whole period is given back by dropping a buffered frame. An underrun (a frame missed its tick)
-raises the margin; calm lowers it again. This is WebRTC NetEq's shape (target delay from measured arrival jitter, accelerate when the
-buffer runs above it) at the granularity a shared tick allows.
+raises the margin; calm lowers it again. This is WebRTC NetEq's shape (target delay from measured
+arrival jitter, accelerate when the buffer runs above it) at the granularity a shared tick allows.
 
 Pure: times arrive as arguments (`live/jitter.py` records arrivals, the drive loop gives due times).
 """

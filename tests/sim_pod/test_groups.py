@@ -7,8 +7,8 @@ import time
 
 from liveplex.continuity import blob
 from liveplex.live import Audio, Session, by_hand
-from liveplex.live.drive import Pending
 from liveplex.live.channel import Opened
+from liveplex.live.drive import Pending
 from liveplex.sim_pod import SimEngine, SimProfile
 from liveplex.sim_pod.engine import NEXT_DUE
 
