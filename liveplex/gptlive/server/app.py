@@ -36,6 +36,7 @@ from liveplex.gptlive.server import auth, backend, exposition, native, replies
 from liveplex.gptlive.server.settings import ServerSettings
 from liveplex.gptlive.server.stats import FrontStats
 from liveplex.gptlive.server.sweeper import Socket, Sweeper
+from liveplex.gptlive.server.webrtc import route as webrtc_route
 
 SHUTDOWN_GRACE_S = 2.0
 """At shutdown, how long sockets get to send `session.closed` before the backend stops."""
@@ -173,6 +174,8 @@ def create_app(front: Front, lifecycle: Callable[[], contextlib.AbstractAsyncCon
     app.router.routes.append(WebSocketRoute(urls.LIVE_PATH, replies.Refuse(replies.NOT_NATIVE)))
     app.router.routes.append(WebSocketRoute(urls.LIVE_PATH + "/{rest:path}",
                                             replies.Refuse(replies.UNSUPPORTED)))
+
+    webrtc_route.add(app, front)
 
     @app.api_route(urls.LIVE_PATH + "/{rest:path}", methods=["GET", "POST", "PUT", "DELETE"],
                    include_in_schema=False)

@@ -55,6 +55,9 @@ class ServerSettings:
     ws_ping_interval_s: float = 20.0
     """WebSocket keepalive ping period; a client that has not answered one within another period
     is aborted."""
+    webrtc_open_timeout_s: float = 10.0
+    """A WebRTC call whose caller has not completed ICE and DTLS and opened its data channel this
+    long after the answer is ended (`webrtc.call`): its slot is never held by a caller that left."""
     sweep_ms: int = 50
     """Period of the one shared timer that fires idle, start and grace deadlines."""
     metrics: bool = True
@@ -66,7 +69,7 @@ class ServerSettings:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together")
         for name in ("outbound_max_frames", "outbound_max_bytes", "header_timeout_s", "max_connections",
-                     "max_pending_connections", "ws_ping_interval_s", "sweep_ms"):
+                     "max_pending_connections", "ws_ping_interval_s", "webrtc_open_timeout_s", "sweep_ms"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
 
@@ -111,6 +114,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--ws-ping-interval-s", type=float, default=default_of(s, "ws_ping_interval_s"),
                    help="WebSocket keepalive ping period; no pong within another period aborts the "
                         "socket (default: %(default)s)")
+    g.add_argument("--webrtc-open-timeout-s", type=float, default=default_of(s, "webrtc_open_timeout_s"),
+                   help="a WebRTC call whose caller has not connected and opened its data channel this long "
+                        "after the answer is ended (default: %(default)s)")
     g.add_argument("--tls-cert", type=Path, default=None, metavar="FILE",
                    help="serve the client port over TLS with this PEM certificate chain, re-read when it "
                         "changes (with --tls-key; default: plain)")
@@ -129,7 +135,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
                         ("--header-timeout-s", args.header_timeout_s),
                         ("--max-connections", args.max_connections),
                         ("--max-pending-connections", args.max_pending_connections),
-                        ("--ws-ping-interval-s", args.ws_ping_interval_s)):
+                        ("--ws-ping-interval-s", args.ws_ping_interval_s),
+                        ("--webrtc-open-timeout-s", args.webrtc_open_timeout_s)):
         if value <= 0:
             raise ValueError(f"{flag} must be > 0, got {value}")
     if (args.tls_cert is None) != (args.tls_key is None):
@@ -160,5 +167,6 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         ws_ping_interval_s=args.ws_ping_interval_s,
+        webrtc_open_timeout_s=args.webrtc_open_timeout_s,
         metrics=not args.no_metrics,
     )
