@@ -267,25 +267,26 @@ def invalid_sdp(reason: str) -> ProtocolError:
     return ProtocolError(Code.INVALID_VALUE, ("transport", "sdp"), f"Invalid value for 'transport.sdp': {reason}.")
 
 
-def _not_on_data_channel(event_type: str, why: str) -> ProtocolError:
+def _not_on_webrtc(event_type: str, why: str) -> ProtocolError:
     return ProtocolError(Code.UNSUPPORTED_EVENT, _TYPE,
-                         f"Unsupported event type on the data channel: '{echo(event_type)}'. {why}")
+                         f"Unsupported event type on a WebRTC call: '{echo(event_type)}'. {why}")
 
 
-def start_on_data_channel() -> ProtocolError:
-    """A WebRTC call is started by its `POST /v1/live/sessions`, never on its data channel."""
-    return _not_on_data_channel("session.start", "This call was started by POST /v1/live/sessions; "
-                                "its session.started was sent on this channel.")
+def start_on_webrtc() -> ProtocolError:
+    """A WebRTC call is started by its `POST /v1/live/sessions`, never by an event."""
+    return _not_on_webrtc("session.start", "This call was started by POST /v1/live/sessions; "
+                          "its session.started was sent on the data channel.")
 
 
-def audio_on_data_channel() -> ProtocolError:
-    """A WebRTC call's audio travels as RTP only."""
-    return _not_on_data_channel("session.input_audio.append", "A WebRTC call's audio travels as RTP (Opus).")
+def audio_on_webrtc() -> ProtocolError:
+    """A WebRTC call's caller audio travels as RTP only."""
+    return _not_on_webrtc("session.input_audio.append", "A WebRTC call's audio travels as RTP (Opus).")
 
 
 def event_not_allowed(event_type: str) -> ProtocolError:
     """A client event the call's `session.client.data_channel.allowed_client_events` leaves out."""
-    return _not_on_data_channel(event_type, "session.client.data_channel.allowed_client_events does not allow it.")
+    return _not_on_webrtc(event_type, "session.client.data_channel.allowed_client_events does not allow it "
+                          "on the data channel.")
 
 
 def server_error(detail: str) -> ProtocolError:

@@ -13,6 +13,7 @@ import httpx
 import numpy as np
 import openai
 import pytest
+import websockets
 
 from liveplex.gptlive.server.webrtc import call
 from tests.support import pods, webrtc
@@ -214,3 +215,63 @@ async def test_a_caller_that_vanishes_ends_its_session() -> None:
         await caller.until("session.started")
         await caller.close()
         assert await _idle(pod) == {"remote_hangup": 1}
+
+
+async def test_a_sideband_attached_with_the_creates_key_steers_the_call(tmp_path) -> None:
+    """The SDK's `live.sideband.connect`: `session.started` replayed first; commentary, mute and
+    close from the sideband are the call's machine's (the caller hears the mute, both sides get
+    the acks and the end); an error answering the sideband goes to it alone; its own end
+    closes it. A second attach, another key, an unknown or an ended call are refused."""
+    keys = tmp_path / "keys"
+    keys.write_text("k1\nk2\n")
+    async with pods.in_process("--api-key-file", str(keys)) as pod:
+        async with openai.AsyncOpenAI(base_url=pod.base_url, api_key="k1", max_retries=0) as sdk:
+            caller = webrtc.Caller(hz=440)
+            session_id = await _call(sdk, pod, caller)
+            await caller.until("session.started")
+            attach = f"ws://{pod.address}/v1/live/sessions/{{}}/attach"
+            for session, key, status in ((session_id, "k2", 404), ("sess_0000", "k1", 404),
+                                         (session_id, "nope", 401)):
+                with pytest.raises(websockets.InvalidStatus) as refused:
+                    await websockets.connect(attach.format(session),
+                                             additional_headers={"Authorization": f"Bearer {key}"})
+                assert refused.value.response.status_code == status
+            async with sdk.live.sideband.connect(session_id=session_id, max_retries=0) as side:
+                first = await side.recv()
+                assert (first.type, first.session.id) == ("session.started", session_id)
+                with pytest.raises(websockets.InvalidStatus) as second:
+                    await websockets.connect(attach.format(session_id),
+                                             additional_headers={"Authorization": "Bearer k1"})
+                assert second.value.response.status_code == 409
+                await side.send({"type": "session.commentary.append", "content": "hello there",
+                                 "event_id": "k"})
+                await side.send({"type": "session.input_audio.append", "audio": "AAAA", "event_id": "a"})
+                await side.send({"type": "session.input_audio.mute", "event_id": "m"})
+                seen = await _until(side, "session.input_audio.muted")
+                assert [(e.type, getattr(e, "client_event_id", None)) for e in seen
+                        if e.type in ("session.commentary.appended", "error")] == [
+                    ("session.commentary.appended", "k"), ("error", "a")]
+                muted, before = await caller.until("session.input_audio.muted")
+                assert muted["client_event_id"] == "m"
+                assert "session.commentary.appended" in [e["type"] for e in before]
+                assert "error" not in [e["type"] for e in before]  # the sideband's error is its own
+                await asyncio.sleep(2.0)
+                assert np.abs(caller.samples(0.3)).max() < 300
+                await side.send({"type": "session.close", "event_id": "c"})
+                closed = (await _until(side, "session.closed"))[-1]
+                assert closed.reason == "close_requested" and closed.session.id == session_id
+                await caller.until("session.closed")
+            with pytest.raises(websockets.InvalidStatus) as ended:
+                await websockets.connect(attach.format(session_id), additional_headers={"Authorization": "Bearer k1"})
+            assert ended.value.response.status_code == 404
+        await caller.close()
+        assert await _idle(pod) == {"close_requested": 1}
+
+
+async def _until(side: object, kind: str, timeout_s: float = 10.0) -> list:
+    """The sideband's events up to and including the first of type `kind`."""
+    seen = []
+    async with asyncio.timeout(timeout_s):
+        while not seen or seen[-1].type != kind:
+            seen.append(await side.recv())  # type: ignore[attr-defined]
+    return seen

@@ -68,6 +68,8 @@ class Caller:
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.heard: list[np.ndarray] = []
+        self.arrivals: list[float] = []
+        """When each heard frame arrived (monotonic): the gaps a caller hears."""
         self.opened = asyncio.Event()
         self.closed = asyncio.Event()
         self._listening: asyncio.Task[None] | None = None
@@ -88,7 +90,13 @@ class Caller:
         with contextlib.suppress(MediaStreamError):
             while True:
                 frame = await track.recv()
+                self.arrivals.append(time.monotonic())
                 self.heard.append(frame.to_ndarray().reshape(-1, len(frame.layout.channels))[:, 0].copy())
+
+    def longest_gap_s(self, since: float = 0.0) -> float:
+        """The longest time between two heard frames after `since` (monotonic)."""
+        stamps = [t for t in self.arrivals if t >= since]
+        return max((b - a for a, b in zip(stamps, stamps[1:])), default=0.0)
 
     def samples(self, last_s: float | None = None) -> np.ndarray:
         """What the caller heard so far (the first channel), or its last `last_s` seconds."""

@@ -56,6 +56,8 @@ class Front:
     sockets: set[Socket] = field(default_factory=set)
     admin_port: int | None = None
     """The admin listener's port, once bound (`run.listeners`)."""
+    calls: dict[str, Any] = field(default_factory=dict)
+    """WebRTC calls by session id (`webrtc.call.Call`), for their sideband's attach."""
     pending: dict[Any, None] = field(default_factory=dict)
     """Client-listener connections that have not finished a request, oldest first
     (`http_protocol.HttpProtocol`)."""
@@ -171,11 +173,10 @@ def create_app(front: Front, lifecycle: Callable[[], contextlib.AbstractAsyncCon
                 await asyncio.gather(sweeping, return_exceptions=True)
 
     app = FastAPI(title=title, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    webrtc_route.add(app, front)  # before the 404s of other live paths: the create and the attach
     app.router.routes.append(WebSocketRoute(urls.LIVE_PATH, replies.Refuse(replies.NOT_NATIVE)))
     app.router.routes.append(WebSocketRoute(urls.LIVE_PATH + "/{rest:path}",
                                             replies.Refuse(replies.UNSUPPORTED)))
-
-    webrtc_route.add(app, front)
 
     @app.api_route(urls.LIVE_PATH + "/{rest:path}", methods=["GET", "POST", "PUT", "DELETE"],
                    include_in_schema=False)

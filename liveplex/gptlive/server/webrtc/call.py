@@ -37,7 +37,8 @@ from liveplex.gptlive import connection, errors, events
 from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.server import backend, hop, relayed, replies
 from liveplex.gptlive.server.webrtc import channel, media
-from liveplex.gptlive.server.webrtc.offer import Offer
+from liveplex.gptlive.server.webrtc.offer import Offer, Policy
+from liveplex.gptlive.server.webrtc.sideband import Sideband
 from liveplex.live import contract
 
 if TYPE_CHECKING:
@@ -55,12 +56,25 @@ MAX_BACKLOG = 64
 _CLOSING: set[asyncio.Task[None]] = set()
 """Peer connections being closed (a task the loop must not lose)."""
 _AUDIO_PREFIX = events.AUDIO_DELTA_PREFIX
+_ERROR_PREFIX = '{"type":"' + events.SERVER_TYPES[events.Error] + '"'
+_STARTED_PREFIX = '{"type":"' + events.SERVER_TYPES[events.SessionStarted] + '"'
+_CHANNEL = object()
+"""`Call._origin` while a data channel message is read (else the sideband reading, or None)."""
+_TRUSTED = Policy()
+"""The sideband's screen: every event type may be sent (only start and audio are refused)."""
 _APPEND_PREFIX = '{"type":"' + events.CLIENT_TYPES[events.InputAudioAppend] + '","audio":"'
 class Call:
     """See the module docstring; made by the POST, which then awaits `answer`."""
 
-    def __init__(self, front: Front, offer: Offer, headers: Headers) -> None:
+    def __init__(self, front: Front, offer: Offer, headers: Headers, key: str) -> None:
         self._front = front
+        self.key = key
+        """The API key of the create: a sideband must attach with it."""
+        self.sideband: Sideband | None = None
+        self._origin: object | None = None
+        """Whose message the machine is reading: `_CHANNEL`, the sideband, or None (its own)."""
+        self._started = ""
+        """`session.started` as sent: replayed to a sideband on attach."""
         self._backend = front.backend
         self._stats = front.stats
         self._offer = offer
@@ -179,17 +193,26 @@ class Call:
         """One data channel message."""
         if self._done or self._frozen:
             return
-        refused = channel.screen(data, self._policy)
-        if refused is not None:
-            self._send_text(events.dump(events.Error(*refused)))
-            return
         if self._backlog or not self._machine.reading:
             if len(self._backlog) >= MAX_BACKLOG:
                 self._drop(f"more than {MAX_BACKLOG} data channel messages unread")
                 return
             self._backlog.append(data)
             return
-        self._dispatch(data)
+        self._read(data, _CHANNEL, self._policy)
+
+    def _read(self, data: str | bytes, origin: object, policy: Policy) -> None:
+        """A message from the channel or the sideband: screened, then the machine's; what
+        answers it with an `error` goes back to `origin` only."""
+        self._origin = origin
+        try:
+            refused = channel.screen(data, policy)
+            if refused is not None:
+                self._send_text(events.dump(events.Error(*refused)), events.SERVER_TYPES[events.Error])
+            else:
+                self._dispatch(data)
+        finally:
+            self._origin = None
 
     def _dispatch(self, data: str | bytes) -> None:
         self.dispatched += 1
@@ -208,7 +231,7 @@ class Call:
     def on_timer(self, now_ns: int) -> None:
         self._perform(self.conn.timer(now_ns))
         while self._backlog and self._machine.reading and not self._done:
-            self._dispatch(self._backlog.popleft())
+            self._read(self._backlog.popleft(), _CHANNEL, self._policy)
 
     def shutdown(self) -> None:
         if not self._done:
@@ -220,6 +243,22 @@ class Call:
             self._perform(self._machine.disconnect())
             self._answered(replies.protocol_error(errors.server_error("the caller left before the session started")))
             self._close()
+
+    # --- the sideband (`sideband.Attachable`) ----------------------------------------------------------
+
+    def attach(self, side: Sideband) -> None:
+        self.sideband = side
+        if self._started:
+            side.send(self._started)
+
+    def detach(self, side: Sideband) -> None:
+        if self.sideband is side:
+            self.sideband = None
+
+    def command(self, data: str | bytes, side: Sideband) -> None:
+        """A sideband message: read as a channel message would be, by the same machine."""
+        if not self._done and not self._frozen and side is self.sideband:
+            self._read(data, side, _TRUSTED)
 
     # --- backend.Peer ------------------------------------------------------------------------------
 
@@ -241,7 +280,7 @@ class Call:
         handoff = self.conn.started_upstream(expires_at)
         if handoff is not None:
             self._relayed = self._machine = relayed.Relayed(handoff)
-        self._settle()
+        self._settle(self.conn)  # the `Accepted`
 
     def relay(self, text: str, frame: bool) -> None:
         if self._done:
@@ -279,6 +318,7 @@ class Call:
                     self._send_text(events.dump(command.event), events.SERVER_TYPES[type(command.event)])
             elif kind is connection.Start:
                 self.session_id = command.resource.id
+                self._front.calls[self.session_id] = self
                 self._leg = self._backend.start(command, self)
             elif kind is connection.Say:
                 if self._leg is not None:
@@ -292,9 +332,9 @@ class Call:
                 self._close()
         self._follow()
 
-    def _settle(self) -> None:
-        """Tell the machine's outcomes; the first one of the start answers the POST."""
-        machine = self._machine
+    def _settle(self, machine: connection.Connection | relayed.Relayed | None = None) -> None:
+        """Tell the outcomes of `machine` (the call's, by default); the start's answers the POST."""
+        machine = machine or self._machine
         outcomes = machine.outcomes.copy()
         machine.outcomes.clear()
         if any(type(outcome) is connection.Accepted for outcome in outcomes):
@@ -303,15 +343,23 @@ class Call:
 
     def _send_text(self, text: str, server_type: str = "") -> None:
         """An event for the caller: before the start is answered, an error is the POST's answer
-        (the rest is held: `session.started` and its notes); then the channel, if the policy
-        lets the type through."""
+        (the rest is held: `session.started` and its notes); then the sideband, and the channel
+        if the policy lets the type through; an error answering one side goes to that side only."""
+        if not self._started and text.startswith(_STARTED_PREFIX):
+            self._started = text
         if not self._answer.done():
-            if text.startswith('{"type":"error"'):
+            if text.startswith(_ERROR_PREFIX):
                 self._answered(replies.error_event(text))
                 self._outbox.clear()
                 return
-        elif server_type and not self._policy.sends(server_type):
-            return
+        else:
+            origin = self._origin
+            answers = origin is not None and text.startswith(_ERROR_PREFIX)
+            side = self.sideband
+            if side is not None and (not answers or origin is side):
+                side.send(text)
+            if (answers and origin is not _CHANNEL) or (server_type and not self._policy.sends(server_type)):
+                return
         dc = self._channel
         if dc is not None and dc.readyState == "open":
             if dc.bufferedAmount > self._front.settings.outbound_max_bytes:
@@ -382,6 +430,10 @@ class Call:
         if self in self._front.sockets:
             self._front.sockets.discard(self)
             self._stats.sockets_open -= 1
+        if self._front.calls.get(self.session_id) is self:
+            del self._front.calls[self.session_id]
+        if self.sideband is not None:
+            self.sideband.close()
         self._answered(replies.protocol_error(errors.server_error("the session ended before it started")))
         listening = self._listening
         if listening is not None and listening is not asyncio.current_task():

@@ -36,9 +36,9 @@ def screen(data: str | bytes, policy: Policy) -> tuple[ProtocolError, str | None
             or (event_id is not None and len(event_id) > events.MAX_EVENT_ID_CHARS):
         return None
     if kind == _START:
-        return errors.start_on_data_channel(), event_id
+        return errors.start_on_webrtc(), event_id
     if kind == _APPEND:
-        return errors.audio_on_data_channel(), event_id
+        return errors.audio_on_webrtc(), event_id
     if not policy.takes(kind):
         return errors.event_not_allowed(kind), event_id
     return None

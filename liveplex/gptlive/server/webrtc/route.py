@@ -1,4 +1,5 @@
-"""`POST /v1/live/sessions`: a WebRTC call's create (the SDK's `client.live.create`).
+"""`POST /v1/live/sessions`: a WebRTC call's create (the SDK's `client.live.create`), and its
+sideband's attach (`sideband`).
 
 Checked in the order a socket's upgrade is (the key, the server ready, the backend's own refusal),
 then the body (`offer.read`), then the `Call` answers. Errors are OpenAI HTTP error bodies.
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from starlette.routing import WebSocketRoute
 from websockets.datastructures import Headers
 
 from liveplex.gptlive import errors, urls
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from liveplex.gptlive.server.app import Front
 
 try:
+    from liveplex.gptlive.server.webrtc import sideband
     from liveplex.gptlive.server.webrtc.call import Call
 except ImportError:  # aiortc or PyAV missing: the `webrtc` extra is not installed
     Call = None  # type: ignore[assignment,misc]
@@ -43,9 +46,9 @@ def add(app: FastAPI, front: Front) -> None:
     """Add the create route to a server's client app."""
 
     async def create(request: Request) -> Response:
-        denied = front.guard(request)
-        if denied is not None:
-            return denied
+        key = front.key(request.headers.getlist("authorization"))
+        if key is None:
+            return replies.response(replies.UNAUTHORIZED)
         if Call is None:
             return replies.response(NO_WEBRTC)
         if front.sweeper is None:
@@ -61,6 +64,8 @@ def add(app: FastAPI, front: Front) -> None:
         except ProtocolError as error:
             return replies.response(replies.protocol_error(error))
         headers = Headers([("Authorization", value) for value in request.headers.getlist("authorization")])
-        return replies.response(await Call(front, read, headers).answer())
+        return replies.response(await Call(front, read, headers, key).answer())
 
     app.add_api_route(urls.LIVE_PATH, create, methods=["POST"], include_in_schema=False)
+    if Call is not None:
+        app.router.routes.append(WebSocketRoute(sideband.ATTACH_PATH, sideband.Attach(front)))

@@ -1,0 +1,87 @@
+"""WebRTC calls through the gateway: real redis-server, sim pod and gateway processes, an aiortc
+caller, the SDP exchange through the SDK. The gateway answers the offer, places the session as it
+places a socket's, and bridges the call to its pod over the usual gateway-pod WebSocket hop, so
+moves off a draining pod carry WebRTC calls as they carry sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import openai
+import pytest
+
+from tests.support import platform, webrtc
+
+pytestmark = pytest.mark.timeout(180)
+
+MODEL = {"model": "gpt-live-1"}
+
+
+async def _call(base_url: str, caller: webrtc.Caller) -> str:
+    async with openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0) as sdk:
+        created = await sdk.live.create(session=MODEL, transport={"type": "webrtc", "sdp": await caller.offer()})
+    await caller.accept(created.transport.sdp)
+    return created.session.id
+
+
+def test_a_webrtc_call_through_the_gateway_is_echoed_and_placed_like_a_socket(redis_url, tmp_path) -> None:
+    """The echo heard over RTP through the gateway and its pod; `session.started` carries the id
+    the gateway placed; a full pool is `server_busy` as an HTTP error; the end frees the slot."""
+    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=("--max-sessions", "1")) as p:
+        async def scenario() -> None:
+            caller = webrtc.Caller(hz=440)
+            session_id = await _call(p.gateway.base_url, caller)
+            started, before = await caller.until("session.started")
+            assert before == [] and started["session"]["id"] == session_id
+            await asyncio.sleep(2.0)
+            assert webrtc.power_at(caller.samples(1.0), 440) > 0.9
+            assert p.pod_sessions() == [1]
+            with pytest.raises(openai.InternalServerError) as busy:
+                await _call(p.gateway.base_url, webrtc.Caller())
+            assert busy.value.status_code == 503 and busy.value.body["code"] == "server_busy"
+            caller.send({"type": "session.close", "event_id": "c"})
+            closed, _ = await caller.until("session.closed")
+            assert closed["reason"] == "close_requested" and closed["session"]["id"] == session_id
+            await caller.close()
+        asyncio.run(scenario())
+        platform.eventually(lambda: p.pod_sessions() == [0] and p.stats()["sessions"] == 0,
+                            "the pod and the gateway to hold no session")
+
+
+def test_a_webrtc_call_moves_off_a_draining_pod(redis_url, tmp_path) -> None:
+    """The call's pod drains: the gateway moves the session to the other pod, the caller hears
+    the echo on without a word on the channel, and the longest silence is measured."""
+    with platform.platform(redis_url, tmp_path, pod_flags=("--lateness-budget-ms", "1000")) as p:
+        async def scenario() -> tuple[list[dict], float, float]:
+            caller = webrtc.Caller(hz=440)
+            await _call(p.gateway.base_url, caller)
+            await caller.until("session.started")
+            platform.eventually(lambda: sorted(p.pod_sessions()) == [0, 1], "the call on one pod")
+            source = p.pod_sessions().index(1)
+            await asyncio.sleep(1.0)
+            gap_before = caller.longest_gap_s()
+            draining = time.monotonic()
+            drained = await asyncio.to_thread(
+                platform.get_json, p.pods[source][0].admin_root + "/drain?deadline_s=30")
+            assert drained == {"drained": True, "ended_at_deadline": 0}
+            heard_before = len(caller.samples())
+            began = time.monotonic()
+            await asyncio.sleep(2.0)
+            assert p.pod_sessions()[1 - source] == 1
+            after = caller.samples()[heard_before:]
+            tone = webrtc.power_at(caller.samples(1.0), 440)
+            print(f"longest gap heard: {caller.longest_gap_s(draining) * 1000:.0f} ms from the drain on, "
+                  f"{gap_before * 1000:.0f} ms before it")
+            seen = []
+            while not caller.events.empty():
+                seen.append(caller.events.get_nowait())
+            caller.send({"type": "session.close"})
+            await caller.until("session.closed")
+            await caller.close()
+            return seen, tone, len(after) / webrtc.RATE / (time.monotonic() - began)
+
+        seen, tone, share = asyncio.run(scenario())
+        assert [e for e in seen if e["type"] in ("error", "session.closed")] == []
+        assert tone > 0.9  # still the echo, from the new pod
+        assert share > 0.8  # audio kept flowing through the move
