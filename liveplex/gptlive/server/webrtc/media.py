@@ -24,10 +24,13 @@ WIRE_SAMPLES = 960
 """One Opus packet: 20 ms at 48 kHz."""
 WIRE_SECONDS = WIRE_SAMPLES / WIRE_RATE
 WIRE_TIME_BASE = fractions.Fraction(1, WIRE_RATE)
-PLAYOUT_MAX_PACKETS = 12
-"""Agent audio waiting to be sent, at most (240 ms: three ticks' worth). More means the sender fell
-behind the engine (or has not started: before ICE completes nothing is read); the oldest are
-dropped, so the caller never hears the agent later than this behind its tick."""
+TICK_PACKETS = 4
+"""One engine frame's packets: what each tick brings at once."""
+PLAYOUT_MAX_PACKETS = 2 * TICK_PACKETS
+"""Agent audio waiting to be sent, at most (160 ms: two ticks' worth). More means the sender fell
+behind the engine; the oldest are dropped, so the caller never hears the agent later than this
+behind its tick. A (re)start of the pacing keeps only the newest tick's worth: before ICE
+completes nothing is read, and what queued meanwhile would otherwise delay the whole call."""
 LATE_S = 0.1
 """A packet this late is sent at once and the pacing starts over from it (after a gap)."""
 
@@ -103,6 +106,9 @@ class AgentTrack(MediaStreamTrack):
         due = self._t0 + self._sent * WIRE_SECONDS
         if self._sent == 0 or now - due > LATE_S:
             self._t0, self._sent, due = now, 0, now
+            while len(self._queue) > TICK_PACKETS:
+                self._queue.popleft()
+                self.dropped += 1
         elif due > now:
             await asyncio.sleep(due - now)
         self._sent += 1
