@@ -16,7 +16,7 @@ import pytest
 import websockets
 
 from liveplex.gptlive.server.webrtc import call
-from tests.support import pods, webrtc
+from tests.support import pods, turn, webrtc
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -275,3 +275,43 @@ async def _until(side: object, kind: str, timeout_s: float = 10.0) -> list:
         while not seen or seen[-1].type != kind:
             seen.append(await side.recv())  # type: ignore[attr-defined]
     return seen
+
+
+@pytest.mark.parametrize("transport", ["udp", "tcp"])
+async def test_a_call_through_turn_with_relayed_candidates_only(tmp_path, transport: str) -> None:
+    """What the chart's TURN server does in a cluster, on this machine: the pod answers with relayed
+    candidates only (`--webrtc-relay-only`: its own addresses would be of no use to a caller
+    outside), so every packet of the call goes through coturn, over UDP or TCP to it; the echo
+    is heard and the events cross."""
+    with turn.turnserver(tmp_path) as server:
+        async with pods.in_process("--webrtc-ice-server", server.url(transport), "--webrtc-ice-username", turn.USER,
+                                   "--webrtc-ice-password-file", str(server.password_file),
+                                   "--webrtc-relay-only") as pod, \
+                openai.AsyncOpenAI(base_url=pod.base_url, api_key="x", max_retries=0) as sdk:
+            caller = webrtc.Caller(hz=440)
+            created = await sdk.live.create(session=MODEL, transport={"type": "webrtc", "sdp": await caller.offer()})
+            candidates = [line for line in created.transport.sdp.splitlines() if line.startswith("a=candidate:")]
+            assert candidates and all(" typ relay " in line for line in candidates), candidates
+            await caller.accept(created.transport.sdp)
+            await caller.until("session.started", timeout_s=20)
+            await asyncio.sleep(2.0)
+            assert webrtc.power_at(caller.samples(1.0), 440) > 0.9
+            caller.send({"type": "session.close"})
+            await caller.until("session.closed")
+            await caller.close()
+            assert await _idle(pod) == {"close_requested": 1}
+
+
+def test_ice_flags_are_checked_before_anything_starts(tmp_path) -> None:
+    from liveplex import serve
+    from liveplex.gptlive.server import settings
+
+    def refused(*flags: str) -> str:
+        args = serve.build_parser().parse_args(["--engine", "sim", *flags])
+        with pytest.raises(ValueError) as error:
+            settings.settings_from_args(args, {})
+        return str(error.value)
+
+    assert "turn:" in refused("--webrtc-ice-server", "http://x")
+    assert "--webrtc-relay-only" in refused("--webrtc-relay-only", "--webrtc-ice-server", "stun:x:3478")
+    assert "cannot read" in refused("--webrtc-ice-password-file", str(tmp_path / "none"))

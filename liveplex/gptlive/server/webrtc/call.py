@@ -29,7 +29,14 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 import orjson
-from aiortc import RTCConfiguration, RTCDataChannel, RTCPeerConnection, RTCSessionDescription
+from aiortc import (
+    RTCConfiguration,
+    RTCDataChannel,
+    RTCIceServer,
+    RTCIceTransportPolicy,
+    RTCPeerConnection,
+    RTCSessionDescription,
+)
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from websockets.datastructures import Headers
 
@@ -43,6 +50,7 @@ from liveplex.live import contract
 
 if TYPE_CHECKING:
     from liveplex.gptlive.server.app import Front
+    from liveplex.gptlive.server.settings import ServerSettings
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +71,15 @@ _CHANNEL = object()
 _TRUSTED = Policy()
 """The sideband's screen: every event type may be sent (only start and audio are refused)."""
 _APPEND_PREFIX = '{"type":"' + events.CLIENT_TYPES[events.InputAudioAppend] + '","audio":"'
+def ice(settings: ServerSettings) -> RTCConfiguration:
+    """A call's ICE: the configured STUN/TURN servers (none: host candidates only), relayed
+    candidates only when asked (`webrtc_relay_only`)."""
+    servers = [RTCIceServer(list(settings.webrtc_ice_servers), settings.webrtc_ice_username,
+                            settings.webrtc_ice_password)] if settings.webrtc_ice_servers else []
+    policy = RTCIceTransportPolicy.RELAY if settings.webrtc_relay_only else RTCIceTransportPolicy.ALL
+    return RTCConfiguration(iceServers=servers, iceTransportPolicy=policy)
+
+
 class Call:
     """See the module docstring; made by the POST, which then awaits `answer`."""
 
@@ -83,7 +100,7 @@ class Call:
         self._machine: connection.Connection | relayed.Relayed = self.conn
         self._relayed: relayed.Relayed | None = None
         self._leg: backend.Leg | None = None
-        self._pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        self._pc = RTCPeerConnection(ice(front.settings))
         self._agent = media.AgentTrack()
         self._heard = media.Heard()
         self._channel: RTCDataChannel | None = None
