@@ -6,11 +6,14 @@ moves off a draining pod carry WebRTC calls as they carry sockets."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 
 import openai
 import pytest
 
+from tests.gateway.test_moves import _metric
 from tests.support import platform, webrtc
 
 pytestmark = pytest.mark.timeout(180)
@@ -85,3 +88,37 @@ def test_a_webrtc_call_moves_off_a_draining_pod(redis_url, tmp_path) -> None:
         assert [e for e in seen if e["type"] in ("error", "session.closed")] == []
         assert tone > 0.9  # still the echo, from the new pod
         assert share > 0.8  # audio kept flowing through the move
+
+
+def test_a_webrtc_call_whose_pod_is_killed_resumes_on_another(redis_url, tmp_path) -> None:
+    """SIGKILL the call's pod: the gateway resumes the session on the other pod from its
+    checkpoints, the caller hears the echo again after a short silence, never an error, and the
+    call ends as it asks."""
+    with platform.platform(redis_url, tmp_path, pod_flags=("--lateness-budget-ms", "1000")) as p:
+        async def scenario() -> tuple[list[dict], float]:
+            caller = webrtc.Caller(hz=440)
+            await _call(p.gateway.base_url, caller)
+            await caller.until("session.started")
+            platform.eventually(lambda: sorted(p.pod_sessions()) == [0, 1], "the call on one pod")
+            victim = p.pods[p.pod_sessions().index(1)][1]
+            await asyncio.sleep(1.5)
+            killed = time.monotonic()
+            os.kill(victim.pid, signal.SIGKILL)
+            await asyncio.sleep(3.0)
+            tone = webrtc.power_at(caller.samples(1.0), 440)
+            assert tone > 0.9, tone  # the echo, from the other pod
+            gap = caller.longest_gap_s(killed - 0.1)
+            seen = []
+            while not caller.events.empty():
+                seen.append(caller.events.get_nowait())
+            caller.send({"type": "session.close"})
+            closed, _ = await caller.until("session.closed")
+            assert closed["reason"] == "close_requested"
+            await caller.close()
+            return seen, gap
+
+        seen, gap = asyncio.run(scenario())
+        assert [e for e in seen if e["type"] in ("error", "session.closed")] == []
+        moves = _metric(p.gateway.admin_root, "liveplex_gateway_session_moves_total")
+        assert moves['liveplex_gateway_session_moves_total{result="resumed"}'] == 1.0
+        print(f"longest gap heard around the kill: {gap * 1000:.0f} ms")

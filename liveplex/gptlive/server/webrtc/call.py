@@ -129,11 +129,11 @@ class Call:
         self._pc.on("connectionstatechange", self._state_changed)
         try:
             await self._pc.setRemoteDescription(RTCSessionDescription(self._offer.sdp, "offer"))
+            self._pc.addTrack(self._agent)
+            await self._pc.setLocalDescription(await self._pc.createAnswer())
         except Exception as exc:  # aiortc raises what its parser met: ValueError, KeyError, ...
             await self._pc.close()
-            return replies.protocol_error(errors.invalid_sdp(f"the WebRTC stack could not read it ({exc!r})"))
-        self._pc.addTrack(self._agent)
-        await self._pc.setLocalDescription(await self._pc.createAnswer())
+            return replies.protocol_error(errors.invalid_sdp(f"the WebRTC stack could not answer it ({exc!r})"))
         self._front.sockets.add(self)
         self._stats.sockets_open += 1
         try:
@@ -168,6 +168,9 @@ class Call:
                     self.heard(pcm)
         except MediaStreamError:
             pass
+        except Exception:  # a frame PyAV cannot resample: the call cannot go on
+            logger.error("webrtc call audio failed", exc_info=True)
+            self.lost()
 
     def _datachannel(self, dc: RTCDataChannel) -> None:
         if dc.label != CHANNEL_LABEL or self._channel is not None or self._done:
