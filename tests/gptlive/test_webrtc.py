@@ -315,3 +315,19 @@ def test_ice_flags_are_checked_before_anything_starts(tmp_path) -> None:
     assert "turn:" in refused("--webrtc-ice-server", "http://x")
     assert "--webrtc-relay-only" in refused("--webrtc-relay-only", "--webrtc-ice-server", "stun:x:3478")
     assert "cannot read" in refused("--webrtc-ice-password-file", str(tmp_path / "none"))
+
+
+async def test_a_caller_whose_audio_stops_is_let_go() -> None:
+    """The caller's peer connection stays up (ICE consent is answered) but no audio packet comes:
+    the call ends `--webrtc-silence-timeout-s` later, as `remote_hangup`."""
+    async with pods.in_process("--webrtc-silence-timeout-s", "1") as pod, \
+            openai.AsyncOpenAI(base_url=pod.base_url, api_key="x", max_retries=0) as sdk:
+        caller = webrtc.Caller()
+        await _call(sdk, pod, caller)
+        await caller.until("session.started")
+        await asyncio.sleep(0.5)
+        caller.pc.getSenders()[0].replaceTrack(None)  # the microphone goes, the connection stays
+        began = time.monotonic()
+        assert await _idle(pod) == {"remote_hangup": 1}
+        assert time.monotonic() - began < 5
+        await caller.close()

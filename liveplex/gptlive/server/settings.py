@@ -59,6 +59,10 @@ class ServerSettings:
     webrtc_open_timeout_s: float = 10.0
     """A WebRTC call whose caller has not completed ICE and DTLS and opened its data channel this
     long after the answer is ended (`webrtc.call`): its slot is never held by a caller that left."""
+    webrtc_silence_timeout_s: float = 10.0
+    """A WebRTC call whose caller sent no audio packet for this long is ended as gone: a browser
+    sends one at least every 400 ms even when silent (Opus DTX), and a caller whose network
+    vanished is otherwise only found by ICE consent checks, about 30 s later."""
     webrtc_ice_servers: tuple[str, ...] = ()
     """STUN/TURN servers for WebRTC calls' own ICE (`stun:`, `turn:`, `turns:` URLs): in a cluster
     the chart's TURN server, so callers reach the call's media through it (docs/webrtc.md)."""
@@ -85,7 +89,8 @@ class ServerSettings:
         if self.webrtc_relay_only and not any(url.startswith(("turn:", "turns:")) for url in self.webrtc_ice_servers):
             raise ValueError("webrtc_relay_only needs a turn: or turns: server in webrtc_ice_servers")
         for name in ("outbound_max_frames", "outbound_max_bytes", "header_timeout_s", "max_connections",
-                     "max_pending_connections", "ws_ping_interval_s", "webrtc_open_timeout_s", "sweep_ms"):
+                     "max_pending_connections", "ws_ping_interval_s", "webrtc_open_timeout_s",
+                     "webrtc_silence_timeout_s", "sweep_ms"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
 
@@ -133,6 +138,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--webrtc-open-timeout-s", type=float, default=default_of(s, "webrtc_open_timeout_s"),
                    help="a WebRTC call whose caller has not connected and opened its data channel this long "
                         "after the answer is ended (default: %(default)s)")
+    g.add_argument("--webrtc-silence-timeout-s", type=float, default=default_of(s, "webrtc_silence_timeout_s"),
+                   help="a WebRTC call whose caller sent no audio packet this long is ended (default: %(default)s)")
     g.add_argument("--webrtc-ice-server", action="append", default=[], metavar="URL",
                    help="a STUN or TURN server for WebRTC calls' ICE (stun:, turn:, turns: URL; repeatable; "
                         "default: none, host candidates only)")
@@ -160,7 +167,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
                         ("--max-connections", args.max_connections),
                         ("--max-pending-connections", args.max_pending_connections),
                         ("--ws-ping-interval-s", args.ws_ping_interval_s),
-                        ("--webrtc-open-timeout-s", args.webrtc_open_timeout_s)):
+                        ("--webrtc-open-timeout-s", args.webrtc_open_timeout_s),
+                        ("--webrtc-silence-timeout-s", args.webrtc_silence_timeout_s)):
         if value <= 0:
             raise ValueError(f"{flag} must be > 0, got {value}")
     if (args.tls_cert is None) != (args.tls_key is None):
@@ -204,6 +212,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         tls_key=args.tls_key,
         ws_ping_interval_s=args.ws_ping_interval_s,
         webrtc_open_timeout_s=args.webrtc_open_timeout_s,
+        webrtc_silence_timeout_s=args.webrtc_silence_timeout_s,
         webrtc_ice_servers=tuple(args.webrtc_ice_server),
         webrtc_ice_username=args.webrtc_ice_username,
         webrtc_ice_password=password,

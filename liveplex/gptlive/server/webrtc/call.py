@@ -162,12 +162,17 @@ class Call:
 
     async def _listen(self, track: MediaStreamTrack) -> None:
         """The caller's audio, decoded by aiortc, into the session as whole engine frames."""
+        silence_s = self._front.settings.webrtc_silence_timeout_s
         try:
             while not self._done:
-                for pcm in self._heard.feed(await track.recv()):
+                for pcm in self._heard.feed(await asyncio.wait_for(track.recv(), silence_s)):
                     self.heard(pcm)
         except MediaStreamError:
             pass
+        except TimeoutError:
+            logger.warning("webrtc caller silent; ending the call", extra={
+                "session_id": self.session_id, "silence_timeout_s": silence_s})
+            self.lost()
         except Exception:  # a frame PyAV cannot resample: the call cannot go on
             logger.error("webrtc call audio failed", exc_info=True)
             self.lost()
