@@ -30,7 +30,8 @@ async def _call(base_url: str, caller: webrtc.Caller) -> str:
 
 def test_a_webrtc_call_through_the_gateway_is_echoed_and_placed_like_a_socket(redis_url, tmp_path) -> None:
     """The echo heard over RTP through the gateway and its pod; `session.started` carries the id
-    the gateway placed; a full pool is `server_busy` as an HTTP error; the end frees the slot."""
+    the gateway placed; a full pool is `server_busy` as an HTTP error; a sideband attached to the
+    gateway mutes and closes the call; the end frees the slot."""
     with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=("--max-sessions", "1")) as p:
         async def scenario() -> None:
             caller = webrtc.Caller(hz=440)
@@ -43,7 +44,19 @@ def test_a_webrtc_call_through_the_gateway_is_echoed_and_placed_like_a_socket(re
             with pytest.raises(openai.InternalServerError) as busy:
                 await _call(p.gateway.base_url, webrtc.Caller())
             assert busy.value.status_code == 503 and busy.value.body["code"] == "server_busy"
-            caller.send({"type": "session.close", "event_id": "c"})
+            # the sideband is the gateway's, which holds the call; the pod answers what it sends
+            async with openai.AsyncOpenAI(base_url=p.gateway.base_url, api_key="x", max_retries=0) as sdk, \
+                    sdk.live.sideband.connect(session_id=session_id, max_retries=0) as side:
+                first = await side.recv()
+                assert (first.type, first.session.id) == ("session.started", session_id)
+                await side.send({"type": "session.input_audio.mute", "event_id": "m"})
+                while (event := await asyncio.wait_for(side.recv(), 10)).type != "session.input_audio.muted":
+                    pass
+                assert event.client_event_id == "m"
+                await caller.until("session.input_audio.muted")
+                await side.send({"type": "session.close", "event_id": "c"})
+                while (event := await asyncio.wait_for(side.recv(), 10)).type != "session.closed":
+                    pass
             closed, _ = await caller.until("session.closed")
             assert closed["reason"] == "close_requested" and closed["session"]["id"] == session_id
             await caller.close()
