@@ -2,9 +2,11 @@
 
 Each direction is resampled once, here (PyAV's swresample): the caller's decoded Opus (48 kHz,
 stereo, 20 ms) to 24 kHz mono, cut into the engine's 80 ms frames (`Heard`); the agent's 80 ms
-frames to 48 kHz mono, cut into the 20 ms frames Opus encodes one packet each (`AgentTrack`:
-aiortc's encoder only duplicates the channel). Packet loss is Opus's own concealment, in the
-decoder aiortc runs; the engine's jitter buffer takes the caller's frames as it takes a socket's.
+frames to 48 kHz mono, cut into 20 ms frames and encoded here, one Opus packet each
+(`AgentTrack`: aiortc's sender only packs what it returns; handing it frames cost a Python audio
+level over every sample and a thread hop per packet, about a third of a call's CPU). Packet loss
+is Opus's own concealment, in the decoder aiortc runs; the engine's jitter buffer takes the
+caller's frames as it takes a socket's.
 """
 
 from __future__ import annotations
@@ -59,15 +61,31 @@ class Heard:
         return done
 
 
+OPUS_BIT_RATE = 48_000
+"""The agent's voice, mono: what WebRTC's own Opus senders use for speech."""
+
+
+def _encoder() -> av.CodecContext:
+    codec = av.CodecContext.create("libopus", "w")
+    codec.sample_rate = WIRE_RATE
+    codec.layout = "mono"
+    codec.format = "s16"
+    codec.bit_rate = OPUS_BIT_RATE
+    codec.time_base = WIRE_TIME_BASE
+    codec.options = {"application": "voip"}
+    return codec
+
+
 class AgentTrack(MediaStreamTrack):
-    """The agent's audio as an aiortc track: engine frames in (`play`), 20 ms frames at 48 kHz out,
-    paced at real time (aiortc's sender sends what `recv` returns at once)."""
+    """The agent's audio as an aiortc track: engine frames in (`play`), one Opus packet per 20 ms
+    out, paced at real time (aiortc's sender sends what `recv` returns at once)."""
 
     kind = "audio"
 
     def __init__(self) -> None:
         super().__init__()
         self._resampler = av.AudioResampler(format="s16", layout="mono", rate=WIRE_RATE)
+        self._encoder = _encoder()
         self._pending = bytearray()
         self._queue: deque[bytes] = deque()
         self._ready = asyncio.Event()
@@ -94,7 +112,16 @@ class AgentTrack(MediaStreamTrack):
         if self._queue:
             self._ready.set()
 
-    async def recv(self) -> av.AudioFrame:
+    async def recv(self) -> av.Packet:
+        while True:
+            frame = await self._next()
+            for packet in self._encoder.encode(frame):  # one per frame (libopus holds none back)
+                packet.pts = frame.pts
+                packet.time_base = WIRE_TIME_BASE
+                return packet
+
+    async def _next(self) -> av.AudioFrame:
+        """The next 20 ms of the agent, when it is due."""
         while not self._queue:
             if self.readyState != "live":
                 raise MediaStreamError
