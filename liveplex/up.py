@@ -2,35 +2,33 @@
 
 It is how a newcomer sees placement work: every process is the real one (`redis-server` from
 Debian, `liveplex serve --pool ...`, `liveplex gateway`, the Redis URL in their environment), started as children,
-listed with where they listen, and stopped together on Ctrl-C (or when one of them dies).
+listed with where they listen (the admin listeners too: `/metrics`, `/live/stats`), and stopped
+together on Ctrl-C (or when one of them dies).
 
 `liveplex up --kube` puts the same platform behind the development Kubernetes emulator
 (`liveplex.emulator`, not a real cluster): the emulator, Redis, the operator and a gateway, with
-the LiveEngine CRD installed and a kubeconfig written, so `kubectl apply -f
-examples/liveengine-sim.yaml` brings up sim pods (run by the emulator's kubelet from the
-operator's rendered pod template) that the gateway places sessions on.
+the LiveEngine CRD installed, so `kubectl apply -f examples/liveengine-sim.yaml` brings up sim
+pods (run by the emulator's kubelet from the operator's rendered pod template) that the gateway
+places sessions on. Its kubeconfig appears only once that apply can succeed (`up_kube`), and
+with the emulator's state lives under `$XDG_STATE_HOME/liveplex`, out of the checkout.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
-import json
 import os
 import signal
 import socket
-import ssl
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from liveplex import listen, processes
+from liveplex import listen, processes, up_kube
+from liveplex.operator import names
 from liveplex.placement import LocalRedis, LocalRedisError, pool_keys, url
 
 DEFAULT_POOL = "default/local"
@@ -43,9 +41,12 @@ class Child:
     name: str
     url: str
     process: subprocess.Popen[bytes]
+    admin: str = ""
+    """Its admin listener's URL (`/metrics`, `/live/stats`, `/drain`), if it has one."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(environ: Mapping[str, str] = os.environ) -> argparse.ArgumentParser:
+    state = up_kube.state_home(environ)
     parser = argparse.ArgumentParser(
         prog="liveplex up", description="Redis, N pods and a gateway on this machine; Ctrl-C stops them all.",
         epilog="Flags after `--` go to every `liveplex serve`, e.g. `-- --model-path ./tiny --device cpu`.")
@@ -54,15 +55,26 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the pods' engine (default: %(default)s)")
     parser.add_argument("--max-sessions", type=int, default=None, help="per pod (default: the engine's)")
     listen.add_arguments(parser, 8000, "the gateway (the host: every process)")
+    parser.add_argument("--admin-port", type=int, default=0,
+                        help="the gateway's admin listener (/metrics, /live/stats) on 127.0.0.1; 0 picks a free "
+                             "one, printed (default: %(default)s)")
+    parser.add_argument("--pod-admin-ports", type=int, default=0, metavar="PORT",
+                        help="pod i's admin listener on PORT+i (127.0.0.1); 0 picks free ones, printed; with --kube "
+                             f"the pod template's {names.ADMIN_PORT} on each pod's own address (default: %(default)s)")
     parser.add_argument("--redis-url", default=None,
                         help=f"use this Redis (default: ${url.REDIS_URL_ENV}, else start redis-server)")
     parser.add_argument("--pool", default=DEFAULT_POOL, help="the pods' pool (default: %(default)s)")
     parser.add_argument("--kube", action="store_true",
                         help="behind the development Kubernetes emulator: pods come from LiveEngines (default: off)")
-    parser.add_argument("--kubeconfig", type=Path, default=Path("liveplex.kubeconfig"),
-                        help="with --kube: where to write the kubeconfig (default: %(default)s)")
-    parser.add_argument("--state-dir", type=Path, default=Path(".liveplex-emulator"),
-                        help="with --kube: pod logs and working directories (default: %(default)s)")
+    parser.add_argument("--kubeconfig", type=Path, default=state / "kubeconfig",
+                        help="with --kube: where to write the kubeconfig, once a LiveEngine can be applied; removed "
+                             "on exit (default: %(default)s, from $XDG_STATE_HOME)")
+    parser.add_argument("--state-dir", type=Path, default=state / "emulator",
+                        help="with --kube: the emulator's pod logs and working directories (default: %(default)s)")
+    parser.add_argument("--wait", type=float, nargs="?", const=READY_S, default=None, metavar="S",
+                        help="with --kube: start nothing; wait (up to S seconds, %(const).0f when not given) until the "
+                             "`liveplex up --kube` writing --kubeconfig is ready, print that path and exit "
+                             "(`export KUBECONFIG=$(liveplex up --kube --wait)`) (default: off)")
     parser.add_argument("--runtime", choices=("process", "podman"), default="process",
                         help="with --kube: run pods as local processes or as podman containers from local images "
                              "(default: %(default)s)")
@@ -118,59 +130,47 @@ def _redis(args: argparse.Namespace) -> Iterator[str]:
         yield redis.url
 
 
-def _install_crd(kubeconfig: Path, emulator: subprocess.Popen) -> None:
-    """POST the LiveEngine CRD (what `liveplex operator crd | kubectl apply -f -` does), as the
-    emulator's admin: the kubeconfig it writes once it serves has the URL, the CA and the token."""
-    import yaml  # the operator extra brings it, as `--kube` needs that extra anyway
-
-    from liveplex.operator import crd  # the operator package, not its kopf shell
-
-    deadline = time.monotonic() + 30
-    while not kubeconfig.exists():
-        if emulator.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("the Kubernetes emulator wrote no kubeconfig")
-        time.sleep(0.05)
-    config = yaml.safe_load(kubeconfig.read_text())
-    cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
-    tls = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
-    request = urllib.request.Request(f"{cluster['server']}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                                     data=json.dumps(crd.render_crd()).encode(), method="POST",
-                                     headers={"Content-Type": "application/json",
-                                              "Authorization": f"Bearer {user['token']}"})
-    try:
-        urllib.request.urlopen(request, timeout=10, context=tls).close()
-    except urllib.error.HTTPError as exc:
-        if exc.code != 409:  # already installed
-            raise RuntimeError(f"installing the CRD failed: {exc.code} {exc.read()[:200]!r}") from exc
+def _gateway(args: argparse.Namespace, redis_url: str, *flags: str) -> Child:
+    """The gateway on `--port`, its admin listener on `--admin-port` (or a free one)."""
+    admin = args.admin_port or _free_port("127.0.0.1")
+    process = _spawn(["gateway", "--host", args.host, "--port", str(args.port), "--admin-port", str(admin), *flags,
+                      "--log-level", "warning"], {url.REDIS_URL_ENV: redis_url})
+    return Child("gateway", f"http://{args.host}:{args.port}", process, f"http://127.0.0.1:{admin}")
 
 
 @contextlib.contextmanager
 def kube_platform(args: argparse.Namespace) -> Iterator[list[Child]]:
-    """The emulator, Redis, the operator and a gateway; pods come from LiveEngines."""
+    """The emulator, Redis, the operator and a gateway; pods come from LiveEngines. The user's
+    kubeconfig is written last, once all of it is ready (`up_kube`), and removed on the way out."""
     children: list[Child] = []
+    private = args.state_dir / up_kube.EMULATOR_KUBECONFIG
     with _redis(args) as redis_url:
         try:
             port = _free_port("127.0.0.1")
-            api = f"https://127.0.0.1:{port}"
-            args.kubeconfig.unlink(missing_ok=True)  # the emulator writes a new one (new CA, new token)
+            for stale in (args.kubeconfig, private):  # the emulator writes a new one (new CA, new token)
+                stale.unlink(missing_ok=True)
             emulator = processes.spawn(
                 [sys.executable, "-m", "liveplex.emulator", "--port", str(port), "--state-dir", str(args.state_dir),
-                 "--kubeconfig", str(args.kubeconfig), "--runtime", args.runtime], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-            children.append(Child("emulator", api, emulator))
-            _listening("127.0.0.1", port, emulator, "the Kubernetes emulator")
-            _install_crd(args.kubeconfig, emulator)
+                 "--kubeconfig", str(private), "--runtime", args.runtime],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            children.append(Child("emulator", f"https://127.0.0.1:{port}", emulator))
+            up_kube.until(private.exists, "the Kubernetes emulator wrote no kubeconfig", READY_S, emulator)
+            api = up_kube.Api.read(private)
+            up_kube.install_crd(api)
+            up_kube.until(lambda: up_kube.crd_served(api), "the LiveEngine CRD was not served", READY_S, emulator)
             liveness = _free_port("127.0.0.1")
             operator = _spawn(["operator", "run", "-A", "--liveness",
                                f"http://127.0.0.1:{liveness}/healthz", "--status-interval-s", "2"],
-                              {"KUBECONFIG": str(args.kubeconfig.resolve()), url.REDIS_URL_ENV: redis_url})
+                              {"KUBECONFIG": str(private.resolve()), url.REDIS_URL_ENV: redis_url})
             children.append(Child("operator", f"http://127.0.0.1:{liveness}/healthz", operator))
-            gateway = _spawn(["gateway", "--host", args.host, "--port", str(args.port), "--log-level", "warning"],
-                             {url.REDIS_URL_ENV: redis_url})
-            children.append(Child("gateway", f"http://{args.host}:{args.port}", gateway))
-            _listening(args.host, args.port, gateway, "the gateway")
+            gateway = _gateway(args, redis_url)
+            children.append(gateway)
+            _listening(args.host, args.port, gateway.process, "the gateway")
             _listening("127.0.0.1", liveness, operator, "the operator")
+            up_kube.publish(private, args.kubeconfig)
             yield children
         finally:
+            args.kubeconfig.unlink(missing_ok=True)
             _stop(children)
 
 
@@ -182,19 +182,20 @@ def platform(args: argparse.Namespace, serve_flags: list[str]) -> Iterator[list[
         try:
             for i in range(args.pods):
                 port = _free_port(args.host)
+                admin = args.pod_admin_ports + i if args.pod_admin_ports else _free_port("127.0.0.1")
                 flags = ["serve", "--engine", args.engine, "--host", args.host, "--port", str(port),
-                         "--pool", args.pool, "--advertise", f"ws://{args.host}:{port}",
+                         "--admin-port", str(admin), "--pool", args.pool, "--advertise", f"ws://{args.host}:{port}",
                          "--pod-name", f"pod-{i}", "--log-level", "warning"]
                 if args.max_sessions is not None:
                     flags += ["--max-sessions", str(args.max_sessions)]
                 children.append(Child(f"pod-{i}", f"http://{args.host}:{port}",
-                                      _spawn(flags + serve_flags, {url.REDIS_URL_ENV: redis_url})))
+                                      _spawn(flags + serve_flags, {url.REDIS_URL_ENV: redis_url}),
+                                      f"http://127.0.0.1:{admin}"))
             for child in children:
                 _listening(args.host, int(child.url.rsplit(":", 1)[1]), child.process, child.name)
-            gateway = _spawn(["gateway", "--host", args.host, "--port", str(args.port), "--pool", args.pool,
-                              "--log-level", "warning"], {url.REDIS_URL_ENV: redis_url})
-            children.append(Child("gateway", f"http://{args.host}:{args.port}", gateway))
-            _listening(args.host, args.port, gateway, "the gateway")
+            gateway = _gateway(args, redis_url, "--pool", args.pool)
+            children.append(gateway)
+            _listening(args.host, args.port, gateway.process, "the gateway")
             yield children
         finally:
             _stop(children)
@@ -213,27 +214,20 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         print(f"liveplex up: --pool: {exc}", file=sys.stderr)
         return 2
+    if args.wait is not None:
+        if not args.kube or args.wait <= 0:
+            print(f"liveplex up: --wait waits for a `liveplex up --kube` (give --kube too) for S > 0 seconds, "
+                  f"got {args.wait}", file=sys.stderr)
+            return 2
+        return up_kube.wait(args.kubeconfig, args.wait)
     try:
-        listen.check(args.host, args.port)
+        check_ports(args)
     except ValueError as exc:
         print(f"liveplex up: {exc}", file=sys.stderr)
         return 2
     try:
         with kube_platform(args) if args.kube else platform(args, serve_flags) as children:
-            gateway = next(c.url for c in children if c.name == "gateway")
-            if args.kube:
-                print("liveplex up --kube: a DEVELOPMENT EMULATOR of Kubernetes (not a cluster), the operator "
-                      "and a gateway\n"
-                      f"  kubectl --kubeconfig {args.kubeconfig} apply -f examples/liveengine-sim.yaml\n"
-                      f"  kubectl --kubeconfig {args.kubeconfig} get le")
-            else:
-                print(f"liveplex up: {args.pods} {args.engine} pod(s) in pool {args.pool} behind one gateway")
-            for child in children:
-                if child.name != "gateway":
-                    print(f"  {child.name:<8} {child.url}")
-            print(f"  gateway  {gateway}   demo page {gateway}/\n"
-                  f"  GPT-Live ws{gateway[4:]}/v1/live/sessions  (OpenAI(base_url=\"{gateway}/v1\"))\n"
-                  "Ctrl-C stops everything.", flush=True)
+            print(banner(args, children), flush=True)
             while all(c.process.poll() is None for c in children):
                 time.sleep(0.5)
             dead = [c.name for c in children if c.process.poll() is not None]
@@ -244,6 +238,41 @@ def main(argv: list[str]) -> int:
     except (RuntimeError, LocalRedisError, ValueError) as exc:
         print(f"liveplex up: {exc}", file=sys.stderr)
         return 1
+
+
+def check_ports(args: argparse.Namespace) -> None:
+    """Raises ValueError naming the flag whose port cannot be listened on."""
+    listen.check(args.host, args.port)
+    listen.check("127.0.0.1", args.admin_port, ("--host", "--admin-port"))
+    if args.pod_admin_ports and args.kube:
+        raise ValueError(f"--pod-admin-ports: with --kube every pod's admin listener is the pod template's "
+                         f"{names.ADMIN_PORT}, on the pod's own address")
+    if args.pod_admin_ports:
+        for port in range(args.pod_admin_ports, args.pod_admin_ports + args.pods):
+            listen.check("127.0.0.1", port, ("--host", "--pod-admin-ports"))
+
+
+def banner(args: argparse.Namespace, children: list[Child]) -> str:
+    """What `up` prints once everything listens: every child, where it listens and its admin listener."""
+    if args.kube:
+        config = args.kubeconfig
+        lines = ["liveplex up --kube: a DEVELOPMENT EMULATOR of Kubernetes (not a cluster), the operator and a gateway",
+                 f"  kubectl --kubeconfig {config} apply -f examples/liveengine-sim.yaml",
+                 f"  kubectl --kubeconfig {config} get le",
+                 f"  kubeconfig {config} (removed on exit); emulator state {args.state_dir}"]
+    else:
+        lines = [f"liveplex up: {args.pods} {args.engine} pod(s) in pool {args.pool} behind one gateway"]
+    for child in children:
+        if child.name != "gateway":
+            lines.append(f"  {child.name:<8} {child.url}" + (f"   admin {child.admin}" if child.admin else ""))
+    if args.kube:
+        lines.append(f"  pods     admin http://POD_IP:{names.ADMIN_PORT} (kubectl get pods -o wide)")
+    gateway = next(c for c in children if c.name == "gateway")
+    lines += [f"  gateway  {gateway.url}   demo page {gateway.url}/   admin {gateway.admin}",
+              f"  GPT-Live ws{gateway.url[4:]}/v1/live/sessions  (OpenAI(base_url=\"{gateway.url}/v1\"))",
+              "  /metrics and /live/stats are on each admin listener.",
+              "Ctrl-C stops everything."]
+    return "\n".join(lines)
 
 
 def _interrupt(signum: int, frame: object) -> None:

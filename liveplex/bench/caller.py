@@ -19,7 +19,7 @@ import orjson
 from websockets import exceptions as ws_exceptions
 from websockets.asyncio import client as ws_client
 
-from liveplex.bench import percentiles, roundtrip
+from liveplex.bench import jitter, percentiles, roundtrip
 from liveplex.bench import timeline as timeline_mod
 from liveplex.gptlive import events
 
@@ -56,6 +56,8 @@ class CallSettings:
     """The simulated player's start-up buffer in ms (120 by default)."""
     echo_rtt: bool = False
     """Stamp every caller frame and time its echo (`roundtrip`; `audio/pcm` at 24 kHz only)."""
+    jitter: str = "none"
+    """The caller's network (`bench.jitter.PROFILES`): when each chunk leaves against its deadline."""
 
     @property
     def sample_bytes(self) -> int:
@@ -105,11 +107,30 @@ class CallResult:
     """With `echo_rtt`: frames never heard back between two that were."""
     echo_repeated: int = 0
     """With `echo_rtt`: frames heard back twice or out of order."""
+    start_sent_ns: int = 0
+    """When `session.start` left (`perf_counter_ns`)."""
+    frame0_sent_ns: int = 0
+    """When the chunk completing the caller's first 80 ms frame left."""
+    first_audio_ns: int = 0
+    """When the first audio delta arrived."""
+    reaction_ns: int = 0
+    """When the first audio delta arrived that can carry the model's reaction to the caller: the
+    first after the caller's first frame was sent."""
+    echo_silent: int = 0
+    """With `echo_rtt`: silent frames heard between two stamped ones: ticks the caller's frame
+    missed (the server's buffer ran dry), each an 80 ms underrun."""
+
+    def since_start_us(self, at_ns: int) -> int | None:
+        """µs from `session.start` to `at_ns` (None: it never happened)."""
+        return (at_ns - self.start_sent_ns) // 1000 if at_ns and self.start_sent_ns else None
 
     def record(self) -> dict[str, object]:
         """The per-session record of the report (live-contract §13.5)."""
         late = percentiles.summarize(self.lateness_us)
+        first, reaction = self.since_start_us(self.first_audio_ns), self.since_start_us(self.reaction_ns)
         return {
+            "first_audio_ms": None if first is None else first / 1000,
+            "first_reaction_ms": None if reaction is None else reaction / 1000,
             "ok": self.ok,
             "error": self.error,
             "started_ms": self.started_ms,
@@ -142,10 +163,12 @@ def b64_length(text: str) -> int:
     return n * 3 // 4 - pad if n % 4 == 0 else n * 3 // 4
 
 
-async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Tally) -> CallResult:
+async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Tally, seed: int = 0) -> CallResult:
     """Run one session that connects at `start_at_ns` (`perf_counter_ns` clock) and streams
-    `sound` (caller audio in the session format, looped). Never raises except on cancellation."""
+    `sound` (caller audio in the session format, looped) through its network profile (seeded by
+    `seed`). Never raises except on cancellation."""
     result = CallResult()
+    late_ns = jitter.offsets(settings.jitter, settings.chunk_ms, settings.chunks, seed)
     wait_ns = start_at_ns - time.perf_counter_ns()
     if wait_ns > 0:
         await asyncio.sleep(wait_ns / 1e9)
@@ -155,7 +178,7 @@ async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Ta
     trips = roundtrip.RoundTrips() if settings.echo_rtt else None
     try:
         async with asyncio.timeout(settings.seconds + TIMEOUT_SLACK_S):
-            await _converse(settings, sound, timeline, trips, result, tally)
+            await _converse(settings, sound, late_ns, timeline, trips, result, tally)
     except TimeoutError:
         result.error = "timeout"
     except timeline_mod.TimelineError as exc:
@@ -169,7 +192,7 @@ async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Ta
     result.lateness_us = timeline.lateness_us
     if trips is not None:
         result.echo_rtt_us, result.arrivals_ns = trips.rtt_us, trips.arrivals_ns
-        result.echo_skipped, result.echo_repeated = trips.skipped, trips.repeated
+        result.echo_skipped, result.echo_repeated, result.echo_silent = trips.skipped, trips.repeated, trips.silent
     if result.error is None:
         if result.close_reason is None:
             result.error = "socket ended without session.closed"
@@ -186,6 +209,7 @@ async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Ta
 async def _converse(
     settings: CallSettings,
     sound: bytes,
+    late_ns: list[int],
     timeline: timeline_mod.Timeline,
     trips: roundtrip.RoundTrips | None,
     result: CallResult,
@@ -200,6 +224,7 @@ async def _converse(
         ping_interval=None,
         open_timeout=settings.seconds + TIMEOUT_SLACK_S,
     ) as ws:
+        result.start_sent_ns = time.perf_counter_ns()
         await ws.send(settings.start_event().decode())
         first = orjson.loads(await ws.recv())
         if first.get("type") != "session.started":
@@ -208,7 +233,7 @@ async def _converse(
         started_ns = time.perf_counter_ns()
         result.started_ms = (started_ns - connect_ns) / 1e6
         tally.started += 1
-        writer = asyncio.create_task(_write(ws, settings, sound, started_ns, result.send_late_us, trips))
+        writer = asyncio.create_task(_write(ws, settings, sound, late_ns, started_ns, result, trips))
         try:
             await _read(ws, timeline, trips, result, tally)
         finally:
@@ -232,6 +257,8 @@ async def _read(
         async for message in ws:
             arrival_ns = time.perf_counter_ns()
             if isinstance(message, str) and message.startswith(events.AUDIO_DELTA_PREFIX):
+                if not result.reaction_ns:
+                    _first_audio(result, arrival_ns)
                 timeline.audio(arrival_ns, b64_length(message[prefix_len:-2]))
                 if trips is not None:
                     trips.heard(message[prefix_len:prefix_len + roundtrip.STAMP_B64_CHARS], arrival_ns)
@@ -240,6 +267,8 @@ async def _read(
             event = orjson.loads(message)
             kind = event.get("type")
             if kind == "session.output_audio.delta":
+                if not result.reaction_ns:
+                    _first_audio(result, arrival_ns)
                 timeline.audio(arrival_ns, len(base64.b64decode(event["delta"])))
                 if trips is not None:
                     trips.heard(event["delta"], arrival_ns)
@@ -260,21 +289,25 @@ async def _write(
     ws: ws_client.ClientConnection,
     settings: CallSettings,
     sound: bytes,
+    late_ns: list[int],
     start_ns: int,
-    send_late_us: array.array,
+    result: CallResult,
     trips: roundtrip.RoundTrips | None,
 ) -> None:
-    """Send chunk `k` at `start_ns + k · chunk_ms`, looping `sound`, then `session.close`.
+    """Send chunk `k` at `start_ns + k · chunk_ms + late_ns[k]`, looping `sound`, then `session.close`.
 
     Records each chunk's send lateness in µs, so a slow client is not mistaken for a slow
     server (performance.md §1); with `trips`, stamps the frames and records when each was sent
     (before the send, so an echo can never be read before its frame counts as sent).
     """
     size = settings.chunk_bytes
+    send_late_us = result.send_late_us
+    frame0 = -(-settings.rate * settings.sample_bytes * 80 // 1000 // size) - 1
+    """The chunk that completes the caller's first 80 ms frame."""
     looped = sound + sound[:size]
     chunk_ns = settings.chunk_ms * 1_000_000
     for k in range(settings.chunks):
-        due_ns = start_ns + k * chunk_ns
+        due_ns = start_ns + k * chunk_ns + late_ns[k]
         wait_ns = due_ns - time.perf_counter_ns()
         if wait_ns > 0:
             await asyncio.sleep(wait_ns / 1e9)
@@ -287,8 +320,18 @@ async def _write(
         send_late_us.append(max(0, now_ns - due_ns) // 1000)
         if trips is not None:
             trips.sent((k + 1) * size, now_ns)
+        if k == frame0:
+            result.frame0_sent_ns = now_ns
         await ws.send('{"type":"session.input_audio.append","audio":"' + audio + '"}')
     await ws.send('{"type":"session.close"}')
+
+
+def _first_audio(result: CallResult, arrival_ns: int) -> None:
+    """Time to first audio, and to the first audio that can carry a reaction to the caller."""
+    if not result.first_audio_ns:
+        result.first_audio_ns = arrival_ns
+    if result.frame0_sent_ns and arrival_ns > result.frame0_sent_ns:
+        result.reaction_ns = arrival_ns
 
 
 def _unexpected(event: dict[str, object]) -> str:

@@ -7,6 +7,7 @@ from liveplex import cli
 
 SUBCOMMANDS: cli.Commands = {
     "duplex": ("liveplex.bench.duplex", "N real-time GPT-Live callers against a server, or a ramp"),
+    "latency": ("liveplex.bench.latency", "the echo round trip per caller network, adaptive buffer vs fixed"),
     "baseline": ("liveplex.bench.baseline", "bare websockets echo server: the pod's physical limit"),
     "place": ("liveplex.bench.place", "placements per second through a gateway, and the Redis decision"),
     "move": ("liveplex.bench.move", "calls through a gateway while pods drain: do they move unnoticed?"),

@@ -29,7 +29,7 @@ async def crowd(
     """
     async with asyncio.TaskGroup() as group:
         tasks = [
-            group.create_task(caller.call(settings, sound, epoch_ns + i * stagger_ns, tally))
+            group.create_task(caller.call(settings, sound, epoch_ns + i * stagger_ns, tally, seed=i))
             for i, sound in zip(indices, sounds)
         ]
     return [task.result() for task in tasks]

@@ -19,7 +19,7 @@ import sys
 
 import orjson
 
-from liveplex.bench import audio, caller, loop, plot, progress, roundtrip, table
+from liveplex.bench import audio, caller, jitter, loop, plot, progress, roundtrip, table
 from liveplex.bench import level as level_mod
 from liveplex.bench import pool as pool_mod
 from liveplex.bench import target as target_mod
@@ -87,13 +87,15 @@ class DuplexSettings:
     """Its pid, for its CPU per frame."""
     echo_rtt: bool = False
     """Stamp the caller's frames and time each echo against the server's floor (`roundtrip`)."""
+    jitter: str = "none"
+    """The callers' network profile (`bench.jitter`)."""
 
     def call_settings(self, model: str, url: str) -> caller.CallSettings:
         """What each session of a level against `url` is told."""
         return caller.CallSettings(
             url=url, model=model, voice=self.voice, instructions=self.instructions,
             audio_format=self.audio_format, rate=self.rate, seconds=self.seconds,
-            chunk_ms=self.chunk_ms, playout_ms=self.playout_ms, echo_rtt=self.echo_rtt,
+            chunk_ms=self.chunk_ms, playout_ms=self.playout_ms, echo_rtt=self.echo_rtt, jitter=self.jitter,
         )
 
 
@@ -114,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", help=f"mono 16-bit WAV (looped) or '{audio.SYNTHETIC}' "
                                    "(default: the shipped speech recording)")
     p.add_argument("--chunk-ms", type=int, default=20, help="caller audio per append, ms (default: %(default)s)")
+    p.add_argument("--jitter", choices=jitter.PROFILES, default="none",
+                   help="the callers' network: when each chunk leaves against its deadline (default: %(default)s)")
     p.add_argument("--stagger-ms", type=int, default=20, help="between session starts, ms (default: %(default)s)")
     p.add_argument("--playout-ms", type=int, default=120,
                    help="the caller's playout buffer, ms: later frames count as late (default: %(default)s)")
@@ -171,7 +175,7 @@ def parse(argv: list[str]) -> DuplexSettings:
         late_p99_ms=a.late_p99_ms, workers=a.workers, out=a.out, plot=a.plot, label=a.label,
         vs_baseline=a.vs_baseline, baseline_port=a.baseline_port, server_pid=a.server_pid,
         serve_cmd=a.serve_cmd, show_progress=not a.no_progress, strict=a.strict,
-        vs_url=a.vs_url, vs_pid=a.vs_pid, echo_rtt=a.echo_rtt,
+        vs_url=a.vs_url, vs_pid=a.vs_pid, echo_rtt=a.echo_rtt, jitter=a.jitter,
     )
 
 
@@ -268,7 +272,7 @@ async def bench(settings: DuplexSettings) -> tuple[dict[str, object], list[level
         targets.append(pod)
         model = settings.model or (await pod.models() or ["gpt-live-1"])[0]
         if settings.vs_baseline is not None:
-            port = settings.baseline_port or _free_port()
+            port = settings.baseline_port or free_port()
             base = target_mod.start(f"baseline-{settings.vs_baseline}", f"http://127.0.0.1:{port}/v1",
                                     target_mod.baseline_argv(settings.vs_baseline, port))
             targets.append(base)
@@ -355,8 +359,8 @@ def _config(settings: DuplexSettings, model: str) -> dict[str, object]:
     }
 
 
-def _free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now, for the baseline."""
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now, for a server the bench starts."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

@@ -14,6 +14,9 @@ from collections.abc import Iterable
 import numpy as np
 
 from liveplex.bench import caller, percentiles
+from liveplex.live import frames
+
+FRAME_US = frames.FRAME_MS * 1000
 
 UNDERRUN_LIMIT_MS = 1.0
 """A session whose player stalled for more than this has an underrun (performance.md §1)."""
@@ -51,6 +54,15 @@ class Level:
     """Caller frame sent to its echo heard, every matched frame pooled (`--echo-rtt`; else empty)."""
     echo_floor_ms: float | None
     """The least echo round trip the server allows (`roundtrip.Floor`), with `--echo-rtt`."""
+    first_audio_ms: percentiles.Summary
+    """Per session: `session.start` sent to its first audio delta."""
+    first_reaction_ms: percentiles.Summary
+    """Per session: `session.start` sent to the first audio delta that can carry the model's
+    reaction to the caller (the first after the caller's first frame was sent)."""
+    echo_underrun_ms: percentiles.Summary
+    """Per session: ticks its caller's frame missed (silence echoed between stamps) x 80 ms."""
+    echo_lost: percentiles.Summary
+    """Per session: caller frames never heard back (dropped: the cap, or delay given back)."""
     underrun_sessions: int
     frames: int
     audio_s: float
@@ -121,12 +133,20 @@ def judge(
         send_late_ms=send_late,
         echo_rtt_ms=percentiles.summarize(_pooled(r.echo_rtt_us for r in results)),
         echo_floor_ms=echo_floor_ms,
+        first_audio_ms=percentiles.summarize(_present(r.since_start_us(r.first_audio_ns) for r in results)),
+        first_reaction_ms=percentiles.summarize(_present(r.since_start_us(r.reaction_ns) for r in results)),
+        echo_underrun_ms=percentiles.summarize([r.echo_silent * FRAME_US for r in results if r.echo_rtt_us]),
+        echo_lost=percentiles.summarize([r.echo_skipped * 1000 for r in results if r.echo_rtt_us]),
         underrun_sessions=underrun_sessions,
         frames=sum(r.frames for r in results),
         audio_s=round(sum(r.audio_s for r in results), 3),
         server=stats_delta(stats_before, stats_after),
         cpu_s=cpu_s,
     )
+
+
+def _present(values: Iterable[int | None]) -> list[int]:
+    return [v for v in values if v is not None]
 
 
 def stats_delta(

@@ -10,12 +10,10 @@ it (with `--chunk-ms 20`, its fourth). Deltas without a stamp (silence before pl
 jitter cap's drop shifted off the frame grid) are not counted, nor is an index at or below one
 already matched, nor one not sent yet. Pure: times are passed in.
 
-The floor (`Floor`): a frame counts toward its own prebuffer, so with `prebuffer` P it plays in the
-first tick after the P - 1 frames behind it have arrived, at best (P - 1) ticks after it was sent,
-and comes back `echo_frames` E ticks later: nothing returns sooner than (P + E - 1) · 80 ms from a
-caller on time (560 ms with the sim's 2 and 6). A perfect pod sits in [floor, floor + one tick):
-where in that band depends on the session's phase against the tick clock, so over sessions
-started at spread phases its p50 is about half a tick above the floor.
+The floor (`Floor`) is the ideal: a server that fed each frame to the model the moment it arrived
+would send its echo back `echo_frames` E ticks later, E · 80 ms (480 ms with the sim's 6); what a
+server adds above it is its own (issue 31: the buffer's prebuffer, the wait for a tick, pacing).
+A fixed prebuffer of P frames adds P - 1 ticks at least, the wait for the shared tick up to one.
 """
 
 from __future__ import annotations
@@ -74,7 +72,7 @@ def index(head: str) -> int | None:
 class RoundTrips:
     """One session's frame send times and the round trips of the frames heard back, in µs."""
 
-    __slots__ = ("sent_ns", "rtt_us", "arrivals_ns", "skipped", "repeated", "_last")
+    __slots__ = ("sent_ns", "rtt_us", "arrivals_ns", "skipped", "repeated", "silent", "_last", "_unstamped")
 
     def __init__(self) -> None:
         self.sent_ns = array.array("q")
@@ -87,7 +85,10 @@ class RoundTrips:
         """Frames never heard between two that were: lost on the way (a move that dropped audio)."""
         self.repeated = 0
         """Stamps heard again or out of order: duplicated or reordered frames."""
+        self.silent = 0
+        """Deltas without a stamp between two stamped ones: ticks the caller's frame missed."""
         self._last = -1
+        self._unstamped = 0
 
     def sent(self, stream_end: int, now_ns: int) -> None:
         """The caller sent its stream up to byte `stream_end` at `now_ns`."""
@@ -99,7 +100,11 @@ class RoundTrips:
         self.arrivals_ns.append(arrival_ns)
         n = index(head)
         if n is None or n >= len(self.sent_ns):
+            self._unstamped += 1
             return
+        if self._last >= 0 and n > self._last:
+            self.silent += self._unstamped
+        self._unstamped = 0
         if n <= self._last:
             self.repeated += 1
             return
@@ -114,7 +119,7 @@ class Floor:
     """The least round trip a server's echo can take, and where its figures came from."""
 
     frames: int
-    """Ticks a frame is held at best: prebuffer + echo - 1 (0 for a server that echoes at once)."""
+    """Ticks the model holds a frame: echo (0 for a server that echoes at once)."""
     source: str
 
     @property
@@ -126,14 +131,12 @@ class Floor:
 
 
 def floor_of(config: Mapping[str, object] | None) -> Floor:
-    """The floor of a server from its `/live/config`: the sim publishes `prebuffer_frames` and
-    `echo_frames`; a server that publishes neither is taken at the sim's defaults, and one with
-    no `/live/config` at all (the baseline) to echo each frame as soon as it is complete."""
+    """The ideal of a server from its `/live/config`: the sim publishes `echo_frames`; a server
+    that does not is taken at the sim's default, and one with no `/live/config` at all (the
+    baseline) to echo each frame as soon as it is complete."""
     if config is None:
         return Floor(0, "no /live/config: echoes each frame once complete (the baseline)")
-    d = profile.SimProfile()
-    published = "prebuffer_frames" in config and "echo_frames" in config
-    prebuffer = int(config["prebuffer_frames"]) if published else d.prebuffer_frames  # type: ignore[call-overload]
-    echo = int(config["echo_frames"]) if published else d.echo_frames  # type: ignore[call-overload]
-    where = "/live/config" if published else "sim defaults (/live/config publishes neither)"
-    return Floor(prebuffer + echo - 1, f"{where}: prebuffer {prebuffer} + echo {echo} - 1 frames")
+    published = "echo_frames" in config
+    echo = int(config["echo_frames"]) if published else profile.SimProfile().echo_frames  # type: ignore[call-overload]
+    where = "/live/config" if published else "sim default (/live/config does not publish it)"
+    return Floor(echo, f"{where}: echo {echo} frames, each fed on arrival")

@@ -13,10 +13,12 @@ def render_level(level: level_mod.Level) -> str:
              f" · {verdict}" + (" · CLIENT-LIMITED" if level.client_limited else "")]
     lines += [f"  {count} x {error}" for error, count in level.errors.items()]
     lines.append(f"  {'':<14}{'mean':>8}{'p50':>8}{'p90':>8}{'p99':>8}{'max':>9}")
-    rows = [("started ms", level.started_ms), ("late ms", level.late_ms),
+    rows = [("started ms", level.started_ms), ("first audio", level.first_audio_ms),
+            ("first reaction", level.first_reaction_ms), ("late ms", level.late_ms),
             ("underrun ms", level.underrun_ms), ("send late ms", level.send_late_ms)]
     if level.echo_floor_ms is not None:
-        rows.append(("echo rtt ms", level.echo_rtt_ms))
+        rows += [("echo rtt ms", level.echo_rtt_ms), ("caller dry ms", level.echo_underrun_ms),
+                 ("caller lost", level.echo_lost)]
     for name, summary in rows:
         lines.append(f"  {name:<14}{_row(summary)}")
     if level.echo_floor_ms is not None:
@@ -34,9 +36,9 @@ def render_echo(level: level_mod.Level) -> str:
     """The echo round trip against its floor (`--echo-rtt`)."""
     above = level.echo_above_floor_ms
     if above is None:
-        return (f"echo floor {level.echo_floor_ms:g} ms; no echo matched a sent frame "
+        return (f"echo ideal {level.echo_floor_ms:g} ms; no echo matched a sent frame "
                 "(the server does not play the caller's audio back untouched)")
-    return (f"echo floor {level.echo_floor_ms:g} ms: p50 {above['p50']:+.1f} ms, p99 {above['p99']:+.1f} ms "
+    return (f"echo ideal {level.echo_floor_ms:g} ms: p50 {above['p50']:+.1f} ms, p99 {above['p99']:+.1f} ms "
             f"above it ({level.echo_rtt_ms.count} frames)")
 
 

@@ -45,10 +45,16 @@ def write_kubeconfig(path: str | os.PathLike[str], url: str, token: str, namespa
                      ca_pem: bytes = b"", ca_file: str = "") -> Path:
     """Write the kubeconfig for `url`, `token` and the server's CA to `path` (mode 0600, like kubectl's
     own); returns the path."""
+    return place(path, render(url, token, namespace, ca_pem, ca_file))
+
+
+def place(path: str | os.PathLike[str], text: str) -> Path:
+    """Write the kubeconfig `text` to `path` (mode 0600), renamed into place: a reader (a script
+    waiting for the file) never sees half of it. Returns the path."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")  # renamed into place: a reader never sees half of it
-    partial.write_text(render(url, token, namespace, ca_pem, ca_file))
+    partial = out.with_name(out.name + ".partial")
+    partial.write_text(text)
     partial.chmod(0o600)
     partial.replace(out)
     return out

@@ -32,7 +32,7 @@ from liveplex.engine_pod.history import MAX_HISTORY_CONTEXTS, History
 from liveplex.engine_pod.settings import CPU_MAX_SESSIONS, EngineSettings
 from liveplex.live import channel, contract, frames
 from liveplex.live.drive import EngineError
-from liveplex.live.jitter import Jitter
+from liveplex.live.jitter import Jitter, caller_buffer
 from liveplex.live.line import Line
 from liveplex.live.pulse import Pulse
 from liveplex.personaplex import config, prefill, prompt, ring, sampling, step, tokenizer
@@ -299,8 +299,11 @@ class PersonaPlexEngine:
         seed = secrets.randbits(63) if s.seed is None else (s.seed * 1_000_003 + sub.id) % (1 << 63)
         self._queue.append(_Waiting(sub, layout, prefix, seed))
 
-    def tick(self, skipped: int) -> None:
-        """Close ended sessions, prefill newcomers, then one frame for every running session."""
+    def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
+        """Close ended sessions, prefill newcomers, then one frame for every running session.
+
+        One tick group: the batch is the slots 0..B-1 and a step runs a bucket of them from slot 0,
+        so a group of its own would need its own slot range (docs/engine_pod.md, "Tick phase")."""
         self._ticks += 1
         ended = [(slot, reason) for slot, r in enumerate(self._rows)
                  if (reason := r.line.listen()) is not None]
@@ -318,7 +321,7 @@ class PersonaPlexEngine:
         bucket = buckets.bucket_for(B, self._buckets)
         heard = self._pcm_stage.writable().numpy()
         for slot, r in enumerate(self._rows):
-            heard[slot] = r.line.hear(skipped)
+            heard[slot] = r.line.hear(skipped, due_ns)
             self._commentary(slot, r)
         heard[B:bucket] = 0  # padding rows: silent input at position 0, in free slots only
         self._pcm_stage.send(self.pools.pcm_in[:bucket])
@@ -466,7 +469,7 @@ class PersonaPlexEngine:
     def _running(self, w: _Waiting) -> tuple[_Running, bool]:
         """A prefilled newcomer's row, and whether its `Started` went out (someone listens)."""
         s = self._settings
-        jitter = Jitter(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames)
+        jitter = self._jitter()
         line = Line.start(w.sub, jitter, self._info.max_frames)
         history = History(w.prefix.frames, w.layout.columns.numpy(), self._model.cfg.context)
         row = line or Line(w.sub.input, w.sub.sink, jitter, self._info.max_frames)
@@ -585,8 +588,9 @@ class PersonaPlexEngine:
                              codec=None, detok=(b"", True), waiting=[], loaded=0, said=0)
 
     def _jitter(self) -> Jitter:
+        """The caller's buffer: the sim's (adaptive by default), in one tick group (`tick`)."""
         s = self._settings
-        return Jitter(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames)
+        return caller_buffer(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames, frames.PERIOD_NS, 1)
 
     def _rebuild(self, sub: channel.LiveSubmission, voice: str, first: int, history: np.ndarray,
                  tokens: dict[str, np.ndarray], *, jitter: Jitter, ran: int, codec: list[np.ndarray] | None,

@@ -79,8 +79,8 @@ class EngineSettings:
     """Longest voice prompt accepted at startup, frames (20 s)."""
     jitter_frames: int = 4
     """Jitter buffer cap, frames (live-contract §5.3)."""
-    prebuffer_frames: int = 2
-    """Frames buffered before playout starts."""
+    prebuffer_frames: int = 0
+    """Frames buffered before playout starts; 0: adaptive (`live/playout.py`), the default."""
     fail_after_ticks: int = 0
     """Fault injection: the temporal transformer raises after this many ticks (0: never)."""
     cpu_threads: int = 1
@@ -102,7 +102,7 @@ class EngineSettings:
             "buckets": bool(self.buckets) and all(b > 0 for b in self.buckets),
             "max_voice_frames": self.max_voice_frames > 0,
             "jitter_frames": self.jitter_frames > 0,
-            "prebuffer_frames": 1 <= self.prebuffer_frames <= self.jitter_frames,
+            "prebuffer_frames": 0 <= self.prebuffer_frames <= self.jitter_frames,
             "fail_after_ticks": self.fail_after_ticks >= 0,
             "cpu_threads": self.cpu_threads >= 1,
         }

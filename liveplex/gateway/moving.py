@@ -17,8 +17,9 @@ what a move's end means for the session are `Relaying`'s:
   caller's audio is held only from the blob on, for the import and the dial;
 - the blob goes to the target pod (import), and only once the old socket has closed (so every
   frame the old pod made has reached the client first) is the target dialled with the import's id
-  and the client's own `session.start`; its `session.started` is swallowed and the held frames
-  follow, in order (`Switch`): the client sees no event at all;
+  and the client's own `session.start`; its `session.started` is swallowed (and, by `Relaying`,
+  the start's notes behind it) and the held frames follow, in order (`Switch`): the client sees no
+  event at all;
 - placement's retry policy is `placing.Placing`'s (two placements, a failed pod excluded): a
   target that refuses the import, cannot be dialled or answers busy is excluded and the blob
   offered to one more;

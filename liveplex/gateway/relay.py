@@ -149,7 +149,8 @@ class UpstreamLeg:
         self._adopt(up)
 
     def _adopt(self, up: upstream.Upstream) -> None:
-        """Relay from `up` (after its `session.started`, which `_first` read)."""
+        """Relay from `up` (after its `session.started`, which `_first` read). After a move, the
+        rest of its answer to the replayed start is the machine's to swallow."""
         self._up = up
         up.lost.add_done_callback(lambda _: self._gone(up))
         up.on_message = self._message

@@ -14,7 +14,11 @@ how the client hears it (`server_error`, `session.closed`, the close code) is th
   while it stays within `MAX_RECORD_BYTES`, past which (or unreadable) the session is no longer
   resumable (`Forget`); the rare rest is parsed: `hop.MOVE_REQUESTED` asks to move the session
   (`StartMove`, never relayed), `session.closed` is relayed and its reason kept; anything else is
-  relayed verbatim.
+  relayed verbatim. Except a moved or resumed session's answer to its replayed start: the pod it
+  switched to answers the client's `session.start` as for a new session (`session.started`,
+  swallowed by the move, then the start's `info` notes: `connection.START_ANSWER`), and the client
+  heard all of it at its start; so until that pod's first message of another kind, those are
+  swallowed too. A move is silent: the client sees no event for it.
 - **The client's frames** (`client_frame`): forwarded to the pod while it reads (past
   `MAX_UPSTREAM_BUFFER_BYTES` unread, the pod is as stuck as a silent one: `Abort`, lost `silent`);
   held while the session is between pods (`moving.Moving.holding`), forwarded *and* held while the
@@ -77,6 +81,7 @@ way, or resumed from its record after its pod was lost."""
 _SESSION_CLOSED = events.SERVER_TYPES[events.SessionClosed]
 _AUDIO_DELTA_PREFIX = events.AUDIO_DELTA_PREFIX
 _CHECKPOINT_PREFIX = hop.CHECKPOINT_PREFIX
+_START_ANSWER = frozenset(events.SERVER_TYPES[kind] for kind in connection.START_ANSWER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +147,8 @@ class Unreserve:
 
 @dataclass(frozen=True, slots=True)
 class Switch:
-    """The target runs the session: relay from the socket dialled to `placed` (its `session.started`
-    swallowed: the client saw one), and send it `held`, the client's frames kept meanwhile, in
+    """The target runs the session: relay from the socket dialled to `placed` (its answer to the
+    replayed start swallowed: the client heard one), and send it `held`, the client's frames kept meanwhile, in
     order."""
 
     placed: Placed
@@ -198,6 +203,8 @@ class Relaying:
         self._record: bytearray | None = bytearray()
         """The pod's checkpoints of the session, decoded and concatenated in order (the resume
         record); None once over `MAX_RECORD_BYTES` or unreadable."""
+        self._answering_start = False
+        """The pod the session switched to may still be answering the replayed `session.start`."""
         self._held: deque[str | bytes] = deque()
         self._held_bytes = 0
         """Client frames for a moving session's next pod (while the old pod exports, copies of
@@ -217,6 +224,8 @@ class Relaying:
             return NOTHING
         if type(message) is str:
             if message.startswith(_AUDIO_DELTA_PREFIX):
+                if self._answering_start:
+                    self._answering_start = False
                 return RELAY_FRAME
             if message.startswith(_CHECKPOINT_PREFIX):
                 return self._keep(message[len(_CHECKPOINT_PREFIX):-2])
@@ -224,6 +233,10 @@ class Relaying:
         else:
             text = message.decode(errors="replace")
         kind, body = placing.event_kind(text)
+        if self._answering_start:
+            if kind in _START_ANSWER:
+                return NOTHING
+            self._answering_start = False
         if kind == hop.MOVE_REQUESTED:
             return (StartMove(),)
         if kind == _SESSION_CLOSED:
@@ -370,6 +383,7 @@ class Relaying:
             resumed = self.moving is not None and self.moving.resuming
             self.moving = None
             self.serving = command.placed
+            self._answering_start = True
             return (Switch(command.placed, held), Moved("resumed" if resumed else "moved"))
         if isinstance(command, moving.Stay | moving.Lose):
             self.moving = None

@@ -144,6 +144,10 @@ INTERNAL_ERROR = 1011
 
 ERROR_WINDOW_NS = 1_000_000_000
 """The window `Settings.errors_per_s` counts over."""
+START_ANSWER: tuple[type, ...] = (events.SessionStarted, events.Info)
+"""What a server answers an accepted `session.start` with, before anything the session makes:
+`session.started`, then the start's notes (`start.Prepared.notes`). A gateway that replays a moved
+session's start to its next pod swallows all of it (`gateway.relaying`): the client heard it once."""
 
 
 # --- states and the legality table ------------------------------------------------------------------

@@ -10,6 +10,7 @@ make the round trip exact.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,15 @@ from liveplex.live import contract
 DEFAULT_ALIASES: tuple[str, ...] = ("gpt-live-1", "gpt-live-1.1")
 """The model names a server answers to besides its engine's id unless configured otherwise:
 OpenAI's GPT-Live models as of openai 3.57, so a client's default model name just works."""
+
+
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+
+
+def setting_value(text: str) -> str | int:
+    """An engine setting (`LiveInfo.engine`, text, as metric labels need) as `/live/config` gives it
+    at its top level: a whole number as a JSON number, like every other number there; else the text."""
+    return int(text) if _WHOLE_NUMBER.fullmatch(text) else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +57,8 @@ class Served:
         """The `/live/config` document (JSON types only)."""
         info = self.info
         return {
-            **dict(info.engine), "model": info.model, "models": list(self.models),
+            **{name: setting_value(value) for name, value in info.engine},
+            "model": info.model, "models": list(self.models),
             "sample_rate": info.sample_rate, "frame_ms": info.frame_ms(1),
             "frame_samples": info.frame_samples, "voices": self.voices.names(), "voice": DEFAULT_VOICE,
             "instructions": info.default_instructions,
@@ -57,7 +68,7 @@ class Served:
             "formats": [{"type": f.type, "rate": f.rate} for f in formats.SERVED],
             "native_voices": list(info.voices), "default_native_voice": info.default_voice,
             "voice_map": dict(self.voices.builtin), "custom_voices": list(self.voices.custom),
-            "engine": [list(pair) for pair in info.engine],
+            "engine": [list(pair) for pair in info.engine],  # as the engine gave them: what `from_config` reads
         }
 
     @staticmethod

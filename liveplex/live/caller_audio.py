@@ -7,6 +7,7 @@ still frees its session.
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections import deque
 
@@ -15,7 +16,9 @@ class _AudioPipe:
     __slots__ = ("chunks", "texts", "closed", "__weakref__")
 
     def __init__(self) -> None:
-        self.chunks: deque[bytes] = deque()
+        self.chunks: deque[tuple[int, bytes]] = deque()
+        """(arrival ns on `time.perf_counter_ns`, bytes): the adaptive jitter buffer measures
+        each frame's wait from its arrival (`live/playout.py`)."""
         self.texts: deque[str] = deque()
         """Text the model is asked to say (`session.commentary.append`), oldest first."""
         self.closed = False
@@ -37,7 +40,7 @@ class AudioSender:
     def send(self, data: bytes) -> None:
         """Queue caller bytes (any size); ignored once closed."""
         if not self._pipe.closed:
-            self._pipe.chunks.append(data)
+            self._pipe.chunks.append((time.perf_counter_ns(), data))
 
     def say(self, text: str) -> None:
         """Ask the model to say `text` (`session.commentary.append`); ignored once closed. The
@@ -66,8 +69,8 @@ class AudioReceiver:
         """True once the front end hung up; read it before draining (live-contract §9)."""
         return self._pipe.closed
 
-    def drain(self) -> list[bytes]:
-        """Every chunk queued so far, oldest first."""
+    def drain(self) -> list[tuple[int, bytes]]:
+        """Every chunk queued so far with its arrival time, oldest first."""
         popleft = self._pipe.chunks.popleft
         return [popleft() for _ in range(len(self._pipe.chunks))]  # the front end may append meanwhile
 

@@ -59,6 +59,8 @@ class LiveInfo:
     context_frames: int = 0
     """Frames the model's context window holds (PersonaPlex: its ring); 0 when the engine has
     none to report. `session.usage.updated` reports the share of it a session fills."""
+    tick_groups: int = 1
+    """Groups of sessions the engine ticks at offsets of a period / `tick_groups` (`live/drive.py`)."""
     engine: tuple[tuple[str, str], ...] = ()
     """How the engine runs, as (name, value) pairs the front end publishes unchanged in
     `/live/config`, `/live/stats` and the `liveplex_engine_info` metric (PersonaPlex: `schedule`)."""

@@ -5,6 +5,12 @@ live-contract §8. `drive` blocks its thread: it waits on the inbox while idle o
 hands each tick's outputs to the front end with one flush. An engine exception stops the loop:
 every session is aborted, later starts are refused, and the exception propagates to the caller.
 
+With `LiveInfo.tick_groups` G > 1 the period is cut into G sub-ticks, and sub-tick t runs group
+t mod G: each session belongs to one group and runs once a period, at the phase that best fits its
+caller's arrivals (`live/playout.py`), so a frame waits up to a period / G for its tick, not a period.
+A sub-tick that runs late past the next one's due time does not cost that group its turn: sub-ticks
+missed less than a period ago run at once, in order; only older ones are skipped.
+
 An export is answered right after the next tick, before its flush: the session's last frame is
 that tick's, and the pod that continues it has a whole period to start it before the caller hears
 a gap (asked at once, between ticks, the session would have gone quiet for the rest of the period
@@ -13,6 +19,7 @@ as well: up to one frame more of silence at every move).
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -26,6 +33,13 @@ class EngineError(RuntimeError):
     """An engine could not take a session or run a tick; ends the drive loop."""
 
 
+class Pending(enum.Enum):
+    """An engine's answer to an export it gives only after another tick: with tick groups, a
+    session leaves right after its own group's turn, so its last frame is the latest it could be."""
+
+    NEXT_TICK = "after the next tick"
+
+
 class Ticker(Protocol):
     """What an engine implements to run under `drive`."""
 
@@ -37,13 +51,16 @@ class Ticker(Protocol):
         """Admit a session between ticks (importing `sub.state` when it carries one); may raise."""
         ...
 
-    def export(self, session_id: int) -> bytes | None:
+    def export(self, session_id: int) -> bytes | Pending | None:
         """Between ticks: take running session `session_id` out of the batch and return its
-        handover blob, after sending its sink `Closed(HANDED_OVER)`; None if it does not run."""
+        handover blob, after sending its sink `Closed(HANDED_OVER)`; None if it does not run;
+        `Pending.NEXT_TICK` to be asked again after the next tick."""
         ...
 
-    def tick(self, skipped: int) -> None:
-        """Run one frame for every session; `skipped` tick slots were missed before it."""
+    def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
+        """Run one frame for every session of tick group `group`; `skipped` of its ticks were
+        missed before it. `due_ns`: when this tick was due, on `time.perf_counter_ns`'s clock
+        (None when unknown), so the sessions' buffers can measure how long their frames waited."""
         ...
 
     def abort(self) -> None:
@@ -64,7 +81,9 @@ def drive(
     between ticks at once.
     """
     info, pulse = inbox.info, inbox.pulse
-    period = info.period_ns()
+    groups = info.tick_groups
+    period = info.period_ns() // groups
+    """A sub-tick: one group's turn."""
     epoch = now_ns()
     clock = Clock(period)
 
@@ -72,12 +91,18 @@ def drive(
     """Asked since the last tick: answered right after the next one."""
 
     def export_asked() -> None:
-        while exports:
-            sub = exports.pop(0)
-            blob = None
+        asked = exports[:]
+        exports.clear()
+        for i, sub in enumerate(asked):
             try:
                 blob = engine.export(sub.id)
-            finally:  # an engine fault still answers this one; the rest are refused with the loop
+            except BaseException:  # an engine fault still answers this one; the rest are refused with the loop
+                sub.reply.set_result(None)
+                exports.extend(asked[i + 1:])
+                raise
+            if blob is Pending.NEXT_TICK:
+                exports.append(sub)
+            else:
                 sub.reply.set_result(blob)
 
     def admit(sub: channel.Queued) -> None:
@@ -116,15 +141,21 @@ def drive(
 
             for sub in inbox.drain_nowait():  # everyone queued joins before this tick
                 admit(sub)
-            start = now_ns() - epoch
-            pulse.observe_lateness(start - step.tick * period)
-            batch = engine.sessions()
-            engine.tick(step.skipped)
-            pulse.record(now_ns() - epoch - start, step.skipped, batch)
-            if exports:
-                export_asked()
-            pulse.sessions = engine.sessions()
-            inbox.flush(pacing.wait_ns(step.tick * period, now_ns() - epoch), pacing.spread_ns)
+            # Sub-ticks missed less than a period ago still run, late and in order: each is the
+            # only turn its group gets this period. Older ones are skipped, as whole ticks are.
+            caught = min(step.skipped, groups - 1)
+            missed = step.skipped - caught
+            for tick in range(step.tick - caught, step.tick + 1):
+                start = now_ns() - epoch
+                pulse.observe_lateness(start - tick * period)
+                batch = engine.sessions()
+                engine.tick((tick - step.tick + step.skipped) // groups, tick % groups, epoch + tick * period)
+                pulse.record(now_ns() - epoch - start, missed, batch)
+                missed = 0
+                if exports:
+                    export_asked()
+                pulse.sessions = engine.sessions()
+                inbox.flush(pacing.wait_ns(tick * period, now_ns() - epoch), pacing.spread_ns)
     except BaseException:
         for sub in exports:
             sub.refuse(contract.CloseReason.ABORTED)

@@ -51,9 +51,9 @@ class Line:
     def listen(self) -> contract.CloseReason | None:
         """Take the caller's queued audio; say why the session must end now, if it must."""
         hung_up = self.input.closed  # read before draining: chunks queued before a hangup count
-        chunks = self.input.drain()
-        if chunks:  # one push of the tick's bytes: the same stream as a push per chunk
-            self.jitter.push(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        push = self.jitter.push
+        for at, chunk in self.input.drain():  # a push per chunk: each frame's arrival is known
+            push(chunk, at)
         if hung_up:
             return contract.CloseReason.HANGUP
         if self.frames >= self.max_frames:
@@ -67,9 +67,8 @@ class Line:
         tick anyway (hung up or expired): it is not moved."""
         if self.input.closed or self.frames >= self.max_frames:
             return None
-        chunks = self.input.drain()
-        if chunks:
-            self.jitter.push(b"".join(chunks))
+        for at, chunk in self.input.drain():
+            self.jitter.push(chunk, at)
         j = self.jitter
         scalars = {"odd": j.odd.hex(), "playing": j.playing, "underruns": j.underruns, "dropped": j.dropped}
         arrays = {"jitter": np.frombuffer(j.pending(), np.uint8)}
@@ -100,17 +99,18 @@ class Line:
         """Texts the caller's app asked the model to say since the last call, oldest first."""
         return self.input.drain_texts()
 
-    def hear(self, skipped: int) -> np.ndarray:
-        """This tick's caller frame (float32), after discarding the audio of skipped ticks."""
+    def hear(self, skipped: int, due_ns: int | None = None) -> np.ndarray:
+        """This tick's caller frame (float32), after discarding the audio of skipped ticks;
+        `due_ns`, when the tick was due, lets an adaptive buffer measure the frame's wait."""
         if skipped:
             self.jitter.skip(skipped)
-        return self.jitter.pop()
+        return self.jitter.pop(due_ns)
 
-    def hear_pcm(self, skipped: int) -> bytes:
+    def hear_pcm(self, skipped: int, due_ns: int | None = None) -> bytes:
         """`hear` as s16le bytes, untouched (`Jitter.pop_pcm`), for engines that want the PCM."""
         if skipped:
             self.jitter.skip(skipped)
-        return self.jitter.pop_pcm()
+        return self.jitter.pop_pcm(due_ns)
 
     def say(self, pcm: bytes, text: str | None) -> bool:
         """Emit this tick's frame and its words; False means drop the line without `Closed`."""

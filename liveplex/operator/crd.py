@@ -175,8 +175,8 @@ SPEC = _obj("What to run: the engine, its model, its capacity and its pods.", {
         "maxSessions": _int("Sessions per pod: the engine's hard cap.", minimum=1, maximum=1024, default=32),
         "maxSeconds": _int("Session length, s.", minimum=1, maximum=86_400, default=240),
         "jitterFrames": _int("Jitter buffer cap, 80 ms frames.", minimum=1, maximum=250, default=4),
-        "prebufferFrames": _int("Frames buffered before playout; 1..jitterFrames.", minimum=1, maximum=250,
-                                default=2),
+        "prebufferFrames": _int("Frames buffered before playout; 0: adaptive, from each caller's measured jitter "
+                                "(docs/live.md); 1..jitterFrames: fixed.", minimum=0, maximum=250, default=0),
         "latenessBudgetMillis": _int("p99 tick lateness above which the engine is Degraded, ms.", minimum=1,
                                      maximum=1000, default=20),
     }, default={}),

@@ -30,9 +30,13 @@ DEPFORMER_HEAD_DIM = 64
 DEFAULT_CONTEXT = 3000
 DEFAULT_MAX_PERIOD = 10000.0
 
-# What each shape-derived number is read from: (key pattern, shape axis, rows per unit, offset).
-# value = (shape[axis] - offset) / per; a key family named by a group counts indices instead.
-_OBSERVED: dict[str, tuple[tuple[str, int, int, int], ...]] = {
+Observed = Mapping[str, tuple[tuple[str, int, int, int], ...]]
+"""What each shape-derived number is read from: (key pattern, shape axis, rows per unit, offset);
+value = (shape[axis] - offset) / per."""
+Counted = Mapping[str, tuple[tuple[str, int], ...]]
+"""Numbers counted instead: (pattern whose group 1 is an index, extra); value = max index + 1 + extra."""
+
+_OBSERVED: Observed = {
     "dim": (
         (r"emb\.\d+\.weight", 1, 1, 0), (r"text_emb\.weight", 1, 1, 0), (r"text_linear\.weight", 1, 1, 0),
         (r"out_norm\.alpha", 2, 1, 0), (r"transformer\.layers\.\d+\.self_attn\.in_proj_weight", 1, 1, 0),
@@ -64,8 +68,7 @@ _OBSERVED: dict[str, tuple[tuple[str, int, int, int], ...]] = {
         (r"depformer\.layers\.\d+\.gating\.\d+\.linear_out\.weight", 1, 1, 0),
     ),
 }
-_COUNTED: dict[str, tuple[tuple[str, int], ...]] = {
-    # (pattern whose group 1 is an index, indices per unit minus one): value = max index + 1 + extra
+_COUNTED: Counted = {
     "num_layers": ((r"transformer\.layers\.(\d+)\.", 0),),
     "dep_num_layers": ((r"depformer\.layers\.(\d+)\.", 0),),
     "n_q": ((r"emb\.(\d+)\.weight", 0),),
@@ -101,13 +104,21 @@ _NUMBERS: dict[str, str] = {
 """moshi kwarg -> `LMConfig` field, read as is. `hidden_scale` and `depformer_dim_feedforward`
 give `hidden` and `dep_hidden` through moshi's gated-FFN formula."""
 _FEEDFORWARD: tuple[str, ...] = ("hidden_scale", "depformer_dim_feedforward")
+_HEADS: tuple[tuple[str, str, int], ...] = (
+    ("num_heads", "dim", TEMPORAL_HEAD_DIM), ("dep_num_heads", "dep_dim", DEPFORMER_HEAD_DIM))
+_MOSHI_NAME: dict[str, str] = {field: key for key, field in _NUMBERS.items()} | dict(
+    zip(("hidden", "dep_hidden"), _FEEDFORWARD))
+"""`LMConfig` field -> the moshi kwarg that gives it, for messages."""
+MIMI_NUM_HEADS = "mimi_num_heads"
+"""liveplex's own key (moshi hard-codes Mimi): the codec's attention heads, which its tensors do not
+show, for a Mimi width no named codec has (`mimi.architecture`)."""
 _IGNORED: tuple[str, ...] = (
     "depformer_context", "depformer_max_period", "lm_gen_config", "model_id", "depformer_causal",
     "moshi_name", "mimi_name", "tokenizer_name",
 )
 """Keys that change nothing liveplex computes (the depformer attends every step of a frame and has
 no positions; sampling is the engine's; file names are checked by the directory loader)."""
-ACCEPTED: tuple[str, ...] = (*_NUMBERS, *_FEEDFORWARD, *_REQUIRED, *_ALTERNATIVES, *_IGNORED)
+ACCEPTED: tuple[str, ...] = (*_NUMBERS, *_FEEDFORWARD, *_REQUIRED, *_ALTERNATIVES, *_IGNORED, MIMI_NUM_HEADS)
 """Every `config.json` key liveplex knows; any other key is logged and ignored."""
 
 
@@ -127,7 +138,7 @@ class Derived:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class _Vote:
+class Vote:
     value: int
     key: str
     shape: Shape
@@ -137,29 +148,34 @@ def _shape(shape: Shape) -> str:
     return "[" + ", ".join(map(str, shape)) + "]"
 
 
-def _votes(field: str, shapes: Mapping[str, Shape]) -> list[_Vote]:
+def _votes(field: str, shapes: Mapping[str, Shape], observed: Observed, counted: Counted) -> list[Vote]:
     votes = []
-    if field in _OBSERVED:
-        for pattern, axis, per, offset in _OBSERVED[field]:
+    if field in observed:
+        for pattern, axis, per, offset in observed[field]:
             for key, shape in shapes.items():
                 if re.fullmatch(pattern, key) and axis < len(shape) and (shape[axis] - offset) % per == 0:
-                    votes.append(_Vote((shape[axis] - offset) // per, key, shape))
+                    votes.append(Vote((shape[axis] - offset) // per, key, shape))
     else:
-        for pattern, extra in _COUNTED[field]:
+        for pattern, extra in counted[field]:
             found = [(int(m.group(1)), key) for key in shapes if (m := re.match(pattern, key))]
             if found:
                 index, key = max(found)
-                votes.append(_Vote(index + 1 + extra, key, shapes[key]))
+                votes.append(Vote(index + 1 + extra, key, shapes[key]))
     return votes
 
 
-def from_shapes(shapes: Mapping[str, Shape], where: str) -> tuple[dict[str, _Vote], list[str]]:
-    """Each shape field's majority value with a tensor that shows it; a problem per field nothing shows."""
+_GIVE_IN_CONFIG: dict[str, str] = {field: f"give `{key}` in {CONFIG_FILE}" for field, key in _MOSHI_NAME.items()}
+
+
+def from_shapes(shapes: Mapping[str, Shape], where: str, observed: Observed = _OBSERVED, counted: Counted = _COUNTED,
+                remedies: Mapping[str, str] = _GIVE_IN_CONFIG) -> tuple[dict[str, Vote], list[str]]:
+    """Each field's majority value (the LM's, or those of the tables given) with a tensor that shows
+    it; a problem per field nothing shows, saying what to give (`remedies`, by field)."""
     out, problems = {}, []
-    for field in SHAPE_FIELDS:
-        votes = _votes(field, shapes)
+    for field in (*observed, *counted):
+        votes = _votes(field, shapes, observed, counted)
         if not votes:
-            problems.append(f"{where}: cannot derive `{field}`: no tensor shows it")
+            problems.append(f"{where}: cannot derive `{field}`: no tensor shows it; {remedies[field]}")
             continue
         value, _ = collections.Counter(v.value for v in votes).most_common(1)[0]
         out[field] = next(v for v in votes if v.value == value)
@@ -249,11 +265,6 @@ def to_moshi_kwargs(cfg: config.LMConfig) -> dict[str, object]:
     }
 
 
-_HEADS: tuple[tuple[str, str, int], ...] = (
-    ("num_heads", "dim", TEMPORAL_HEAD_DIM), ("dep_num_heads", "dep_dim", DEPFORMER_HEAD_DIM))
-_MOSHI_NAME: dict[str, str] = {field: key for key, field in _NUMBERS.items()} | dict(
-    zip(("hidden", "dep_hidden"), _FEEDFORWARD))
-"""`LMConfig` field -> the moshi kwarg that gives it, for messages."""
 
 
 def _assumed_heads(field: str, width: int, head_dim: int, where: str, notes: list[str], problems: list[str]) -> int:
@@ -277,18 +288,22 @@ def _servable(cfg: config.LMConfig, where: str) -> list[str]:
                         f"{config.AGENT_CODEBOOKS} (Moshi) or {streams} (PersonaPlex)")
     for field, width, _ in _HEADS:
         heads, dim = getattr(cfg, field), getattr(cfg, width)
-        if dim % heads or (field == "num_heads" and (dim // heads) % 2):
+        even = field == "num_heads"  # RoPE rotates pairs
+        if dim % heads or (even and (dim // heads) % 2):
+            fits = [n for n in range(1, dim + 1) if dim % n == 0 and not (even and (dim // n) % 2)]
             problems.append(f"{where}: {heads} heads (`{_MOSHI_NAME[field]}`) do not split width {dim} into "
-                            f"{'even ' if field == 'num_heads' else ''}head widths")
+                            f"{'even ' if even else ''}head widths; give `{_MOSHI_NAME[field]}` in {CONFIG_FILE} "
+                            f"as one of {fits}")
     if cfg.text_card <= config.TEXT_PAD:
         problems.append(f"{where}: a text vocabulary of {cfg.text_card} has no PAD id {config.TEXT_PAD}")
     return problems
 
 
-def _against_shapes(fields: Mapping[str, object], numbers: Mapping[str, _Vote]) -> list[str]:
+def _against_shapes(fields: Mapping[str, object], numbers: Mapping[str, Vote]) -> list[str]:
     """A problem per `config.json` number the tensors contradict, naming a tensor that shows it."""
     return [f"{CONFIG_FILE}: `{_MOSHI_NAME[field]}` gives {field} {fields[field]}, but the tensors have "
-            f"{vote.value} (`{vote.key}` is {_shape(vote.shape)})"
+            f"{vote.value} (`{vote.key}` is {_shape(vote.shape)}); give the tensors' value or leave "
+            f"`{_MOSHI_NAME[field]}` out"
             for field, vote in numbers.items() if field in fields and fields[field] != vote.value]
 
 

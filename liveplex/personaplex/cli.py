@@ -34,16 +34,18 @@ def _voice(cfg: config.LMConfig, frames: int, gen: torch.Generator) -> dict[str,
 
 
 def make_tiny(directory: pathlib.Path, seed: int = 0,
-              convention: prompt.Convention = prompt.Convention.PERSONAPLEX) -> None:
-    """Write the complete tiny checkpoint directory (see the module docstring)."""
-    cfg = config.tiny()
+              convention: prompt.Convention = prompt.Convention.PERSONAPLEX, *,
+              lm: config.LMConfig | None = None, codec: mimi.MimiConfig | None = None) -> None:
+    """Write the complete tiny checkpoint directory (see the module docstring); `lm` and `codec`:
+    other sizes than the tiny ones, in the same layout (and with no `config.json`, as NVIDIA's)."""
+    cfg = lm or config.tiny()
     directory.mkdir(parents=True, exist_ok=True)
     if convention is prompt.Convention.MOSHI:
         cfg = dataclasses.replace(cfg, dep_steps=config.AGENT_CODEBOOKS)
         (directory / architecture.CONFIG_FILE).write_text(json.dumps(architecture.to_moshi_kwargs(cfg), indent=2))
     lm = checkpoint.random_lm(cfg, seed, steps=cfg.dep_steps)
     safetensors.torch.save_file(checkpoint.lm_state(lm), str(directory / checkpoint.LM_FILE))
-    mimi.write_random(directory / mimi.checkpoint.FILE_NAME, mimi.tiny_config(), seed=seed)
+    mimi.write_random(directory / mimi.checkpoint.FILE_NAME, codec or mimi.tiny_config(), seed=seed)
     (directory / tokenizer.FILE_NAME).write_bytes(tiny_tokenizer.train(tiny_tokenizer.sample_corpus(seed=seed)))
     if convention is prompt.Convention.MOSHI:
         return

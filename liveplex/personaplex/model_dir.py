@@ -2,19 +2,20 @@
 
 The directory has the real layout (spec personaplex §2.1): `model.safetensors`,
 `tokenizer-e351c8d8-checkpoint125.safetensors` (Mimi), `tokenizer_spm_32k_3.model`, `voices/` or
-else `voices.tgz` (PersonaPlex only), and optionally `config.json`. The LM architecture is derived
-from the checkpoint itself (`architecture`: `config.json` when there is one, else the tensor
-shapes); Mimi's is recognised among its named configs (`mimi`, `tiny`). The prompt convention
+else `voices.tgz` (PersonaPlex only), and optionally `config.json`. Both architectures are derived
+from the checkpoint itself: the LM's from its tensor shapes and what `config.json` gives (a partial
+file gives those values, the rest derived as without it: `architecture`), Mimi's from its own
+shapes (`mimi.architecture`), the same with or without the file. The prompt convention
 follows from the LM: 16 depformer steps are PersonaPlex; 8 are Kyutai's Moshi (no prompt, no
 voices), unless voices are there (a PersonaPlex file in Moshi's layout, D2: served as PersonaPlex,
 with a warning). `liveplex personaplex make-tiny` output loads through the same call as the real
 files. The context window is a serving choice, not a property of the weights, so it may be
 overridden.
 
-Order (spec §2.5, §5.2): every required file is checked for presence, `config.json` is read and
-the LM header derived, then both safetensors headers are checked against the derived and
-recognised configs, all before any tensor is allocated; every problem found at a stage is
-reported together in one `CheckpointError`. Then the LM (8 resident depformer steps by default),
+Order (spec §2.5, §5.2): every required file is checked for presence, `config.json` is read, both
+architectures are derived and both safetensors headers checked against them, all before any tensor
+is allocated; every problem found is reported together in one `CheckpointError`, each saying what
+to give (a `config.json` key, a tensor's shape, a file). Then the LM (8 resident depformer steps by default),
 Mimi (fp32), the tokenizer and the voices load, and the role-prompt limit is derived from the
 longest voice (D5).
 """
@@ -38,8 +39,8 @@ from liveplex.personaplex import (
     tokenizer,
     voices,
 )
+from liveplex.personaplex.mimi import architecture as mimi_architecture
 from liveplex.personaplex.mimi import checkpoint as mimi_checkpoint
-from liveplex.personaplex.mimi import config as mimi_configs
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class Model:
     """Its numbers, with the served context."""
     lm: checkpoint.LM
     codec: mimi.Mimi
-    """Mimi, fp32 on every device; `codec.cfg` is its recognised config."""
+    """Mimi, fp32 on every device; `codec.cfg` is the architecture its file's shapes give."""
     tokenizer: tokenizer.Tokenizer
     voices: dict[str, voices.Voice]
     """Every voice by file stem (`NATF2`), custom voices included; none for Moshi."""
@@ -78,7 +79,7 @@ _NAMED_FILES = {"moshi_name": checkpoint.LM_FILE, "mimi_name": mimi_checkpoint.F
 def _required(directory: Path) -> list[str]:
     """A problem per required file that is absent (voices are judged once the LM is known)."""
     return [
-        f"{directory}: `{name}` is missing"
+        f"{directory}: `{name}` is missing; give the checkpoint's file of that name"
         for name in (checkpoint.LM_FILE, mimi_checkpoint.FILE_NAME, tokenizer.FILE_NAME)
         if not (directory / name).is_file()
     ]
@@ -104,34 +105,38 @@ def read_config(directory: Path) -> tuple[dict[str, object] | None, list[str]]:
     return kwargs, problems
 
 
-def _derive(directory: Path, has_voices: bool) -> tuple[architecture.Derived | None, list[str]]:
-    """The LM's architecture from `config.json` and the header, and every problem with either."""
-    kwargs, problems = read_config(directory)
-    lm_path = directory / checkpoint.LM_FILE
-    if not lm_path.is_file():
-        return None, problems
+def _shapes(path: Path) -> tuple[dict[str, tuple[int, ...]] | None, list[str]]:
+    """A safetensors file's tensor shapes, or None: absent (`_required` says so) or unreadable (why)."""
+    if not path.is_file():
+        return None, []
     try:
-        header = checkpoint.read_header(lm_path)
+        return checkpoint.shapes(checkpoint.read_header(path)), []
     except errors.CheckpointError as exc:
-        return None, problems + list(exc.problems)
-    derived = architecture.derive(checkpoint.shapes(header), lm_path.name, kwargs)
-    problems += derived.problems
+        return None, list(exc.problems)
+
+
+def _derive(directory: Path, kwargs: dict[str, object] | None,
+            has_voices: bool) -> tuple[architecture.Derived | None, list[str]]:
+    """The LM's architecture from `config.json` and the header, and every problem with either."""
+    lm_path = directory / checkpoint.LM_FILE
+    shapes, unreadable = _shapes(lm_path)
+    if shapes is None:
+        return None, unreadable
+    derived = architecture.derive(shapes, lm_path.name, kwargs)
+    problems = list(derived.problems)
     if derived.cfg is not None and derived.cfg.dep_steps != config.AGENT_CODEBOOKS and not has_voices:
         problems.append(f"{directory}: neither `voices/` nor `voices.tgz` is there "
-                        f"(a {derived.cfg.dep_steps}-step PersonaPlex checkpoint needs its voices)")
+                        f"(a {derived.cfg.dep_steps}-step PersonaPlex checkpoint needs its voices: give them)")
     return derived, problems
 
 
-def _recognise_mimi(path: Path) -> tuple[str, mimi.MimiConfig]:
-    """The named Mimi config closest to the header (fewest missing or misshaped tensors): an exact fit
-    when the file is sound, else the one whose problems are then listed, not a flood of them."""
-    header = checkpoint.read_header(path)
-
-    def problems(cfg: mimi.MimiConfig) -> int:
-        return sum(key not in header or header[key].shape != shape for key, shape in mimi.expected_tensors(cfg).items())
-
-    name = min(mimi_configs.CONFIGS, key=lambda n: problems(mimi_configs.CONFIGS[n]()))
-    return name, mimi_configs.CONFIGS[name]()
+def _derive_mimi(path: Path, kwargs: dict[str, object] | None) -> tuple[mimi_architecture.Derived | None, list[str]]:
+    """Mimi's architecture from its own header (`config.json` may only add its heads)."""
+    shapes, unreadable = _shapes(path)
+    if shapes is None:
+        return None, unreadable
+    derived = mimi_architecture.derive(shapes, path.name, kwargs)
+    return derived, list(derived.problems)
 
 
 def _tokenizer(path: Path, cfg: config.LMConfig) -> tokenizer.Tokenizer:
@@ -159,33 +164,39 @@ def load(directory: str | Path, *, device: torch.device | str = "cpu", dtype: to
     """
     directory = Path(directory)
     has_voices = _has_voices(directory)
-    derived, problems = _derive(directory, has_voices)
-    problems = _required(directory) + problems
+    lm_path, mimi_path = directory / checkpoint.LM_FILE, directory / mimi_checkpoint.FILE_NAME
+    kwargs, config_problems = read_config(directory)
+    derived, lm_problems = _derive(directory, kwargs, has_voices)
+    derived_mimi, mimi_problems = _derive_mimi(mimi_path, kwargs)
+    problems = _required(directory) + config_problems + lm_problems + mimi_problems
+    cfg = None if derived is None or derived.cfg is None else (
+        derived.cfg if context is None else derived.cfg.with_context(context))
+    mimi_cfg = None if derived_mimi is None else derived_mimi.cfg
+    if cfg is not None and mimi_cfg is not None and cfg.card != mimi_cfg.bins:
+        problems.append(f"{lm_path.name}: audio vocabulary {cfg.card} (`card`) differs from Mimi's "
+                        f"{mimi_cfg.bins}-entry codebooks; give the LM and Mimi files of one checkpoint")
+    try:  # each header against its architecture once that is sound (else it would list every tensor)
+        if cfg is not None and not config_problems and not lm_problems:
+            checkpoint.validate_lm(lm_path, cfg)
+    except errors.CheckpointError as exc:
+        problems += exc.problems
+    try:
+        if mimi_cfg is not None and not mimi_problems:
+            mimi_checkpoint.validate(mimi_path, mimi_cfg)
+    except errors.CheckpointError as exc:
+        problems += exc.problems
     if problems:
         raise errors.CheckpointError(*problems)
-    assert derived is not None and derived.cfg is not None
-    convention = (prompt.Convention.MOSHI if derived.cfg.dep_steps == config.AGENT_CODEBOOKS and not has_voices
+    assert derived is not None and cfg is not None and derived_mimi is not None and mimi_cfg is not None
+    convention = (prompt.Convention.MOSHI if cfg.dep_steps == config.AGENT_CODEBOOKS and not has_voices
                   else prompt.Convention.PERSONAPLEX)
     if convention is prompt.Convention.MOSHI and custom_voices_dir is not None:
         raise errors.CheckpointError(f"{custom_voices_dir}: a Moshi checkpoint takes no voice prompts; "
-                                     "its voice is its weights' own")
-    cfg = derived.cfg if context is None else derived.cfg.with_context(context)
-    lm_path, mimi_path = directory / checkpoint.LM_FILE, directory / mimi_checkpoint.FILE_NAME
-    mimi_name, mimi_cfg = _recognise_mimi(mimi_path)
-    if cfg.card != mimi_cfg.bins:
-        problems.append(f"{lm_path.name}: audio vocabulary {cfg.card} (`card`) differs from Mimi's "
-                        f"{mimi_cfg.bins}-entry codebooks")
-    validations = (lambda: checkpoint.validate_lm(lm_path, cfg), lambda: mimi_checkpoint.validate(mimi_path, mimi_cfg))
-    for validate in validations:
-        try:
-            validate()
-        except errors.CheckpointError as exc:
-            problems += exc.problems
-    if problems:
-        raise errors.CheckpointError(*problems)
-    if derived.notes:
+                                     "its voice is its weights' own: give no custom voices")
+    notes = [*derived.notes, *derived_mimi.notes]
+    if notes:
         logger.warning("checkpoint architecture: values assumed or ignored",
-                       extra={"file": str(lm_path), "source": derived.source, "notes": list(derived.notes)})
+                       extra={"file": str(lm_path), "source": derived.source, "notes": notes})
     if convention is prompt.Convention.PERSONAPLEX and cfg.dep_steps == config.AGENT_CODEBOOKS:
         logger.warning("checkpoint has the Moshi depformer layout and voices: served as PersonaPlex, "
                        "but it may not be a PersonaPlex checkpoint (D2)", extra={"directory": str(directory)})
@@ -198,7 +209,7 @@ def load(directory: str | Path, *, device: torch.device | str = "cpu", dtype: to
         found, limit = _voices(directory, cfg, lm, codec, max_voice_frames, custom_voices_dir)
     logger.info("checkpoint directory loaded", extra={
         "directory": str(directory), "architecture": derived.name, "architecture_source": derived.source,
-        "convention": convention.value, "context": cfg.context, "text_card": cfg.text_card, "mimi": mimi_name,
+        "convention": convention.value, "context": cfg.context, "text_card": cfg.text_card, "mimi": derived_mimi.name,
         "file_steps": lm.file_steps, "stored_dtypes": lm.stored_dtypes, "device": str(device), "dtype": str(dtype),
         "voices": {v.name: v.frames for v in found.values()}, "max_instructions_chars": limit})
     return Model(derived.name, cfg, lm, codec, tok, found, limit, convention)

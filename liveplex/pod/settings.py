@@ -46,10 +46,10 @@ class PodSettings:
     """`/drain` (and SIGTERM) wait this long for sessions to end before ending them."""
     lateness_budget_ms: int = stats.LATENESS_BUDGET_MS
     """A tick later than this counts in `liveplex_engine_ticks_late_total` and marks the pod degraded."""
-    pace_lead_ms: float = 12.0
+    pace_lead_ms: float = 0.0
     """A tick's frames leave this long after the tick is due, or when computed if later
     (`live.pacing`): tick jitter shorter than it becomes a constant delay."""
-    pace_spread_ms: float = 20.0
+    pace_spread_ms: float = 0.0
     """...in waves `pacing.STEP_NS` apart over this long (0: one burst)."""
 
     @property

@@ -17,8 +17,8 @@ import numpy as np
 
 from liveplex.continuity import blob, errors, record
 from liveplex.live import channel, contract, frames
-from liveplex.live.drive import EngineError
-from liveplex.live.jitter import Jitter
+from liveplex.live.drive import EngineError, Pending
+from liveplex.live.jitter import Jitter, caller_buffer
 from liveplex.live.line import Line
 from liveplex.sim_pod import echo
 from liveplex.sim_pod.profile import SimProfile
@@ -27,6 +27,8 @@ logger = logging.getLogger(__name__)
 
 KIND = "sim"
 """`blob.Header.kind` of the sim's handovers."""
+NEXT_DUE = "next_due_unix_ns"
+"""A sim blob's header scalar (optional): when the session's next frame was due, on the wall clock."""
 TAIL = struct.Struct("<II")
 """A resume record's tail (docs/continuity.md): the echo's loud frames and words after a tick, so a
 resumed echo goes on with its words; its delayed frames start silent."""
@@ -36,22 +38,39 @@ class InjectedFault(EngineError):
     """Raised by the tick when `fail_after_ticks` is reached (fault injection)."""
 
 
+Call = tuple[Line, echo.Echo]
+
+
 class SimEngine:
-    """A `Ticker` whose model is `Echo`; `Started` goes out at once (no prefill)."""
+    """A `Ticker` whose model is `Echo`; `Started` goes out at once (no prefill).
+
+    Sessions sit in `tick_groups` groups, each ticked once a period at its own offset; a newcomer
+    joins the group ticked next (its first frame comes soonest) and moves to an earlier one when
+    its buffer says its frames wait longer than they need (`Jitter.earlier`). A moved session
+    leaves right after its own group's turn and its blob says when its next frame was due
+    (`NEXT_DUE`), so the importing sim holds it until the turn nearest that time: the caller's
+    frames keep their cadence across the move instead of bunching up or falling behind."""
 
     def __init__(self, profile: SimProfile) -> None:
         self.profile = profile
         self._info = profile.info()
         self._max_frames = self._info.max_frames
-        self._calls: list[tuple[Line, echo.Echo]] = []
+        self._groups: list[list[Call]] = [[] for _ in range(profile.tick_groups)]
+        self._next = 0
+        """The group ticked next."""
+        self._last: tuple[int, int | None] = (0, None)
+        """The latest tick: its group and when it was due (`perf_counter_ns`)."""
+        self._arriving: list[tuple[Call, int]] = []
+        """Imported sessions waiting for the turn nearest their next frame's due time."""
         self._ticks = 0
 
     def sessions(self) -> int:
-        return len(self._calls)
+        return sum(map(len, self._groups)) + len(self._arriving)
 
     def take(self, sub: channel.LiveSubmission) -> None:
         p = self.profile
-        jitter = Jitter(frames.FRAME_SAMPLES, p.prebuffer_frames, p.jitter_frames)
+        jitter = caller_buffer(frames.FRAME_SAMPLES, p.prebuffer_frames, p.jitter_frames, frames.PERIOD_NS,
+                               p.tick_groups)
         core = echo.Echo(frames.FRAME_SAMPLES, p.echo_frames, p.word_frames)
         if sub.state is None:
             line = Line.start(sub, jitter, self._max_frames)
@@ -60,23 +79,60 @@ class SimEngine:
         if line is not None:
             if line.checkpoints:  # the record's head, right after `Started`
                 line.checkpoint(record.head(self._header(line, core), {}, 0, TAIL.size))
-            self._calls.append((line, core))
+            due = self._due_of(sub)
+            if due is None:
+                self._groups[self._next].append((line, core))
+            else:
+                self._arriving.append(((line, core), due))
 
-    def export(self, session_id: int) -> bytes | None:
+    def export(self, session_id: int) -> bytes | Pending | None:
         """The session's blob: its line's part (jitter, counters) and its echo (delayed frames,
-        counters, words to say). Exact: the importing sim says and plays what this one would."""
-        for i, (line, core) in enumerate(self._calls):
-            if line.id != session_id:
-                continue
-            part = line.hand_over()
-            if part is None:
-                return None
-            del self._calls[i]
-            scalars, arrays = part
-            state, delay = core.state()
-            header = dataclasses.replace(self._header(line, core), state={**scalars, **state})
-            return blob.encode(header, {**arrays, "delay": np.frombuffer(delay, np.uint8)})
+        counters, words to say). Exact: the importing sim says and plays what this one would.
+        Asked after another group's turn: `Pending.NEXT_TICK`."""
+        last_group, last_due = self._last
+        for g, calls in enumerate(self._groups):
+            for i, call in enumerate(calls):
+                if call[0].id == session_id:
+                    if g != last_group:  # leave right after its own turn: its last frame the latest
+                        return Pending.NEXT_TICK
+                    data = self._export(call, last_due)
+                    if data is not None:
+                        del calls[i]
+                    return data
+        for i, (call, _) in enumerate(self._arriving):
+            if call[0].id == session_id:
+                data = self._export(call, None)
+                if data is not None:
+                    del self._arriving[i]
+                return data
         return None
+
+    def _export(self, call: Call, due_ns: int | None) -> bytes | None:
+        """The blob of `call` (None: it ends at the next tick anyway); `due_ns`: when its last
+        frame was due, so the importer knows when the next one is."""
+        line, core = call
+        part = line.hand_over()
+        if part is None:
+            return None
+        scalars, arrays = part
+        state, delay = core.state()
+        if due_ns is not None:  # on the wall clock: another pod's perf counter is not ours
+            state[NEXT_DUE] = due_ns + frames.PERIOD_NS + time.time_ns() - time.perf_counter_ns()
+        header = dataclasses.replace(self._header(line, core), state={**scalars, **state})
+        return blob.encode(header, {**arrays, "delay": np.frombuffer(delay, np.uint8)})
+
+    def _due_of(self, sub: channel.LiveSubmission) -> int | None:
+        """When an imported session's next frame is due here (`perf_counter_ns`), if its blob says
+        and it lies within a period from now (clocks a period apart are not trusted)."""
+        if sub.state is None or record.is_record(sub.state) or len(self._groups) == 1:
+            return None
+        h = blob.decode(sub.state)
+        unix = h.header.state.get(NEXT_DUE) if isinstance(h, blob.Handover) else None
+        if not isinstance(unix, int) or isinstance(unix, bool):
+            return None
+        now = time.perf_counter_ns()
+        due = unix - (time.time_ns() - now)
+        return due if now - frames.PERIOD_NS < due < now + frames.PERIOD_NS else None
 
     def _header(self, line: Line, core: echo.Echo) -> blob.Header:
         """What a blob or a record says the session is, with the echo's counters."""
@@ -124,9 +180,19 @@ class SimEngine:
             sub.refuse(contract.CloseReason.ABORTED)
             return None
 
-    def tick(self, skipped: int) -> None:
+    def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
+        G = len(self._groups)
+        self._next = (group + 1) % G
+        self._last = (group, due_ns)
+        calls = self._groups[group]
+        if self._arriving:  # imported sessions join at the turn nearest their due time
+            half = frames.PERIOD_NS // G // 2
+            ready = [(call, due) for call, due in self._arriving if due_ns is None or due <= due_ns + half]
+            if ready:
+                self._arriving = [entry for entry in self._arriving if entry not in ready]
+                calls += [call for call, _ in ready]
         live = []
-        for call in self._calls:  # 1. close ended sessions first
+        for call in calls:  # 1. close ended sessions first
             line = call[0]
             reason = line.listen()
             if reason is None:
@@ -135,27 +201,33 @@ class SimEngine:
                 line.close(reason)
         self._ticks += 1
         if self.profile.fail_after_ticks and self._ticks > self.profile.fail_after_ticks:
-            self._calls = live
+            self._groups[group] = live
             raise InjectedFault(f"injected fault after {self.profile.fail_after_ticks} ticks")
         cost_us = self.profile.cost_us(len(live))
         if cost_us:
             time.sleep(cost_us / 1e6)  # 2. "compute": the GIL is free for the front end meanwhile
-        heard = [line.hear_pcm(skipped) for line, _ in live]  # 3. one frame each
+        heard = [line.hear_pcm(skipped, due_ns) for line, _ in live]  # 3. one frame each
         loud = echo.loud_rows(np.frombuffer(b"".join(heard), "<i2").reshape(len(heard),
                                                                     frames.FRAME_SAMPLES))
-        kept = []
+        kept: list[Call] = []
         for call, pcm, is_loud in zip(live, heard, loud.tolist(), strict=True):
             for text in call[0].commentary():
                 call[1].say(text)
             line, core = call
             out, word = core.step(pcm, is_loud)
             if line.say(out, word):
-                kept.append(call)
                 if line.checkpoints:
                     line.checkpoint(record.ticks(line.frames - 1, 1, b"", TAIL.pack(core.loud_frames, core.words)))
-        self._calls = kept  # 4. sinks gone: dropped silently
+                earlier = line.jitter.earlier
+                if earlier:  # 4. a better phase: its next frame comes from an earlier group
+                    self._groups[(group - earlier) % G].append(call)
+                else:
+                    kept.append(call)
+        self._groups[group] = kept  # 5. sinks gone: dropped silently
 
     def abort(self) -> None:
-        for line, _ in self._calls:
-            line.close(contract.CloseReason.ABORTED)
-        self._calls = []
+        for calls in [*self._groups, [call for call, _ in self._arriving]]:
+            for line, _ in calls:
+                line.close(contract.CloseReason.ABORTED)
+        self._groups = [[] for _ in self._groups]
+        self._arriving = []

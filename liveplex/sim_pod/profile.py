@@ -15,6 +15,8 @@ VOICES: tuple[str, ...] = tuple(sorted(
     + [f"VARF{i}" for i in range(5)] + [f"VARM{i}" for i in range(5)]
 ))
 """The 18 PersonaPlex voice names: the sim advertises them so one voice table fits both engines."""
+TICK_GROUPS: tuple[int, ...] = (1, 2, 4, 5, 8)
+"""Group counts that divide the 80 ms period into whole milliseconds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,8 +31,11 @@ class SimProfile:
     """Session length, seconds; floored to whole 80 ms frames (240 s -> 3000)."""
     jitter_frames: int = 4
     """Jitter buffer cap, frames (320 ms): older caller audio is dropped past it."""
-    prebuffer_frames: int = 2
-    """Frames buffered before playout starts (160 ms of jitter absorbed)."""
+    prebuffer_frames: int = 0
+    """Frames buffered before playout starts; 0: adaptive (`live/playout.py`), the default."""
+    tick_groups: int = 4
+    """Tick groups within a period (`live/drive.py`): a caller's frame waits at most 20 ms for its
+    tick instead of 80 (docs/bench.md, "Latency")."""
     echo_frames: int = 6
     """How late the echo plays the caller back, frames (480 ms)."""
     word_frames: int = 6
@@ -49,7 +54,8 @@ class SimProfile:
             "max_sessions": self.max_sessions > 0,
             "max_seconds": self.max_seconds > 0,
             "jitter_frames": self.jitter_frames > 0,
-            "prebuffer_frames": 1 <= self.prebuffer_frames <= self.jitter_frames,
+            "prebuffer_frames": 0 <= self.prebuffer_frames <= self.jitter_frames,
+            "tick_groups": self.tick_groups in TICK_GROUPS,
             "echo_frames": self.echo_frames >= 0,
             "word_frames": self.word_frames > 0,
             "tick_base_us": self.tick_base_us >= 0,
@@ -59,7 +65,8 @@ class SimProfile:
         bad = [name for name, ok in checks.items() if not ok]
         if bad:
             raise ValueError(f"invalid sim setting {bad[0]}={getattr(self, bad[0])!r}"
-                             + (" (must lie in 1..jitter_frames)" if bad[0] == "prebuffer_frames" else ""))
+                             + (" (must lie in 0..jitter_frames)" if bad[0] == "prebuffer_frames" else "")
+                             + (f" (one of {TICK_GROUPS})" if bad[0] == "tick_groups" else ""))
 
     def info(self) -> contract.LiveInfo:
         period_ns = frames.PERIOD_NS
@@ -73,8 +80,10 @@ class SimProfile:
             max_instructions_chars=self.max_instructions_chars,
             max_sessions=self.max_sessions,
             max_frames=int(self.max_seconds * 1e9) // period_ns,
+            tick_groups=self.tick_groups,
             # published in /live/config, so a client knows what holds its audio back (the bench's echo floor)
-            engine=(("prebuffer_frames", str(self.prebuffer_frames)), ("echo_frames", str(self.echo_frames))),
+            engine=(("prebuffer_frames", str(self.prebuffer_frames)), ("echo_frames", str(self.echo_frames)),
+                    ("tick_groups", str(self.tick_groups))),
         )
 
     def cost_us(self, sessions: int) -> int:
@@ -96,7 +105,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> tuple[argparse.Action, ...
     shared.add_argument("--jitter-frames", type=int, default=d.jitter_frames,
                         help="jitter buffer cap, 80 ms frames (default: %(default)s)")
     shared.add_argument("--prebuffer-frames", type=int, default=d.prebuffer_frames,
-                        help="frames buffered before playout starts (default: %(default)s)")
+                        help="frames buffered before playout starts; 0 = adaptive, from each caller's measured "
+                             "jitter (default: %(default)s)")
     shared.add_argument("--fail-after-ticks", type=int, default=d.fail_after_ticks,
                         help="fault injection: the tick raises after N ticks (default: %(default)s = never)")
     sim = parser.add_argument_group("sim engine")
@@ -104,6 +114,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> tuple[argparse.Action, ...
         sim.add_argument("--model", default=None, help=f"served model id (default: {d.model})"),
         sim.add_argument("--echo-frames", type=int, default=d.echo_frames,
                          help="how late the echo plays the caller back, frames (default: %(default)s)"),
+        sim.add_argument("--tick-groups", type=int, default=d.tick_groups, choices=TICK_GROUPS,
+                         help="session groups ticked at offsets within the 80 ms period (default: %(default)s)"),
         sim.add_argument("--tick-base-us", type=int, default=d.tick_base_us,
                          help="emulated compute per tick, µs (default: %(default)s)"),
         sim.add_argument("--tick-per-session-us", type=int, default=d.tick_per_session_us,
@@ -119,6 +131,7 @@ def profile_from_args(args: argparse.Namespace) -> SimProfile:
         max_seconds=args.max_seconds,
         jitter_frames=args.jitter_frames,
         prebuffer_frames=args.prebuffer_frames,
+        tick_groups=args.tick_groups,
         echo_frames=args.echo_frames,
         tick_base_us=args.tick_base_us,
         tick_per_session_us=args.tick_per_session_us,

@@ -69,16 +69,16 @@ async def test_vs_baseline_runs_both_servers_and_compares_them() -> None:
 
 
 async def test_echo_rtt_sits_above_each_servers_floor_and_within_a_tick_of_it_when_idle() -> None:
-    """The sim publishes its prebuffer (2) and echo (6): floor (2 + 6 - 1) · 80 = 560 ms; the
-    baseline echoes at once (floor 0). Nothing comes back below a floor; a lightly loaded pod sits
-    within a tick of it, and 4 ticks is the generous bound here."""
+    """The sim publishes its echo (6): the ideal 6 · 80 = 480 ms; the baseline echoes at once
+    (floor 0). Nothing comes back below a floor; a lightly loaded pod sits within a tick of it, and
+    4 ticks is the generous bound here."""
     async with in_process_pod() as url:
         settings = duplex.parse(["--base-url", url, "--sessions", "3", "--seconds", "2", "--echo-rtt",
                                  "--vs-baseline", "--no-progress"])
         report, levels = await duplex.bench(settings)
     assert duplex.exit_code(levels, strict=False) == 0
     floors = report["echo_rtt_floor"]
-    assert floors["pod"]["ms"] == 560.0 and floors["pod"]["source"].startswith("/live/config")
+    assert floors["pod"]["ms"] == 480.0 and floors["pod"]["source"].startswith("/live/config")
     assert floors["baseline-json"]["ms"] == 0.0
     for lv in report["levels"]:
         rtt, floor = lv["echo_rtt_ms"], lv["echo_floor_ms"]

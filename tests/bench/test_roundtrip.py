@@ -78,9 +78,11 @@ def test_a_frame_never_heard_between_two_that_were_is_counted_skipped() -> None:
     assert (trips.skipped, trips.repeated, len(trips.rtt_us)) == (1, 0, 3)
 
 
-def test_the_floor_is_prebuffer_plus_echo_less_one_tick_from_the_config_or_the_sim_defaults() -> None:
-    published = roundtrip.floor_of({"prebuffer_frames": "3", "echo_frames": "4"})
-    assert (published.frames, published.ms) == (6, 480.0) and published.source.startswith("/live/config")
+def test_the_floor_is_the_ideal_echo_frames_whatever_the_buffer_from_the_config_or_the_sim_default() -> None:
+    """Issue 31: what a server adds is judged against a frame fed the moment it arrived."""
+    for prebuffer in (0, 3, "3"):
+        published = roundtrip.floor_of({"prebuffer_frames": prebuffer, "echo_frames": 4})
+        assert (published.frames, published.ms) == (4, 320.0) and published.source.startswith("/live/config")
     defaults = roundtrip.floor_of({"model": "personaplex-7b"})
-    assert (defaults.frames, defaults.ms) == (7, 560.0) and defaults.source.startswith("sim defaults")
+    assert (defaults.frames, defaults.ms) == (6, 480.0) and defaults.source.startswith("sim default")
     assert roundtrip.floor_of(None).ms == 0.0

@@ -17,7 +17,7 @@ def test_the_echo_row_and_its_floor_show_only_with_echo_rtt() -> None:
     assert "echo" not in table.render_level(_level([], None))
     block = table.render_level(_level([610_000, 650_000], 560.0))
     assert "  echo rtt ms     630.00  610.00  650.00  650.00   650.00" in block.splitlines()
-    assert "echo floor 560 ms: p50 +50.0 ms, p99 +90.0 ms above it (2 frames)" in block
+    assert "echo ideal 560 ms: p50 +50.0 ms, p99 +90.0 ms above it (2 frames)" in block
 
 
 def test_a_server_that_echoes_nothing_says_so() -> None:

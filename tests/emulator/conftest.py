@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import pathlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
 
 import httpx
 import pytest
 
 from liveplex.emulator import Emulator
-from liveplex.emulator.apiserver import kinds, storage
+from liveplex.emulator.apiserver import kinds, routes, storage
 
 from .objects import WIDGET_CRD
 
@@ -31,6 +32,17 @@ async def until(store: storage.Store, check: Callable[[], T], timeout: float = 1
             return value
     finally:
         store.unsubscribe(listener)
+
+
+@pytest.fixture(autouse=True)
+def no_internal_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """Fails any test during which an emulator's API server answered a 500: its last-resort handler
+    (`routes.Api._handle`) logs each one, whichever emulator, loop or thread it ran on."""
+    yield
+    faults = [r for when in ("setup", "call") for r in caplog.get_records(when)
+              if r.name == routes.logger.name and r.levelno >= logging.ERROR]
+    assert not faults, "the emulator answered 500: " + "; ".join(
+        f"{r.getMessage()}: {r.exc_info[1]!r}" if r.exc_info else r.getMessage() for r in faults)
 
 
 def install_widgets(store: storage.Store) -> kinds.ResourceType:

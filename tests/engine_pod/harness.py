@@ -25,6 +25,11 @@ PCM_LSB = 1e-4 * 32767 + 0.5
 """Spec §6.6's PCM `atol = 1e-4` on the float frame, plus the engine's rounding to int16."""
 
 
+PREBUFFER = 2
+"""The fixed prebuffer these numerics tests were laid out with (their seeds avoid near-tie draws
+for that input timing); `test_golden` also runs the adaptive buffer (prebuffer 0)."""
+
+
 def load(tiny_dir: Path, context: int) -> model.Model:
     return model.load(tiny_dir, device="cpu", dtype="fp32", context_frames=context, max_voice_frames=250)
 
@@ -32,7 +37,7 @@ def load(tiny_dir: Path, context: int) -> model.Model:
 def build(m: model.Model, max_sessions: int,
           **overrides: object) -> tuple[engine.PersonaPlexEngine, channel.LiveHandle, channel.LiveInbox]:
     s = settings.EngineSettings(model_dir=Path("."), max_sessions=max_sessions, context_frames=m.cfg.context,
-                                **{"greedy": True, **overrides})  # type: ignore[arg-type]
+                                **{"greedy": True, "prebuffer_frames": PREBUFFER, **overrides})  # type: ignore[arg-type]
     info = engine.live_info(m, s, engine.session_cap(m, s))
     handle, inbox = by_hand.live_channel(info)
     return engine.PersonaPlexEngine(m, s, info, inbox.pulse), handle, inbox

@@ -31,9 +31,15 @@ from liveplex.gateway.relaying import (
     Switch,
     Unreserve,
 )
-from liveplex.gptlive import events
+from liveplex.gptlive import connection, events
+from liveplex.gptlive.served import Served
 from liveplex.gptlive.server import hop
+from liveplex.gptlive.settings import Settings
+from liveplex.gptlive.voices import BUILTIN, Voices
+from liveplex.live import contract
 from liveplex.placement import Busy, Placed
+from liveplex.sim_pod.profile import SimProfile
+from tests.support.clients import STARTS
 
 E = upstream.Ending
 OLD, A, B = Placed("pod-old", "127.0.0.1:1"), Placed("pod-a", "127.0.0.1:2"), Placed("pod-b", "127.0.0.1:3")
@@ -402,3 +408,63 @@ def test_once_over_every_input_answers_nothing() -> None:
     assert machine.upstream_gone(E.LOST, None, frozenset()) is NOTHING
     assert machine.exported(move, BLOB, 0, 0) is NOTHING
     assert machine.placed(move, A) == (Unreserve(A),)  # a slot reserved for it is still given back
+
+
+# --- a moved or resumed session's replayed start ----------------------------------------------------------
+
+def start_answer(start: dict, frames: int) -> list[str]:
+    """What a sim pod with `--info-events` answers `start` with, as text on its socket: a real
+    `Connection`, the session `Started` having run `frames` elsewhere (0: a new session)."""
+    info = SimProfile().info()
+    conn = connection.Connection(Served(info, Voices(info.voices, BUILTIN), ("gpt-live-1",)),
+                                 Settings(info_events=True), 0)
+    assert [type(a) for a in conn.receive(orjson.dumps(start).decode(), 0, 0.0)] == [connection.Start]
+    return [events.dump(a.event) for a in conn.deliver([contract.Started(frames)]) if isinstance(a, connection.Send)]
+
+
+def switched(resume: bool) -> Relaying:
+    """A session that moved (or resumed) to A, its target's `session.started` answered."""
+    if resume:
+        machine = resuming()
+    else:
+        machine = move_importing()
+        machine.upstream_gone(E.CLOSED, hop.HANDED_OVER_CLOSE, frozenset())
+    move = machine.moving
+    assert move is not None
+    if resume:
+        machine.placed(move, A)
+    machine.imported(move, A, "imp_1")
+    assert machine.answered(move, A, STARTED) == (Switch(A, ()), Moved("resumed" if resume else "moved"))
+    return machine
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["move", "resume"])
+@pytest.mark.parametrize("kind", list(STARTS))
+def test_the_next_pods_answer_to_a_replayed_start_never_reaches_the_client(kind: str, resume: bool) -> None:
+    """Every start note, of every kind of start, is heard once: at the start, never at a move."""
+    start, notes = STARTS[kind]
+    first = start_answer(start, 0)
+    assert [orjson.loads(text).get("code") for text in first] == [None, *notes]
+    machine = Relaying(OLD)
+    assert [machine.upstream_message(note) for note in first[1:]] == [(Relay(note),) for note in first[1:]]
+    machine = switched(resume)
+    answer = start_answer(start, 100)  # as the next pod answers it: after 8 s run elsewhere
+    assert answer[1:] == [text.replace(orjson.loads(text)["event_id"], orjson.loads(a)["event_id"])
+                          for text, a in zip(first[1:], answer[1:], strict=True)]  # the same notes again
+    assert [machine.upstream_message(text) for text in answer] == [NOTHING] * len(answer)
+    assert [machine.upstream_message(text.encode()) for text in answer[1:]] == [NOTHING] * len(notes)
+    assert machine.upstream_message(AUDIO) is RELAY_FRAME
+    for text in answer:  # the answer is over: the pod's later events are the session's own
+        assert machine.upstream_message(text) == (Relay(text),)
+
+
+def test_a_replayed_starts_answer_ends_at_the_first_event_of_another_kind() -> None:
+    _, notes = STARTS["everything"]
+    note = start_answer(STARTS["everything"][0], 100)[1]
+    transcript = '{"type":"session.output_transcript.delta","delta":"hi"}'
+    machine = switched(resume=False)
+    assert machine.upstream_message(checkpoint(b"ab")) is NOTHING  # kept, not an event: the answer goes on
+    assert machine.upstream_message(note) is NOTHING
+    assert machine.upstream_message(transcript) == (Relay(transcript),)
+    assert machine.upstream_message(note) == (Relay(note),)
+    assert notes and machine.upstream_message(STARTED) == (Relay(STARTED),)

@@ -24,7 +24,7 @@ class Stubborn:
         if line is not None:
             self.lines.append(line)
 
-    def tick(self, skipped: int) -> None:
+    def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
         for line in self.lines:
             line.listen()
             line.say(self.pcm, None)

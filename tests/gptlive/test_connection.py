@@ -190,6 +190,20 @@ def test_info_events_follow_started_when_enabled() -> None:
         None, "voice_mapped", "default_instructions"]
 
 
+def test_a_start_is_answered_with_the_start_answer_alone() -> None:
+    """`START_ANSWER` is what a gateway swallows from the next pod of a moved session: all a start
+    draws, whatever its notes."""
+    conn = new(Settings(info_events=True))
+    conn.receive('{"type":"session.start","session":{"model":"gpt-live-1","audio":{"output":{"voice":"cedar"}},'
+                 '"delegation":{"type":"responses","responses":{"model":"m"}},'
+                 '"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"%s"}]}]}}'
+                 % ("x" * 30), 0, 0.0)
+    answer = conn.deliver([contract.Started(frames=100)])
+    assert [type(a.event) for a in answer if isinstance(a, c.Send)] == [
+        events.SessionStarted, events.Info, events.Info, events.Info, events.Info]
+    assert {type(a.event) for a in answer if isinstance(a, c.Send)} == set(c.START_ANSWER)
+
+
 # --- capacity ---------------------------------------------------------------------------------------
 
 def test_busy_keeps_the_socket_and_allows_a_retry() -> None:

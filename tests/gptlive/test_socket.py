@@ -254,7 +254,7 @@ async def test_late_ticks_show_their_lateness_in_stats_and_metrics() -> None:
     # Every tick computes 120 ms, 1.5 periods, so each tick starts half a period (40 ms) later in
     # its slot than the one before, modulo the period: of any two ticks in a row, at least one
     # starts 40 ms after its due time (less what scheduling adds, far below 20 ms).
-    async with pods.in_process("--tick-base-us", "120000") as running:
+    async with pods.in_process("--tick-base-us", "120000", "--tick-groups", "1") as running:
         address = running.address
         ws = await started(address)
         async with httpx.AsyncClient(base_url=f"http://{address}") as http:

@@ -22,6 +22,8 @@ class Silent:
         self.lines: list[Line] = []
         self.skips: list[int] = []
         self.batches: list[int] = []
+        self.beats: list[tuple[int, int | None]] = []
+        """Each tick's (group, due_ns)."""
         self.during_tick = during_tick
         self.ticked = threading.Event()
 
@@ -33,8 +35,9 @@ class Silent:
         if line is not None:
             self.lines.append(line)
 
-    def tick(self, skipped: int) -> None:
+    def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
         self.skips.append(skipped)
+        self.beats.append((group, due_ns))
         kept = []
         for line in self.lines:
             reason = line.listen()

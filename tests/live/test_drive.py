@@ -10,7 +10,7 @@ import pytest
 
 from liveplex.live import Audio, Closed, CloseReason, LiveInfo, Pacing, Session, Started, Text, by_hand
 from liveplex.live.channel import LiveHandle, LiveInbox, Opened, Rejected, live_channel
-from liveplex.live.drive import EngineError, drive
+from liveplex.live.drive import EngineError, Pending, drive
 
 from .engines import Silent
 from .outputs import audio_frames, until
@@ -18,10 +18,10 @@ from .outputs import audio_frames, until
 SESSION = Session(voice="NATF2", instructions="hi")
 
 
-def make_info(max_sessions: int = 4, max_frames: int = 3000) -> LiveInfo:
+def make_info(max_sessions: int = 4, max_frames: int = 3000, tick_groups: int = 1) -> LiveInfo:
     return LiveInfo(model="m", sample_rate=24000, frame_samples=1920, voices=("NATF2",),
                     default_voice="NATF2", default_instructions="hi", max_instructions_chars=100,
-                    max_sessions=max_sessions, max_frames=max_frames)
+                    max_sessions=max_sessions, max_frames=max_frames, tick_groups=tick_groups)
 
 
 class Pod:
@@ -125,6 +125,28 @@ async def test_an_export_is_answered_right_after_the_next_tick_with_that_ticks_f
     p.finish()
 
 
+async def test_an_export_the_engine_defers_is_asked_again_after_the_next_tick() -> None:
+    class Deferring(Silent):
+        asked = 0
+
+        def export(self, session_id: int) -> bytes | Pending | None:
+            self.asked += 1
+            return Pending.NEXT_TICK if self.asked == 1 else super().export(session_id)
+
+    now = [0]
+    handle, inbox = live_channel(make_info(), loop=asyncio.get_running_loop())
+    p = Pod(Deferring(make_info()), handle, inbox, now_ns=lambda: now[0])
+    a = start(p)
+    await until(a, Audio)  # tick 0
+    asked = asyncio.wrap_future(p.handle.export(a.id))
+    now[0] = 80_000_000  # tick 1: deferred
+    await asyncio.sleep(0.05)
+    assert not asked.done() and p.engine.asked == 1
+    now[0] = 160_000_000  # tick 2: answered
+    assert await asked == b"3"
+    p.finish()
+
+
 async def test_an_export_that_faults_the_engine_still_answers_every_export_asked() -> None:
     p = await pod(make_info())
     a, b = start(p), start(p)
@@ -156,6 +178,49 @@ async def test_an_overrun_reports_whole_skipped_ticks_and_counts_them_late() -> 
     assert p.inbox.pulse.late_ticks == 2
     a.audio.close()
     now[0] += 10 * period
+    await until(a, Closed)
+    p.finish()
+
+
+async def test_tick_groups_take_turns_within_the_period_each_told_when_it_was_due() -> None:
+    """Four groups: sub-tick k (every 20 ms) runs group k mod 4, due at epoch + k · 20 ms; an
+    overrun past a whole period tells the group that runs next the periods it missed."""
+    sub = 20_000_000
+    now = [1_000]
+
+    def clock(n: int) -> None:
+        now[0] += 20 * sub if n == 6 else sub  # tick 5 (the 6th) runs 20 sub-ticks: 5 periods
+
+    p = await pod(make_info(tick_groups=4), now_ns=lambda: now[0], during_tick=clock)
+    a = start(p)
+    await audio_frames(a, 8)
+    beats, skips = p.engine.beats, p.engine.skips
+    assert beats[:6] == [(k % 4, 1_000 + k * sub) for k in range(6)]
+    # sub-ticks 6..24 missed: the last period's three (22, 23, 24) run late, each group told the
+    # four turns it lost before them (group 2: 6, 10, 14, 18), then 25 on time
+    assert beats[6:10] == [(k % 4, 1_000 + k * sub) for k in (22, 23, 24, 25)]
+    assert skips[6:10] == [4, 4, 4, 4]
+    assert p.inbox.pulse.late_ticks == 19 - 3
+    a.audio.close()
+    now[0] += 100 * sub
+    await until(a, Closed)
+    p.finish()
+
+
+async def test_a_group_late_by_less_than_a_period_still_takes_its_turn() -> None:
+    sub = 20_000_000
+    now = [0]
+
+    def clock(n: int) -> None:
+        now[0] += 45_000_000 if n == 2 else sub  # tick 1 runs 45 ms: sub-ticks 2 and 3 are due meanwhile
+
+    p = await pod(make_info(tick_groups=4), now_ns=lambda: now[0], during_tick=clock)
+    a = start(p)
+    await audio_frames(a, 5)
+    assert [g for g, _ in p.engine.beats[:5]] == [0, 1, 2, 3, 0] and p.engine.skips[:5] == [0] * 5
+    assert p.inbox.pulse.late_ticks == 0
+    a.audio.close()
+    now[0] += 100 * sub
     await until(a, Closed)
     p.finish()
 

@@ -110,9 +110,11 @@ def test_every_problem_of_config_json_and_the_shapes_is_listed_together():
         "config.json: `model_type` is 'hibiki'; liveplex serves only one of ['moshi', 'personaplex']",
         "config.json: `depformer_dim_feedforward` is [10, 20], expected one positive integer (liveplex serves "
         "one FFN width for every depformer step)",
-        "config.json: `dim` gives dim 128, but the tensors have 64 (`emb.0.weight` is [2049, 64])",
+        "config.json: `dim` gives dim 128, but the tensors have 64 (`emb.0.weight` is [2049, 64]); give the "
+        "tensors' value or leave `dim` out",
         "config.json: `hidden_scale` gives hidden 352, but the tensors have 176 "
-        "(`transformer.layers.0.gating.linear_in.weight` is [352, 64])",
+        "(`transformer.layers.0.gating.linear_in.weight` is [352, 64]); give the tensors' value or leave "
+        "`hidden_scale` out",
         f"{LM}: 13 audio streams (`n_q`); liveplex serves 8 agent + 8 user codebooks (n_q 16)",
     )
     assert derived.notes == ("config.json keys ignored: some_future_key",)
@@ -121,7 +123,7 @@ def test_every_problem_of_config_json_and_the_shapes_is_listed_together():
 def test_a_file_with_no_tensors_says_what_it_cannot_derive():
     derived = architecture.derive({"something.else": (3,)}, LM)
     assert derived.cfg is None
-    assert derived.problems[0] == f"{LM}: cannot derive `dim`: no tensor shows it"
+    assert derived.problems[0] == f"{LM}: cannot derive `dim`: no tensor shows it; give `dim` in config.json"
     assert len(derived.problems) == len(architecture.SHAPE_FIELDS)
 
 

@@ -61,6 +61,7 @@ def test_every_missing_file_is_named_in_one_error(ck):
     message = str(info.value)
     assert f"`{MIMI_FILE}` is missing" in message and f"`{tokenizer.FILE_NAME}` is missing" in message
     assert "neither `voices/` nor `voices.tgz`" in message and "model.safetensors" not in message
+    assert all("give" in problem for problem in info.value.problems)
 
 
 def test_bad_tensors_in_both_files_are_reported_together(ck):
@@ -159,7 +160,8 @@ def test_config_json_is_read_and_checked_against_the_tensors(ck, caplog):
         "config.json: `moshi_name` names `moshi.safetensors`; liveplex reads `model.safetensors` (rename the file)",
         "config.json: `gating` is 'none'; liveplex serves only 'silu'",
         "config.json: `num_layers` gives num_layers 3, but the tensors have 2 "
-        "(`transformer.layers.1.self_attn.out_proj.weight` is [64, 64])",
+        "(`transformer.layers.1.self_attn.out_proj.weight` is [64, 64]); give the tensors' value or leave "
+        "`num_layers` out",
     )
     (ck / architecture.CONFIG_FILE).write_text("{not json")
     with pytest.raises(errors.CheckpointError, match="config.json: not readable JSON"):
@@ -209,3 +211,63 @@ def test_an_audio_vocabulary_other_than_mimis_is_refused(ck):
                                 str(ck / checkpoint.LM_FILE))
     with pytest.raises(errors.CheckpointError, match="audio vocabulary 1024 .`card`. differs from Mimi's 2048"):
         model_dir.load(ck)
+
+
+# --- a checkpoint at a size no named config has, in NVIDIA's layout (no config.json) --------------------
+
+NARROW = dataclasses.replace(config.tiny(), dim=32, num_heads=4, hidden=config.gated_hidden(32, 132), dep_dim=16,
+                             dep_num_heads=2, dep_hidden=config.gated_hidden(16, 66), context=3000)
+"""Widths no named LM has and no Kyutai head width splits (32 of 128, 16 of 64): its heads must be given."""
+WIDE_FFN = dataclasses.replace(mimi.tiny_config(), dim_feedforward=128)
+"""A Mimi no named codec is: tiny's widths, a wider FFN."""
+
+
+@pytest.fixture(scope="module")
+def narrow(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("narrow") / "ck"
+    cli.make_tiny(directory, lm=NARROW, codec=WIDE_FFN)
+    return directory
+
+
+def test_heads_no_tensor_shows_are_asked_for_and_a_partial_config_json_gives_just_them(narrow, tmp_path):
+    ck = shutil.copytree(narrow, tmp_path / "ck")
+    with pytest.raises(errors.CheckpointError) as info:
+        model_dir.load(ck)
+    assert info.value.problems == (  # and nothing about Mimi, which its own shapes describe
+        "model.safetensors: cannot derive `num_heads` for width 32 (not a multiple of 128); give `num_heads` in "
+        "config.json",
+        "model.safetensors: cannot derive `dep_num_heads` for width 16 (not a multiple of 64); give "
+        "`depformer_num_heads` in config.json",
+    )
+    _config(ck, {"num_heads": 4, "depformer_num_heads": 2})  # just what was asked: the rest derived as before
+    model = model_dir.load(ck)
+    assert model.cfg == NARROW and model.name == "custom"
+    assert model.codec.cfg == WIDE_FFN
+
+
+def test_mimi_is_derived_the_same_with_or_without_config_json(narrow, ck, tmp_path):
+    for directory, lm in ((ck, config.tiny()), (shutil.copytree(narrow, tmp_path / "narrow"), NARROW)):
+        codecs = []
+        for kwargs in (None, {"num_heads": lm.num_heads, "depformer_num_heads": lm.dep_num_heads},
+                       architecture.to_moshi_kwargs(lm)):
+            if kwargs is not None:
+                _config(directory, kwargs)
+            elif lm is NARROW:
+                continue  # its heads must be given
+            codecs.append(model_dir.load(directory).codec.cfg)
+        assert codecs == [codecs[0]] * len(codecs) and codecs[0] in (mimi.tiny_config(), WIDE_FFN)
+
+
+def test_every_refusal_says_what_to_give_for_each_problem(narrow, tmp_path):
+    ck = shutil.copytree(narrow, tmp_path / "ck")
+    _config(ck, {"num_heads": 3, "depformer_num_heads": 2, "num_layers": 3})
+    _rewrite(ck / MIMI_FILE, lambda t: t.update({"decoder.model.14.conv.conv.bias": torch.zeros(3)}))
+    with pytest.raises(errors.CheckpointError) as info:
+        model_dir.load(ck)
+    assert info.value.problems == (
+        "config.json: `num_layers` gives num_layers 3, but the tensors have 2 (`transformer.layers.1.self_attn."
+        "out_proj.weight` is [32, 32]); give the tensors' value or leave `num_layers` out",
+        "model.safetensors: 3 heads (`num_heads`) do not split width 32 into even head widths; give `num_heads` in "
+        "config.json as one of [1, 2, 4, 8, 16]",
+        f"{MIMI_FILE}: `decoder.model.14.conv.conv.bias` has shape [3], expected [1]",
+    )

@@ -62,7 +62,7 @@ def test_cost_curve() -> None:
 
 
 @pytest.mark.parametrize(("field", "value"), [
-    ("max_sessions", 0), ("prebuffer_frames", 5), ("prebuffer_frames", 0), ("echo_frames", -1),
+    ("max_sessions", 0), ("prebuffer_frames", 5), ("prebuffer_frames", -1), ("tick_groups", 3), ("echo_frames", -1),
     ("tick_base_us", -1), ("jitter_frames", 0),
 ])
 def test_bad_settings_name_the_field(field: str, value: int) -> None:

@@ -16,6 +16,35 @@ from liveplex.conformance import signals
 from liveplex.live import frames
 
 START = {"type": "session.start", "event_id": "s1", "session": {"model": "gpt-live-1"}}
+
+
+def _start(event_id: str | None, **session: object) -> dict:
+    head = {} if event_id is None else {"event_id": event_id}
+    return {"type": "session.start", **head, "session": {"model": "gpt-live-1", **session}}
+
+
+_HISTORY = [{"type": "message", "role": role, "content": [{"type": part, "text": role[0] * 2000}]}
+            for role, part in (("user", "input_text"), ("assistant", "output_text"), ("user", "input_text"))]
+"""6,000 characters of history: past the sim's 4,096 for the role prompt, so the oldest turn is dropped."""
+STARTS: dict[str, tuple[dict, tuple[str, ...]]] = {
+    "a native voice": (_start("s1", instructions="Hi", audio={"output": {"voice": "NATF2"}}), ()),
+    "plain": (_start("s1", instructions="Hi"), ("voice_mapped",)),  # the default voice is a built-in name
+    "no event id, no instructions": (_start(None), ("voice_mapped", "default_instructions")),
+    "responses delegation": (_start("s1", instructions="Hi", delegation={
+        "type": "responses", "responses": {"model": "gpt-4.1"}}), ("delegation_unused", "voice_mapped")),
+    "client delegation": (_start("s1", instructions="Hi", delegation={"type": "client"}), ("voice_mapped",)),
+    "history dropped": (_start("s1", instructions="Hi", input=_HISTORY), ("input_truncated", "voice_mapped")),
+    "g711": (_start("s1", instructions="Hi", audio={"format": {"type": "audio/pcmu", "rate": 8000},
+                                                   "output": {"voice": "NATF2"}}), ()),
+    "pcm 16 kHz": (_start("s1", instructions="Hi", audio={"format": {"type": "audio/pcm", "rate": 16000},
+                                                         "output": {"voice": "cedar"}}), ("voice_mapped",)),
+    "the rest of the fields": (_start("s1", instructions="Hi", safety_identifier="user-1", triggers=[], store=False,
+                                      audio={"output": {"voice": "NATF2"}}), ()),
+    "everything": (_start("s9", input=_HISTORY, delegation={"type": "responses", "responses": {"model": "gpt-4.1"}}),
+                   ("input_truncated", "delegation_unused", "voice_mapped", "default_instructions")),
+}
+"""Every kind of `session.start` a client can send, and the `info` notes (codes, in order) that a sim
+pod with `--info-events` answers it with: every note `gptlive.start` knows, alone and together."""
 LOUD = base64.b64encode((8000 * np.sin(np.arange(1920) * 0.2)).astype("<i2").tobytes()).decode()
 
 
@@ -31,12 +60,13 @@ async def until(ws, kind: str, timeout: float = 10.0) -> tuple[dict, list[dict]]
                 return event, seen
 
 
-async def started(ws_url: str, headers: dict[str, str] | None = None) -> tuple[websockets.ClientConnection, dict]:
-    """A raw socket whose session started, and its `session.started`. What it is sent queues unread
-    without bound: past websockets' default `max_queue` (16) the client stops reading its socket,
-    and its `close()` then waits out its 10 s close timeout for an answer it never reads."""
+async def started(ws_url: str, headers: dict[str, str] | None = None,
+                  start: dict = START) -> tuple[websockets.ClientConnection, dict]:
+    """A raw socket whose session started (with `start`), and its `session.started`. What it is sent
+    queues unread without bound: past websockets' default `max_queue` (16) the client stops reading
+    its socket, and its `close()` then waits out its 10 s close timeout for an answer it never reads."""
     ws = await websockets.connect(ws_url, additional_headers=headers, max_queue=None)
-    await ws.send(orjson.dumps(START).decode())
+    await ws.send(orjson.dumps(start).decode())
     event, _ = await until(ws, "session.started")
     return ws, event
 
@@ -98,8 +128,9 @@ class StampedCall:
         self._tasks = [asyncio.create_task(self._listen()), asyncio.create_task(self._speak())]
 
     @classmethod
-    async def start(cls, ws_url: str) -> StampedCall:
-        return cls(*await started(ws_url))
+    async def start(cls, ws_url: str, start: dict = START) -> StampedCall:
+        """A call started with `start` (one in another format than 24 kHz PCM echoes no stamps)."""
+        return cls(*await started(ws_url, start=start))
 
     async def _speak(self) -> None:
         silence = bytes(frames.FRAME_BYTES)

@@ -46,6 +46,16 @@ class Platform:
 
 
 @contextlib.contextmanager
+def pod(redis_url: str | None, tmp: Path, index: int,
+        flags: tuple[str, ...] = ()) -> Iterator[tuple[pods.Running, subprocess.Popen[bytes]]]:
+    """Sim pod `pod-INDEX` in `POOL` (one more, for a platform already running: a rollout's new pod)."""
+    where = ("--redis-url", redis_url) if redis_url is not None else ()
+    with pods.subprocess_pod(*where, "--pool", POOL, "--pod-name", f"pod-{index}", *flags,
+                             log=tmp / f"pod-{index}.log") as running:
+        yield running
+
+
+@contextlib.contextmanager
 def platform(redis_url: str | None, tmp: Path, n_pods: int = 2, pod_flags: tuple[str, ...] = (),
              gateway_flags: tuple[str, ...] = (), each_pod: Sequence[tuple[str, ...]] = ()) -> Iterator[Platform]:
     """`n_pods` sim pods in `POOL` and a gateway with `--pool POOL`, once the gateway sees them all.
@@ -53,9 +63,10 @@ def platform(redis_url: str | None, tmp: Path, n_pods: int = 2, pod_flags: tuple
     `each_pod[i]`: flags for pod i alone, after `pod_flags`."""
     where = ("--redis-url", redis_url) if redis_url is not None else ()
     with contextlib.ExitStack() as stack:
-        running = [stack.enter_context(pods.subprocess_pod(
-            *where, "--pool", POOL, "--pod-name", f"pod-{i}", *pod_flags, *(each_pod[i] if i < len(each_pod) else ()),
-            log=tmp / f"pod-{i}.log")) for i in range(n_pods)]
+        running = []
+        for i in range(n_pods):
+            own = each_pod[i] if i < len(each_pod) else ()
+            running.append(stack.enter_context(pod(redis_url, tmp, i, (*pod_flags, *own))))
         gateway, gateway_process = stack.enter_context(pods.subprocess_pod(
             *where, "--pool", POOL, *gateway_flags, log=tmp / "gateway.log", command="gateway"))
         built = Platform(gateway, running, gateway_process)

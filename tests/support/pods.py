@@ -111,6 +111,17 @@ def _announced(proc: subprocess.Popen[bytes], log: Path, found: list[str], ready
     ready.set()
 
 
+def interrupt(proc: subprocess.Popen[bytes], wait_s: float = 15.0) -> None:
+    """SIGINT (a `liveplex` command stops its children and exits), killed if it lingers past `wait_s`."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @contextlib.contextmanager
 def subprocess_pod(*flags: str, log: Path, command: str = "serve",
                    stderr: Path | None = None) -> Iterator[tuple[Running, subprocess.Popen[bytes]]]:
@@ -131,13 +142,7 @@ def subprocess_pod(*flags: str, log: Path, command: str = "serve",
             raise RuntimeError(f"liveplex {' '.join(head + list(flags))} did not start:\n{log.read_text()}")
         yield Running(found[0], found[1]), proc
     finally:
-        if proc.poll() is None:  # SIGINT: exit now (SIGTERM would drain first)
-            proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        interrupt(proc)  # SIGINT: exit now (SIGTERM would drain first)
         reader.join(5)
         if errors is not None:
             errors.close()

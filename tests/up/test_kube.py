@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -109,12 +108,7 @@ def up(redis_url: str, tmp: Path) -> Iterator[Kube]:
         assert ready.wait(90) and proc.poll() is None, (tmp / "up.log").read_text()
         yield Kube(kubeconfig, f"127.0.0.1:{port}")
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        pods.interrupt(proc, 30)
         log.close()
 
 

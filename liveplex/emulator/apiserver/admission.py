@@ -17,13 +17,62 @@ from liveplex.emulator.apiserver import builtins, cel, crds, errors, kinds, open
 STRICT = "Strict"
 
 
-def _cannot_decode(rt: kinds.ResourceType, version: str, why: str) -> errors.ApiError:
-    return errors.bad_request(f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: {why}')
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_JSON_NAMES = {dict: "object", list: "array", str: "string", bool: "bool", int: "number", float: "number"}
 
 
 def _unknown(rt: kinds.ResourceType, version: str, paths: list[str]) -> errors.ApiError:
+    """`fieldValidation=Strict`: 400 in a body and in a patch's result alike (handlers/patch.go)."""
     listed = ", ".join(f'unknown field "{p}"' for p in paths)
-    return _cannot_decode(rt, version, f"strict decoding error: {listed}")
+    return errors.bad_request(f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: strict decoding '
+                              f"error: {listed}")
+
+
+def typed(rt: kinds.ResourceType, obj: object) -> dict:
+    """`obj` if it is the object Go's decoder would make an `rt` of, as far as the steps before
+    admission read it (an object, its apiVersion and kind strings, its metadata an ObjectMeta), else
+    the decoder's 400. The rest is decoded first thing in admission: a built-in against its whole
+    schema (`_builtin`, 400), a custom resource against its CRD's (`_custom`, 422)."""
+    if not isinstance(obj, dict):
+        raise errors.undecodable(rt.kind, rt.preferred, f"the body must be a JSON object, not "
+                                                        f"{_JSON_NAMES.get(type(obj))}")
+    version = rt.preferred
+    for field in ("apiVersion", "kind"):
+        value = obj.get(field)
+        if value is not None and not isinstance(value, str):
+            raise errors.undecodable(rt.kind, version, f"json: cannot unmarshal {_JSON_NAMES.get(type(value))} into Go "
+                                                   f"struct field TypeMeta.{field} of type string")
+    if "metadata" in obj and obj["metadata"] is None:  # a null ObjectMeta decodes as an empty one
+        obj["metadata"] = {}
+    if isinstance(obj.get("apiVersion"), str):
+        version = obj["apiVersion"].rpartition("/")[2]
+    decoded = openapi.decode(obj.get("metadata"), OBJECT_META, "metadata")
+    if decoded.mistyped:
+        raise errors.undecodable(rt.kind, version, decoded.mistyped[0])
+    return obj
+
+
+def typed_as(kind: str, group: str, version: str, body: object) -> dict:
+    """A request body that is not a stored kind (DeleteOptions, TokenRequest, Scale, ...), as `typed`."""
+    if not isinstance(body, dict):
+        raise errors.bad_request(f"the body of a {kind} must be a JSON object, not {_JSON_NAMES.get(type(body))}")
+    definition = openapi.root(group, version, kind)
+    decoded = openapi.decode(body, definition) if definition is not None else None
+    if decoded is not None and decoded.mistyped:
+        raise errors.undecodable(kind, version, decoded.mistyped[0])
+    return body
+
+
+def same_object(obj: dict, name: str, namespace: str) -> None:
+    """upstream's checkName (endpoints/handlers/rest.go): an update or a patch may not rename or move
+    the object the URL names (400)."""
+    meta = obj.get("metadata") or {}
+    if meta.get("name", "") != name:
+        raise errors.bad_request(f"the name of the object ({meta.get('name', '')}) does not match the name on the URL "
+                                 f"({name})")
+    if namespace and meta.get("namespace") and meta["namespace"] != namespace:
+        raise errors.bad_request(f"the namespace of the object ({meta['namespace']}) does not match the namespace on "
+                                 f"the request ({namespace})")
 
 
 def admit(rt: kinds.ResourceType, obj: dict, old: dict | None, field_validation: str,
@@ -47,7 +96,7 @@ def _builtin(rt: kinds.ResourceType, obj: dict, old: dict | None, version: str, 
     if definition is not None:
         decoded = openapi.decode(obj, definition)
         if decoded.mistyped:
-            raise _cannot_decode(rt, version, decoded.mistyped[0])
+            raise errors.undecodable(rt.kind, version, decoded.mistyped[0])
         if decoded.unknown and field_validation == STRICT:
             raise _unknown(rt, version, decoded.unknown)
         obj = decoded.obj

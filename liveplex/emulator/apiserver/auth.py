@@ -21,6 +21,8 @@ PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version")
 """What an anonymous request may reach."""
 TOKEN_SECONDS = 3600
 """A TokenRequest's default `expirationSeconds` (tokens do not expire in the emulator)."""
+MIN_TOKEN_SECONDS, MAX_TOKEN_SECONDS = 10 * 60, 2 ** 32
+"""The `expirationSeconds` a TokenRequest may ask for (upstream's ValidateTokenRequest; 422 outside)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,11 +46,27 @@ class ApiError(Exception):
         if self.kind:
             details["kind"] = self.kind
         if self.causes:
-            details["causes"] = [{"reason": c.reason, "message": c.message, "field": c.field}
-                                 for c in self.causes]
+            details["causes"] = [{k: v for k, v in (("reason", c.reason), ("message", c.message), ("field", c.field))
+                                  if v} for c in self.causes]
         if details:
             body["details"] = details
         return body
+
+
+@dataclass(frozen=True)
+class Undecodable(ApiError):
+    """A value Go's JSON decoder refuses: 400 in a request body, 422 in the object a patch
+    produces (apiserver/pkg/endpoints/handlers/patch.go), which is why it is a type of its own."""
+
+
+def malformed(message: str) -> Undecodable:
+    """A body no JSON decoder would take at all (too deep, not JSON's values)."""
+    return Undecodable(400, "BadRequest", message)
+
+
+def undecodable(kind: str, version: str, why: str) -> Undecodable:
+    """A value the decoder refuses for a Go type: `why` in encoding/json's words."""
+    return malformed(f'{kind} in version "{version}" cannot be handled as a {kind}: {why}')
 
 
 def _qualified(plural: str, group: str) -> str:
@@ -94,6 +110,17 @@ def gone(rv: int, oldest: int) -> ApiError:
 
 def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
+
+
+def too_large(message: str) -> ApiError:
+    """k8s.io/apimachinery/pkg/api/errors NewRequestEntityTooLargeError: a body or a patch over a limit."""
+    return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: {message}")
+
+
+def internal(message: str) -> ApiError:
+    """NewInternalError: what a bug answers with, as a Status, rather than a dropped connection."""
+    return ApiError(500, "InternalError", f"Internal error occurred: {message}",
+                    causes=(Cause("", message, ""),))
 
 
 def forbidden(message: str, plural: str = "", group: str = "", name: str = "") -> ApiError:

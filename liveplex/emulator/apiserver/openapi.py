@@ -14,10 +14,14 @@ can be refused with 400 as upstream does), a wrongly typed value is a 400 in the
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import importlib.resources
 import json
+import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from liveplex.emulator.apiserver import discovery, quantity
@@ -100,6 +104,9 @@ def _go_type(node: dict, go_name: str | None) -> str:
         return node.get("format", "int64")
     if kinds[0] == "object" and go_name:
         return f"v1.{go_name}"
+    extra = node.get("additionalProperties")
+    if kinds[0] == "object" and isinstance(extra, dict) and "string" in _types(extra):
+        return "map[string]string"
     return _GO_TYPES.get(kinds[0], kinds[0])
 
 
@@ -107,11 +114,48 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def decode(obj: dict, definition: str) -> Decoded:
-    """`obj` as kube-apiserver's decoder would take it (see the module docstring)."""
+def decode(obj: Any, definition: str, path: str = "") -> Decoded:
+    """`obj` as kube-apiserver's decoder would take it (see the module docstring); `path` is where
+    `obj` sits in its object (`metadata` for an ObjectMeta decoded on its own)."""
     out = Decoded(obj)
-    out.obj = _decode(obj, _definitions()[definition], "", definition.rpartition(".")[2], out)
+    out.obj = _decode(obj, _definitions()[definition], path, definition.rpartition(".")[2], out)
     return out
+
+
+_INT_RANGES = {"int32": (-(2 ** 31), 2 ** 31 - 1), "int64": (-(2 ** 63), 2 ** 63 - 1)}
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+
+
+def _format_error(value: Any, node: dict, where: str) -> str | None:
+    """What Go's decoder says of a value of the right JSON type that its Go type cannot hold:
+    an integer out of its range, bytes that are not base64, a time that is not RFC 3339."""
+    fmt = node.get("format")
+    if isinstance(value, int) and not isinstance(value, bool) and "integer" in _types(node):
+        low, high = _INT_RANGES.get(fmt or "int64", _INT_RANGES["int64"])
+        if not low <= value <= high:
+            return f"json: cannot unmarshal number {value} into Go struct field {where} of type {fmt or 'int64'}"
+    if isinstance(value, str) and fmt == "byte":
+        try:
+            base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            at = next((n for n, c in enumerate(value) if c not in _BASE64), len(value))
+            return f"illegal base64 data at input byte {at}"
+    if isinstance(value, str) and fmt == "date-time" and not _valid_time(value):
+        return f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": cannot parse "{value}" as "2006"'
+    return None
+
+
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+
+
+def _valid_time(value: str) -> bool:
+    if not _RFC3339.fullmatch(value):
+        return False
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
 
 
 def _decode(value: Any, node: dict, path: str, struct: str, out: Decoded) -> Any:
@@ -120,6 +164,10 @@ def _decode(value: Any, node: dict, path: str, struct: str, out: Decoded) -> Any
         seen = _JSON_TYPES.get(type(value), "value")
         out.mistyped.append(f"json: cannot unmarshal {seen} into Go struct field {struct}.{path} of type "
                             f"{_go_type(node, go_name)}")
+        return value
+    problem = _format_error(value, node, f"{struct}.{path}")
+    if problem is not None:
+        out.mistyped.append(problem)
         return value
     if go_name == "Quantity" and value is not None and quantity.parse(value) is None:
         out.mistyped.append(quantity.ERROR)
@@ -131,17 +179,28 @@ def _decode(value: Any, node: dict, path: str, struct: str, out: Decoded) -> Any
         for key, sub in value.items():
             where = _join(path, key) if props is not None else f"{path}[{key}]"
             if props is not None and key in props:
-                kept[key] = _decode(sub, props[key], where, go_name or struct, out)
+                if sub is not None:  # null into a Go struct field leaves it unset
+                    kept[key] = _decode(sub, props[key], where, go_name or struct, out)
             elif isinstance(extra, dict):
-                kept[key] = _decode(sub, extra, where, go_name or struct, out)
+                kept[key] = _decode(_zero(extra) if sub is None else sub, extra, where, go_name or struct, out)
             elif extra is False:
                 out.unknown.append(where)
             else:
                 kept[key] = sub
         return kept
     if isinstance(value, list) and isinstance(node.get("items"), dict):
-        return [_decode(item, node["items"], f"{path}[{n}]", struct, out) for n, item in enumerate(value)]
+        return [_decode(_zero(node["items"]) if item is None else item, node["items"], f"{path}[{n}]", struct, out)
+                for n, item in enumerate(value)]
     return value
+
+
+_ZEROS = {"object": dict, "string": str, "array": list, "integer": int, "number": int, "boolean": bool}
+
+
+def _zero(node: dict) -> Any:
+    """What Go's decoder leaves in a list element or a map value that was null: its type's zero value."""
+    kinds = [k for k in _types(_resolve(node)[0]) if k != "null"]
+    return _ZEROS[kinds[0]]() if kinds and kinds[0] in _ZEROS else None
 
 
 def required(obj: Any, definition: str) -> list[Cause]:

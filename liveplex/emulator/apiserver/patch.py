@@ -131,17 +131,36 @@ def _remove(doc: Json, path: str) -> Json:
     return doc
 
 
+MAX_OPERATIONS = 10_000
+"""apiserver/pkg/endpoints/handlers/patch.go `maxJSONPatchOperations`: more is 413."""
+_OPERATIONS = ("add", "remove", "replace", "move", "copy", "test")
+
+
+def _check_operations(operations: Json) -> None:
+    """As upstream: not a list of objects is 400 (jsonpatch.DecodePatch), too many 413, a malformed
+    operation 422 (its Apply), and all of it before any operation is applied."""
+    if not isinstance(operations, list) or not all(isinstance(op, dict) for op in operations):
+        raise errors.bad_request("a JSON Patch must be a list of operations (JSON objects)")
+    if len(operations) > MAX_OPERATIONS:
+        raise errors.too_large(f"The allowed maximum operations in a JSON patch is {MAX_OPERATIONS}, "
+                               f"got {len(operations)}")
+    for n, op in enumerate(operations):
+        name = op.get("op")
+        if name not in _OPERATIONS:
+            raise errors.unprocessable(f"operation {n}: unexpected kind {name!r}")
+        for field in ("path", "from") if name in ("move", "copy") else ("path",):
+            if not isinstance(op.get(field), str):
+                raise errors.unprocessable(f"operation {n} ({name}): missing or non-string {field!r}")
+        if name in ("add", "replace", "test") and "value" not in op:
+            raise errors.unprocessable(f"operation {n} ({name}) at {op['path']!r} has no value")
+
+
 def json_patch(doc: Json, operations: Json) -> Json:
     """RFC 6902, atomically: a failed `test` or a missing path raises 422 and changes nothing."""
-    if not isinstance(operations, list):
-        raise errors.bad_request("a JSON Patch must be a list of operations")
+    _check_operations(operations)
     out = copy.deepcopy(doc)
     for op in operations:
-        if not isinstance(op, dict) or "op" not in op or "path" not in op:
-            raise errors.bad_request(f"invalid JSON Patch operation {op!r}")
         name, path = op["op"], op["path"]
-        if name in ("add", "replace", "test") and "value" not in op:
-            raise errors.bad_request(f"JSON Patch operation {name!r} at {path!r} has no value")
         if name == "add":
             out = _add(out, path, copy.deepcopy(op["value"]))
         elif name == "remove":
@@ -149,15 +168,12 @@ def json_patch(doc: Json, operations: Json) -> Json:
         elif name == "replace":
             out = _add(_remove(out, path), path, copy.deepcopy(op["value"])) if path else copy.deepcopy(op["value"])
         elif name in ("move", "copy"):
-            value = copy.deepcopy(_get(out, op.get("from", "")))
+            value = copy.deepcopy(_get(out, op["from"]))
             if name == "move":
-                out = _remove(out, op.get("from", ""))
+                out = _remove(out, op["from"])
             out = _add(out, path, value)
-        elif name == "test":
-            if _get(out, path) != op["value"]:
-                raise errors.unprocessable(f"testing value {path} failed")
-        else:
-            raise errors.bad_request(f"unknown JSON Patch operation {name!r}")
+        elif _get(out, path) != op["value"]:  # test
+            raise errors.unprocessable(f"testing value {path} failed")
     return out
 
 
@@ -203,10 +219,38 @@ def _ordered(items: list, order: list, key: Callable[[Json], Json]) -> list:
     return sorted(items, key=lambda i: rank.get(repr(key(i)), len(rank)))
 
 
+_DIRECTIVES = ("replace", "merge", "delete")
+
+
+def _check_directives(patch: dict) -> None:
+    """The directives' shapes, in upstream's words (apimachinery/pkg/util/mergepatch/errors.go; handlers/patch.go
+    interpretStrategicMergePatchError answers the format errors 400 and a retainKeys mismatch 422; an unknown
+    `$patch` is a 500 there, a 400 here)."""
+    directive = patch.get("$patch")
+    if directive is not None and directive not in _DIRECTIVES:
+        raise errors.bad_request(f"unknown patch type: {str(directive)[:100]}")
+    retain = patch.get("$retainKeys")
+    if retain is not None and not (isinstance(retain, list) and all(isinstance(k, str) for k in retain)):
+        raise errors.bad_request("invalid patch format of retainKeys")
+    for key, value in patch.items():
+        if key.startswith(_ORDER) and not isinstance(value, list):
+            raise errors.bad_request("invalid patch format of setElementOrder list")
+        if key.startswith(_DELETE_PRIMITIVE) and not isinstance(value, list):
+            raise errors.bad_request("invalid patch format of primitive list")
+    if isinstance(retain, list) and any(not k.startswith("$") and v is not None and k not in retain
+                                        for k, v in patch.items()):
+        raise errors.unprocessable("patch content doesn't match retainKeys list")
+    for value in patch.values():
+        for item in value if isinstance(value, list) else ():
+            if isinstance(item, dict):
+                _check_directives(item)
+
+
 def strategic_merge_patch(target: Json, patch: Json) -> Json:
     """The approximation described in the module docstring."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
+    _check_directives(patch)
     directive = patch.get("$patch")
     if directive == "delete":
         return None
@@ -231,7 +275,8 @@ def strategic_merge_patch(target: Json, patch: Json) -> Json:
     for key, value in patch.items():
         if key.startswith(_DELETE_PRIMITIVE):
             field = key[len(_DELETE_PRIMITIVE):]
-            base[field] = [v for v in base.get(field, []) if v not in value]
+            if isinstance(base.get(field), list):
+                base[field] = [v for v in base[field] if v not in value]
         elif key.startswith(_ORDER):
             field = key[len(_ORDER):]
             items = base.get(field)

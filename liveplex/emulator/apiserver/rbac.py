@@ -142,7 +142,13 @@ def newly_blocking(old: Obj | None, new: Obj) -> list[Obj]:
     """The ownerReferences with `blockOwnerDeletion` that `new` sets and `old` did not: the ones
     OwnerReferencesPermissionEnforcement checks (the writer must be able to update the owner's
     `finalizers` subresource)."""
-    before = {(r.get("uid"), r.get("blockOwnerDeletion")) for r in ((old or {}).get("metadata") or {}).get(
-        "ownerReferences") or ()}
-    return [r for r in (new.get("metadata") or {}).get("ownerReferences") or ()
-            if r.get("blockOwnerDeletion") and (r.get("uid"), True) not in before]
+    before = {(r.get("uid"), r.get("blockOwnerDeletion")) for r in _owner_references(old or {})}
+    return [r for r in _owner_references(new) if r.get("blockOwnerDeletion") is True and (r.get("uid"), True) not in before
+            and all(isinstance(r.get(k, ""), str) for k in ("apiVersion", "kind", "name", "uid"))]
+
+
+def _owner_references(obj: Obj) -> list[Obj]:
+    """The well-formed references of an object or a patch (a patch's shape is checked only once applied)."""
+    meta = obj.get("metadata")
+    refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+    return [r for r in refs if isinstance(r, Mapping)] if isinstance(refs, list) else []

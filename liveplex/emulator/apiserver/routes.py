@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -33,7 +34,9 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from liveplex.emulator.apiserver import (
+    admission,
     auth,
+    bodies,
     discovery,
     disruption,
     errors,
@@ -44,7 +47,10 @@ from liveplex.emulator.apiserver import (
     selectors,
     storage,
     tables,
+    validation,
 )
+
+logger = logging.getLogger(__name__)
 
 LogSource = Callable[[str, str, str | None, int | None], str]
 """(namespace, pod, container or None, tailLines or None) -> the log text; raises ApiError."""
@@ -90,25 +96,38 @@ def _dump(body: object, status: int = 200, media_type: str = "application/json")
     return Response(orjson.dumps(body), status_code=status, media_type=media_type)
 
 
-def _decode(raw: bytes, content_type: str) -> object:
-    if "protobuf" in content_type:
-        raise errors.protobuf_refused(content_type.split(";")[0].strip())
-    if not raw:
-        return {}
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        if "yaml" not in content_type:
-            raise errors.bad_request("the request body is not valid JSON") from None
-    import yaml  # only YAML bodies need it (the `operator` extra brings it)
+async def _raw(request: Request) -> bytes:
+    """The body, read once and never past `bodies.MAX_BYTES` (413 as soon as it is over)."""
+    cached = getattr(request.state, "raw", None)
+    if cached is not None:
+        return cached
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > bodies.MAX_BYTES:
+        raise errors.too_large(f"limit is {bodies.MAX_BYTES}")
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > bodies.MAX_BYTES:
+            raise errors.too_large(f"limit is {bodies.MAX_BYTES}")
+    request.state.raw = bytes(raw)
+    return request.state.raw
 
-    try:
-        return yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        raise errors.bad_request(f"the request body is not valid YAML: {exc}") from None
+
+async def _payload(request: Request, accepted: tuple[str, ...]) -> object:
+    """The body's JSON value (`{}` when there is none); 415 for a media type not in `accepted`."""
+    raw = await _raw(request)
+    media = bodies.media_type(request.headers.get("content-type", ""))
+    if media not in accepted and raw.strip():
+        if "protobuf" in media:
+            raise errors.protobuf_refused(media)
+        raise errors.unsupported_media_type(media, accepted)
+    return bodies.parse(raw, media)
 
 
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+_ANY_METHOD = [*_METHODS, "OPTIONS", "TRACE", "CONNECT"]
+"""Routed so that the methods the API has no use for get a 405 `Status`, not Starlette's plain text."""
 
 
 def request_attributes(method: str, path: str, target: Target | None, watch: bool) -> rbac.Attributes:
@@ -173,8 +192,7 @@ class Api:
         self.address = "127.0.0.1"
         """host:port as advertised by `/api`; the emulator sets it once the socket is bound."""
         self._watches: set[asyncio.Queue] = set()
-        self.app = Starlette(routes=[Route("/{path:path}", self._handle,
-                                           methods=["GET", "POST", "PUT", "PATCH", "DELETE"])])
+        self.app = Starlette(routes=[Route("/{path:path}", self._handle, methods=_ANY_METHOD)])
 
     def close(self) -> None:
         for queue in list(self._watches):
@@ -182,9 +200,14 @@ class Api:
 
     async def _handle(self, request: Request) -> Response:
         try:
+            if request.method not in _METHODS:
+                raise errors.method_not_allowed(f"the server does not allow the {request.method} method")
             return await self._route(request)
         except errors.ApiError as exc:
             return _dump(exc.status(), exc.code)
+        except Exception as exc:  # noqa: BLE001 - the last resort: a bug answers as a Status, the connection lives
+            logger.exception("the emulator's API server failed on %s %s", request.method, request.url.path)
+            return _dump(errors.internal(f"{type(exc).__name__}: {exc}").status(), 500)
 
     def policy(self) -> rbac.Policy:
         def objects(key: str) -> list[dict]:
@@ -229,8 +252,9 @@ class Api:
             return _dump(discovery.openapi_root(registry))
         if path.startswith("/openapi/v3/"):
             tail = path.removeprefix("/openapi/v3/").split("/")
-            group, version = ("", tail[1]) if tail[0] == "api" else (tail[1], tail[2]) if len(tail) > 2 else ("", "")
-            doc = discovery.openapi_gv(registry, group, version) if len(tail) >= 2 else None
+            group, version = ("", tail[1]) if tail[0] == "api" and len(tail) == 2 else (
+                tail[1], tail[2]) if tail[0] == "apis" and len(tail) == 3 else ("", "")
+            doc = discovery.openapi_gv(registry, group, version) if version else None
             if doc is None:
                 raise errors.no_route(path)
             return _dump(doc)
@@ -259,7 +283,7 @@ class Api:
         if target.sub == "eviction" and rt.key == kinds.POD_KEY and request.method == "POST":
             return await self._evict(request, namespace, target.name)
         if request.method in ("POST", "PUT", "PATCH") and target.sub == "":
-            await self._check_owners(request, user, rt, namespace, target.name)
+            await self._check_owners(request, user, rt, target.version, namespace, target.name)
         if not target.name:
             return await self._collection(request, rt, target)
         if target.sub == "":
@@ -274,11 +298,11 @@ class Api:
 
     # --- authentication and authorization ---------------------------------------------------------
 
-    async def _check_owners(self, request: Request, user: auth.User, rt: kinds.ResourceType, namespace: str,
-                            name: str) -> None:
+    async def _check_owners(self, request: Request, user: auth.User, rt: kinds.ResourceType, version: str,
+                            namespace: str, name: str) -> None:
         """OwnerReferencesPermissionEnforcement: setting `blockOwnerDeletion` needs `update` on the
         owner's `finalizers`."""
-        body = _decode(await request.body(), request.headers.get("content-type", ""))
+        body = await (self._patch_body(request, rt) if request.method == "PATCH" else self._body(request, rt, version))
         if not isinstance(body, dict):
             return
         old = self.store.find(rt, namespace, name) if name else None
@@ -291,7 +315,7 @@ class Api:
             if not rbac.allowed(self.policy(), user, attrs):
                 what = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
                 raise errors.forbidden(
-                    f'{what} "{name or body.get("metadata", {}).get("name", "")}" is forbidden: cannot set '
+                    f'{what} "{name or (body.get("metadata") or {}).get("name", "")}" is forbidden: cannot set '
                     "blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: "
                     f"{rbac.denial(user, attrs)}", rt.plural, rt.group, name)
 
@@ -299,8 +323,8 @@ class Api:
         """The eviction API (`kubectl drain`): delete the pod unless its PodDisruptionBudget forbids it."""
         pods_rt = self.store.registry.by_key(kinds.POD_KEY)
         pod = self.store.get(pods_rt, namespace, name)
-        body = await self._review_body(request, protowire.eviction)
-        options = (body or {}).get("deleteOptions") or {} if isinstance(body, dict) else {}
+        body = admission.typed_as("Eviction", "policy", "v1", await self._review_body(request, protowire.eviction))
+        options = body.get("deleteOptions") or {}
         pdbs, _ = self.store.list(self.store.registry.by_key("policy/poddisruptionbudgets"), namespace)
         scales = {o["metadata"]["uid"]: int((o.get("spec") or {}).get("replicas", 1))
                   for key in ("apps/replicasets", "apps/statefulsets")
@@ -312,16 +336,23 @@ class Api:
 
     async def _review_body(self, request: Request, from_protobuf: Callable[[bytes], dict]) -> object:
         """The body of a request kubectl sends only as protobuf (these three are read from it)."""
-        content_type = request.headers.get("content-type", "")
-        raw = await request.body()
-        return from_protobuf(raw) if "protobuf" in content_type else _decode(raw, content_type)
+        if "protobuf" in request.headers.get("content-type", ""):
+            return from_protobuf(await _raw(request))
+        return await _payload(request, bodies.OBJECT_TYPES)
 
     async def _token(self, request: Request, namespace: str, name: str) -> Response:
         """TokenRequest (`kubectl create token`): a token that authenticates as the ServiceAccount."""
         self.store.get(self.store.registry.by_key(kinds.SERVICE_ACCOUNT_KEY), namespace, name)
-        body = await self._review_body(request, protowire.token_request)
-        spec = dict((body or {}).get("spec") or {}) if isinstance(body, dict) else {}
-        seconds = int(spec.get("expirationSeconds") or auth.TOKEN_SECONDS)
+        body = admission.typed_as("TokenRequest", "authentication.k8s.io", "v1",
+                                  await self._review_body(request, protowire.token_request))
+        spec = dict(body.get("spec") or {})
+        seconds = spec.get("expirationSeconds")
+        seconds = auth.TOKEN_SECONDS if seconds is None else seconds
+        if not auth.MIN_TOKEN_SECONDS <= seconds <= auth.MAX_TOKEN_SECONDS:
+            detail = (f"may not specify a duration less than {auth.MIN_TOKEN_SECONDS // 60}m0s"
+                      if seconds < auth.MIN_TOKEN_SECONDS else "may not specify a duration larger than 2^32 seconds")
+            raise errors.invalid("TokenRequest", "authentication.k8s.io", name, (validation.invalid(
+                "spec.expirationSeconds", seconds, detail),))
         spec.update(expirationSeconds=seconds, audiences=spec.get("audiences") or ["https://kubernetes.default.svc"])
         return _dump({"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
                       "metadata": {"name": name, "namespace": namespace,
@@ -332,8 +363,9 @@ class Api:
 
     async def _review(self, request: Request, user: auth.User) -> Response:
         """SelfSubjectAccessReview (`kubectl auth can-i`): the authorizer's answer for the caller."""
-        body = await self._review_body(request, protowire.access_review)
-        spec = (body or {}).get("spec") or {} if isinstance(body, dict) else {}
+        body = admission.typed_as("SelfSubjectAccessReview", "authorization.k8s.io", "v1",
+                                  await self._review_body(request, protowire.access_review))
+        spec = body.get("spec") or {}
         resource, other = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
         if (resource is None) == (other is None):
             raise errors.invalid("SelfSubjectAccessReview", "authorization.k8s.io", "", (errors.Cause(
@@ -396,9 +428,7 @@ class Api:
                       "items": items})
 
     async def _body(self, request: Request, rt: kinds.ResourceType, version: str) -> dict:
-        body = _decode(await request.body(), request.headers.get("content-type", ""))
-        if not isinstance(body, dict):
-            raise errors.bad_request("the request body must be a JSON object")
+        body = admission.typed(rt, await _payload(request, bodies.OBJECT_TYPES))
         expected = rt.api_version(version)
         if body.setdefault("apiVersion", expected) != expected or body.setdefault("kind", rt.kind) != rt.kind:
             raise errors.bad_request(f"the API version in the data ({body['apiVersion']}) does not match the "
@@ -406,13 +436,31 @@ class Api:
                                      f"{rt.kind}")
         return body
 
+    async def _patch_body(self, request: Request, rt: kinds.ResourceType, scale: bool = False) -> object:
+        """A patch body in a patch media type this resource takes (server-side apply is refused)."""
+        if bodies.media_type(request.headers.get("content-type", "")) == storage.APPLY:
+            raise errors.apply_refused(storage.PATCH_TYPES)
+        return await _payload(request, (storage.JSON_PATCH, storage.MERGE) if rt.custom and not scale
+                              else storage.PATCH_TYPES)
+
     async def _delete_options(self, request: Request) -> storage.DeleteOptions:
-        body = _decode(await request.body(), request.headers.get("content-type", ""))
+        """DeleteOptions from the body and the query, refused (400, 422) where upstream's decoder and
+        ValidateDeleteOptions (apimachinery/pkg/apis/meta/v1/validation) refuse them."""
+        body = admission.typed_as("DeleteOptions", "", "v1", await _payload(request, bodies.OBJECT_TYPES))
         query = request.query_params
-        body = body if isinstance(body, dict) else {}
         grace = body.get("gracePeriodSeconds", _int(query.get("gracePeriodSeconds"), "gracePeriodSeconds"))
         propagation = body.get("propagationPolicy") or query.get("propagationPolicy")
-        if body.get("orphanDependents") is True or query.get("orphanDependents") == "true":
+        orphan = body.get("orphanDependents")
+        orphan = orphan if orphan is not None else {"true": True, "false": False}.get(query.get("orphanDependents", ""))
+        causes = []
+        if orphan is not None and propagation is not None:
+            causes.append(validation.invalid("propagationPolicy", propagation,
+                                             "orphanDependents and deletionPropagation cannot be both set"))
+        if propagation is not None and propagation not in storage.PROPAGATIONS:
+            causes.append(validation.unsupported("propagationPolicy", propagation, (*storage.PROPAGATIONS, "nil")))
+        if causes:
+            raise errors.invalid("DeleteOptions", "meta.k8s.io", "", tuple(causes))
+        if orphan:
             propagation = "Orphan"
         pre = body.get("preconditions") or {}
         return storage.DeleteOptions(grace, propagation, pre.get("uid"), pre.get("resourceVersion"),
@@ -421,7 +469,7 @@ class Api:
     # --- single objects ---------------------------------------------------------------------------
 
     async def _object(self, request: Request, rt: kinds.ResourceType, version: str, ns: str, name: str) -> Response:
-        validation = request.query_params.get("fieldValidation", "Warn")
+        field_validation = request.query_params.get("fieldValidation", "Warn")
         if request.method == "GET":
             obj = _versioned(rt, version, self.store.get(rt, ns, name))
             if _AS_TABLE in request.headers.get("accept", ""):
@@ -431,12 +479,13 @@ class Api:
             return _dump(obj)
         if request.method == "PUT":
             body = await self._body(request, rt, version)
-            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, None, validation,
+            admission.same_object(body, name, ns)
+            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, None, field_validation,
                                                                    _dry_run(request))))
         if request.method == "PATCH":
-            body = _decode(await request.body(), request.headers.get("content-type", ""))
-            kind = request.headers.get("content-type", "").split(";")[0].strip()
-            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, None, validation,
+            body = await self._patch_body(request, rt)
+            kind = bodies.media_type(request.headers.get("content-type", ""))
+            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, None, field_validation,
                                                                   _dry_run(request))))
         if request.method == "DELETE":
             options = await self._delete_options(request)
@@ -448,11 +497,12 @@ class Api:
             return _dump(_versioned(rt, version, self.store.get(rt, ns, name)))
         if request.method == "PUT":
             body = await self._body(request, rt, version)
+            admission.same_object(body, name, ns)
             return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, "status",
                                                                    dry_run=_dry_run(request))))
         if request.method == "PATCH":
-            body = _decode(await request.body(), request.headers.get("content-type", ""))
-            kind = request.headers.get("content-type", "").split(";")[0].strip()
+            body = await self._patch_body(request, rt)
+            kind = bodies.media_type(request.headers.get("content-type", ""))
             return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, "status",
                                                                   dry_run=_dry_run(request))))
         raise errors.method_not_allowed()
@@ -460,13 +510,11 @@ class Api:
     async def _scale(self, request: Request, rt: kinds.ResourceType, ns: str, name: str) -> Response:
         if request.method == "GET":
             return _dump(self.store.get_scale(rt, ns, name))
-        body = _decode(await request.body(), request.headers.get("content-type", ""))
         if request.method == "PUT":
-            if not isinstance(body, dict):
-                raise errors.bad_request("a Scale must be a JSON object")
-            return _dump(self.store.update_scale(rt, ns, name, body))
+            return _dump(self.store.update_scale(rt, ns, name, await _payload(request, bodies.OBJECT_TYPES)))
         if request.method == "PATCH":
-            kind = request.headers.get("content-type", "").split(";")[0].strip()
+            body = await self._patch_body(request, rt, scale=True)
+            kind = bodies.media_type(request.headers.get("content-type", ""))
             return _dump(self.store.patch_scale(rt, ns, name, kind, body))
         raise errors.method_not_allowed()
 
@@ -474,8 +522,14 @@ class Api:
         if self.logs is None:
             raise errors.bad_request("this emulator runs no kubelet, so pods have no logs")
         query = request.query_params
-        text = self.logs(ns, name, query.get("container"), _int(query.get("tailLines"), "tailLines"))
-        return PlainTextResponse(text)
+        container = query.get("container") or None
+        if container is not None and validation.dns1123_label(container):
+            raise errors.bad_request(f"container {container} is not valid for pod {name}")
+        tail = _int(query.get("tailLines"), "tailLines")
+        if tail is not None and tail < 0:
+            raise errors.invalid("PodLogOptions", "", name, (validation.invalid(
+                "tailLines", tail, "must be greater than or equal to 0"),))
+        return PlainTextResponse(self.logs(ns, name, container, tail))
 
     # --- watches ----------------------------------------------------------------------------------
 

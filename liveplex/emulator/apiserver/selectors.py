@@ -37,8 +37,11 @@ class Requirement:
 Selector = tuple[Requirement, ...]
 """All requirements must hold; the empty selector matches everything."""
 
-_SET = re.compile(r"^\s*(!?)\s*([A-Za-z0-9_./-]+)\s*(?:(in|notin)\s*\(([^)]*)\))?\s*$")
-_EQ = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*(==|=|!=)\s*([A-Za-z0-9_.-]*)\s*$")
+_SET = re.compile(r"(!?)\s*([A-Za-z0-9_./-]+)(?:\s*(in|notin)\s*\(([^)]*)\))?")
+_EQ = re.compile(r"([A-Za-z0-9_./-]+)\s*(==|=|!=)\s*([A-Za-z0-9_.-]*)")
+"""Matched (`fullmatch`) against a stripped clause: no two neighbouring parts can take the same
+characters, so a failing match costs linear time however many spaces a selector carries."""
+_FIELD = re.compile(r"([A-Za-z0-9_.]+)\s*(==|=|!=)(.*)", re.DOTALL)
 
 
 def _clauses(text: str) -> list[str]:
@@ -58,12 +61,13 @@ def parse_labels(text: str | None) -> Selector:
     """`app=x,tier in (a,b),!canary` -> requirements; 400 on bad syntax."""
     reqs: list[Requirement] = []
     for clause in _clauses(text or ""):
-        eq = _EQ.match(clause)
+        clause = clause.strip()
+        eq = _EQ.fullmatch(clause)
         if eq:
             key, op, value = eq.groups()
             reqs.append(Requirement(key, "!=" if op == "!=" else "=", (value,)))
             continue
-        st = _SET.match(clause)
+        st = _SET.fullmatch(clause)
         if not st or (st.group(1) and st.group(3)):
             raise errors.bad_request(f"unable to parse requirement: {clause.strip()!r}")
         bang, key, op, values = st.groups()
@@ -85,7 +89,10 @@ def from_label_selector(selector: Mapping | None) -> Selector:
     reqs = [Requirement(k, "=", (str(v),)) for k, v in sorted((selector.get("matchLabels") or {}).items())]
     ops = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
     for expr in selector.get("matchExpressions") or []:
-        reqs.append(Requirement(expr["key"], ops[expr["operator"]], tuple(expr.get("values") or ())))
+        # validation (`validation.label_selector`) refuses a missing key or an unknown operator; read
+        # leniently here so that it can name them rather than fail on them
+        reqs.append(Requirement(expr.get("key") or "", ops.get(expr.get("operator"), "in"),
+                                tuple(expr.get("values") or ())))
     return tuple(reqs)
 
 
@@ -112,11 +119,11 @@ class FieldRequirement:
 def parse_fields(text: str | None) -> tuple[FieldRequirement, ...]:
     out = []
     for clause in _clauses(text or ""):
-        match = re.match(r"^\s*([A-Za-z0-9_.]+)\s*(==|=|!=)\s*(.*?)\s*$", clause)
+        match = _FIELD.fullmatch(clause.strip())
         if not match:
             raise errors.bad_request(f"invalid field selector: {clause.strip()!r}")
         path, op, value = match.groups()
-        out.append(FieldRequirement(tuple(path.split(".")), value, op != "!="))
+        out.append(FieldRequirement(tuple(path.split(".")), value.strip(), op != "!="))
     return tuple(out)
 
 

@@ -23,12 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from liveplex.emulator.apiserver import admission, builtins, errors, kinds, patch, selectors, tables
+from liveplex.emulator.apiserver import admission, bodies, builtins, errors, kinds, patch, selectors, tables
 from liveplex.emulator.apiserver.errors import Cause
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 ORPHAN, FOREGROUND = "orphan", "foregroundDeletion"
 """The finalizers the garbage collector acts on (Orphan and Foreground propagation)."""
+PROPAGATIONS = ("Foreground", "Background", "Orphan")
+"""DeleteOptions' `propagationPolicy` values."""
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -230,10 +232,16 @@ class Store:
             raise errors.apply_refused(PATCH_TYPES)
         old = self.get(rt, namespace, name)
         new = apply_patch(rt, old, content_type, body)
-        wanted = (new.get("metadata") or {}).get("resourceVersion")
-        if wanted and wanted != old["metadata"]["resourceVersion"]:
-            raise errors.stale(rt.plural, rt.group, name)
-        return self._commit(rt, old, new, subresource, validation, dry_run)
+        try:
+            bodies.check(new)  # two patches, each within the depth limit, can nest past it together
+            new = admission.typed(rt, new)
+            admission.same_object(new, name, namespace if rt.namespaced else "")
+            wanted = (new.get("metadata") or {}).get("resourceVersion")
+            if wanted and wanted != old["metadata"]["resourceVersion"]:
+                raise errors.stale(rt.plural, rt.group, name)
+            return self._commit(rt, old, new, subresource, validation, dry_run)
+        except errors.Undecodable as exc:  # handlers/patch.go: a patched object the decoder refuses is 422
+            raise errors.unprocessable(exc.message) from None
 
     def delete(self, rt: kinds.ResourceType, namespace: str, name: str,
                options: DeleteOptions = DeleteOptions()) -> dict:
@@ -285,7 +293,8 @@ class Store:
             raise errors.no_route(f"{rt.plural}/scale")
         return scale_of(rt, self.get(rt, namespace, name))
 
-    def update_scale(self, rt: kinds.ResourceType, namespace: str, name: str, scale: dict) -> dict:
+    def update_scale(self, rt: kinds.ResourceType, namespace: str, name: str, scale: object) -> dict:
+        scale = admission.typed_as("Scale", "autoscaling", "v1", scale)
         old = self.get(rt, namespace, name)
         if rt.scale is None:
             raise errors.no_route(f"{rt.plural}/scale")
@@ -334,7 +343,7 @@ class Store:
     def _admit(self, rt: kinds.ResourceType, obj: dict, validation: str, old: dict | None = None) -> dict:
         """Decoding, defaults and validation for a write about to be stored (`admission.admit`)."""
         obj["apiVersion"] = rt.api_version(rt.preferred) if not rt.custom else obj.get(
-            "apiVersion", rt.api_version(rt.preferred))
+            "apiVersion") or rt.api_version(rt.preferred)
         obj["kind"] = rt.kind
         return admission.admit(rt, obj, old, validation, self._cluster_ip)
 

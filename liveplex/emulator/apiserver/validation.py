@@ -745,11 +745,21 @@ def autoscaler(spec: Obj) -> list[Cause]:
     return out
 
 
+MAX_DATA_BYTES = 1024 * 1024
+"""core.MaxSecretSize: the most a ConfigMap's or a Secret's values may hold together."""
+
+
 def _data_keys(obj: Obj) -> list[Cause]:
+    """Keys (config keys) and total size (ValidateConfigMap, ValidateSecret)."""
     out: list[Cause] = []
+    size = 0
     for field in ("data", "binaryData", "stringData"):
-        for key in obj.get(field) or {}:
+        for key, value in (obj.get(field) or {}).items():
             out += _each(f"{field}[{key}]", key, config_key)
+            encoded = field == "binaryData" or (field == "data" and obj.get("kind") == "Secret")
+            size += len(value or "") * 3 // 4 if encoded else len((value or "").encode())
+    if size > MAX_DATA_BYTES:
+        out.append(too_long("", MAX_DATA_BYTES))
     return out
 
 

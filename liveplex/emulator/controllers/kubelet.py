@@ -719,13 +719,17 @@ class Kubelet:
         if obj is None:
             raise errors.not_found("pods", "", pod)
         names = [c["name"] for c in obj["spec"].get("containers") or []]
-        if container is not None and container not in names and container in [
-                c["name"] for c in obj["spec"].get("initContainers") or []]:
-            names = [container]
-        if container is None and len(names) > 1:
-            raise errors.bad_request(f"a container name must be specified for pod {pod}, choose one of: {names}")
-        path = self.state_dir / "pods" / namespace / pod / f"{container or names[0]}.log"
+        if not container:
+            if len(names) != 1:
+                every = names + [c["name"] for c in obj["spec"].get("initContainers") or []]
+                raise errors.bad_request(f"a container name must be specified for pod {pod}, choose one of: {every}")
+            container = names[0]
+        elif container not in names + [c["name"] for c in obj["spec"].get("initContainers") or []]:
+            # upstream's validateContainer (pkg/registry/core/pod/strategy.go): only the pod's own containers,
+            # so the name never reaches the file system unless it is one the pod's validation admitted
+            raise errors.bad_request(f"container {container} is not valid for pod {pod}")
+        path = self.state_dir / "pods" / namespace / pod / f"{container}.log"
         if not path.exists():
-            raise errors.bad_request(f'container "{container or names[0]}" in pod "{pod}" is waiting to start')
+            raise errors.bad_request(f'container "{container}" in pod "{pod}" is waiting to start')
         lines = path.read_text(errors="replace").splitlines(keepends=True)
         return "".join(lines[-tail:] if tail else lines)

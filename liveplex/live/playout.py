@@ -1,0 +1,108 @@
+"""`Playout`: how long a caller's frame waits for its tick, adapted to the jitter it shows.
+
+A fixed prebuffer pays its worst case on every call and never gives back what a stall piled up.
+This policy measures each frame's wait instead: from the arrival of the bytes that completed it to
+the due time of the tick that plays it. Over a block of ticks the least wait says how early even the
+latest frame was; what exceeds the safety margin by a whole step is given back by moving the
+session to an earlier tick group (`step` apart within the period). Moves of up to G - 1 steps a
+tick lose nothing: the session runs again sooner, so its model hears the frames that piled up
+faster than real time (the caller hears the replies early, which its player absorbs); more than a
+period is given back that way over successive ticks. With one group there is no sooner turn, so a
+whole period is given back by dropping a buffered frame. An underrun (a frame missed its tick)
+raises the margin; calm lowers it again. This is WebRTC NetEq's shape (target delay from measured arrival jitter, accelerate when the
+buffer runs above it) at the granularity a shared tick allows.
+
+Pure: times arrive as arguments (`live/jitter.py` records arrivals, the drive loop gives due times).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MS = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Playout:
+    """The adaptive policy's settings; one per engine, shared by its sessions."""
+
+    period_ns: int = 80 * MS
+    """The tick period: one frame."""
+    groups: int = 1
+    """Tick groups the engine runs within a period; a session moves between them in `step_ns`."""
+    margin_ns: int = 4 * MS
+    """The least wait kept above the latest frame seen: the tick's own start jitter."""
+    underrun_ns: int = 5 * MS
+    """Added to the margin at each underrun (as Kyutai's web client adds 5 ms per underrun)."""
+    max_margin_ns: int = 60 * MS
+    calm_ticks: int = 50
+    """Ticks (4 s) without an underrun after which the margin comes down one `decay_ns`."""
+    decay_ns: int = 5 * MS
+    block_ticks: int = 12
+    """Waits are judged over blocks of this many played ticks (about 1 s): long enough to see the
+    link's jitter, short enough that what a stall piles up is given back within two blocks."""
+
+    def __post_init__(self) -> None:
+        if self.groups < 1 or self.period_ns % self.groups:
+            raise ValueError(f"playout groups must be >= 1 and divide the period, got {self.groups}")
+        if min(self.margin_ns, self.underrun_ns, self.decay_ns) < 0 or self.max_margin_ns < self.margin_ns:
+            raise ValueError("playout margins must be >= 0 ns and max_margin_ns >= margin_ns")
+        if self.calm_ticks < 1 or self.block_ticks < 1:
+            raise ValueError("playout calm_ticks and block_ticks must be >= 1")
+
+    @property
+    def step_ns(self) -> int:
+        """How far apart the tick groups are: the finest shift a session can make."""
+        return self.period_ns // self.groups
+
+
+class Adapt:
+    """One session's side of `Playout`: its margin and the least wait of the current block."""
+
+    __slots__ = ("policy", "margin_ns", "_low", "_count", "_calm", "_owed")
+
+    def __init__(self, policy: Playout) -> None:
+        self.policy = policy
+        self.margin_ns = policy.margin_ns
+        self._low: int | None = None
+        self._count = 0
+        self._calm = 0
+        self._owed = 0
+        """Steps decided and not yet taken: a session catching up moves G - 1 steps a tick."""
+
+    def played(self, wait_ns: int | None) -> int:
+        """A frame played after waiting `wait_ns` (None: its arrival is unknown, e.g. carried over
+        from another pod). Returns the steps the session should move earlier (0 mostly): with
+        G groups at most G - 1, taken by a move; with one group whole periods, which the buffer
+        drops."""
+        p = self.policy
+        self._calm += 1
+        if self._calm >= p.calm_ticks:
+            self._calm = 0
+            self.margin_ns = max(p.margin_ns, self.margin_ns - p.decay_ns)
+        if self._owed:
+            return self._take(p)
+        if wait_ns is not None:
+            self._low = wait_ns if self._low is None else min(self._low, wait_ns)
+        self._count += 1
+        if self._count < p.block_ticks:
+            return 0
+        low, self._low, self._count = self._low, None, 0
+        if low is None or low < self.margin_ns + p.step_ns:
+            return 0
+        self._owed = (low - self.margin_ns) // p.step_ns
+        return self._take(p)
+
+    def _take(self, p: Playout) -> int:
+        """This tick's share of the steps owed: all of them with one group (frames to drop),
+        else at most G - 1 (a sooner turn, nothing lost). The block starts over when they are taken."""
+        give = self._owed if p.groups == 1 else min(self._owed, p.groups - 1)
+        self._owed -= give
+        self._low, self._count = None, 0
+        return give
+
+    def underrun(self) -> None:
+        """A frame missed its tick: more margin, and the block starts over."""
+        p = self.policy
+        self.margin_ns = min(p.max_margin_ns, self.margin_ns + p.underrun_ns)
+        self._low, self._count, self._calm, self._owed = None, 0, 0, 0

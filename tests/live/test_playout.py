@@ -1,0 +1,213 @@
+"""The adaptive caller buffer (issue 31): `Playout`'s decisions by table, and `Jitter` with a policy
+driven by arrival and due times as a caller on a clean, a jittery and a stalling link would give them."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from liveplex.live.jitter import Jitter, caller_buffer
+from liveplex.live.playout import MS, Adapt, Playout
+
+PERIOD = 80 * MS
+FRAME = 8  # samples: small frames, the same rules
+
+
+def frame_bytes(n: int) -> bytes:
+    """Caller frame `n`: its index in every sample, so a played frame says which one it was."""
+    return struct.pack("<8h", *([n] * FRAME))
+
+
+def index_of(pcm: bytes) -> int | None:
+    """The caller frame a played frame was (None: silence)."""
+    values = set(struct.unpack("<8h", pcm))
+    assert len(values) == 1, "a played frame is one caller frame, never two halves"
+    n = values.pop()
+    return None if n == 0 else n
+
+
+@pytest.mark.parametrize(("groups", "waits", "margin_after", "steps"), [
+    # a block of 12 frames each waiting 50 ms: 46 ms above the 4 ms margin, two 20 ms steps of 4 groups
+    (4, [50 * MS] * 12, 4 * MS, 2),
+    # the least wait decides: one frame at 10 ms keeps the session where it is
+    (4, [50 * MS] * 11 + [10 * MS], 4 * MS, 0),
+    # one group: only a whole period can be given back, here 3 frames after a stall piled them up
+    (1, [250 * MS] * 12, 4 * MS, 3),
+    # four groups: at most 3 steps a tick (a sooner turn); the rest on the ticks that follow
+    (4, [250 * MS] * 12, 4 * MS, 3),
+    (1, [83 * MS] * 12, 4 * MS, 0),
+    # no arrival known (a frame carried from another pod): nothing to judge
+    (4, [None] * 12, 4 * MS, 0),
+    # a block not yet full decides nothing
+    (4, [70 * MS] * 11, 4 * MS, 0),
+])
+def test_a_block_of_waits_decides_the_steps_given_back(groups: int, waits: list, margin_after: int, steps: int) -> None:
+    a = Adapt(Playout(PERIOD, groups))
+    out = [a.played(w) for w in waits]
+    assert out[:-1] == [0] * (len(waits) - 1)
+    assert out[-1] == steps
+    assert a.margin_ns == margin_after
+
+
+def test_underruns_raise_the_margin_to_its_cap_and_calm_brings_it_back() -> None:
+    p = Playout(PERIOD, 4)
+    a = Adapt(p)
+    for expect in (9, 14, 19, 24, 29, 34, 39, 44, 49, 54, 59, 60, 60):
+        a.underrun()
+        assert a.margin_ns == expect * MS
+    for _ in range(p.calm_ticks):
+        a.played(None)
+    assert a.margin_ns == 55 * MS
+    for _ in range(20 * p.calm_ticks):
+        a.played(None)
+    assert a.margin_ns == p.margin_ns
+
+
+def test_an_underrun_starts_the_block_over() -> None:
+    a = Adapt(Playout(PERIOD, 4))
+    for _ in range(11):
+        a.played(90 * MS)
+    a.underrun()
+    steps = [a.played(90 * MS) for _ in range(13)]
+    assert steps[11:] == [3, 1]  # (90 - 9) // 20 = 4 steps owed: at most G - 1 = 3 a tick
+
+
+@pytest.mark.parametrize(("field", "value"), [("groups", 3), ("groups", 0), ("margin_ns", -1),
+                                              ("max_margin_ns", 1), ("calm_ticks", 0), ("block_ticks", 0)])
+def test_bad_policies_name_the_field(field: str, value: int) -> None:
+    with pytest.raises(ValueError, match=field.split("_")[0]):
+        Playout(**{field: value})
+
+
+def feed(j: Jitter, arrivals: list[tuple[int, int]], due: int) -> None:
+    """Push every frame (index, arrival ns) that arrived by `due`."""
+    while arrivals and arrivals[0][1] <= due:
+        n, at = arrivals.pop(0)
+        j.push(frame_bytes(n), at)
+
+
+def run(j: Jitter, arrivals: list[tuple[int, int]], ticks: int, phase: int = 0) -> list[int | None]:
+    """Tick `ticks` times at `phase + t · period`; what each tick played."""
+    played = []
+    for t in range(ticks):
+        due = phase + t * PERIOD
+        feed(j, arrivals, due)
+        played.append(index_of(j.pop_pcm(due)))
+    return played
+
+
+def test_a_clean_link_plays_each_frame_in_the_first_tick_after_it_arrives() -> None:
+    j = Jitter(FRAME, 1, 4, Playout(PERIOD, 1))
+    arrivals = [(n, n * PERIOD - 30 * MS) for n in range(1, 40)]
+    played = run(j, arrivals, 40)
+    assert played == [None] + list(range(1, 40))
+    assert j.underruns == 0 and j.dropped == 0
+
+
+def test_a_session_whose_frames_wait_moves_to_an_earlier_group() -> None:
+    j = Jitter(FRAME, 1, 4, Playout(PERIOD, 4))
+    arrivals = [(n, n * PERIOD - 70 * MS) for n in range(1, 20)]
+    earlier = []
+    for t in range(14):
+        feed(j, arrivals, t * PERIOD)
+        j.pop_pcm(t * PERIOD)
+        earlier.append(j.earlier)
+    assert earlier[12] == (70 - 4) // 20  # after the first block: 3 steps (60 ms) earlier
+    assert sum(earlier) == earlier[12]
+
+
+def test_a_stall_is_given_back_within_two_blocks_losing_what_it_piled_up() -> None:
+    """A 300 ms stall, then the caller sends what it owes at once: the delay returns."""
+    j = Jitter(FRAME, 1, 6, Playout(PERIOD, 1))
+    stall = range(20, 24)  # frames 20..23 held until frame 24's time
+    arrivals = [(n, (24 if n in stall else n) * PERIOD - 10 * MS) for n in range(1, 80)]
+    played = run(j, arrivals, 80)
+    heard = [n for n in played if n is not None]
+    assert heard == sorted(heard) and len(set(heard)) == len(heard)  # in order, never twice
+    assert j.underruns == 1
+    lost = set(range(1, 80)) - set(heard)
+    assert len(lost) <= 4
+    # by two blocks after the stall every frame plays in the tick right after it arrives again
+    assert played[24 + 2 * 12:] == list(range(24 + 2 * 12, 80))
+
+
+def grouped(j: Jitter, arrivals: list[tuple[int, int]], periods: int) -> list[tuple[int, int | None]]:
+    """Four groups ticked 20 ms apart; the session plays at its group's turn and moves where
+    `earlier` says, as the sim does. (due, frame played) at each of its turns."""
+    group, played = 0, []
+    for t in range(periods * 4):
+        if t % 4 != group:
+            continue
+        due = t * 20 * MS
+        feed(j, arrivals, due)
+        played.append((due, index_of(j.pop_pcm(due))))
+        group = (group - j.earlier) % 4
+    return played
+
+
+def test_with_groups_a_stall_is_caught_up_by_sooner_turns_losing_nothing() -> None:
+    j = Jitter(FRAME, 1, 6, Playout(PERIOD, 4))
+    stall = range(20, 24)
+    arrivals = [(n, (24 if n in stall else n) * PERIOD - 10 * MS) for n in range(1, 80)]
+    played = grouped(j, arrivals, 80)
+    heard = [n for _, n in played if n is not None]
+    assert heard == list(range(1, len(heard) + 1))  # every frame, in order, none dropped
+    assert j.dropped == 0 and j.underruns == 1
+    gaps = [b - a for (a, _), (b, _) in zip(played, played[1:])]
+    assert min(gaps) == 20 * MS  # catching up: turns a group apart
+    late = {n: due for due, n in played if n is not None}
+    # two blocks after the stall every frame plays within a step (plus margin) of its arrival again
+    assert all(late[n] - (n * PERIOD - 10 * MS) <= 30 * MS for n in range(24 + 24, 75))
+
+
+def test_a_frame_late_for_its_tick_costs_one_underrun_and_the_margin_grows() -> None:
+    j = Jitter(FRAME, 1, 4, Playout(PERIOD, 1))
+    arrivals = [(n, n * PERIOD - (0 if n == 5 else 2) * MS + (3 * MS if n == 5 else 0)) for n in range(1, 12)]
+    played = run(j, arrivals, 12)
+    assert played[:6] == [None, 1, 2, 3, 4, None]
+    assert j.underruns == 1 and j.adapt is not None and j.adapt.margin_ns == 9 * MS
+    assert [n for n in played if n] == list(range(1, 11))
+
+
+def test_the_fixed_buffer_is_what_it_was() -> None:
+    fixed = caller_buffer(FRAME, 2, 4, PERIOD, 4)
+    assert fixed.adapt is None and fixed.prebuffer == 2
+    adaptive = caller_buffer(FRAME, 0, 4, PERIOD, 4)
+    assert adaptive.adapt is not None and adaptive.prebuffer == 1 and adaptive.adapt.policy.groups == 4
+
+
+def test_the_cap_drops_whole_frames_so_the_stream_stays_on_its_grid() -> None:
+    j = Jitter(FRAME, 1, 2, Playout(PERIOD, 1))
+    j.push(frame_bytes(1) + frame_bytes(2) + frame_bytes(3)[:6], 0)
+    assert j.dropped == FRAME
+    assert index_of(j.pop_pcm(PERIOD)) == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 400), min_size=10, max_size=120), st.sampled_from([1, 2, 4]),
+       st.integers(0, 79))
+def test_any_arrivals_play_in_order_never_twice_within_the_cap(lateness_ms: list[int], groups: int,
+                                                               phase_ms: int) -> None:
+    """Frames arriving `lateness` ms after their time (in order): each played at most once, in
+    order, the buffer never past its cap, and a frame never played more than the cap's frames after
+    it arrived (delay bounded)."""
+    cap = 4
+    j = Jitter(FRAME, 1, cap, Playout(PERIOD, groups))
+    arrivals, last = [], 0
+    for n, late in enumerate(lateness_ms, start=1):
+        last = max(last, n * PERIOD + late * MS)
+        arrivals.append((n, last))
+    arrived_at = dict(arrivals)
+    heard: list[int] = []
+    for t in range(len(lateness_ms) + 12):
+        due = phase_ms * MS + t * PERIOD
+        feed(j, arrivals, due)
+        n = index_of(j.pop_pcm(due))
+        assert len(j) <= FRAME * cap
+        if n is not None:
+            assert due - arrived_at[n] <= cap * PERIOD
+            heard.append(n)
+    assert heard == sorted(set(heard))
