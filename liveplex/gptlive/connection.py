@@ -336,6 +336,16 @@ class Connection:
         self._due(now_ns + self.settings.close_grace_ms * 1_000_000)
         return [Hangup()]
 
+    def media(self, pcm: bytes) -> list[Command]:
+        """Caller audio from a media transport (a WebRTC call's RTP, decoded to 24 kHz PCM: the
+        call's session format): appended as a chunk of it would be, muted as one would be, and
+        dropped outside a live session (there is no client message to answer)."""
+        if self.state is not _LIVE:
+            return []
+        inbound = self._inbound
+        assert inbound is not None
+        return [Append(inbound.convert(pcm, self._muted))]
+
     def rejected(self, error: ProtocolError | None) -> list[Command]:
         """The backend refused the pending start; None when it already told the client itself
         (a gateway relaying its upstream's error verbatim)."""

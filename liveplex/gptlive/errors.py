@@ -256,6 +256,39 @@ def gateway_draining() -> ProtocolError:
                          "This gateway is shutting down; reconnect and another gateway will take the session.")
 
 
+def not_honoured(path: Path, why: str) -> ProtocolError:
+    """A valid GPT-Live parameter this server refuses by name, saying why (`why`: a sentence)."""
+    return ProtocolError(Code.UNSUPPORTED_PARAMETER, path,
+                         f"Unsupported parameter: '{render_path(path)}' is not supported by this server: {why}")
+
+
+def invalid_sdp(reason: str) -> ProtocolError:
+    """A WebRTC offer (`transport.sdp` of `POST /v1/live/sessions`) this server cannot answer."""
+    return ProtocolError(Code.INVALID_VALUE, ("transport", "sdp"), f"Invalid value for 'transport.sdp': {reason}.")
+
+
+def _not_on_webrtc(event_type: str, why: str) -> ProtocolError:
+    return ProtocolError(Code.UNSUPPORTED_EVENT, _TYPE,
+                         f"Unsupported event type on a WebRTC call: '{echo(event_type)}'. {why}")
+
+
+def start_on_webrtc() -> ProtocolError:
+    """A WebRTC call is started by its `POST /v1/live/sessions`, never by an event."""
+    return _not_on_webrtc("session.start", "This call was started by POST /v1/live/sessions; "
+                          "its session.started was sent on the data channel.")
+
+
+def audio_on_webrtc() -> ProtocolError:
+    """A WebRTC call's caller audio travels as RTP only."""
+    return _not_on_webrtc("session.input_audio.append", "A WebRTC call's audio travels as RTP (Opus).")
+
+
+def event_not_allowed(event_type: str) -> ProtocolError:
+    """A client event the call's `session.client.data_channel.allowed_client_events` leaves out."""
+    return _not_on_webrtc(event_type, "session.client.data_channel.allowed_client_events does not allow it "
+                          "on the data channel.")
+
+
 def server_error(detail: str) -> ProtocolError:
     return ProtocolError(Code.SERVER_ERROR, None, f"The server had an internal error: {detail}.")
 

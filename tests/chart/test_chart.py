@@ -41,6 +41,7 @@ MATRIX: dict[str, dict[str, Any]] = {
                         "helmTest": {"only": "1-12"}},
     "sample autoscaled": {"sample": {"enabled": True, "autoscaling": {"enabled": True, "provider": "keda"}}},
     "open": {"crds": {"install": False}, "networkPolicy": {"enabled": False}},
+    "turn": {"turn": {"enabled": True, "externalIp": "203.0.113.7", "serviceAnnotations": {"a": "b"}}},
     "public tls": {"gateway": {"tls": {"existingSecret": "gateway-tls"},
                                "ingress": {"enabled": True, "className": "nginx", "host": "live.example.com",
                                            "tlsSecret": "live-example-tls"},
@@ -408,3 +409,32 @@ def test_engine_tls_reaches_the_engines_through_the_operator_and_the_gateways_tr
         render.render({"engine": {"tls": {"existingSecret": "engine-tls"}}})
     plain = one(render.render(), "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]["containers"][0]
     assert not [a for a in plain["args"] if a.startswith("--upstream-")]
+
+
+def test_turn_gives_webrtc_calls_one_udp_service_and_the_gateways_relayed_candidates() -> None:
+    """docs/webrtc.md: coturn behind a LoadBalancer (its port on UDP and TCP, one UDP port per
+    relay port), its password generated into a Secret that reaches coturn as a config file and the
+    gateways as a file, never a command line; the gateways' ICE flags are the ones `serve` takes."""
+    assert not [o for o in render.render() if "-turn" in o["metadata"]["name"]]
+    with pytest.raises(Exception, match="turn.externalIp"):
+        render.render({"turn": {"enabled": True}})
+    objs = render.render({"turn": {"enabled": True, "externalIp": "203.0.113.7", "relayPortMax": 49163}})
+    service = one(objs, "Service", f"{FULL}-turn")
+    assert service["spec"]["type"] == "LoadBalancer"
+    assert [(p["port"], p["protocol"]) for p in service["spec"]["ports"]] == [
+        (3478, "UDP"), (3478, "TCP"), *((port, "UDP") for port in range(49160, 49164))]
+    turn = one(objs, "Deployment", f"{FULL}-turn")["spec"]["template"]["spec"]
+    args = turn["containers"][0]["args"]
+    assert "--external-ip=203.0.113.7/$(POD_IP)" in args and "--lt-cred-mech" in args
+    secret = one(objs, "Secret", f"{FULL}-turn-auth")
+    password = base64.b64decode(secret["data"]["password"]).decode()
+    assert base64.b64decode(secret["data"]["turnserver.conf"]).decode() == f"user=liveplex:{password}\n"
+    assert not [a for a in args if password in a]
+    gateway = one(objs, "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]
+    parsed = gateway_cli.build_parser().parse_args(_args(gateway["containers"][0])[1:])
+    assert parsed.webrtc_relay_only and parsed.webrtc_ice_server == [
+        f"turn:{FULL}-turn.{NAMESPACE}.svc:3478?transport=udp"]
+    assert (parsed.webrtc_ice_username, str(parsed.webrtc_ice_password_file)) == (
+        "liveplex", "/etc/liveplex/turn/password")
+    [volume] = [v for v in gateway["volumes"] if v["name"] == "turn"]
+    assert volume["secret"] == {"secretName": f"{FULL}-turn-auth", "items": [{"key": "password", "path": "password"}]}

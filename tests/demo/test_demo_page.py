@@ -15,8 +15,12 @@ CALL_TIMEOUT_MS = 30_000
 """Generous: the sim says its third word after ~18 loud frames (1.5 s), but CI machines are slow."""
 
 
+SOCKET = "/?transport=websocket"
+"""The page over the WebSocket (its default is WebRTC, test_demo_webrtc.py)."""
+
+
 def test_call_shows_the_agents_words_and_ends_cleanly(page: sync_api.Page, pod: str) -> None:
-    page.goto(pod + "/")
+    page.goto(pod + SOCKET)
     sync_api.expect(page.locator("#model")).not_to_have_text("…")
     sync_api.expect(page.get_by_label("Voice")).not_to_be_empty()
     sync_api.expect(page.get_by_label("Persona")).not_to_be_empty()
@@ -47,8 +51,8 @@ def test_call_shows_the_agents_words_and_ends_cleanly(page: sync_api.Page, pod: 
     assert page.problems == []  # type: ignore[attr-defined]
 
 
-def start_call(page: sync_api.Page, url: str) -> None:
-    page.goto(url + "/")
+def start_call(page: sync_api.Page, url: str, path: str = SOCKET) -> None:
+    page.goto(url + path)
     start = page.get_by_role("button", name="Start call")
     sync_api.expect(start).to_be_enabled()  # enabled once /live/config has filled the settings
     start.click()
@@ -82,7 +86,7 @@ def test_a_full_pod_answers_server_busy_and_a_retry_on_the_same_socket_gets_in(
 def test_a_pod_that_needs_a_key_asks_for_it_names_a_wrong_one_and_takes_the_right_one(
     page: sync_api.Page, keyed_pod: str
 ) -> None:
-    page.goto(keyed_pod + "/")
+    page.goto(keyed_pod + SOCKET)
     key = page.get_by_label("API key")
     sync_api.expect(key).to_be_visible()
     start = page.get_by_role("button", name="Start call")

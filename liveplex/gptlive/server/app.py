@@ -36,6 +36,7 @@ from liveplex.gptlive.server import auth, backend, exposition, native, replies
 from liveplex.gptlive.server.settings import ServerSettings
 from liveplex.gptlive.server.stats import FrontStats
 from liveplex.gptlive.server.sweeper import Socket, Sweeper
+from liveplex.gptlive.server.webrtc import route as webrtc_route
 
 SHUTDOWN_GRACE_S = 2.0
 """At shutdown, how long sockets get to send `session.closed` before the backend stops."""
@@ -55,6 +56,8 @@ class Front:
     sockets: set[Socket] = field(default_factory=set)
     admin_port: int | None = None
     """The admin listener's port, once bound (`run.listeners`)."""
+    calls: dict[str, Any] = field(default_factory=dict)
+    """WebRTC calls by session id (`webrtc.call.Call`), for their sideband's attach."""
     pending: dict[Any, None] = field(default_factory=dict)
     """Client-listener connections that have not finished a request, oldest first
     (`http_protocol.HttpProtocol`)."""
@@ -170,6 +173,7 @@ def create_app(front: Front, lifecycle: Callable[[], contextlib.AbstractAsyncCon
                 await asyncio.gather(sweeping, return_exceptions=True)
 
     app = FastAPI(title=title, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    webrtc_route.add(app, front)  # before the 404s of other live paths: the create and the attach
     app.router.routes.append(WebSocketRoute(urls.LIVE_PATH, replies.Refuse(replies.NOT_NATIVE)))
     app.router.routes.append(WebSocketRoute(urls.LIVE_PATH + "/{rest:path}",
                                             replies.Refuse(replies.UNSUPPORTED)))

@@ -20,6 +20,7 @@ end reaches the backend while the session is still held (before its `Release`).
 
 from __future__ import annotations
 
+import logging
 from typing import Protocol
 
 from websockets.datastructures import Headers
@@ -27,6 +28,8 @@ from websockets.datastructures import Headers
 from liveplex.gptlive import connection
 from liveplex.gptlive.errors import ProtocolError
 from liveplex.live import contract
+
+logger = logging.getLogger(__name__)
 
 
 class Peer(Protocol):
@@ -113,3 +116,22 @@ class Backend(Observer, Protocol):
 
     def start(self, start: connection.Start, peer: Peer) -> Leg | None:
         """Begin `start`; None when it was refused at once (the backend told `peer` why)."""
+
+
+def tell(outcomes: list[connection.Outcome], conn: connection.Connection, observers: tuple[Observer, ...]) -> None:
+    """Tell each outcome of a pump's step to every observer, once, by its type; log each end (the
+    one `session ended` line, whichever pump, WebSocket or WebRTC, served the session)."""
+    for outcome in outcomes:
+        if type(outcome) is connection.Accepted:
+            for observer in observers:
+                observer.session_accepted(conn, outcome)
+        elif type(outcome) is connection.Refused:
+            for observer in observers:
+                observer.session_refused(conn, outcome)
+        else:
+            for observer in observers:
+                observer.session_ended(conn, outcome)
+            logger.info("session ended", extra={
+                "session_id": outcome.session_id, "reason": outcome.reason, "seconds": outcome.seconds,
+                "frames": outcome.frames, "underruns": outcome.underruns, "dropped_samples": outcome.dropped,
+                "safety_identifier": outcome.safety_identifier})

@@ -414,24 +414,10 @@ class LiveSocket:
         stats and the backend); an end is logged."""
         outcomes = machine.outcomes.copy()
         machine.outcomes.clear()
-        conn, stats, observer = self.conn, self._stats, self._backend
-        for outcome in outcomes:
-            if type(outcome) is connection.Accepted:
-                if self._start_ns:
-                    stats.start_seconds.observe((time.monotonic_ns() - self._start_ns) / 1e9)
-                    self._awaiting_audio = True
-                stats.session_accepted(conn, outcome)
-                observer.session_accepted(conn, outcome)
-            elif type(outcome) is connection.Refused:
-                stats.session_refused(conn, outcome)
-                observer.session_refused(conn, outcome)
-            else:
-                stats.session_ended(conn, outcome)
-                observer.session_ended(conn, outcome)
-                logger.info("session ended", extra={
-                    "session_id": outcome.session_id, "reason": outcome.reason, "seconds": outcome.seconds,
-                    "frames": outcome.frames, "underruns": outcome.underruns, "dropped_samples": outcome.dropped,
-                    "safety_identifier": outcome.safety_identifier})
+        if self._start_ns and any(type(outcome) is connection.Accepted for outcome in outcomes):
+            self._stats.start_seconds.observe((time.monotonic_ns() - self._start_ns) / 1e9)
+            self._awaiting_audio = True
+        backend.tell(outcomes, self.conn, (self._stats, self._backend))
 
     # --- writing ----------------------------------------------------------------------------------
 

@@ -8,6 +8,9 @@ from typing import Any
 import orjson
 from fastapi.responses import Response
 
+from liveplex.gptlive import events
+from liveplex.gptlive.errors import Code, ProtocolError
+
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
@@ -29,6 +32,26 @@ NOT_READY = openai_error(503, "server_error", "The engine is not running.")
 INTERNAL = openai_error(500, "server_error", "The server could not check this request.")
 NOT_NATIVE = openai_error(500, "server_error",
                           "The live socket needs uvicorn with ws=liveplex.gptlive.server.native.LiveProtocol.")
+
+
+_STATUS = {Code.SERVER_BUSY: 503, Code.SERVER_ERROR: 500, Code.SERVER_SHUTDOWN: 503}
+"""The HTTP status of a protocol error answered over HTTP (a WebRTC create); every other code is
+the caller's fault: 400."""
+
+
+def error_event(text: str) -> Reply:
+    """An `error` event's text (made here or relayed from an upstream) as an HTTP error body."""
+    body = orjson.loads(text)["error"]
+    try:
+        status = _STATUS.get(Code(body.get("code")), 400)
+    except ValueError:
+        status = 500
+    return status, orjson.dumps({"error": body})
+
+
+def protocol_error(error: ProtocolError) -> Reply:
+    """A protocol error as an HTTP error body, as the same error on a socket would read."""
+    return error_event(events.dump(events.Error(error, None)))
 
 
 def response(reply: Reply) -> Response:

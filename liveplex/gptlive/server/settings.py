@@ -18,6 +18,7 @@ from liveplex.gptlive.server import auth
 from liveplex.gptlive.settings import Settings
 
 STATIC_DIR = Path(__file__).parent.parent / "static"
+ICE_SCHEMES = ("stun:", "turn:", "turns:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,23 @@ class ServerSettings:
     ws_ping_interval_s: float = 20.0
     """WebSocket keepalive ping period; a client that has not answered one within another period
     is aborted."""
+    webrtc_open_timeout_s: float = 10.0
+    """A WebRTC call whose caller has not completed ICE and DTLS and opened its data channel this
+    long after the answer is ended (`webrtc.call`): its slot is never held by a caller that left."""
+    webrtc_silence_timeout_s: float = 10.0
+    """A WebRTC call whose caller sent no audio packet for this long is ended as gone: a browser
+    sends one at least every 400 ms even when silent (Opus DTX), and a caller whose network
+    vanished is otherwise only found by ICE consent checks, about 30 s later."""
+    webrtc_ice_servers: tuple[str, ...] = ()
+    """STUN/TURN servers for WebRTC calls' own ICE (`stun:`, `turn:`, `turns:` URLs): in a cluster
+    the chart's TURN server, so callers reach the call's media through it (docs/webrtc.md)."""
+    webrtc_ice_username: str | None = None
+    """The TURN username (with `webrtc_ice_password`)."""
+    webrtc_ice_password: str | None = field(default=None, repr=False)
+    """The TURN password, read from `--webrtc-ice-password-file` (never a flag's value)."""
+    webrtc_relay_only: bool = False
+    """Offer callers only relayed candidates (through the TURN server): a pod's own addresses are
+    of no use outside the cluster."""
     sweep_ms: int = 50
     """Period of the one shared timer that fires idle, start and grace deadlines."""
     metrics: bool = True
@@ -65,8 +83,14 @@ class ServerSettings:
     def __post_init__(self) -> None:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together")
+        for url in self.webrtc_ice_servers:
+            if not url.startswith(ICE_SCHEMES):
+                raise ValueError(f"webrtc_ice_servers: {url!r} is not a {', '.join(ICE_SCHEMES)} URL")
+        if self.webrtc_relay_only and not any(url.startswith(("turn:", "turns:")) for url in self.webrtc_ice_servers):
+            raise ValueError("webrtc_relay_only needs a turn: or turns: server in webrtc_ice_servers")
         for name in ("outbound_max_frames", "outbound_max_bytes", "header_timeout_s", "max_connections",
-                     "max_pending_connections", "ws_ping_interval_s", "sweep_ms"):
+                     "max_pending_connections", "ws_ping_interval_s", "webrtc_open_timeout_s",
+                     "webrtc_silence_timeout_s", "sweep_ms"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
 
@@ -111,6 +135,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--ws-ping-interval-s", type=float, default=default_of(s, "ws_ping_interval_s"),
                    help="WebSocket keepalive ping period; no pong within another period aborts the "
                         "socket (default: %(default)s)")
+    g.add_argument("--webrtc-open-timeout-s", type=float, default=default_of(s, "webrtc_open_timeout_s"),
+                   help="a WebRTC call whose caller has not connected and opened its data channel this long "
+                        "after the answer is ended (default: %(default)s)")
+    g.add_argument("--webrtc-silence-timeout-s", type=float, default=default_of(s, "webrtc_silence_timeout_s"),
+                   help="a WebRTC call whose caller sent no audio packet this long is ended (default: %(default)s)")
+    g.add_argument("--webrtc-ice-server", action="append", default=[], metavar="URL",
+                   help="a STUN or TURN server for WebRTC calls' ICE (stun:, turn:, turns: URL; repeatable; "
+                        "default: none, host candidates only)")
+    g.add_argument("--webrtc-ice-username", default=None, help="the TURN username (default: none)")
+    g.add_argument("--webrtc-ice-password-file", type=Path, default=None, metavar="FILE",
+                   help="a file holding the TURN password (default: none)")
+    g.add_argument("--webrtc-relay-only", action="store_true",
+                   help="answer WebRTC calls with relayed (TURN) candidates only (default: every candidate)")
     g.add_argument("--tls-cert", type=Path, default=None, metavar="FILE",
                    help="serve the client port over TLS with this PEM certificate chain, re-read when it "
                         "changes (with --tls-key; default: plain)")
@@ -129,7 +166,9 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
                         ("--header-timeout-s", args.header_timeout_s),
                         ("--max-connections", args.max_connections),
                         ("--max-pending-connections", args.max_pending_connections),
-                        ("--ws-ping-interval-s", args.ws_ping_interval_s)):
+                        ("--ws-ping-interval-s", args.ws_ping_interval_s),
+                        ("--webrtc-open-timeout-s", args.webrtc_open_timeout_s),
+                        ("--webrtc-silence-timeout-s", args.webrtc_silence_timeout_s)):
         if value <= 0:
             raise ValueError(f"{flag} must be > 0, got {value}")
     if (args.tls_cert is None) != (args.tls_key is None):
@@ -139,6 +178,18 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
             ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(args.tls_cert, args.tls_key)
         except (OSError, ssl.SSLError) as exc:
             raise ValueError(f"--tls-cert/--tls-key: cannot load {args.tls_cert} with {args.tls_key}: {exc}") from None
+    password = None
+    if args.webrtc_ice_password_file is not None:
+        try:
+            password = args.webrtc_ice_password_file.read_text().strip()
+        except OSError as exc:
+            raise ValueError(f"--webrtc-ice-password-file: cannot read {args.webrtc_ice_password_file}: "
+                             f"{exc.strerror}") from None
+    for url in args.webrtc_ice_server:
+        if not url.startswith(ICE_SCHEMES):
+            raise ValueError(f"--webrtc-ice-server must be a {', '.join(ICE_SCHEMES)} URL, got {url!r}")
+    if args.webrtc_relay_only and not any(u.startswith(("turn:", "turns:")) for u in args.webrtc_ice_server):
+        raise ValueError("--webrtc-relay-only needs a turn: or turns: --webrtc-ice-server")
     protocol = Settings(
         info_events=args.info_events,
         close_grace_ms=args.close_grace_ms,
@@ -160,5 +211,11 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         ws_ping_interval_s=args.ws_ping_interval_s,
+        webrtc_open_timeout_s=args.webrtc_open_timeout_s,
+        webrtc_silence_timeout_s=args.webrtc_silence_timeout_s,
+        webrtc_ice_servers=tuple(args.webrtc_ice_server),
+        webrtc_ice_username=args.webrtc_ice_username,
+        webrtc_ice_password=password,
+        webrtc_relay_only=args.webrtc_relay_only,
         metrics=not args.no_metrics,
     )

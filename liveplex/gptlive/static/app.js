@@ -1,15 +1,19 @@
 /**
  * The demo page: settings from `/live/config`, one call at a time, transcript, live stats.
  *
- * Wires the DOM to a `Call` (the socket), an `AudioLink` (microphone and speaker worklets), a
- * `Lateness` tracker and the `/live/stats` poller. Everything shown is derived here; the modules
+ * Wires the DOM to a call, an `AudioLink` (microphone and speaker worklets), a `Lateness`
+ * tracker and the `/live/stats` poller. The call is an `RtcCall` (WebRTC: the microphone's track
+ * as Opus, the agent's audio as a remote track played by an <audio> element) unless the browser or
+ * the server has no WebRTC, or the page was opened with `?transport=websocket`: then a `Call` over
+ * the socket, whose frames go through the worklets. Everything shown is derived here; the modules
  * it uses know nothing about the page.
  */
 
-import { AudioLink } from './audio.js';
+import { AudioLink, loudness } from './audio.js';
 import { Call, sendableKey } from './call.js';
 import { FRAME_MS } from './events.js';
 import { Lateness } from './lateness.js';
+import { RtcCall, WebRtcUnavailable, webRtcSupported } from './rtc-call.js';
 import * as sparkline from './sparkline.js';
 import * as stats from './stats.js';
 
@@ -45,10 +49,16 @@ const ui = {
   tick: $('stat-tick'),
   lateTicks: $('stat-late-ticks'),
   spark: $('spark'),
+  transport: $('stat-transport'),
+  agentAudio: $('agent-audio'),
 };
 
 const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-const call = new Call(`${scheme}://${location.host}/v1/live/sessions`);
+const socketUrl = `${scheme}://${location.host}/v1/live/sessions`;
+const rtcWanted = new URLSearchParams(location.search).get('transport') !== 'websocket' && webRtcSupported();
+let call = rtcWanted ? new RtcCall(`${location.protocol}//${location.host}/v1/live/sessions`) : new Call(socketUrl);
+let meter = null; // the agent's level off the remote track (WebRTC)
+let liveSince = null; // performance.now() at session.started
 let config = null;
 let link = null; // AudioLink of the current call
 let draining = false; // the call is over and the speaker is playing out its queue
@@ -118,7 +128,15 @@ async function startCall() {
       resetCallStats();
     }
     await link.resume();
-    await call.start(settings(), key);
+    try {
+      await call.start(settings(), key, link.stream);
+    } catch (error) {
+      if (!(error instanceof WebRtcUnavailable)) throw error;
+      call = new Call(socketUrl); // this server has no WebRTC: the socket, from now on
+      wire(call);
+      ui.transport.textContent = call.transport;
+      await call.start(settings(), key);
+    }
   } catch (error) {
     showProblem(error.name === 'NotAllowedError'
       ? 'Microphone access was refused: allow it in the browser to talk.'
@@ -152,6 +170,9 @@ function onPlayout(report) {
 async function closeAudio() {
   const closing = link;
   link = null;
+  meter?.close();
+  meter = null;
+  ui.agentAudio.srcObject = null;
   draining = false;
   ui.micLevel.value = 0;
   ui.agentLevel.value = 0;
@@ -159,86 +180,95 @@ async function closeAudio() {
   if (closing) await closing.close();
 }
 
-/** Loudness on a 60 dB scale, 0 at -60 dBFS and 1 at full scale, for the level meters. */
+/** The loudness of a chunk, for the level meters. */
 function level(pcm) {
   let sum = 0;
   for (let i = 0; i < pcm.length; i++) sum += pcm[i] * pcm[i];
-  const rms = Math.sqrt(sum / Math.max(1, pcm.length)) / 32768;
-  return Math.max(0, Math.min(1, (20 * Math.log10(rms + 1e-9) + 60) / 60));
+  return loudness(Math.sqrt(sum / Math.max(1, pcm.length)) / 32768);
 }
 
-call.addEventListener('state', (event) => {
-  const { state } = event.detail;
-  document.body.dataset.call = state;
-  ui.status.textContent = {
-    idle: 'Idle', connecting: 'Connecting…', ready: 'Not started', starting: 'Starting…',
-    live: 'Live', closing: 'Ending…',
-  }[state];
-  ui.status.className = `pill ${state}`;
-  if (state === 'idle' && link && !draining) closeAudio(); // never started: nothing to play out
-  setControls();
-});
+/** Every call's events to the page (a call made after a fallback is wired again). */
+function wire(target) {
+  target.addEventListener('state', (event) => {
+    const { state } = event.detail;
+    document.body.dataset.call = state;
+    ui.status.textContent = {
+      idle: 'Idle', connecting: 'Connecting…', ready: 'Not started', starting: 'Starting…',
+      live: 'Live', closing: 'Ending…',
+    }[state];
+    ui.status.className = `pill ${state}`;
+    if (state === 'idle' && link && !draining) closeAudio(); // never started: nothing to play out
+    setControls();
+  });
 
-call.addEventListener('started', (event) => {
-  ui.sessionId.textContent = event.detail.session.id;
-  turn = document.createElement('p');
-  turn.className = 'turn';
-  const stamp = document.createElement('span');
-  stamp.className = 'stamp';
-  stamp.textContent = new Date().toLocaleTimeString();
-  const words = document.createElement('span');
-  words.className = 'words';
-  turn.append(stamp, words);
-  ui.transcript.querySelector('.placeholder')?.remove();
-  ui.transcript.append(turn);
-});
+  target.addEventListener('started', (event) => {
+    liveSince = performance.now();
+    ui.sessionId.textContent = event.detail.session.id;
+    turn = document.createElement('p');
+    turn.className = 'turn';
+    const stamp = document.createElement('span');
+    stamp.className = 'stamp';
+    stamp.textContent = new Date().toLocaleTimeString();
+    const words = document.createElement('span');
+    words.className = 'words';
+    turn.append(stamp, words);
+    ui.transcript.querySelector('.placeholder')?.remove();
+    ui.transcript.append(turn);
+  });
 
-call.addEventListener('audio', (event) => {
-  const { pcm } = event.detail;
-  lateness.arrive(performance.now());
-  frames += 1;
-  ui.agentLevel.value = level(pcm);
-  if (Math.floor((frames * FRAME_MS) / 1000) > Math.floor(((frames - 1) * FRAME_MS) / 1000)) {
-    ui.clock.textContent = clock(frames * FRAME_MS); // once per second of the audio timeline
-  }
-  link?.play(pcm);
-});
+  target.addEventListener('audio', (event) => {
+    const { pcm } = event.detail;
+    lateness.arrive(performance.now());
+    frames += 1;
+    ui.agentLevel.value = level(pcm);
+    if (Math.floor((frames * FRAME_MS) / 1000) > Math.floor(((frames - 1) * FRAME_MS) / 1000)) {
+      ui.clock.textContent = clock(frames * FRAME_MS); // once per second of the audio timeline
+    }
+    link?.play(pcm);
+  });
 
-call.addEventListener('transcript', (event) => {
-  if (!turn) return;
-  turn.querySelector('.words').textContent += event.detail.text;
-  ui.transcript.scrollTop = ui.transcript.scrollHeight;
-});
+  target.addEventListener('transcript', (event) => {
+    if (!turn) return;
+    turn.querySelector('.words').textContent += event.detail.text;
+    ui.transcript.scrollTop = ui.transcript.scrollHeight;
+  });
 
-call.addEventListener('usage', (event) => {
-  ui.billed.textContent = `${event.detail.seconds.toFixed(1)} s`;
-});
+  target.addEventListener('usage', (event) => {
+    ui.billed.textContent = `${event.detail.seconds.toFixed(1)} s`;
+  });
 
-call.addEventListener('muted', (event) => {
-  muted = event.detail.muted;
-  setControls();
-});
+  target.addEventListener('muted', (event) => {
+    muted = event.detail.muted;
+    setControls();
+  });
 
-call.addEventListener('problem', (event) => {
-  const { code, message, retry } = event.detail;
-  showProblem(code === 'server_busy' ? `The pod is full: ${message}` : `${message} (${code})`, retry);
-});
+  target.addEventListener('problem', (event) => {
+    const { code, message, retry } = event.detail;
+    showProblem(code === 'server_busy' ? `The pod is full: ${message}` : `${message} (${code})`, retry);
+  });
 
-call.addEventListener('closed', (event) => {
-  const { reason, seconds } = event.detail;
-  if (seconds !== null) ui.billed.textContent = `${seconds.toFixed(1)} s`;
-  const note = document.createElement('span');
-  note.className = 'ended';
-  note.textContent = `call ended: ${reason.replaceAll('_', ' ')}`;
-  turn?.append(note);
-  turn = null;
-  if (link) {
-    draining = true;
-    link.stopCapture();
-    link.drain();
-  }
-  document.body.dataset.ended = reason;
-});
+  target.addEventListener('closed', (event) => {
+    const { reason, seconds } = event.detail;
+    if (seconds !== null) ui.billed.textContent = `${seconds.toFixed(1)} s`;
+    const note = document.createElement('span');
+    note.className = 'ended';
+    note.textContent = `call ended: ${reason.replaceAll('_', ' ')}`;
+    turn?.append(note);
+    turn = null;
+    if (link) {
+      draining = true;
+      link.stopCapture();
+      link.drain();
+    }
+    document.body.dataset.ended = reason;
+  });
+
+  target.addEventListener('remote', (event) => {
+    ui.agentAudio.srcObject = event.detail.stream;
+    ui.agentAudio.play().catch(() => {});
+    meter = link ? link.meter(event.detail.stream) : null;
+  });
+}
 
 function setControls() {
   const state = call.state;
@@ -296,11 +326,14 @@ function showPod(figures) {
   sparkline.draw(ui.spark, tickHistory, figures.frameMs, SPARK_SLOTS);
 }
 
+/** The page's own playout figures; a WebRTC call's audio is played by the browser's own jitter
+ * buffer, whose figures the page does not see: shown as —. */
 function showCaller() {
+  const own = call.transport !== 'WebRTC';
   const p99 = lateness.quantile(0.99);
   ui.late.textContent = p99 === null ? '—' : `${p99.toFixed(0)} ms`;
-  ui.buffer.textContent = playout.depthMs === null ? '—' : `${playout.depthMs.toFixed(0)} ms`;
-  ui.gaps.textContent = String(playout.underruns);
+  ui.buffer.textContent = playout.depthMs === null || !own ? '—' : `${playout.depthMs.toFixed(0)} ms`;
+  ui.gaps.textContent = own ? String(playout.underruns) : '—';
 }
 
 // ---- wiring -----------------------------------------------------------------------------------
@@ -310,7 +343,14 @@ ui.start.addEventListener('click', startCall);
 ui.retry.addEventListener('click', startCall);
 ui.mute.addEventListener('click', () => call.mute(!muted));
 ui.end.addEventListener('click', () => call.close());
+wire(call);
+ui.transport.textContent = call.transport;
 document.body.dataset.call = call.state;
 
 loadConfig().catch((error) => showProblem(`Cannot load the pod's settings: ${error.message}`, false));
 pollStats();
+setInterval(() => { // a WebRTC call has no frames to count: its meter and clock run on the page's time
+  if (!meter) return;
+  ui.agentLevel.value = meter.level();
+  if (liveSince !== null && call.state === 'live') ui.clock.textContent = clock(performance.now() - liveSince);
+}, 100);

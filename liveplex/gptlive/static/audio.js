@@ -13,6 +13,11 @@ export const CHUNK_SAMPLES = 480;
 export const PREBUFFER_MS = 120;
 export const CAPACITY_MS = 480;
 
+/** Loudness on the meters' 60 dB scale: 0 at -60 dBFS and below, 1 at full scale. @param {number} rms 0..1 */
+export function loudness(rms) {
+  return Math.max(0, Math.min(1, (20 * Math.log10(rms + 1e-9) + 60) / 60));
+}
+
 export class AudioLink {
   /**
    * Ask for the microphone and start both worklets. Must run inside a user gesture (autoplay).
@@ -66,6 +71,27 @@ export class AudioLink {
   /** Queue one model frame for playout. @param {Int16Array} pcm */
   play(pcm) {
     this.playout.port.postMessage(pcm, [pcm.buffer]);
+  }
+
+  /**
+   * A level meter on `stream` (a WebRTC call's remote track, which an <audio> element plays):
+   * `level()` reads its loudness now.
+   */
+  meter(stream) {
+    const analyser = this.context.createAnalyser();
+    analyser.fftSize = 2048;
+    const source = this.context.createMediaStreamSource(stream);
+    source.connect(analyser);
+    const samples = new Float32Array(analyser.fftSize);
+    return {
+      level: () => {
+        analyser.getFloatTimeDomainData(samples);
+        let sum = 0;
+        for (let i = 0; i < samples.length; i++) sum += samples[i] * samples[i];
+        return loudness(Math.sqrt(sum / samples.length));
+      },
+      close: () => source.disconnect(),
+    };
   }
 
   /** The stream has ended: play out what is queued without counting the end as a gap. */

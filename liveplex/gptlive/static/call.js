@@ -46,6 +46,7 @@ export class Call extends EventTarget {
     this.startId = null;
     this.ended = false; // session.closed seen, or the socket failed
     this.closeTimer = null;
+    this.transport = 'WebSocket';
   }
 
   /** Open the socket if needed (offering `key`, when given) and send `session.start`. */

@@ -22,10 +22,17 @@ export function eventId(prefix) {
  * @param {{model: string, instructions?: string, voice?: string}} settings
  */
 export function start(settings, id) {
-  const session = { model: settings.model, audio: { format: FORMAT } };
-  if (settings.instructions && settings.instructions.trim()) session.instructions = settings.instructions;
-  if (settings.voice) session.audio.output = { voice: settings.voice };
+  const session = mediaSession(settings);
+  session.audio = { ...session.audio, format: FORMAT };
   return { type: 'session.start', event_id: id, session };
+}
+
+/** The session of a WebRTC create (`MediaSessionConfig`): no format, the transport negotiates it. */
+export function mediaSession(settings) {
+  const session = { model: settings.model };
+  if (settings.instructions && settings.instructions.trim()) session.instructions = settings.instructions;
+  if (settings.voice) session.audio = { output: { voice: settings.voice } };
+  return session;
 }
 
 /** `session.input_audio.append` of s16le samples. @param {Int16Array} samples */

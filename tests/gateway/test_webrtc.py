@@ -1,0 +1,137 @@
+"""WebRTC calls through the gateway: real redis-server, sim pod and gateway processes, an aiortc
+caller, the SDP exchange through the SDK. The gateway answers the offer, places the session as it
+places a socket's, and bridges the call to its pod over the usual gateway-pod WebSocket hop, so
+moves off a draining pod carry WebRTC calls as they carry sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+import openai
+import pytest
+
+from tests.gateway.test_moves import _metric
+from tests.support import platform, webrtc
+
+pytestmark = pytest.mark.timeout(180)
+
+MODEL = {"model": "gpt-live-1"}
+
+
+async def _call(base_url: str, caller: webrtc.Caller) -> str:
+    async with openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0) as sdk:
+        created = await sdk.live.create(session=MODEL, transport={"type": "webrtc", "sdp": await caller.offer()})
+    await caller.accept(created.transport.sdp)
+    return created.session.id
+
+
+def test_a_webrtc_call_through_the_gateway_is_echoed_and_placed_like_a_socket(redis_url, tmp_path) -> None:
+    """The echo heard over RTP through the gateway and its pod; `session.started` carries the id
+    the gateway placed; a full pool is `server_busy` as an HTTP error; a sideband attached to the
+    gateway mutes and closes the call; the end frees the slot."""
+    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=("--max-sessions", "1")) as p:
+        async def scenario() -> None:
+            caller = webrtc.Caller(hz=440)
+            session_id = await _call(p.gateway.base_url, caller)
+            started, before = await caller.until("session.started")
+            assert before == [] and started["session"]["id"] == session_id
+            await asyncio.sleep(2.0)
+            assert webrtc.power_at(caller.samples(1.0), 440) > 0.9
+            assert p.pod_sessions() == [1]
+            with pytest.raises(openai.InternalServerError) as busy:
+                await _call(p.gateway.base_url, webrtc.Caller())
+            assert busy.value.status_code == 503 and busy.value.body["code"] == "server_busy"
+            # the sideband is the gateway's, which holds the call; the pod answers what it sends
+            async with openai.AsyncOpenAI(base_url=p.gateway.base_url, api_key="x", max_retries=0) as sdk, \
+                    sdk.live.sideband.connect(session_id=session_id, max_retries=0) as side:
+                first = await side.recv()
+                assert (first.type, first.session.id) == ("session.started", session_id)
+                await side.send({"type": "session.input_audio.mute", "event_id": "m"})
+                while (event := await asyncio.wait_for(side.recv(), 10)).type != "session.input_audio.muted":
+                    pass
+                assert event.client_event_id == "m"
+                await caller.until("session.input_audio.muted")
+                await side.send({"type": "session.close", "event_id": "c"})
+                while (event := await asyncio.wait_for(side.recv(), 10)).type != "session.closed":
+                    pass
+            closed, _ = await caller.until("session.closed")
+            assert closed["reason"] == "close_requested" and closed["session"]["id"] == session_id
+            await caller.close()
+        asyncio.run(scenario())
+        platform.eventually(lambda: p.pod_sessions() == [0] and p.stats()["sessions"] == 0,
+                            "the pod and the gateway to hold no session")
+
+
+def test_a_webrtc_call_moves_off_a_draining_pod(redis_url, tmp_path) -> None:
+    """The call's pod drains: the gateway moves the session to the other pod, the caller hears
+    the echo on without a word on the channel, and the longest silence is measured."""
+    with platform.platform(redis_url, tmp_path, pod_flags=("--lateness-budget-ms", "1000")) as p:
+        async def scenario() -> tuple[list[dict], float, float]:
+            caller = webrtc.Caller(hz=440)
+            await _call(p.gateway.base_url, caller)
+            await caller.until("session.started")
+            platform.eventually(lambda: sorted(p.pod_sessions()) == [0, 1], "the call on one pod")
+            source = p.pod_sessions().index(1)
+            await asyncio.sleep(1.0)
+            gap_before = caller.longest_gap_s()
+            draining = time.monotonic()
+            drained = await asyncio.to_thread(
+                platform.get_json, p.pods[source][0].admin_root + "/drain?deadline_s=30")
+            assert drained == {"drained": True, "ended_at_deadline": 0}
+            heard_before = len(caller.samples())
+            began = time.monotonic()
+            await asyncio.sleep(2.0)
+            assert p.pod_sessions()[1 - source] == 1
+            after = caller.samples()[heard_before:]
+            tone = webrtc.power_at(caller.samples(1.0), 440)
+            print(f"longest gap heard: {caller.longest_gap_s(draining) * 1000:.0f} ms from the drain on, "
+                  f"{gap_before * 1000:.0f} ms before it")
+            seen = []
+            while not caller.events.empty():
+                seen.append(caller.events.get_nowait())
+            caller.send({"type": "session.close"})
+            await caller.until("session.closed")
+            await caller.close()
+            return seen, tone, len(after) / webrtc.RATE / (time.monotonic() - began)
+
+        seen, tone, share = asyncio.run(scenario())
+        assert [e for e in seen if e["type"] in ("error", "session.closed")] == []
+        assert tone > 0.9  # still the echo, from the new pod
+        assert share > 0.8  # audio kept flowing through the move
+
+
+def test_a_webrtc_call_whose_pod_is_killed_resumes_on_another(redis_url, tmp_path) -> None:
+    """SIGKILL the call's pod: the gateway resumes the session on the other pod from its
+    checkpoints, the caller hears the echo again after a short silence, never an error, and the
+    call ends as it asks."""
+    with platform.platform(redis_url, tmp_path, pod_flags=("--lateness-budget-ms", "1000")) as p:
+        async def scenario() -> tuple[list[dict], float]:
+            caller = webrtc.Caller(hz=440)
+            await _call(p.gateway.base_url, caller)
+            await caller.until("session.started")
+            platform.eventually(lambda: sorted(p.pod_sessions()) == [0, 1], "the call on one pod")
+            victim = p.pods[p.pod_sessions().index(1)][1]
+            await asyncio.sleep(1.5)
+            killed = time.monotonic()
+            os.kill(victim.pid, signal.SIGKILL)
+            await asyncio.sleep(3.0)
+            tone = webrtc.power_at(caller.samples(1.0), 440)
+            assert tone > 0.9, tone  # the echo, from the other pod
+            gap = caller.longest_gap_s(killed - 0.1)
+            seen = []
+            while not caller.events.empty():
+                seen.append(caller.events.get_nowait())
+            caller.send({"type": "session.close"})
+            closed, _ = await caller.until("session.closed")
+            assert closed["reason"] == "close_requested"
+            await caller.close()
+            return seen, gap
+
+        seen, gap = asyncio.run(scenario())
+        assert [e for e in seen if e["type"] in ("error", "session.closed")] == []
+        moves = _metric(p.gateway.admin_root, "liveplex_gateway_session_moves_total")
+        assert moves['liveplex_gateway_session_moves_total{result="resumed"}'] == 1.0
+        print(f"longest gap heard around the kill: {gap * 1000:.0f} ms")

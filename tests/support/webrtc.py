@@ -1,0 +1,130 @@
+"""An aiortc caller for WebRTC tests: a tone as its microphone, what it hears kept as 48 kHz
+samples, and the `oai-events` data channel as a queue of decoded events. It makes the offer a
+browser would (audio sendrecv, the channel opened before the offer)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fractions
+import json
+import time
+from typing import Any
+
+import av
+import numpy as np
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+
+RATE = 48_000
+PACKET = 960
+
+
+class Tone(MediaStreamTrack):
+    """A microphone saying a sine of `hz` (0: silence) in 20 ms frames, paced at real time."""
+
+    kind = "audio"
+
+    def __init__(self, hz: float, amplitude: int = 8000) -> None:
+        super().__init__()
+        self.hz = hz
+        self.amplitude = amplitude
+        self._n = 0
+        self._t0: float | None = None
+
+    async def recv(self) -> av.AudioFrame:
+        if self.readyState != "live":
+            raise MediaStreamError
+        if self._t0 is None:
+            self._t0 = time.monotonic()
+        wait = self._t0 + self._n * PACKET / RATE - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        t = (np.arange(PACKET) + self._n * PACKET) / RATE
+        samples = (self.amplitude * np.sin(2 * np.pi * self.hz * t)).astype("<i2")
+        frame = av.AudioFrame(format="s16", layout="mono", samples=PACKET)
+        frame.planes[0].update(samples.tobytes())
+        frame.sample_rate = RATE
+        frame.time_base = fractions.Fraction(1, RATE)
+        frame.pts = self._n * PACKET
+        self._n += 1
+        return frame
+
+
+def power_at(samples: np.ndarray, hz: float, rate: int = RATE) -> float:
+    """The share of the signal's energy within 20 Hz of `hz` (1.0: a pure tone there)."""
+    if len(samples) < rate // 10:
+        return 0.0
+    spectrum = np.abs(np.fft.rfft(samples.astype(np.float64))) ** 2
+    freqs = np.fft.rfftfreq(len(samples), 1 / rate)
+    total = spectrum[freqs > 50].sum()
+    return float(spectrum[np.abs(freqs - hz) < 20].sum() / total) if total else 0.0
+
+
+class Caller:
+    """One browser-like WebRTC caller."""
+
+    def __init__(self, hz: float = 440.0, channel: bool = True, audio: bool = True) -> None:
+        self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.heard: list[np.ndarray] = []
+        self.arrivals: list[float] = []
+        """When each heard frame arrived (monotonic): the gaps a caller hears."""
+        self.opened = asyncio.Event()
+        self.closed = asyncio.Event()
+        self._listening: asyncio.Task[None] | None = None
+        self.channel = self.pc.createDataChannel("oai-events") if channel else None
+        if self.channel is not None:
+            self.channel.on("open", self.opened.set)
+            self.channel.on("message", lambda text: self.events.put_nowait(json.loads(text)))
+            self.channel.on("close", self.closed.set)
+        if audio:
+            self.pc.addTransceiver(Tone(hz), direction="sendrecv")
+        self.pc.on("track", self._track)
+
+    def _track(self, track: MediaStreamTrack) -> None:
+        if track.kind == "audio":
+            self._listening = asyncio.get_running_loop().create_task(self._listen(track))
+
+    async def _listen(self, track: MediaStreamTrack) -> None:
+        with contextlib.suppress(MediaStreamError):
+            while True:
+                frame = await track.recv()
+                self.arrivals.append(time.monotonic())
+                self.heard.append(frame.to_ndarray().reshape(-1, len(frame.layout.channels))[:, 0].copy())
+
+    def longest_gap_s(self, since: float = 0.0) -> float:
+        """The longest time between two heard frames after `since` (monotonic)."""
+        stamps = [t for t in self.arrivals if t >= since]
+        return max((b - a for a, b in zip(stamps, stamps[1:])), default=0.0)
+
+    def samples(self, last_s: float | None = None) -> np.ndarray:
+        """What the caller heard so far (the first channel), or its last `last_s` seconds."""
+        heard = np.concatenate(self.heard) if self.heard else np.zeros(0, np.int16)
+        return heard if last_s is None else heard[-int(last_s * RATE):]
+
+    async def offer(self) -> str:
+        await self.pc.setLocalDescription(await self.pc.createOffer())
+        return self.pc.localDescription.sdp
+
+    async def accept(self, sdp: str) -> None:
+        await self.pc.setRemoteDescription(RTCSessionDescription(sdp, "answer"))
+
+    def send(self, event: dict[str, Any]) -> None:
+        assert self.channel is not None
+        self.channel.send(json.dumps(event))
+
+    async def until(self, kind: str, timeout_s: float = 10.0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The next event of type `kind`, and every event before it."""
+        before: list[dict[str, Any]] = []
+        async with asyncio.timeout(timeout_s):
+            while True:
+                event = await self.events.get()
+                if event["type"] == kind:
+                    return event, before
+                before.append(event)
+
+    async def close(self) -> None:
+        if self._listening is not None:
+            self._listening.cancel()
+        await self.pc.close()
