@@ -65,6 +65,7 @@ class Served:
             "max_instructions_chars": info.max_instructions_chars,
             "max_seconds": info.frame_ms(info.max_frames) / 1000, "max_frames": info.max_frames,
             "max_sessions": info.max_sessions, "context_frames": info.context_frames,
+            "tick_groups": info.tick_groups,
             "formats": [{"type": f.type, "rate": f.rate} for f in formats.SERVED],
             "native_voices": list(info.voices), "default_native_voice": info.default_voice,
             "voice_map": dict(self.voices.builtin), "custom_voices": list(self.voices.custom),
@@ -84,6 +85,7 @@ class Served:
                 max_instructions_chars=int(config["max_instructions_chars"]),
                 max_sessions=int(config["max_sessions"]), max_frames=int(config["max_frames"]),
                 context_frames=int(config.get("context_frames", 0)),
+                tick_groups=int(config.get("tick_groups", 1)),
                 engine=tuple((str(k), str(v)) for k, v in config.get("engine", ())),
             )
             voices = Voices(info.voices, {str(k): str(v) for k, v in config["voice_map"].items()},

@@ -82,8 +82,7 @@ class SimProfile:
             max_frames=int(self.max_seconds * 1e9) // period_ns,
             tick_groups=self.tick_groups,
             # published in /live/config, so a client knows what holds its audio back (the bench's echo floor)
-            engine=(("prebuffer_frames", str(self.prebuffer_frames)), ("echo_frames", str(self.echo_frames)),
-                    ("tick_groups", str(self.tick_groups))),
+            engine=(("prebuffer_frames", str(self.prebuffer_frames)), ("echo_frames", str(self.echo_frames))),
         )
 
     def cost_us(self, sessions: int) -> int:
