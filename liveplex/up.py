@@ -155,7 +155,8 @@ def kube_platform(args: argparse.Namespace) -> Iterator[list[Child]]:
             args.kubeconfig.unlink(missing_ok=True)  # the emulator writes a new one (new CA, new token)
             emulator = processes.spawn(
                 [sys.executable, "-m", "liveplex.emulator", "--port", str(port), "--state-dir", str(args.state_dir),
-                 "--kubeconfig", str(args.kubeconfig), "--runtime", args.runtime], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+                 "--kubeconfig", str(args.kubeconfig), "--runtime", args.runtime],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
             children.append(Child("emulator", api, emulator))
             _listening("127.0.0.1", port, emulator, "the Kubernetes emulator")
             _install_crd(args.kubeconfig, emulator)

@@ -215,7 +215,7 @@ class Relaying:
         """One whole message from the pod."""
         if self.ended:
             return NOTHING
-        if type(message) is str:
+        if isinstance(message, str):
             if message.startswith(_AUDIO_DELTA_PREFIX):
                 return RELAY_FRAME
             if message.startswith(_CHECKPOINT_PREFIX):

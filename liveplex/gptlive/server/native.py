@@ -292,27 +292,26 @@ class LiveSocket:
         close_code: int | None = None
         sent = False
         for command in commands:
-            kind = type(command)
-            if kind is connection.Append:  # caller audio, four per frame sent: tested first
+            if type(command) is connection.Append:  # caller audio, four per frame sent: tested first
                 if self._leg is not None:
                     self._leg.append(command.pcm)
-            elif kind is connection.Send:
+            elif type(command) is connection.Send:
                 sent = True
                 self._send(events.dump(command.event), command.frame)
                 if not command.frame:
                     self._stats.sent(command.event)
-            elif kind is connection.Start:
+            elif type(command) is connection.Start:
                 self._start_ns = time.monotonic_ns()
                 self._leg = self._backend.start(command, self)
-            elif kind is connection.Say:
+            elif type(command) is connection.Say:
                 if self._leg is not None:
                     self._leg.say(command.text)
-            elif kind is connection.Hangup:
+            elif type(command) is connection.Hangup:
                 if self._leg is not None:
                     self._leg.hangup()
-            elif kind is connection.Release:
+            elif type(command) is connection.Release:
                 self._release()
-            elif kind is connection.Close:
+            elif type(command) is connection.Close:
                 close_code = command.code
         if sent or close_code is not None:
             self._flush(close_code)
