@@ -20,6 +20,7 @@ end reaches the backend while the session is still held (before its `Release`).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol
 
 from websockets.datastructures import Headers
@@ -40,6 +41,11 @@ class Peer(Protocol):
     @property
     def dispatched(self) -> int:
         """Client messages handed to the protocol so far, in order."""
+        ...
+
+    def reached(self, messages: int) -> asyncio.Future[None]:
+        """Resolved once `dispatched` is at least `messages` (at once if it is already): what an
+        export awaits, the gateway's frames sent before it asked still on their way."""
         ...
 
     def freeze(self) -> int:

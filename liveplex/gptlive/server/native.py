@@ -28,6 +28,7 @@ Every other path (404s, the demo, other upgrade paths) goes through the ASGI app
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import logging
 import time
@@ -213,6 +214,8 @@ class LiveSocket:
         self._backlog: deque[str | bytes] = deque()
         self.dispatched = 0
         """Client messages handed to the protocol so far (what a handover's export waits for)."""
+        self._reaching: list[tuple[int, asyncio.Future[None]]] = []
+        """`reached`'s waiters: (messages, resolved once `dispatched` gets there)."""
         self._frozen = False
         """Set by `freeze`: the session is leaving, client messages are no longer read into it."""
         self._draining = False
@@ -242,6 +245,8 @@ class LiveSocket:
     def _dispatch(self, data: str | bytes) -> None:
         """A message to the protocol, or verbatim to the upstream of a relayed session."""
         self.dispatched += 1
+        if self._reaching:
+            self._reach()
         if self._relayed is not None:
             if self._leg is not None:
                 self._leg.forward(data)
@@ -251,6 +256,24 @@ class LiveSocket:
         except Exception:
             logger.error("live socket receive failed", exc_info=True)
             self._fail()
+
+    def reached(self, messages: int) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._reaching.append((messages, future))
+        self._reach()
+        return future
+
+    def _reach(self) -> None:
+        """Resolve the waiters `dispatched` got to; forget those given up on (cancelled)."""
+        waiting = []
+        for messages, future in self._reaching:
+            if future.done():
+                continue
+            if self.dispatched >= messages:
+                future.set_result(None)
+            else:
+                waiting.append((messages, future))
+        self._reaching = waiting
 
     def freeze(self) -> int:
         self._frozen = True
