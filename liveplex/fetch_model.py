@@ -147,7 +147,10 @@ def extract(archive: Path, kind: str, into: Path) -> Path:
                     raise FetchError("bad_archive", "source", f"members {bad[:3]} are links, devices or land "
                                      "outside the checkpoint directory: only files and directories are unpacked")
                 # Python 3.11.4+ has tarfile's data filter (the same rules); Debian 12's 3.11.2 has not
-                tar.extractall(into, members=members, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+                if hasattr(tarfile, "data_filter"):
+                    tar.extractall(into, members=members, filter="data")
+                else:
+                    tar.extractall(into, members=members)
         else:
             with zipfile.ZipFile(archive) as z:
                 bad = [name for name in z.namelist() if outside(name)]
@@ -344,7 +347,7 @@ def fetch(source_text: str, dest: Path, checksums: Mapping[str, str], token: str
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="liveplex fetch-model", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="liveplex fetch-model", description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("source", help="hf://ORG/REPO[@REVISION] or an https:// .tar/.tar.gz/.tgz/.zip archive")
     parser.add_argument("--dest", required=True, type=Path,
                         help="the checkpoint directory to fill; its parent (the volume) must exist")

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Sequence
+from typing import Any, cast
 
 PR_SET_PDEATHSIG = 1
 """prctl(2): the signal a process receives when the thread that started it exits."""
@@ -41,7 +42,8 @@ def die_with_parent() -> None:
             os._exit(1)
 
 
-def spawn(argv: Sequence[str], **popen: object) -> subprocess.Popen[bytes]:
+def spawn(argv: Sequence[str], **popen: Any) -> subprocess.Popen[bytes]:
     """`subprocess.Popen(argv)` as a child of a liveplex command: its own session, and killed with
     its parent (see the module docstring)."""
-    return subprocess.Popen(argv, start_new_session=True, preexec_fn=die_with_parent, **popen)  # type: ignore[call-overload]
+    child = subprocess.Popen(argv, start_new_session=True, preexec_fn=die_with_parent, **popen)
+    return cast("subprocess.Popen[bytes]", child)  # no `text` in `popen`: bytes (Popen's stubs pick by it)

@@ -37,7 +37,7 @@ class Built:
     """What `build_pod` assembles: the pod and the app that serves it."""
 
     pod: Pod
-    app: object
+    app: run.App
 
     @property
     def info(self) -> contract.LiveInfo:

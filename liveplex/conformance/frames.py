@@ -24,9 +24,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
 
 import jsonschema
+import jsonschema.exceptions
 
 from liveplex.conformance import schema
 
@@ -181,7 +183,8 @@ def shape_problems(event: JsonObject) -> list[Problem]:
         problems.append(Problem(Rule.TYPE_NOT_FIRST, "type", f"first key is {next(iter(event))!r}"))
     if type_ not in schema.server_schemas():
         return [*problems, Problem(Rule.UNKNOWN_TYPE, "type", f"{type_!r} is not an SDK server event")]
-    error = jsonschema.exceptions.best_match(schema.validator(type_).iter_errors(event))
+    parsed = cast("Mapping[str, Any]", event)  # from json.loads: every value is JSON, as jsonschema's stubs ask
+    error = jsonschema.exceptions.best_match(schema.validator(type_).iter_errors(parsed))
     if error is not None:
         problems.append(Problem(Rule.SCHEMA, dotted(error.absolute_path), error.message))
     if type_ in NEVER_EMITTED:

@@ -19,10 +19,13 @@ import typing
 from collections.abc import Mapping
 
 import jsonschema
+import jsonschema.protocols
+import jsonschema.validators
 import pydantic
 from openai.types.live import connect_server_event
 
 JsonSchema = dict[str, object]
+_S = typing.TypeVar("_S")
 
 _STRICT_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
     "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
@@ -44,7 +47,7 @@ def event_type(model: type[pydantic.BaseModel]) -> str:
     return str(literal)
 
 
-def close_objects(schema: object) -> object:
+def close_objects(schema: _S) -> _S:
     """A deep copy of `schema` with `additionalProperties: false` on every object schema.
 
     An object schema is one with `type: object` or `properties`; `$defs` and combinators are
@@ -90,7 +93,7 @@ def add_newer_fields(schema: JsonSchema) -> JsonSchema:
 @functools.cache
 def server_schemas() -> Mapping[str, JsonSchema]:
     """Closed JSON Schemas of every SDK server event, by `type` (read-only)."""
-    schemas = {
+    schemas: dict[str, JsonSchema] = {
         event_type(model): close_objects(add_newer_fields(pydantic.TypeAdapter(model).json_schema()))
         for model in server_event_models()
     }

@@ -12,8 +12,9 @@ import asyncio
 import dataclasses
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import TracebackType
+from typing import Any
 
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
@@ -31,13 +32,17 @@ STREAM_TYPES = frozenset({
 })
 """Events that flow on their own; `next_event` steps over them to reach replies."""
 
+Json = dict[str, Any]
+"""A server event as it arrived: its frame passed `frames.validate`, so the checks index into it
+as the SDK's schema has it (a wrong shape there is the server's failure, raised as the check's)."""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Received:
     """One valid event and when it arrived (loop clock, seconds)."""
 
     at: float
-    event: dict[str, object]
+    event: Json
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -183,7 +188,7 @@ class Wire:
             raise Failed(f"socket closed (code {item.code}) while waiting for an event")
         return item
 
-    async def next_event(self, timeout_s: float | None = None) -> dict[str, object]:
+    async def next_event(self, timeout_s: float | None = None) -> Json:
         """The next event that is not audio, transcript, usage or info: a reply or a terminal event."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (self.reply_timeout_s if timeout_s is None else timeout_s)
@@ -193,7 +198,7 @@ class Wire:
                 return received.event
 
     async def expect(self, type_: str, *, client_event_id: str | None = None,
-                     timeout_s: float | None = None) -> dict[str, object]:
+                     timeout_s: float | None = None) -> Json:
         """The next reply must be `type_` (echoing `client_event_id` when given)."""
         event = await self.next_event(timeout_s)
         expect(event.get("type") == type_, f"expected {type_}, got {brief(event)}")
@@ -204,7 +209,7 @@ class Wire:
 
     async def expect_error(self, code: str, param: str | None, *, client_event_id: str | None = None,
                            error_type: str = "invalid_request_error",
-                           message_contains: str | None = None) -> dict[str, object]:
+                           message_contains: str | None = None) -> Json:
         """The next reply must be an `error` with this code, param and echo (gpt-live §8.1)."""
         event = await self.next_event()
         sent = f"error {code} (param {param!r})"
@@ -221,8 +226,8 @@ class Wire:
                    f"error message should contain {message_contains!r}: {body.get('message')!r}")
         return event
 
-    async def start(self, session: dict[str, object] | None = None,
-                    event_id: str | None = "start") -> dict[str, object]:
+    async def start(self, session: Mapping[str, object] | None = None,
+                    event_id: str | None = "start") -> Json:
         """Send `session.start` and require `session.started`; returns the started event."""
         event: dict[str, object] = {"type": "session.start", "session": session or {"model": DEFAULT_MODEL}}
         if event_id is not None:
@@ -244,7 +249,7 @@ class Wire:
             return
         raise Failed(f"expected no reply for {seconds:g} s, got {brief(event)}")
 
-    async def close_session(self, event_id: str | None = "close") -> dict[str, object]:
+    async def close_session(self, event_id: str | None = "close") -> Json:
         """Send `session.close` and require `session.closed` `close_requested`, then close 1000."""
         event: dict[str, object] = {"type": "session.close"}
         if event_id is not None:

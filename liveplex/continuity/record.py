@@ -24,6 +24,8 @@ import dataclasses
 import struct
 from dataclasses import dataclass
 
+import numpy as np
+
 from liveplex.continuity import blob, errors
 from liveplex.continuity.errors import Code, HandoverError
 from liveplex.live import contract
@@ -52,10 +54,10 @@ class Record:
         return self.head.header.frames + self.ticks
 
 
-def head(header: blob.Header, arrays: dict[str, object], tick_bytes: int, tail_bytes: int) -> bytes:
+def head(header: blob.Header, arrays: dict[str, np.ndarray], tick_bytes: int, tail_bytes: int) -> bytes:
     """The `HEAD` chunk of a session's record (`arrays` as for `blob.encode`)."""
     state = {**header.state, "tick_bytes": tick_bytes, "tail_bytes": tail_bytes}
-    body = blob.encode(dataclasses.replace(header, state=state), arrays)  # type: ignore[arg-type]
+    body = blob.encode(dataclasses.replace(header, state=state), arrays)
     return _CHUNK.pack(HEAD, len(body)) + body
 
 

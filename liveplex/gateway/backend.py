@@ -15,6 +15,7 @@ import logging
 import random
 import time
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -62,7 +63,8 @@ class GatewayBackend:
         self._view = view
         self._breaker = Breaker(settings.breaker_ms)
         self._watchdog = Watchdog(settings.upstream_silence_ms * 1_000_000)
-        self.upstream_headers = {} if settings.pod_key is None else {"Authorization": f"Bearer {settings.pod_key}"}
+        self.upstream_headers: Mapping[str, str] = (
+            {} if settings.pod_key is None else {"Authorization": f"Bearer {settings.pod_key}"})
         """What every upstream upgrade carries besides the session's own headers: the pod token."""
         self.upstream_tls = (None if settings.upstream_ca is None
                              else upstream.Tls.trusting(settings.upstream_ca, settings.upstream_server_name))

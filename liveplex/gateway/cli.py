@@ -23,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def build(args: argparse.Namespace) -> tuple[Gateway, object]:
+def build(args: argparse.Namespace) -> tuple[Gateway, run.App]:
     """The gateway and its app; raises ValueError naming a bad flag."""
     environ = auth.environment()
     gateway = Gateway(settings.settings_from_args(args, environ), server_settings.settings_from_args(args, environ))

@@ -116,7 +116,7 @@ class Placing:
     def __post_init__(self) -> None:
         self.exclude = set(self.tripped)
 
-    def begin(self) -> Command:
+    def begin(self) -> Place:
         return Place(frozenset(self.exclude))
 
     def placed(self, result: Placed | Busy | errors.ProtocolError) -> Command:

@@ -92,6 +92,9 @@ class UpstreamLeg:
     def append(self, pcm: bytes) -> None:
         raise RuntimeError("a relayed session's audio is forwarded as the client sent it")
 
+    def say(self, text: str) -> None:
+        raise RuntimeError("a relayed session's commentary is forwarded as the client sent it")
+
     def forward(self, data: str | bytes) -> None:
         machine, up = self._machine, self._up
         if machine is None or up is None:

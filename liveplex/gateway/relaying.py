@@ -222,7 +222,7 @@ class Relaying:
         """One whole message from the pod."""
         if self.ended:
             return NOTHING
-        if type(message) is str:
+        if isinstance(message, str):
             if message.startswith(_AUDIO_DELTA_PREFIX):
                 if self._answering_start:
                     self._answering_start = False

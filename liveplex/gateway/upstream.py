@@ -82,7 +82,7 @@ class Upstream(asyncio.Protocol):
     # --- asyncio.Protocol -----------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport subclass
+        self._transport = transport  # type: ignore[assignment]  # uvloop: its transport is no asyncio.Transport subclass
         request = self._conn.connect()
         for name, value in self._headers.items():
             request.headers[name] = value
@@ -124,7 +124,7 @@ class Upstream(asyncio.Protocol):
     def _frame(self, frame: Frame) -> None:
         if frame.opcode is Opcode.TEXT and frame.fin:
             self.received += 1
-            self.on_message(frame.data.decode())
+            self.on_message(str(frame.data, "utf-8"))  # bytes from the reader; typed as any buffer
         elif frame.opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):  # fragments: liveplex pods send none
             if frame.opcode is not Opcode.CONT:
                 self._text = frame.opcode is Opcode.TEXT

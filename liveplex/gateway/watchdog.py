@@ -16,13 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 
 class Watched(Hashable, Protocol):
     @property
     def received(self) -> int | None:
         """Messages from the pod so far; None while there is nothing to watch (not relaying)."""
+
+
+_W = TypeVar("_W", bound=Watched)
+"""`check` hands back the caller's own sessions, not bare `Watched`s."""
 
 
 @dataclass(slots=True)
@@ -36,12 +40,12 @@ class Watchdog:
         """How often `check` runs: a quarter of the deadline."""
         return self.silence_ns // 4
 
-    def check(self, sessions: Iterable[Watched], now_ns: int, late_ns: int) -> list[Watched]:
+    def check(self, sessions: Iterable[_W], now_ns: int, late_ns: int) -> list[_W]:
         """The sessions whose pod said nothing for `silence_ns` at `now_ns`; `late_ns`: how late
         this round runs. Sessions not passed are forgotten."""
         stalled = late_ns > self.silence_ns // 2
         heard: dict[Watched, tuple[int, int]] = {}
-        silent = []
+        silent: list[_W] = []
         for session in sessions:
             count = session.received
             if count is None:

@@ -34,6 +34,7 @@ import binascii
 import dataclasses
 import enum
 from dataclasses import dataclass
+from typing import final
 
 from liveplex.gptlive import errors, events, formats, start
 from liveplex.gptlive.errors import ProtocolError
@@ -93,6 +94,7 @@ class Close:
     code: int
 
 
+@final  # the pump tells outcomes apart by `type(o) is`: no subclass may hide among them
 @dataclass(frozen=True, slots=True)
 class Accepted:
     """A session started (counted once, when `session.started` is sent or relayed)."""
@@ -100,6 +102,7 @@ class Accepted:
     session_id: str
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class Refused:
     """A start was refused: `server_busy`, `server_error`, `invalid` or `upstream` (relayed)."""
@@ -107,6 +110,7 @@ class Refused:
     reason: str
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class Ended:
     """A started session ended: `close_requested`, `expired`, `connection_lost`, `remote_hangup`
@@ -291,12 +295,11 @@ class Connection:
         if state is _IDLE:  # the idle guard restarts on every client message
             self._due(now_ns + self.settings.idle_guard_ms * 1_000_000)
         event = events.parse(data)
-        kind = type(event)
-        if kind is events.Invalid:
+        if type(event) is events.Invalid:
             return [self._error(event.error, event.event_id)]
         wire_type = events.type_of(event)
         prepared: start.Prepared | None = None
-        if kind is events.SessionStart:
+        if type(event) is events.SessionStart:
             try:  # step 5 continued: model, voice and instructions (gpt-live §4.4)
                 session_id = self._session_id or events.new_session_id()
                 prepared = start.check_start(self.catalog, event, session_id, unix_s,
@@ -319,18 +322,18 @@ class Connection:
             self.state = State.STARTING
             self._due(now_ns + self.settings.start_timeout_ms * 1_000_000)
             return [Start(prepared.session, prepared.resource, data)]
-        if kind is events.InputAudioAppend:
+        if type(event) is events.InputAudioAppend:
             return self._append(event)
-        if kind is events.InputAudioMute:
+        if type(event) is events.InputAudioMute:
             self._muted = True
             return [Send(events.InputAudioMuted(event.event_id))]
-        if kind is events.InputAudioUnmute:
+        if type(event) is events.InputAudioUnmute:
             self._muted = False
             return [Send(events.InputAudioUnmuted(event.event_id))]
-        if kind is events.CommentaryAppend:  # acked where the timeline stands: the next frame
+        if type(event) is events.CommentaryAppend:  # acked where the timeline stands: the next frame
             at_ms = self._info.frame_ms(self._frames_sent)
             return [Send(events.CommentaryAppended(at_ms, event.event_id)), Say(event.content)]
-        assert kind is events.SessionClose
+        assert type(event) is events.SessionClose
         self.state = State.CLOSING
         self._close_event_id = event.event_id
         self._due(now_ns + self.settings.close_grace_ms * 1_000_000)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, final
 
 import orjson
 
@@ -166,6 +166,7 @@ CLIENT_TYPES: dict[type, str] = {
 `dump` and `Connection`'s legality table all read it."""
 
 
+@final  # `Connection.receive` tells it from the events by `type(e) is`
 @dataclass(frozen=True, slots=True)
 class Invalid:
     """A client frame refused by steps 1–5 of gpt-live §4.4."""
@@ -271,8 +272,10 @@ class Info:
     event_id: str = field(default_factory=new_event_id)
 
 
-ServerEvent = (SessionStarted | OutputAudioDelta | OutputTranscriptDelta | UsageUpdated
-               | InputAudioMuted | InputAudioUnmuted | SessionClosed | Error | Info | CommentaryAppended)
+IdentifiedEvent = (SessionStarted | OutputTranscriptDelta | UsageUpdated | InputAudioMuted | InputAudioUnmuted
+                   | SessionClosed | Error | Info | CommentaryAppended)
+"""The server events with an `event_id`: all but the audio delta, the one event sent per frame."""
+ServerEvent = IdentifiedEvent | OutputAudioDelta
 Event = ClientEvent | ServerEvent
 
 
@@ -362,7 +365,7 @@ def _turn_json(t: Turn) -> dict[str, Any]:
     return {"type": "message", "role": t.role, "content": [{"type": part, "text": t.text}]}
 
 
-def _server(event: ServerEvent, **fields: Any) -> dict[str, Any]:
+def _server(event: IdentifiedEvent, **fields: Any) -> dict[str, Any]:
     """A server event's JSON object: `type` and `event_id` first, then `fields`, then the client's
     event id when the event answers one."""
     out = {"type": SERVER_TYPES[type(event)], "event_id": event.event_id, **fields}

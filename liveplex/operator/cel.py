@@ -32,8 +32,8 @@ class Rule:
     """What the API server answers; names the field."""
     blames: tuple[str, ...]
     """The field the message is about, from the object root: the `SpecError` path."""
-    holds: Callable[[Node], bool]
-    """The Python equivalent on the defaulted node."""
+    holds: Callable[[Any], bool]
+    """The Python equivalent on the defaulted node (an object, a list or a scalar)."""
 
 
 def _kind(spec: Node) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import kubernetes
+import kubernetes.dynamic.exceptions
 import urllib3
 
 from liveplex.operator import names

@@ -32,7 +32,7 @@ class PoolLoad:
 
 
 class LoadReader(Protocol):
-    async def read(self, pool: str, subpools: int) -> PoolLoad:
+    async def read(self, pool: str, subpools: int, /) -> PoolLoad:
         """The load of pool `<ns>/<name>`, summed over its `subpools` sub-pools (1: not split); an empty
         pool is all zeros. Raises when Redis is unreachable."""
         ...

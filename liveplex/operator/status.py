@@ -142,8 +142,10 @@ def _previous(previous: Json, type_: str) -> dict[str, Any]:
 
 def _stamped(cond: dict[str, Any], before: Json | None, generation: int, now: datetime) -> dict[str, Any]:
     """The metav1.Condition: `lastTransitionTime` kept unless `status` flipped."""
-    flipped = before is None or before.get("status") != cond["status"] or "lastTransitionTime" not in before
-    since = timestamp(now) if flipped else before["lastTransitionTime"]  # type: ignore[index]
+    if before is None or before.get("status") != cond["status"] or "lastTransitionTime" not in before:
+        since = timestamp(now)
+    else:
+        since = before["lastTransitionTime"]
     return {**cond, "lastTransitionTime": since, "observedGeneration": generation}
 
 

@@ -19,7 +19,7 @@ import random
 import time
 from collections.abc import Awaitable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import orjson
 import redis.asyncio
@@ -32,6 +32,8 @@ from liveplex.placement import choice, errors, keys, load, record, snapshot, sub
 from liveplex.placement import url as urls
 
 T = TypeVar("T")
+_Replies = list["str | None"]
+"""What redis-py's stubs type as `bytes | str` is `str` here: every client decodes (`decode_responses`)."""
 
 _UNAVAILABLE = (
     redis.exceptions.ConnectionError,  # refused, reset, auth, still loading its dataset
@@ -233,7 +235,8 @@ class PlacementClient:
 
     async def totals(self, pool: str) -> subpools.Totals:
         """The pool's (or sub-pool's) slots, sessions and leases, from its index: one `HMGET`, O(1)."""
-        return subpools.Totals.of(await self._run(self._redis.hmget(keys.pool_keys(pool).totals, subpools.FIELDS)))
+        fields = await self._run(self._redis.hmget(keys.pool_keys(pool).totals, subpools.FIELDS))
+        return subpools.Totals.of(cast(_Replies, fields))
 
     async def unreserve(self, pool: str, pod: str, session_id: str) -> bool:
         """Give back a reservation the gateway could not use (connect failed); returns whether it was held."""
@@ -241,7 +244,7 @@ class PlacementClient:
 
     async def route(self, model: str) -> str | None:
         """The route of `model` (`subpools.routed` reads it), or None when no LiveEngine routes it."""
-        return await self._run(self._redis.hget(keys.ROUTES, keys.check_model(model)))
+        return cast("str | None", await self._run(self._redis.hget(keys.ROUTES, keys.check_model(model))))
 
     async def read_config(self, pool: str) -> dict[str, object] | None:
         """The pool's served description, or None when no engine has written one."""
@@ -268,7 +271,7 @@ class PlacementClient:
 
     async def routes(self) -> dict[str, str]:
         """Every model -> pool route, as stored (`subpools.routed` reads a split pool's)."""
-        return await self._run(self._redis.hgetall(keys.ROUTES))
+        return cast("dict[str, str]", await self._run(self._redis.hgetall(keys.ROUTES)))
 
     async def snapshot(self, pool: str) -> snapshot.Snapshot:
         """The pool at one Redis instant, stale members included (see `Snapshot.fresh`)."""
@@ -346,14 +349,15 @@ class PlacementClient:
         try:
             return await self._redis.evalsha(call.script.sha, len(call.keys), *call.keys, *call.args)
         except redis.exceptions.NoScriptError:
-            return await self._redis.eval(call.script.script, len(call.keys), *call.keys, *call.args)
+            return await self._redis.eval(cast(str, call.script.script), len(call.keys), *call.keys, *call.args)
 
     async def _send_all(self, calls: list[_Call]) -> list[Any]:
         if self._cluster:  # a cluster pipeline refuses scripts: one call after another, in order
             return [await self._send(call) for call in calls]
         pipe = self._redis.pipeline(transaction=False)
         for call in calls:
-            await call.script(keys=call.keys, args=call.args, client=pipe)  # queued, not sent
+            # queued, not sent
+            await call.script(keys=call.keys, args=call.args, client=pipe)  # type: ignore[arg-type]  # redis: typed for clients, documented for pipelines
         return await self._run(pipe.execute())
 
     async def _run(self, call: Awaitable[T]) -> T:

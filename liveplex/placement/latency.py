@@ -50,7 +50,8 @@ async def _main(url: str, pod_counts: list[int], rounds: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m liveplex.placement.latency", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m liveplex.placement.latency",
+                                     description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--redis-url", help="an existing Redis; default: a throwaway redis-server")
     parser.add_argument("--pods", type=int, nargs="+", default=[8, 64])
     parser.add_argument("--rounds", type=int, default=5000)

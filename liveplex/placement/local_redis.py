@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
+from typing import cast
 
 import redis
 
@@ -169,8 +170,8 @@ class LocalCluster:
 
     def _form(self) -> None:
         step = 16384 // len(self.shards)
-        clients = [redis.Redis(host="127.0.0.1", port=s.port, socket_timeout=2, decode_responses=True)
-                   for s in self.shards]
+        clients = [redis.Redis(host="127.0.0.1", port=s.port or 0, socket_timeout=2, decode_responses=True)
+                   for s in self.shards]  # every shard has its port once started
         try:
             for i, client in enumerate(clients):  # every pair meets: no waiting for gossip to introduce them
                 for shard in self.shards[i + 1:]:
@@ -194,7 +195,7 @@ class LocalCluster:
 
 
 def _info(client: redis.Redis) -> dict[str, str]:
-    text = client.execute_command("CLUSTER", "INFO")
+    text = cast(str, client.execute_command("CLUSTER", "INFO"))  # decoded: `decode_responses`
     return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
 
 

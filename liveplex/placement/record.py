@@ -10,6 +10,7 @@ from __future__ import annotations
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Any
 
 from liveplex.placement import errors
 
@@ -45,13 +46,13 @@ class PodRecord:
     @classmethod
     def from_hash(cls, mapping: Mapping[str, str]) -> PodRecord:
         """Parse a pod hash; raises `InvalidRecord` naming the first missing or malformed field."""
-        values: dict[str, object] = {}
+        values: dict[str, Any] = {}  # each decoded to its field's type by `_decode`
         for f in fields(cls):
             raw = mapping.get(f.name)
             if raw is None:
                 raise errors.InvalidRecord(f.name, None, "missing from the pod hash")
             values[f.name] = _decode(f.name, _TYPES[f.name], raw)
-        return cls(**values)  # type: ignore[arg-type]
+        return cls(**values)
 
 
     def changes(self, since: PodRecord | None) -> tuple[bool, list[str]]:

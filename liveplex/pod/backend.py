@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import re
-import time
 import weakref
 from typing import Protocol
 
@@ -64,9 +64,9 @@ class EngineLeg:
     async def caught_up(self, messages: int) -> None:
         """Wait (at most `hop.EXPORT_CATCH_UP_S`) until the socket has read `messages` messages:
         the gateway's frames sent before it asked for the export, still on their way."""
-        deadline = time.monotonic() + hop.EXPORT_CATCH_UP_S
-        while self._peer.dispatched < messages and time.monotonic() < deadline:
-            await asyncio.sleep(0.002)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(hop.EXPORT_CATCH_UP_S):
+                await self._peer.reached(messages)
 
     def freeze(self) -> int:
         """The session leaves at the next tick boundary: read no more client messages into it;

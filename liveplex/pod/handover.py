@@ -12,6 +12,7 @@ path (socket, `Connection`, channel) is untouched: only a session's start and en
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import secrets
 import time
 from collections import OrderedDict
@@ -122,6 +123,6 @@ def now() -> float:
     return time.monotonic()
 
 
-async def wait(future: object) -> bytes | None:
+async def wait(future: concurrent.futures.Future[bytes | None]) -> bytes | None:
     """An engine's export future, awaited on the loop."""
-    return await asyncio.wrap_future(future)  # type: ignore[arg-type]
+    return await asyncio.wrap_future(future)

@@ -43,6 +43,7 @@ class Publisher(backend.Settles, Protocol):
     @property
     def reserved(self) -> int:
         """Sessions placed on this pod that have not started, as last read from the pool."""
+        ...
 
 
 class Pod:

@@ -44,7 +44,8 @@ async def _watch(client: httpx.AsyncClient, path: str, count: int, **params: str
     return events
 
 
-async def test_discovery_lists_a_crd_with_its_subresources_and_forgets_it_once_its_resources_are_gone(client: httpx.AsyncClient) -> None:
+async def test_discovery_lists_a_crd_with_its_subresources_and_forgets_it_once_its_resources_are_gone(
+        client: httpx.AsyncClient) -> None:
     await _widgets(client)
     groups = (await client.get("/apis")).json()
     assert "test.liveplex.io" in {g["name"] for g in groups["groups"]}

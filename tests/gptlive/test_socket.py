@@ -239,8 +239,9 @@ async def test_the_start_and_the_first_audio_are_timed_once_per_session() -> Non
         await ws.close()
     counts = {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
               if line.startswith(("liveplex_engine_session_start_seconds_", "liveplex_engine_first_audio_seconds_"))}
-    assert counts["liveplex_engine_session_start_seconds_count"] == counts["liveplex_engine_first_audio_seconds_count"] == 1
-    assert 0 < counts["liveplex_engine_session_start_seconds_sum"] < counts["liveplex_engine_first_audio_seconds_sum"] < 5
+    start, first_audio = "liveplex_engine_session_start_seconds", "liveplex_engine_first_audio_seconds"
+    assert counts[f"{start}_count"] == counts[f"{first_audio}_count"] == 1
+    assert 0 < counts[f"{start}_sum"] < counts[f"{first_audio}_sum"] < 5
 
 
 async def ticked(http: httpx.AsyncClient, ticks: int) -> None:

@@ -59,7 +59,8 @@ def test_defaults_fill_absent_fields_recursively_without_changing_the_input() ->
     assert s["capacity"] == {"maxSessions": 32, "maxSeconds": 240, "jitterFrames": 4, "prebufferFrames": 0,
                              "latenessBudgetMillis": 20}
     assert s["engine"]["sim"] == {"tickBaseMicros": 0, "tickPerSessionMicros": 0, "echoFrames": 6}
-    assert s["model"] == {"name": "m", "servedModels": ["gpt-live-1", "gpt-live-1.1"], "dtype": "bf16", "prefillBudgetMillis": 0}
+    assert s["model"] == {"name": "m", "servedModels": ["gpt-live-1", "gpt-live-1.1"], "dtype": "bf16",
+                          "prefillBudgetMillis": 0}
     assert "autoscaling" not in s and "resources" not in s
 
 

@@ -96,3 +96,20 @@ async def test_an_after_that_is_not_a_count_is_refused_by_name() -> None:
         await _open(a.ws_url, "sess_bad")
         refused = await http.post(f"{a.root}/live/handover/sess_bad", params={hop.EXPORT_AFTER: "-1"})
         assert refused.status_code == 400 and refused.json()["error"]["param"] == hop.EXPORT_AFTER
+
+
+async def test_the_wait_for_frames_in_flight_is_woken_by_the_frame_it_waits_for() -> None:
+    """`LiveSocket.reached`, what an export's catch-up awaits: resolved by the dispatch of the
+    message it names (at once if already read), not found by polling the count."""
+    async with pods.in_process(*FLAGS) as a:
+        ws = await _open(a.ws_url, "sess_reach")  # the start is the socket's first message
+        (socket,) = a.built.pod.front.sockets
+        assert socket.reached(1).done()
+        third = socket.reached(3)
+        await ws.send(_append(SENT[0]))
+        await asyncio.wait_for(socket.reached(2), 5)
+        assert not third.done() and socket.dispatched == 2
+        await ws.send(_append(SENT[1]))
+        await asyncio.wait_for(third, 5)
+        assert socket.dispatched == 3
+        await ws.close()

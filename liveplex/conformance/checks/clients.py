@@ -8,7 +8,7 @@ import contextlib
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import openai
 
@@ -65,21 +65,21 @@ class _Smoke:
         self.reason = ""
         """"closing" once close was sent, then the close reason."""
 
-    def on(self, event: object) -> tuple[bool, bool, bool]:
-        """(append a frame, send close, stop) for one event."""
+    def on(self, event: Any) -> tuple[bool, bool, bool]:
+        """(append a frame, send close, stop) for one event (one of the SDK's event models)."""
         kind = getattr(event, "type", None)
         if kind in ("session.started", "session.output_audio.delta"):
             if kind == "session.output_audio.delta":
-                self.received += len(base64.b64decode(event.delta))  # type: ignore[attr-defined]
+                self.received += len(base64.b64decode(event.delta))
             close = self.received >= SDK_AUDIO_S * 48_000 and not self.reason
             if close:
                 self.reason = "closing"
             return True, close, False
         if kind == "error":
-            error = event.error  # type: ignore[attr-defined]
+            error = event.error
             raise Failed(f"{self.label} SDK client got an error: {error.code}: {error.message}")
         if kind == "session.closed":
-            self.reason = event.reason  # type: ignore[attr-defined]
+            self.reason = event.reason
             return False, False, True
         return False, False, False
 
@@ -119,7 +119,7 @@ async def _in_thread(fn: Callable[..., T], *args: object) -> T:
         if error is not None:
             done.set_exception(error)
         else:
-            done.set_result(result)  # type: ignore[arg-type]
+            done.set_result(cast(T, result))  # no error: `fn` returned
 
     def work() -> None:
         try:
@@ -179,8 +179,8 @@ def _sync_dispatch(base_url: str, api_key: str, seconds: float) -> list[str]:
     with client.live.connect() as conn, _Watchdog(conn, seconds):
         conn.on("session.started", lambda _event: conn.session.update(session={}, event_id="upd"))
 
-        def on_error(event: object) -> None:
-            errors.append(event.error.code)  # type: ignore[attr-defined]
+        def on_error(event: Any) -> None:
+            errors.append(event.error.code)
             if errors == ["unsupported_event"]:
                 conn.session.close()
             else:

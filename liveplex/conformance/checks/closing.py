@@ -22,7 +22,7 @@ async def close(ctx: Context) -> str:
     async with await ctx.wire() as w:
         started = await w.start()
         await w.play(signals.speech(1000))
-        usages = [r.event["usage"]["seconds"] for r in w.log  # type: ignore[index]
+        usages = [r.event["usage"]["seconds"] for r in w.log
                   if r.event.get("type") == "session.usage.updated"]
         sent_at = loop.time()
         await w.send({"type": "session.close", "event_id": "c1"})
@@ -32,7 +32,7 @@ async def close(ctx: Context) -> str:
     expect(closed.get("reason") == "close_requested", f"reason {closed.get('reason')!r}")
     expect(closed.get("session") == started.get("session"),
            f"session.closed.session differs from session.started.session: {brief(closed)}")
-    final = closed["usage"]["seconds"]  # type: ignore[index]
+    final = closed["usage"]["seconds"]
     expect(all(final >= u for u in usages), f"final usage {final} below an earlier value {usages}")
     expect(code == 1000, f"close code {code}, expected 1000")
     expect(took <= CLOSE_WITHIN_S, f"close took {took:.2f} s, more than {CLOSE_WITHIN_S} s")
@@ -57,7 +57,7 @@ async def expiry(ctx: Context) -> str:
                       "(pass --expect-max-seconds 5 if /live/config does not say)")
     async with await ctx.wire() as w:
         started = await w.start()
-        expires_at = started["session"]["expires_at"]  # type: ignore[index]
+        expires_at = started["session"]["expires_at"]
         speaker = asyncio.create_task(w.play(signals.speech(int((max_seconds + 2) * 1000))))
         try:
             closed = await w.expect("session.closed", timeout_s=max_seconds + ctx.options.timeout_s)
@@ -72,7 +72,7 @@ async def expiry(ctx: Context) -> str:
     expect(early <= signals.FRAME_MS / 1000, f"session.closed came {early:.2f} s before expires_at")
     expect(ended_at - expires_at <= 1.0, f"session.closed came {ended_at - expires_at:.2f} s after expires_at")
     want = round(signals.frames_in(max_seconds * 1000) * 0.08, 2)
-    got = closed["usage"]["seconds"]  # type: ignore[index]
+    got = closed["usage"]["seconds"]
     expect(got == want, f"usage.seconds {got}, expected frames_in({max_seconds:g} s) × 0.08 = {want}")
     expect(code == 1000, f"close code {code}, expected 1000")
     return f"expired {ended_at - expires_at:+.2f} s from expires_at with usage {got} s"
@@ -84,8 +84,8 @@ async def fault(ctx: Context) -> str:
     async with await ctx.wire() as w:
         await w.start()
         error = await w.next_event(ctx.options.timeout_s * 3)
-        expect(error.get("type") == "error" and error["error"].get("code") == "server_error"  # type: ignore[union-attr]
-               and error["error"].get("type") == "server_error",  # type: ignore[union-attr]
+        expect(error.get("type") == "error" and error["error"].get("code") == "server_error"
+               and error["error"].get("type") == "server_error",
                f"expected error server_error, got {brief(error)}")
         closed = await w.expect("session.closed")
         expect(closed.get("reason") == "connection_lost", f"reason {closed.get('reason')!r}")

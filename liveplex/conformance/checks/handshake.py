@@ -37,9 +37,11 @@ def _error_code(body: bytes) -> object:
 
 async def upgrade(ctx: Context) -> str:
     async with await ctx.wire() as w:
-        expect(w.ws.response is not None and w.ws.response.status_code == 101, "upgrade status is not 101")
+        response = w.ws.response
+        expect(response is not None and response.status_code == 101, "upgrade status is not 101")
         expect(w.ws.subprotocol is None, f"server chose a subprotocol: {w.ws.subprotocol!r}")
-        extensions = w.ws.response.headers.get("Sec-WebSocket-Extensions")
+        assert response is not None  # `expect` raised otherwise
+        extensions = response.headers.get("Sec-WebSocket-Extensions")
         expect(extensions is None, f"server negotiated extensions: {extensions!r}")
     base = ctx.options.base_url
     # a server with WebRTC calls serves sidebands: an attach to a call it does not hold is `session_not_found`

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
+from typing import cast
 
 from liveplex.conformance import signals
 from liveplex.conformance.checklist import Check, Skipped, expect
 from liveplex.conformance.context import Context
-from liveplex.conformance.wire import DEFAULT_MODEL, Wire, brief
+from liveplex.conformance.wire import DEFAULT_MODEL, Json, Wire, brief
 
 DEFAULT_VOICE = "marin"
 """Echoed when the client names no voice (gpt-live §5.4)."""
@@ -29,7 +30,7 @@ async def refused_start(ctx: Context, event: dict[str, object], code: str, param
     async with await ctx.wire() as w:
         event_id = w.new_id("bad")
         await w.send({**event, "event_id": event_id} if "event_id" not in event else event)
-        await w.expect_error(code, param, client_event_id=event.get("event_id", event_id))
+        await w.expect_error(code, param, client_event_id=cast(str, event.get("event_id", event_id)))
         await _no_session(w)
         await w.start()
 
@@ -43,7 +44,7 @@ async def refused_sessions(ctx: Context, cases: list[tuple[dict[str, object], st
     return f"{len(cases)} refusals, each followed by a successful start"
 
 
-async def accepted(ctx: Context, session: dict[str, object]) -> dict[str, object]:
+async def accepted(ctx: Context, session: dict[str, object]) -> Json:
     """Start a session with `session` on a fresh socket and close it; the started resource."""
     async with await ctx.wire() as w:
         started = await w.start(session)
@@ -184,7 +185,7 @@ async def voices(ctx: Context) -> str:
     resources = await asyncio.gather(*(
         accepted(ctx, {**MODEL, "audio": {"output": {"voice": voice}}}) for voice in chosen))
     for voice, resource in zip(chosen, resources):
-        echoed = resource.get("audio", {}).get("output", {}).get("voice")  # type: ignore[union-attr]
+        echoed = resource.get("audio", {}).get("output", {}).get("voice")
         expect(echoed == voice, f"voice {voice!r} echoed as {echoed!r}")
     await refused_sessions(ctx, [
         ({**MODEL, "audio": {"output": {"voice": "nope"}}}, "invalid_value", "session.audio.output.voice"),
@@ -213,11 +214,11 @@ async def formats(ctx: Context) -> str:
         fmt = {"type": type_, "rate": rate}
         async with await ctx.wire() as w:
             started = await w.start({**MODEL, "audio": {"format": fmt}})
-            echoed = started["session"]["audio"]["format"]  # type: ignore[index]
+            echoed = started["session"]["audio"]["format"]
             expect(echoed == fmt, f"format {fmt} echoed as {echoed}")
             while len(w.deltas) < 5:
                 await w.recv()
-            sizes = {len(base64.b64decode(d.event["delta"])) for d in w.deltas[:5]}  # type: ignore[arg-type]
+            sizes = {len(base64.b64decode(d.event["delta"])) for d in w.deltas[:5]}
             want = signals.DELTA_BYTES[(type_, rate)]
             expect(sizes == {want}, f"{type_}/{rate}: deltas of {sorted(sizes)} bytes, expected {want}")
             await w.close_session()

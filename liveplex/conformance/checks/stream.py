@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from collections.abc import Callable
 
 from liveplex.conformance import signals
 from liveplex.conformance.checklist import Check, expect
 from liveplex.conformance.context import Context
-from liveplex.conformance.wire import Received, Wire, brief
+from liveplex.conformance.wire import Json, Received, Wire, brief
 
 STREAM_MS = 3000
 """gpt-live §14.22: 3 s of real-time audio."""
@@ -74,13 +75,13 @@ async def bad_audio(ctx: Context) -> str:
         before = len(w.deltas)
         usage = await _next_usage(w, USAGE_PERIOD_S + ctx.options.timeout_s)
         expect(len(w.deltas) > before, "no audio deltas after the bad chunks")
-        seconds = usage["usage"]["seconds"]  # type: ignore[index]
+        seconds = usage["usage"]["seconds"]
         expect(seconds > 0, f"usage.seconds {seconds} did not grow")
         await w.close_session()
     return f"4 bad chunks refused; deltas kept flowing and usage reached {seconds} s"
 
 
-async def _next_usage(w: Wire, timeout_s: float) -> dict[str, object]:
+async def _next_usage(w: Wire, timeout_s: float) -> Json:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while True:
@@ -96,7 +97,7 @@ async def usage_matches_deltas(ctx: Context) -> str:
         await w.start()
         await w.play(signals.speech(1500))
         closed = await w.close_session()
-    seconds = float(closed["usage"]["seconds"])  # type: ignore[index]
+    seconds = float(closed["usage"]["seconds"])
     expect(len(w.deltas) == round(seconds / 0.08),
            f"{len(w.deltas)} audio deltas but usage.seconds {seconds} = {round(seconds / 0.08)} frames")
     return f"{len(w.deltas)} deltas = {seconds} s"
@@ -162,13 +163,13 @@ async def usage_cadence(ctx: Context) -> str:
                 usages.append(received)
                 window = received.event.get("context_window", {"usage_ratio": 0})
                 expect(set(received.event) - {"context_window"} == {"type", "event_id", "usage"}
-                       and set(received.event["usage"]) == {"seconds"}  # type: ignore[arg-type]
+                       and set(received.event["usage"]) == {"seconds"}
                        and isinstance(window, dict) and 0 <= window.get("usage_ratio", -1) <= 1,
                        "usage event must be exactly {type, event_id, usage: {seconds}} and maybe "
                        f"context_window: {{usage_ratio in [0, 1]}}: {brief(received.event)}")
                 before = w.log[:w.log.index(received)]
                 frames = sum(1 for r in before if r.event.get("type") == "session.output_audio.delta")
-                seconds = received.event["usage"]["seconds"]  # type: ignore[index]
+                seconds = received.event["usage"]["seconds"]
                 expect(isinstance(seconds, (int, float)) and seconds >= 0
                        and abs(seconds / 0.08 - round(seconds / 0.08)) < 1e-6,
                        f"usage.seconds {seconds} is not a multiple of 0.08")
@@ -180,7 +181,7 @@ async def usage_cadence(ctx: Context) -> str:
     for i, offset in enumerate(offsets, 1):
         expect(abs(offset - i * USAGE_PERIOD_S) <= USAGE_SLACK_S,
                f"usage {i} came {offset:.2f} s after session.started, expected {i * USAGE_PERIOD_S:g} ± 0.5 s")
-    values = [float(u.event["usage"]["seconds"]) for u in usages]  # type: ignore[index]
+    values = [float(u.event["usage"]["seconds"]) for u in usages]
     expect(values == sorted(values), f"usage decreased: {values}")
     late = [r.event for r in w.log[closing_at:] if r.event.get("type") == "session.usage.updated"]
     expect(not late, f"usage after session.close: {brief(late[0])}" if late else "")
@@ -227,11 +228,11 @@ async def mute(ctx: Context) -> str:
     return f"echo silent within {bound} frames of the ack, back after unmute"
 
 
-async def _until(w: Wire, condition: object, seconds: float) -> None:
+async def _until(w: Wire, condition: Callable[[], object], seconds: float) -> None:
     """Receive until `condition()` holds, failing after `seconds`."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
-    while not condition():  # type: ignore[operator]
+    while not condition():
         remaining = deadline - loop.time()
         expect(remaining > 0, f"condition not reached within {seconds:g} s")
         event = (await w.recv(remaining)).event

@@ -62,7 +62,7 @@ class Front:
     """Client-listener connections that have not finished a request, oldest first
     (`http_protocol.HttpProtocol`)."""
 
-    def on_admin(self, server: tuple[str, int] | None) -> bool:
+    def on_admin(self, server: tuple[str, int | None] | None) -> bool:
         """Whether a connection whose local address is `server` came in on the admin listener."""
         return server is not None and server[1] == self.admin_port
 
@@ -75,7 +75,7 @@ class Front:
         """The API key an HTTP request carries (`auth.ANONYMOUS` without keys); None: refuse."""
         return auth.match_key(self.settings.api_keys, authorization)
 
-    def refusal(self, headers: Headers, server: tuple[str, int] | None) -> tuple[int, bytes] | None:
+    def refusal(self, headers: Headers, server: tuple[str, int | None] | None) -> tuple[int, bytes] | None:
         """Why an upgrade of the live path is refused (status, JSON body); None to accept."""
         if self.on_admin(server):
             return replies.NOT_FOUND

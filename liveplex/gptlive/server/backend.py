@@ -20,6 +20,7 @@ end reaches the backend while the session is still held (before its `Release`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Protocol
 
@@ -38,15 +39,23 @@ class Peer(Protocol):
     @property
     def conn(self) -> connection.Connection:
         """The socket's identity for the backend's own bookkeeping (it built it in `connection`)."""
+        ...
 
     @property
     def dispatched(self) -> int:
         """Client messages handed to the protocol so far, in order."""
+        ...
+
+    def reached(self, messages: int) -> asyncio.Future[None]:
+        """Resolved once `dispatched` is at least `messages` (at once if it is already): what an
+        export awaits, the gateway's frames sent before it asked still on their way."""
+        ...
 
     def freeze(self) -> int:
         """The session is leaving (an export): hand the protocol no more client messages, and say
         how many it was handed; what the client sends from now on is the gateway's to resend to
         the session's next pod."""
+        ...
 
     def refuse(self, error: ProtocolError | None) -> None:
         """The pending start is refused with `error`; None when the refusal was already relayed."""
@@ -113,6 +122,7 @@ class Backend(Observer, Protocol):
 
     def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
         """The protocol core of a new socket."""
+        ...
 
     def start(self, start: connection.Start, peer: Peer) -> Leg | None:
         """Begin `start`; None when it was refused at once (the backend told `peer` why)."""

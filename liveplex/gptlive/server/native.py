@@ -28,6 +28,7 @@ Every other path (404s, the demo, other upgrade paths) goes through the ASGI app
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import logging
 import time
@@ -213,6 +214,8 @@ class LiveSocket:
         self._backlog: deque[str | bytes] = deque()
         self.dispatched = 0
         """Client messages handed to the protocol so far (what a handover's export waits for)."""
+        self._reaching: list[tuple[int, asyncio.Future[None]]] = []
+        """`reached`'s waiters: (messages, resolved once `dispatched` gets there)."""
         self._frozen = False
         """Set by `freeze`: the session is leaving, client messages are no longer read into it."""
         self._draining = False
@@ -242,6 +245,8 @@ class LiveSocket:
     def _dispatch(self, data: str | bytes) -> None:
         """A message to the protocol, or verbatim to the upstream of a relayed session."""
         self.dispatched += 1
+        if self._reaching:
+            self._reach()
         if self._relayed is not None:
             if self._leg is not None:
                 self._leg.forward(data)
@@ -251,6 +256,24 @@ class LiveSocket:
         except Exception:
             logger.error("live socket receive failed", exc_info=True)
             self._fail()
+
+    def reached(self, messages: int) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._reaching.append((messages, future))
+        self._reach()
+        return future
+
+    def _reach(self) -> None:
+        """Resolve the waiters `dispatched` got to; forget those given up on (cancelled)."""
+        waiting = []
+        for messages, future in self._reaching:
+            if future.done():
+                continue
+            if self.dispatched >= messages:
+                future.set_result(None)
+            else:
+                waiting.append((messages, future))
+        self._reaching = waiting
 
     def freeze(self) -> int:
         self._frozen = True
@@ -292,27 +315,26 @@ class LiveSocket:
         close_code: int | None = None
         sent = False
         for command in commands:
-            kind = type(command)
-            if kind is connection.Append:  # caller audio, four per frame sent: tested first
+            if type(command) is connection.Append:  # caller audio, four per frame sent: tested first
                 if self._leg is not None:
                     self._leg.append(command.pcm)
-            elif kind is connection.Send:
+            elif type(command) is connection.Send:
                 sent = True
                 self._send(events.dump(command.event), command.frame)
                 if not command.frame:
                     self._stats.sent(command.event)
-            elif kind is connection.Start:
+            elif type(command) is connection.Start:
                 self._start_ns = time.monotonic_ns()
                 self._leg = self._backend.start(command, self)
-            elif kind is connection.Say:
+            elif type(command) is connection.Say:
                 if self._leg is not None:
                     self._leg.say(command.text)
-            elif kind is connection.Hangup:
+            elif type(command) is connection.Hangup:
                 if self._leg is not None:
                     self._leg.hangup()
-            elif kind is connection.Release:
+            elif type(command) is connection.Release:
                 self._release()
-            elif kind is connection.Close:
+            elif type(command) is connection.Close:
                 close_code = command.code
         if sent or close_code is not None:
             self._flush(close_code)

@@ -28,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
 
@@ -38,6 +38,9 @@ from liveplex.gptlive.server.app import Front
 from liveplex.gptlive.server.settings import ServerSettings
 
 logger = logging.getLogger(__name__)
+
+App = Callable[..., Any]
+"""An ASGI application, as uvicorn serves it (the pod's and the gateway's `Front` apps)."""
 
 WS_PROTOCOL = native.LiveProtocol
 """uvicorn's `ws=`: serves `/v1/live/sessions` without ASGI, every other upgrade through the app."""
@@ -59,7 +62,7 @@ class Server(uvicorn.Server):
         self._started = time.perf_counter()
         self._tls: asyncio.Task[None] | None = None
 
-    async def startup(self, sockets: list | None = None) -> None:  # type: ignore[override]
+    async def startup(self, sockets: list | None = None) -> None:
         """uvicorn serves the client listener (with TLS when configured); the admin listener is
         added here, always plain, with the same protocols and state."""
         self._loop = loop = asyncio.get_running_loop()
@@ -68,13 +71,14 @@ class Server(uvicorn.Server):
         await super().startup([public])
         if self.started:
             config = self.config
+            # uvicorn types `http_protocol_class` as `type[asyncio.Protocol]`; its classes take these
+            protocol = cast(Callable[..., asyncio.Protocol], config.http_protocol_class)
             self.servers.append(await loop.create_server(
-                lambda: config.http_protocol_class(config=config, server_state=self.server_state,  # type: ignore[call-arg]
-                                                   app_state=self.lifespan.state),
+                lambda: protocol(config=config, server_state=self.server_state, app_state=self.lifespan.state),
                 sock=admin, backlog=config.backlog))
-            if config.ssl is not None:
-                self._tls = loop.create_task(_reload_tls(config.ssl, Path(config.ssl_certfile),  # type: ignore[arg-type]
-                                                         Path(config.ssl_keyfile)))  # type: ignore[arg-type]
+            certfile, keyfile = config.ssl_certfile, config.ssl_keyfile
+            if config.ssl is not None and certfile is not None and keyfile is not None:  # uvicorn made one from both
+                self._tls = loop.create_task(_reload_tls(config.ssl, Path(certfile), Path(keyfile)))
             gc.collect()
             gc.freeze()
             host, port = self.servers[0].sockets[0].getsockname()[:2]
@@ -86,7 +90,7 @@ class Server(uvicorn.Server):
                 text = text.replace("ws://", "wss://").replace("http://", "https://")
             print(text + "\n" + ADMIN_LINE.format(at=_at(admin_host), port=admin_port), flush=True)
 
-    async def shutdown(self, sockets: list | None = None) -> None:  # type: ignore[override]
+    async def shutdown(self, sockets: list | None = None) -> None:
         """Logged here: uvicorn re-raises a captured SIGTERM after serving, which ends the process
         before `run` returns."""
         if self._tls is not None:
@@ -132,7 +136,7 @@ def listeners(front: Front, host: str, port: int) -> list[socket.socket]:
     return bound
 
 
-def config(app: object, settings: ServerSettings, **more: Any) -> uvicorn.Config:
+def config(app: App, settings: ServerSettings, **more: Any) -> uvicorn.Config:
     """How every GPT-Live server runs uvicorn (tests included): the native live socket, the bounded
     HTTP protocol, the 4 MiB message limit, the keepalive ping, and uvicorn's own log lines
     going through the JSON root logger (`log_config=None`); `more` adds or replaces options."""
@@ -167,7 +171,7 @@ async def _reload_tls(context: ssl.SSLContext, cert: Path, key: Path) -> None:
             logger.warning("tls certificate not reloaded", extra={"cert": str(cert), "error": str(exc)})
 
 
-def run(app: object, front: Front, host: str, port: int, bound: Callable[[str, int], str],
+def run(app: App, front: Front, host: str, port: int, bound: Callable[[str, int], str],
         drain: Callable[[], Awaitable[object]], draining: Callable[[], bool]) -> None:
     """Serve `app` on both listeners until stopped; a `stopped` line says after how long and which
     signals. The addresses were checked (`listen.check`); binding fails here only in a race."""
