@@ -27,7 +27,7 @@ VARIANTS: dict[str, list[str]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="liveplex bench latency", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="liveplex bench latency", description=(__doc__ or "").split("\n")[0])
     p.add_argument("--sessions", type=int, default=50, help="callers per pod (default: %(default)s)")
     p.add_argument("--seconds", type=float, default=30.0, help="length of each call, s (default: %(default)s)")
     p.add_argument("--profiles", default=",".join(jitter.PROFILES),

@@ -476,7 +476,6 @@ class PersonaPlexEngine:
 
     def _running(self, w: _Waiting) -> tuple[_Running, bool]:
         """A prefilled newcomer's row, and whether its `Started` went out (someone listens)."""
-        s = self._settings
         jitter = self._jitter()
         line = Line.start(w.sub, jitter, self._info.max_frames)
         history = History(w.prefix.frames, w.layout.columns.numpy(), self._model.cfg.context)

@@ -25,7 +25,6 @@ Upstream references (kubernetes v1.32):
 
 from __future__ import annotations
 
-import pathlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 

@@ -143,7 +143,8 @@ def newly_blocking(old: Obj | None, new: Obj) -> list[Obj]:
     OwnerReferencesPermissionEnforcement checks (the writer must be able to update the owner's
     `finalizers` subresource)."""
     before = {(r.get("uid"), r.get("blockOwnerDeletion")) for r in _owner_references(old or {})}
-    return [r for r in _owner_references(new) if r.get("blockOwnerDeletion") is True and (r.get("uid"), True) not in before
+    return [r for r in _owner_references(new)
+            if r.get("blockOwnerDeletion") is True and (r.get("uid"), True) not in before
             and all(isinstance(r.get(k, ""), str) for k in ("apiVersion", "kind", "name", "uid"))]
 
 

@@ -15,10 +15,10 @@ import copy
 import functools
 import json
 import re
-
-import re2
 from collections.abc import Iterator
 from datetime import datetime
+
+import re2
 
 from liveplex.emulator.apiserver.errors import Cause
 
