@@ -17,6 +17,7 @@ Pure: times arrive as arguments (`live/jitter.py` records arrivals, the drive lo
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 MS = 1_000_000
@@ -43,14 +44,18 @@ class Playout:
     block_ticks: int = 12
     """Waits are judged over blocks of this many played ticks (about 1 s): long enough to see the
     link's jitter, short enough that what a stall piles up is given back within two blocks."""
+    history_blocks: int = 4
+    """What is given back is what the least wait of the last this many blocks allows (about 4 s):
+    a bursty link's late frames come now and then, and one calm block must not undo what they
+    showed. An underrun clears it, so what a stall piled up goes as soon as the blocks after it say."""
 
     def __post_init__(self) -> None:
         if self.groups < 1 or self.period_ns % self.groups:
             raise ValueError(f"playout groups must be >= 1 and divide the period, got {self.groups}")
         if min(self.margin_ns, self.underrun_ns, self.decay_ns) < 0 or self.max_margin_ns < self.margin_ns:
             raise ValueError("playout margins must be >= 0 ns and max_margin_ns >= margin_ns")
-        if self.calm_ticks < 1 or self.block_ticks < 1:
-            raise ValueError("playout calm_ticks and block_ticks must be >= 1")
+        if self.calm_ticks < 1 or self.block_ticks < 1 or self.history_blocks < 1:
+            raise ValueError("playout calm_ticks, block_ticks and history_blocks must be >= 1")
 
     @property
     def step_ns(self) -> int:
@@ -59,9 +64,9 @@ class Playout:
 
 
 class Adapt:
-    """One session's side of `Playout`: its margin and the least wait of the current block."""
+    """One session's side of `Playout`: its margin and the least waits of its recent blocks."""
 
-    __slots__ = ("policy", "margin_ns", "_low", "_count", "_calm", "_owed")
+    __slots__ = ("policy", "margin_ns", "_low", "_count", "_calm", "_owed", "_lows", "_late")
 
     def __init__(self, policy: Playout) -> None:
         self.policy = policy
@@ -71,6 +76,11 @@ class Adapt:
         self._calm = 0
         self._owed = 0
         """Steps decided and not yet taken: a session catching up moves G - 1 steps a tick."""
+        self._lows: deque[int] = deque(maxlen=policy.history_blocks)
+        """The least wait of each recent block, as it would be on today's schedule."""
+        self._late = False
+        """The block after an underrun holds the late frames themselves (their short waits are
+        the lateness the underrun already paid for): it is not kept."""
 
     def played(self, wait_ns: int | None) -> int:
         """A frame played after waiting `wait_ns` (None: its arrival is unknown, e.g. carried over
@@ -90,7 +100,12 @@ class Adapt:
         if self._count < p.block_ticks:
             return 0
         low, self._low, self._count = self._low, None, 0
-        if low is None or low < self.margin_ns + p.step_ns:
+        if low is None or self._late:
+            self._late = False
+            return 0
+        self._lows.append(low)
+        low = min(self._lows)
+        if low < self.margin_ns + p.step_ns:
             return 0
         self._owed = (low - self.margin_ns) // p.step_ns
         return self._take(p)
@@ -101,10 +116,14 @@ class Adapt:
         give = self._owed if p.groups == 1 else min(self._owed, p.groups - 1)
         self._owed -= give
         self._low, self._count = None, 0
+        earlier = give * p.step_ns  # the blocks seen would have waited that much less
+        self._lows = deque((low - earlier for low in self._lows), maxlen=p.history_blocks)
         return give
 
     def underrun(self) -> None:
-        """A frame missed its tick: more margin, and the block starts over."""
+        """A frame missed its tick: more margin, and the blocks start over."""
         p = self.policy
         self.margin_ns = min(p.max_margin_ns, self.margin_ns + p.underrun_ns)
         self._low, self._count, self._calm, self._owed = None, 0, 0, 0
+        self._lows.clear()
+        self._late = True

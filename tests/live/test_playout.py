@@ -66,13 +66,24 @@ def test_underruns_raise_the_margin_to_its_cap_and_calm_brings_it_back() -> None
     assert a.margin_ns == p.margin_ns
 
 
-def test_an_underrun_starts_the_block_over() -> None:
+def test_an_underrun_starts_over_and_the_block_of_late_frames_after_it_is_not_kept() -> None:
     a = Adapt(Playout(PERIOD, 4))
     for _ in range(11):
         a.played(90 * MS)
     a.underrun()
-    steps = [a.played(90 * MS) for _ in range(13)]
-    assert steps[11:] == [3, 0]  # (90 - 14) // 20 = 3 steps owed: at most G - 1 = 3 a tick
+    steps = [a.played(5 * MS)] + [a.played(90 * MS) for _ in range(23)]
+    assert steps[:12] == [0] * 12  # the late frames' block: judged by nothing
+    assert steps[12:] == [0] * 11 + [3]  # the next: (90 - 14) // 20 = 3 steps, at most G - 1 = 3 a tick
+
+
+def test_the_least_wait_of_recent_blocks_decides_and_a_calm_block_does_not_undo_it() -> None:
+    a = Adapt(Playout(PERIOD, 4))
+    burst = [a.played(30 * MS if t == 5 else 90 * MS) for t in range(12)]  # one frame came late
+    calm = [a.played(90 * MS) for _ in range(12)]
+    assert burst[-1] == (30 - 4) // 20 and calm[-1] == 0  # the calm block still sees the late one
+    for _ in range(2 * 12):
+        a.played(70 * MS)  # four blocks on (history_blocks), the late frame has aged out
+    assert [a.played(70 * MS) for _ in range(12)][-1] == (70 - 4) // 20
 
 
 @pytest.mark.parametrize(("field", "value"), [("groups", 3), ("groups", 0), ("margin_ns", -1),
