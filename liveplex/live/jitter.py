@@ -128,10 +128,13 @@ class Jitter:
         if len(buf) >= need * self.prebuffer:
             self.playing = True
         if not self.playing or len(buf) < need:
+            if self.adapt is not None:
+                if self.playing:
+                    self.adapt.underrun()
+                else:
+                    self.adapt.dry()
             if self.playing:
                 self.underruns += 1
-                if self.adapt is not None:
-                    self.adapt.underrun()
             self.playing = False
             return None
         out = bytes(buf[:need])

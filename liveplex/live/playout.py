@@ -44,7 +44,7 @@ class Playout:
     block_ticks: int = 12
     """Waits are judged over blocks of this many played ticks (about 1 s): long enough to see the
     link's jitter, short enough that what a stall piles up is given back within two blocks."""
-    history_blocks: int = 4
+    history_blocks: int = 8
     """What is given back is what the least wait of the last this many blocks allows (about 4 s):
     a bursty link's late frames come now and then, and one calm block must not undo what they
     showed. An underrun clears it, so what a stall piled up goes as soon as the blocks after it say."""
@@ -66,7 +66,7 @@ class Playout:
 class Adapt:
     """One session's side of `Playout`: its margin and the least waits of its recent blocks."""
 
-    __slots__ = ("policy", "margin_ns", "_low", "_count", "_calm", "_owed", "_lows", "_late")
+    __slots__ = ("policy", "margin_ns", "_low", "_count", "_calm", "_owed", "_lows", "_late", "_dry")
 
     def __init__(self, policy: Playout) -> None:
         self.policy = policy
@@ -81,6 +81,8 @@ class Adapt:
         self._late = False
         """The block after an underrun holds the late frames themselves (their short waits are
         the lateness the underrun already paid for): it is not kept."""
+        self._dry = 0
+        """Silent turns since the underrun, counting its own."""
 
     def played(self, wait_ns: int | None) -> int:
         """A frame played after waiting `wait_ns` (None: its arrival is unknown, e.g. carried over
@@ -92,6 +94,13 @@ class Adapt:
         if self._calm >= p.calm_ticks:
             self._calm = 0
             self.margin_ns = max(p.margin_ns, self.margin_ns - p.decay_ns)
+        if self._dry:
+            if self._dry == 1 and wait_ns is not None and 0 < p.period_ns - wait_ns:
+                # The frame that missed one turn, in time for the next: it came `period - wait`
+                # late, jitter the margin must cover from now on. One that missed more turns
+                # was a stall, which no margin short of the stall itself covers.
+                self.margin_ns = min(p.max_margin_ns, max(self.margin_ns, p.period_ns - wait_ns + p.margin_ns))
+            self._dry = 0
         if self._owed:
             return self._take(p)
         if wait_ns is not None:
@@ -127,3 +136,9 @@ class Adapt:
         self._low, self._count, self._calm, self._owed = None, 0, 0, 0
         self._lows.clear()
         self._late = True
+        self._dry = 1
+
+    def dry(self) -> None:
+        """Another silent turn, waiting for the buffer to refill."""
+        if self._dry:
+            self._dry += 1

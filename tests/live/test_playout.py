@@ -71,18 +71,28 @@ def test_an_underrun_starts_over_and_the_block_of_late_frames_after_it_is_not_ke
     for _ in range(11):
         a.played(90 * MS)
     a.underrun()
-    steps = [a.played(5 * MS)] + [a.played(90 * MS) for _ in range(23)]
+    steps = [a.played(60 * MS)] + [a.played(90 * MS) for _ in range(23)]
+    assert a.margin_ns == 24 * MS  # the late frame came 80 - 60 = 20 ms late: 20 + 4 from now on
     assert steps[:12] == [0] * 12  # the late frames' block: judged by nothing
-    assert steps[12:] == [0] * 11 + [3]  # the next: (90 - 14) // 20 = 3 steps, at most G - 1 = 3 a tick
+    assert steps[12:] == [0] * 11 + [3]  # the next: (90 - 24) // 20 = 3 steps, at most G - 1 = 3 a tick
+
+
+def test_a_stall_that_missed_more_than_one_turn_adds_only_the_underrun_step() -> None:
+    a = Adapt(Playout(PERIOD, 4))
+    a.underrun()
+    a.dry()  # a second silent turn: the frame was more than a period late
+    a.played(10 * MS)
+    assert a.margin_ns == 14 * MS
 
 
 def test_the_least_wait_of_recent_blocks_decides_and_a_calm_block_does_not_undo_it() -> None:
-    a = Adapt(Playout(PERIOD, 4))
+    p = Playout(PERIOD, 4)
+    a = Adapt(p)
     burst = [a.played(30 * MS if t == 5 else 90 * MS) for t in range(12)]  # one frame came late
     calm = [a.played(90 * MS) for _ in range(12)]
     assert burst[-1] == (30 - 4) // 20 and calm[-1] == 0  # the calm block still sees the late one
-    for _ in range(2 * 12):
-        a.played(70 * MS)  # four blocks on (history_blocks), the late frame has aged out
+    for _ in range((p.history_blocks - 2) * 12):
+        a.played(70 * MS)  # `history_blocks` blocks on, the late frame has aged out
     assert [a.played(70 * MS) for _ in range(12)][-1] == (70 - 4) // 20
 
 
@@ -179,7 +189,7 @@ def test_a_frame_late_for_its_tick_costs_one_underrun_and_the_margin_grows() -> 
     arrivals = [(n, n * PERIOD - (0 if n == 5 else 2) * MS + (3 * MS if n == 5 else 0)) for n in range(1, 12)]
     played = run(j, arrivals, 12)
     assert played[:6] == [None, 1, 2, 3, 4, None]
-    assert j.underruns == 1 and j.adapt is not None and j.adapt.margin_ns == 14 * MS
+    assert j.underruns == 1 and j.adapt is not None and j.adapt.margin_ns == 14 * MS  # 4 + 10: more than 3 ms late + 4
     assert [n for n in played if n] == list(range(1, 11))
 
 
