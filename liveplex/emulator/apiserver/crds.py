@@ -9,6 +9,8 @@ items, unless it is int-or-string or preserves unknown fields; an object at the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from liveplex.emulator.apiserver import cel, schema, validation
 from liveplex.emulator.apiserver.errors import Cause
 
@@ -49,8 +51,9 @@ def _structural(node: dict, path: str, root: bool = False) -> list[Cause]:
     return out
 
 
-def _label(path: str, value: str, check: object = validation.dns1035_label, prefix: str = "") -> list[Cause]:
-    errs = check(value)  # type: ignore[operator]
+def _label(path: str, value: str, check: Callable[[str], list[str]] = validation.dns1035_label,
+           prefix: str = "") -> list[Cause]:
+    errs = check(value)
     return [validation.invalid(path, value, prefix + ",".join(errs))] if errs else []
 
 

@@ -23,10 +23,10 @@ if TYPE_CHECKING:
     from liveplex.gptlive.server.app import Front
 
 try:
+    from liveplex.gptlive.server.webrtc import call as call_mod
     from liveplex.gptlive.server.webrtc import sideband
-    from liveplex.gptlive.server.webrtc.call import Call
 except ImportError:  # aiortc or PyAV missing: the `webrtc` extra is not installed
-    Call = None  # type: ignore[assignment,misc]
+    call_mod = None
 
 NO_WEBRTC = replies.openai_error(501, "unsupported_endpoint",
                                  "WebRTC calls need the webrtc extra on this server (pip install 'liveplex[webrtc]').")
@@ -49,7 +49,7 @@ def add(app: FastAPI, front: Front) -> None:
         key = front.key(request.headers.getlist("authorization"))
         if key is None:
             return replies.response(replies.UNAUTHORIZED)
-        if Call is None:
+        if call_mod is None:
             return replies.response(NO_WEBRTC)
         if front.sweeper is None:
             return replies.response(replies.NOT_READY)
@@ -64,8 +64,8 @@ def add(app: FastAPI, front: Front) -> None:
         except ProtocolError as error:
             return replies.response(replies.protocol_error(error))
         headers = Headers([("Authorization", value) for value in request.headers.getlist("authorization")])
-        return replies.response(await Call(front, read, headers, key).answer())
+        return replies.response(await call_mod.Call(front, read, headers, key).answer())
 
     app.add_api_route(urls.LIVE_PATH, create, methods=["POST"], include_in_schema=False)
-    if Call is not None:
+    if call_mod is not None:
         app.router.routes.append(WebSocketRoute(sideband.ATTACH_PATH, sideband.Attach(front)))
