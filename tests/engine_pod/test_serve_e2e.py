@@ -31,8 +31,11 @@ SIM_ONLY = {18, 19, 36, 37}
 @contextlib.contextmanager
 def personaplex(tiny_dir: Path, log: Path, *flags: str) -> Iterator[str]:
     # `servers.serve` passes `--engine sim` first; argparse keeps the last `--engine`.
+    # An explicit prefill budget: measured, it is the period less the largest bucket's tick, which a
+    # slow CPU's 16-slot tick fills (0: prompts then prefill a few rows a tick, and a check that
+    # starts sessions with long prompts outlasts its 12 s; docs/engine_pod.md).
     with servers.serve("--engine", "personaplex", "--model-path", str(tiny_dir), "--device", "cpu",
-                       *flags, log=log) as base:
+                       "--prefill-budget-ms", "40", *flags, log=log) as base:
         yield base
 
 
