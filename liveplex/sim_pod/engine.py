@@ -56,12 +56,12 @@ class SimEngine:
         self._info = profile.info()
         self._max_frames = self._info.max_frames
         self._groups: list[list[Call]] = [[] for _ in range(profile.tick_groups)]
-        self._next = 0
-        """The group ticked next."""
         self._last: tuple[int, int | None] = (0, None)
         """The latest tick: its group and when it was due (`perf_counter_ns`)."""
         self._arriving: list[tuple[Call, int]] = []
-        """Imported sessions waiting for the turn nearest their next frame's due time."""
+        """Sessions taken and not yet in a group: newcomers join the next turn (whichever group it
+        is: after idle, `drive` starts at any group), imports the turn nearest their next frame's
+        due time (`perf_counter_ns`)."""
         self._ticks = 0
 
     def sessions(self) -> int:
@@ -79,11 +79,8 @@ class SimEngine:
         if line is not None:
             if line.checkpoints:  # the record's head, right after `Started`
                 line.checkpoint(record.head(self._header(line, core), {}, 0, TAIL.size))
-            due = self._due_of(sub)
-            if due is None:
-                self._groups[self._next].append((line, core))
-            else:
-                self._arriving.append(((line, core), due))
+            due = self._due_of(sub)  # a newcomer joins whichever group ticks next (0: any turn)
+            self._arriving.append(((line, core), 0 if due is None else due))
 
     def export(self, session_id: int) -> bytes | Pending | None:
         """The session's blob: its line's part (jitter, counters) and its echo (delayed frames,
@@ -182,10 +179,9 @@ class SimEngine:
 
     def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
         G = len(self._groups)
-        self._next = (group + 1) % G
         self._last = (group, due_ns)
         calls = self._groups[group]
-        if self._arriving:  # imported sessions join at the turn nearest their due time
+        if self._arriving:
             half = frames.PERIOD_NS // G // 2
             ready = [(call, due) for call, due in self._arriving if due_ns is None or due <= due_ns + half]
             if ready:

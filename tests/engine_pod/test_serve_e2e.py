@@ -80,6 +80,7 @@ MODEL_CHECKS = (8, 14, 16, 22, 25, 26, 34, 42)
 close, commentary): what a KV ring can change; the rest are the protocol's, engine-blind."""
 
 
+@pytest.mark.slow  # real time on the CPU: beside a second xdist worker on 2 cores its stream fell behind
 def test_the_model_checks_pass_against_the_tiny_model_on_an_8_bit_kv_ring(tiny_dir, tmp_path):
     """Issue 36: `--kv-dtype fp8` serves, and says so in its config (the full checklist passes
     against it too: docs/personaplex.md; here the checks that reach the model, to stay fast)."""

@@ -25,13 +25,15 @@ def test_a_session_moves_to_the_group_its_frames_fit_and_hears_every_frame_once(
     assert isinstance(opened, Opened)
     for sub in inbox.drain_nowait():
         engine.take(sub)  # type: ignore[arg-type]
-    assert [len(calls) for calls in engine._groups] == [0, 0, 0, 1]
+    assert engine.sessions() == 1 and not any(engine._groups)  # it joins at the next turn
     heard: list[int] = []
     for period in range(30):
         opened.audio.send(bytes([period + 1]) * 3840)  # frame `period`, stamped as it arrives
         sent = time.perf_counter_ns()
-        for g in range(4):  # group g's tick is due 10 + 20 g ms after the frame arrived
+        for g in range(3 if period == 0 else 0, 4):  # group g's tick is due 10 + 20 g ms after the frame arrived
             engine.tick(0, g, sent + (10 + 20 * g) * MS)
+            if period == 0:
+                assert [len(calls) for calls in engine._groups] == [0, 0, 0, 1]  # joined group 3's turn
         heard += [o.pcm[0] - 1 for o in opened.output.drain() if isinstance(o, Audio)]
     assert [len(calls) for calls in engine._groups] == [1, 0, 0, 0]  # 70 ms waits: three steps earlier
     assert heard[:29] == list(range(29))  # in order, none lost, none twice
