@@ -183,10 +183,13 @@ class SimEngine:
         calls = self._groups[group]
         if self._arriving:
             half = frames.PERIOD_NS // G // 2
-            ready = [(call, due) for call, due in self._arriving if due_ns is None or due <= due_ns + half]
-            if ready:
-                self._arriving = [entry for entry in self._arriving if entry not in ready]
-                calls += [call for call, _ in ready]
+            waiting: list[tuple[Call, int]] = []
+            for call, due in self._arriving:  # one pass: join now, or wait for a later turn
+                if due_ns is None or due <= due_ns + half:
+                    calls.append(call)
+                else:
+                    waiting.append((call, due))
+            self._arriving = waiting
         live = []
         for call in calls:  # 1. close ended sessions first
             line = call[0]
