@@ -10,6 +10,8 @@ With a `Playout` policy (`live/playout.py`) the buffer is adaptive: each push ma
 time, each pop the due time of its tick, and the buffer tells the policy how long the frame it plays
 waited. What the policy gives back comes out as `earlier`, the steps the engine should move the
 session to an earlier tick group, or, with one group, as whole frames dropped here (in `dropped`).
+Before it pops, an engine with several groups asks `later`: a frame not yet whole then waits for
+the next group's turn instead of playing silence.
 """
 
 from __future__ import annotations
@@ -98,6 +100,12 @@ class Jitter:
         del self._buf[:n]
         self._base += n
 
+    def later(self) -> bool:
+        """This turn's frame is not whole yet and the policy would rather the session took the next
+        tick group's turn for it than hear silence (`Adapt.later`); the engine moves it there."""
+        return (self.adapt is not None and self.playing and len(self._buf) < self._frame_bytes
+                and self.adapt.later())
+
     def pop(self, due_ns: int | None = None) -> np.ndarray:
         """One frame as float32 in [-1, 1), or silence (an underrun keeps the partial frame).
         `due_ns`: when the tick that plays it was due (the adaptive policy's measure).
@@ -130,7 +138,7 @@ class Jitter:
         if not self.playing or len(buf) < need:
             if self.adapt is not None:
                 if self.playing:
-                    self.adapt.underrun()
+                    self.earlier = self.adapt.underrun()
                 else:
                     self.adapt.dry()
             if self.playing:

@@ -8,8 +8,11 @@ session to an earlier tick group (`step` apart within the period). Moves of up t
 tick lose nothing: the session runs again sooner, so its model hears the frames that piled up
 faster than real time (the caller hears the replies early, which its player absorbs); more than a
 period is given back that way over successive ticks. With one group there is no sooner turn, so a
-whole period is given back by dropping a buffered frame. An underrun (a frame missed its tick)
-raises the margin; calm lowers it again. This is WebRTC NetEq's shape (target delay from measured
+whole period is given back by dropping a buffered frame. The other way round, a frame not whole at
+its turn makes the session take the next group's turn instead, up to G - 1 steps: the delay grows by
+what the lateness needs and the model hears no silence (the caller's reply comes that much later
+once). Only a frame later than that, or any late frame with one group, is an underrun: the session
+goes back to the turn it waited from, and the margin grows; calm lowers it again. This is WebRTC NetEq's shape (target delay from measured
 arrival jitter, accelerate when the buffer runs above it) at the granularity a shared tick allows.
 
 Pure: times arrive as arguments (`live/jitter.py` records arrivals, the drive loop gives due times).
@@ -66,7 +69,8 @@ class Playout:
 class Adapt:
     """One session's side of `Playout`: its margin and the least waits of its recent blocks."""
 
-    __slots__ = ("policy", "margin_ns", "_low", "_count", "_calm", "_owed", "_lows", "_late", "_dry")
+    __slots__ = ("policy", "margin_ns", "deferred", "_low", "_count", "_calm", "_owed", "_lows", "_late", "_dry",
+                 "_waited")
 
     def __init__(self, policy: Playout) -> None:
         self.policy = policy
@@ -83,6 +87,10 @@ class Adapt:
         the lateness the underrun already paid for): it is not kept."""
         self._dry = 0
         """Silent turns since the underrun, counting its own."""
+        self.deferred = 0
+        """Steps the session took a later turn (`later`) rather than hear silence."""
+        self._waited = 0
+        """Steps waited in a row for the frame due now."""
 
     def played(self, wait_ns: int | None) -> int:
         """A frame played after waiting `wait_ns` (None: its arrival is unknown, e.g. carried over
@@ -90,6 +98,7 @@ class Adapt:
         G groups at most G - 1, taken by a move; with one group whole periods, which the buffer
         drops."""
         p = self.policy
+        self._waited = 0
         self._calm += 1
         if self._calm >= p.calm_ticks:
             self._calm = 0
@@ -129,14 +138,33 @@ class Adapt:
         self._lows = deque((low - earlier for low in self._lows), maxlen=p.history_blocks)
         return give
 
-    def underrun(self) -> None:
-        """A frame missed its tick: more margin, and the blocks start over."""
+    def later(self) -> bool:
+        """The frame due now is not whole: True when the session should take the next group's turn
+        for it (then it moves one step later for good, and what the blocks saw would have waited
+        a step longer), False when it must underrun (one group, or G - 1 steps waited already)."""
+        p = self.policy
+        if self._waited >= p.groups - 1:
+            return False
+        self._waited += 1
+        self.deferred += 1
+        self._owed = 0  # a give-back under way is what just proved too eager
+        if self._low is not None:
+            self._low += p.step_ns
+        self._lows = deque((low + p.step_ns for low in self._lows), maxlen=p.history_blocks)
+        return True
+
+    def underrun(self) -> int:
+        """A frame missed its tick: more margin, and the blocks start over. Returns the steps the
+        session waited for it in vain (`later`): it goes back that far, since the frame comes after
+        a refill, not at the phase the wait reached, and the turn it left is the soonest one."""
         p = self.policy
         self.margin_ns = min(p.max_margin_ns, self.margin_ns + p.underrun_ns)
         self._low, self._count, self._calm, self._owed = None, 0, 0, 0
         self._lows.clear()
         self._late = True
         self._dry = 1
+        waited, self._waited = self._waited, 0
+        return waited
 
     def dry(self) -> None:
         """Another silent turn, waiting for the buffer to refill."""

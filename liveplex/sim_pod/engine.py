@@ -46,7 +46,8 @@ class SimEngine:
 
     Sessions sit in `tick_groups` groups, each ticked once a period at its own offset; a newcomer
     joins the group ticked next (its first frame comes soonest) and moves to an earlier one when
-    its buffer says its frames wait longer than they need (`Jitter.earlier`). A moved session
+    its buffer says its frames wait longer than they need (`Jitter.earlier`), or to the next one
+    when its frame is not whole at its turn (`Jitter.later`). A moved session
     leaves right after its own group's turn and its blob says when its next frame was due
     (`NEXT_DUE`), so the importing sim holds it until the turn nearest that time: the caller's
     frames keep their cadence across the move instead of bunching up or falling behind."""
@@ -202,6 +203,12 @@ class SimEngine:
         if self.profile.fail_after_ticks and self._ticks > self.profile.fail_after_ticks:
             self._groups[group] = live
             raise InjectedFault(f"injected fault after {self.profile.fail_after_ticks} ticks")
+        if G > 1:  # a frame not whole yet: the next group's turn, not silence (`Jitter.later`)
+            ready: list[Call] = []
+            deferred = self._groups[(group + 1) % G]
+            for call in live:
+                (deferred if call[0].jitter.later() else ready).append(call)
+            live = ready
         cost_us = self.profile.cost_us(len(live))
         if cost_us:
             time.sleep(cost_us / 1e6)  # 2. "compute": the GIL is free for the front end meanwhile

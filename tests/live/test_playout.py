@@ -157,13 +157,16 @@ def test_a_stall_is_given_back_within_two_blocks_losing_what_it_piled_up() -> No
 
 def grouped(j: Jitter, arrivals: list[tuple[int, int]], periods: int) -> list[tuple[int, int | None]]:
     """Four groups ticked 20 ms apart; the session plays at its group's turn and moves where
-    `earlier` says, as the sim does. (due, frame played) at each of its turns."""
+    `earlier` and `later` say, as the sim does. (due, frame played) at each of its turns."""
     group, played = 0, []
     for t in range(periods * 4):
         if t % 4 != group:
             continue
         due = t * 20 * MS
         feed(j, arrivals, due)
+        if j.later():
+            group = (group + 1) % 4
+            continue
         played.append((due, index_of(j.pop_pcm(due))))
         group = (group - j.earlier) % 4
     return played
@@ -182,6 +185,32 @@ def test_with_groups_a_stall_is_caught_up_by_sooner_turns_losing_nothing() -> No
     late = {n: due for due, n in played if n is not None}
     # two blocks after the stall every frame plays within a step (plus margin) of its arrival again
     assert all(late[n] - (n * PERIOD - 10 * MS) <= 30 * MS for n in range(24 + 24, 75))
+
+
+def test_a_late_frame_takes_a_later_turn_up_to_g_minus_one_steps_then_underruns() -> None:
+    adapt = Adapt(Playout(PERIOD, 4))
+    assert [adapt.later() for _ in range(4)] == [True, True, True, False]
+    assert adapt.underrun() == 3  # waited in vain: back to the turn it waited from
+    assert adapt.underrun() == 0
+    adapt.played(30 * MS)  # the frame came: the next one may wait again
+    assert adapt.later() and adapt.deferred == 4
+    assert not Adapt(Playout(PERIOD, 1)).later()  # one group: no later turn, an underrun
+
+
+def test_with_groups_a_burst_hold_moves_the_session_later_and_nothing_is_silent() -> None:
+    """A 50 ms hold (burst50's), then what is owed at once: the held frame waits for a later group
+    instead of the model hearing silence; the session keeps the later phase while holds recur."""
+    j = Jitter(FRAME, 1, 6, Playout(PERIOD, 4))
+    held = {10, 25, 40}  # each arrives 50 ms after its time
+    arrivals = [(n, n * PERIOD - 10 * MS + (50 * MS if n in held else 0)) for n in range(1, 60)]
+    played = grouped(j, arrivals, 60)
+    heard = [n for _, n in played if n is not None]
+    assert heard == list(range(1, len(heard) + 1)) and len(heard) >= 55
+    assert j.underruns == 0 and j.dropped == 0
+    assert played[0][1] is None and all(n is not None for _, n in played[1:])  # never silent once playing
+    assert j.adapt is not None and j.adapt.deferred == 2  # 40 ms late past the 10 ms it waited: two steps
+    due = {n: d for d, n in played}
+    assert due[11] - due[10] == 80 * MS and due[10] - due[9] == 120 * MS  # one turn two steps later
 
 
 def test_a_frame_late_for_its_tick_costs_one_underrun_and_the_margin_grows() -> None:
@@ -205,6 +234,23 @@ def test_the_cap_drops_whole_frames_so_the_stream_stays_on_its_grid() -> None:
     j.push(frame_bytes(1) + frame_bytes(2) + frame_bytes(3)[:6], 0)
     assert j.dropped == FRAME
     assert index_of(j.pop_pcm(PERIOD)) == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 400), min_size=10, max_size=120))
+def test_with_groups_any_arrivals_play_in_order_never_twice_and_silence_only_past_g_minus_one_steps(
+        lateness_ms: list[int]) -> None:
+    """Moving earlier and later between four groups, frames play in order, at most once, and a
+    playing session hears silence only when a frame was later than three steps could wait for."""
+    arrivals, last = [], 0
+    for n, late in enumerate(lateness_ms, start=1):
+        last = max(last, n * PERIOD + late * MS)
+        arrivals.append((n, last))
+    j = Jitter(FRAME, 1, 4, Playout(PERIOD, 4))
+    played = grouped(j, list(arrivals), len(lateness_ms) + 12)
+    heard = [n for _, n in played if n is not None]
+    assert heard == sorted(set(heard))
+    assert j.underruns <= sum(1 for a, b in zip(lateness_ms, lateness_ms[1:]) if b - a > 60 - 20) + 1
 
 
 @settings(max_examples=200, deadline=None)
