@@ -100,3 +100,23 @@ def test_a_freed_slot_full_of_garbage_is_clean_for_the_next_session(tiny_model):
     for _ in range(TICKS - LATE):
         pod.tick()
     harness.assert_same_tokens_close_audio(c, _run_c_alone(tiny_model))
+
+
+def test_the_adaptive_buffer_the_default_feeds_the_reference_path_token_exact(tiny_model, reference_lm,
+                                                                             reference_mimi):
+    """Issue 31: the default caller buffer (adaptive: playout at the first whole frame, `due_ns`
+    from the tick) runs the same tick path, and its reply frames stay token-exact against the
+    reference on the frames it heard; it hears its caller a tick sooner than the fixed prebuffer of 2."""
+    pod = harness.Pod(*harness.build(tiny_model, max_sessions=2, prebuffer_frames=0))
+    a = pod.start(*A, harness.caller_audio(A_AUDIO, TICKS))
+    for _ in range(TICKS):
+        pod.tick()
+    assert pod.engine.running == 1 and len(a.heard) == TICKS
+    fixed = harness.Pod(*harness.build(tiny_model, max_sessions=2))
+    f = fixed.start(*A, harness.caller_audio(A_AUDIO, TICKS))
+    for _ in range(TICKS):
+        fixed.tick()
+    first = [next(k for k, x in enumerate(c.heard) if float(x.abs().max()) > 0) for c in (a, f)]
+    assert first[0] < first[1]
+    rec = _reference(tiny_model, reference_lm, reference_mimi, *A, a)
+    harness.assert_matches_reference(a, rec, 1, min_ticks=TICKS - 2)
