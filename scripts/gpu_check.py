@@ -25,13 +25,15 @@ Stages, the JSON rewritten after each, so a failure late still leaves the earlie
    pool took (free memory before and after, `mem_get_info`: what the allocator's own
    `empty_cache` cannot hide), failures;
 5. prefill of one newcomer alone (p50 of 5), and of a burst of 8 and 26 in one call;
-6. per batch size B (default 1, 8, 32, 64, capped by the derived maximum): B newcomers prefilled
+6. per batch size B (default 1, 8, 16, 32, 64, capped by the derived maximum): B newcomers prefilled
    in one forward (ms, ms per newcomer, rows), then warm-up and measured ticks, for young
    sessions and at full context (every ring slot valid, the KV filled with random values: the
    traffic of a long session). p50/p99 from CUDA events around the program (device) and from the
    wall clock around the whole tick (host). Each level reports the floor of spec §5.13, W + the
    KV its rows read, with W for 8 and for 16 depformer steps (16.1 GB for the real model), and
    the ratio; every logit and PCM sample must be finite;
+   From the full-context rows, `tick_groups`: what a period would cost with 2 and 4 tick groups
+   (G steps of B / G rows against one of B; issue 31, docs/engine_pod.md "Tick phase");
 7. kernels: a profiler trace of 3 replayed ticks at B = 1 and the largest level (Chrome trace
    files next to the report), kernels per tick from it, and the host syncs per tick that
    `torch.cuda.set_sync_debug_mode("warn")` reports (one expected: the download);
@@ -66,7 +68,7 @@ from collections.abc import Callable
 
 import torch
 
-from liveplex.bench import percentiles
+from liveplex.bench import percentiles, tick_groups
 from liveplex.engine_pod import model as engine_model
 from liveplex.engine_pod import program, staging
 from liveplex.live import frames
@@ -158,8 +160,10 @@ class _Bench:
         self.eager = program.Program(lm, codec, self.pools, SCHEDULE, sampling.Sampling(), False, backend)
         self.pcm_stage = staging.Staging((slots, codec.cfg.frame_samples), torch.float32, device)
         self.out_stage = staging.Staging((slots, program.PACKED_WIDTH), torch.int32, device)
-        self.prompt_stage = staging.Staging((prefill.block_numel(26 * self.prompt.columns.shape[0]),), torch.long,
-                                            device)
+        # Room for every slot's prompt at once: stage 6 admits a whole level (64 and more) in one call.
+        newcomers = max(26, slots)
+        self.prompt_stage = staging.Staging((prefill.block_numel(newcomers * self.prompt.columns.shape[0]),),
+                                            torch.long, device)
         self.pcm_stage.writable().copy_(torch.rand(slots, codec.cfg.frame_samples, generator=gen) - 0.5)
 
     def admit(self, slots: list[int], greedy: bool = False) -> float:
@@ -277,6 +281,7 @@ def _level(bench: _Bench, batch: int, full: bool, args: argparse.Namespace,
     if device_ms:
         row["device"] = _summary(device_ms)
     measured = row["device"]["p50_ms"] if device_ms else row["wall"]["p50_ms"]  # type: ignore[index]
+    row["p50_ms"] = measured
     row["p50_over_floor_8_steps"] = measured / floor_ms["floor_8_steps_ms"]
     row["p50_over_floor_16_steps"] = measured / floor_ms["floor_16_steps_ms"]
     return row
@@ -467,7 +472,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--kv-leg", default="64,128",
                         help="stage 10's batch sizes, both ring dtypes ('' skips it; default: %(default)s)")
     parser.add_argument("--kv-leg-only", action="store_true", help="stages 1-3 and 10 only")
-    parser.add_argument("--batch", default="1,8,32,64")
+    parser.add_argument("--batch", default="1,8,16,32,64")
     parser.add_argument("--ticks", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--no-cuda-graphs", action="store_true", help="run the ticks eagerly on CUDA")
@@ -559,6 +564,8 @@ def _stages(lm: checkpoint.LM, codec: mimi.Mimi, levels: list[int], slots: int, 
     report["prefill_one_newcomer_ms"] = sorted(bench.admit([0]) for _ in range(5))[2]
     report["prefill_burst_ms"] = {n: bench.admit(list(range(n))) for n in (8, 26) if n <= slots}
     save()
+    deep: list[dict[str, float]] = []
+    """The full-context ticks' p50 per batch (device time where CUDA events gave it)."""
     for b in levels:
         if b > slots:
             report["levels"].append({"batch": b, "skipped": "above the derived max_sessions"})  # type: ignore[union-attr]
@@ -567,11 +574,15 @@ def _stages(lm: checkpoint.LM, codec: mimi.Mimi, levels: list[int], slots: int, 
         for full in (False, True):
             try:
                 row = _level(bench, b, full, args, floor)
+                if full:
+                    deep.append({"batch": b, "tick_p50_ms": row["p50_ms"]})
             except Exception as e:  # noqa: BLE001  (keep what we have; the report says what failed)
                 row = {"batch": b, "full_context": full, "error": repr(e)}
             report["levels"].append(row)  # type: ignore[union-attr]
             save()
             print(json.dumps(row), flush=True)
+    report["tick_groups"] = tick_groups.timed(deep)  # issue 31: what G groups would cost a period
+    save()
     try:
         report["kernels"] = [_kernels(bench, b, args.out.parent) for b in sorted({runnable[0], runnable[-1]})]
     except Exception as e:  # noqa: BLE001

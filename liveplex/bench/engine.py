@@ -28,7 +28,7 @@ import time
 
 import torch
 
-from liveplex.bench import engine_counts, percentiles
+from liveplex.bench import engine_counts, percentiles, tick_groups
 from liveplex.engine_pod import model as engine_model
 from liveplex.engine_pod import settings as engine_settings
 from liveplex.personaplex import (
@@ -128,10 +128,17 @@ def count(args: argparse.Namespace) -> dict[str, object]:
           f"{host['syncs_in_an_admitting_tick']} while admitting ({', '.join(host['what_syncs'])})")
     if any(not row["kv_measured"] for row in levels) or not newcomer["kv_measured"]:
         print("* the meta device has no lengths: the varlen kernel's upper bound; it reads the valid KV")
+    weights = engine_counts.weight_bytes(model)
+    groups = tick_groups.counted(levels, weights)
+    print(f"tick groups (full context; weights {weights / 2 ** 30:.2f} GiB read per step):")
+    print(f"{'batch':>6} {'groups':>7} {'ops/period':>11} {'weights GiB/period':>19} {'KV GiB/period':>14}")
+    for g in groups:
+        print(f"{g['batch']:>6} {g['groups']:>7} {g['ops_per_period']:>11} "
+              f"{g['weight_bytes_per_period'] / 2 ** 30:>19.2f} {g['kv_bytes_per_period'] / 2 ** 30:>14.2f}")
     return {"config": args.config, "device": args.device, "dtype": str(dtype), "kv_dtype": args.kv_dtype,
             "kv_bytes_per_session": per_session, "attention": backend.value,
             "torch": torch.__version__, "date": datetime.date.today().isoformat(), "levels": levels,
-            "newcomer": newcomer, "engine": host}
+            "newcomer": newcomer, "engine": host, "weight_bytes": weights, "tick_groups": groups}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,10 +183,14 @@ def main(argv: list[str]) -> int:
     print(f"{'batch':>6} {'p50 ms':>9} {'p99 ms':>9} {'x batch 1':>10}")
     for row in rows:
         print(f"{row['batch']:>6} {row['tick_p50_ms']:>9.2f} {row['tick_p99_ms']:>9.2f} {row['x_batch_1']:>10.2f}")
+    groups = tick_groups.timed(rows)
+    print(f"tick groups: {'batch':>6} {'groups':>7} {'period ms':>10} {'x one group':>12}")
+    for g in groups:
+        print(f"             {g['batch']:>6.0f} {g['groups']:>7.0f} {g['period_ms']:>10.2f} {g['x_one_group']:>12.2f}")
     report = {"config": args.config, "threads": args.threads, "schedule": args.schedule,
               "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
               "cpus": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg(),
-              "date": datetime.date.today().isoformat(), "results": rows}
+              "date": datetime.date.today().isoformat(), "results": rows, "tick_groups": groups}
     if args.out:
         args.out.write_text(json.dumps(report, indent=2))
     return 0

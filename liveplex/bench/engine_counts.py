@@ -127,6 +127,12 @@ def kv_bytes_per_session(cfg: config.LMConfig) -> dict[str, int]:
             for name, dtype in model_mod.KV_DTYPES.items()}
 
 
+def weight_bytes(model: Model) -> int:
+    """The weights one step reads (temporal, depformer, Mimi): what each extra tick group reads again."""
+    return sum(t.numel() * t.element_size() for m in (model.lm.temporal, model.lm.depformer, model.codec)
+               for t in m.state_dict().values())
+
+
 def _device_tensors(model: Model, pools: program.Pools) -> list[torch.Tensor]:
     params = [t for m in (model.lm.temporal, model.lm.depformer, model.codec) for t in m.state_dict().values()]
     return params + pools.tensors()

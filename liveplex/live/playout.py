@@ -12,8 +12,9 @@ whole period is given back by dropping a buffered frame. The other way round, a 
 its turn makes the session take the next group's turn instead, up to G - 1 steps: the delay grows by
 what the lateness needs and the model hears no silence (the caller's reply comes that much later
 once). Only a frame later than that, or any late frame with one group, is an underrun: the session
-goes back to the turn it waited from, and the margin grows; calm lowers it again. This is WebRTC NetEq's shape (target delay from measured
-arrival jitter, accelerate when the buffer runs above it) at the granularity a shared tick allows.
+goes back to the turn it waited from, and the margin grows; calm lowers it again. This is WebRTC
+NetEq's shape (target delay from measured arrival jitter, accelerate when the buffer runs above it,
+stretch when a packet is late) at the granularity a shared tick allows.
 
 Pure: times arrive as arguments (`live/jitter.py` records arrivals, the drive loop gives due times).
 """

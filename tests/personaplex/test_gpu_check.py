@@ -40,6 +40,19 @@ def test_the_cpu_smoke_run_writes_every_stage(tmp_path):
         assert row["prefill_ms_per_newcomer"] > row["prefill_ms_per_row"] > 0
         assert row["floor_16_steps_ms"] > row["floor_8_steps_ms"] > 0
     assert levels[1]["mean_position"] > levels[0]["mean_position"]  # full context: the whole ring is valid
+    groups = {(g["batch"], g["groups"]): g for g in report["tick_groups"]}  # issue 31: from the full-context rows
+    assert set(groups) == {(1, 1), (2, 1), (2, 2)}
+    assert groups[(2, 2)]["period_ms"] == 2 * levels[1]["p50_ms"]
+
+
+def test_a_level_above_26_sessions_is_admitted_in_one_prefill():
+    """Stage 6 admits a whole level at once: the prompt staging buffer holds every slot's prompt
+    (it held 26, so the default level of 64 failed before a tick ran)."""
+    module = _script()
+    lm = module.checkpoint.random_lm(module.config.CONFIGS["tiny"](), seed=0)
+    codec = module.mimi.random_mimi(module.mimi.tiny_config(), seed=0)
+    bench = module._Bench(lm, codec, 30, False, module.ring.Backend.MASKED, module.torch.device("cpu"))
+    assert bench.admit(list(range(30))) > 0
 
 
 def test_the_kv_leg_measures_both_rings_and_the_8_bit_stages_run(tmp_path):
