@@ -90,7 +90,7 @@ def build_pod(args: argparse.Namespace, make_engine: runner.EngineFactory | None
         info = profile.info()
         if custom:  # the sim accepts every registered custom voice as a voice of its own
             info = dataclasses.replace(info, voices=tuple(sorted({*info.voices, *custom})))
-        engine = runner.EngineThread(info, make_engine or (lambda _: SimEngine(profile)), args.queue,
+        engine = runner.EngineThread(info, make_engine or (lambda _: SimEngine(profile, engine.pulse)), args.queue,
                                      settings.pacing)
     served = Served(info, voices.Voices(info.voices, settings.builtin_voices, custom),
                     settings.model_aliases)

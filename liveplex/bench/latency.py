@@ -54,6 +54,7 @@ def summary(level: level_mod.Level) -> dict[str, object]:
     """One variant's figures under one profile: what the issue's targets read."""
     return {
         "above_ideal_ms": level.echo_above_floor_ms,
+        "budget_ms": level.budget_ms,
         "caller_dry_ms_per_session": level.echo_underrun_ms.mean,
         "caller_lost_per_session": level.echo_lost.mean,
         "late_p99_ms": level.late_ms.p99,
@@ -106,6 +107,14 @@ def render(report: dict[str, object]) -> str:
                          f"{s['late_p99_ms']:>9.2f} {s['first_audio_p50_ms']:>10.1f} "
                          f"{s['first_reaction_p50_ms']:>13.1f}"
                          + ("  CLIENT-LIMITED" if s["client_limited"] else ""))
+    lines.append("where the mean above the ideal went, ms (buffer wait, tick lateness, tick compute, "
+                 "network + pumps + pacing):")
+    for profile, variants in profiles.items():
+        for name, s in variants.items():
+            b = s.get("budget_ms")
+            if b:
+                lines.append(f"{profile:<10} {name:<9} {b['above_ideal_mean']:>7.1f} = {b['buffer_wait']:.1f} + "
+                             f"{b['tick_lateness']:.1f} + {b['tick_compute']:.1f} + {b['network_pumps_pacing']:.1f}")
     return "\n".join(lines)
 
 

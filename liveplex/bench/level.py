@@ -28,6 +28,8 @@ ERROR_KEY_CHARS = 80
 """Errors are grouped by their first 80 characters."""
 
 _STATS_COUNTERS = ("ticks", "tick_busy_us", "late_ticks")
+_STATS_HISTOGRAMS = {"caller_wait": "caller_wait", "tick_lateness": "tick_lateness"}
+"""`/live/stats` histograms whose sum and count a run diffs (`server["caller_wait_us"]`, `..._n`)."""
 """Cumulative `/live/stats` fields whose difference over a level is reported (gpt-live §11)."""
 
 
@@ -80,6 +82,23 @@ class Level:
                 "p99": round(self.echo_rtt_ms.p99 - self.echo_floor_ms, 3)}
 
     @property
+    def budget_ms(self) -> dict[str, float] | None:
+        """Where the mean echo round trip above the ideal went, measured (issue 31): the caller
+        buffer's wait (each frame from its arrival to its tick's due time, the pod's
+        `caller_wait`), the tick's start lateness and its compute (the pod's own figures), and the
+        rest, which is the two network legs, both pumps and any pacing. None without the pod's figures."""
+        s = self.server
+        if (self.echo_floor_ms is None or self.echo_rtt_ms.count == 0 or not s.get("caller_wait_n")
+                or not s.get("tick_lateness_n") or not s.get("ticks")):
+            return None
+        parts = {"buffer_wait": s["caller_wait_us"] / s["caller_wait_n"] / 1000,
+                 "tick_lateness": s["tick_lateness_us"] / s["tick_lateness_n"] / 1000,
+                 "tick_compute": s["tick_busy_us"] / s["ticks"] / 1000}
+        above = self.echo_rtt_ms.mean - self.echo_floor_ms
+        return {"above_ideal_mean": round(above, 2), **{k: round(v, 2) for k, v in parts.items()},
+                "network_pumps_pacing": round(above - sum(parts.values()), 2)}
+
+    @property
     def cpu_us_per_frame(self) -> float | None:
         """Server CPU µs per frame pair relayed (one frame in, one out)."""
         if self.cpu_s is None or self.frames == 0:
@@ -93,6 +112,7 @@ class Level:
             if isinstance(value, percentiles.Summary):
                 out[name] = value.as_dict()
         out["echo_above_floor_ms"] = self.echo_above_floor_ms
+        out["budget_ms"] = self.budget_ms
         out["cpu_us_per_frame"] = self.cpu_us_per_frame
         return out
 
@@ -157,6 +177,11 @@ def stats_delta(
         return {}
     delta = {k: int(after[k]) - int(before[k]) for k in _STATS_COUNTERS  # type: ignore[call-overload]
              if k in before and k in after}
+    for name, key in _STATS_HISTOGRAMS.items():  # a histogram's sum (µs) and count over the run
+        b, a = before.get(key), after.get(key)
+        if isinstance(b, dict) and isinstance(a, dict) and "sum_s" in a and "sum_s" in b:
+            delta[f"{name}_us"] = round((float(a["sum_s"]) - float(b["sum_s"])) * 1e6)
+            delta[f"{name}_n"] = sum(a["counts"]) - sum(b["counts"])
     if "max_sessions" in after:
         delta["max_sessions"] = int(after["max_sessions"])  # type: ignore[call-overload]
     return delta

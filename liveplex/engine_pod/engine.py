@@ -597,7 +597,8 @@ class PersonaPlexEngine:
     def _jitter(self) -> Jitter:
         """The caller's buffer: the sim's (adaptive by default), in one tick group (`tick`)."""
         s = self._settings
-        return caller_buffer(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames, frames.PERIOD_NS, 1)
+        return caller_buffer(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames, frames.PERIOD_NS, 1,
+                             self._pulse.caller_wait)
 
     def _rebuild(self, sub: channel.LiveSubmission, voice: str, first: int, history: np.ndarray,
                  tokens: dict[str, np.ndarray], *, jitter: Jitter, ran: int, codec: list[np.ndarray] | None,

@@ -20,6 +20,7 @@ from collections import deque
 
 import numpy as np
 
+from liveplex.live.buckets import Buckets
 from liveplex.live.playout import Adapt, Playout
 
 _SCALE = np.float32(1.0 / 32768.0)
@@ -32,10 +33,11 @@ back less, never more."""
 class Jitter:
     """A FIFO of s16le caller samples sliced into frames on the engine's clock."""
 
-    __slots__ = ("frame", "prebuffer", "max_frames", "playing", "underruns", "dropped", "earlier", "adapt",
-                 "_buf", "_odd", "_cap_bytes", "_frame_bytes", "_silence", "_silent_pcm", "_base", "_marks")
+    __slots__ = ("frame", "prebuffer", "max_frames", "playing", "underruns", "dropped", "earlier", "adapt", "waits",
+                 "_stamps", "_buf", "_odd", "_cap_bytes", "_frame_bytes", "_silence", "_silent_pcm", "_base", "_marks")
 
-    def __init__(self, frame: int, prebuffer: int, max_frames: int, playout: Playout | None = None) -> None:
+    def __init__(self, frame: int, prebuffer: int, max_frames: int, playout: Playout | None = None,
+                 waits: Buckets | None = None) -> None:
         if frame <= 0:
             raise ValueError(f"frame must be > 0 samples, got {frame}")
         if prebuffer <= 0:
@@ -53,6 +55,10 @@ class Jitter:
         self.earlier = 0
         """Set by each pop: tick-group steps the session should move earlier (adaptive only)."""
         self.adapt = None if playout is None else Adapt(playout)
+        self.waits = waits
+        """Where each played frame's wait is observed, seconds (the engine's `Pulse.caller_wait`)."""
+        self._stamps = playout is not None or waits is not None
+        """Arrivals are marked: a policy or a meter reads them."""
         self._base = 0
         """The stream position (bytes) of the buffer's first byte."""
         self._marks: deque[tuple[int, int]] = deque()
@@ -84,7 +90,7 @@ class Jitter:
         else:
             self._odd = b""
             self._buf += data
-        if at_ns is not None and self.adapt is not None:
+        if at_ns is not None and self._stamps:
             marks = self._marks
             marks.append((self._base + len(self._buf), at_ns))
             if len(marks) > MAX_MARKS:
@@ -146,8 +152,13 @@ class Jitter:
             self.playing = False
             return None
         out = bytes(buf[:need])
-        if self.adapt is not None:
-            self._adapt(self._arrival(self._base + need), due_ns)
+        if self._stamps:
+            arrived = self._arrival(self._base + need)
+            wait = None if arrived is None or due_ns is None else due_ns - arrived
+            if wait is not None and self.waits is not None:
+                self.waits.observe(max(0, wait) / 1e9)
+            if self.adapt is not None:
+                self._adapt(wait)
         self._cut(need)
         return out
 
@@ -158,11 +169,10 @@ class Jitter:
             marks.popleft()
         return marks[0][1] if marks else None
 
-    def _adapt(self, arrived_ns: int | None, due_ns: int | None) -> None:
+    def _adapt(self, wait: int | None) -> None:
         """Tell the policy how long the frame being played waited; give back what it returns:
         whole frames dropped from the buffer (behind the one being played), the rest as `earlier`."""
         assert self.adapt is not None
-        wait = None if arrived_ns is None or due_ns is None else due_ns - arrived_ns
         steps = self.adapt.played(wait)
         if not steps:
             return
@@ -196,13 +206,15 @@ class Jitter:
         self._cut(min(len(self._buf), self._frame_bytes * frames))
 
 
-def caller_buffer(frame: int, prebuffer_frames: int, jitter_frames: int, period_ns: int, tick_groups: int) -> Jitter:
+def caller_buffer(frame: int, prebuffer_frames: int, jitter_frames: int, period_ns: int, tick_groups: int,
+                  waits: Buckets | None = None) -> Jitter:
     """A session's buffer as an engine's settings ask: `prebuffer_frames` 0 (the default) is the
     adaptive one (playout at the first whole frame, `Playout` across `tick_groups`); N >= 1 a fixed
-    prebuffer of N frames, as before issue 31 (kept for comparison: `bench latency`)."""
+    prebuffer of N frames, as before issue 31 (kept for comparison: `bench latency`). Either
+    observes its frames' waits into `waits` (the engine's `Pulse.caller_wait`) when given."""
     if prebuffer_frames == 0:
-        return Jitter(frame, 1, jitter_frames, Playout(period_ns, tick_groups))
-    return Jitter(frame, prebuffer_frames, jitter_frames)
+        return Jitter(frame, 1, jitter_frames, Playout(period_ns, tick_groups), waits)
+    return Jitter(frame, prebuffer_frames, jitter_frames, None, waits)
 
 
 def s16le(x: np.ndarray) -> bytes:

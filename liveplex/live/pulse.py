@@ -2,7 +2,8 @@
 
 live-contract §7. The drive loop writes the tick fields (`sessions`, `ticks`, `late_ticks`,
 `busy_us`, `last_tick_us`, `lateness`, `duration`, `batch`); an engine that prefills or keeps a KV
-cache writes its own (`prefill`, `kv_positions`, `kv_capacity`), on the same thread. Plain ints and
+cache writes its own (`prefill`, `kv_positions`, `kv_capacity`), and its sessions' jitter buffers
+write `caller_wait`, all on the same thread. Plain ints and
 bucket lists are enough under CPython's GIL: readers diff two samples and a torn read is off by at
 most one tick.
 """
@@ -21,6 +22,8 @@ DURATION_BUCKETS_S: tuple[float, ...] = (
 )
 # Prefill time per batch of newcomers, seconds (engines that prefill a prompt).
 PREFILL_BUCKETS_S: tuple[float, ...] = (0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28)
+# How long a caller frame waits from its arrival to its tick's due time, seconds (issue 31's budget).
+WAIT_BUCKETS_S: tuple[float, ...] = (0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.12, 0.16, 0.32)
 # Sessions per tick.
 BATCH_BUCKETS: tuple[float, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -47,6 +50,9 @@ class Pulse:
     """Sessions per tick."""
     prefill: Buckets = field(default_factory=lambda: Buckets(PREFILL_BUCKETS_S))
     """Seconds per batched prefill of newcomers (the engine, if it prefills)."""
+    caller_wait: Buckets = field(default_factory=lambda: Buckets(WAIT_BUCKETS_S))
+    """Seconds each played caller frame waited, from the arrival of the bytes that completed it to
+    its tick's due time: the caller buffer's share of the round trip (`Jitter`, when it knows both)."""
     kv_positions: int = 0
     """Gauge (the engine, if it has a KV cache): KV-cache positions held by running sessions."""
     kv_capacity: int = 0

@@ -68,6 +68,9 @@ class PodCollector(Collector):
         yield histogram("liveplex_engine_tick_duration_seconds", "Compute time per tick.", s.duration)
         yield histogram("liveplex_engine_tick_lateness_seconds", "Tick start minus its due time.", s.lateness)
         yield histogram("liveplex_engine_batch_size", "Sessions per tick.", s.batch)
+        yield histogram("liveplex_engine_caller_wait_seconds",
+                        "How long each played caller frame waited, from its arrival to its tick's due time.",
+                        s.caller_wait)
         yield histogram("liveplex_engine_prefill_duration_seconds", "Prefill time per batch of newcomers.",
                         s.prefill)
         if s.kv_occupancy is not None:

@@ -46,6 +46,8 @@ class PodSnapshot:
     duration: Buckets
     batch: Buckets
     prefill: Buckets
+    caller_wait: Buckets
+    """Seconds each played caller frame waited for its tick (`Pulse.caller_wait`)."""
     kv_positions: int
     kv_capacity: int
     model_load_s: float
@@ -73,14 +75,16 @@ def snapshot(info: contract.LiveInfo, pulse: Pulse | None, front: FrontSnapshot,
         ticks=p.ticks,
         busy_us=p.busy_us, last_tick_us=p.last_tick_us, late_ticks=p.late_ticks,
         lateness=_copy(p.lateness), duration=_copy(p.duration), batch=_copy(p.batch),
-        prefill=_copy(p.prefill), kv_positions=p.kv_positions, kv_capacity=p.kv_capacity,
+        prefill=_copy(p.prefill), caller_wait=_copy(p.caller_wait), kv_positions=p.kv_positions,
+        kv_capacity=p.kv_capacity,
         model_load_s=model_load_s, lateness_budget_ms=lateness_budget_ms,
     )
 
 
-def _histogram(buckets: Buckets) -> dict[str, list[float] | list[int]]:
-    """A histogram for `/live/stats`: upper bounds and per-bucket counts (last is +Inf)."""
-    return {"bounds_s": list(buckets.bounds), "counts": list(buckets.counts)}
+def _histogram(buckets: Buckets) -> dict[str, list[float] | list[int] | float]:
+    """A histogram for `/live/stats`: upper bounds, per-bucket counts (last is +Inf) and the sum
+    of what was observed (a reader diffs two for a mean, as with Prometheus' `_sum`)."""
+    return {"bounds_s": list(buckets.bounds), "counts": list(buckets.counts), "sum_s": buckets.total}
 
 
 def stats_json(s: PodSnapshot) -> dict[str, Any]:
@@ -97,6 +101,7 @@ def stats_json(s: PodSnapshot) -> dict[str, Any]:
         "dropped_connections": f.dropped,
         "tick_lateness": _histogram(s.lateness), "tick_duration": _histogram(s.duration),
         "batch_size": _histogram(s.batch), "prefill": _histogram(s.prefill),
+        "caller_wait": _histogram(s.caller_wait),
         "kv_occupancy": s.kv_occupancy,
     }
 

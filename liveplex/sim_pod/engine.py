@@ -20,6 +20,7 @@ from liveplex.live import channel, contract, frames
 from liveplex.live.drive import EngineError, Pending
 from liveplex.live.jitter import Jitter, caller_buffer
 from liveplex.live.line import Line
+from liveplex.live.pulse import Pulse
 from liveplex.sim_pod import echo
 from liveplex.sim_pod.profile import SimProfile
 
@@ -52,8 +53,10 @@ class SimEngine:
     (`NEXT_DUE`), so the importing sim holds it until the turn nearest that time: the caller's
     frames keep their cadence across the move instead of bunching up or falling behind."""
 
-    def __init__(self, profile: SimProfile) -> None:
+    def __init__(self, profile: SimProfile, pulse: Pulse | None = None) -> None:
         self.profile = profile
+        self._waits = None if pulse is None else pulse.caller_wait
+        """Where the sessions' buffers observe their frames' waits (`Pulse.caller_wait`)."""
         self._info = profile.info()
         self._max_frames = self._info.max_frames
         self._groups: list[list[Call]] = [[] for _ in range(profile.tick_groups)]
@@ -71,7 +74,7 @@ class SimEngine:
     def take(self, sub: channel.LiveSubmission) -> None:
         p = self.profile
         jitter = caller_buffer(frames.FRAME_SAMPLES, p.prebuffer_frames, p.jitter_frames, frames.PERIOD_NS,
-                               p.tick_groups)
+                               p.tick_groups, self._waits)
         core = echo.Echo(frames.FRAME_SAMPLES, p.echo_frames, p.word_frames)
         if sub.state is None:
             line = Line.start(sub, jitter, self._max_frames)

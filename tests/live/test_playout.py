@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from liveplex.live.buckets import Buckets
 from liveplex.live.jitter import Jitter, caller_buffer
 from liveplex.live.playout import MS, Adapt, Playout
+from liveplex.live.pulse import WAIT_BUCKETS_S
 
 PERIOD = 80 * MS
 FRAME = 8  # samples: small frames, the same rules
@@ -220,6 +222,24 @@ def test_a_frame_late_for_its_tick_costs_one_underrun_and_the_margin_grows() -> 
     assert played[:6] == [None, 1, 2, 3, 4, None]
     assert j.underruns == 1 and j.adapt is not None and j.adapt.margin_ns == 14 * MS  # 4 + 10: more than 3 ms late + 4
     assert [n for n in played if n] == list(range(1, 11))
+
+
+def test_both_buffers_observe_each_played_frames_wait_when_given_a_meter() -> None:
+    """The pod's `caller_wait` (issue 31's budget): from the arrival of a frame's last byte to its
+    tick's due time, for the fixed buffer as for the adaptive one; frames of unknown arrival are not counted."""
+    for prebuffer in (0, 2):
+        waits = Buckets(WAIT_BUCKETS_S)
+        j = caller_buffer(FRAME, prebuffer, 4, PERIOD, 1, waits)
+        arrivals = [(n, n * PERIOD - 30 * MS) for n in range(1, 11)]
+        played = run(j, arrivals, 11)
+        heard = [n for n in played if n is not None]
+        assert sum(waits.counts) == len(heard) > 0
+        expected = 30 if prebuffer == 0 else 110  # a fixed prebuffer of 2 holds each frame a period longer
+        assert abs(waits.total - len(heard) * expected / 1000) < 1e-9
+    j = Jitter(FRAME, 1, 4, None, Buckets(WAIT_BUCKETS_S))
+    j.push(frame_bytes(1))  # no arrival time: nothing to observe
+    j.pop_pcm(PERIOD)
+    assert j.waits is not None and sum(j.waits.counts) == 0
 
 
 def test_the_fixed_buffer_is_what_it_was() -> None:
