@@ -66,7 +66,7 @@ from collections.abc import Callable
 
 import torch
 
-from liveplex.bench import percentiles
+from liveplex import percentiles
 from liveplex.engine_pod import model as engine_model
 from liveplex.engine_pod import program, staging
 from liveplex.live import frames

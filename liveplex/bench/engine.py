@@ -28,7 +28,8 @@ import time
 
 import torch
 
-from liveplex.bench import engine_counts, percentiles
+from liveplex import percentiles
+from liveplex.bench import engine_counts
 from liveplex.engine_pod import model as engine_model
 from liveplex.engine_pod import settings as engine_settings
 from liveplex.personaplex import (

@@ -10,8 +10,8 @@ import pytest
 
 from liveplex.live import Audio, Closed, CloseReason, Session, Started, Text, by_hand, runner
 from liveplex.live.channel import Opened
-from liveplex.live.runner import EngineThread
 from liveplex.live.fault import InjectedFault, failing_after
+from liveplex.live.runner import EngineThread
 from liveplex.sim_pod import SimEngine, SimProfile
 
 from ..live.outputs import until
