@@ -18,7 +18,7 @@ from liveplex.gptlive import voices
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.server import auth, run
 from liveplex.gptlive.server import settings as server_settings
-from liveplex.live import channel, contract, runner
+from liveplex.live import channel, contract, fault, runner
 from liveplex.pod import app as pod_app
 from liveplex.pod import heartbeat
 from liveplex.pod import settings as pod_settings
@@ -80,6 +80,8 @@ def build_pod(args: argparse.Namespace, make_engine: runner.EngineFactory | None
                          "engine's own cap)")
     if args.queue < 1:
         raise ValueError(f"--queue must be >= 1, got {args.queue}")
+    if args.fail_after_ticks < 0:
+        raise ValueError(f"--fail-after-ticks must be >= 0, got {args.fail_after_ticks}")
     server = server_settings.settings_from_args(args, auth.environment())
     settings = pod_settings.settings_from_args(args, auth.environment())
     custom = voices.registry_ids(settings.voice_dir)
@@ -90,7 +92,8 @@ def build_pod(args: argparse.Namespace, make_engine: runner.EngineFactory | None
         info = profile.info()
         if custom:  # the sim accepts every registered custom voice as a voice of its own
             info = dataclasses.replace(info, voices=tuple(sorted({*info.voices, *custom})))
-        engine = runner.EngineThread(info, make_engine or (lambda _: SimEngine(profile, engine.pulse)), args.queue,
+        make = make_engine or (lambda _: SimEngine(profile, engine.pulse))
+        engine = runner.EngineThread(info, fault.failing_after(make, args.fail_after_ticks), args.queue,
                                      settings.pacing)
     served = Served(info, voices.Voices(info.voices, settings.builtin_voices, custom),
                     settings.model_aliases)
@@ -111,7 +114,8 @@ def _personaplex_engine(args: argparse.Namespace,
     from liveplex.engine_pod import pod  # imports torch: only the personaplex path pays for it
 
     info, build = pod.prepare(engine_pod.settings_from_args(args))
-    engine = runner.EngineThread(info, lambda _: build(engine.pulse), args.queue, settings.pacing)
+    engine = runner.EngineThread(info, fault.failing_after(lambda _: build(engine.pulse), args.fail_after_ticks),
+                                 args.queue, settings.pacing)
     return info, engine
 
 

@@ -68,7 +68,8 @@ from collections.abc import Callable
 
 import torch
 
-from liveplex.bench import percentiles, tick_groups
+from liveplex import percentiles
+from liveplex.bench import tick_groups
 from liveplex.engine_pod import model as engine_model
 from liveplex.engine_pod import program, staging
 from liveplex.live import frames

@@ -1,9 +1,17 @@
-"""The gateway, placement and the operator load no engine code (the layering of the developers' guide)."""
+"""The layering of the developers' guide: the gateway, placement and the operator load no engine
+code; no package imports one above it; the packages form no loop."""
 
 from __future__ import annotations
 
+import ast
+import graphlib
+import pathlib
 import subprocess
 import sys
+
+import pytest
+
+import liveplex
 
 ENGINE_SIDE = ("liveplex.engine_pod", "liveplex.personaplex", "liveplex.sim_pod", "liveplex.live.channel",
                "liveplex.live.caller_audio", "liveplex.live.outputs", "liveplex.live.submissions",
@@ -25,3 +33,66 @@ def test_the_probe_sees_an_engine_module_when_one_is_loaded() -> None:
              f"print('\\n'.join(sorted(m for m in sys.modules if m.startswith({ENGINE_SIDE!r}))))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert "liveplex.live.channel" in loaded.stdout.split()
+
+
+def _package_imports() -> dict[str, set[str]]:
+    """Which top-level parts of `liveplex` (packages and modules) each one imports, read from the
+    source (TYPE_CHECKING imports included: a loop of types is a loop of concepts)."""
+    root = pathlib.Path(liveplex.__file__).parent
+    parts = {p.stem for p in root.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()} - {"__init__"}
+    edges: dict[str, set[str]] = {part: set() for part in parts}
+    for path in root.rglob("*.py"):
+        source = path.relative_to(root).parts[0].removesuffix(".py")
+        if source == "__init__":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                dotted = name.split(".")
+                if dotted[0] == "liveplex" and len(dotted) > 1 and dotted[1] in parts and dotted[1] != source:
+                    edges[source].add(dotted[1])
+    return edges
+
+
+FORBIDDEN = {
+    "live": {"continuity", "gptlive", "pod", "sim_pod", "engine_pod"},
+    "continuity": {"pod", "gateway", "sim_pod", "engine_pod"},
+    "placement": {"bench", "gateway", "pod", "operator"},
+    "gptlive": {"continuity", "pod", "gateway"},
+    "personaplex": {"live", "engine_pod", "sim_pod"},
+    "engine_pod": {"sim_pod", "pod", "gateway"},
+    "sim_pod": {"engine_pod", "pod", "gateway"},
+}
+"""Arrows that would point up the layering (docs/README's layout): the live contract knows no blob
+and no protocol; continuity no serving shell; placement no bench; the model no engine; one engine
+not the other (the voice names live with the model)."""
+
+
+def test_no_package_imports_one_above_it() -> None:
+    edges = _package_imports()
+    assert {(src, dst) for src, banned in FORBIDDEN.items() for dst in edges[src] & banned} == set()
+
+
+def test_the_packages_import_each_other_without_a_loop() -> None:
+    edges = _package_imports()
+    graph = graphlib.TopologicalSorter(edges)
+    graph.prepare()  # raises CycleError naming the loop
+
+
+def test_the_layering_probes_see_an_arrow_and_a_loop_when_there_is_one() -> None:
+    edges = {"live": {"continuity"}, "continuity": {"gptlive"}, "gptlive": {"live"}}
+    with pytest.raises(graphlib.CycleError):
+        graphlib.TopologicalSorter(edges).prepare()
+    assert "continuity" in _package_imports()["sim_pod"]  # the reader sees real arrows
+
+
+def test_the_sim_pod_loads_no_torch() -> None:
+    probe = ("import liveplex.sim_pod, liveplex.serve, sys\n"
+             "print('\\n'.join(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert loaded.stdout.split() == []

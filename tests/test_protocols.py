@@ -22,7 +22,7 @@ from liveplex.gptlive import served, start
 from liveplex.gptlive.server import backend, native, sweeper
 from liveplex.gptlive.server.webrtc import sideband
 from liveplex.gptlive.server.webrtc.call import Call as WebRtcCall
-from liveplex.live import drive
+from liveplex.live import drive, fault
 from liveplex.operator import apply, pool
 from liveplex.operator.kube import OfficialClient
 from liveplex.operator.placement_store import PlacementLoads, PlacementRoutes
@@ -55,6 +55,7 @@ _heartbeat_settles: type[pod_backend.Settles] = heartbeat.Heartbeat
 _heartbeat: type[pod_shell.Publisher] = heartbeat.Heartbeat
 _sim_ticker: type[drive.Ticker] = SimEngine
 _engine_ticker: type[drive.Ticker] = PersonaPlexEngine
+_failing_ticker: type[drive.Ticker] = fault.FailingAfter
 _webrtc_call: type[sideband.Attachable] = WebRtcCall
 _draw: typing.Callable[..., step.Draw] = step.sampled_draws  # a function that makes one
 

@@ -19,7 +19,8 @@ import orjson
 from websockets import exceptions as ws_exceptions
 from websockets.asyncio import client as ws_client
 
-from liveplex.bench import jitter, percentiles, roundtrip
+from liveplex import percentiles
+from liveplex.bench import jitter, roundtrip
 from liveplex.bench import timeline as timeline_mod
 from liveplex.gptlive import events
 

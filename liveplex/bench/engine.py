@@ -28,7 +28,8 @@ import time
 
 import torch
 
-from liveplex.bench import engine_counts, percentiles, tick_groups
+from liveplex import percentiles
+from liveplex.bench import engine_counts, tick_groups
 from liveplex.engine_pod import model as engine_model
 from liveplex.engine_pod import settings as engine_settings
 from liveplex.personaplex import (

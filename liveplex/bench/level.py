@@ -13,7 +13,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from liveplex.bench import caller, percentiles
+from liveplex import percentiles
+from liveplex.bench import caller
 from liveplex.live import frames
 
 FRAME_US = frames.FRAME_MS * 1000

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from liveplex.bench import audio, caller, percentiles
+from liveplex import percentiles
+from liveplex.bench import audio, caller
 from liveplex.bench import pool as pool_mod
 from liveplex.bench import target as target_mod
 from liveplex.gptlive import urls

@@ -33,7 +33,8 @@ from collections.abc import Callable
 import orjson
 import websockets
 
-from liveplex.bench import loop, percentiles, target
+from liveplex import percentiles
+from liveplex.bench import loop, target
 from liveplex.gptlive import urls
 
 START = '{"type":"session.start","event_id":"b","session":{"model":"%s"}}'

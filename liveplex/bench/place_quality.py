@@ -20,7 +20,8 @@ from typing import Any
 
 import redis.asyncio
 
-from liveplex.bench import loop, percentiles
+from liveplex import percentiles
+from liveplex.bench import loop
 from liveplex.bench.place_sim import FAR_MS  # TTL, stale window and lease: no beats here, sessions end by unreserve
 from liveplex.placement import Placed, PlacementClient, PodRecord, subpools
 

@@ -43,7 +43,8 @@ from typing import Any
 
 import redis.asyncio
 
-from liveplex.bench import loop, percentiles
+from liveplex import percentiles
+from liveplex.bench import loop
 from liveplex.placement import HEARTBEAT_MS, Placed, PlacementClient, PodRecord, pool_keys, subpools
 
 POOL = "bench/sim"

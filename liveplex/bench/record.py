@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from liveplex.continuity import blob, record
-from liveplex.engine_pod import engine as pp_engine
+from liveplex.engine_pod import handover as pp_handover
 from liveplex.engine_pod import program
 from liveplex.engine_pod.history import History
 from liveplex.gptlive.server import hop
@@ -71,7 +71,7 @@ def sim_tick_us(n: int, ticks: int) -> dict[str, float]:
 
 
 def chunk_us(repeats: int = 20_000) -> float:
-    """PersonaPlex's `TICKS` chunk, as `PersonaPlexEngine._checkpoint` makes it, mid-call."""
+    """PersonaPlex's `TICKS` chunk, as `engine_pod.handover.checkpoint` makes it, mid-call."""
     history = History(50, np.zeros((1500, 17), np.uint16), 3000)
     row = np.zeros(program.PACKED_WIDTH, np.int32)
     started = time.perf_counter_ns()
@@ -106,12 +106,12 @@ def event_us(data: bytes, repeats: int = 20_000) -> float:
 
 def sizes() -> dict[str, object]:
     """Bytes of each chunk kind; the PersonaPlex head at a 30-column role prompt."""
-    header = blob.Header(pp_engine.KIND, "personaplex-7b", 3000, "NATF2", 1,
+    header = blob.Header(pp_handover.KIND, "personaplex-7b", 3000, "NATF2", 1,
                          {"schedule": "upstream", "dtype": "bf16"}, {"first": 50, "pos": 81, "key": 1 << 31})
     pp_head = record.head(header, {"history": np.zeros((31, 17), np.uint16),
-                                   "tail": np.zeros(pp_engine.TAIL_IDS, np.uint16)},
-                          pp_engine.COLUMN_BYTES, 2 * pp_engine.TAIL_IDS)
-    pp_tick = record.ticks(1, 1, bytes(pp_engine.COLUMN_BYTES), bytes(2 * pp_engine.TAIL_IDS))
+                                   "tail": np.zeros(pp_handover.TAIL_IDS, np.uint16)},
+                          pp_handover.COLUMN_BYTES, 2 * pp_handover.TAIL_IDS)
+    pp_tick = record.ticks(1, 1, bytes(pp_handover.COLUMN_BYTES), bytes(2 * pp_handover.TAIL_IDS))
     sim_tick = record.ticks(1, 1, b"", bytes(8))
     per_min = 60 * frames.SAMPLE_RATE // frames.FRAME_SAMPLES
     return {"personaplex": {"head_bytes": len(pp_head), "tick_bytes": len(pp_tick),
@@ -127,7 +127,7 @@ def _text(data: bytes) -> str:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    pp_tick = record.ticks(1, 1, bytes(pp_engine.COLUMN_BYTES), bytes(2 * pp_engine.TAIL_IDS))
+    pp_tick = record.ticks(1, 1, bytes(pp_handover.COLUMN_BYTES), bytes(2 * pp_handover.TAIL_IDS))
     result = {"sessions": args.sessions, "ticks": args.ticks,
               "sim_tick": sim_tick_us(args.sessions, args.ticks),
               "personaplex_chunk_us": round(chunk_us(), 3),

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from liveplex import percentiles
 from liveplex.bench import level as level_mod
-from liveplex.bench import percentiles
 
 
 def render_level(level: level_mod.Level) -> str:

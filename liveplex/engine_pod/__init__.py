@@ -3,7 +3,8 @@
 Modules: `settings` (flags, frozen settings), `model` (checkpoint directory -> resident model),
 `leases` (compact slot leases), `grouping` (which newcomers a tick prefills), `buckets`,
 `memory` (the session cap), `program` (device pools and the per-bucket tick program),
-`engine` (`PersonaPlexEngine`, the `Ticker`), `pod` (start-up for `liveplex serve`).
+`engine` (`PersonaPlexEngine`, the `Ticker`: batching), `handover` (its blobs and resume records),
+`history`, `pod` (start-up for `liveplex serve`).
 See docs/engine_pod.md.
 
 This package's own import stays torch-free (parsing `liveplex serve` flags must not load torch):

@@ -25,65 +25,34 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from liveplex.continuity import blob, errors, record
-from liveplex.engine_pod import buckets, grouping, leases, memory, program, staging
+from liveplex.continuity import errors
+from liveplex.engine_pod import buckets, grouping, handover, leases, memory, program, staging
 from liveplex.engine_pod import model as model_mod
-from liveplex.engine_pod.history import MAX_HISTORY_CONTEXTS, History
-from liveplex.engine_pod.settings import CPU_MAX_SESSIONS, EngineSettings
+from liveplex.engine_pod.history import History
+from liveplex.engine_pod.settings import CPU_MAX_SESSIONS, MAX_COMMENTARY_PIECES, EngineSettings
 from liveplex.live import channel, contract, frames
-from liveplex.live.drive import EngineError
 from liveplex.live.jitter import Jitter, caller_buffer
 from liveplex.live.line import Line
 from liveplex.live.pulse import Pulse
-from liveplex.personaplex import config, prefill, prompt, ring, sampling, step, tokenizer
-from liveplex.sim_pod import profile as sim_profile
+from liveplex.personaplex import prefill, prompt, ring, sampling, step, tokenizer, voice_names
 
 logger = logging.getLogger(__name__)
-
-MAX_COMMENTARY_PIECES = 8
-"""Pieces of `step.SAY_TOKENS` commentary ids a session may have waiting; more are dropped (logged)."""
 
 UNLIMITED_FRAMES = 1 << 31
 """`max_seconds = 0`: sessions never expire (about 5 years of frames)."""
 
-KIND = "personaplex"
-"""`blob.Header.kind` of this engine's handovers."""
-
-CHECKPOINT_TICKS = 1
-"""Ticks a resume record's `TICKS` chunk covers (docs/continuity.md): one, so a lost session's
-record lacks at most the frame its pod was computing."""
-COLUMN_BYTES = 2 * config.NUM_STREAMS
-"""A record's per-tick part: the column fed (17 ids, uint16)."""
-TAIL_IDS = 1 + 3 * config.AGENT_CODEBOOKS
-"""A record's tail: the token state the next column is made of (`program.TAIL`: ahead, u1, u2)."""
-_VOID = 1 << 62
-"""`_Running.recorded` of a session whose record is void (its history outgrew its cap)."""
-
-
-class InjectedFault(EngineError):
-    """Raised by the tick when `fail_after_ticks` is reached (fault injection)."""
-
-
 @dataclass(frozen=True, slots=True)
 class _Resume:
-    """An imported session's state (a checked handover) besides the history its prompt replays."""
+    """An imported session laid out: its checked state, and the part of its history its prompt
+    does not hold."""
 
+    state: handover.Resume
     jitter: Jitter
     """Its caller audio and counters, restored."""
-    frames: int
-    pos: int
     replay: np.ndarray
     """[n, 17] columns past the ring's first lap (positions `pos - n`..`pos - 1`): replayed a row
     at a time once the prefill is done (a wrapped window cannot be prefilled in one run)."""
     history: History
-    tokens: dict[str, np.ndarray]
-    """Its `step.TokenState` row, by field."""
-    codec: list[np.ndarray] | None
-    """Its Mimi state row, in `slots.tensors` order; None: fresh, as a newcomer's (a record)."""
-    detok: tuple[bytes, bool]
-    waiting: list[list[int]]
-    loaded: int
-    said: int
 
 
 @dataclass(slots=True)
@@ -130,19 +99,13 @@ class _Running:
     said: int = 0
     """...and how many of them it has said (its `say_at`, read back each tick)."""
     recorded: int = -1
-    """Frames its resume record covers (`line.checkpoints`); -1: its head is not sent yet."""
+    """Frames its resume record covers (`line.checkpoints`); -1: its head is not sent yet;
+    `handover.VOID`: void."""
 
 
-def _dtype(t: torch.Tensor) -> str:
-    """The numpy dtype string of a tensor's elements (how a blob stores them)."""
-    return torch.empty(0, dtype=t.dtype).numpy().dtype.str
-
-
-def _ids_within(path: errors.Path, ids: np.ndarray, limits: list[int] | int) -> None:
-    """Raise `HandoverError` unless `ids` are ids the model embeds: >= 0 and <= `limits` (one per
-    last-axis entry, or one for all; INIT ids are the cards themselves)."""
-    if ids.size and not (ids.min() >= 0 and (ids <= np.asarray(limits)).all()):
-        raise errors.state(path, "holds token ids outside the model's vocabularies")
+def _spec(t: torch.Tensor) -> handover.Spec:
+    """A slot row of pool tensor `t` as a blob stores it: its numpy dtype string and shape."""
+    return torch.empty(0, dtype=t.dtype).numpy().dtype.str, tuple(t.shape[1:])
 
 
 def slot_bytes(model: model_mod.Model, settings: EngineSettings) -> memory.SlotBytes:
@@ -176,7 +139,7 @@ def live_info(model: model_mod.Model, settings: EngineSettings, max_sessions: in
     if moshi and settings.schedule != prompt.Schedule.UPSTREAM.value:
         raise model_mod.StartupError(
             f"schedule {settings.schedule!r}: a Moshi checkpoint runs only the upstream schedule (moshi's LMGen)")
-    voices = sim_profile.VOICES if moshi else tuple(sorted(model.voices))
+    voices = voice_names.VOICES if moshi else tuple(sorted(model.voices))
     if settings.default_voice not in voices:
         raise model_mod.StartupError(
             f"default voice {settings.default_voice!r} is not among the loaded voices {list(voices)}")
@@ -233,7 +196,7 @@ class PersonaPlexEngine:
                         if persona and self._schedule is prompt.Schedule.UPSTREAM else None)
         self._rows: list[_Running] = []
         self._queue: deque[_Waiting] = deque()
-        self._ticks = 0
+        self._format = self._handover_format()
         self._cost, self._budget_s = self._warm_up()
         one = self._cost.of([1])
         self._replay_rows = max(1, int(self._budget_s / one)) if one > 0 else settings.max_prefill_rows
@@ -312,7 +275,6 @@ class PersonaPlexEngine:
 
         One tick group: the batch is the slots 0..B-1 and a step runs a bucket of them from slot 0,
         so a group of its own would need its own slot range (docs/engine_pod.md, "Tick phase")."""
-        self._ticks += 1
         ended = [(slot, reason) for slot, r in enumerate(self._rows)
                  if (reason := r.line.listen()) is not None]
         for slot, reason in reversed(ended):  # highest first: a moved session is never one that ended
@@ -324,8 +286,6 @@ class PersonaPlexEngine:
         self._pulse.kv_positions = sum(min(r.pos, self._model.cfg.context) for r in self._rows)
         if B == 0:
             return
-        if self._settings.fail_after_ticks and self._ticks > self._settings.fail_after_ticks:
-            raise InjectedFault(f"injected fault after {self._settings.fail_after_ticks} ticks")
         bucket = buckets.bucket_for(B, self._buckets)
         heard = self._pcm_stage.writable().numpy()
         for slot, r in enumerate(self._rows):
@@ -351,7 +311,7 @@ class PersonaPlexEngine:
             if not r.line.say(pcm[slot].tobytes(), r.detok.push(int(out[slot, 0]))):
                 gone.append((slot, False))
             elif r.line.checkpoints:
-                self._checkpoint(r, out[slot])
+                self._checkpoint(r, out[slot, program.TAIL])
         for slot, dirty in reversed(gone):
             if dirty:
                 self.pools.reset(slice(slot, slot + 1))
@@ -467,7 +427,7 @@ class PersonaPlexEngine:
             view.kv[0, :, 0] = w.edge
         offsets = ring.Offsets.of(view)
         columns = torch.from_numpy(replay[w.replayed:w.replayed + rows].astype(np.int64)).to(self._device)
-        first = w.resume.pos - len(replay) + w.replayed
+        first = w.resume.state.pos - len(replay) + w.replayed
         for i in range(rows):
             position = torch.tensor([first + i], device=self._device)
             plan = ring.live_plan(position, view, offsets, self._attention, view.context)
@@ -484,16 +444,12 @@ class PersonaPlexEngine:
                         prompt.start_position(w.layout, self._schedule), history,
                         int(sampling.key(w.seed))), line is not None
 
-    # --- handover (docs/continuity.md) ------------------------------------------------------------
+    # --- handover (docs/continuity.md): the format is `handover`'s, the slots are the engine's -------
 
     def export(self, session_id: int) -> bytes | None:
-        """Between ticks: the running session's blob, and its slot back (see `Ticker.export`).
-
-        The blob holds what rebuilds the session here or on another pod of the same model: every
-        column it fed since its voice (its KV ring is recomputed from them), its token state row,
-        its Mimi encoder and decoder state row, its sampling key (in the token row), detokenizer,
-        commentary backlog, jitter buffer and counts. None when it does not run, ends anyway at
-        the next tick, or outgrew its history (`History.full`)."""
+        """Between ticks: the running session's blob (`handover.export`), and its slot back (see
+        `Ticker.export`). None when it does not run, ends anyway at the next tick, or outgrew its
+        history (`History.full`)."""
         slot = self.slot_of(session_id)
         if slot is None:
             return None
@@ -502,97 +458,50 @@ class PersonaPlexEngine:
             logger.warning("session too long to hand over; it stays", extra={"session_id": r.id, "position": r.pos})
             return None
         self._queue_commentary(r)
-        part = r.line.hand_over()
-        if part is None:
+        carried = r.line.hand_over()
+        if carried is None:
             return None
-        line_state, line_arrays = part
-        pending, started = r.detok.state()
-        tokens = {f"tokens.{name}": t[slot].cpu().numpy() for name, t in self._token_fields()}
-        codec = {f"mimi.{i}": t[slot].cpu().numpy() for i, t in enumerate(self.pools.codec.tensors())}
-        state = {**line_state, "pos": r.pos, "first": r.history.first, "detok_pending": pending.hex(),
-                 "detok_started": started, "waiting": [list(p) for p in r.waiting], "loaded": r.loaded,
-                 "said": r.said}
-        assert r.line.session is not None, "a running line knows its session"
-        header = blob.Header(KIND, self._info.model, self._model.cfg.context, r.line.session.voice, r.line.frames,
-                             self._handover_settings(), state)
-        data = blob.encode(header, {**line_arrays, "history": r.history.columns(), **tokens, **codec})
+        data = handover.export(
+            self._format, self._voice(r), r.line.frames, carried, pos=r.pos, history=r.history,
+            detok=r.detok.state(), waiting=[list(p) for p in r.waiting], loaded=r.loaded, said=r.said,
+            tokens={name: t[slot].cpu().numpy() for name, t in self._token_fields()},
+            codec=[t[slot].cpu().numpy() for t in self.pools.codec.tensors()])
         self._release(slot)
         return data
 
-    def _handover_settings(self) -> dict[str, str]:
-        """The engine settings an import must share: they change every number the model computes."""
-        return {"schedule": self._settings.schedule, "dtype": self._settings.dtype}
+    def _handover_format(self) -> handover.Format:
+        """What this engine's blobs and records say and must match (`handover.Format`)."""
+        m, s = self._model, self._settings
+        if self._init_prefix is not None:  # Moshi: every voice is the weights' own, after INIT
+            frames = dict.fromkeys(self._info.voices, self._init_prefix.frames)
+        else:
+            frames = {name: p.frames for name, p in self._prefixes.items()}
+        return handover.Format(
+            self._info, {"schedule": s.schedule, "dtype": s.dtype},
+            {name: _spec(t) for name, t in self._token_fields()}, tuple(map(_spec, self.pools.codec.tensors())),
+            frames, self._init_prefix is not None, m.cfg.text_card, m.cfg.card)
 
     def _token_fields(self) -> list[tuple[str, torch.Tensor]]:
         return [(f.name, getattr(self.pools.tokens, f.name)) for f in dataclasses.fields(self.pools.tokens)]
+
+    @staticmethod
+    def _voice(r: _Running) -> str:
+        assert r.line.session is not None, "a running line knows its session"
+        return r.line.session.voice
 
     def _take_handover(self, sub: channel.LiveSubmission) -> None:
         """Queue an imported session like a newcomer whose prompt is its history; a blob that does
         not fit this engine is refused `ABORTED` (logged with its code and parameter)."""
         assert sub.state is not None
+        jitter = self._jitter()
         try:
-            if record.is_record(sub.state):
-                waiting = self._record_of(sub, record.accept(sub.state, self._info, KIND, sub.session.voice))
-            else:
-                waiting = self._resume_of(sub, blob.accept(sub.state, self._info, KIND, sub.session.voice))
+            resume = handover.restore(sub.state, self._format, sub.session.voice, jitter)
         except errors.HandoverError as exc:
             logger.warning("handover refused", extra={"session_id": sub.id, "code": exc.code.value,
                                                       "param": exc.param, "reason": exc.message})
             sub.refuse(contract.CloseReason.ABORTED)
             return
-        self._queue.append(waiting)
-
-    def _resume_of(self, sub: channel.LiveSubmission, h: blob.Handover) -> _Waiting:
-        """Check a handover's state against this engine and lay it out (`_rebuild`); raises
-        `HandoverError`."""
-        text_card = self._model.cfg.text_card
-        first, pos = h.scalar("first", int), h.scalar("pos", int)
-        history = h.array("history", "<u2", (None, config.NUM_STREAMS))
-        if pos != first + len(history):
-            raise errors.state(("arrays", "history"), f"has {len(history)} columns from {first} for position {pos}")
-        tokens = {name: h.array(f"tokens.{name}", _dtype(t), tuple(t.shape[1:])) for name, t in self._token_fields()}
-        codec = [h.array(f"mimi.{i}", _dtype(t), tuple(t.shape[1:])) for i, t in enumerate(self.pools.codec.tensors())]
-        waiting = h.scalar("waiting", list)
-        if len(waiting) > MAX_COMMENTARY_PIECES or not all(
-                isinstance(p, list) and 0 < len(p) <= step.SAY_TOKENS
-                and all(isinstance(i, int) and 0 <= i < text_card for i in p) for p in waiting):
-            raise errors.state(("header", "state", "waiting"), "is not a list of commentary pieces this engine holds")
-        try:
-            pending = bytes.fromhex(h.scalar("detok_pending", str))
-        except ValueError:
-            raise errors.state(("header", "state", "detok_pending"), "is not hex") from None
-        jitter = self._jitter()
-        Line.restore(jitter, self._info.max_frames, h)
-        return self._rebuild(sub, h.header.voice, first, history, tokens, jitter=jitter, ran=h.header.frames,
-                             codec=codec, detok=(pending, h.scalar("detok_started", bool)), waiting=waiting,
-                             loaded=h.scalar("loaded", int), said=h.scalar("said", int))
-
-    def _record_of(self, sub: channel.LiveSubmission, rec: record.Record) -> _Waiting:
-        """Check a resume record (its pod was lost) against this engine and lay it out; raises
-        `HandoverError`. The columns fed are exact and rebuild the KV ring as an import's do; the
-        token row is rebuilt from the record's tail and sampling key (no commentary); the Mimi
-        state starts fresh, as a newcomer's, the jitter buffer empty."""
-        h = rec.head
-        if h.scalar("tick_bytes", int) != COLUMN_BYTES or h.scalar("tail_bytes", int) != 2 * TAIL_IDS:
-            raise errors.state(("header", "state", "tick_bytes"), "is not this engine's column and tail")
-        first = h.scalar("first", int)
-        head = h.array("history", "<u2", (None, config.NUM_STREAMS))
-        if h.scalar("pos", int) != first + len(head):
-            raise errors.state(("header", "state", "pos"), f"is not {first} + {len(head)} columns")
-        history = np.concatenate([head, np.frombuffer(rec.added, "<u2").reshape(-1, config.NUM_STREAMS)])
-        tail = h.array("tail", "<u2", (TAIL_IDS,)) if rec.tail is None else np.frombuffer(rec.tail, "<u2")
-        key = h.scalar("key", int)
-        if not 0 <= key < 1 << 32:
-            raise errors.state(("header", "state", "key"), "is not a 32-bit sampling key")
-        pos, A = first + len(history), step.A
-        tokens = {name: np.zeros(tuple(t.shape[1:]), _dtype(t)) for name, t in self._token_fields()}
-        tokens.update(pos=np.array(pos), key=np.array(key), ahead=tail[:1 + A].astype(np.int64),
-                      u1=tail[1 + A:1 + 2 * A].astype(np.int64), u2=tail[1 + 2 * A:].astype(np.int64))
-        jitter = self._jitter()
-        if not 0 <= rec.frames < self._info.max_frames:
-            raise errors.state(("header", "frames"), f"is {rec.frames}, outside 0..{self._info.max_frames - 1}")
-        return self._rebuild(sub, h.header.voice, first, history, tokens, jitter=jitter, ran=rec.frames,
-                             codec=None, detok=(b"", True), waiting=[], loaded=0, said=0)
+        self._queue.append(self._laid_out(sub, resume, jitter))
 
     def _jitter(self) -> Jitter:
         """The caller's buffer: the sim's (adaptive by default), in one tick group (`tick`)."""
@@ -600,77 +509,41 @@ class PersonaPlexEngine:
         return caller_buffer(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames, frames.PERIOD_NS, 1,
                              self._pulse.caller_wait)
 
-    def _rebuild(self, sub: channel.LiveSubmission, voice: str, first: int, history: np.ndarray,
-                 tokens: dict[str, np.ndarray], *, jitter: Jitter, ran: int, codec: list[np.ndarray] | None,
-                 detok: tuple[bytes, bool], waiting: list[list[int]], loaded: int, said: int) -> _Waiting:
-        """Check what an import or a record says the session fed and holds, and lay it out as a
-        newcomer whose prompt is its history (the rest of its state, `_Resume`, as given).
-
-        Every id the device will embed is range-checked here: a bad one would fault the tick, and
-        a tick fault ends every session (D9)."""
-        m, C = self._model, self._model.cfg.context
-        text_card, card = m.cfg.text_card, m.cfg.card
-        pos = first + len(history)
-        prefix = self._init_prefix if self._init_prefix is not None else self._prefixes[voice]
-        if first != (0 if self._init_prefix is not None else prefix.frames):
-            raise errors.state(("header", "state", "first"), f"is {first}; the voice has {prefix.frames} frames")
-        if not prefix.frames < pos <= first + MAX_HISTORY_CONTEXTS * C:
-            raise errors.state(("arrays", "history"), f"has {len(history)} columns from {first}")
-        _ids_within(("arrays", "history"), history, [text_card] + [card] * (config.NUM_STREAMS - 1))
-        _ids_within(("arrays", "tokens.ahead"), tokens["ahead"], [text_card] + [card] * step.A)
-        for name in ("u1", "u2", "forced"):
-            _ids_within(("arrays", f"tokens.{name}"), tokens[name], card)
-        _ids_within(("arrays", "tokens.say"), tokens["say"], text_card)
-        if not (int(tokens["pos"]) == pos and 0 <= int(tokens["say_at"]) <= int(tokens["say_len"]) <= step.SAY_TOKENS):
-            raise errors.state(("arrays", "tokens.pos"), "does not agree with the session's position and commentary")
-        columns = history[prefix.frames - first:]
+    def _laid_out(self, sub: channel.LiveSubmission, resume: handover.Resume, jitter: Jitter) -> _Waiting:
+        """An imported session as a newcomer whose prompt is its history up to the ring's first
+        lap; the rest is replayed (`_replay`)."""
+        C, pos = self._model.cfg.context, resume.pos
+        prefix = self._init_prefix if self._init_prefix is not None else self._prefixes[sub.session.voice]
+        columns = resume.history[prefix.frames - resume.first:]
         pre = max(0, min(pos, C - 1) - prefix.frames)
         layout = prompt.Prompt(torch.empty(prefix.frames, 0), torch.from_numpy(columns[:pre].astype(np.int64)), 0,
                                prefix.frames + pre, torch.from_numpy(columns[-1].astype(np.int64)))
-        resume = _Resume(jitter, ran, pos, columns[pre:], History(first, history, C), tokens, codec, detok,
-                         waiting, loaded, said)
-        return _Waiting(sub, layout, prefix, 0, resume=resume)
+        laid = _Resume(resume, jitter, columns[pre:], History(resume.first, resume.history, C))
+        return _Waiting(sub, layout, prefix, 0, resume=laid)
 
-    def _checkpoint(self, r: _Running, row: np.ndarray) -> None:
-        """After a tick of a session a gateway relays: the next piece of its resume record (the
-        head once, then the columns fed since the last piece and the tail after them; void once
-        the history outgrew its cap). A few µs: the history already holds the columns."""
-        if r.recorded == _VOID:
-            return
-        if r.history.full:
-            r.line.checkpoint(record.VOID_CHUNK)
-            r.recorded = _VOID
-            return
-        n = r.line.frames - r.recorded
-        if r.recorded >= 0 and n < CHECKPOINT_TICKS:
-            return
-        tail = row[program.TAIL].astype("<u2")
-        if r.recorded < 0:
-            assert r.line.session is not None, "a running line knows its session"
-            header = blob.Header(KIND, self._info.model, self._model.cfg.context, r.line.session.voice,
-                                 r.line.frames, self._handover_settings(),
-                                 {"first": r.history.first, "pos": r.pos, "key": r.key})
-            data = record.head(header, {"history": r.history.columns(), "tail": tail}, COLUMN_BYTES, 2 * TAIL_IDS)
-        else:
-            data = record.ticks(r.recorded, n, r.history.columns()[-n:].tobytes(), tail.tobytes())
-        r.line.checkpoint(data)
-        r.recorded = r.line.frames
+    def _checkpoint(self, r: _Running, tail: np.ndarray) -> None:
+        """After a tick of a session a gateway relays: the next piece of its resume record, if due."""
+        data, r.recorded = handover.checkpoint(self._format, self._voice(r), r.line.frames, r.recorded, pos=r.pos,
+                                               history=r.history, key=r.key, tail=tail)
+        if data is not None:
+            r.line.checkpoint(data)
 
     @torch.no_grad()
     def _resumed(self, slot: int, w: _Waiting, resume: _Resume) -> tuple[_Running, bool]:
         """An imported session whose history was just prefilled and replayed into `slot`: load its
         token and Mimi rows, and start its line where it was."""
+        state = resume.state
         for name, t in self._token_fields():
-            t[slot] = torch.tensor(resume.tokens[name], device=self._device)
-        if resume.codec is not None:
-            for t, a in zip(self.pools.codec.tensors(), resume.codec, strict=True):
+            t[slot] = torch.tensor(state.tokens[name], device=self._device)
+        if state.codec is not None:
+            for t, a in zip(self.pools.codec.tensors(), state.codec, strict=True):
                 t[slot] = torch.tensor(a, device=self._device)
-        line = Line.start(w.sub, resume.jitter, self._info.max_frames, resume.frames)
+        line = Line.start(w.sub, resume.jitter, self._info.max_frames, state.frames)
         detok = self._model.tokenizer.detokenizer()
-        detok.restore(*resume.detok)
+        detok.restore(*state.detok)
         row = line or Line(w.sub.input, w.sub.sink, resume.jitter, self._info.max_frames)
-        return _Running(w.sub.id, row, detok, resume.pos, resume.history, int(resume.tokens["key"]),
-                        deque(resume.waiting), resume.loaded, resume.said), line is not None
+        return _Running(w.sub.id, row, detok, state.pos, resume.history, int(state.tokens["key"]),
+                        deque(state.waiting), state.loaded, state.said), line is not None
 
     def _release(self, slot: int) -> None:
         """Give back `slot`; the session in the highest slot moves into the hole, and a newcomer

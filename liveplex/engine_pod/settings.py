@@ -1,9 +1,10 @@
 """The PersonaPlex engine's settings: one frozen value, built once from the command line.
 
 Spec personaplex §5.1. `add_arguments` adds the flags only this engine has; `--max-sessions`,
-`--max-seconds`, `--jitter-frames`, `--prebuffer-frames` and `--fail-after-ticks` are shared with
-the sim engine (`liveplex.sim_pod.profile`) and read from the same namespace. Torch-free, so that parsing
-`liveplex serve` flags never imports torch.
+`--max-seconds`, `--jitter-frames` and `--prebuffer-frames` are shared with the sim engine
+(`liveplex.sim_pod.profile`) and read from the same namespace (`--fail-after-ticks`, defined there
+too, is `serve`'s: `live/fault.py`). Torch-free, so that parsing `liveplex serve` flags never
+imports torch.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from liveplex.flags import default_of
+from liveplex.personaplex import voice_names
 
 DEFAULT_INSTRUCTIONS = ("You are a wise and friendly teacher. Answer questions or provide advice "
                         "in a clear and engaging way.")
@@ -35,6 +37,8 @@ DEFAULT_SCHEDULE = "upstream"
 
 CPU_MAX_SESSIONS = 4
 """Sessions on a CPU when `--max-sessions` is not given: CPU serving is for tests and demos."""
+MAX_COMMENTARY_PIECES = 8
+"""Pieces of `step.SAY_TOKENS` commentary ids a session may have waiting; more are dropped (logged)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +82,7 @@ class EngineSettings:
     """When set, session seeds derive from it and the session id (reproducible runs)."""
     custom_voices_dir: Path | None = None
     """Extra voices (`.pt`/`.wav`) loaded after the checkpoint's: the front end's `--voice-dir`."""
-    default_voice: str = "NATF2"
+    default_voice: str = voice_names.DEFAULT_VOICE
     """The voice used when a client names none; startup fails if it is missing."""
     default_instructions: str = DEFAULT_INSTRUCTIONS
     max_voice_frames: int = 250
@@ -87,8 +91,6 @@ class EngineSettings:
     """Jitter buffer cap, frames (live-contract §5.3)."""
     prebuffer_frames: int = 0
     """Frames buffered before playout starts; 0: adaptive (`live/playout.py`), the default."""
-    fail_after_ticks: int = 0
-    """Fault injection: the temporal transformer raises after this many ticks (0: never)."""
     cpu_threads: int = 1
     """Torch intra-op threads when the engine runs on the CPU. 1: the tiny model's ops are too small
     to split, and extra workers spin on the cores the front end and callers need (docs/engine_pod.md)."""
@@ -115,7 +117,6 @@ class EngineSettings:
             "max_voice_frames": self.max_voice_frames > 0,
             "jitter_frames": self.jitter_frames > 0,
             "prebuffer_frames": 0 <= self.prebuffer_frames <= self.jitter_frames,
-            "fail_after_ticks": self.fail_after_ticks >= 0,
             "cpu_threads": self.cpu_threads >= 1,
         }
         bad = [name for name, ok in checks.items() if not ok]
@@ -182,7 +183,7 @@ def settings_from_args(args: argparse.Namespace) -> EngineSettings:
         cuda_graphs=not args.no_cuda_graphs, greedy=args.greedy,
         seed=args.seed, custom_voices_dir=args.voice_dir, default_voice=args.default_voice,
         jitter_frames=args.jitter_frames, prebuffer_frames=args.prebuffer_frames,
-        fail_after_ticks=args.fail_after_ticks, cpu_threads=args.cpu_threads,
+        cpu_threads=args.cpu_threads,
     )
 
 

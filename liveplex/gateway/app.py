@@ -20,7 +20,7 @@ def create_app(gateway: Gateway) -> server_app.ByListener:
     registry = exposition.registry(GatewayCollector(gateway.stats, front.stats, lambda: gateway.view.catalog.pools()))
 
     def loads() -> dict[str, PoolLoad]:
-        return {pool: PoolLoad.of(snap) for pool, (snap, _) in gateway.view.snapshots.items()}
+        return {pool: summary.load for pool, (summary, _) in gateway.view.snapshots.items()}
 
     async def ready(request: Request) -> Response:
         if gateway.ready:

@@ -1,7 +1,7 @@
 """`PoolView`: the gateway's picture of its pools, re-read from Redis every `refresh_ms`.
 
 It holds the `PoolCatalog` the protocol validates starts against, each routed pool's sub-pool count
-(from its `le:routes` value, `subpools.routed`), and each pool's last summary (a `Snapshot` of the
+(from its `le:routes` value, `subpools.routed`), and each pool's last summary (a `Summary` of the
 pool's best candidates with its totals, `PlacementClient.summary_among`) with the
 monotonic time it was read: fail-open placement (platform §7.12) may choose among its candidates
 while it is younger than `snapshot_max_age_ms` and Redis is down, and `/live/stats` reads its totals.
@@ -19,7 +19,7 @@ import time
 from liveplex.gateway.catalog import PoolCatalog
 from liveplex.gateway.stats import GatewayStats
 from liveplex.gptlive.served import Served
-from liveplex.placement import PlacementClient, PlacementError, Snapshot, subpools
+from liveplex.placement import PlacementClient, PlacementError, Summary, subpools
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class PoolView:
         self.catalog = PoolCatalog(default_pool=default_pool)
         self._counts: dict[str, int] = {}
         """Routed pool -> its sub-pool count."""
-        self.snapshots: dict[str, tuple[Snapshot, int]] = {}
+        self.snapshots: dict[str, tuple[Summary, int]] = {}
         """Pool -> (its summary, monotonic ns when read)."""
         self.fresh = False
         """The last refresh reached Redis."""
@@ -64,7 +64,7 @@ class PoolView:
         """How many sub-pools `pool` is split into (1: not split, or not routed: `--pool`)."""
         return self._counts.get(pool, 1)
 
-    def snapshot(self, pool: str, max_age_ms: int) -> Snapshot | None:
+    def snapshot(self, pool: str, max_age_ms: int) -> Summary | None:
         """The pool's last summary if it is younger than `max_age_ms`."""
         entry = self.snapshots.get(pool)
         if entry is None or time.monotonic_ns() - entry[1] > max_age_ms * 1_000_000:

@@ -6,14 +6,27 @@ audio is one contiguous stream; a session runs exactly `max_frames` frames.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
-from liveplex.continuity import blob, errors
 from liveplex.live import contract
 from liveplex.live.channel import AudioReceiver, LiveSubmission, OutputSink
 from liveplex.live.jitter import Jitter
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """What a line carries to another engine: its buffered caller audio and its counters, plain
+    values (`liveplex.continuity.carried` writes them into a blob and checks them on the way back)."""
+
+    pending: bytes
+    """Buffered caller PCM (s16le), not yet played."""
+    odd: bytes
+    """The odd byte of a push not yet paired (zero or one byte)."""
+    playing: bool
+    underruns: int
+    dropped: int
 
 
 class Line:
@@ -60,40 +73,25 @@ class Line:
             return contract.CloseReason.EXPIRED
         return None
 
-    def hand_over(self) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    def hand_over(self) -> Carried | None:
         """Leave this engine at a tick boundary: the caller audio queued so far joins the jitter
-        buffer, the sink gets `Closed(HANDED_OVER)`, and the line's part of the blob comes back
-        (header scalars, arrays). None, and nothing changes, when the session ends at the next
-        tick anyway (hung up or expired): it is not moved."""
+        buffer, the sink gets `Closed(HANDED_OVER)`, and what the line carries comes back. None,
+        and nothing changes, when the session ends at the next tick anyway (hung up or expired):
+        it is not moved."""
         if self.input.closed or self.frames >= self.max_frames:
             return None
         for at, chunk in self.input.drain():
             self.jitter.push(chunk, at)
         j = self.jitter
-        scalars = {"odd": j.odd.hex(), "playing": j.playing, "underruns": j.underruns, "dropped": j.dropped}
-        arrays = {"jitter": np.frombuffer(j.pending(), np.uint8)}
+        carried = Carried(j.pending(), j.odd, j.playing, j.underruns, j.dropped)
         self.close(contract.CloseReason.HANDED_OVER)
-        return scalars, arrays
+        return carried
 
     @staticmethod
-    def resume(sub: LiveSubmission, jitter: Jitter, max_frames: int, h: blob.Handover) -> Line | None:
-        """`start` for a session continuing from handover `h` (the part `hand_over` wrote): frame
-        numbers, counters and buffered caller audio go on. Raises `HandoverError` before
-        `Started` is sent when that part does not fit."""
-        Line.restore(jitter, max_frames, h)
-        return Line.start(sub, jitter, max_frames, h.header.frames)
-
-    @staticmethod
-    def restore(jitter: Jitter, max_frames: int, h: blob.Handover) -> None:
-        """Load the jitter part of handover `h` into `jitter`, checking it and the frame count
-        against this engine (`HandoverError`); `resume` without the start."""
-        try:
-            jitter.restore(h.array("jitter", "|u1", (None,)).tobytes(), bytes.fromhex(h.scalar("odd", str)),
-                           h.scalar("playing", bool), h.scalar("underruns", int), h.scalar("dropped", int))
-        except ValueError as exc:  # a bad hex string, or a buffer past this engine's cap
-            raise errors.state(("arrays", "jitter"), str(exc)) from None
-        if not 0 <= h.header.frames < max_frames:
-            raise errors.state(("header", "frames"), f"is {h.header.frames}, outside 0..{max_frames - 1}")
+    def restore(jitter: Jitter, carried: Carried) -> None:
+        """Load what another engine's line carried into `jitter`, before `start`; raises
+        `ValueError` when it does not fit this buffer."""
+        jitter.restore(carried.pending, carried.odd, carried.playing, carried.underruns, carried.dropped)
 
     def commentary(self) -> list[str]:
         """Texts the caller's app asked the model to say since the last call, oldest first."""

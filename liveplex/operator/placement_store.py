@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from liveplex.operator import pool
-from liveplex.placement import PlacementClient, PoolLoad, Snapshot
+from liveplex.placement import PlacementClient, Summary
 
 
-def pool_load(summary: Snapshot) -> pool.PoolLoad:
+def pool_load(summary: Summary) -> pool.PoolLoad:
     """The operator's view of one pool: its totals, and its emptiest fresh pods with their tick health."""
-    fresh = summary.fresh()
-    totals = PoolLoad.of(summary)
+    fresh = summary.candidates.fresh()
+    totals = summary.load
     return pool.PoolLoad(
         active=totals.active, reserved=totals.reserved, capacity=totals.capacity,
         p99_lateness_ms=max((m.record.late_p99_us for m in fresh), default=0) // 1000,

@@ -10,7 +10,7 @@ from liveplex.placement.choice import Busy, Mode, Placed, choose
 from liveplex.placement.client import PlacementClient
 from liveplex.placement.errors import InvalidName, InvalidRecord, PlacementError, RedisRefused, RedisUnavailable
 from liveplex.placement.keys import ROUTES, PoolKeys, check_model, check_pod, pool_keys
-from liveplex.placement.load import PoolLoad
+from liveplex.placement.load import PoolLoad, Summary
 from liveplex.placement.local_redis import LocalRedis, LocalRedisError
 from liveplex.placement.record import PodRecord
 from liveplex.placement.snapshot import Member, Snapshot
@@ -29,7 +29,7 @@ __all__ = [
     "PlacementClient",
     "InvalidName", "InvalidRecord", "PlacementError", "RedisRefused", "RedisUnavailable",
     "ROUTES", "PoolKeys", "check_model", "check_pod", "pool_keys",
-    "PoolLoad",
+    "PoolLoad", "Summary",
     "LocalRedis", "LocalRedisError",
     "PodRecord",
     "Member", "Snapshot",

@@ -13,7 +13,7 @@ import enum
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from liveplex.placement import snapshot, timing
+from liveplex.placement import load, snapshot, timing
 
 
 class Mode(enum.StrEnum):
@@ -48,7 +48,7 @@ class Busy:
 
 
 def choose(
-    pool: snapshot.Snapshot,
+    pool: snapshot.Snapshot | load.Summary,
     exclude: Collection[str] = (),
     mode: Mode = Mode.SPREAD,
     tiebreak: int = 0,
@@ -56,13 +56,14 @@ def choose(
 ) -> Placed | Busy:
     """Where `place.lua` would place a session on `pool`, given the same exclusions and tie-breaker.
 
-    On a summary (`pool.load` set: the best candidates only) a placement is the same as on the whole
+    On a summary (its best candidates only) a placement is the same as on the whole
     pool while fewer than all candidates are excluded; a busy answer carries the pool's totals
     (draining pods' sessions and excluded pods included)."""
     best: tuple[bool, int] | None = None
     ties: list[snapshot.Member] = []
     capacity = active = engines = 0
-    for member in pool.fresh(stale_ms):
+    members = pool.candidates if isinstance(pool, load.Summary) else pool
+    for member in members.fresh(stale_ms):
         pod = member.record
         if pod.draining:
             continue
@@ -82,6 +83,7 @@ def choose(
     if ties:
         chosen = sorted(ties, key=lambda m: m.pod.encode())[tiebreak % len(ties)]
         return Placed(chosen.pod, chosen.record.addr)
-    if pool.load is not None:  # a summary holds only pods with room: the pool's own totals say the rest
-        return Busy(pool.load.capacity, pool.load.active, no_engines=pool.load.fresh == pool.load.draining)
+    if isinstance(pool, load.Summary):  # only pods with room: the pool's own totals say the rest
+        totals = pool.load
+        return Busy(totals.capacity, totals.active, no_engines=totals.fresh == totals.draining)
     return Busy(capacity, active, no_engines=engines == 0)

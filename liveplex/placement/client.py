@@ -280,7 +280,7 @@ class PlacementClient:
         return snapshot.Snapshot(now_ms=reply[0], members=_members(reply[1:]))
 
     async def summary(self, pool: str, candidates: int = SUMMARY_CANDIDATES,
-                      stale_ms: int = timing.STALE_MS) -> snapshot.Snapshot:
+                      stale_ms: int = timing.STALE_MS) -> load.Summary:
         """The pool's totals and its best `candidates` pods (spread order), in O(candidates · log N).
 
         What a gateway refreshes every second: `load` has the totals (kept by the index: sessions and
@@ -294,10 +294,10 @@ class PlacementClient:
             pods=engines + draining, fresh=engines + draining, draining=draining, degraded=degraded,
             active=active + draining_active, reserved=reserved, capacity=capacity,
             worst_tick_p99_us=max((m.record.tick_p99_us for m in members), default=0))
-        return snapshot.Snapshot(now_ms=reply[0], members=members, load=totals)
+        return load.Summary(snapshot.Snapshot(now_ms=reply[0], members=members), totals)
 
     async def summary_among(self, pool: str, count: int, candidates: int = SUMMARY_CANDIDATES,
-                            stale_ms: int = timing.STALE_MS) -> snapshot.Snapshot:
+                            stale_ms: int = timing.STALE_MS) -> load.Summary:
         """`summary` of a pool split into `count` sub-pools: theirs, read concurrently and merged
         (`subpools.merge_summaries`), O(count · candidates · log N). A sub-pool whose shard does not
         answer is left out (the totals then cover the others: its pods cannot heartbeat either);
@@ -307,7 +307,7 @@ class PlacementClient:
             return await self.summary(names[0], candidates, stale_ms)
         parts = await asyncio.gather(*(self.summary(name, candidates, stale_ms) for name in names),
                                      return_exceptions=True)
-        read = [p for p in parts if isinstance(p, snapshot.Snapshot)]
+        read = [p for p in parts if isinstance(p, load.Summary)]
         for part in parts:
             if isinstance(part, BaseException) and not isinstance(part, errors.RedisUnavailable):
                 raise part

@@ -17,7 +17,7 @@ import time
 
 import redis.asyncio
 
-from liveplex.bench import percentiles
+from liveplex import percentiles
 from liveplex.placement import choice, client, local_redis, record
 
 

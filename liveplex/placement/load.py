@@ -1,4 +1,5 @@
-"""`PoolLoad`: one pool's load summed from a snapshot, for the operator's status roll-up and autoscaling."""
+"""`PoolLoad`: one pool's load, for the operator's status roll-up and autoscaling; `Summary`: a pool's
+load with its best candidates, what gateways and the operator read every second."""
 
 from __future__ import annotations
 
@@ -35,9 +36,7 @@ class PoolLoad:
 
     @classmethod
     def of(cls, pool: snapshot.Snapshot, stale_ms: int = timing.STALE_MS) -> PoolLoad:
-        """The totals: a summary's own (kept by the index), else summed over the snapshot's fresh members."""
-        if pool.load is not None:
-            return pool.load
+        """The totals of a whole pool, summed over its fresh members."""
         fresh = pool.fresh(stale_ms)
         return cls(
             pods=len(pool.members),
@@ -49,3 +48,15 @@ class PoolLoad:
             capacity=sum(m.record.capacity for m in fresh if not m.record.draining),
             worst_tick_p99_us=max((m.record.tick_p99_us for m in fresh), default=0),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A pool's totals and its best candidates (`PlacementClient.summary`, O(candidates · log N)):
+    enough for fail-open placement (platform §7.12) and the operator's roll-up without reading
+    every pod."""
+
+    candidates: snapshot.Snapshot
+    """The best pods only (spread order), at Redis time `candidates.now_ms`."""
+    load: PoolLoad
+    """The whole pool's totals, from its index."""

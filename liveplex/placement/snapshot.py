@@ -9,12 +9,8 @@ them; `reserved` counts only unexpired leases. A member whose hash has expired i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from liveplex.placement import record, timing
-
-if TYPE_CHECKING:
-    from liveplex.placement.load import PoolLoad
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,13 +27,11 @@ class Member:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """A pool at Redis time `now_ms`."""
+    """Pods of a pool at Redis time `now_ms`: every one (`PlacementClient.snapshot`), or the best
+    candidates of a `load.Summary`."""
 
     now_ms: int
     members: tuple[Member, ...]
-    load: PoolLoad | None = None
-    """Set on a summary (`PlacementClient.summary`), whose `members` are only the best candidates:
-    the pool's totals, from its index. None on a whole snapshot, whose totals are its members' sums."""
 
     def fresh(self, stale_ms: int = timing.STALE_MS) -> tuple[Member, ...]:
         """The members that heartbeated within `stale_ms` of `now_ms`: the ones `place.lua` keeps."""

@@ -134,14 +134,14 @@ def merge_busy(answers: Sequence[choice.Busy]) -> choice.Busy:
                        no_engines=all(a.no_engines for a in answers))
 
 
-def merge_summaries(parts: Sequence[snapshot.Snapshot]) -> snapshot.Snapshot:
+def merge_summaries(parts: Sequence[load.Summary]) -> load.Summary:
     """The pool's summary from its sub-pools' (at least one), each read on its own shard's clock: every
     member's heartbeat is moved onto the latest clock so it keeps its age (`fresh` stays right), the
     candidates are all of theirs (`count` times as many) and the totals are summed."""
-    now = max(p.now_ms for p in parts)
-    members = tuple(dataclasses.replace(m, heartbeat_ms=m.heartbeat_ms + now - p.now_ms)
-                    for p in parts for m in p.members)
-    totals = [load.PoolLoad.of(p) for p in parts]
+    now = max(p.candidates.now_ms for p in parts)
+    members = tuple(dataclasses.replace(m, heartbeat_ms=m.heartbeat_ms + now - p.candidates.now_ms)
+                    for p in parts for m in p.candidates.members)
+    totals = [p.load for p in parts]
     summed = load.PoolLoad(*(sum(getattr(t, f.name) for t in totals) for f in dataclasses.fields(load.PoolLoad)))
     worst = max(t.worst_tick_p99_us for t in totals)
-    return snapshot.Snapshot(now_ms=now, members=members, load=dataclasses.replace(summed, worst_tick_p99_us=worst))
+    return load.Summary(snapshot.Snapshot(now, members), dataclasses.replace(summed, worst_tick_p99_us=worst))

@@ -4,11 +4,13 @@ admin listener."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.applications import Starlette
+from starlette.convertors import StringConvertor, register_url_convertor
 
 from liveplex.continuity import blob, record
 from liveplex.continuity.errors import HandoverError
@@ -17,6 +19,18 @@ from liveplex.gptlive.server import exposition, hop, replies
 from liveplex.live.contract import LiveInfo
 from liveplex.pod import handover, metrics, stats
 from liveplex.pod.pod import Pod
+
+
+class ExportedId(StringConvertor):
+    """A session id in `hop.EXPORT_PATH`: any path segment but the handover routes' own names
+    (`hop.RESUME_PATH`'s last), so the routes match the same whatever order they are added in."""
+
+    regex = f"(?!{re.escape(hop.RESUME_PATH.rsplit('/', 1)[1])}$)[^/]+"
+
+
+register_url_convertor("exported_id", ExportedId())
+EXPORT_ROUTE = hop.EXPORT_PATH.format(session_id="{session_id:exported_id}")
+"""`hop.EXPORT_PATH` as the pod routes it."""
 
 
 def create_app(pod: Pod) -> server_app.ByListener:
@@ -65,11 +79,7 @@ def create_app(pod: Pod) -> server_app.ByListener:
             key = pod.backend.imports.put(data, header, handover.now())
             return replies.response(handover.FULL) if key is None else handover.imported(key, header)
 
-        @app.post(hop.RESUME_PATH)  # before EXPORT_PATH, which would take "resume" for a session id
-        async def resume(request: Request) -> Response:
-            return await held(request, record.peek)
-
-        @app.post(hop.EXPORT_PATH)
+        @app.post(EXPORT_ROUTE)
         async def export(request: Request, session_id: str) -> Response:
             denied = front.guard(request)
             if denied is not None:
@@ -83,6 +93,10 @@ def create_app(pod: Pod) -> server_app.ByListener:
         @app.post(hop.IMPORT_PATH)
         async def import_(request: Request) -> Response:
             return await held(request, blob.peek)
+
+        @app.post(hop.RESUME_PATH)
+        async def resume(request: Request) -> Response:
+            return await held(request, record.peek)
 
         @app.get("/v1/audio/voices")
         async def audio_voices(request: Request) -> Response:

@@ -9,12 +9,8 @@ import argparse
 from dataclasses import dataclass
 
 from liveplex.live import contract, frames
+from liveplex.personaplex import voice_names
 
-VOICES: tuple[str, ...] = tuple(sorted(
-    [f"NATF{i}" for i in range(4)] + [f"NATM{i}" for i in range(4)]
-    + [f"VARF{i}" for i in range(5)] + [f"VARM{i}" for i in range(5)]
-))
-"""The 18 PersonaPlex voice names: the sim advertises them so one voice table fits both engines."""
 TICK_GROUPS: tuple[int, ...] = (1, 2, 4, 5, 8)
 """Group counts that divide the 80 ms period into whole milliseconds."""
 
@@ -44,8 +40,6 @@ class SimProfile:
     """Emulated compute per tick, µs, whatever the batch."""
     tick_per_session_us: int = 0
     """Emulated compute per session per tick, µs (2000 + 3000 fits 26 sessions in 80 ms)."""
-    fail_after_ticks: int = 0
-    """Fault injection: raise inside the tick after this many ticks (0: never)."""
     default_instructions: str = "You echo the caller."
     max_instructions_chars: int = 4096
 
@@ -60,7 +54,6 @@ class SimProfile:
             "word_frames": self.word_frames > 0,
             "tick_base_us": self.tick_base_us >= 0,
             "tick_per_session_us": self.tick_per_session_us >= 0,
-            "fail_after_ticks": self.fail_after_ticks >= 0,
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:
@@ -74,8 +67,8 @@ class SimProfile:
             model=self.model,
             sample_rate=frames.SAMPLE_RATE,
             frame_samples=frames.FRAME_SAMPLES,
-            voices=VOICES,
-            default_voice="NATF2",
+            voices=voice_names.VOICES,  # PersonaPlex's, so one voice table fits both engines
+            default_voice=voice_names.DEFAULT_VOICE,
             default_instructions=self.default_instructions,
             max_instructions_chars=self.max_instructions_chars,
             max_sessions=self.max_sessions,
@@ -106,7 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> tuple[argparse.Action, ...
     shared.add_argument("--prebuffer-frames", type=int, default=d.prebuffer_frames,
                         help="frames buffered before playout starts; 0 = adaptive, from each caller's measured "
                              "jitter (default: %(default)s)")
-    shared.add_argument("--fail-after-ticks", type=int, default=d.fail_after_ticks,
+    shared.add_argument("--fail-after-ticks", type=int, default=0,
                         help="fault injection: the tick raises after N ticks (default: %(default)s = never)")
     sim = parser.add_argument_group("sim engine")
     return (
@@ -134,5 +127,4 @@ def profile_from_args(args: argparse.Namespace) -> SimProfile:
         echo_frames=args.echo_frames,
         tick_base_us=args.tick_base_us,
         tick_per_session_us=args.tick_per_session_us,
-        fail_after_ticks=args.fail_after_ticks,
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from liveplex.engine_pod import engine
+from liveplex.engine_pod.settings import MAX_COMMENTARY_PIECES
 from liveplex.personaplex import step
 from tests.engine_pod import harness
 
@@ -62,11 +62,11 @@ def test_the_waiting_commentary_is_bounded(tiny_model):
     pod = harness.Pod(eng, handle, inbox)
     call = pod.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(5, 8))
     pod.tick()
-    for _ in range(engine.MAX_COMMENTARY_PIECES + 5):
+    for _ in range(MAX_COMMENTARY_PIECES + 5):
         call.opened.audio.say(" ".join(["hello"] * step.SAY_TOKENS))
     pod.tick()
     [running] = eng._rows  # one piece loaded into the slot, the rest waiting, the overflow dropped
-    assert (running.loaded, len(running.waiting)) == (step.SAY_TOKENS, engine.MAX_COMMENTARY_PIECES - 1)
+    assert (running.loaded, len(running.waiting)) == (step.SAY_TOKENS, MAX_COMMENTARY_PIECES - 1)
 
 
 def test_speak_replaces_words_only_and_advances_each_row_on_its_own():

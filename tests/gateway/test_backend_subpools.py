@@ -27,7 +27,7 @@ async def test_the_route_splits_the_pool_and_each_slot_goes_back_to_its_own_sub_
         await view.refresh()
         assert view.subpools(POOL) == 2 and view.subpools("test/unrouted") == 1
         summary = view.snapshot(POOL, 5_000)
-        assert summary is not None and summary.load is not None and summary.load.capacity == 2
+        assert summary is not None and summary.load.capacity == 2
         backend = GatewayBackend(GatewaySettings(redis_url), Settings(), (), client, view, stats)
 
         placed = [await backend.place(POOL, f"s{n}", set()) for n in range(2)]

@@ -20,7 +20,7 @@ from liveplex.gptlive.served import Served
 from liveplex.gptlive.settings import Settings
 from liveplex.gptlive.voices import BUILTIN, Voices
 from liveplex.live import contract
-from liveplex.sim_pod.profile import VOICES
+from liveplex.personaplex.voice_names import VOICES
 
 MS = 1_000_000
 INFO = contract.LiveInfo(model="liveplex-sim", sample_rate=24000, frame_samples=1920, voices=VOICES,

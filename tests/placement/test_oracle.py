@@ -146,10 +146,10 @@ async def _summary_agrees(url: str, pods: list[Pod], exclude: set[str], tiebreak
             await _arrange(client, raw, pods)
             summary = await client.summary(POOL)  # applies time's changes, as a placement does
             whole = await client.snapshot(POOL)
-            load, summed = PoolLoad.of(summary), PoolLoad.of(whole)
+            load, summed = summary.load, PoolLoad.of(whole)
             assert (load.pods, load.fresh, load.draining, load.active, load.reserved, load.capacity) == (
                 summed.pods, summed.fresh, summed.draining, summed.active, summed.reserved, summed.capacity)
-            assert load.degraded == sum(m.record.degraded for m in summary.members)  # the candidates are all
+            assert load.degraded == sum(m.record.degraded for m in summary.candidates.members)  # the candidates are all
             # with room here (8 pods < 16 candidates), so fail-open from the summary is the whole choice
             from_summary, from_whole = (choose(pool, exclude, Mode.SPREAD, tiebreak) for pool in (summary, whole))
             if isinstance(from_whole, Busy):

@@ -17,6 +17,7 @@ from liveplex.placement import (
     PodRecord,
     PoolLoad,
     Snapshot,
+    Summary,
     pool_keys,
     subpools,
 )
@@ -105,9 +106,8 @@ async def test_place_among_falls_back_until_every_sub_pool_is_full(client: Place
     assert placed == dict.fromkeys(pods, 2), "every slot used once, none twice"
     assert await client.place_among("prod/pp", 3, "one-more") == Busy(18, 0, no_engines=False)
     summary = await client.summary_among("prod/pp", 3)  # what the gateway's refresh and the operator read
-    assert summary.load is not None
     assert (summary.load.capacity, summary.load.reserved, summary.load.fresh) == (18, 18, 9)
-    assert summary.members == (), "no candidate has room"
+    assert summary.candidates.members == (), "no candidate has room"
 
 
 def test_a_route_carries_the_sub_pool_count_and_reads_back() -> None:
@@ -123,14 +123,15 @@ def test_a_route_carries_the_sub_pool_count_and_reads_back() -> None:
 
 
 def test_merged_summaries_sum_the_totals_and_keep_each_members_age() -> None:
-    def part(now: int, pod: str, beat: int, active: int) -> Snapshot:
+    def part(now: int, pod: str, beat: int, active: int) -> Summary:
         load = PoolLoad(pods=1, fresh=1, draining=0, degraded=0, active=active, reserved=1, capacity=4,
                         worst_tick_p99_us=100 * active)
-        return Snapshot(now, (Member(pod, PodRecord(f"{pod}:8000", 4, active), beat, 1),), load)
+        return Summary(Snapshot(now, (Member(pod, PodRecord(f"{pod}:8000", 4, active), beat, 1),)), load)
 
     merged = subpools.merge_summaries([part(10_000, "a", 9_000, 1), part(12_000, "b", 11_500, 3)])
-    assert merged.now_ms == 12_000
-    assert [(m.pod, merged.now_ms - m.heartbeat_ms) for m in merged.members] == [("a", 1_000), ("b", 500)]
+    assert merged.candidates.now_ms == 12_000
+    assert [(m.pod, 12_000 - m.heartbeat_ms) for m in merged.candidates.members] == [("a", 1_000), ("b", 500)]
     assert merged.load == PoolLoad(pods=2, fresh=2, draining=0, degraded=0, active=4, reserved=2, capacity=8,
                                    worst_tick_p99_us=300)
-    assert [m.pod for m in merged.fresh(stale_ms=600)] == ["b"], "a's shard clock is behind: its age, not its score"
+    fresh = [m.pod for m in merged.candidates.fresh(stale_ms=600)]
+    assert fresh == ["b"], "a's shard clock is behind: its age, not its score"

@@ -10,8 +10,9 @@ import pytest
 
 from liveplex.live import Audio, Closed, CloseReason, Session, Started, Text, by_hand, runner
 from liveplex.live.channel import Opened
+from liveplex.live.fault import InjectedFault, failing_after
 from liveplex.live.runner import EngineThread
-from liveplex.sim_pod import InjectedFault, SimEngine, SimProfile
+from liveplex.sim_pod import SimEngine, SimProfile
 
 from ..live.outputs import until
 
@@ -95,8 +96,8 @@ def test_a_caller_frame_is_echoed_prebuffer_plus_echo_frames_ticks_after_it_is_s
 
 
 async def test_injected_fault_aborts_every_session_and_stops_the_engine() -> None:
-    profile = SimProfile(fail_after_ticks=3)
-    engine = EngineThread(profile.info(), lambda _: SimEngine(profile))
+    profile = SimProfile()
+    engine = EngineThread(profile.info(), failing_after(lambda _: SimEngine(profile), 3))
     handle = engine.start(asyncio.get_running_loop())
     a, b = handle.start(SESSION), handle.start(SESSION)
     for o in (a, b):

@@ -10,7 +10,7 @@ from liveplex.live import Audio, Session, by_hand
 from liveplex.live.channel import Opened
 from liveplex.live.drive import Pending
 from liveplex.sim_pod import SimEngine, SimProfile
-from liveplex.sim_pod.engine import NEXT_DUE
+from liveplex.sim_pod.handover import NEXT_DUE
 
 MS = 1_000_000
 PROFILE = SimProfile(echo_frames=0, tick_groups=4)

@@ -4,7 +4,7 @@ and the admin listener's app.
 `create_app(front, ...)` builds the app around a `Front`: the one shared timer (`Sweeper`), the
 set of live sockets and their counters, and the `Backend` behind them. The live socket itself is
 served natively by `native.LiveProtocol` (uvicorn's `ws=`), which finds the front in the lifespan
-state; through plain ASGI the live path is refused. A pod and the gateway add their own routes
+state (`front.FRONT`); through plain ASGI the live path is refused. A pod and the gateway add their own routes
 (`add_routes`, `add_admin_routes`) and lifecycle (`lifecycle`); routes are listed in gpt-live §11
 and docs/gptlive.md.
 
@@ -20,8 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
@@ -29,13 +27,11 @@ from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.routing import Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
-from websockets.datastructures import Headers
 
 from liveplex.gptlive import urls
-from liveplex.gptlive.server import auth, backend, exposition, native, replies
-from liveplex.gptlive.server.settings import ServerSettings
-from liveplex.gptlive.server.stats import FrontStats
-from liveplex.gptlive.server.sweeper import Socket, Sweeper
+from liveplex.gptlive.server import exposition, replies
+from liveplex.gptlive.server.front import FRONT, Front
+from liveplex.gptlive.server.sweeper import Sweeper
 from liveplex.gptlive.server.webrtc import route as webrtc_route
 
 SHUTDOWN_GRACE_S = 2.0
@@ -43,61 +39,6 @@ SHUTDOWN_GRACE_S = 2.0
 
 Guard = Callable[[Request], Response | None]
 """A route's auth check: None to serve, else the 401 to answer."""
-
-
-@dataclass(slots=True)
-class Front:
-    """What the routes and the native live sockets share; the sweeper exists while serving."""
-
-    settings: ServerSettings
-    backend: backend.Backend
-    stats: FrontStats = field(default_factory=FrontStats)
-    sweeper: Sweeper | None = None
-    sockets: set[Socket] = field(default_factory=set)
-    admin_port: int | None = None
-    """The admin listener's port, once bound (`run.listeners`)."""
-    calls: dict[str, Any] = field(default_factory=dict)
-    """WebRTC calls by session id (`webrtc.call.Call`), for their sideband's attach."""
-    pending: dict[Any, None] = field(default_factory=dict)
-    """Client-listener connections that have not finished a request, oldest first
-    (`http_protocol.HttpProtocol`)."""
-
-    def on_admin(self, server: tuple[str, int | None] | None) -> bool:
-        """Whether a connection whose local address is `server` came in on the admin listener."""
-        return server is not None and server[1] == self.admin_port
-
-    @property
-    def key_required(self) -> bool:
-        """Whether a request must carry an API key (said in `/live/config`, for the demo page)."""
-        return bool(self.settings.api_keys)
-
-    def key(self, authorization: list[str]) -> str | None:
-        """The API key an HTTP request carries (`auth.ANONYMOUS` without keys); None: refuse."""
-        return auth.match_key(self.settings.api_keys, authorization)
-
-    def refusal(self, headers: Headers, server: tuple[str, int | None] | None) -> tuple[int, bytes] | None:
-        """Why an upgrade of the live path is refused (status, JSON body); None to accept."""
-        if self.on_admin(server):
-            return replies.NOT_FOUND
-        if auth.upgrade_key(self.settings.api_keys, headers) is None:
-            return replies.UNAUTHORIZED
-        if self.sweeper is None:
-            return replies.NOT_READY
-        return self.backend.refusal()
-
-    def guard(self, request: Request) -> Response | None:
-        if self.key(request.headers.getlist("authorization")) is None:
-            return replies.response(replies.UNAUTHORIZED)
-        return None
-
-    async def end_sessions(self, grace_s: float) -> None:
-        """End every live socket with `server_shutdown`, then wait up to `grace_s` for them."""
-        for live in list(self.sockets):
-            live.shutdown()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(grace_s):
-                while self.sockets:
-                    await asyncio.sleep(0.02)
 
 
 def add_admin_routes(admin: Starlette, front: Front, drain: Callable[[float | None], asyncio.Task[int]],
@@ -166,7 +107,7 @@ def create_app(front: Front, lifecycle: Callable[[], contextlib.AbstractAsyncCon
             front.sweeper = Sweeper(settings.sweep_ms)
             sweeping = asyncio.create_task(front.sweeper.run())
             try:
-                yield {native.FRONT: front}
+                yield {FRONT: front}
             finally:
                 await front.end_sessions(SHUTDOWN_GRACE_S)
                 sweeping.cancel()

@@ -21,14 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from liveplex.gptlive.server import native
-
-if TYPE_CHECKING:
-    from liveplex.gptlive.server.app import Front
+from liveplex.gptlive.server.front import FRONT, Front
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +41,7 @@ class HttpProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:
         super().connection_made(transport)
-        front = self._front = self.app_state.get(native.FRONT)
+        front = self._front = self.app_state.get(FRONT)
         if front is None:
             return
         self._budgeted = not front.on_admin(self.server)

@@ -46,21 +46,16 @@ from websockets.protocol import State
 from liveplex.gptlive import connection, events, urls
 from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.server import auth, backend, hop, relayed, replies
+from liveplex.gptlive.server.front import FRONT, Front
 from liveplex.live import contract
 
 if TYPE_CHECKING:
     from websockets.frames import Frame
 
-    from liveplex.gptlive.server.app import Front
-
 logger = logging.getLogger(__name__)
 
 DROP_GRACE_S = 1.0
 """A client dropped for being slow has this long to read the close frame before the abort."""
-
-FRONT = "liveplex.gptlive.front"
-"""The lifespan state key under which `create_app` publishes its front end to the protocol."""
-
 
 class LiveProtocol(WebSocketsSansIOProtocol):
     """uvicorn's sans-I/O WebSocket protocol with the live path served by `LiveSocket`."""
@@ -226,7 +221,7 @@ class LiveSocket:
         self._awaiting_audio = False
         """Started and no audio delta sent yet: the next one is the first (`first_audio_seconds`)."""
         self._done = False
-        front.sockets.add(self)
+        front.join(self)
         self._stats.sockets_open += 1
         self._track()
 
@@ -475,7 +470,7 @@ class LiveSocket:
         self._held_frames = self.held_bytes = 0
         self._backlog.clear()
         self._sweeper.unwatch(self)
-        self._front.sockets.discard(self)
+        self._front.leave(self)
         self._stats.sockets_open -= 1
         if self._read_paused:  # read the client's answer to the close frame
             self._read_paused = False

@@ -134,7 +134,7 @@ class Call:
         except Exception as exc:  # aiortc raises what its parser met: ValueError, KeyError, ...
             await self._pc.close()
             return replies.protocol_error(errors.invalid_sdp(f"the WebRTC stack could not answer it ({exc!r})"))
-        self._front.sockets.add(self)
+        self._front.join(self)
         self._stats.sockets_open += 1
         try:
             self._dispatch(self._offer.start_text)
@@ -453,7 +453,7 @@ class Call:
         if self._front.sweeper is not None:
             self._front.sweeper.unwatch(self)
         if self in self._front.sockets:
-            self._front.sockets.discard(self)
+            self._front.leave(self)
             self._stats.sockets_open -= 1
         if self._front.calls.get(self.session_id) is self:
             del self._front.calls[self.session_id]

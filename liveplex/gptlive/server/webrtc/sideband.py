@@ -25,7 +25,7 @@ from liveplex.gptlive import urls
 from liveplex.gptlive.server import auth, replies
 
 if TYPE_CHECKING:
-    from liveplex.gptlive.server.app import Front
+    from liveplex.gptlive.server.front import Front
 
 ATTACH_PATH = urls.LIVE_PATH + "/{session_id}/attach"
 NOT_FOUND = replies.openai_error(

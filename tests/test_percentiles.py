@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from liveplex.bench import percentiles
+from liveplex import percentiles
 
 
 def test_hundred_samples_rank_exactly() -> None:

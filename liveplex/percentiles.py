@@ -1,5 +1,7 @@
 """Exact nearest-rank percentiles over every sample, in integer microseconds (live-contract §13.5).
 
+The bench's and placement's latency probe's (`placement/latency.py`): below both.
+
 liveplex keeps every sample rather than an HDR histogram: a 60 s level at 600 sessions is under
 half a million frames, a few MB of int64, and exact ranks need no precision argument.
 """
