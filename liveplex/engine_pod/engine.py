@@ -425,7 +425,8 @@ class PersonaPlexEngine:
         s = self._settings
         # Budgeted at the bucket this tick runs if every queued newcomer completes (at most the cap).
         budget = self._budgets[buckets.bucket_for(len(self._rows) + len(self._queue), self._buckets)]
-        plan = grouping.chunks([w.left for w in self._queue], budget, self._cost, s.max_prefill_rows)
+        plan = grouping.chunks([w.left for w in self._queue], budget, self._cost, s.max_prefill_rows,
+                               grouping.head_rows(self._model.cfg.context))
         one = self._cost.of([1])
         replay_rows = max(1, int(budget / one)) if one > 0 else s.max_prefill_rows  # each a forward of its own
         first = self._leases.live

@@ -17,6 +17,17 @@ from dataclasses import dataclass
 MIN_CHUNK_ROWS = 16
 """The head of the queue always gets at least this many rows per tick (or all it has left), so
 every newcomer starts after a bounded number of ticks even when the budget is nearly spent."""
+START_TICKS = 25
+"""Ticks (2 s) within which the longest prompt, the whole window, is prefilled once it heads the
+queue, whatever the budget: the head's least chunk is a window's share (`head_rows`)."""
+
+
+def head_rows(context: int) -> int:
+    """The head of the queue's least chunk for a window of `context` rows: at least
+    `MIN_CHUNK_ROWS`, and enough that a whole window takes at most `START_TICKS` ticks. Rows, not
+    time, because what it bounds is a start's latency in ticks on any device (a 3,000-row window:
+    120 rows, a few ms on a GPU, ~10-25 ms on a 2-core CPU)."""
+    return max(MIN_CHUNK_ROWS, -(-context // START_TICKS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,18 +85,19 @@ def budgets(period_s: float, ticks_s: Mapping[int, float]) -> dict[int, float]:
     return out
 
 
-def chunks(remaining: Sequence[int], budget: float, cost: PrefillCost, max_rows: int) -> list[int]:
+def chunks(remaining: Sequence[int], budget: float, cost: PrefillCost, max_rows: int,
+           least: int = MIN_CHUNK_ROWS) -> list[int]:
     """Rows to prefill now from each queued newcomer (prompt rows left each, arrival order).
 
     Returns a list no longer than the queue: newcomers 0..k-2 whole, newcomer k-1 whole or split.
     The predicted cost stays within `budget` and the rows within `max_rows`, except that the
-    first newcomer always gets `min(its rows, MIN_CHUNK_ROWS, max_rows)`, so progress never stops.
+    first newcomer always gets `min(its rows, least, max_rows)` (`head_rows`), so progress never stops.
     """
     taken: list[int] = []
     for left in remaining:
         room = min(max_rows - sum(taken), _rows_affordable(taken, budget, cost))
         if not taken:
-            room = max(room, min(MIN_CHUNK_ROWS, max_rows))
+            room = max(room, min(least, max_rows))
         rows = min(left, room)
         if rows <= 0:
             break

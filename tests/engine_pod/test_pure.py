@@ -149,6 +149,20 @@ def test_the_longest_role_prompt_starts_within_seconds_on_a_pod_whose_full_tick_
     assert ticks * 0.08 < 3.0
 
 
+@given(st.integers(16, 6000), st.floats(0, 0.1), costs, st.integers(16, 4096))
+def test_a_whole_window_heading_the_queue_is_prefilled_within_start_ticks_whatever_the_budget(
+        context, budget, cost, max_rows):
+    """The head's least chunk is a window's share: however loaded the device (a budget of 0), the
+    longest prompt starts within `START_TICKS` ticks of heading the queue (unless `max_rows` caps it)."""
+    least = grouping.head_rows(context)
+    assert least >= grouping.MIN_CHUNK_ROWS
+    left, ticks = context, 0
+    while left:
+        left -= grouping.chunks([left], budget, cost, max_rows, least)[0]
+        ticks += 1
+    assert ticks <= max(grouping.START_TICKS, -(-context // max_rows))
+
+
 @given(st.lists(st.integers(1, 200), min_size=1, max_size=12), st.integers(1, 200), st.integers(1, 200))
 def test_bucket_is_the_smallest_that_holds_the_batch(base, max_sessions, sessions):
     cut = buckets.cut(base, max_sessions)
