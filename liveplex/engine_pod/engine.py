@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import secrets
+import statistics
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -197,10 +198,8 @@ class PersonaPlexEngine:
         self._rows: list[_Running] = []
         self._queue: deque[_Waiting] = deque()
         self._format = self._handover_format()
-        self._cost, self._budget_s = self._warm_up()
-        one = self._cost.of([1])
-        self._replay_rows = max(1, int(self._budget_s / one)) if one > 0 else settings.max_prefill_rows
-        """Replay rows an import runs a tick: each is a forward of its own (`_replay`)."""
+        self._cost, self._budgets = self._warm_up()
+        """Prefill seconds a tick may spend, by the bucket it runs (`grouping.budgets`)."""
         self._pulse.kv_capacity = info.max_sessions * model.cfg.context
         logger.info("personaplex engine ready", extra={
             "device": str(self._device), "dtype": settings.dtype, "kv_dtype": settings.ring_dtype,
@@ -211,7 +210,8 @@ class PersonaPlexEngine:
             "voices": {n: v.frames for n, v in sorted(model.voices.items())},
             "max_sessions": info.max_sessions, "max_instructions_chars": info.max_instructions_chars,
             "buckets": list(self._buckets), "slot_bytes": self.pools.slot_bytes,
-            "prefill_budget_ms": round(self._budget_s * 1e3, 2), "prefill_ms_per_row": self._cost.per_row * 1e3})
+            "prefill_budget_ms": [round(self._budgets[b] * 1e3, 2) for b in self._buckets],
+            "prefill_ms_per_row": self._cost.per_row * 1e3})
 
     @property
     def running(self) -> int:
@@ -281,6 +281,7 @@ class PersonaPlexEngine:
             self._rows[slot].line.close(reason)
             self._release(slot)
         if self._queue:
+            self._forget_hung_up()
             self._prefill()
         B = len(self._rows)
         self._pulse.kv_positions = sum(min(r.pos, self._model.cfg.context) for r in self._rows)
@@ -347,6 +348,27 @@ class PersonaPlexEngine:
         self._leases = leases.Leases(self._info.max_sessions)
         self._pulse.kv_positions = 0
 
+    def _forget_hung_up(self) -> None:
+        """Newcomers whose caller hung up while queued leave before more prefill is spent on them,
+        answered as a completed prompt's hang-up is: `Started`, then `Closed(HANGUP)` at frame 0
+        (counted from where an import ran). Kept, an abandoned long role prompt at the head would
+        hold its slot, and every newcomer behind it, to its last row."""
+        if not any(w.sub.input.closed for w in self._queue):
+            return
+        kept: deque[_Waiting] = deque()
+        for w in self._queue:
+            if not w.sub.input.closed:
+                kept.append(w)
+                continue
+            resume = w.resume
+            line = (Line.start(w.sub, resume.jitter, self._info.max_frames, resume.state.frames)
+                    if resume is not None
+                    else Line.start(w.sub, self._jitter(), self._info.max_frames))
+            if line is not None:
+                line.listen()  # what the caller sent before hanging up, counted as a tick's listen would
+                line.close(contract.CloseReason.HANGUP)
+        self._queue = kept
+
     def _prefill(self) -> None:
         """Prefill what the budget allows of the queue, in arrival order, in one forward.
 
@@ -359,16 +381,21 @@ class PersonaPlexEngine:
         (live-contract §10: `server_error`, the socket stays open) and the fault propagates.
 
         An import's rows past its ring's first lap are replayed a row a forward after its prompt
-        (`_replay`), at most `_replay_rows` a tick; the plan ends with an import cut short there.
+        (`_replay`), at most what the budget allows a tick; the plan ends with an import cut short there.
         """
         s = self._settings
-        plan = grouping.chunks([w.left for w in self._queue], self._budget_s, self._cost, s.max_prefill_rows)
+        # Budgeted at the bucket this tick runs if every queued newcomer completes (at most the cap).
+        budget = self._budgets[buckets.bucket_for(len(self._rows) + len(self._queue), self._buckets)]
+        plan = grouping.chunks([w.left for w in self._queue], budget, self._cost, s.max_prefill_rows,
+                               grouping.head_rows(self._model.cfg.context))
+        one = self._cost.of([1])
+        replay_rows = max(1, int(budget / one)) if one > 0 else s.max_prefill_rows  # each a forward of its own
         first = self._leases.live
         chunks, steps = [], []
         for i, rows in enumerate(plan):
             w = self._queue[i]
             prompt_rows = min(rows, w.layout.columns.shape[0] - w.done)
-            replay = min(rows - prompt_rows, self._replay_rows)
+            replay = min(rows - prompt_rows, replay_rows)
             if prompt_rows:
                 newcomer = prefill.Newcomer(first + i, w.layout, w.prefix, w.seed)
                 chunks.append(prefill.Chunk(newcomer, w.done, w.done + prompt_rows))
@@ -556,23 +583,37 @@ class PersonaPlexEngine:
         if self._queue and self._queue[0].done:
             self.pools.move(self._leases.live + 1, self._leases.live)
 
-    def _warm_up(self) -> tuple[grouping.PrefillCost, float]:
+    def _warm_up(self) -> tuple[grouping.PrefillCost, dict[int, float]]:
         """Capture the graphs (CUDA) or run the largest bucket once (CPU); measure the prefill's
-        cost and the largest bucket's tick for the prefill budget; then reset every pool."""
+        cost and, unless `--prefill-budget-ms` sets it, every bucket's tick for the prefill
+        budgets; then reset every pool."""
         if self._program.graphs:
             self._program.capture(list(self._buckets))
         largest = self._buckets[-1]
         self._program.run(largest)  # on the CPU: allocator and kernels warm
+        cost = self._measure_prefill()
+        if self._settings.prefill_budget_ms:
+            budgets = dict.fromkeys(self._buckets, self._settings.prefill_budget_ms / 1e3)
+        else:
+            period = frames.PERIOD_NS / 1e9
+            ticks = {b: self._tick_s(b) for b in self._buckets}
+            budgets = grouping.budgets(period, ticks)
+            if ticks[largest] > period * (1 - grouping.RESERVE):
+                logger.warning("a full pod's tick leaves no prefill time: at full load its ticks run late and "
+                               "newcomers prefill at the floor; lower --max-sessions", extra={
+                                   "bucket": largest, "tick_ms": round(ticks[largest] * 1e3, 2),
+                                   "prefill_floor_ms": round(period * grouping.FLOOR * 1e3, 2)})
+        self.pools.reset(slice(0, self.pools.slots))
+        return cost, budgets
+
+    def _tick_s(self, bucket: int) -> float:
+        """A tick's seconds at `bucket` over the whole ring, host sync included (median of 3)."""
         times = []
         for _ in range(3):
             started = time.perf_counter_ns()
-            self._out_stage.download(self._program.run(largest).packed)
+            self._out_stage.download(self._program.run(bucket).packed)
             times.append((time.perf_counter_ns() - started) / 1e9)
-        tick_s = sorted(times)[1]
-        cost = self._measure_prefill()
-        self.pools.reset(slice(0, self.pools.slots))
-        budget = self._settings.prefill_budget_ms / 1e3 or grouping.budget_s(frames.PERIOD_NS / 1e9, tick_s)
-        return cost, budget
+        return statistics.median(times)
 
     def _measure_prefill(self) -> grouping.PrefillCost:
         """`grouping.PrefillCost.fit` from timed prefills (chunks of a prompt of repeated bare

@@ -11,12 +11,23 @@ Strict order: a later, smaller prompt never overtakes an earlier one. Pure: no t
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 MIN_CHUNK_ROWS = 16
 """The head of the queue always gets at least this many rows per tick (or all it has left), so
 every newcomer starts after a bounded number of ticks even when the budget is nearly spent."""
+START_TICKS = 25
+"""Ticks (2 s) within which the longest prompt, the whole window, is prefilled once it heads the
+queue, whatever the budget: the head's least chunk is a window's share (`head_rows`)."""
+
+
+def head_rows(context: int) -> int:
+    """The head of the queue's least chunk for a window of `context` rows: at least
+    `MIN_CHUNK_ROWS`, and enough that a whole window takes at most `START_TICKS` ticks. Rows, not
+    time, because what it bounds is a start's latency in ticks on any device (a 3,000-row window:
+    120 rows, a few ms on a GPU, ~10-25 ms on a 2-core CPU)."""
+    return max(MIN_CHUNK_ROWS, -(-context // START_TICKS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,31 +45,59 @@ class PrefillCost:
     @classmethod
     def fit(cls, rows: int, one: Sequence[float], double: Sequence[float], pair: Sequence[float]) -> PrefillCost:
         """From measured seconds of three calls (medians of repeats): one newcomer of `rows`
-        rows, one of `2 rows` and two of `rows` each. Negative terms (noise) become 0."""
+        rows, one of `2 rows` and two of `rows` each. Negative terms (noise) become 0, except
+        the rows': where the longer call measured no slower (a loaded CPU's noise swamps the
+        rows' share), one call's whole time is charged to its rows, so a noisy fit errs toward
+        small chunks, never toward free rows (which would plan `max_prefill_rows` a tick)."""
         a, b, c = (statistics.median(x) for x in (one, double, pair))
-        per_row = max(0.0, (b - a) / rows)
+        per_row = (b - a) / rows if b > a else a / rows
         per_newcomer = max(0.0, c - b)
         return cls(max(0.0, a - per_newcomer - per_row * rows), per_newcomer, per_row)
 
 
-def budget_s(period_s: float, tick_s: float, reserve: float = 0.25) -> float:
+RESERVE = 0.25
+"""The share of the period a measured budget leaves to host work (framing, the flush) and jitter."""
+FLOOR = 0.1
+"""The share of the period a tick may always spend on prefill, taken from the reserve when the live
+step leaves less. Without it a pod whose tick fills the period would prefill `MIN_CHUNK_ROWS` rows
+a tick whatever a row costs: the longest role prompt (~2,900 rows) would take 180 ticks, 15 s, to
+start, where 8 ms a tick takes it in well under a second on a GPU and a few seconds on a slow CPU."""
+
+
+def budget_s(period_s: float, tick_s: float) -> float:
     """Prefill seconds a tick may spend: the period, less the live step's measured time at the
-    largest bucket and a `reserve` share of the period (host work, jitter)."""
-    return max(0.0, period_s * (1 - reserve) - tick_s)
+    bucket the tick runs and the `RESERVE`; never under the `FLOOR`."""
+    return max(period_s * FLOOR, period_s * (1 - RESERVE) - tick_s)
 
 
-def chunks(remaining: Sequence[int], budget: float, cost: PrefillCost, max_rows: int) -> list[int]:
+def budgets(period_s: float, ticks_s: Mapping[int, float]) -> dict[int, float]:
+    """Prefill seconds a tick may spend, by the bucket it runs, from each bucket's measured tick.
+
+    By bucket, not at the largest: a pod whose full batch fills the period (a slow CPU's) still
+    has time to spare while few sessions run, and a long role prompt would otherwise trickle in
+    at `MIN_CHUNK_ROWS` rows a tick. A bucket's tick counts as at least every smaller bucket's
+    (a bigger batch is never faster; a faster reading is noise), so budgets never grow with it.
+    """
+    out, slowest = {}, 0.0
+    for bucket in sorted(ticks_s):
+        slowest = max(slowest, ticks_s[bucket])
+        out[bucket] = budget_s(period_s, slowest)
+    return out
+
+
+def chunks(remaining: Sequence[int], budget: float, cost: PrefillCost, max_rows: int,
+           least: int = MIN_CHUNK_ROWS) -> list[int]:
     """Rows to prefill now from each queued newcomer (prompt rows left each, arrival order).
 
     Returns a list no longer than the queue: newcomers 0..k-2 whole, newcomer k-1 whole or split.
     The predicted cost stays within `budget` and the rows within `max_rows`, except that the
-    first newcomer always gets `min(its rows, MIN_CHUNK_ROWS, max_rows)`, so progress never stops.
+    first newcomer always gets `min(its rows, least, max_rows)` (`head_rows`), so progress never stops.
     """
     taken: list[int] = []
     for left in remaining:
         room = min(max_rows - sum(taken), _rows_affordable(taken, budget, cost))
         if not taken:
-            room = max(room, min(MIN_CHUNK_ROWS, max_rows))
+            room = max(room, min(least, max_rows))
         rows = min(left, room)
         if rows <= 0:
             break

@@ -67,8 +67,8 @@ class EngineSettings:
     max_prefill_rows: int = 1024
     """Prompt rows prefilled per tick at most (activation memory); a longer queue is split (D6b)."""
     prefill_budget_ms: float = 0.0
-    """Prefill time a tick may spend, ms; 0 = derive it at startup from the measured prefill cost
-    and the largest bucket's tick (`grouping.budget_s`)."""
+    """Prefill time a tick may spend, ms, at every bucket; 0 = derive it at startup, by bucket, from
+    each bucket's measured tick, never under a floor (`grouping.budgets`)."""
     attention: str | None = None
     """Temporal attention backend (`personaplex.ring.Backend`): `flash` or `masked`; None = `flash`
     on CUDA, `masked` on the CPU (spec §5.6)."""
@@ -147,7 +147,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> tuple[argparse.Action, ...
         g.add_argument("--max-prefill-rows", type=int, default=default_of(d, "max_prefill_rows"),
                        help="prompt rows prefilled per tick (default: %(default)s)"),
         g.add_argument("--prefill-budget-ms", type=float, default=default_of(d, "prefill_budget_ms"),
-                       help="prefill time per tick, ms (default: %(default)s = derived from measured cost)"),
+                       help="prefill time per tick, ms (default: %(default)s = measured, by bucket)"),
         g.add_argument("--attention", choices=ATTENTION, default=None,
                        help="temporal attention backend (default: flash on CUDA, masked on CPU)"),
         g.add_argument("--memory-reserve-gib", type=float, default=default_of(d, "memory_reserve_gib"),

@@ -182,7 +182,7 @@ def from_shapes(shapes: Mapping[str, Shape], where: str, observed: Observed = _O
     return out, problems
 
 
-def _matches(cfg: config.LMConfig, numbers: Mapping[str, int]) -> bool:
+def _matches(cfg: config.LMConfig, numbers: Mapping[str, object]) -> bool:
     return all(getattr(cfg, f) == numbers.get(f) for f in SHAPE_FIELDS if f != "dep_steps")
 
 
@@ -227,10 +227,10 @@ def from_moshi_kwargs(kwargs: Mapping[str, object], where: str) -> tuple[dict[st
                         "(liveplex serves one FFN width for every depformer step)")
         feedforward = None
     if scale is not None and "dim" in fields:  # moshi: dim_feedforward = int(hidden_scale * dim)
-        fields["hidden"] = config.gated_hidden(fields["dim"], int(scale * fields["dim"]))  # type: ignore[operator]
+        fields["hidden"] = config.gated_hidden(fields["dim"], int(scale * fields["dim"]))
     if "dep_dim" in fields and (feedforward is not None or scale is not None):  # moshi's default: the same scale
         ff = int(feedforward) if feedforward is not None else int(scale * fields["dep_dim"])  # type: ignore[arg-type, operator]
-        fields["dep_hidden"] = config.gated_hidden(fields["dep_dim"], ff)  # type: ignore[arg-type]
+        fields["dep_hidden"] = config.gated_hidden(fields["dep_dim"], ff)
     unknown = sorted(k for k in kwargs if k not in ACCEPTED)
     return fields, problems, unknown
 

@@ -13,12 +13,38 @@ output projection's GEMM (`residual`); the FFN's SiLU and gate are one fused ker
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Iterator
+from typing import Generic, Self, TypeVar, cast, overload
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from liveplex.personaplex import kernels
+
+M = TypeVar("M", bound=nn.Module)
+
+
+class Stack(nn.ModuleList, Generic[M]):
+    """An `nn.ModuleList` of one kind of module, typed as that kind: torch's yields `nn.Module`,
+    through which every attribute reads as `Tensor | Module`. Parameter names (`layers.0.…`) and
+    everything else are a ModuleList's."""
+
+    def __init__(self, modules: Iterable[M]) -> None:
+        super().__init__(modules)
+
+    def __iter__(self) -> Iterator[M]:
+        return cast("Iterator[M]", super().__iter__())  # torch: ModuleList is not generic
+
+    @overload
+    def __getitem__(self, idx: slice) -> Stack[M]: ...
+
+    @overload
+    def __getitem__(self, idx: int) -> M: ...
+
+    def __getitem__(self, idx: int | slice) -> M | Stack[M]:
+        return cast("M | Stack[M]", super().__getitem__(idx))  # torch: ModuleList is not generic
+
 
 
 class RMSNorm(nn.Module):
@@ -84,7 +110,7 @@ class Rotary(nn.Module):
         freqs = torch.exp(ds * (-math.log(self.max_period) * 2 / self.head_dim))
         return torch.stack([freqs, freqs, torch.zeros_like(freqs)])[:, None, :]
 
-    def _apply(self, fn, recurse=True):  # type: ignore[no-untyped-def]
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> Self:
         super()._apply(fn, recurse)
         self.freqs = self._table(self.freqs.device)
         return self

@@ -21,6 +21,7 @@ import safetensors.torch
 import torch
 
 from liveplex.personaplex import architecture, checkpoint, config, mimi, prompt, tiny_tokenizer, tokenizer
+from liveplex.personaplex.mimi import checkpoint as mimi_checkpoint
 
 
 def _voice(cfg: config.LMConfig, frames: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
@@ -43,9 +44,9 @@ def make_tiny(directory: pathlib.Path, seed: int = 0,
     if convention is prompt.Convention.MOSHI:
         cfg = dataclasses.replace(cfg, dep_steps=config.AGENT_CODEBOOKS)
         (directory / architecture.CONFIG_FILE).write_text(json.dumps(architecture.to_moshi_kwargs(cfg), indent=2))
-    lm = checkpoint.random_lm(cfg, seed, steps=cfg.dep_steps)
-    safetensors.torch.save_file(checkpoint.lm_state(lm), str(directory / checkpoint.LM_FILE))
-    mimi.write_random(directory / mimi.checkpoint.FILE_NAME, codec or mimi.tiny_config(), seed=seed)
+    model = checkpoint.random_lm(cfg, seed, steps=cfg.dep_steps)
+    safetensors.torch.save_file(checkpoint.lm_state(model), str(directory / checkpoint.LM_FILE))
+    mimi.write_random(directory / mimi_checkpoint.FILE_NAME, codec or mimi.tiny_config(), seed=seed)
     (directory / tokenizer.FILE_NAME).write_bytes(tiny_tokenizer.train(tiny_tokenizer.sample_corpus(seed=seed)))
     if convention is prompt.Convention.MOSHI:
         return

@@ -41,13 +41,13 @@ class _Layer(nn.Module):
         # One norm pair per layer, shared by every step.
         self.norm1 = blocks.RMSNorm(cfg.dep_dim, RMS_EPS)
         self.norm2 = blocks.RMSNorm(cfg.dep_dim, RMS_EPS)
-        self.gating = nn.ModuleList(blocks.Gating(cfg.dep_dim, cfg.dep_hidden) for _ in range(steps))
+        self.gating = blocks.Stack(blocks.Gating(cfg.dep_dim, cfg.dep_hidden) for _ in range(steps))
 
 
 class _Transformer(nn.Module):
     def __init__(self, cfg: LMConfig, steps: int) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(_Layer(cfg, steps) for _ in range(cfg.dep_num_layers))
+        self.layers = blocks.Stack(_Layer(cfg, steps) for _ in range(cfg.dep_num_layers))
 
 
 FrameKV = list[torch.Tensor]
@@ -64,11 +64,11 @@ class Depformer(nn.Module):
         self.cfg = cfg
         self.steps = steps
         d = cfg.dep_dim
-        self.depformer_in = nn.ModuleList(nn.Linear(cfg.dim, d, bias=False) for _ in range(steps))
+        self.depformer_in = blocks.Stack(nn.Linear(cfg.dim, d, bias=False) for _ in range(steps))
         self.depformer_text_emb = nn.Embedding(cfg.text_card + 1, d)
-        self.depformer_emb = nn.ModuleList(nn.Embedding(cfg.card + 1, d) for _ in range(steps - 1))
+        self.depformer_emb = blocks.Stack(nn.Embedding(cfg.card + 1, d) for _ in range(steps - 1))
         self.depformer = _Transformer(cfg, steps)
-        self.linears = nn.ModuleList(nn.Linear(d, cfg.card, bias=False) for _ in range(steps))
+        self.linears = blocks.Stack(nn.Linear(d, cfg.card, bias=False) for _ in range(steps))
 
     def new_frame(self, batch: int) -> FrameKV:
         """Per-frame KV for `batch` rows (uninitialised: step s writes slot s before reading it);

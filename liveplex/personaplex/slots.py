@@ -28,7 +28,7 @@ _S = TypeVar("_S")
 def _map(state: _S, fn: Callable[[torch.Tensor], torch.Tensor]) -> _S:
     """Rebuild a state dataclass (nested, with tuples of tensors) with `fn` applied to each tensor."""
     if isinstance(state, torch.Tensor):
-        return fn(state)  # type: ignore[return-value]
+        return fn(state)
     if isinstance(state, tuple):
         return tuple(_map(item, fn) for item in state)  # type: ignore[return-value]
     changes = {f.name: _map(getattr(state, f.name), fn) for f in dataclasses.fields(state)  # type: ignore[arg-type]

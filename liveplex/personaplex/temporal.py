@@ -18,7 +18,8 @@ Parameter names are the checkpoint's (spec personaplex §2.2), so `state_dict()`
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Self
 
 import torch
 from torch import nn
@@ -55,7 +56,7 @@ class _Layer(nn.Module):
 class _Transformer(nn.Module):
     def __init__(self, cfg: LMConfig) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(_Layer(cfg) for _ in range(cfg.num_layers))
+        self.layers = blocks.Stack(_Layer(cfg) for _ in range(cfg.num_layers))
 
 
 class Temporal(nn.Module):
@@ -74,7 +75,7 @@ class Temporal(nn.Module):
     def __init__(self, cfg: LMConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        self.emb = nn.ModuleList(nn.Embedding(cfg.card + 1, cfg.dim) for _ in range(cfg.n_q))
+        self.emb = blocks.Stack(nn.Embedding(cfg.card + 1, cfg.dim) for _ in range(cfg.n_q))
         self.text_emb = nn.Embedding(cfg.text_card + 1, cfg.dim)
         self.transformer = _Transformer(cfg)
         self.out_norm = blocks.RMSNorm(cfg.dim, RMS_EPS)
@@ -91,7 +92,7 @@ class Temporal(nn.Module):
             starts.append(starts[-1] + e.num_embeddings)
         self._offsets = torch.tensor(starts[:-1], device=self._table.device)
 
-    def _apply(self, fn, recurse=True):  # type: ignore[no-untyped-def]
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> Self:
         super()._apply(fn, recurse)
         self._stack_embeddings()
         return self

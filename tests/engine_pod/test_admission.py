@@ -93,3 +93,21 @@ def test_a_newcomer_partway_through_its_prefill_follows_the_free_slot_down_when_
     torch.testing.assert_close(k_chunked, k_whole, rtol=0, atol=1e-5)
     torch.testing.assert_close(v_chunked, v_whole, rtol=0, atol=1e-5)
     assert s_chunked == s_whole
+
+
+def test_a_newcomer_whose_caller_hung_up_while_queued_is_dropped_before_more_of_its_prefill(tiny_model):
+    """Its socket gone mid-prefill (the front end closes both ends), the head of the queue leaves at
+    the next tick, and the newcomer behind it prefills then, not after the abandoned prompt's rows."""
+    pod = harness.Pod(*harness.build(tiny_model, max_sessions=2, prefill_budget_ms=NO_BUDGET))
+    gone = pod.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(1, 40))
+    behind = pod.start("NATM1", harness.SHORT_ROLE, harness.caller_audio(2, 40))
+    pod.tick()  # the head's first chunk
+    assert _prompt_rows(tiny_model, "NATF2") > grouping.MIN_CHUNK_ROWS and pod.engine.waiting == 2
+    gone.opened.audio.close()
+    gone.opened.output.close()
+    ticks = 0
+    while not any(isinstance(o, contract.Started) for o in behind.outputs):
+        pod.tick()
+        ticks += 1
+    assert ticks == -(-_prompt_rows(tiny_model, "NATM1") // grouping.MIN_CHUNK_ROWS)
+    assert pod.engine.running == 1 and pod.engine.waiting == 0

@@ -103,7 +103,64 @@ def test_the_cost_fit_recovers_its_terms_and_the_budget_is_what_the_tick_leaves(
     fit = grouping.PrefillCost.fit(32, one, double, pair)
     assert fit.per_call == pytest.approx(COST.per_call) and fit.per_newcomer == pytest.approx(COST.per_newcomer)
     assert fit.per_row == pytest.approx(COST.per_row)
-    assert grouping.budget_s(0.08, 0.03) == pytest.approx(0.03) and grouping.budget_s(0.08, 0.07) == 0.0
+    assert grouping.budget_s(0.08, 0.03) == pytest.approx(0.03)
+    assert grouping.budget_s(0.08, 0.07) == pytest.approx(0.08 * grouping.FLOOR)  # never under the floor
+
+
+def test_a_fit_noise_swamped_charges_the_rows_not_nothing():
+    """A loaded CPU timed 64 rows faster than 32: the rows are not free (which plans 1,024 a tick)."""
+    fit = grouping.PrefillCost.fit(32, [0.004], [0.0039], [0.005])
+    assert fit.per_row == pytest.approx(0.004 / 32)
+    assert grouping.chunks([3000], 0.008, fit, 1024) == [55]  # (8 ms less 1.1 ms per newcomer) / 0.125 ms
+
+
+SLOW_TICKS = {1: 0.036, 2: 0.053, 4: 0.047, 8: 0.061, 12: 0.075, 16: 0.089}
+"""Seconds by bucket: the tiny model's tick at 16 slots on the loaded 2-core box where `liveplex
+check`'s voices and instructions-limit checks timed out (the full pod's tick fills the period)."""
+SLOW_COST = grouping.PrefillCost(per_call=0.00115, per_newcomer=0.00019, per_row=0.000075)
+"""Its prefill cost, fitted at the same startup."""
+
+
+def test_a_tick_is_budgeted_at_the_bucket_it_runs_and_never_under_the_floor():
+    floor = 0.08 * grouping.FLOOR
+    budgets = grouping.budgets(0.08, SLOW_TICKS)
+    assert budgets[1] == pytest.approx(0.06 - 0.036)  # one session: what its tick leaves
+    assert budgets[2] == budgets[4] == pytest.approx(floor)  # 4 timed faster than 2: noise, not spare time
+    assert budgets[16] == pytest.approx(floor)  # the full pod's tick leaves nothing: the floor
+
+
+@given(st.dictionaries(st.integers(1, 256), st.floats(0, 0.2), min_size=1))
+def test_budgets_never_grow_with_the_bucket_and_never_exceed_what_its_own_tick_leaves(ticks):
+    budgets = grouping.budgets(0.08, ticks)
+    ordered = [budgets[b] for b in sorted(ticks)]
+    assert ordered == sorted(ordered, reverse=True)
+    for bucket, tick in ticks.items():
+        assert 0.08 * grouping.FLOOR <= budgets[bucket] <= max(grouping.budget_s(0.08, tick), 0.08 * grouping.FLOOR)
+
+
+def test_the_longest_role_prompt_starts_within_seconds_on_a_pod_whose_full_tick_fills_the_period():
+    """The instructions-limit check's prompt (the whole window) beside one running session, on the
+    slow box: at `MIN_CHUNK_ROWS` a tick it took 188 ticks (15 s, past the check's 12 s)."""
+    left, ticks = [2998], 0
+    budget = grouping.budgets(0.08, SLOW_TICKS)[2]
+    while left:
+        left = [n - taken for n, taken in zip(left, grouping.chunks(left, budget, SLOW_COST, 1024)) if n > taken]
+        ticks += 1
+    assert ticks * 0.08 < 3.0
+
+
+@given(st.integers(16, 6000), st.floats(0, 0.1), costs, st.integers(16, 4096))
+def test_a_whole_window_heading_the_queue_is_prefilled_within_start_ticks_whatever_the_budget(
+        context, budget, cost, max_rows):
+    """The head's least chunk is a window's share: however loaded the device (a budget of 0), the
+    longest prompt starts within `START_TICKS` ticks of heading the queue (unless `max_rows` caps it)."""
+    least = grouping.head_rows(context)
+    assert least >= grouping.MIN_CHUNK_ROWS
+    left, ticks = context, 0
+    while left:
+        left -= grouping.chunks([left], budget, cost, max_rows, least)[0]
+        ticks += 1
+    assert ticks <= max(grouping.START_TICKS, -(-context // max_rows))
 
 
 @given(st.lists(st.integers(1, 200), min_size=1, max_size=12), st.integers(1, 200), st.integers(1, 200))

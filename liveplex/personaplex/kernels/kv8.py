@@ -25,10 +25,6 @@ import torch.nn.functional as F
 from liveplex.personaplex import kv8
 from liveplex.personaplex.kernels import fusion
 
-if fusion.TRITON:
-    import triton
-    import triton.language as tl
-
 BLOCK_N = 64
 """Keys per tile of `kv8_attend`."""
 
@@ -97,7 +93,10 @@ def _attend_shape(q: torch.Tensor, packed: torch.Tensor, scale: torch.Tensor, cu
     return torch.empty_like(q, memory_format=torch.contiguous_format)
 
 
-if fusion.TRITON:
+if fusion.TRITON:  # the kernels: where Triton imports (fusion.py)
+    import triton
+    import triton.language as tl
+
     _E4M3_MAX = tl.constexpr(kv8.E4M3_MAX)
     _MIN_NORMAL = tl.constexpr(2.0 ** -6)
     _SUBNORMAL_ROUNDER = tl.constexpr(1.5 * 2.0 ** 14)
@@ -193,7 +192,7 @@ if fusion.TRITON:
         assert cu_q.dtype == cu_k.dtype == used.dtype == torch.int32
         grid = (cu_q.shape[0] - 1, max_q, H)
         _attend_kernel[grid](q, packed, scale, cu_q, cu_k, used, out, H, D, q.stride(0), D ** -0.5,
-                             CAUSAL=causal, BLOCK_N=BLOCK_N, BLOCK_D=triton.next_power_of_2(D))
+                             CAUSAL=causal, BLOCK_N=BLOCK_N, BLOCK_D=triton.next_power_of_2(D))  # type: ignore[arg-type]  # triton: a tl.constexpr parameter takes its plain value at launch
 
     @kv8_attend.register_kernel("cuda")
     def _attend_cuda(q: torch.Tensor, packed: torch.Tensor, scale: torch.Tensor, cu_q: torch.Tensor,

@@ -17,10 +17,6 @@ import torch
 from liveplex.personaplex import sampling
 from liveplex.personaplex.kernels import fusion
 
-if fusion.TRITON:
-    import triton
-    import triton.language as tl
-
 BLOCK = 1024
 """Lanes per program: the real tick's 48,384 lanes (32,000 text ids, 8 x 2048 audio) are 48 per row."""
 
@@ -44,7 +40,10 @@ def _shape(key: torch.Tensor, column: torch.Tensor, stream: torch.Tensor, ids: t
     return key.new_empty((key.shape[0], stream.shape[0]), dtype=torch.float32)
 
 
-if fusion.TRITON:
+if fusion.TRITON:  # the kernels: where Triton imports (fusion.py)
+    import triton
+    import triton.language as tl
+
     _MASK32 = tl.constexpr(sampling.MASK32)
     _M1 = tl.constexpr(sampling.M1)
     _M2 = tl.constexpr(sampling.M2)
@@ -80,7 +79,8 @@ if fusion.TRITON:
         assert key.shape == column.shape == (rows,) and stream.shape == ids.shape == (lanes,), "[B], [B], [L], [L]"
         assert out.is_contiguous() and out.dtype == torch.float32
         assert all(t.dtype == torch.long and t.is_contiguous() for t in (key, column, stream, ids)), "int64"
-        _kernel[(rows, triton.cdiv(lanes, BLOCK))](key, column, stream, ids, out, lanes, BLOCK=BLOCK)
+        _kernel[(rows, triton.cdiv(lanes, BLOCK))](key, column, stream, ids, out, lanes,
+                                                   BLOCK=BLOCK)  # type: ignore[arg-type]  # triton: a tl.constexpr parameter takes its plain value at launch
 
     @race_noise.register_kernel("cuda")
     def _cuda(key: torch.Tensor, column: torch.Tensor, stream: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:

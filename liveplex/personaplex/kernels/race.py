@@ -19,10 +19,6 @@ import torch
 from liveplex.personaplex import sampling
 from liveplex.personaplex.kernels import fusion
 
-if fusion.TRITON:
-    import triton
-    import triton.language as tl
-
 
 def reference(values: torch.Tensor, ids: torch.Tensor, noise: torch.Tensor, temperature: float) -> torch.Tensor:
     """The eager composition, four kernels: candidates' values, ids [B, k], every id's noise [B, V]
@@ -50,7 +46,10 @@ def _shape(values: torch.Tensor, ids: torch.Tensor, noise: torch.Tensor, tempera
     return ids.new_empty(ids.shape[0])
 
 
-if fusion.TRITON:
+if fusion.TRITON:  # the kernels: where Triton imports (fusion.py)
+    import triton
+    import triton.language as tl
+
     @triton.jit
     def _kernel(values_ptr, ids_ptr, noise_ptr, out_ptr, k, noise_row, temperature, BLOCK: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from liveplex.personaplex import blocks
 from liveplex.personaplex.mimi import config as mimi_config
 
 _USAGE_EPSILON = 1e-5
@@ -22,6 +23,9 @@ _USAGE_EPSILON = 1e-5
 
 class Codebook(nn.Module):
     """`_codebook`: the EMA buffers of one codebook, as stored."""
+
+    cluster_usage: torch.Tensor
+    embedding_sum: torch.Tensor
 
     def __init__(self, bins: int, dim: int) -> None:
         super().__init__()
@@ -31,8 +35,7 @@ class Codebook(nn.Module):
 
     def centroids(self) -> torch.Tensor:
         """[bins, dim] centroids."""
-        usage: torch.Tensor = self.cluster_usage  # type: ignore[assignment]
-        return self.embedding_sum / usage.clamp(min=_USAGE_EPSILON)[:, None]  # type: ignore[operator]
+        return self.embedding_sum / self.cluster_usage.clamp(min=_USAGE_EPSILON)[:, None]
 
 
 class _Level(nn.Module):
@@ -44,7 +47,7 @@ class _Level(nn.Module):
 class _Levels(nn.Module):
     def __init__(self, count: int, bins: int, dim: int) -> None:
         super().__init__()
-        self.layers = nn.ModuleList([_Level(bins, dim) for _ in range(count)])
+        self.layers = blocks.Stack([_Level(bins, dim) for _ in range(count)])
 
 
 class ResidualQuantizer(nn.Module):
@@ -99,9 +102,10 @@ class SplitQuantizer(nn.Module):
         count, _, dim = self._centroids.shape
         residuals = F.conv1d(x, self._input_proj).transpose(1, 2).reshape(B * T, 2, dim)
         codes = []
+        residual = residuals[:, 0]  # the semantic codebook's, then (level 1) the first acoustic one's:
         for level, (centroids, squares) in enumerate(zip(self._centroids, self._squares, strict=True)):
-            if level < 2:  # the semantic codebook, then the first acoustic one: each half's own residual
-                residual = residuals[:, level]
+            if level == 1:  # each half's own residual
+                residual = residuals[:, 1]
             index = torch.addmm(squares, residual, centroids.t(), alpha=-2).argmin(dim=-1)
             if 0 < level < count - 1:
                 residual = residual - F.embedding(index, centroids)

@@ -62,7 +62,7 @@ class _Layer(nn.Module):
 class _Stack(nn.Module):
     def __init__(self, cfg: mimi_config.MimiConfig) -> None:
         super().__init__()
-        self.layers = nn.ModuleList([_Layer(cfg) for _ in range(cfg.num_layers)])
+        self.layers = blocks.Stack([_Layer(cfg) for _ in range(cfg.num_layers)])
 
 
 class Transformer(nn.Module):

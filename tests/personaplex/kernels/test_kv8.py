@@ -7,7 +7,9 @@ torch's cast does (written out, `_round_e4m3`: the interpreter's own conversion 
 so the stored bytes are the reference's, subnormals and saturated values included. The attention reads the same e4m3
 values; only fp32 summation order differs (an online softmax over 64-key tiles against one
 softmax), over logits up to a few hundred here (keys of up to 448 times their scale): 1e-4
-relative. `scripts/gpu_check.py` measures the CUDA kernels.
+relative, and 1e-6 of the largest value averaged (a softmax-weighted average of values of mixed
+sign can cancel to far less than its terms, whose rounding it keeps: Hypothesis found one output
+of 0.53 off by 1.8e-4 among values of up to ~900). `scripts/gpu_check.py` measures the CUDA kernels.
 """
 
 from __future__ import annotations
@@ -80,8 +82,9 @@ def test_the_attention_is_the_references_for_young_long_and_causal_groups(groups
     max_q, max_k = max(g[0] for g in groups), max(g[1] for g in groups)
     out = torch.empty(q.shape)
     kernels.launch_attend(q, packed, scale, cu_q, cu_k, used, max_q, causal, out)
+    reach = (packed[:, 1].float() * scale[1]).abs().max().item()  # the largest value a row averages
     torch.testing.assert_close(out, kernels.attend_reference(q, packed, scale, cu_q, cu_k, used, max_k, causal),
-                               **FP32)
+                               rtol=FP32["rtol"], atol=1e-6 * reach)
 
 
 def test_the_reference_is_attention_over_each_rows_dequantized_keys():
