@@ -204,14 +204,14 @@ class UpstreamLeg:
                 case placing.Start():
                     stats.placed(self._pool, (time.monotonic_ns() - started_ns) / 1e9, retried=command.retried)
                     self._machine = relaying.Relaying(command.placed)
-                    peer.relay(command.text, False)
+                    peer.send_verbatim(command.text, False)
                     peer.handed_off(command.expires_at)
                     return opened
                 case placing.Refuse(error=error, relay=relay, busy=busy):
                     if busy is not None:
                         stats.refused(self._pool, busy)
                     if relay is not None:
-                        peer.relay(relay, False)
+                        peer.send_verbatim(relay, False)
                     peer.refuse(error)
                     return None
                 case _:
@@ -225,7 +225,7 @@ class UpstreamLeg:
         commands = machine.upstream_message(message)
         if commands is relaying.RELAY_FRAME:
             self._stats.frames_down += 1
-            self._peer.relay(cast(str, message), True)  # an audio delta is text: `Relaying` saw its prefix
+            self._peer.send_verbatim(cast(str, message), True)  # an audio delta is text: `Relaying` saw its prefix
         elif commands:
             self._perform(commands)
 
@@ -245,8 +245,8 @@ class UpstreamLeg:
             if self._done:
                 return
             match command:
-                case relaying.Relay(text=text):
-                    self._peer.relay(text, False)
+                case relaying.RelayEvent(text=text):
+                    self._peer.send_verbatim(text, False)
                 case relaying.Forward():
                     assert self._up is not None
                     self._up.send(frame)
@@ -274,13 +274,13 @@ class UpstreamLeg:
                 case relaying.Moved(result=result):
                     self._stats.moves[result] += 1
                 case relaying.EndClient(reason=reason, code=code):
-                    self._peer.relay_ended(reason, code)
+                    self._peer.passthrough_ended(reason, code)
                     self._finish()
                 case relaying.Lose(why=why, reason=reason):
                     self._stats.sessions_lost[reason] += 1
-                    self._peer.relay_lost(why)
+                    self._peer.passthrough_lost(why)
                     self._finish()
-                case placing.Place() | placing.Recheck() | moving.Export() | moving.Import() | moving.Dial():
+                case placing.Place() | placing.Recheck() | moving.Export() | moving.Import() | moving.DialTarget():
                     self._move_io(machine, command)
                 case relaying.RelayFrame():
                     raise AssertionError("an audio frame is relayed by identity (`RELAY_FRAME`)")
@@ -309,7 +309,7 @@ class UpstreamLeg:
     # --- moving to another pod: the I/O of `moving.Moving`'s steps (tasks) ----------------------------
 
     def _move_io(self, machine: relaying.Relaying,
-                 command: placing.Place | placing.Recheck | moving.Export | moving.Import | moving.Dial) -> None:
+                 command: placing.Place | placing.Recheck | moving.Export | moving.Import | moving.DialTarget) -> None:
         """Start the I/O a move's step asks for; its outcome goes back to `machine`, naming the
         move it answers for."""
         move = machine.moving
@@ -324,7 +324,7 @@ class UpstreamLeg:
                 self._spawn(self._move_exported(machine, move, machine.serving, self._up.sent))
             case moving.Import(placed=placed, blob=blob):
                 self._spawn(self._move_imported(machine, move, placed, blob))
-            case moving.Dial(placed=placed, import_id=import_id):
+            case moving.DialTarget(placed=placed, import_id=import_id):
                 self._spawn(self._move_dialled(machine, move, placed, import_id))
             case _:
                 assert_never(command)
