@@ -72,7 +72,8 @@ class Peer(Protocol):
         go to the leg's `forward` verbatim, and the session's end is one of the two below."""
 
     def send_verbatim(self, text: str, frame: bool) -> None:
-        """Send one frame an upstream server wrote, verbatim; `frame` marks an audio delta."""
+        """Send text written elsewhere, verbatim: a frame an upstream server wrote (`frame` marks an
+        audio delta), or the hop's own words a pod writes to the gateway (`hop`)."""
 
     def passthrough_ended(self, reason: str, code: int) -> None:
         """The upstream's `session.closed` was relayed; close as the upstream's socket closed."""
