@@ -32,7 +32,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol, assert_never, cast
+from typing import Any, Protocol, assert_never
 
 from liveplex.gateway import moving, placing, relaying, upstream
 from liveplex.gateway.pod_link import Opened, PodLink
@@ -223,9 +223,9 @@ class UpstreamLeg:
         machine = self._machine
         assert machine is not None  # adopted after the start
         commands = machine.upstream_message(message)
-        if commands is relaying.RELAY_FRAME:
+        if commands is relaying.RELAY_FRAME and isinstance(message, str):  # an audio delta is text
             self._stats.frames_down += 1
-            self._peer.send_verbatim(cast(str, message), True)  # an audio delta is text: `Relaying` saw its prefix
+            self._peer.send_verbatim(message, True)
         elif commands:
             self._perform(commands)
 

@@ -7,7 +7,7 @@ the gateway on a relayed session's socket, each encoded and decoded here (`MOVE_
 from __future__ import annotations
 
 import base64
-import binascii
+from binascii import a2b_base64
 
 SESSION_ID_HEADER = "X-Liveplex-Session-Id"
 """The id the gateway placed the session under; the pod starts the session with it, so the
@@ -51,6 +51,7 @@ in order, never relay them, and send their concatenation to `RESUME_PATH` of ano
 CHECKPOINT_PREFIX = '{"type":"' + CHECKPOINT + '","data":"'
 """How every checkpoint's text begins: gateways find them by this prefix, without parsing."""
 _CHECKPOINT_END = '"}'
+_CHECKPOINT_DATA = slice(len(CHECKPOINT_PREFIX), -len(_CHECKPOINT_END))
 
 
 def checkpoint_event(data: bytes) -> str:
@@ -65,4 +66,4 @@ def checkpoint_data(text: str) -> bytes:
     writes them."""
     if not text.endswith(_CHECKPOINT_END):
         raise ValueError("a checkpoint event ends with its data")
-    return binascii.a2b_base64(text[len(CHECKPOINT_PREFIX):-len(_CHECKPOINT_END)], strict_mode=True)
+    return a2b_base64(text[_CHECKPOINT_DATA], strict_mode=True)
