@@ -12,10 +12,14 @@ import argparse
 import socket
 
 DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+"""Where pods and gateways serve by default (engine pods in a cluster too: `operator.names.PORT`)."""
+DEFAULT_BASE_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/v1"
+"""The SDK base URL of a server listening by default: what the clients' `--base-url` defaults to."""
 MAX_PORT = 65535
 
 
-def add_arguments(parser: argparse.ArgumentParser, port: int, what: str = "the server") -> None:
+def add_arguments(parser: argparse.ArgumentParser, what: str = "the server", port: int = DEFAULT_PORT) -> None:
     parser.add_argument("--host", default=DEFAULT_HOST, help=f"address {what} listens on (default: %(default)s)")
     parser.add_argument("--port", type=int, default=port,
                         help=f"port {what} listens on, 0 picks a free one (default: %(default)s)")

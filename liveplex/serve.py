@@ -52,7 +52,7 @@ def parser_and_engine_flags() -> tuple[argparse.ArgumentParser, EngineFlags]:
     parser.add_argument("--engine", choices=["sim", "personaplex"], default="sim",
                         help="the model behind the pod (sim: the CPU echo engine; personaplex: "
                              "PersonaPlex-7B from --model-path; default: %(default)s)")
-    listen.add_arguments(parser, 8000, "the pod")
+    listen.add_arguments(parser, "the pod")
     parser.add_argument("--queue", type=int, default=channel.DEFAULT_QUEUE,
                         help="submissions the engine queue holds before server_busy (default: %(default)s)")
     logs.add_log_level(parser)

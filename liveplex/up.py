@@ -54,7 +54,7 @@ def build_parser(environ: Mapping[str, str] = os.environ) -> argparse.ArgumentPa
     parser.add_argument("--engine", choices=["sim", "personaplex"], default="sim",
                         help="the pods' engine (default: %(default)s)")
     parser.add_argument("--max-sessions", type=int, default=None, help="per pod (default: the engine's)")
-    listen.add_arguments(parser, 8000, "the gateway (the host: every process)")
+    listen.add_arguments(parser, "the gateway (the host: every process)")
     parser.add_argument("--admin-port", type=int, default=0,
                         help="the gateway's admin listener (/metrics, /live/stats) on 127.0.0.1; 0 picks a free "
                              "one, printed (default: %(default)s)")

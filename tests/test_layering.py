@@ -1,5 +1,7 @@
 """The layering of the developers' guide: the gateway, placement and the operator load no engine
-code; no package imports one above it; the packages form no loop."""
+code; no package imports one above it; the packages form no loop; the gateway's roles keep to their
+own (its machines do no I/O, the pod link places nothing, placement dials no pod) and the hop's words
+sit below everything."""
 
 from __future__ import annotations
 
@@ -96,3 +98,53 @@ def test_the_sim_pod_loads_no_torch() -> None:
              "print('\\n'.join(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert loaded.stdout.split() == []
+
+
+# --- the gateway's roles (issue 33): each module's own imports, read from its source -----------------
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MACHINES = ("liveplex.gateway.placing", "liveplex.gateway.moving", "liveplex.gateway.relaying",
+            "liveplex.gptlive.server.passthrough")
+"""The sans-I/O machines: no clock, socket, task or shell."""
+IO = ("asyncio", "time", "socket", "httpx", "websockets", "redis")
+SHELLS = ("liveplex.gateway.leg", "liveplex.gateway.pod_link", "liveplex.gateway.placer",
+          "liveplex.gateway.backend", "liveplex.gateway.gateway", "liveplex.gptlive.server.native")
+RULES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(MACHINES, IO + SHELLS),
+    # the pod link dials and talks to pods, and decides nothing about where sessions go
+    "liveplex.gateway.pod_link": ("liveplex.gateway.placer", "liveplex.gateway.breaker", "liveplex.gateway.view",
+                                  "liveplex.placement.client", *MACHINES, "liveplex.gateway.leg",
+                                  "liveplex.gateway.backend"),
+    # placement never talks to a pod
+    "liveplex.gateway.placer": ("liveplex.gateway.pod_link", "liveplex.gateway.upstream", "httpx", "websockets",
+                                *MACHINES, "liveplex.gateway.leg", "liveplex.gateway.backend"),
+    # the hop's words, encoded and decoded in one place below pods and gateways alike
+    "liveplex.gptlive.server.hop": ("liveplex",),
+}
+"""Module -> what it may not import (a name or any module under it)."""
+
+
+def imports_of(module: str) -> set[str]:
+    """The modules `module`'s source imports, at any depth of its code (`from a import b`: `a` and `a.b`)."""
+    tree = ast.parse((ROOT / (module.replace(".", "/") + ".py")).read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(RULES))
+def test_each_role_imports_nothing_of_another(module: str) -> None:
+    def under(name: str, forbidden: str) -> bool:
+        return name == forbidden or name.startswith(forbidden + ".")
+    broken = sorted(name for name in imports_of(module) for forbidden in RULES[module] if under(name, forbidden))
+    assert broken == []
+
+
+def test_the_import_reader_sees_an_import() -> None:
+    assert "liveplex.gateway.pod_link" in imports_of("liveplex.gateway.leg")
+    assert "asyncio" in imports_of("liveplex.gateway.leg")

@@ -15,9 +15,10 @@ import pathlib
 import typing
 
 from liveplex.engine_pod.engine import PersonaPlexEngine
-from liveplex.gateway import relay, watchdog
+from liveplex.gateway import leg, watchdog
 from liveplex.gateway.backend import GatewayBackend
 from liveplex.gateway.catalog import PoolCatalog
+from liveplex.gateway.placer import RedisPlacer
 from liveplex.gptlive import served, start
 from liveplex.gptlive.server import backend, native, sweeper
 from liveplex.gptlive.server.webrtc import sideband
@@ -37,15 +38,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "liveplex"
 # --- the table: each line fails the type check when its class does not fit its Protocol ------------
 
 _engine_leg: type[backend.Leg] = pod_backend.EngineLeg
-_upstream_leg: type[backend.Leg] = relay.UpstreamLeg
+_upstream_leg: type[backend.Leg] = leg.UpstreamLeg
 _live_socket_peer: type[backend.Peer] = native.LiveSocket
 _live_socket: type[sweeper.Socket] = native.LiveSocket
 _engine_backend: type[backend.Backend] = pod_backend.EngineBackend
 _gateway_backend: type[backend.Backend] = GatewayBackend
 _engine_observer: type[backend.Observer] = pod_backend.EngineBackend
 _gateway_observer: type[backend.Observer] = GatewayBackend
-_gateway_placer: type[relay.Placer] = GatewayBackend
-_watched_leg: type[watchdog.Watched] = relay.UpstreamLeg
+_gateway_placer: type[leg.Placer] = RedisPlacer
+_watched_leg: type[watchdog.Watched] = leg.UpstreamLeg
 _pool_catalog: type[start.Catalog] = PoolCatalog
 _served_catalog: type[start.Catalog] = served.Served
 _kube: type[apply.KubeClient] = OfficialClient

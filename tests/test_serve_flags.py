@@ -83,3 +83,22 @@ def test_serve_warns_in_its_log_about_flags_the_engine_ignores(tmp_path) -> None
                 if line.startswith("{") and '"warning"' in line]
     assert [w["msg"] for w in warnings] == ["--device is ignored by the sim engine",
                                             "--context-frames is ignored by the sim engine"]
+
+
+def test_every_server_listens_and_every_client_dials_where_listen_says_by_default() -> None:
+    """Port 8000 and its base URL are written once (`listen`): the servers, the operator's pods and
+    the clients all take them from there."""
+    from liveplex import serve, up
+    from liveplex.bench import duplex, move
+    from liveplex.conformance import cli as conformance
+    from liveplex.gateway import cli as gateway
+    from liveplex.operator import names
+
+    servers = {"serve": serve.build_parser(), "gateway": gateway.build_parser(), "up": up.build_parser({})}
+    assert {name: p.get_default("port") for name, p in servers.items()} == dict.fromkeys(servers, listen.DEFAULT_PORT)
+    assert names.PORT == listen.DEFAULT_PORT
+    clients = {"bench duplex": duplex.build_parser(), "bench move": move.build_parser()}
+    assert {name: p.get_default("base_url") for name, p in clients.items()} == dict.fromkeys(
+        clients, listen.DEFAULT_BASE_URL)
+    assert conformance.parse_args([])[0].base_url == listen.DEFAULT_BASE_URL
+    assert listen.DEFAULT_BASE_URL == f"http://127.0.0.1:{listen.DEFAULT_PORT}/v1"

@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="liveplex bench baseline", description=__doc__.split("\n")[0])
     parser.add_argument("--variant", choices=VARIANTS, default="json",
                         help="json: parse and re-encode each frame; raw: slice text (default: %(default)s)")
-    listen.add_arguments(parser, 8100, "the baseline")
+    listen.add_arguments(parser, "the baseline", port=8100)
     return parser
 
 

@@ -19,6 +19,7 @@ import sys
 
 import orjson
 
+from liveplex import listen
 from liveplex.bench import audio, caller, jitter, loop, plot, progress, roundtrip, table
 from liveplex.bench import level as level_mod
 from liveplex.bench import pool as pool_mod
@@ -101,7 +102,7 @@ class DuplexSettings:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="liveplex bench duplex", description=__doc__.split("\n")[0])
-    p.add_argument("--base-url", default="http://127.0.0.1:8000/v1",
+    p.add_argument("--base-url", default=listen.DEFAULT_BASE_URL,
                    help="the server's /v1 base (default: %(default)s)")
     p.add_argument("--model", help="model to start (default: the first of GET /v1/models)")
     p.add_argument("--voice", help="voice to start with (default: the server's)")

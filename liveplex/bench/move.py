@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from liveplex import percentiles
+from liveplex import listen, percentiles
 from liveplex.bench import audio, caller
 from liveplex.bench import pool as pool_mod
 from liveplex.bench import target as target_mod
@@ -58,7 +58,7 @@ class MoveSettings:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="liveplex bench move", description=__doc__.split("\n\n")[0])
-    p.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="the gateway (default: %(default)s)")
+    p.add_argument("--base-url", default=listen.DEFAULT_BASE_URL, help="the gateway (default: %(default)s)")
     p.add_argument("--model", help="model to start (default: the first of GET /v1/models)")
     p.add_argument("--sessions", type=int, default=8, help="calls (default: %(default)s)")
     p.add_argument("--seconds", type=float, default=8.0, help="length of each call, s (default: %(default)s)")

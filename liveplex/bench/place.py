@@ -33,7 +33,7 @@ from collections.abc import Callable
 import orjson
 import websockets
 
-from liveplex import percentiles
+from liveplex import listen, percentiles
 from liveplex.bench import loop, target
 from liveplex.gptlive import urls
 
@@ -42,7 +42,7 @@ START = '{"type":"session.start","event_id":"b","session":{"model":"%s"}}'
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="liveplex bench place", description=__doc__.splitlines()[0])
-    p.add_argument("--base-url", help="the gateway, e.g. http://127.0.0.1:8000/v1 (required without --simulate; "
+    p.add_argument("--base-url", help=f"the gateway, e.g. {listen.DEFAULT_BASE_URL} (required without --simulate; "
                                       "default: none)")
     p.add_argument("--simulate", action="store_true",
                    help="no gateway: simulated pods and placements on one Redis (place_sim; default: off)")

@@ -16,7 +16,6 @@ And the record's sizes: the head and a chunk of each engine, and bytes per minut
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import statistics
 import time
@@ -86,7 +85,7 @@ class _Drop:
 
     def deliver(self, outputs: list[contract.Output]) -> None: ...
 
-    def relay(self, text: str, frame: bool) -> None: ...
+    def send_verbatim(self, text: str, frame: bool) -> None: ...
 
 
 def event_us(data: bytes, repeats: int = 20_000) -> float:
@@ -116,13 +115,9 @@ def sizes() -> dict[str, object]:
     per_min = 60 * frames.SAMPLE_RATE // frames.FRAME_SAMPLES
     return {"personaplex": {"head_bytes": len(pp_head), "tick_bytes": len(pp_tick),
                             "per_minute_bytes": per_min * len(pp_tick),
-                            "event_text_bytes": len(_text(pp_tick))},
+                            "event_text_bytes": len(hop.checkpoint_event(pp_tick))},
             "sim": {"tick_bytes": len(sim_tick), "per_minute_bytes": per_min * len(sim_tick),
-                    "event_text_bytes": len(_text(sim_tick))}}
-
-
-def _text(data: bytes) -> str:
-    return hop.CHECKPOINT_PREFIX + base64.b64encode(data).decode() + '"}'
+                    "event_text_bytes": len(hop.checkpoint_event(sim_tick))}}
 
 
 def main(argv: list[str]) -> int:

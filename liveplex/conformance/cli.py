@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 
+from liveplex import listen
 from liveplex.conformance import probe, runner, target
 from liveplex.conformance.checklist import Outcome, Status
 
@@ -14,7 +15,7 @@ def parse_args(argv: list[str]) -> tuple[target.Options, str | None, bool]:
     parser = argparse.ArgumentParser(
         prog="liveplex check",
         description="Check a GPT-Live server against the gpt-live §14 checklist. Exits 1 on any failure.")
-    parser.add_argument("--base-url", default="http://127.0.0.1:8000/v1",
+    parser.add_argument("--base-url", default=listen.DEFAULT_BASE_URL,
                         help="the server's /v1 base; the socket is BASE/live/sessions (default %(default)s)")
     parser.add_argument("--only", metavar="PATTERN",
                         help="check numbers and ranges (8,22-24) or a glob on check names (start-*)")

@@ -16,7 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="liveplex gateway",
         description="Serve GPT-Live (/v1/live/sessions) by placing each session on a pod of its pool.")
-    listen.add_arguments(parser, 8000, "the gateway")
+    listen.add_arguments(parser, "the gateway")
     logs.add_log_level(parser)
     settings.add_arguments(parser)
     server_settings.add_arguments(parser)

@@ -1,4 +1,5 @@
-"""`Gateway`: one gateway process's parts and lifecycle: Redis client, pool view, backend, drain.
+"""`Gateway`: one gateway process's parts and lifecycle: Redis client, pool view, placer, pod link,
+backend, the watchdog's round, drain.
 
 Drain mirrors a pod's (platform §5, the gateway gets the same treatment): `/ready` turns 503 so
 the Service stops sending new clients, new starts are refused, relayed sessions go on until they
@@ -9,13 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
+import time
 from collections.abc import AsyncIterator
 
 from liveplex.gateway.backend import GatewayBackend
+from liveplex.gateway.leg import Shared
+from liveplex.gateway.placer import RedisPlacer
+from liveplex.gateway.pod_link import PodLink
 from liveplex.gateway.settings import GatewaySettings
 from liveplex.gateway.stats import GatewayStats
 from liveplex.gateway.view import PoolView
+from liveplex.gateway.watchdog import Watchdog
 from liveplex.gptlive.server.app import SHUTDOWN_GRACE_S, Front
 from liveplex.gptlive.server.drain import Drain
 from liveplex.gptlive.server.settings import ServerSettings
@@ -23,6 +30,13 @@ from liveplex.placement import PlacementClient
 
 logger = logging.getLogger(__name__)
 
+STALL_MS = 100
+"""A watchdog round this late means the loop was blocked (every relayed frame waited as long)."""
+
+
+def _collections() -> list[int]:
+    """The collector's run counts per generation (to tell a GC pause from other stalls)."""
+    return [g["collections"] for g in gc.get_stats()]
 
 
 class Gateway:
@@ -33,8 +47,11 @@ class Gateway:
         self.stats = GatewayStats()
         self.client = PlacementClient(settings.redis_url)
         self.view = PoolView(self.client, settings.default_pool, self.stats)
-        self.backend = GatewayBackend(settings, server.protocol, server.api_keys, self.client, self.view,
-                                      self.stats)
+        self.placer = RedisPlacer(settings, self.client, self.view, self.stats)
+        self.link = PodLink.of(settings, server.protocol.start_timeout_ms / 1000)
+        shared = Shared(self.placer, self.link, self.stats, asyncio.Semaphore(settings.moves_at_once))
+        self.backend = GatewayBackend(settings, server.protocol, server.api_keys, self.view, shared)
+        self._watchdog = Watchdog(settings.upstream_silence_ms * 1_000_000)
         self.front = Front(server, self.backend)
         self.drain = Drain(self.front, lambda: self.backend.sessions, settings.drain_deadline_s,
                            self._announce_drain)
@@ -52,7 +69,7 @@ class Gateway:
     async def serving(self) -> AsyncIterator[None]:
         await self.view.refresh()
         loop = asyncio.get_running_loop()
-        tasks = [loop.create_task(self.view.run(self.settings.refresh_ms)), loop.create_task(self.backend.watch())]
+        tasks = [loop.create_task(self.view.run(self.settings.refresh_ms)), loop.create_task(self._watch())]
         try:
             yield
         finally:
@@ -60,8 +77,29 @@ class Gateway:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.front.end_sessions(SHUTDOWN_GRACE_S)
-            await self.backend.close()
+            await self.link.close()
             await self.client.close()
+
+    async def _watch(self) -> None:
+        """Run the `Watchdog` over every relayed session until cancelled; a round that ran over
+        `STALL_MS` late is this loop's own stall, logged with what the collector did meanwhile."""
+        period_ns = self._watchdog.period_ns
+        due = time.monotonic_ns() + period_ns
+        collections = _collections()
+        while True:
+            await asyncio.sleep(max(0, due - time.monotonic_ns()) / 1e9)
+            now = time.monotonic_ns()
+            late_ns = now - due
+            legs = self.backend.legs
+            if late_ns > STALL_MS * 1_000_000:
+                self.stats.loop_stalls += 1
+                logger.warning("event loop stalled", extra={
+                    "stalled_ms": round(late_ns / 1e6), "sessions": len(legs),
+                    "gc_collections": [a - b for a, b in zip(_collections(), collections)]})
+            collections = _collections()
+            for leg in self._watchdog.check(legs, now, late_ns):
+                leg.silenced()
+            due = now + period_ns
 
     async def _announce_drain(self) -> None:
         self.backend.draining = True

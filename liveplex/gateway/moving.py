@@ -9,7 +9,7 @@ with the next `Command`, reads no clock and knows no socket, so every rule is te
 what a move's end means for the session are `Relaying`'s:
 
 - a slot is placed (and reserved) on another pod *before* the session leaves its pod: with no room
-  anywhere the session simply `Stay`s and drains as before, nothing lost;
+  anywhere the session simply stays (`Stayed`) and drains as before, nothing lost;
 - then the old pod exports the session at its next tick boundary (the blob) and closes the
   session's socket with `hop.HANDED_OVER_CLOSE` after its last frame. While it exports the
   client's frames still go to it and are kept too (`copying`): its answer says how many it read
@@ -18,13 +18,13 @@ what a move's end means for the session are `Relaying`'s:
 - the blob goes to the target pod (import), and only once the old socket has closed (so every
   frame the old pod made has reached the client first) is the target dialled with the import's id
   and the client's own `session.start`; its `session.started` is swallowed (and, by `Relaying`,
-  the start's notes behind it) and the held frames follow, in order (`Switch`): the client sees no
+  the start's notes behind it) and the held frames follow, in order (`Arrived`): the client sees no
   event at all;
 - placement's retry policy is `placing.Placing`'s (two placements, a failed pod excluded): a
   target that refuses the import, cannot be dialled or answers busy is excluded and the blob
   offered to one more;
-- before the export, any failure leaves the session where it is (`Stay`); after it, the session
-  exists only as the blob, and a move that cannot finish loses it (`Lose`).
+- before the export, any failure leaves the session where it is (`Stayed`); after it, the session
+  exists only as the blob, and a move that cannot finish strands it (`Stranded`: lost).
 
 A session whose pod died is *resumed* the same way (Part 3): the gateway kept the pod's checkpoints
 of it (`hop.CHECKPOINT`), so the machine starts with that record as its blob and no pod to export
@@ -34,7 +34,7 @@ the start. The caller hears a short silence, not an error; only a record no pod 
 Reservations: a target's slot is given back by whoever reports the target refused the import
 (`Relaying.imported`: no breaker, a blob that does not fit a pod, as during a rollout between
 versions, is no fault of the pod) or unreachable (the shell, with the breaker, as for any start);
-`Stay` and `Lose` name the one slot the machine abandons otherwise. Once `DONE`, every input
+`Stayed` and `Stranded` name the one slot the machine abandons otherwise. Once `DONE`, every input
 answers `Wait`: a placement that lands after the move ended is given back (`Relaying.placed`).
 """
 
@@ -63,7 +63,7 @@ class Import:
 
 
 @dataclass(frozen=True, slots=True)
-class Dial:
+class DialTarget:
     """Dial `placed` with the import's id and send the client's `session.start`; answer with
     `answered` (the target's first message) or `unreachable`."""
 
@@ -77,21 +77,21 @@ class Wait:
 
 
 @dataclass(frozen=True, slots=True)
-class Switch:
+class Arrived:
     """The target runs the session: relay from its socket, send it the held frames, in order."""
 
     placed: Placed
 
 
 @dataclass(frozen=True, slots=True)
-class Stay:
+class Stayed:
     """No move: the session goes on on its pod. `unreserve`: a target slot to give back."""
 
     unreserve: Placed | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Lose:
+class Stranded:
     """The session is lost: exported and no pod took it (`why`, for the client's error), or ended
     with its pod before it could leave (None: told as the pod's socket ended)."""
 
@@ -99,7 +99,7 @@ class Lose:
     unreserve: Placed | None = None
 
 
-Command = placing.Place | placing.Recheck | Export | Import | Dial | Wait | Switch | Stay | Lose
+Command = placing.Place | placing.Recheck | Export | Import | DialTarget | Wait | Arrived | Stayed | Stranded
 
 
 class Phase(enum.Enum):
@@ -111,7 +111,8 @@ class Phase(enum.Enum):
     DONE = "done"
 
 
-NOT_TAKEN = "no engine could take over this session when its engine stopped"
+NO_POD_TOOK_IT = "no engine could take over this session when its engine stopped"
+"""`Stranded.why` for a session exported (or resumed) that no pod took: what the client hears."""
 
 
 class Moving:
@@ -165,7 +166,7 @@ class Moving:
             return Wait()
         if blob is None:
             self.phase = Phase.DONE
-            return Stay(unreserve=target)
+            return Stayed(unreserve=target)
         self._blob = blob
         self.phase = Phase.IMPORTING
         return Import(target, blob)
@@ -191,7 +192,7 @@ class Moving:
             return Wait()
         if self.phase is Phase.PLACING or (self.phase is Phase.EXPORTING and not handed_over):
             self.phase = Phase.DONE
-            return Lose(None, unreserve=self._target)
+            return Stranded(None, unreserve=self._target)
         return self._dial() if self.phase is Phase.DIALLING else Wait()
 
     def answered(self, placed: Placed, text: str) -> Command:
@@ -212,7 +213,7 @@ class Moving:
         """Dial once both the import is held and the old socket has closed (its frames relayed)."""
         if not self._old_closed or self._target is None or self._import_id is None:
             return Wait()
-        return Dial(self._target, self._import_id)
+        return DialTarget(self._target, self._import_id)
 
     def _follow(self, command: placing.Command) -> Command:
         """Placing's next step, in a move's terms."""
@@ -230,6 +231,6 @@ class Moving:
             return Import(command.placed, self._blob)
         if isinstance(command, placing.Start):
             self.phase = Phase.DONE
-            return Switch(command.placed)
+            return Arrived(command.placed)
         self.phase = Phase.DONE
-        return Stay() if self._blob is None else Lose(NOT_TAKEN)
+        return Stayed() if self._blob is None else Stranded(NO_POD_TOOK_IT)

@@ -6,11 +6,11 @@ the sockets, the tasks and the counters; it hands every input here and performs 
 gets back, in order. `Relaying` reads no clock, knows no socket and awaits nothing, so every rule
 below is tested directly (tests/gateway/test_relaying.py). It decides *which* end a session has;
 how the client hears it (`server_error`, `session.closed`, the close code) is the pump's
-`gptlive.server.relayed.Relayed`, reached through `EndClient` and `Lose`.
+`gptlive.server.passthrough.Passthrough`, reached through `EndClient` and `Lose`.
 
 - **The pod's messages** (`upstream_message`): an audio delta (`events.AUDIO_DELTA_PREFIX`, a prefix
   test, no parse) is relayed as a frame (the pump counts it: the session's usage); a checkpoint
-  (`hop.CHECKPOINT_PREFIX`, never relayed, never parsed) is decoded into the session's record
+  (`hop.CHECKPOINT_PREFIX`, never relayed, never parsed: `hop.checkpoint_data`) is decoded into the session's record
   while it stays within `MAX_RECORD_BYTES`, past which (or unreadable) the session is no longer
   resumable (`Forget`); the rare rest is parsed: `hop.MOVE_REQUESTED` asks to move the session
   (`StartMove`, never relayed), `session.closed` is relayed and its reason kept; anything else is
@@ -45,7 +45,6 @@ every input answers `NOTHING`.
 
 from __future__ import annotations
 
-import binascii
 from collections import deque
 from dataclasses import dataclass
 
@@ -90,7 +89,7 @@ class RelayFrame:
 
 
 @dataclass(frozen=True, slots=True)
-class Relay:
+class RelayEvent:
     """Relay one of the pod's rare events to the client verbatim (`text`, decoded)."""
 
     text: str
@@ -180,8 +179,9 @@ class Lose:
     reason: str
 
 
-Command = (RelayFrame | Relay | Forward | Abort | Forget | StartMove | Blame | Resuming | Unreserve | Switch
-           | Moved | EndClient | Lose | placing.Place | placing.Recheck | moving.Export | moving.Import | moving.Dial)
+Command = (RelayFrame | RelayEvent | Forward | Abort | Forget | StartMove | Blame | Resuming | Unreserve | Switch
+           | Moved | EndClient | Lose
+           | placing.Place | placing.Recheck | moving.Export | moving.Import | moving.DialTarget)
 Commands = tuple[Command, ...]
 
 NOTHING: Commands = ()
@@ -228,7 +228,7 @@ class Relaying:
                     self._answering_start = False
                 return RELAY_FRAME
             if message.startswith(_CHECKPOINT_PREFIX):
-                return self._keep(message[len(_CHECKPOINT_PREFIX):-2])
+                return self._keep(message)
             text = message
         else:
             text = message.decode(errors="replace")
@@ -241,7 +241,7 @@ class Relaying:
             return (StartMove(),)
         if kind == _SESSION_CLOSED:
             self._closed_reason = str(body.get("reason"))
-        return (Relay(text),)
+        return (RelayEvent(text),)
 
     def client_frame(self, data: str | bytes, unread_bytes: int) -> Commands:
         """One frame from the client; `unread_bytes`: what the pod's socket has not yet taken."""
@@ -329,15 +329,15 @@ class Relaying:
     def _current(self, move: moving.Moving) -> bool:
         return move is self.moving and not self.ended
 
-    def _keep(self, data: str) -> Commands:
+    def _keep(self, checkpoint: str) -> Commands:
         """One checkpoint, kept while the record is within bounds (decoded at once: bytes cost a
         third less than their base64, and no object each)."""
         record = self._record
         if record is None:
             return NOTHING
         try:
-            record += binascii.a2b_base64(data, strict_mode=True)
-        except (binascii.Error, ValueError):
+            record += hop.checkpoint_data(checkpoint)
+        except ValueError:
             why = "unreadable"
         else:
             if len(record) <= MAX_RECORD_BYTES:
@@ -373,11 +373,11 @@ class Relaying:
     def _follow(self, command: moving.Command, *, ending: upstream.Ending = upstream.Ending.LOST,
                 tripped: frozenset[str] = frozenset()) -> Commands:
         """The move's next step in the relay's terms. `ending` and `tripped` are `upstream_gone`'s:
-        only `old_closed` reports the session died with its pod (`moving.Lose(None)`), which then
+        only `old_closed` reports the session died with its pod (`moving.Stranded(None)`), which then
         ends as any failure of the pod (`_failed`)."""
         if isinstance(command, moving.Wait):
             return NOTHING
-        if isinstance(command, moving.Switch):
+        if isinstance(command, moving.Arrived):
             held = tuple(self._held)
             self._drop_held()
             resumed = self.moving is not None and self.moving.resuming
@@ -385,11 +385,11 @@ class Relaying:
             self.serving = command.placed
             self._answering_start = True
             return (Switch(command.placed, held), Moved("resumed" if resumed else "moved"))
-        if isinstance(command, moving.Stay | moving.Lose):
+        if isinstance(command, moving.Stayed | moving.Stranded):
             self.moving = None
             self._drop_held()  # copies of frames the pod read: a move that did not happen holds none
             unreserve = NOTHING if command.unreserve is None else (Unreserve(command.unreserve),)
-            if isinstance(command, moving.Stay):
+            if isinstance(command, moving.Stayed):
                 return (*unreserve, Moved("stayed"))
             if command.why is not None:
                 return (*unreserve, Moved("lost"), self._lose(command.why, NOT_TAKEN))

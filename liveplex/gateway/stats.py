@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from liveplex.live.buckets import Buckets
+from liveplex.placement import Busy
 
 PLACEMENT_BUCKETS_S: tuple[float, ...] = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
 """Time to place and connect a session, Redis and the upstream handshake included."""
@@ -49,3 +50,14 @@ class GatewayStats:
     whose pod was lost, continued on another from their checkpoints."""
     loop_stalls: int = 0
     """Watchdog rounds that ran over `STALL_MS` late: this process's loop was blocked."""
+
+    def placed(self, pool: str, seconds: float, retried: bool) -> None:
+        """A session started on a pod, `seconds` after its start was valid (retried: not on the
+        first pod placed)."""
+        self.placements[(pool, "retry" if retried else "placed")] += 1
+        self.placement_seconds.observe(seconds)
+
+    def refused(self, pool: str, busy: Busy) -> None:
+        """A start refused for want of room."""
+        self.placements[(pool, "busy")] += 1
+        self.rejected[(pool, "no_engines" if busy.no_engines else "server_busy")] += 1

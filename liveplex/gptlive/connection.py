@@ -16,7 +16,7 @@ empty-list test.
 The machine does not know which side it serves (h11's rule). A server whose upstream talks to the
 client itself (a gateway) ends its part with `started_upstream`: the `Accepted` is told, the
 machine is done, and the `Handoff` it returns is what the relayed session's own machine needs
-(`gptlive.server.relayed`).
+(`gptlive.server.passthrough`).
 
 Which command is legal in which state is the `LEGAL` table below, and nowhere else. Usage events
 are driven by the frames sent (every `usage_period_ms` of session time), so a live session needs

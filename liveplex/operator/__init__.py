@@ -9,7 +9,7 @@ this package loads neither kopf nor kubernetes. See docs/operator.md.
 from liveplex.operator.apply import Conflict, KubeClient, KubeError, Ref, create_or_patch
 from liveplex.operator.crd import render_crd
 from liveplex.operator.deletion_cost import deletion_costs
-from liveplex.operator.pool import LoadReader, PoolLoad, RouteStore
+from liveplex.operator.pool import LoadFigures, LoadReader, RouteStore
 from liveplex.operator.render import (
     render_autoscaler,
     render_children,
@@ -27,7 +27,7 @@ from liveplex.operator.status import Reason, compute_status
 
 __all__ = [
     "Claim", "Conflict", "EngineSpec", "KubeClient", "KubeError", "LiveEngine", "LoadReader", "OperatorSettings",
-    "PoolLoad", "Reason", "Ref", "Resolution", "RouteStore", "SecretKey", "SpecError", "compute_status",
+    "LoadFigures", "Reason", "Ref", "Resolution", "RouteStore", "SecretKey", "SpecError", "compute_status",
     "create_or_patch", "deletion_costs", "parse", "render_autoscaler", "render_children", "render_crd",
     "render_deployment", "render_hpa", "render_pdb", "render_scaledobject", "render_service", "resolve", "serve_args",
 ]

@@ -23,7 +23,7 @@ import kopf
 
 from liveplex.operator import apply, autoscalers, deletion_cost, interval, names, render, routes, spec, status
 from liveplex.operator.metrics import OperatorMetrics, instrumented
-from liveplex.operator.pool import LoadReader, PoolLoad, RouteStore
+from liveplex.operator.pool import LoadFigures, LoadReader, RouteStore
 from liveplex.operator.settings import OperatorSettings
 
 RETRY_DELAY_S = 10.0
@@ -187,7 +187,7 @@ async def _served_list(ctx: Context, kind: tuple[str, str], namespace: str) -> l
 
 
 async def _load(ctx: Context, pool: str, count: int,
-                logger: logging.Logger | logging.LoggerAdapter) -> PoolLoad | None:
+                logger: logging.Logger | logging.LoggerAdapter) -> LoadFigures | None:
     if ctx.loads is None:
         return None
     try:

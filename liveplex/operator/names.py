@@ -5,7 +5,7 @@ Every module that renders, selects or checks one of these reads it here, so a re
 
 from __future__ import annotations
 
-from liveplex import fetch_model
+from liveplex import fetch_model, listen
 from liveplex.gptlive.server import auth
 from liveplex.placement import url
 
@@ -46,7 +46,7 @@ SCALED_OBJECT: tuple[str, str] = ("keda.sh/v1alpha1", "ScaledObject")
 """The autoscaler kinds (`api_version`, `kind`) the operator renders, and looks for others of."""
 
 CONTAINER = "engine"
-PORT = 8000
+PORT = listen.DEFAULT_PORT
 PORT_NAME = "http"
 ADMIN_PORT = 9090
 ADMIN_PORT_NAME = "admin"

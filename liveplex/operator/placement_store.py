@@ -15,11 +15,11 @@ from liveplex.operator import pool
 from liveplex.placement import PlacementClient, Summary
 
 
-def pool_load(summary: Summary) -> pool.PoolLoad:
+def pool_load(summary: Summary) -> pool.LoadFigures:
     """The operator's view of one pool: its totals, and its emptiest fresh pods with their tick health."""
     fresh = summary.candidates.fresh()
     totals = summary.load
-    return pool.PoolLoad(
+    return pool.LoadFigures(
         active=totals.active, reserved=totals.reserved, capacity=totals.capacity,
         p99_lateness_ms=max((m.record.late_p99_us for m in fresh), default=0) // 1000,
         late_permille=max((m.record.late_permille for m in fresh), default=0),
@@ -31,7 +31,7 @@ class PlacementLoads:
     def __init__(self, client: PlacementClient) -> None:
         self._client = client
 
-    async def read(self, pool_name: str, subpools: int) -> pool.PoolLoad:
+    async def read(self, pool_name: str, subpools: int) -> pool.LoadFigures:
         return pool_load(await self._client.summary_among(pool_name, subpools))
 
 

@@ -13,8 +13,9 @@ from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
-class PoolLoad:
-    """One pool's aggregates over its fresh pods (platform §6.1), integers only."""
+class LoadFigures:
+    """One pool's figures over its fresh pods (platform §6.1), integers only, as the status roll-up and
+    scale-down read them (`placement_store.pool_load` makes them of placement's `PoolLoad` and summary)."""
 
     active: int = 0
     """Running sessions, summed over pods."""
@@ -32,7 +33,7 @@ class PoolLoad:
 
 
 class LoadReader(Protocol):
-    async def read(self, pool: str, subpools: int, /) -> PoolLoad:
+    async def read(self, pool: str, subpools: int, /) -> LoadFigures:
         """The load of pool `<ns>/<name>`, summed over its `subpools` sub-pools (1: not split); an empty
         pool is all zeros. Raises when Redis is unreachable."""
         ...

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from liveplex.operator import names, spec
-from liveplex.operator.pool import PoolLoad
+from liveplex.operator.pool import LoadFigures
 
 Json = Mapping[str, Any]
 
@@ -71,7 +71,7 @@ def refusal(le: Json) -> str | None:
     return None
 
 
-def compute_status(le: Json, deployment: Json | None, pods: Sequence[Json], load: PoolLoad | None,
+def compute_status(le: Json, deployment: Json | None, pods: Sequence[Json], load: LoadFigures | None,
                    now: datetime, *, conflicts: Sequence[str] = (),
                    foreign_autoscalers: Sequence[str] = (), refused: str | None = None) -> dict[str, Any]:
     """The LiveEngine's whole status; `conflicts` are model names another LiveEngine kept,
@@ -116,7 +116,7 @@ def compute_status(le: Json, deployment: Json | None, pods: Sequence[Json], load
     }
 
 
-def _figures(load: PoolLoad | None, previous: Json) -> dict[str, Any]:
+def _figures(load: LoadFigures | None, previous: Json) -> dict[str, Any]:
     if load is None:
         return {key: previous.get(key, default) for key, default in (
             ("sessions", {"active": 0, "reserved": 0, "capacity": 0}), ("occupancyPercent", 0),
@@ -217,7 +217,7 @@ def _progressing(desired: int, deployment: Json | None) -> dict[str, Any]:
     return _condition("Progressing", False, Reason.ROLLOUT_COMPLETE, f"{desired} pods available")
 
 
-def _degraded(engine: spec.EngineSpec, load: PoolLoad | None, previous: Json) -> dict[str, Any]:
+def _degraded(engine: spec.EngineSpec, load: LoadFigures | None, previous: Json) -> dict[str, Any]:
     if load is None:
         return _previous(previous, "Degraded")
     budget = engine.capacity.lateness_budget_millis
@@ -232,7 +232,7 @@ def _degraded(engine: spec.EngineSpec, load: PoolLoad | None, previous: Json) ->
     return _condition("Degraded", False, Reason.TICK_LATENESS_WITHIN_BUDGET, f"within the {budget} ms budget")
 
 
-def _exhausted(load: PoolLoad) -> dict[str, Any]:
+def _exhausted(load: LoadFigures) -> dict[str, Any]:
     used = load.active + load.reserved
     if load.capacity > 0 and used >= load.capacity:
         return _condition("CapacityExhausted", True, Reason.ALL_SLOTS_IN_USE, "every slot is in use")

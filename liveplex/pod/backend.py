@@ -10,7 +10,6 @@ the NetworkPolicy lets only gateways reach pods.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 import re
@@ -104,7 +103,7 @@ class EngineLeg:
             if type(o) is contract.Checkpoint:
                 if i > start:
                     self._peer.deliver(outputs[start:i])
-                self._peer.relay(hop.CHECKPOINT_PREFIX + base64.b64encode(o.data).decode() + '"}', False)
+                self._peer.send_verbatim(hop.checkpoint_event(o.data), False)
                 start = i + 1
         return outputs[start:] if start else outputs
 
@@ -133,7 +132,7 @@ class EngineLeg:
     def ask_to_move(self) -> None:
         """The pod drains: ask the gateway relaying this session to move it (`hop.MOVE_REQUESTED`)."""
         if self._opened is not None:
-            self._peer.relay(hop.MOVE_REQUEST, False)
+            self._peer.send_verbatim(hop.MOVE_REQUEST, False)
 
     def release(self) -> None:
         opened, self._opened = self._opened, None

@@ -4,11 +4,10 @@ placement names the sub-pool holding its lease, and a refused dial gives the slo
 
 from __future__ import annotations
 
-from liveplex.gateway.backend import GatewayBackend
+from liveplex.gateway.placer import RedisPlacer
 from liveplex.gateway.settings import GatewaySettings
 from liveplex.gateway.stats import GatewayStats
 from liveplex.gateway.view import PoolView
-from liveplex.gptlive.settings import Settings
 from liveplex.placement import Busy, Placed, PlacementClient, PodRecord, subpools
 
 POOL = "test/split"
@@ -28,15 +27,15 @@ async def test_the_route_splits_the_pool_and_each_slot_goes_back_to_its_own_sub_
         assert view.subpools(POOL) == 2 and view.subpools("test/unrouted") == 1
         summary = view.snapshot(POOL, 5_000)
         assert summary is not None and summary.load.capacity == 2
-        backend = GatewayBackend(GatewaySettings(redis_url), Settings(), (), client, view, stats)
+        placer = RedisPlacer(GatewaySettings(redis_url), client, view, stats)
 
-        placed = [await backend.place(POOL, f"s{n}", set()) for n in range(2)]
+        placed = [await placer.place(POOL, f"s{n}", set()) for n in range(2)]
         assert all(isinstance(p, Placed) for p in placed)
         assert {(p.pool, p.pod) for p in placed if isinstance(p, Placed)} == set(home.items()), "one in each"
-        assert isinstance(await backend.place(POOL, "s2", set()), Busy)
+        assert isinstance(await placer.place(POOL, "s2", set()), Busy)
 
         refused = placed[1]
         assert isinstance(refused, Placed) and refused.pool is not None
-        await backend.unreachable(refused, "s1")
+        await placer.unreachable(refused, "s1")
         assert (await client.totals(refused.pool)).reserved == 0, "given back in the sub-pool holding it"
         assert stats.connect_failures[refused.pod] == 1

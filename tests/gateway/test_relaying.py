@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 
 import orjson
@@ -11,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from liveplex.gateway import moving, placing, relaying, upstream
-from liveplex.gateway.moving import Dial, Export, Import
+from liveplex.gateway.moving import DialTarget, Export, Import
 from liveplex.gateway.placing import Place, Recheck
 from liveplex.gateway.relaying import (
     FORWARD,
@@ -24,7 +23,7 @@ from liveplex.gateway.relaying import (
     Forward,
     Lose,
     Moved,
-    Relay,
+    RelayEvent,
     Relaying,
     Resuming,
     StartMove,
@@ -54,9 +53,8 @@ FRAMES = 2
 """Audio frames every state below has relayed (the session's usage in `Lose` and `EndClient`)."""
 
 
-def checkpoint(data: bytes) -> str:
-    """A pod's checkpoint event, as `hop.CHECKPOINT_PREFIX` frames it."""
-    return hop.CHECKPOINT_PREFIX + base64.b64encode(data).decode() + '"}'
+checkpoint = hop.checkpoint_event
+"""A pod's checkpoint event."""
 
 
 def lost(ending: upstream.Ending) -> Lose:
@@ -85,7 +83,7 @@ def recorded() -> Relaying:
 
 def closing() -> Relaying:
     machine = running(REC)
-    assert machine.upstream_message(CLOSED) == (Relay(CLOSED),)
+    assert machine.upstream_message(CLOSED) == (RelayEvent(CLOSED),)
     return machine
 
 
@@ -190,10 +188,10 @@ def test_audio_is_relayed_as_frames_and_the_rare_rest_verbatim() -> None:
     machine = Relaying(OLD)
     assert machine.upstream_message(AUDIO) is RELAY_FRAME  # a constant: nothing allocated per frame
     other = '{"type":"session.output_transcript.delta","delta":"hi"}'
-    assert machine.upstream_message(other) == (Relay(other),)
-    assert machine.upstream_message(other.encode()) == (Relay(other),)  # a binary message, decoded
-    assert machine.upstream_message(AUDIO.encode()) == (Relay(AUDIO),)  # only text is an audio frame
-    assert machine.upstream_message("not json") == (Relay("not json"),)
+    assert machine.upstream_message(other) == (RelayEvent(other),)
+    assert machine.upstream_message(other.encode()) == (RelayEvent(other),)  # a binary message, decoded
+    assert machine.upstream_message(AUDIO.encode()) == (RelayEvent(AUDIO),)  # only text is an audio frame
+    assert machine.upstream_message("not json") == (RelayEvent("not json"),)
 
 
 def test_a_checkpoint_is_kept_never_relayed_and_the_record_is_what_a_resume_offers() -> None:
@@ -261,7 +259,7 @@ def test_client_frames_are_forwarded_copied_while_the_old_pod_exports_then_held_
     assert machine.exported(move, BLOB, 2, 4) == (Import(A, BLOB),)
     assert machine.client_frame(frame(5), 0) is NOTHING  # held for the next pod
     assert machine.imported(move, A, "imp_1") == NOTHING  # the old pod's last frames are on their way
-    assert machine.upstream_gone(E.CLOSED, hop.HANDED_OVER_CLOSE, frozenset()) == (Dial(A, "imp_1"),)
+    assert machine.upstream_gone(E.CLOSED, hop.HANDED_OVER_CLOSE, frozenset()) == (DialTarget(A, "imp_1"),)
     assert machine.client_frame(frame(6), 0) is NOTHING
     assert machine.answered(move, A, STARTED) == (Switch(A, (frame(4), frame(5), frame(6))), Moved("moved"))
     assert machine.serving == A and machine.moving is None and machine.watched
@@ -298,7 +296,7 @@ def test_a_resume_holds_every_client_frame_from_the_start_and_offers_the_record(
     assert move is not None and move.resuming
     assert machine.client_frame(frame(0), 10 * relaying.MAX_UPSTREAM_BUFFER_BYTES) is NOTHING  # the dead pod's buffer
     assert machine.placed(move, A) == (Import(A, REC),)
-    assert machine.imported(move, A, "imp_1") == (Dial(A, "imp_1"),)
+    assert machine.imported(move, A, "imp_1") == (DialTarget(A, "imp_1"),)
     assert machine.client_frame(frame(1), 0) is NOTHING
     assert machine.answered(move, A, STARTED) == (Switch(A, (frame(0), frame(1))), Moved("resumed"))
 
@@ -366,7 +364,7 @@ def test_a_blob_no_pod_takes_loses_the_session_and_gives_each_refused_slot_back(
     assert machine.imported(move, A, None) == (Unreserve(A), Place(frozenset({OLD.pod, "pod-a"}) | TRIPPED))
     assert machine.placed(move, B) == (Import(B, BLOB),)
     assert machine.imported(move, B, None) == (Unreserve(B), Moved("lost"),
-                                               Lose(moving.NOT_TAKEN, relaying.NOT_TAKEN))
+                                               Lose(moving.NO_POD_TOOK_IT, relaying.NOT_TAKEN))
     assert machine.ended
 
 
@@ -392,7 +390,7 @@ def test_an_unreachable_target_is_excluded_and_one_more_tried() -> None:
     move = machine.moving
     assert move is not None
     machine.upstream_gone(E.CLOSED, hop.HANDED_OVER_CLOSE, frozenset())
-    assert machine.imported(move, A, "imp_1") == (Dial(A, "imp_1"),)
+    assert machine.imported(move, A, "imp_1") == (DialTarget(A, "imp_1"),)
     assert machine.unreachable(move, A) == (Place(frozenset({OLD.pod, "pod-a"}) | TRIPPED),)
 
 
@@ -446,7 +444,7 @@ def test_the_next_pods_answer_to_a_replayed_start_never_reaches_the_client(kind:
     first = start_answer(start, 0)
     assert [orjson.loads(text).get("code") for text in first] == [None, *notes]
     machine = Relaying(OLD)
-    assert [machine.upstream_message(note) for note in first[1:]] == [(Relay(note),) for note in first[1:]]
+    assert [machine.upstream_message(note) for note in first[1:]] == [(RelayEvent(note),) for note in first[1:]]
     machine = switched(resume)
     answer = start_answer(start, 100)  # as the next pod answers it: after 8 s run elsewhere
     assert answer[1:] == [text.replace(orjson.loads(text)["event_id"], orjson.loads(a)["event_id"])
@@ -455,7 +453,7 @@ def test_the_next_pods_answer_to_a_replayed_start_never_reaches_the_client(kind:
     assert [machine.upstream_message(text.encode()) for text in answer[1:]] == [NOTHING] * len(notes)
     assert machine.upstream_message(AUDIO) is RELAY_FRAME
     for text in answer:  # the answer is over: the pod's later events are the session's own
-        assert machine.upstream_message(text) == (Relay(text),)
+        assert machine.upstream_message(text) == (RelayEvent(text),)
 
 
 def test_a_replayed_starts_answer_ends_at_the_first_event_of_another_kind() -> None:
@@ -465,6 +463,6 @@ def test_a_replayed_starts_answer_ends_at_the_first_event_of_another_kind() -> N
     machine = switched(resume=False)
     assert machine.upstream_message(checkpoint(b"ab")) is NOTHING  # kept, not an event: the answer goes on
     assert machine.upstream_message(note) is NOTHING
-    assert machine.upstream_message(transcript) == (Relay(transcript),)
-    assert machine.upstream_message(note) == (Relay(note),)
-    assert notes and machine.upstream_message(STARTED) == (Relay(STARTED),)
+    assert machine.upstream_message(transcript) == (RelayEvent(transcript),)
+    assert machine.upstream_message(note) == (RelayEvent(note),)
+    assert notes and machine.upstream_message(STARTED) == (RelayEvent(STARTED),)

@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from liveplex.emulator.apiserver.patch import merge_patch
-from liveplex.operator import PoolLoad, Ref
+from liveplex.operator import LoadFigures, Ref
 from liveplex.operator.apply import Conflict, KubeError
 
 Obj = dict[str, Any]
@@ -80,11 +80,11 @@ class FakeKubeClient:
 class FakeLoads:
     """Pool load by pool key; a pool set to an exception raises it (Redis down)."""
 
-    def __init__(self, loads: Mapping[str, PoolLoad | Exception] | None = None) -> None:
-        self.loads: dict[str, PoolLoad | Exception] = dict(loads or {})
+    def __init__(self, loads: Mapping[str, LoadFigures | Exception] | None = None) -> None:
+        self.loads: dict[str, LoadFigures | Exception] = dict(loads or {})
 
-    async def read(self, pool: str, subpools: int) -> PoolLoad:
-        found = self.loads.get(pool, PoolLoad())
+    async def read(self, pool: str, subpools: int) -> LoadFigures:
+        found = self.loads.get(pool, LoadFigures())
         if isinstance(found, Exception):
             raise found
         return found

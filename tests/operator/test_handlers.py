@@ -9,7 +9,7 @@ from typing import Any
 import kopf
 import pytest
 
-from liveplex.operator import KubeError, PoolLoad, Ref, deletion_cost, handlers, names
+from liveplex.operator import KubeError, LoadFigures, Ref, deletion_cost, handlers, names
 from liveplex.operator.metrics import OperatorMetrics
 from liveplex.operator.settings import OperatorSettings
 from tests.operator import objects
@@ -123,7 +123,7 @@ async def _serving(client: FakeKubeClient) -> None:
 async def test_the_timer_writes_status_and_then_nothing_while_nothing_changes() -> None:
     client = FakeKubeClient()
     await _serving(client)
-    loads = FakeLoads({"voice/pp": PoolLoad(active=3, capacity=64, emptiest={"pp-a": 2, "pp-b": 1})})
+    loads = FakeLoads({"voice/pp": LoadFigures(active=3, capacity=64, emptiest={"pp-a": 2, "pp-b": 1})})
     ctx = _ctx(client, loads, FakeRoutes())
     first = await _roll_up(ctx, _pp(replicas=2))
     status = first["status"]
@@ -134,7 +134,7 @@ async def test_the_timer_writes_status_and_then_nothing_while_nothing_changes() 
 async def test_the_timer_marks_the_emptiest_pod_and_writes_only_changes() -> None:
     client = FakeKubeClient()
     await _serving(client)
-    loads = FakeLoads({"voice/pp": PoolLoad(active=3, capacity=64, emptiest={"pp-a": 2, "pp-b": 1})})
+    loads = FakeLoads({"voice/pp": LoadFigures(active=3, capacity=64, emptiest={"pp-a": 2, "pp-b": 1})})
     ctx = _ctx(client, loads)
     await _roll_up(ctx, _pp(replicas=2))
     costs = {ref.name: o["metadata"]["annotations"].get(names.DELETION_COST)
@@ -143,7 +143,7 @@ async def test_the_timer_marks_the_emptiest_pod_and_writes_only_changes() -> Non
     writes = len(client.writes)
     await _roll_up(ctx, _pp(replicas=2))
     assert len(client.writes) == writes
-    loads.loads["voice/pp"] = PoolLoad(active=2, capacity=64, emptiest={"pp-a": 0, "pp-b": 2})
+    loads.loads["voice/pp"] = LoadFigures(active=2, capacity=64, emptiest={"pp-a": 0, "pp-b": 2})
     await _roll_up(ctx, _pp(replicas=2))
     assert len(client.writes) == writes + 2
     annotations = {ref.name: o["metadata"]["annotations"] for ref, o in client.objects.items() if ref.kind == "Pod"}
@@ -154,7 +154,7 @@ async def test_the_timer_marks_the_emptiest_pod_and_writes_only_changes() -> Non
 async def test_deletion_cost_patches_stay_within_the_operator_wide_budget() -> None:
     client = FakeKubeClient()
     await _serving(client)
-    loads = FakeLoads({"voice/pp": PoolLoad(active=0, capacity=64, emptiest={"pp-a": 2, "pp-b": 1})})
+    loads = FakeLoads({"voice/pp": LoadFigures(active=0, capacity=64, emptiest={"pp-a": 2, "pp-b": 1})})
     ctx = handlers.Context(settings=SETTINGS, client=client, loads=loads, clock=lambda: NOW,
                            deletion_budget=deletion_cost.Budget(rate_per_s=1, burst=1))
     for pod in ("pp-a", "pp-b"):  # a stale mark to remove (pp-a) and one to rewrite (pp-b): two patches wanted

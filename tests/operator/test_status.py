@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from liveplex.operator import PoolLoad, compute_status
+from liveplex.operator import LoadFigures, compute_status
 from liveplex.operator.status import Reason, refusal
 from tests.operator import objects
 from tests.operator.objects import deployment, pod
 
 NOW = datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
-LOAD = PoolLoad(active=10, reserved=2, capacity=64, p99_lateness_ms=3, late_permille=1)
+LOAD = LoadFigures(active=10, reserved=2, capacity=64, p99_lateness_ms=3, late_permille=1)
 READY2 = deployment(replicas=2, ready=2)
 PODS2 = [pod("pp-1", ready=True, started=True), pod("pp-2", ready=True, started=True)]
-OVER = PoolLoad(active=1, capacity=64, p99_lateness_ms=31)
+OVER = LoadFigures(active=1, capacity=64, p99_lateness_ms=31)
 
 
 def _le(replicas: int = 2, previous: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def _reasons(st_: dict[str, Any]) -> tuple[str, ...]:
     return tuple(c["reason"] for c in st_["conditions"])
 
 
-CASES: dict[str, tuple[dict[str, Any], Any, list, PoolLoad | None, tuple[str, ...], tuple[str, ...], str]] = {
+CASES: dict[str, tuple[dict[str, Any], Any, list, LoadFigures | None, tuple[str, ...], tuple[str, ...], str]] = {
     "serving": (_le(), READY2, PODS2, LOAD, (),
                 ("AllReplicasReady", "RolloutComplete", "TickLatenessWithinBudget", "HeadroomAvailable"), "Ready"),
     "no deployment yet": (_le(), None, [], None, (),
@@ -67,14 +67,14 @@ CASES: dict[str, tuple[dict[str, Any], Any, list, PoolLoad | None, tuple[str, ..
     "scaled up by kubectl scale": (_le(replicas=3), READY2, PODS2, LOAD, (),
                                    ("PodsNotReady", "Scaling", "TickLatenessWithinBudget", "HeadroomAvailable"),
                                    "Progressing"),
-    "full": (_le(), READY2, PODS2, PoolLoad(active=60, reserved=4, capacity=64), (),
+    "full": (_le(), READY2, PODS2, LoadFigures(active=60, reserved=4, capacity=64), (),
              ("AllReplicasReady", "RolloutComplete", "TickLatenessWithinBudget", "AllSlotsInUse"), "Ready"),
     "late twice": (_le(previous={"tick": {"p99LatenessMillis": 25, "lateTickPermille": 9}}), READY2, PODS2, OVER,
                    (), ("AllReplicasReady", "RolloutComplete", "TickLatenessOverBudget", "HeadroomAvailable"),
                    "Degraded"),
     "late once": (_le(), READY2, PODS2, OVER, (),
                   ("AllReplicasReady", "RolloutComplete", "TickLatenessWithinBudget", "HeadroomAvailable"), "Ready"),
-    "scaled to zero": (_le(replicas=0), deployment(replicas=0), [], PoolLoad(), (),
+    "scaled to zero": (_le(replicas=0), deployment(replicas=0), [], LoadFigures(), (),
                        ("PodsNotReady", "RolloutComplete", "TickLatenessWithinBudget", "HeadroomAvailable"),
                        "Pending"),
 }
@@ -140,7 +140,7 @@ def test_a_refused_child_is_reported_with_the_servers_message_for_its_generation
 
 
 def test_figures_are_integers_and_the_selector_a_string() -> None:
-    out = compute_status(_le(), READY2, PODS2, PoolLoad(active=1, reserved=1, capacity=3, p99_lateness_ms=4), NOW)
+    out = compute_status(_le(), READY2, PODS2, LoadFigures(active=1, reserved=1, capacity=3, p99_lateness_ms=4), NOW)
     assert out["sessions"] == {"active": 1, "reserved": 1, "capacity": 3} and out["occupancyPercent"] == 67
     assert out["tick"] == {"p99LatenessMillis": 4, "lateTickPermille": 0}
     assert out["selector"] == "app.kubernetes.io/name=liveengine,app.kubernetes.io/instance=pp"
@@ -149,7 +149,7 @@ def test_figures_are_integers_and_the_selector_a_string() -> None:
 
 
 def test_without_load_the_figures_and_their_conditions_are_kept() -> None:
-    first = compute_status(_le(), READY2, PODS2, PoolLoad(active=64, capacity=64, p99_lateness_ms=5), NOW)
+    first = compute_status(_le(), READY2, PODS2, LoadFigures(active=64, capacity=64, p99_lateness_ms=5), NOW)
     later = compute_status(_le(previous=first), READY2, PODS2, None, NOW + timedelta(seconds=10))
     assert later == first
 
@@ -169,7 +169,7 @@ def test_last_transition_time_moves_only_when_status_flips(steps: list[tuple[int
     for i, (ready, p99, active) in enumerate(steps):
         now = NOW + timedelta(seconds=10 * i)
         pods = [pod(f"pp-{k}", ready=k < ready, started=True) for k in range(2)]
-        load = PoolLoad(active=active, capacity=64, p99_lateness_ms=p99)
+        load = LoadFigures(active=active, capacity=64, p99_lateness_ms=p99)
         out = compute_status(_le(previous=previous), deployment(replicas=2, ready=ready), pods, load, now)
         before = {c["type"]: c for c in (previous or {}).get("conditions", ())}
         for c in out["conditions"]:

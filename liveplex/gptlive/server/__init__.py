@@ -6,11 +6,11 @@ pump), the one timer, auth, settings, counters and the common app. What serves t
 from liveplex.gptlive.server.app import Front, create_app
 from liveplex.gptlive.server.backend import Backend, Leg, Observer, Peer
 from liveplex.gptlive.server.native import LiveProtocol
-from liveplex.gptlive.server.relayed import Relayed
+from liveplex.gptlive.server.passthrough import Passthrough
 from liveplex.gptlive.server.settings import ServerSettings, add_arguments, settings_from_args
 from liveplex.gptlive.server.stats import FrontSnapshot, FrontStats
 
 __all__ = [
-    "Front", "create_app", "Backend", "Leg", "Observer", "Peer", "LiveProtocol", "Relayed",
+    "Front", "create_app", "Backend", "Leg", "Observer", "Peer", "LiveProtocol", "Passthrough",
     "ServerSettings", "add_arguments", "settings_from_args", "FrontSnapshot", "FrontStats",
 ]

@@ -8,7 +8,7 @@ started session is a `Leg` the pump hands caller audio to. The backend answers t
 it was given, in the backend's own terms (a start refused, the engine's outputs, an upstream's
 frame relayed or its end); the pump turns each into its protocol machine's step and performs it,
 so no backend drives a machine itself. The machine is the socket's `Connection`, and for a session
-an upstream talks to the client about itself (the gateway's) `relayed.Relayed` from the hand-off
+an upstream talks to the client about itself (the gateway's) `passthrough.Passthrough` from the hand-off
 on (`Peer.handed_off`).
 
 Each step gives commands (`connection.Command`: performed in order) and outcomes
@@ -71,13 +71,14 @@ class Peer(Protocol):
         """The upstream started the session (its `session.started` relayed): from now on frames
         go to the leg's `forward` verbatim, and the session's end is one of the two below."""
 
-    def relay(self, text: str, frame: bool) -> None:
-        """Send one frame an upstream server wrote, verbatim; `frame` marks an audio delta."""
+    def send_verbatim(self, text: str, frame: bool) -> None:
+        """Send text written elsewhere, verbatim: a frame an upstream server wrote (`frame` marks an
+        audio delta), or the hop's own words a pod writes to the gateway (`hop`)."""
 
-    def relay_ended(self, reason: str, code: int) -> None:
+    def passthrough_ended(self, reason: str, code: int) -> None:
         """The upstream's `session.closed` was relayed; close as the upstream's socket closed."""
 
-    def relay_lost(self, why: str) -> None:
+    def passthrough_lost(self, why: str) -> None:
         """The upstream went away mid-session: the client hears `why` and `connection_lost`."""
 
 

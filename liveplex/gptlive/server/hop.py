@@ -1,9 +1,13 @@
 """What crosses the gateway-to-pod hop besides GPT-Live itself (platform §7.4, docs/continuity.md),
 written once: the upstream upgrade's headers, the handover routes, and the pod's private words to
-the gateway on a relayed session's socket.
+the gateway on a relayed session's socket, each encoded and decoded here (`MOVE_REQUEST`,
+`checkpoint_event` and `checkpoint_data`).
 """
 
 from __future__ import annotations
+
+import base64
+from binascii import a2b_base64
 
 SESSION_ID_HEADER = "X-Liveplex-Session-Id"
 """The id the gateway placed the session under; the pod starts the session with it, so the
@@ -46,3 +50,20 @@ pod is lost (`data`: base64 of opaque, self-delimiting bytes). Gateways keep eve
 in order, never relay them, and send their concatenation to `RESUME_PATH` of another pod."""
 CHECKPOINT_PREFIX = '{"type":"' + CHECKPOINT + '","data":"'
 """How every checkpoint's text begins: gateways find them by this prefix, without parsing."""
+_CHECKPOINT_END = '"}'
+_CHECKPOINT_DATA = slice(len(CHECKPOINT_PREFIX), -len(_CHECKPOINT_END))
+
+
+def checkpoint_event(data: bytes) -> str:
+    """The `CHECKPOINT` event's text carrying `data` (written with the fields in this order, so
+    that it starts with `CHECKPOINT_PREFIX`)."""
+    return CHECKPOINT_PREFIX + base64.b64encode(data).decode() + _CHECKPOINT_END
+
+
+def checkpoint_data(text: str) -> bytes:
+    """The bytes a `CHECKPOINT` event carries (`text` starts with `CHECKPOINT_PREFIX`), decoded
+    without parsing the JSON around them; ValueError when they are not as `checkpoint_event`
+    writes them."""
+    if not text.endswith(_CHECKPOINT_END):
+        raise ValueError("a checkpoint event ends with its data")
+    return a2b_base64(text[_CHECKPOINT_DATA], strict_mode=True)

@@ -6,7 +6,7 @@ published its front end (`FRONT` in the lifespan state) is answered here, and `L
 the socket's `Connection` by push, with no task and no await per frame (performance.md §3.6):
 
 - client frames parsed in `data_received` go straight into `Connection.receive` (or, for a session
-  relayed by the gateway, to the upstream verbatim: from the hand-off on, `relayed.Relayed` is the
+  relayed by the gateway, to the upstream verbatim: from the hand-off on, `passthrough.Passthrough` is the
   socket's machine); while a start is pending the transport stops reading and frames already
   parsed wait in a backlog, so backpressure holds the client (gpt-live §2.4);
 - the backend (`backend.Backend`: a pod's engine, the gateway's upstream) answers through its
@@ -45,7 +45,7 @@ from websockets.protocol import State
 
 from liveplex.gptlive import connection, events, urls
 from liveplex.gptlive.errors import ProtocolError
-from liveplex.gptlive.server import auth, backend, hop, relayed, replies
+from liveplex.gptlive.server import auth, backend, hop, passthrough, replies
 from liveplex.gptlive.server.front import FRONT, Front
 from liveplex.live import contract
 
@@ -195,11 +195,11 @@ class LiveSocket:
         self._max_frames = front.settings.outbound_max_frames
         self._max_bytes = front.settings.outbound_max_bytes
         self.conn = front.backend.connection(headers, time.monotonic_ns())
-        self._relayed: relayed.Relayed | None = None
+        self._passthrough: passthrough.Passthrough | None = None
         """The session's machine once an upstream that talks to the client itself started it."""
-        self._machine: connection.Connection | relayed.Relayed = self.conn
+        self._machine: connection.Connection | passthrough.Passthrough = self.conn
         """The machine the socket's own inputs (read, left, shut down) go to: `conn`, then
-        `_relayed` once it is set."""
+        `_passthrough` once it is set."""
         self.writable = True
         """False while the transport's write buffer is over its high-water mark."""
         self._held: deque[tuple[bytes, bool]] = deque()
@@ -242,7 +242,7 @@ class LiveSocket:
         self.dispatched += 1
         if self._reaching:
             self._reach()
-        if self._relayed is not None:
+        if self._passthrough is not None:
             if self._leg is not None:
                 self._leg.forward(data)
             return
@@ -349,26 +349,26 @@ class LiveSocket:
     def handed_off(self, expires_at: int | None) -> None:
         handoff = self.conn.started_upstream(expires_at)
         if handoff is not None:
-            self._relayed = self._machine = relayed.Relayed(handoff)
+            self._passthrough = self._machine = passthrough.Passthrough(handoff)
         self._settle(self.conn)  # the `Accepted`
         self._track()
 
-    def relay_ended(self, reason: str, code: int) -> None:
-        if self._relayed is not None:
-            self._perform(self._relayed.ended(reason, code))
+    def passthrough_ended(self, reason: str, code: int) -> None:
+        if self._passthrough is not None:
+            self._perform(self._passthrough.ended(reason, code))
 
-    def relay_lost(self, why: str) -> None:
-        if self._relayed is not None:
-            self._perform(self._relayed.lost(why))
+    def passthrough_lost(self, why: str) -> None:
+        if self._passthrough is not None:
+            self._perform(self._passthrough.lost(why))
 
-    def relay(self, text: str, frame: bool) -> None:
+    def send_verbatim(self, text: str, frame: bool) -> None:
         """One frame an upstream wrote, sent verbatim (the gateway's relay); audio deltas are
         counted here, the one count of a relayed session's usage, whoever ends it."""
         if self._done:
             return
-        relayed_ = self._relayed
-        if frame and relayed_ is not None:
-            relayed_.frames += 1
+        passing = self._passthrough
+        if frame and passing is not None:
+            passing.frames += 1
         self._send(text, frame)
         self._flush(None)
 
@@ -426,7 +426,7 @@ class LiveSocket:
         self._machine.disconnect()
         self._settle(self._machine)
 
-    def _settle(self, machine: connection.Connection | relayed.Relayed) -> None:
+    def _settle(self, machine: connection.Connection | passthrough.Passthrough) -> None:
         """Tell each outcome `machine` has had since it was last asked to the observers, once (the
         stats and the backend); an end is logged."""
         outcomes = machine.outcomes.copy()

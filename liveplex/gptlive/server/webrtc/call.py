@@ -3,7 +3,7 @@
 It is what a live socket is to the backend (a `backend.Peer`) and to the server (a `Socket` the
 sweeper fires and a shutdown ends), over an `RTCPeerConnection` instead of a WebSocket. The
 session's machine is the same `Connection` (a pod's engine; the gateway's until its upstream
-starts the session, then `relayed.Relayed`), stepped synchronously; only the ends differ:
+starts the session, then `passthrough.Passthrough`), stepped synchronously; only the ends differ:
 
 - the start is the POST's `session.start`, read before the answer is sent; the POST waits for it
   to be taken (`answered`) and answers the SDP, or the refusal as an HTTP error body;
@@ -42,7 +42,7 @@ from websockets.datastructures import Headers
 
 from liveplex.gptlive import connection, errors, events
 from liveplex.gptlive.errors import ProtocolError
-from liveplex.gptlive.server import backend, hop, relayed, replies
+from liveplex.gptlive.server import backend, hop, passthrough, replies
 from liveplex.gptlive.server.webrtc import channel, media
 from liveplex.gptlive.server.webrtc.offer import Offer, Policy
 from liveplex.gptlive.server.webrtc.sideband import Sideband
@@ -97,8 +97,8 @@ class Call:
         self._offer = offer
         self._policy = offer.policy
         self.conn = front.backend.connection(headers, time.monotonic_ns())
-        self._machine: connection.Connection | relayed.Relayed = self.conn
-        self._relayed: relayed.Relayed | None = None
+        self._machine: connection.Connection | passthrough.Passthrough = self.conn
+        self._passthrough: passthrough.Passthrough | None = None
         self._leg: backend.Leg | None = None
         self._pc = RTCPeerConnection(ice(front.settings))
         self._agent = media.AgentTrack()
@@ -207,7 +207,7 @@ class Call:
         """One engine frame of the caller's audio."""
         if self._done or self._frozen:
             return
-        if self._relayed is not None:
+        if self._passthrough is not None:
             if self._leg is not None:
                 self.dispatched += 1
                 self._leg.forward(_APPEND_PREFIX + base64.b64encode(pcm).decode() + '"}')
@@ -241,7 +241,7 @@ class Call:
 
     def _dispatch(self, data: str | bytes) -> None:
         self.dispatched += 1
-        if self._relayed is not None:
+        if self._passthrough is not None:
             if self._leg is not None:
                 self._leg.forward(data)
             return
@@ -304,26 +304,26 @@ class Call:
     def handed_off(self, expires_at: int | None) -> None:
         handoff = self.conn.started_upstream(expires_at)
         if handoff is not None:
-            self._relayed = self._machine = relayed.Relayed(handoff)
+            self._passthrough = self._machine = passthrough.Passthrough(handoff)
         self._settle(self.conn)  # the `Accepted`
 
-    def relay(self, text: str, frame: bool) -> None:
+    def send_verbatim(self, text: str, frame: bool) -> None:
         if self._done:
             return
         if frame:
-            if self._relayed is not None:
-                self._relayed.frames += 1
+            if self._passthrough is not None:
+                self._passthrough.frames += 1
             self._agent.play(base64.b64decode(text[len(_AUDIO_PREFIX):-2]))
             return
         self._send_text(text, channel.server_type(text) if self._policy.server is not None else "")
 
-    def relay_ended(self, reason: str, code: int) -> None:
-        if self._relayed is not None:
-            self._perform(self._relayed.ended(reason, code))
+    def passthrough_ended(self, reason: str, code: int) -> None:
+        if self._passthrough is not None:
+            self._perform(self._passthrough.ended(reason, code))
 
-    def relay_lost(self, why: str) -> None:
-        if self._relayed is not None:
-            self._perform(self._relayed.lost(why))
+    def passthrough_lost(self, why: str) -> None:
+        if self._passthrough is not None:
+            self._perform(self._passthrough.lost(why))
 
     # --- steps ------------------------------------------------------------------------------------
 
@@ -357,7 +357,7 @@ class Call:
                 self._close()
         self._follow()
 
-    def _settle(self, machine: connection.Connection | relayed.Relayed | None = None) -> None:
+    def _settle(self, machine: connection.Connection | passthrough.Passthrough | None = None) -> None:
         """Tell the outcomes of `machine` (the call's, by default); the start's answers the POST."""
         machine = machine or self._machine
         outcomes = machine.outcomes.copy()

@@ -1,4 +1,4 @@
-"""`Relayed` driven directly: how a session an upstream runs ends on the client's side, each end
+"""`Passthrough` driven directly: how a session an upstream runs ends on the client's side, each end
 once, with what a gateway sends today (the upstream's usage and `expires_at`, the close codes)."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from collections.abc import Callable
 import pytest
 
 from liveplex.gptlive import connection as c
-from liveplex.gptlive.server import relayed
+from liveplex.gptlive.server import passthrough
 from tests.gptlive.test_connection import START, codes, new, sent
 
 WHY = "the engine serving this session went away"
 
 
-def handed_off(safety_identifier: str | None = None) -> tuple[relayed.Relayed, c.Handoff]:
+def handed_off(safety_identifier: str | None = None) -> tuple[passthrough.Passthrough, c.Handoff]:
     """The machine a gateway's socket switches to once its upstream sent `session.started`."""
     conn = new()
     start = START if safety_identifier is None else START.replace(
@@ -22,10 +22,10 @@ def handed_off(safety_identifier: str | None = None) -> tuple[relayed.Relayed, c
     assert [type(a) for a in conn.receive(start, 0, 1000.0)] == [c.Start]
     handoff = conn.started_upstream(expires_at=4242)
     assert handoff is not None
-    return relayed.Relayed(handoff), handoff
+    return passthrough.Passthrough(handoff), handoff
 
 
-ENDS: list[tuple[str, Callable[[relayed.Relayed], list[c.Command]], list[str], str | None, list[c.Command],
+ENDS: list[tuple[str, Callable[[passthrough.Passthrough], list[c.Command]], list[str], str | None, list[c.Command],
                  str, float, int]] = [
     # name, input, events sent, session.closed reason, commands after the events, counted as, seconds, frames
     # (frames: the audio deltas the pump relayed before the end)
@@ -44,7 +44,7 @@ ENDS: list[tuple[str, Callable[[relayed.Relayed], list[c.Command]], list[str], s
 @pytest.mark.parametrize(("name", "end", "errors", "closed", "commands", "counted", "seconds", "frames"), ENDS,
                          ids=[e[0] for e in ENDS])
 def test_each_end_says_what_a_gateway_says_and_ends_the_session_once(
-        name: str, end: Callable[[relayed.Relayed], list[c.Command]], errors: list[str], closed: str | None,
+        name: str, end: Callable[[passthrough.Passthrough], list[c.Command]], errors: list[str], closed: str | None,
         commands: list[c.Command], counted: str, seconds: float, frames: int) -> None:
     machine, handoff = handed_off()
     assert machine.reading and machine.outcomes == []

@@ -1,4 +1,5 @@
-"""`Relayed`: a session an upstream server runs and talks to the client about itself, sans I/O.
+"""`Passthrough`: a socket whose session an upstream server runs and talks to the client about itself,
+sans I/O.
 
 A gateway's socket runs the protocol machine (`connection.Connection`) up to the start; once its
 upstream pod answers `session.started` (relayed), `Connection.started_upstream` ends the
@@ -22,8 +23,8 @@ from __future__ import annotations
 from liveplex.gptlive import connection, errors, events
 
 
-class Relayed:
-    """The relayed session of one socket; see the module docstring."""
+class Passthrough:
+    """The passed-through session of one socket; see the module docstring."""
 
     def __init__(self, handoff: connection.Handoff) -> None:
         self._resource = handoff.resource
