@@ -64,8 +64,9 @@ def power_at(samples: np.ndarray, hz: float, rate: int = RATE) -> float:
 class Caller:
     """One browser-like WebRTC caller."""
 
-    def __init__(self, hz: float = 440.0, channel: bool = True, audio: bool = True) -> None:
-        self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    def __init__(self, hz: float = 440.0, channel: bool = True, audio: bool = True,
+                 ice: RTCConfiguration | None = None) -> None:
+        self.pc = RTCPeerConnection(ice or RTCConfiguration(iceServers=[]))
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.heard: list[np.ndarray] = []
         self.arrivals: list[float] = []

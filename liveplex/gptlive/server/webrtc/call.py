@@ -43,7 +43,7 @@ from websockets.datastructures import Headers
 from liveplex.gptlive import connection, errors, events
 from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.server import backend, hop, relayed, replies
-from liveplex.gptlive.server.webrtc import channel, media
+from liveplex.gptlive.server.webrtc import channel, ice, media
 from liveplex.gptlive.server.webrtc.offer import Offer, Policy
 from liveplex.gptlive.server.webrtc.sideband import Sideband
 from liveplex.live import contract
@@ -71,11 +71,15 @@ _CHANNEL = object()
 _TRUSTED = Policy()
 """The sideband's screen: every event type may be sent (only start and audio are refused)."""
 _APPEND_PREFIX = '{"type":"' + events.CLIENT_TYPES[events.InputAudioAppend] + '","audio":"'
-def ice(settings: ServerSettings) -> RTCConfiguration:
-    """A call's ICE: the configured STUN/TURN servers (none: host candidates only), relayed
-    candidates only when asked (`webrtc_relay_only`)."""
-    servers = [RTCIceServer(list(settings.webrtc_ice_servers), settings.webrtc_ice_username,
-                            settings.webrtc_ice_password)] if settings.webrtc_ice_servers else []
+def ice_configuration(settings: ServerSettings) -> RTCConfiguration:
+    """A call's own ICE: the configured STUN/TURN servers (none: host candidates only), with a
+    credential minted for this call from the TURN secret, or the static one; relayed candidates
+    only when asked (`webrtc_relay_only`)."""
+    secret = settings.webrtc_ice_secret
+    credential = (ice.fresh(secret, int(time.time()) + settings.webrtc_ice_ttl_s) if secret is not None
+                  else ice.Credential(settings.webrtc_ice_username or "", settings.webrtc_ice_password or ""))
+    servers = [RTCIceServer(list(settings.webrtc_ice_servers), credential.username or None,
+                            credential.password or None)] if settings.webrtc_ice_servers else []
     policy = RTCIceTransportPolicy.RELAY if settings.webrtc_relay_only else RTCIceTransportPolicy.ALL
     return RTCConfiguration(iceServers=servers, iceTransportPolicy=policy)
 
@@ -100,7 +104,7 @@ class Call:
         self._machine: connection.Connection | relayed.Relayed = self.conn
         self._relayed: relayed.Relayed | None = None
         self._leg: backend.Leg | None = None
-        self._pc = RTCPeerConnection(ice(front.settings))
+        self._pc = RTCPeerConnection(ice_configuration(front.settings))
         self._agent = media.AgentTrack()
         self._heard = media.Heard()
         self._channel: RTCDataChannel | None = None
