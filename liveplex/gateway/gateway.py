@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator
 
 from liveplex.gateway.backend import GatewayBackend
+from liveplex.gateway.calls import CallHolders
 from liveplex.gateway.settings import GatewaySettings
 from liveplex.gateway.stats import GatewayStats
 from liveplex.gateway.view import PoolView
@@ -36,6 +37,8 @@ class Gateway:
         self.backend = GatewayBackend(settings, server.protocol, server.api_keys, self.client, self.view,
                                       self.stats)
         self.front = Front(server, self.backend)
+        if settings.peer_url is not None:
+            self.front.holders = CallHolders(self.client, settings.peer_url)
         self.drain = Drain(self.front, lambda: self.backend.sessions, settings.drain_deadline_s,
                            self._announce_drain)
         """`gateway.drain(deadline_s)`: the same drain as a pod's (`server.drain`)."""

@@ -441,6 +441,9 @@ def test_turn_gives_webrtc_calls_one_udp_service_and_the_gateways_relayed_candid
         "stun:203.0.113.7:3478", "turn:203.0.113.7:3478?transport=udp", "turn:203.0.113.7:3478?transport=tcp"]
     [volume] = [v for v in gateway["volumes"] if v["name"] == "turn"]
     assert volume["secret"] == {"secretName": f"{FULL}-turn-auth", "items": [{"key": "secret", "path": "secret"}]}
+    assert parsed.peer_url == "ws://10.0.0.7:8080"  # a sideband reaching another replica is relayed here
+    tls = one(render.render(MATRIX["public tls"]), "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]
+    assert gateway_cli.build_parser().parse_args(_args(tls["containers"][0])[1:]).peer_url is None
 
 
 def test_turn_over_tls_on_443_with_a_certificate_from_a_secret() -> None:

@@ -37,6 +37,7 @@ from liveplex.gptlive.server.settings import ServerSettings
 from liveplex.gptlive.server.stats import FrontStats
 from liveplex.gptlive.server.sweeper import Socket, Sweeper
 from liveplex.gptlive.server.webrtc import route as webrtc_route
+from liveplex.gptlive.server.webrtc.forward import Holders
 
 SHUTDOWN_GRACE_S = 2.0
 """At shutdown, how long sockets get to send `session.closed` before the backend stops."""
@@ -58,6 +59,9 @@ class Front:
     """The admin listener's port, once bound (`run.listeners`)."""
     calls: dict[str, Any] = field(default_factory=dict)
     """WebRTC calls by session id (`webrtc.call.Call`), for their sideband's attach."""
+    holders: Holders | None = None
+    """Where the other replicas' calls are (a gateway with `--peer-url`): an attach for one of
+    theirs is relayed there (`webrtc.forward`); None: a lone server."""
     pending: dict[Any, None] = field(default_factory=dict)
     """Client-listener connections that have not finished a request, oldest first
     (`http_protocol.HttpProtocol`)."""

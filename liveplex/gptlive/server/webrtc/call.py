@@ -149,6 +149,8 @@ class Call:
         if reply is not None:
             self._close()
             return reply
+        if self._front.holders is not None:  # recorded before the id is told: a sideband may follow at once
+            await self._front.holders.hold(self.session_id)
         self._open_timer = asyncio.get_running_loop().call_later(
             self._front.settings.webrtc_open_timeout_s, self._never_opened)
         return 200, orjson.dumps({"session": {"id": self.session_id},
@@ -461,6 +463,8 @@ class Call:
             self._stats.sockets_open -= 1
         if self._front.calls.get(self.session_id) is self:
             del self._front.calls[self.session_id]
+            if self._front.holders is not None:
+                self._front.holders.forget(self.session_id)
         if self.sideband is not None:
             self.sideband.close()
         self._answered(replies.protocol_error(errors.server_error("the session ended before it started")))
