@@ -25,7 +25,6 @@ import asyncio
 import base64
 import logging
 import time
-from collections import deque
 from typing import TYPE_CHECKING
 
 import orjson
@@ -41,12 +40,11 @@ from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from websockets.datastructures import Headers
 
 from liveplex.gptlive import connection, errors, events
-from liveplex.gptlive.errors import ProtocolError
-from liveplex.gptlive.server import backend, hop, relayed, replies
+from liveplex.gptlive.server import backend, relayed, replies
+from liveplex.gptlive.server.peer import PeerCore
 from liveplex.gptlive.server.webrtc import channel, ice, media
 from liveplex.gptlive.server.webrtc.offer import Offer, Policy
 from liveplex.gptlive.server.webrtc.sideband import Sideband
-from liveplex.live import contract
 
 if TYPE_CHECKING:
     from liveplex.gptlive.server.app import Front
@@ -84,10 +82,11 @@ def ice_configuration(settings: ServerSettings) -> RTCConfiguration:
     return RTCConfiguration(iceServers=servers, iceTransportPolicy=policy)
 
 
-class Call:
+class Call(PeerCore):
     """See the module docstring; made by the POST, which then awaits `answer`."""
 
     def __init__(self, front: Front, offer: Offer, headers: Headers, key: str) -> None:
+        super().__init__(front.backend.connection(headers, time.monotonic_ns()))
         self._front = front
         self.key = key
         """The API key of the create: a sideband must attach with it."""
@@ -100,9 +99,6 @@ class Call:
         self._stats = front.stats
         self._offer = offer
         self._policy = offer.policy
-        self.conn = front.backend.connection(headers, time.monotonic_ns())
-        self._machine: connection.Connection | relayed.Relayed = self.conn
-        self._relayed: relayed.Relayed | None = None
         self._leg: backend.Leg | None = None
         self._pc = RTCPeerConnection(ice_configuration(front.settings))
         self._agent = media.AgentTrack()
@@ -111,13 +107,10 @@ class Call:
         self._outbox: list[str] = []
         """Events for the channel before it opens, in order."""
         self._outbox_bytes = 0
-        self._backlog: deque[str | bytes] = deque()
         self._answer: asyncio.Future[replies.Reply | None] = asyncio.get_running_loop().create_future()
         """Set once the start is taken (None) or refused (the HTTP error)."""
         self._listening: asyncio.Task[None] | None = None
         self._open_timer: asyncio.TimerHandle | None = None
-        self.dispatched = 0
-        self._frozen = False
         self._done = False
         self._closed = False
         self.session_id = ""
@@ -138,6 +131,7 @@ class Call:
         except Exception as exc:  # aiortc raises what its parser met: ValueError, KeyError, ...
             await self._pc.close()
             return replies.protocol_error(errors.invalid_sdp(f"the WebRTC stack could not answer it ({exc!r})"))
+        media.tune_receiver(self._pc)  # before the answer: no packet can come earlier
         self._front.sockets.add(self)
         self._stats.sockets_open += 1
         try:
@@ -215,7 +209,7 @@ class Call:
             return
         if self._relayed is not None:
             if self._leg is not None:
-                self.dispatched += 1
+                self._counted()
                 self._leg.forward(_APPEND_PREFIX + base64.b64encode(pcm).decode() + '"}')
             return
         self._perform(self.conn.media(pcm))
@@ -246,7 +240,7 @@ class Call:
             self._origin = None
 
     def _dispatch(self, data: str | bytes) -> None:
-        self.dispatched += 1
+        self._counted()
         if self._relayed is not None:
             if self._leg is not None:
                 self._leg.forward(data)
@@ -256,7 +250,7 @@ class Call:
         except Exception:
             logger.error("webrtc call receive failed", exc_info=True)
             self._machine.disconnect()
-            self._settle()
+            self._settle(self._machine)
             self._close()
 
     def on_timer(self, now_ns: int) -> None:
@@ -291,27 +285,7 @@ class Call:
         if not self._done and not self._frozen and side is self.sideband:
             self._read(data, side, _TRUSTED)
 
-    # --- backend.Peer ------------------------------------------------------------------------------
-
-    def freeze(self) -> int:
-        self._frozen = True
-        self._backlog.clear()
-        return self.dispatched
-
-    def refuse(self, error: ProtocolError | None) -> None:
-        self._perform(self.conn.rejected(error))
-
-    def deliver(self, outputs: list[contract.Output]) -> None:
-        self._perform(self.conn.deliver(outputs))
-
-    def handed_over(self) -> None:
-        self._perform(self.conn.handed_over(hop.HANDED_OVER_CLOSE))
-
-    def handed_off(self, expires_at: int | None) -> None:
-        handoff = self.conn.started_upstream(expires_at)
-        if handoff is not None:
-            self._relayed = self._machine = relayed.Relayed(handoff)
-        self._settle(self.conn)  # the `Accepted`
+    # --- backend.Peer (the rest is `PeerCore`'s) ------------------------------------------------------
 
     def relay(self, text: str, frame: bool) -> None:
         if self._done:
@@ -323,19 +297,11 @@ class Call:
             return
         self._send_text(text, channel.server_type(text) if self._policy.server is not None else "")
 
-    def relay_ended(self, reason: str, code: int) -> None:
-        if self._relayed is not None:
-            self._perform(self._relayed.ended(reason, code))
-
-    def relay_lost(self, why: str) -> None:
-        if self._relayed is not None:
-            self._perform(self._relayed.lost(why))
-
     # --- steps ------------------------------------------------------------------------------------
 
     def _perform(self, commands: list[connection.Command]) -> None:
         if self._machine.outcomes:
-            self._settle()
+            self._settle(self._machine)
         for command in commands:
             kind = type(command)
             if kind is connection.Append:
@@ -363,9 +329,8 @@ class Call:
                 self._close()
         self._follow()
 
-    def _settle(self, machine: connection.Connection | relayed.Relayed | None = None) -> None:
-        """Tell the outcomes of `machine` (the call's, by default); the start's answers the POST."""
-        machine = machine or self._machine
+    def _settle(self, machine: connection.Connection | relayed.Relayed) -> None:
+        """Tell the outcomes of `machine`; the start's answers the POST."""
         outcomes = machine.outcomes.copy()
         machine.outcomes.clear()
         if any(type(outcome) is connection.Accepted for outcome in outcomes):
@@ -410,7 +375,7 @@ class Call:
         logger.warning("client too slow; dropping it", extra={"reason": why, "session_id": self.session_id})
         self._stats.dropped["slow_bytes"] += 1
         self._machine.disconnect()
-        self._settle()
+        self._settle(self._machine)
         self._close()
 
     def _release(self) -> None:
