@@ -34,7 +34,9 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import av
 import numpy as np
 import openai
 import websockets
@@ -136,14 +138,16 @@ async def webrtc_call(base_url: str, seconds: float) -> Heard:
                 frame = await track.recv()
                 now = time.monotonic()
                 heard.packet(now)
-                if heard.round_trip_s is None and mic.spoke_at is not None and np.abs(frame.to_ndarray()).max() > LOUD:
+                if (heard.round_trip_s is None and mic.spoke_at is not None and isinstance(frame, av.AudioFrame)
+                        and np.abs(frame.to_ndarray()).max() > LOUD):
                     heard.round_trip_s = now - mic.spoke_at
 
     listening: list[asyncio.Task[None]] = []
     pc.on("track", lambda track: listening.append(asyncio.get_running_loop().create_task(listen(track))))
     await pc.setLocalDescription(await pc.createOffer())
     async with openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0) as sdk:
-        created = await sdk.live.create(session=MODEL, transport={"type": "webrtc", "sdp": pc.localDescription.sdp})
+        created = await sdk.live.create(session={"model": MODEL["model"]},
+                                        transport={"type": "webrtc", "sdp": pc.localDescription.sdp})
     await pc.setRemoteDescription(RTCSessionDescription(created.transport.sdp, "answer"))
     media.tune_receiver(pc)
     await asyncio.wait_for(started.wait(), 10)
@@ -196,7 +200,7 @@ async def websocket_call(base_url: str, seconds: float) -> Heard:
     return heard
 
 
-async def phase(kind: str, base_url: str, gateway: Target, calls: int, seconds: float) -> dict[str, object]:
+async def phase(kind: str, base_url: str, gateway: Target, calls: int, seconds: float) -> dict[str, Any]:
     call = webrtc_call if kind == "webrtc" else websocket_call
     tasks = [asyncio.get_running_loop().create_task(call(base_url, seconds)) for _ in range(calls)]
     await asyncio.sleep(3.0)  # every call set up
@@ -227,7 +231,7 @@ def _counts(text: str) -> list[int]:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=4, help="callers per side-by-side phase (default: %(default)s)")
     parser.add_argument("--seconds", type=float, default=15.0, help="each call's length (default: %(default)s)")
     parser.add_argument("--ramp", type=_counts, default=[], metavar="N,N,...",
@@ -235,13 +239,13 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work, platform(Path(work)) as (base_url, pid):
         gateway = Target("gateway", base_url, pid)
-        report: dict[str, object] = {
+        report: dict[str, Any] = {
             "calls": args.calls, "seconds": args.seconds,
             "websocket": await phase("websocket", base_url, gateway, args.calls, args.seconds),
             "webrtc": await phase("webrtc", base_url, gateway, args.calls, args.seconds)}
         ramp = [await phase("webrtc", base_url, gateway, n, args.seconds) for n in args.ramp]
-    ws = report["websocket"]["gateway_cpu_ms_per_call_s"]  # type: ignore[index]
-    rtc = report["webrtc"]["gateway_cpu_ms_per_call_s"]  # type: ignore[index]
+    ws = report["websocket"]["gateway_cpu_ms_per_call_s"]
+    rtc = report["webrtc"]["gateway_cpu_ms_per_call_s"]
     report["webrtc_over_websocket_cpu"] = round(rtc / ws, 2) if ws and rtc else None
     if ramp:
         clean = [step for step in ramp if step["clean"]]

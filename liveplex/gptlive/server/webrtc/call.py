@@ -37,6 +37,7 @@ from aiortc import (
     RTCSessionDescription,
 )
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+from av import AudioFrame
 from websockets.datastructures import Headers
 
 from liveplex.gptlive import connection, errors, events
@@ -165,8 +166,10 @@ class Call(PeerCore):
         silence_s = self._front.settings.webrtc_silence_timeout_s
         try:
             while not self._done:
-                for pcm in self._heard.feed(await asyncio.wait_for(track.recv(), silence_s)):
-                    self.heard(pcm)
+                frame = await asyncio.wait_for(track.recv(), silence_s)
+                if isinstance(frame, AudioFrame):  # a remote audio track's are (aiortc types it Frame | Packet)
+                    for pcm in self._heard.feed(frame):
+                        self.heard(pcm)
         except MediaStreamError:
             pass
         except TimeoutError:
@@ -303,29 +306,29 @@ class Call(PeerCore):
         if self._machine.outcomes:
             self._settle(self._machine)
         for command in commands:
-            kind = type(command)
-            if kind is connection.Append:
+            if type(command) is connection.Append:
                 if self._leg is not None:
                     self._leg.append(command.pcm)
-            elif kind is connection.Send:
-                if command.frame:
-                    self._agent.play(base64.b64decode(command.event.delta))
+            elif type(command) is connection.Send:
+                event = command.event
+                if type(event) is events.OutputAudioDelta:  # a frame: played as RTP, never on the channel
+                    self._agent.play(base64.b64decode(event.delta))
                 else:
-                    self._stats.sent(command.event)
-                    self._send_text(events.dump(command.event), events.SERVER_TYPES[type(command.event)])
-            elif kind is connection.Start:
+                    self._stats.sent(event)
+                    self._send_text(events.dump(event), events.SERVER_TYPES[type(event)])
+            elif type(command) is connection.Start:
                 self.session_id = command.resource.id
                 self._front.calls[self.session_id] = self
                 self._leg = self._backend.start(command, self)
-            elif kind is connection.Say:
+            elif type(command) is connection.Say:
                 if self._leg is not None:
                     self._leg.say(command.text)
-            elif kind is connection.Hangup:
+            elif type(command) is connection.Hangup:
                 if self._leg is not None:
                     self._leg.hangup()
-            elif kind is connection.Release:
+            elif type(command) is connection.Release:
                 self._release()
-            elif kind is connection.Close:
+            elif type(command) is connection.Close:
                 self._close()
         self._follow()
 

@@ -30,7 +30,7 @@ try:
     from liveplex.gptlive.server.webrtc import call as call_mod
     from liveplex.gptlive.server.webrtc import sideband
 except ImportError:  # aiortc or PyAV missing: the `webrtc` extra is not installed
-    call_mod = None
+    call_mod = sideband = None
 
 ICE_SERVERS_PATH = "/v1/live/ice_servers"
 
@@ -88,5 +88,5 @@ def add(app: FastAPI, front: Front) -> None:
 
     app.add_api_route(urls.LIVE_PATH, create, methods=["POST"], include_in_schema=False)
     app.add_api_route(ICE_SERVERS_PATH, ice_servers, methods=["GET"], include_in_schema=False)
-    if call_mod is not None:
+    if sideband is not None:
         app.router.routes.append(WebSocketRoute(sideband.ATTACH_PATH, sideband.Attach(front)))
