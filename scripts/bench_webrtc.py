@@ -5,12 +5,13 @@ A throwaway redis-server, one sim pod and a gateway, all on loopback. Phases of 
 callers, then WebRTC callers at each count of `--ramp` (the load test). Every caller says a
 440 Hz tone in real time, each packet sent once its audio would have been captured (WebSocket:
 80 ms `session.input_audio.append` chunks of 24 kHz PCM; WebRTC: an aiortc peer, Opus at
-48 kHz in 20 ms packets, receiving as the gateway does, `media.tune_receiver`). Per phase: the
+48 kHz in 20 ms packets, receiving with no fixed prefetch, as a browser would: `bench.receive`). Per phase: the
 gateway's CPU seconds per second of call (its process CPU clock over the steady window), this
 process's (the callers': aiortc is Python, and starved callers make a phase unclean), the round
 trip each caller hears (from the capture of the tone's first sample to the first loud audio
 heard back: the sim's 480 ms echo, the pod's jitter buffer, the transport both ways) and the
-longest silence between two packets a caller heard after its first. A phase is clean when every
+longest silence between two packets a caller heard after its first. Each caller's onset is put
+off by a random part of a tick (`TICK_S`). A phase is clean when every
 caller heard its echo and no caller's longest silence passed `CLEAN_GAP_S`. Compare phases of
 one run, not runs on different machines. JSON on stdout.
 
@@ -24,6 +25,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import random
 import socket
 import statistics
 import subprocess
@@ -43,9 +45,9 @@ import websockets
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
+from liveplex.bench.receive import tune_receiver
 from liveplex.bench.target import Target
 from liveplex.bench.tone import ToneTrack, sine
-from liveplex.gptlive.server.webrtc import media
 
 HZ = 440.0
 ONSET_S = 1.0
@@ -56,6 +58,9 @@ MODEL = {"model": "gpt-live-1"}
 CLEAN_GAP_S = 0.2
 """A caller that heard nothing for longer than this (after its first packet) heard a dropout."""
 CHUNK_S = 0.08
+TICK_S = 0.08
+"""Each caller's onset is put off by a random part of a tick: callers that all spoke at once would
+all wait the same time for the pod's next tick, and a phase's median would be one draw of it."""
 
 
 def _free_port() -> int:
@@ -149,9 +154,9 @@ async def webrtc_call(base_url: str, seconds: float) -> Heard:
         created = await sdk.live.create(session={"model": MODEL["model"]},
                                         transport={"type": "webrtc", "sdp": pc.localDescription.sdp})
     await pc.setRemoteDescription(RTCSessionDescription(created.transport.sdp, "answer"))
-    media.tune_receiver(pc)
+    tune_receiver(pc)
     await asyncio.wait_for(started.wait(), 10)
-    mic.onset = time.monotonic() + ONSET_S
+    mic.onset = time.monotonic() + ONSET_S + random.uniform(0, TICK_S)
     await asyncio.sleep(seconds)
     channel.send(json.dumps({"type": "session.close"}))
     await asyncio.sleep(0.5)
@@ -182,7 +187,7 @@ async def websocket_call(base_url: str, seconds: float) -> Heard:
                         heard.round_trip_s = now - spoke_at[0]
 
         listening = asyncio.get_running_loop().create_task(listen())
-        t0 = time.monotonic()
+        t0 = time.monotonic() + random.uniform(0, TICK_S)
         n = 0
         while time.monotonic() - t0 < seconds:
             start = t0 + n * CHUNK_S

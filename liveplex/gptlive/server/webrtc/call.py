@@ -132,7 +132,6 @@ class Call(PeerCore):
         except Exception as exc:  # aiortc raises what its parser met: ValueError, KeyError, ...
             await self._pc.close()
             return replies.protocol_error(errors.invalid_sdp(f"the WebRTC stack could not answer it ({exc!r})"))
-        media.tune_receiver(self._pc)  # before the answer: no packet can come earlier
         self._front.sockets.add(self)
         self._stats.sockets_open += 1
         try:

@@ -17,8 +17,6 @@ import time
 from collections import deque
 
 import av
-from aiortc import RTCPeerConnection, RTCRtpReceiver
-from aiortc.jitterbuffer import JitterBuffer
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from liveplex.live import frames
@@ -37,31 +35,6 @@ behind its tick. A (re)start of the pacing keeps only the newest tick's worth: b
 completes nothing is read, and what queued meanwhile would otherwise delay the whole call."""
 LATE_S = 0.1
 """A packet this late is sent at once and the pacing starts over from it (after a gap)."""
-
-
-RECEIVE_PREFETCH = 0
-"""Packets aiortc holds behind the caller's next one before decoding it. Its default for audio
-is 4 (80 ms, fixed), in front of the pod's own jitter buffer, which is adaptive (docs/live.md):
-it follows the caller's jitter and covers it where aiortc's only delays every packet. 0 decodes a
-packet as soon as the next one arrives (aiortc's frames end there: 20 ms), so the caller's
-jitter reaches the pod's buffer, measured there once; a packet later than the next one is dropped
-(Opus packets stand alone; the pod's buffer sees a short frame late). Measured: 80 ms less round
-trip (docs/webrtc.md)."""
-_JITTER_BUFFER = "_RTCRtpReceiver__jitter_buffer"
-"""aiortc 1.16 keeps it private and fixed; the `webrtc` extra pins aiortc to 1.16."""
-_AUDIO_CAPACITY = 16
-"""aiortc's own capacity for audio (packets)."""
-
-
-def tune_receiver(pc: RTCPeerConnection) -> None:
-    """Give the peer connection's audio receivers `RECEIVE_PREFETCH` (after the remote
-    description made them, before any packet); raises if aiortc no longer has the buffer."""
-    for transceiver in pc.getTransceivers():
-        if transceiver.kind == "audio":
-            receiver: RTCRtpReceiver = transceiver.receiver
-            if not hasattr(receiver, _JITTER_BUFFER):
-                raise RuntimeError(f"aiortc's RTCRtpReceiver has no {_JITTER_BUFFER}: check RECEIVE_PREFETCH")
-            setattr(receiver, _JITTER_BUFFER, JitterBuffer(capacity=_AUDIO_CAPACITY, prefetch=RECEIVE_PREFETCH))
 
 
 def _pcm(frame: av.AudioFrame) -> bytes:
