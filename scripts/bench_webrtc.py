@@ -1,15 +1,21 @@
 """WebRTC calls against WebSocket calls through one gateway, side by side (docs/webrtc.md, docs/bench.md).
 
-A throwaway redis-server, one sim pod and a gateway, all on loopback. Two phases of `--calls`
-callers for `--seconds` each, one transport at a time, every caller saying a 440 Hz tone in real
-time (WebSocket: 80 ms `session.input_audio.append` chunks of 24 kHz PCM; WebRTC: an aiortc peer,
-Opus at 48 kHz): the gateway's CPU seconds per second of call (its process CPU clock over the
-steady window) and the round trip each caller hears (from the tone's first sample sent to the
-first loud audio heard back: the sim's 480 ms echo, the pod's jitter buffer, and the transport
-both ways). The clients run in this process, so their own CPU (aiortc is Python) shares the
-machine: compare the two phases of one run, not runs on different machines. JSON on stdout.
+A throwaway redis-server, one sim pod and a gateway, all on loopback. Phases of callers for
+`--seconds` each, one transport at a time: `--calls` WebSocket callers, then `--calls` WebRTC
+callers, then WebRTC callers at each count of `--ramp` (the load test). Every caller says a
+440 Hz tone in real time, each packet sent once its audio would have been captured (WebSocket:
+80 ms `session.input_audio.append` chunks of 24 kHz PCM; WebRTC: an aiortc peer, Opus at
+48 kHz in 20 ms packets, receiving with no fixed prefetch, as a browser would: `bench.receive`). Per phase: the
+gateway's CPU seconds per second of call (its process CPU clock over the steady window), this
+process's (the callers': aiortc is Python, and starved callers make a phase unclean), the round
+trip each caller hears (from the capture of the tone's first sample to the first loud audio
+heard back: the sim's 480 ms echo, the pod's jitter buffer, the transport both ways) and the
+longest silence between two packets a caller heard after its first. Each caller's onset is put
+off by a random part of a tick (`TICK_S`). A phase is clean when every
+caller heard its echo and no caller's longest silence passed `CLEAN_GAP_S`. Compare phases of
+one run, not runs on different machines. JSON on stdout.
 
-    .venv/bin/python scripts/bench_webrtc.py [--calls 4] [--seconds 15]
+    .venv/bin/python scripts/bench_webrtc.py [--calls 4] [--seconds 15] [--ramp 2,4,8]
 """
 
 from __future__ import annotations
@@ -18,8 +24,8 @@ import argparse
 import asyncio
 import base64
 import contextlib
-import fractions
 import json
+import random
 import socket
 import statistics
 import subprocess
@@ -28,7 +34,9 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -37,7 +45,9 @@ import websockets
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
+from liveplex.bench.receive import tune_receiver
 from liveplex.bench.target import Target
+from liveplex.bench.tone import ToneTrack, sine
 
 HZ = 440.0
 ONSET_S = 1.0
@@ -45,6 +55,12 @@ ONSET_S = 1.0
 LOUD = 2000
 """Heard audio louder than this (peak) is the echo of the tone."""
 MODEL = {"model": "gpt-live-1"}
+CLEAN_GAP_S = 0.2
+"""A caller that heard nothing for longer than this (after its first packet) heard a dropout."""
+CHUNK_S = 0.08
+TICK_S = 0.08
+"""Each caller's onset is put off by a random part of a tick: callers that all spoke at once would
+all wait the same time for the pod's next tick, and a phase's median would be one draw of it."""
 
 
 def _free_port() -> int:
@@ -97,51 +113,26 @@ def platform(work: Path) -> Iterator[tuple[str, int]]:
                 proc.kill()
 
 
-def tone(n0: int, count: int, rate: int) -> np.ndarray:
-    t = (np.arange(count) + n0) / rate
-    return (8000 * np.sin(2 * np.pi * HZ * t)).astype("<i2")
+@dataclass
+class Heard:
+    """What one caller measured."""
+
+    round_trip_s: float | None = None
+    longest_gap_s: float = 0.0
+    _last: float | None = None
+
+    def packet(self, at: float) -> None:
+        if self._last is not None:
+            self.longest_gap_s = max(self.longest_gap_s, at - self._last)
+        self._last = at
 
 
-class Mic(MediaStreamTrack):
-    """Silence until `onset` (monotonic, set when the session starts), then the tone; 20 ms at 48 kHz."""
-
-    kind = "audio"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.onset: float | None = None
-        self.sent_onset: float | None = None
-        self._n = 0
-        self._t0: float | None = None
-
-    async def recv(self) -> av.AudioFrame:
-        if self.readyState != "live":
-            raise MediaStreamError
-        if self._t0 is None:
-            self._t0 = time.monotonic()
-        wait = self._t0 + self._n * 0.02 - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        now = time.monotonic()
-        loud = self.onset is not None and now >= self.onset
-        if loud and self.sent_onset is None:
-            self.sent_onset = now
-        samples = tone(self._n * 960, 960, 48_000) if loud else np.zeros(960, "<i2")
-        frame = av.AudioFrame(format="s16", layout="mono", samples=960)
-        frame.planes[0].update(samples.tobytes())
-        frame.sample_rate = 48_000
-        frame.time_base = fractions.Fraction(1, 48_000)
-        frame.pts = self._n * 960
-        self._n += 1
-        return frame
-
-
-async def webrtc_call(base_url: str, seconds: float) -> float | None:
-    """One WebRTC call for `seconds`; the round trip heard (s), or None if the tone never came back."""
+async def webrtc_call(base_url: str, seconds: float) -> Heard:
+    """One WebRTC call for `seconds`."""
     pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-    mic = Mic()
+    mic = ToneTrack(HZ, onset=None)
     started = asyncio.Event()
-    heard: list[float] = []
+    heard = Heard()
     channel = pc.createDataChannel("oai-events")
     channel.on("message", lambda text: started.set() if json.loads(text)["type"] == "session.started" else None)
     pc.addTransceiver(mic, direction="sendrecv")
@@ -150,92 +141,125 @@ async def webrtc_call(base_url: str, seconds: float) -> float | None:
         with contextlib.suppress(MediaStreamError):
             while True:
                 frame = await track.recv()
-                if not heard and mic.sent_onset is not None and np.abs(frame.to_ndarray()).max() > LOUD:
-                    heard.append(time.monotonic())
+                now = time.monotonic()
+                heard.packet(now)
+                if (heard.round_trip_s is None and mic.spoke_at is not None and isinstance(frame, av.AudioFrame)
+                        and np.abs(frame.to_ndarray()).max() > LOUD):
+                    heard.round_trip_s = now - mic.spoke_at
 
     listening: list[asyncio.Task[None]] = []
     pc.on("track", lambda track: listening.append(asyncio.get_running_loop().create_task(listen(track))))
     await pc.setLocalDescription(await pc.createOffer())
     async with openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0) as sdk:
-        created = await sdk.live.create(session=MODEL, transport={"type": "webrtc", "sdp": pc.localDescription.sdp})
+        created = await sdk.live.create(session={"model": MODEL["model"]},
+                                        transport={"type": "webrtc", "sdp": pc.localDescription.sdp})
     await pc.setRemoteDescription(RTCSessionDescription(created.transport.sdp, "answer"))
+    tune_receiver(pc)
     await asyncio.wait_for(started.wait(), 10)
-    mic.onset = time.monotonic() + ONSET_S
+    mic.onset = time.monotonic() + ONSET_S + random.uniform(0, TICK_S)
     await asyncio.sleep(seconds)
     channel.send(json.dumps({"type": "session.close"}))
     await asyncio.sleep(0.5)
     for task in listening:
         task.cancel()
     await pc.close()
-    return heard[0] - mic.sent_onset if heard and mic.sent_onset else None
+    return heard
 
 
-async def websocket_call(base_url: str, seconds: float) -> float | None:
-    """One WebSocket call for `seconds`; the round trip heard (s), or None."""
+async def websocket_call(base_url: str, seconds: float) -> Heard:
+    """One WebSocket call for `seconds`: each 80 ms chunk sent once captured."""
     url = base_url.replace("http", "ws", 1) + "/live/sessions"
+    heard = Heard()
     async with websockets.connect(url, max_queue=None) as ws:
         await ws.send(json.dumps({"type": "session.start", "session": MODEL}))
         while json.loads(await ws.recv())["type"] != "session.started":
             pass
-        sent_onset: list[float] = []
-        heard: list[float] = []
+        spoke_at: list[float] = []
 
         async def listen() -> None:
             async for text in ws:
                 event = json.loads(text)
-                if event["type"] == "session.output_audio.delta" and sent_onset and not heard:
-                    if np.abs(np.frombuffer(base64.b64decode(event["delta"]), "<i2")).max() > LOUD:
-                        heard.append(time.monotonic())
+                if event["type"] == "session.output_audio.delta":
+                    now = time.monotonic()
+                    heard.packet(now)
+                    if spoke_at and heard.round_trip_s is None and np.abs(
+                            np.frombuffer(base64.b64decode(event["delta"]), "<i2")).max() > LOUD:
+                        heard.round_trip_s = now - spoke_at[0]
 
         listening = asyncio.get_running_loop().create_task(listen())
-        t0 = time.monotonic()
+        t0 = time.monotonic() + random.uniform(0, TICK_S)
         n = 0
         while time.monotonic() - t0 < seconds:
-            due = t0 + n * 0.08
-            await asyncio.sleep(max(0.0, due - time.monotonic()))
-            loud = n * 0.08 >= ONSET_S
-            if loud and not sent_onset:
-                sent_onset.append(time.monotonic())
-            pcm = tone(n * 1920, 1920, 24_000) if loud else np.zeros(1920, "<i2")
+            start = t0 + n * CHUNK_S
+            await asyncio.sleep(max(0.0, start + CHUNK_S - time.monotonic()))  # its audio captured
+            loud = n * CHUNK_S >= ONSET_S
+            if loud and not spoke_at:
+                spoke_at.append(start)
+            pcm = sine(HZ, n * 1920, 1920, 24_000) if loud else np.zeros(1920, "<i2")
             await ws.send(json.dumps({"type": "session.input_audio.append",
                                       "audio": base64.b64encode(pcm.tobytes()).decode()}))
             n += 1
         await ws.send(json.dumps({"type": "session.close"}))
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(listening, 3)
-        return heard[0] - sent_onset[0] if heard and sent_onset else None
+    return heard
 
 
-async def phase(kind: str, base_url: str, gateway: Target, calls: int, seconds: float) -> dict[str, object]:
+async def phase(kind: str, base_url: str, gateway: Target, calls: int, seconds: float) -> dict[str, Any]:
     call = webrtc_call if kind == "webrtc" else websocket_call
     tasks = [asyncio.get_running_loop().create_task(call(base_url, seconds)) for _ in range(calls)]
     await asyncio.sleep(3.0)  # every call set up
-    cpu0, t0 = gateway.cpu_s(), time.monotonic()
+    cpu0, own0, t0 = gateway.cpu_s(), time.process_time(), time.monotonic()
     await asyncio.sleep(max(1.0, seconds - 4.0))
-    cpu1, t1 = gateway.cpu_s(), time.monotonic()
-    trips = [t for t in await asyncio.gather(*tasks) if t is not None]
+    cpu1, own1, t1 = gateway.cpu_s(), time.process_time(), time.monotonic()
+    results = await asyncio.gather(*tasks)
+    trips = [r.round_trip_s for r in results if r.round_trip_s is not None]
+    gap = max(r.longest_gap_s for r in results)
     cpu = (cpu1 - cpu0) / (t1 - t0) if cpu0 is not None and cpu1 is not None else None
     return {
-        "calls": calls, "heard_back": len(trips),
+        "transport": kind, "calls": calls, "heard_back": len(trips),
+        "clean": len(trips) == calls and gap <= CLEAN_GAP_S,
+        "longest_gap_ms": round(gap * 1000),
         "gateway_cpu_share": None if cpu is None else round(cpu, 4),
         "gateway_cpu_ms_per_call_s": None if cpu is None else round(cpu / calls * 1000, 2),
+        "callers_cpu_share": round((own1 - own0) / (t1 - t0), 4),
         "round_trip_ms": {"median": round(statistics.median(trips) * 1000) if trips else None,
                           "max": round(max(trips) * 1000) if trips else None},
     }
 
 
+def _counts(text: str) -> list[int]:
+    counts = [int(part) for part in text.split(",") if part]
+    if not counts or min(counts) <= 0:
+        raise argparse.ArgumentTypeError(f"--ramp must be positive counts separated by commas, got {text!r}")
+    return counts
+
+
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=4, help="callers per phase (default: %(default)s)")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=4, help="callers per side-by-side phase (default: %(default)s)")
     parser.add_argument("--seconds", type=float, default=15.0, help="each call's length (default: %(default)s)")
+    parser.add_argument("--ramp", type=_counts, default=[], metavar="N,N,...",
+                        help="WebRTC call counts of the load test (default: none)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work, platform(Path(work)) as (base_url, pid):
         gateway = Target("gateway", base_url, pid)
-        report = {"calls": args.calls, "seconds": args.seconds,
-                  "websocket": await phase("websocket", base_url, gateway, args.calls, args.seconds),
-                  "webrtc": await phase("webrtc", base_url, gateway, args.calls, args.seconds)}
-    ws, rtc = report["websocket"]["gateway_cpu_ms_per_call_s"], report["webrtc"]["gateway_cpu_ms_per_call_s"]
+        report: dict[str, Any] = {
+            "calls": args.calls, "seconds": args.seconds,
+            "websocket": await phase("websocket", base_url, gateway, args.calls, args.seconds),
+            "webrtc": await phase("webrtc", base_url, gateway, args.calls, args.seconds)}
+        ramp = [await phase("webrtc", base_url, gateway, n, args.seconds) for n in args.ramp]
+    ws = report["websocket"]["gateway_cpu_ms_per_call_s"]
+    rtc = report["webrtc"]["gateway_cpu_ms_per_call_s"]
     report["webrtc_over_websocket_cpu"] = round(rtc / ws, 2) if ws and rtc else None
+    if ramp:
+        clean = [step for step in ramp if step["clean"]]
+        top = max(clean, key=lambda step: step["calls"], default=None)
+        per_call = top["gateway_cpu_ms_per_call_s"] if top is not None else None
+        report["ramp"] = ramp
+        report["webrtc_calls_per_gateway_core"] = (
+            {"largest_clean_step": top["calls"], "estimate": int(1000 // per_call)}
+            if top is not None and per_call else None)
     print(json.dumps(report, indent=2))
 
 

@@ -17,11 +17,12 @@ import typing
 from liveplex.engine_pod.engine import PersonaPlexEngine
 from liveplex.gateway import leg, watchdog
 from liveplex.gateway.backend import GatewayBackend
+from liveplex.gateway.calls import CallHolders
 from liveplex.gateway.catalog import PoolCatalog
 from liveplex.gateway.placer import RedisPlacer
 from liveplex.gptlive import served, start
 from liveplex.gptlive.server import backend, native, sweeper
-from liveplex.gptlive.server.webrtc import sideband
+from liveplex.gptlive.server.webrtc import forward, sideband
 from liveplex.gptlive.server.webrtc.call import Call as WebRtcCall
 from liveplex.live import drive, fault
 from liveplex.operator import apply, pool
@@ -58,6 +59,8 @@ _sim_ticker: type[drive.Ticker] = SimEngine
 _engine_ticker: type[drive.Ticker] = PersonaPlexEngine
 _failing_ticker: type[drive.Ticker] = fault.FailingAfter
 _webrtc_call: type[sideband.Attachable] = WebRtcCall
+_webrtc_call_peer: type[backend.Peer] = WebRtcCall
+_call_holders: type[forward.Holders] = CallHolders
 _draw: typing.Callable[..., step.Draw] = step.sampled_draws  # a function that makes one
 
 

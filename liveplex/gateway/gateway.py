@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator
 
 from liveplex.gateway.backend import GatewayBackend
+from liveplex.gateway.calls import CallHolders
 from liveplex.gateway.leg import Shared
 from liveplex.gateway.placer import RedisPlacer
 from liveplex.gateway.pod_link import PodLink
@@ -53,6 +54,8 @@ class Gateway:
         self.backend = GatewayBackend(settings, server.protocol, server.api_keys, self.view, shared)
         self._watchdog = Watchdog(settings.upstream_silence_ms * 1_000_000)
         self.front = Front(server, self.backend)
+        if settings.peer_url is not None:
+            self.front.holders = CallHolders(self.client, settings.peer_url)
         self.drain = Drain(self.front, lambda: self.backend.sessions, settings.drain_deadline_s,
                            self._announce_drain)
         """`gateway.drain(deadline_s)`: the same drain as a pod's (`server.drain`)."""

@@ -53,6 +53,10 @@ class GatewaySettings:
     with `--tls-cert`/`--tls-key`); None: plain `ws://`."""
     upstream_server_name: str | None = None
     """The name the pods' certificates carry (one certificate for all pods); None: each pod's IP."""
+    peer_url: str | None = None
+    """Where the other replicas reach this gateway's client port (`ws://POD_IP:PORT`): the WebRTC
+    calls it holds are recorded in Redis with it, and a sideband attach for one of them arriving
+    at another replica is relayed here (`gateway.calls`); None: one replica, nothing recorded."""
 
 
 POD_KEY_ENV = "LIVEPLEX_POD_KEY"
@@ -106,6 +110,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="the name the pods' certificates carry (with --upstream-ca; default: each pod's IP)")
     g.add_argument("--drain-deadline-s", type=float, default=default_of(d, "drain_deadline_s"),
                    help="how long /drain and SIGTERM wait for sessions (default: %(default)s)")
+    g.add_argument("--peer-url", default=None, metavar="URL",
+                   help="ws:// or wss:// URL at which the other gateway replicas reach this one's client port: a "
+                        "sideband attach for a WebRTC call held here is relayed here (default: none, one replica)")
     g.add_argument("--moves-at-once", type=int, default=default_of(d, "moves_at_once"),
                    help="sessions moved off draining pods at the same time (default: %(default)s)")
 
@@ -133,6 +140,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         raise ValueError(f"--drain-deadline-s must be >= 0, got {args.drain_deadline_s}")
     if args.upstream_server_name is not None and args.upstream_ca is None:
         raise ValueError("--upstream-server-name needs --upstream-ca")
+    if args.peer_url is not None and not args.peer_url.startswith(("ws://", "wss://")):
+        raise ValueError(f"--peer-url must be a ws:// or wss:// URL, got {args.peer_url!r}")
     if args.upstream_ca is not None:
         try:
             ssl.create_default_context(cafile=str(args.upstream_ca))
@@ -144,5 +153,5 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         max_sessions_per_key=args.max_sessions_per_key, starts_per_key_per_s=args.starts_per_key_per_s,
         drain_deadline_s=args.drain_deadline_s, moves_at_once=args.moves_at_once,
         pod_key=load_pod_key(args.pod_key_file, environ),
-        upstream_ca=args.upstream_ca, upstream_server_name=args.upstream_server_name,
+        upstream_ca=args.upstream_ca, upstream_server_name=args.upstream_server_name, peer_url=args.peer_url,
     )

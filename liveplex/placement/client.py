@@ -360,6 +360,17 @@ class PlacementClient:
             await call.script(keys=call.keys, args=call.args, client=pipe)  # type: ignore[arg-type]  # redis: typed for clients, documented for pipelines
         return await self._run(pipe.execute())
 
+    async def hold_call(self, session_id: str, url: str, ttl_s: int) -> None:
+        """Record that the gateway at `url` holds WebRTC call `session_id` (for at most `ttl_s`)."""
+        await self._run(self._redis.set(keys.CALL_PREFIX + session_id, url, ex=ttl_s))
+
+    async def call_holder(self, session_id: str) -> str | None:
+        """The URL of the gateway holding WebRTC call `session_id`, if one recorded it."""
+        return cast("str | None", await self._run(self._redis.get(keys.CALL_PREFIX + session_id)))
+
+    async def forget_call(self, session_id: str) -> None:
+        await self._run(self._redis.delete(keys.CALL_PREFIX + session_id))
+
     async def _run(self, call: Awaitable[T]) -> T:
         """Await one Redis call under the deadline; the only place redis-py errors become ours."""
         try:

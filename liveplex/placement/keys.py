@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 from liveplex.placement import errors
 
+CALL_PREFIX = "le:call:"
+"""STRING per WebRTC call: `CALL_PREFIX + session_id` -> the URL of the gateway holding its media,
+where a sideband attach arriving at another replica is relayed (`gateway.calls`)."""
 ROUTES = "le:routes"
 """HASH: model name -> pool name (`ns/name`), `ns/name*<count>` for a pool split into sub-pools
 (`subpools.route`); written by the operator, read by gateways."""

@@ -41,7 +41,8 @@ MATRIX: dict[str, dict[str, Any]] = {
                         "helmTest": {"only": "1-12"}},
     "sample autoscaled": {"sample": {"enabled": True, "autoscaling": {"enabled": True, "provider": "keda"}}},
     "open": {"crds": {"install": False}, "networkPolicy": {"enabled": False}},
-    "turn": {"turn": {"enabled": True, "externalIp": "203.0.113.7", "serviceAnnotations": {"a": "b"}}},
+    "turn": {"turn": {"enabled": True, "externalIp": "203.0.113.7", "serviceAnnotations": {"a": "b"},
+                      "tls": {"enabled": True, "existingSecret": "turn-tls", "host": "turn.example.com"}}},
     "public tls": {"gateway": {"tls": {"existingSecret": "gateway-tls"},
                                "ingress": {"enabled": True, "className": "nginx", "host": "live.example.com",
                                            "tlsSecret": "live-example-tls"},
@@ -413,8 +414,9 @@ def test_engine_tls_reaches_the_engines_through_the_operator_and_the_gateways_tr
 
 def test_turn_gives_webrtc_calls_one_udp_service_and_the_gateways_relayed_candidates() -> None:
     """docs/webrtc.md: coturn behind a LoadBalancer (its port on UDP and TCP, one UDP port per
-    relay port), its password generated into a Secret that reaches coturn as a config file and the
-    gateways as a file, never a command line; the gateways' ICE flags are the ones `serve` takes."""
+    relay port), its shared secret generated into a Secret that reaches coturn as a config file
+    (`use-auth-secret`) and the gateways as a file, never a command line; the gateways' ICE flags
+    are the ones `serve` takes, and callers are handed its outside URLs."""
     assert not [o for o in render.render() if "-turn" in o["metadata"]["name"]]
     with pytest.raises(Exception, match="turn.externalIp"):
         render.render({"turn": {"enabled": True}})
@@ -425,16 +427,46 @@ def test_turn_gives_webrtc_calls_one_udp_service_and_the_gateways_relayed_candid
         (3478, "UDP"), (3478, "TCP"), *((port, "UDP") for port in range(49160, 49164))]
     turn = one(objs, "Deployment", f"{FULL}-turn")["spec"]["template"]["spec"]
     args = turn["containers"][0]["args"]
-    assert "--external-ip=203.0.113.7/$(POD_IP)" in args and "--lt-cred-mech" in args
+    assert "--external-ip=203.0.113.7/$(POD_IP)" in args and "--use-auth-secret" in args and "--no-tls" in args
     secret = one(objs, "Secret", f"{FULL}-turn-auth")
-    password = base64.b64decode(secret["data"]["password"]).decode()
-    assert base64.b64decode(secret["data"]["turnserver.conf"]).decode() == f"user=liveplex:{password}\n"
-    assert not [a for a in args if password in a]
+    shared = base64.b64decode(secret["data"]["secret"]).decode()
+    assert base64.b64decode(secret["data"]["turnserver.conf"]).decode() == f"static-auth-secret={shared}\n"
+    assert not [a for a in args if shared in a]
     gateway = one(objs, "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]
     parsed = gateway_cli.build_parser().parse_args(_args(gateway["containers"][0])[1:])
     assert parsed.webrtc_relay_only and parsed.webrtc_ice_server == [
         f"turn:{FULL}-turn.{NAMESPACE}.svc:3478?transport=udp"]
-    assert (parsed.webrtc_ice_username, str(parsed.webrtc_ice_password_file)) == (
-        "liveplex", "/etc/liveplex/turn/password")
+    assert (str(parsed.webrtc_ice_secret_file), parsed.webrtc_ice_ttl_s) == ("/etc/liveplex/turn/secret", 86400)
+    assert parsed.webrtc_caller_ice_server == [
+        "stun:203.0.113.7:3478", "turn:203.0.113.7:3478?transport=udp", "turn:203.0.113.7:3478?transport=tcp"]
     [volume] = [v for v in gateway["volumes"] if v["name"] == "turn"]
-    assert volume["secret"] == {"secretName": f"{FULL}-turn-auth", "items": [{"key": "password", "path": "password"}]}
+    assert volume["secret"] == {"secretName": f"{FULL}-turn-auth", "items": [{"key": "secret", "path": "secret"}]}
+    assert parsed.peer_url == "ws://10.0.0.7:8080"  # a sideband reaching another replica is relayed here
+    tls = one(render.render(MATRIX["public tls"]), "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]
+    assert gateway_cli.build_parser().parse_args(_args(tls["containers"][0])[1:]).peer_url is None
+
+
+def test_turn_over_tls_on_443_with_a_certificate_from_a_secret() -> None:
+    """The fallback for networks that block UDP: coturn's TLS listener (unprivileged 5349 in its
+    pod) behind the Service's 443, its certificate from a kubernetes.io/tls Secret, and callers
+    handed a `turns:` URL for the name that certificate carries (what the gateway's own flag
+    parser takes: tests/gptlive/test_webrtc.py runs that setup against a real coturn)."""
+    with pytest.raises(Exception, match="turn.tls.existingSecret"):
+        render.render({"turn": {"enabled": True, "externalIp": "203.0.113.7", "tls": {"enabled": True}}})
+    with pytest.raises(Exception, match="turn.tls.host"):
+        render.render({"turn": {"enabled": True, "externalIp": "203.0.113.7",
+                                "tls": {"enabled": True, "existingSecret": "turn-tls"}}})
+    objs = render.render(MATRIX["turn"])
+    service = one(objs, "Service", f"{FULL}-turn")
+    assert {"name": "turn-tls", "port": 443, "targetPort": "turn-tls", "protocol": "TCP"} in service["spec"]["ports"]
+    turn = one(objs, "Deployment", f"{FULL}-turn")["spec"]["template"]["spec"]
+    container = turn["containers"][0]
+    assert {"--tls-listening-port=5349", "--cert=/etc/coturn/tls/tls.crt", "--pkey=/etc/coturn/tls/tls.key"} <= set(
+        container["args"]) and "--no-tls" not in container["args"]
+    assert {"name": "turn-tls", "containerPort": 5349, "protocol": "TCP"} in container["ports"]
+    assert {"name": "tls", "mountPath": "/etc/coturn/tls", "readOnly": True} in container["volumeMounts"]
+    assert {"name": "tls", "secret": {"secretName": "turn-tls", "items": [
+        {"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]}} in turn["volumes"]
+    gateway = one(objs, "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]
+    parsed = gateway_cli.build_parser().parse_args(_args(gateway["containers"][0])[1:])
+    assert parsed.webrtc_caller_ice_server[-1] == "turns:turn.example.com:443?transport=tcp"

@@ -12,9 +12,12 @@ import time
 
 import openai
 import pytest
+import redis
+import websockets
 
+from liveplex.placement import keys
 from tests.gateway.test_moves import _metric
-from tests.support import platform, webrtc
+from tests.support import platform, pods, webrtc
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -135,3 +138,65 @@ def test_a_webrtc_call_whose_pod_is_killed_resumes_on_another(redis_url, tmp_pat
         moves = _metric(p.gateway.admin_root, "liveplex_gateway_session_moves_total")
         assert moves['liveplex_gateway_session_moves_total{result="resumed"}'] == 1.0
         print(f"longest gap heard around the kill: {gap * 1000:.0f} ms")
+
+
+def test_a_sideband_reaching_another_gateway_replica_is_relayed_to_the_one_holding_the_call(
+        redis_url, tmp_path) -> None:
+    """Two gateway replicas on one Redis, each with its `--peer-url`: the call is created on A
+    (its media ends there, recorded in Redis under A's URL); the SDK's sideband reaches B, which
+    relays it to A: `session.started` replayed, a mute steering the call, A's refusals passed
+    through as they are (a second attach: 409 on either replica), B's own (another key: 401, an
+    unknown id: 404), the call's end closing the relayed sideband with 1000, and the record gone
+    after it."""
+    a_port, b_port = pods.free_port(), pods.free_port()
+    replica = ("--api-key", "k")
+    with platform.platform(redis_url, tmp_path, n_pods=1, gateway_flags=(
+            *replica, "--port", str(a_port), "--peer-url", f"ws://127.0.0.1:{a_port}")) as p, \
+            pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL, *replica, "--port", str(b_port),
+                                "--peer-url", f"ws://127.0.0.1:{b_port}", log=tmp_path / "gateway-b.log",
+                                command="gateway") as (b, _):
+        store = redis.Redis.from_url(redis_url, decode_responses=True)
+
+        async def scenario() -> str:
+            caller = webrtc.Caller(hz=440)
+            async with openai.AsyncOpenAI(base_url=p.gateway.base_url, api_key="k", max_retries=0) as sdk:
+                created = await sdk.live.create(session=MODEL, transport={"type": "webrtc",
+                                                                          "sdp": await caller.offer()})
+            session_id = created.session.id
+            assert store.get(keys.CALL_PREFIX + session_id) == f"ws://127.0.0.1:{a_port}"
+            await caller.accept(created.transport.sdp)
+            await caller.until("session.started")
+            attach = "ws://{}/v1/live/sessions/{}/attach"
+            for session, key, status in ((session_id, "nope", 401), ("sess_0000", "k", 404)):
+                with pytest.raises(websockets.InvalidStatus) as refused:
+                    await websockets.connect(attach.format(b.address, session),
+                                             additional_headers={"Authorization": f"Bearer {key}"})
+                assert refused.value.response.status_code == status
+            async with openai.AsyncOpenAI(base_url=b.base_url, api_key="k", max_retries=0) as sdk, \
+                    sdk.live.sideband.connect(session_id=session_id, max_retries=0) as side:
+                first = await side.recv()
+                assert (first.type, first.session.id) == ("session.started", session_id)
+                for where in (p.gateway, b):
+                    with pytest.raises(websockets.InvalidStatus) as second:
+                        await websockets.connect(attach.format(where.address, session_id),
+                                                 additional_headers={"Authorization": "Bearer k"})
+                    assert second.value.response.status_code == 409
+                    assert b"sideband_already_attached" in second.value.response.body
+                await side.send({"type": "session.input_audio.mute", "event_id": "m"})
+                while (event := await asyncio.wait_for(side.recv(), 10)).type != "session.input_audio.muted":
+                    pass
+                assert event.client_event_id == "m"
+                await caller.until("session.input_audio.muted")
+                await side.send({"type": "session.close", "event_id": "c"})
+                while (event := await asyncio.wait_for(side.recv(), 10)).type != "session.closed":
+                    pass
+                with pytest.raises(websockets.ConnectionClosedOK):  # the call's end: 1000, relayed
+                    await asyncio.wait_for(side.recv(), 10)
+            closed, _ = await caller.until("session.closed")
+            assert closed["reason"] == "close_requested"
+            await caller.close()
+            return session_id
+
+        session_id = asyncio.run(scenario())
+        platform.eventually(lambda: store.get(keys.CALL_PREFIX + session_id) is None, "the call's record to go")
+        platform.eventually(lambda: p.pod_sessions() == [0], "the pod to hold no session")

@@ -14,8 +14,9 @@ import numpy as np
 import openai
 import pytest
 import websockets
+from aiortc import RTCConfiguration, RTCIceServer, RTCIceTransportPolicy
 
-from liveplex.gptlive.server.webrtc import call
+from liveplex.gptlive.server.webrtc import call, ice
 from tests.support import pods, turn, webrtc
 
 pytestmark = pytest.mark.timeout(90)
@@ -302,6 +303,67 @@ async def test_a_call_through_turn_with_relayed_candidates_only(tmp_path, transp
             assert await _idle(pod) == {"close_requested": 1}
 
 
+async def test_a_caller_relays_over_tls_with_credentials_minted_from_the_turn_secret(tmp_path, monkeypatch) -> None:
+    """The chart's fallback for networks that block UDP, on this machine: coturn checks time-limited
+    logins (`use-auth-secret`, the secret shared with the pod) and serves TLS with a certificate
+    the caller trusts. The caller gets its ICE servers from `GET /v1/live/ice_servers` (a `turns:`
+    URL, a credential minted for it) and relays only over TLS; the pod relays over UDP with one
+    minted for the call; the echo crosses coturn. coturn refuses an expired or forged login, and
+    a caller that does not trust its certificate gets no candidate (the relay is TLS)."""
+    with turn.turnserver(tmp_path, secret=True, tls=True) as server:
+        assert server.ca_file is not None
+        async with pods.in_process("--webrtc-ice-server", server.url("udp"), "--webrtc-relay-only",
+                                   "--webrtc-ice-secret-file", str(server.password_file), "--webrtc-ice-ttl-s", "600",
+                                   "--webrtc-caller-ice-server", server.tls_url()) as pod, \
+                openai.AsyncOpenAI(base_url=pod.base_url, api_key="x", max_retries=0) as sdk, \
+                httpx.AsyncClient() as http:
+            handed = (await http.get(f"{pod.base_url}/live/ice_servers")).json()
+            [given] = handed["ice_servers"]
+            assert given["urls"] == [server.tls_url()]
+            expiry, _ = given["username"].split(":")
+            assert int(expiry) == handed["expires_at"] and 590 < handed["expires_at"] - time.time() <= 600
+            assert given["credential"] == ice.mint(turn.SECRET, int(expiry), given["username"].split(":")[1]).password
+
+            def relayed(server_: dict) -> webrtc.Caller:
+                return webrtc.Caller(hz=440, ice=RTCConfiguration(
+                    [RTCIceServer(server_["urls"], server_["username"], server_["credential"])],
+                    RTCIceTransportPolicy.RELAY))
+
+            untrusting = relayed(given)
+            assert "a=candidate:" not in await untrusting.offer()
+            await untrusting.close()
+            monkeypatch.setenv("SSL_CERT_FILE", str(server.ca_file))  # what asyncio's TLS client trusts
+            for refused in (ice.mint(turn.SECRET, int(time.time()) - 5, "late"), ice.mint("forged", 2**31, "x")):
+                stranger = relayed({**given, "username": refused.username, "credential": refused.password})
+                assert "a=candidate:" not in await stranger.offer()  # coturn allocated nothing
+                await stranger.close()
+            caller = relayed(given)
+            offer = await caller.offer()
+            candidates = [line for line in offer.splitlines() if line.startswith("a=candidate:")]
+            assert candidates and all(" typ relay " in line for line in candidates), candidates
+            created = await sdk.live.create(session=MODEL, transport={"type": "webrtc", "sdp": offer})
+            await caller.accept(created.transport.sdp)
+            await caller.until("session.started", timeout_s=20)
+            await asyncio.sleep(2.0)
+            assert webrtc.power_at(caller.samples(1.0), 440) > 0.9
+            caller.send({"type": "session.close"})
+            await caller.until("session.closed")
+            await caller.close()
+            assert await _idle(pod) == {"close_requested": 1}
+
+
+async def test_ice_servers_need_the_key_and_hand_no_static_password() -> None:
+    """`GET /v1/live/ice_servers` answers only with the API key; STUN URLs go bare; with no
+    secret there is nothing to mint, so nothing expires."""
+    async with pods.in_process("--api-key", "k", "--webrtc-caller-ice-server", "stun:turn.example:3478") as pod, \
+            httpx.AsyncClient() as http:
+        url = f"{pod.base_url}/live/ice_servers"
+        assert (await http.get(url)).status_code == 401
+        answer = await http.get(url, headers={"Authorization": "Bearer k"})
+        assert answer.json() == {"ice_servers": [{"urls": ["stun:turn.example:3478"]}], "expires_at": None}
+        assert answer.headers["cache-control"] == "no-store"
+
+
 def test_ice_flags_are_checked_before_anything_starts(tmp_path) -> None:
     from liveplex import serve
     from liveplex.gptlive.server import settings
@@ -315,6 +377,12 @@ def test_ice_flags_are_checked_before_anything_starts(tmp_path) -> None:
     assert "turn:" in refused("--webrtc-ice-server", "http://x")
     assert "--webrtc-relay-only" in refused("--webrtc-relay-only", "--webrtc-ice-server", "stun:x:3478")
     assert "cannot read" in refused("--webrtc-ice-password-file", str(tmp_path / "none"))
+    secret = tmp_path / "secret"
+    secret.write_text("s\n")
+    assert "--webrtc-ice-secret-file" in refused("--webrtc-caller-ice-server", "turns:x:443?transport=tcp")
+    assert "without" in refused("--webrtc-ice-secret-file", str(secret), "--webrtc-ice-username", "u")
+    assert "--webrtc-caller-ice-server" in refused("--webrtc-caller-ice-server", "http://x")
+    assert "--webrtc-ice-ttl-s" in refused("--webrtc-ice-ttl-s", "0")
 
 
 async def test_a_caller_whose_audio_stops_is_let_go() -> None:

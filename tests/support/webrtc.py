@@ -6,49 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fractions
 import json
 import time
 from typing import Any
 
-import av
 import numpy as np
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
-RATE = 48_000
-PACKET = 960
-
-
-class Tone(MediaStreamTrack):
-    """A microphone saying a sine of `hz` (0: silence) in 20 ms frames, paced at real time."""
-
-    kind = "audio"
-
-    def __init__(self, hz: float, amplitude: int = 8000) -> None:
-        super().__init__()
-        self.hz = hz
-        self.amplitude = amplitude
-        self._n = 0
-        self._t0: float | None = None
-
-    async def recv(self) -> av.AudioFrame:
-        if self.readyState != "live":
-            raise MediaStreamError
-        if self._t0 is None:
-            self._t0 = time.monotonic()
-        wait = self._t0 + self._n * PACKET / RATE - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        t = (np.arange(PACKET) + self._n * PACKET) / RATE
-        samples = (self.amplitude * np.sin(2 * np.pi * self.hz * t)).astype("<i2")
-        frame = av.AudioFrame(format="s16", layout="mono", samples=PACKET)
-        frame.planes[0].update(samples.tobytes())
-        frame.sample_rate = RATE
-        frame.time_base = fractions.Fraction(1, RATE)
-        frame.pts = self._n * PACKET
-        self._n += 1
-        return frame
+from liveplex.bench.tone import RATE, ToneTrack
 
 
 def power_at(samples: np.ndarray, hz: float, rate: int = RATE) -> float:
@@ -64,8 +30,9 @@ def power_at(samples: np.ndarray, hz: float, rate: int = RATE) -> float:
 class Caller:
     """One browser-like WebRTC caller."""
 
-    def __init__(self, hz: float = 440.0, channel: bool = True, audio: bool = True) -> None:
-        self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    def __init__(self, hz: float = 440.0, channel: bool = True, audio: bool = True,
+                 ice: RTCConfiguration | None = None) -> None:
+        self.pc = RTCPeerConnection(ice or RTCConfiguration(iceServers=[]))
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.heard: list[np.ndarray] = []
         self.arrivals: list[float] = []
@@ -79,7 +46,7 @@ class Caller:
             self.channel.on("message", lambda text: self.events.put_nowait(json.loads(text)))
             self.channel.on("close", self.closed.set)
         if audio:
-            self.pc.addTransceiver(Tone(hz), direction="sendrecv")
+            self.pc.addTransceiver(ToneTrack(hz), direction="sendrecv")
         self.pc.on("track", self._track)
 
     def _track(self, track: MediaStreamTrack) -> None:

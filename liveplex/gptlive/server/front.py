@@ -20,6 +20,7 @@ from liveplex.gptlive.server import auth, backend, replies
 from liveplex.gptlive.server.settings import ServerSettings
 from liveplex.gptlive.server.stats import FrontStats
 from liveplex.gptlive.server.sweeper import Socket, Sweeper
+from liveplex.gptlive.server.webrtc.forward import Holders
 
 FRONT = "liveplex.gptlive.front"
 """The lifespan state key under which `create_app` publishes its front end to the protocols."""
@@ -47,6 +48,9 @@ class Front:
     """The admin listener's port, once bound (`run.listeners`)."""
     calls: dict[str, Any] = field(default_factory=dict)
     """WebRTC calls by session id (`webrtc.call.Call`), for their sideband's attach."""
+    holders: Holders | None = None
+    """Where the other replicas' calls are (a gateway with `--peer-url`): an attach for one of
+    theirs is relayed there (`webrtc.forward`); None: a lone server."""
     pending: dict[Any, None] = field(default_factory=dict)
     """Client-listener connections that have not finished a request, oldest first
     (`http_protocol.HttpProtocol`)."""

@@ -28,7 +28,6 @@ Every other path (404s, the demo, other upgrade paths) goes through the ASGI app
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import logging
 import time
@@ -44,10 +43,9 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 
 from liveplex.gptlive import connection, events, urls
-from liveplex.gptlive.errors import ProtocolError
-from liveplex.gptlive.server import auth, backend, hop, passthrough, replies
+from liveplex.gptlive.server import auth, backend, passthrough, replies
 from liveplex.gptlive.server.front import FRONT, Front
-from liveplex.live import contract
+from liveplex.gptlive.server.peer import PeerCore
 
 if TYPE_CHECKING:
     from websockets.frames import Frame
@@ -180,11 +178,12 @@ class LiveProtocol(WebSocketsSansIOProtocol):
             self.live.drained()
 
 
-class LiveSocket:
+class LiveSocket(PeerCore):
     """One live socket: performs its protocol machine's steps on the protocol, synchronously."""
 
     def __init__(self, proto: LiveProtocol, front: Front, headers: Headers) -> None:
         assert front.sweeper is not None  # checked by refusal()
+        super().__init__(front.backend.connection(headers, time.monotonic_ns()))
         self._proto = proto
         self._ws = proto.conn
         self._transport = proto.transport
@@ -194,25 +193,12 @@ class LiveSocket:
         self._sweeper = front.sweeper
         self._max_frames = front.settings.outbound_max_frames
         self._max_bytes = front.settings.outbound_max_bytes
-        self.conn = front.backend.connection(headers, time.monotonic_ns())
-        self._passthrough: passthrough.Passthrough | None = None
-        """The session's machine once an upstream that talks to the client itself started it."""
-        self._machine: connection.Connection | passthrough.Passthrough = self.conn
-        """The machine the socket's own inputs (read, left, shut down) go to: `conn`, then
-        `_passthrough` once it is set."""
         self.writable = True
         """False while the transport's write buffer is over its high-water mark."""
         self._held: deque[tuple[bytes, bool]] = deque()
         self._held_frames = 0
         self.held_bytes = 0
         """Bytes of events waiting for the transport (what a slow client costs the server)."""
-        self._backlog: deque[str | bytes] = deque()
-        self.dispatched = 0
-        """Client messages handed to the protocol so far (what a handover's export waits for)."""
-        self._reaching: list[tuple[int, asyncio.Future[None]]] = []
-        """`reached`'s waiters: (messages, resolved once `dispatched` gets there)."""
-        self._frozen = False
-        """Set by `freeze`: the session is leaving, client messages are no longer read into it."""
         self._draining = False
         self._read_paused = False
         self._leg: backend.Leg | None = None
@@ -239,9 +225,7 @@ class LiveSocket:
 
     def _dispatch(self, data: str | bytes) -> None:
         """A message to the protocol, or verbatim to the upstream of a relayed session."""
-        self.dispatched += 1
-        if self._reaching:
-            self._reach()
+        self._counted()
         if self._passthrough is not None:
             if self._leg is not None:
                 self._leg.forward(data)
@@ -251,29 +235,6 @@ class LiveSocket:
         except Exception:
             logger.error("live socket receive failed", exc_info=True)
             self._fail()
-
-    def reached(self, messages: int) -> asyncio.Future[None]:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._reaching.append((messages, future))
-        self._reach()
-        return future
-
-    def _reach(self) -> None:
-        """Resolve the waiters `dispatched` got to; forget those given up on (cancelled)."""
-        waiting = []
-        for messages, future in self._reaching:
-            if future.done():
-                continue
-            if self.dispatched >= messages:
-                future.set_result(None)
-            else:
-                waiting.append((messages, future))
-        self._reaching = waiting
-
-    def freeze(self) -> int:
-        self._frozen = True
-        self._backlog.clear()
-        return self.dispatched
 
     def on_timer(self, now_ns: int) -> None:
         """Called by the `Sweeper`."""
@@ -337,29 +298,9 @@ class LiveSocket:
 
     # --- what the backend tells (`backend.Peer`) -------------------------------------------------------
 
-    def refuse(self, error: ProtocolError | None) -> None:
-        self._perform(self.conn.rejected(error))
-
-    def deliver(self, outputs: list[contract.Output]) -> None:
-        self._perform(self.conn.deliver(outputs))
-
-    def handed_over(self) -> None:
-        self._perform(self.conn.handed_over(hop.HANDED_OVER_CLOSE))
-
     def handed_off(self, expires_at: int | None) -> None:
-        handoff = self.conn.started_upstream(expires_at)
-        if handoff is not None:
-            self._passthrough = self._machine = passthrough.Passthrough(handoff)
-        self._settle(self.conn)  # the `Accepted`
+        super().handed_off(expires_at)
         self._track()
-
-    def passthrough_ended(self, reason: str, code: int) -> None:
-        if self._passthrough is not None:
-            self._perform(self._passthrough.ended(reason, code))
-
-    def passthrough_lost(self, why: str) -> None:
-        if self._passthrough is not None:
-            self._perform(self._passthrough.lost(why))
 
     def send_verbatim(self, text: str, frame: bool) -> None:
         """One frame an upstream wrote, sent verbatim (the gateway's relay); audio deltas are

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from liveplex.flags import default_of
 from liveplex.gptlive.server import auth
+from liveplex.gptlive.server.webrtc import ice
 from liveplex.gptlive.settings import Settings
 
 STATIC_DIR = Path(__file__).parent.parent / "static"
-ICE_SCHEMES = ("stun:", "turn:", "turns:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +70,17 @@ class ServerSettings:
     """The TURN username (with `webrtc_ice_password`)."""
     webrtc_ice_password: str | None = field(default=None, repr=False)
     """The TURN password, read from `--webrtc-ice-password-file` (never a flag's value)."""
+    webrtc_ice_secret: str | None = field(default=None, repr=False)
+    """The TURN server's shared secret (coturn's `static-auth-secret`), read from
+    `--webrtc-ice-secret-file`: each call's and each caller's credentials are minted from it,
+    valid `webrtc_ice_ttl_s` (`webrtc.ice`); instead of a username and password."""
+    webrtc_ice_ttl_s: int = 86_400
+    """How long a minted TURN credential is valid: a call's allocation is refreshed with it for
+    the whole call (a session lasts at most a day), and a caller must start its call within it."""
+    webrtc_caller_ice_servers: tuple[str, ...] = ()
+    """The STUN/TURN servers handed to callers by `GET /v1/live/ice_servers` (the addresses a
+    caller outside reaches: `turns:` on 443 for networks that block UDP), TURN ones with a minted
+    credential; needs `webrtc_ice_secret` for TURN URLs (a static password is never handed out)."""
     webrtc_relay_only: bool = False
     """Offer callers only relayed candidates (through the TURN server): a pod's own addresses are
     of no use outside the cluster."""
@@ -83,14 +94,19 @@ class ServerSettings:
     def __post_init__(self) -> None:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together")
-        for url in self.webrtc_ice_servers:
-            if not url.startswith(ICE_SCHEMES):
-                raise ValueError(f"webrtc_ice_servers: {url!r} is not a {', '.join(ICE_SCHEMES)} URL")
-        if self.webrtc_relay_only and not any(url.startswith(("turn:", "turns:")) for url in self.webrtc_ice_servers):
+        ice.check_urls("webrtc_ice_servers", self.webrtc_ice_servers)
+        ice.check_urls("webrtc_caller_ice_servers", self.webrtc_caller_ice_servers)
+        if self.webrtc_relay_only and not any(url.startswith(ice.TURN_SCHEMES) for url in self.webrtc_ice_servers):
             raise ValueError("webrtc_relay_only needs a turn: or turns: server in webrtc_ice_servers")
+        if self.webrtc_ice_secret is not None and self.webrtc_ice_password is not None:
+            raise ValueError("webrtc_ice_secret and webrtc_ice_password: one or the other")
+        if self.webrtc_ice_secret is None and any(
+                url.startswith(ice.TURN_SCHEMES) for url in self.webrtc_caller_ice_servers):
+            raise ValueError("webrtc_caller_ice_servers: a TURN URL needs webrtc_ice_secret "
+                             "to mint callers' credentials")
         for name in ("outbound_max_frames", "outbound_max_bytes", "header_timeout_s", "max_connections",
                      "max_pending_connections", "ws_ping_interval_s", "webrtc_open_timeout_s",
-                     "webrtc_silence_timeout_s", "sweep_ms"):
+                     "webrtc_silence_timeout_s", "webrtc_ice_ttl_s", "sweep_ms"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
 
@@ -146,6 +162,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--webrtc-ice-username", default=None, help="the TURN username (default: none)")
     g.add_argument("--webrtc-ice-password-file", type=Path, default=None, metavar="FILE",
                    help="a file holding the TURN password (default: none)")
+    g.add_argument("--webrtc-ice-secret-file", type=Path, default=None, metavar="FILE",
+                   help="a file holding the TURN server's shared secret (coturn's static-auth-secret): calls' "
+                        "and callers' credentials are minted from it, instead of a username and password "
+                        "(default: none)")
+    g.add_argument("--webrtc-ice-ttl-s", type=int, default=default_of(s, "webrtc_ice_ttl_s"),
+                   help="how long a minted TURN credential is valid (default: %(default)s)")
+    g.add_argument("--webrtc-caller-ice-server", action="append", default=[], metavar="URL",
+                   help="a STUN or TURN server handed to callers by GET /v1/live/ice_servers, TURN ones with "
+                        "a minted credential (needs --webrtc-ice-secret-file; repeatable; default: none)")
     g.add_argument("--webrtc-relay-only", action="store_true",
                    help="answer WebRTC calls with relayed (TURN) candidates only (default: every candidate)")
     g.add_argument("--tls-cert", type=Path, default=None, metavar="FILE",
@@ -168,7 +193,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
                         ("--max-pending-connections", args.max_pending_connections),
                         ("--ws-ping-interval-s", args.ws_ping_interval_s),
                         ("--webrtc-open-timeout-s", args.webrtc_open_timeout_s),
-                        ("--webrtc-silence-timeout-s", args.webrtc_silence_timeout_s)):
+                        ("--webrtc-silence-timeout-s", args.webrtc_silence_timeout_s),
+                        ("--webrtc-ice-ttl-s", args.webrtc_ice_ttl_s)):
         if value <= 0:
             raise ValueError(f"{flag} must be > 0, got {value}")
     if (args.tls_cert is None) != (args.tls_key is None):
@@ -178,18 +204,18 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
             ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(args.tls_cert, args.tls_key)
         except (OSError, ssl.SSLError) as exc:
             raise ValueError(f"--tls-cert/--tls-key: cannot load {args.tls_cert} with {args.tls_key}: {exc}") from None
-    password = None
-    if args.webrtc_ice_password_file is not None:
-        try:
-            password = args.webrtc_ice_password_file.read_text().strip()
-        except OSError as exc:
-            raise ValueError(f"--webrtc-ice-password-file: cannot read {args.webrtc_ice_password_file}: "
-                             f"{exc.strerror}") from None
-    for url in args.webrtc_ice_server:
-        if not url.startswith(ICE_SCHEMES):
-            raise ValueError(f"--webrtc-ice-server must be a {', '.join(ICE_SCHEMES)} URL, got {url!r}")
-    if args.webrtc_relay_only and not any(u.startswith(("turn:", "turns:")) for u in args.webrtc_ice_server):
+    password = _secret_file("--webrtc-ice-password-file", args.webrtc_ice_password_file)
+    secret = _secret_file("--webrtc-ice-secret-file", args.webrtc_ice_secret_file)
+    ice.check_urls("--webrtc-ice-server", args.webrtc_ice_server)
+    ice.check_urls("--webrtc-caller-ice-server", args.webrtc_caller_ice_server)
+    if args.webrtc_relay_only and not any(u.startswith(ice.TURN_SCHEMES) for u in args.webrtc_ice_server):
         raise ValueError("--webrtc-relay-only needs a turn: or turns: --webrtc-ice-server")
+    if secret is not None and (password is not None or args.webrtc_ice_username is not None):
+        raise ValueError("--webrtc-ice-secret-file mints the TURN credentials: give it without "
+                         "--webrtc-ice-username and --webrtc-ice-password-file")
+    if secret is None and any(u.startswith(ice.TURN_SCHEMES) for u in args.webrtc_caller_ice_server):
+        raise ValueError("--webrtc-caller-ice-server: a turn:/turns: URL needs --webrtc-ice-secret-file "
+                         "(callers get minted credentials, never a static password)")
     protocol = Settings(
         info_events=args.info_events,
         close_grace_ms=args.close_grace_ms,
@@ -216,6 +242,19 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         webrtc_ice_servers=tuple(args.webrtc_ice_server),
         webrtc_ice_username=args.webrtc_ice_username,
         webrtc_ice_password=password,
+        webrtc_ice_secret=secret,
+        webrtc_ice_ttl_s=args.webrtc_ice_ttl_s,
+        webrtc_caller_ice_servers=tuple(args.webrtc_caller_ice_server),
         webrtc_relay_only=args.webrtc_relay_only,
         metrics=not args.no_metrics,
     )
+
+
+def _secret_file(flag: str, path: Path | None) -> str | None:
+    """A secret's text from its file (never a flag's value); ValueError naming `flag`."""
+    if path is None:
+        return None
+    try:
+        return path.read_text().strip()
+    except OSError as exc:
+        raise ValueError(f"{flag}: cannot read {path}: {exc.strerror}") from None

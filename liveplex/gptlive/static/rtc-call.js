@@ -37,6 +37,21 @@ function gathered(pc) {
   });
 }
 
+/**
+ * The STUN/TURN servers the server hands callers (`GET /v1/live/ice_servers`: its TURN server's
+ * outside URLs, `turns:` on 443 where UDP is blocked, with a login minted for this call); none if
+ * it hands none or cannot be asked (host candidates, as on loopback).
+ */
+async function iceServers(url, key) {
+  const headers = key ? { Authorization: `Bearer ${key}` } : {};
+  try {
+    const response = await fetch(url.replace(/\/sessions$/, '/ice_servers'), { headers });
+    return response.ok ? (await response.json()).ice_servers : [];
+  } catch {
+    return [];
+  }
+}
+
 export class RtcCall extends Call {
   /** @param {string} url the `http(s)://…/v1/live/sessions` endpoint */
   constructor(url) {
@@ -53,7 +68,7 @@ export class RtcCall extends Call {
     this.ended = false;
     this.startId = null;
     this.setState('connecting');
-    const pc = new RTCPeerConnection();
+    const pc = new RTCPeerConnection({ iceServers: await iceServers(this.url, key) });
     this.pc = pc;
     const channel = pc.createDataChannel('oai-events');
     this.channel = channel;

@@ -25,7 +25,6 @@ import asyncio
 import base64
 import logging
 import time
-from collections import deque
 from typing import TYPE_CHECKING
 
 import orjson
@@ -38,18 +37,18 @@ from aiortc import (
     RTCSessionDescription,
 )
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+from av import AudioFrame
 from websockets.datastructures import Headers
 
 from liveplex.gptlive import connection, errors, events
-from liveplex.gptlive.errors import ProtocolError
-from liveplex.gptlive.server import backend, hop, passthrough, replies
-from liveplex.gptlive.server.webrtc import channel, media
+from liveplex.gptlive.server import backend, passthrough, replies
+from liveplex.gptlive.server.peer import PeerCore
+from liveplex.gptlive.server.webrtc import channel, ice, media
 from liveplex.gptlive.server.webrtc.offer import Offer, Policy
 from liveplex.gptlive.server.webrtc.sideband import Sideband
-from liveplex.live import contract
 
 if TYPE_CHECKING:
-    from liveplex.gptlive.server.app import Front
+    from liveplex.gptlive.server.front import Front
     from liveplex.gptlive.server.settings import ServerSettings
 
 logger = logging.getLogger(__name__)
@@ -71,19 +70,24 @@ _CHANNEL = object()
 _TRUSTED = Policy()
 """The sideband's screen: every event type may be sent (only start and audio are refused)."""
 _APPEND_PREFIX = '{"type":"' + events.CLIENT_TYPES[events.InputAudioAppend] + '","audio":"'
-def ice(settings: ServerSettings) -> RTCConfiguration:
-    """A call's ICE: the configured STUN/TURN servers (none: host candidates only), relayed
-    candidates only when asked (`webrtc_relay_only`)."""
-    servers = [RTCIceServer(list(settings.webrtc_ice_servers), settings.webrtc_ice_username,
-                            settings.webrtc_ice_password)] if settings.webrtc_ice_servers else []
+def ice_configuration(settings: ServerSettings) -> RTCConfiguration:
+    """A call's own ICE: the configured STUN/TURN servers (none: host candidates only), with a
+    credential minted for this call from the TURN secret, or the static one; relayed candidates
+    only when asked (`webrtc_relay_only`)."""
+    secret = settings.webrtc_ice_secret
+    credential = (ice.fresh(secret, int(time.time()) + settings.webrtc_ice_ttl_s) if secret is not None
+                  else ice.Credential(settings.webrtc_ice_username or "", settings.webrtc_ice_password or ""))
+    servers = [RTCIceServer(list(settings.webrtc_ice_servers), credential.username or None,
+                            credential.password or None)] if settings.webrtc_ice_servers else []
     policy = RTCIceTransportPolicy.RELAY if settings.webrtc_relay_only else RTCIceTransportPolicy.ALL
     return RTCConfiguration(iceServers=servers, iceTransportPolicy=policy)
 
 
-class Call:
+class Call(PeerCore):
     """See the module docstring; made by the POST, which then awaits `answer`."""
 
     def __init__(self, front: Front, offer: Offer, headers: Headers, key: str) -> None:
+        super().__init__(front.backend.connection(headers, time.monotonic_ns()))
         self._front = front
         self.key = key
         """The API key of the create: a sideband must attach with it."""
@@ -96,24 +100,18 @@ class Call:
         self._stats = front.stats
         self._offer = offer
         self._policy = offer.policy
-        self.conn = front.backend.connection(headers, time.monotonic_ns())
-        self._machine: connection.Connection | passthrough.Passthrough = self.conn
-        self._passthrough: passthrough.Passthrough | None = None
         self._leg: backend.Leg | None = None
-        self._pc = RTCPeerConnection(ice(front.settings))
+        self._pc = RTCPeerConnection(ice_configuration(front.settings))
         self._agent = media.AgentTrack()
         self._heard = media.Heard()
         self._channel: RTCDataChannel | None = None
         self._outbox: list[str] = []
         """Events for the channel before it opens, in order."""
         self._outbox_bytes = 0
-        self._backlog: deque[str | bytes] = deque()
         self._answer: asyncio.Future[replies.Reply | None] = asyncio.get_running_loop().create_future()
         """Set once the start is taken (None) or refused (the HTTP error)."""
         self._listening: asyncio.Task[None] | None = None
         self._open_timer: asyncio.TimerHandle | None = None
-        self.dispatched = 0
-        self._frozen = False
         self._done = False
         self._closed = False
         self.session_id = ""
@@ -145,6 +143,8 @@ class Call:
         if reply is not None:
             self._close()
             return reply
+        if self._front.holders is not None:  # recorded before the id is told: a sideband may follow at once
+            await self._front.holders.hold(self.session_id)
         self._open_timer = asyncio.get_running_loop().call_later(
             self._front.settings.webrtc_open_timeout_s, self._never_opened)
         return 200, orjson.dumps({"session": {"id": self.session_id},
@@ -165,8 +165,10 @@ class Call:
         silence_s = self._front.settings.webrtc_silence_timeout_s
         try:
             while not self._done:
-                for pcm in self._heard.feed(await asyncio.wait_for(track.recv(), silence_s)):
-                    self.heard(pcm)
+                frame = await asyncio.wait_for(track.recv(), silence_s)
+                if isinstance(frame, AudioFrame):  # a remote audio track's are (aiortc types it Frame | Packet)
+                    for pcm in self._heard.feed(frame):
+                        self.heard(pcm)
         except MediaStreamError:
             pass
         except TimeoutError:
@@ -209,7 +211,7 @@ class Call:
             return
         if self._passthrough is not None:
             if self._leg is not None:
-                self.dispatched += 1
+                self._counted()
                 self._leg.forward(_APPEND_PREFIX + base64.b64encode(pcm).decode() + '"}')
             return
         self._perform(self.conn.media(pcm))
@@ -240,7 +242,7 @@ class Call:
             self._origin = None
 
     def _dispatch(self, data: str | bytes) -> None:
-        self.dispatched += 1
+        self._counted()
         if self._passthrough is not None:
             if self._leg is not None:
                 self._leg.forward(data)
@@ -250,7 +252,7 @@ class Call:
         except Exception:
             logger.error("webrtc call receive failed", exc_info=True)
             self._machine.disconnect()
-            self._settle()
+            self._settle(self._machine)
             self._close()
 
     def on_timer(self, now_ns: int) -> None:
@@ -285,27 +287,7 @@ class Call:
         if not self._done and not self._frozen and side is self.sideband:
             self._read(data, side, _TRUSTED)
 
-    # --- backend.Peer ------------------------------------------------------------------------------
-
-    def freeze(self) -> int:
-        self._frozen = True
-        self._backlog.clear()
-        return self.dispatched
-
-    def refuse(self, error: ProtocolError | None) -> None:
-        self._perform(self.conn.rejected(error))
-
-    def deliver(self, outputs: list[contract.Output]) -> None:
-        self._perform(self.conn.deliver(outputs))
-
-    def handed_over(self) -> None:
-        self._perform(self.conn.handed_over(hop.HANDED_OVER_CLOSE))
-
-    def handed_off(self, expires_at: int | None) -> None:
-        handoff = self.conn.started_upstream(expires_at)
-        if handoff is not None:
-            self._passthrough = self._machine = passthrough.Passthrough(handoff)
-        self._settle(self.conn)  # the `Accepted`
+    # --- backend.Peer (the rest is `PeerCore`'s) ------------------------------------------------------
 
     def send_verbatim(self, text: str, frame: bool) -> None:
         if self._done:
@@ -317,49 +299,40 @@ class Call:
             return
         self._send_text(text, channel.server_type(text) if self._policy.server is not None else "")
 
-    def passthrough_ended(self, reason: str, code: int) -> None:
-        if self._passthrough is not None:
-            self._perform(self._passthrough.ended(reason, code))
-
-    def passthrough_lost(self, why: str) -> None:
-        if self._passthrough is not None:
-            self._perform(self._passthrough.lost(why))
-
     # --- steps ------------------------------------------------------------------------------------
 
     def _perform(self, commands: list[connection.Command]) -> None:
         if self._machine.outcomes:
-            self._settle()
+            self._settle(self._machine)
         for command in commands:
-            kind = type(command)
-            if kind is connection.Append:
+            if type(command) is connection.Append:
                 if self._leg is not None:
                     self._leg.append(command.pcm)
-            elif kind is connection.Send:
-                if command.frame:
-                    self._agent.play(base64.b64decode(command.event.delta))
+            elif type(command) is connection.Send:
+                event = command.event
+                if type(event) is events.OutputAudioDelta:  # a frame: played as RTP, never on the channel
+                    self._agent.play(base64.b64decode(event.delta))
                 else:
-                    self._stats.sent(command.event)
-                    self._send_text(events.dump(command.event), events.SERVER_TYPES[type(command.event)])
-            elif kind is connection.Start:
+                    self._stats.sent(event)
+                    self._send_text(events.dump(event), events.SERVER_TYPES[type(event)])
+            elif type(command) is connection.Start:
                 self.session_id = command.resource.id
                 self._front.calls[self.session_id] = self
                 self._leg = self._backend.start(command, self)
-            elif kind is connection.Say:
+            elif type(command) is connection.Say:
                 if self._leg is not None:
                     self._leg.say(command.text)
-            elif kind is connection.Hangup:
+            elif type(command) is connection.Hangup:
                 if self._leg is not None:
                     self._leg.hangup()
-            elif kind is connection.Release:
+            elif type(command) is connection.Release:
                 self._release()
-            elif kind is connection.Close:
+            elif type(command) is connection.Close:
                 self._close()
         self._follow()
 
-    def _settle(self, machine: connection.Connection | passthrough.Passthrough | None = None) -> None:
-        """Tell the outcomes of `machine` (the call's, by default); the start's answers the POST."""
-        machine = machine or self._machine
+    def _settle(self, machine: connection.Connection | passthrough.Passthrough) -> None:
+        """Tell the outcomes of `machine`; the start's answers the POST."""
         outcomes = machine.outcomes.copy()
         machine.outcomes.clear()
         if any(type(outcome) is connection.Accepted for outcome in outcomes):
@@ -404,7 +377,7 @@ class Call:
         logger.warning("client too slow; dropping it", extra={"reason": why, "session_id": self.session_id})
         self._stats.dropped["slow_bytes"] += 1
         self._machine.disconnect()
-        self._settle()
+        self._settle(self._machine)
         self._close()
 
     def _release(self) -> None:
@@ -457,6 +430,8 @@ class Call:
             self._stats.sockets_open -= 1
         if self._front.calls.get(self.session_id) is self:
             del self._front.calls[self.session_id]
+            if self._front.holders is not None:
+                self._front.holders.forget(self.session_id)
         if self.sideband is not None:
             self.sideband.close()
         self._answered(replies.protocol_error(errors.server_error("the session ended before it started")))

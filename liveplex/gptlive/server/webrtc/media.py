@@ -65,8 +65,8 @@ OPUS_BIT_RATE = 48_000
 """The agent's voice, mono: what WebRTC's own Opus senders use for speech."""
 
 
-def _encoder() -> av.CodecContext:
-    codec = av.CodecContext.create("libopus", "w")
+def _encoder() -> av.AudioCodecContext:
+    codec = av.Codec("libopus", "w").create("audio")
     codec.sample_rate = WIRE_RATE
     codec.layout = "mono"
     codec.format = "s16"

@@ -1,5 +1,7 @@
-"""`POST /v1/live/sessions`: a WebRTC call's create (the SDK's `client.live.create`), and its
-sideband's attach (`sideband`).
+"""`POST /v1/live/sessions`: a WebRTC call's create (the SDK's `client.live.create`), its
+sideband's attach (`sideband`), and `GET /v1/live/ice_servers`, the STUN/TURN servers a caller
+gives its `RTCPeerConnection` (a liveplex extension: an app's backend fetches it with its key and
+hands it to the browser; TURN credentials minted per request, `ice`).
 
 Checked in the order a socket's upgrade is (the key, the server ready, the backend's own refusal),
 then the body (`offer.read`), then the `Call` answers. Errors are OpenAI HTTP error bodies.
@@ -7,8 +9,10 @@ then the body (`offer.read`), then the `Call` answers. Errors are OpenAI HTTP er
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
+import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.routing import WebSocketRoute
@@ -17,16 +21,18 @@ from websockets.datastructures import Headers
 from liveplex.gptlive import errors, urls
 from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.server import replies
-from liveplex.gptlive.server.webrtc import offer
+from liveplex.gptlive.server.webrtc import ice, offer
 
 if TYPE_CHECKING:
-    from liveplex.gptlive.server.app import Front
+    from liveplex.gptlive.server.front import Front
 
 try:
     from liveplex.gptlive.server.webrtc import call as call_mod
     from liveplex.gptlive.server.webrtc import sideband
 except ImportError:  # aiortc or PyAV missing: the `webrtc` extra is not installed
-    call_mod = None
+    call_mod = sideband = None
+
+ICE_SERVERS_PATH = "/v1/live/ice_servers"
 
 NO_WEBRTC = replies.openai_error(501, "unsupported_endpoint",
                                  "WebRTC calls need the webrtc extra on this server (pip install 'liveplex[webrtc]').")
@@ -66,6 +72,21 @@ def add(app: FastAPI, front: Front) -> None:
         headers = Headers([("Authorization", value) for value in request.headers.getlist("authorization")])
         return replies.response(await call_mod.Call(front, read, headers, key).answer())
 
+    async def ice_servers(request: Request) -> Response:
+        if front.key(request.headers.getlist("authorization")) is None:
+            return replies.response(replies.UNAUTHORIZED)
+        settings = front.settings
+        secret = settings.webrtc_ice_secret
+        credential, expires_at = None, None
+        if secret is not None:
+            expires_at = int(time.time()) + settings.webrtc_ice_ttl_s
+            credential = ice.fresh(secret, expires_at)
+        return Response(orjson.dumps({
+            "ice_servers": ice.browser_servers(settings.webrtc_caller_ice_servers, credential),
+            "expires_at": expires_at,
+        }), media_type="application/json", headers={"Cache-Control": "no-store"})
+
     app.add_api_route(urls.LIVE_PATH, create, methods=["POST"], include_in_schema=False)
-    if call_mod is not None:
+    app.add_api_route(ICE_SERVERS_PATH, ice_servers, methods=["GET"], include_in_schema=False)
+    if sideband is not None:
         app.router.routes.append(WebSocketRoute(sideband.ATTACH_PATH, sideband.Attach(front)))

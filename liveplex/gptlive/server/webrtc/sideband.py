@@ -9,7 +9,7 @@ commands; an `error` answering one side's message goes to that side only. What i
 by the call's machine like the channel's messages (mute, unmute, commentary, close; refused by
 name what the machine refuses). Closing it leaves the call running; the call's end closes it
 (1000, after `session.closed`). It is served by the server holding the call: the lone pod, or the
-gateway whose create answered the offer (docs/webrtc.md says what several gateways need).
+gateway whose create answered the offer; another replica relays it there (`forward`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from websockets.datastructures import Headers
 
 from liveplex.gptlive import urls
 from liveplex.gptlive.server import auth, replies
+from liveplex.gptlive.server.webrtc import forward
 
 if TYPE_CHECKING:
     from liveplex.gptlive.server.front import Front
@@ -125,7 +126,17 @@ class Attach:
         if key is None:
             await replies.deny(scope, send, replies.UNAUTHORIZED)
             return
-        call: Attachable | None = front.calls.get(scope["path_params"]["session_id"])
+        session_id = scope["path_params"]["session_id"]
+        call: Attachable | None = front.calls.get(session_id)
+        offered = auth.subprotocols(headers.get_all("sec-websocket-protocol")) or ()
+        subprotocol = auth.PAGE_SUBPROTOCOL if auth.PAGE_SUBPROTOCOL in offered else None
+        if call is None and front.holders is not None and forward.FORWARDED_HEADER not in headers:
+            holder = await front.holders.holder(session_id)
+            if holder is not None and holder != front.holders.url:
+                authorization = [] if key == auth.ANONYMOUS else [f"Bearer {key}"]
+                await forward.relay(ws, send, scope, holder.rstrip("/") + scope["path"], authorization,
+                                    subprotocol, NOT_FOUND)
+                return
         if call is None or call.key != key:
             await replies.deny(scope, send, NOT_FOUND)
             return
@@ -134,9 +145,8 @@ class Attach:
             return
         side = Sideband(ws, front.settings.outbound_max_bytes)
         call.attach(side)  # before the await: a second attach meanwhile is refused
-        offered = auth.subprotocols(headers.get_all("sec-websocket-protocol")) or ()
         try:
-            await ws.accept(subprotocol=auth.PAGE_SUBPROTOCOL if auth.PAGE_SUBPROTOCOL in offered else None)
+            await ws.accept(subprotocol=subprotocol)
         except BaseException:
             call.detach(side)
             raise

@@ -1,0 +1,102 @@
+"""`PeerCore`: what a live socket (`native.LiveSocket`) and a WebRTC call (`webrtc.call.Call`)
+share as a `backend.Peer`, written once.
+
+Both pump one session's `Connection` (then its `passthrough.Passthrough`, once an upstream that talks to
+the client itself started it); they differ in their ends (a WebSocket; RTP and a data channel),
+so each performs the machine's commands and tells its outcomes itself (`_perform`, `_settle`).
+What the backend calls to step the machine, the count of client messages handed to it (and the
+export's wait for it), and the freeze of a leaving session are the same for both: here.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from collections import deque
+
+from liveplex.gptlive import connection
+from liveplex.gptlive.errors import ProtocolError
+from liveplex.gptlive.server import hop, passthrough
+from liveplex.live import contract
+
+
+class PeerCore(abc.ABC):
+    """See the module docstring."""
+
+    def __init__(self, conn: connection.Connection) -> None:
+        self.conn = conn
+        self._passthrough: passthrough.Passthrough | None = None
+        """The session's machine once an upstream that talks to the client itself started it."""
+        self._machine: connection.Connection | passthrough.Passthrough = conn
+        """The machine the client's own inputs (read, left, shut down) go to: `conn`, then
+        `_passthrough` once it is set."""
+        self.dispatched = 0
+        """Client messages handed to the protocol so far (what a handover's export waits for)."""
+        self._reaching: list[tuple[int, asyncio.Future[None]]] = []
+        """`reached`'s waiters: (messages, resolved once `dispatched` gets there)."""
+        self._frozen = False
+        """Set by `freeze`: the session is leaving, client messages are no longer read into it."""
+        self._backlog: deque[str | bytes] = deque()
+        """Client messages read while the machine was not reading, in order."""
+
+    @abc.abstractmethod
+    def _perform(self, commands: list[connection.Command]) -> None:
+        """Tell the machine's outcomes, then do its commands on this transport."""
+
+    @abc.abstractmethod
+    def _settle(self, machine: connection.Connection | passthrough.Passthrough) -> None:
+        """Tell each outcome `machine` has had since it was last asked, once."""
+
+    def _counted(self) -> None:
+        """One more client message handed to the protocol (or forwarded upstream)."""
+        self.dispatched += 1
+        if self._reaching:
+            self._reach()
+
+    # --- backend.Peer -----------------------------------------------------------------------------
+
+    def reached(self, messages: int) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._reaching.append((messages, future))
+        self._reach()
+        return future
+
+    def _reach(self) -> None:
+        """Resolve the waiters `dispatched` got to; forget those given up on (cancelled)."""
+        waiting = []
+        for messages, future in self._reaching:
+            if future.done():
+                continue
+            if self.dispatched >= messages:
+                future.set_result(None)
+            else:
+                waiting.append((messages, future))
+        self._reaching = waiting
+
+    def freeze(self) -> int:
+        self._frozen = True
+        self._backlog.clear()
+        return self.dispatched
+
+    def refuse(self, error: ProtocolError | None) -> None:
+        self._perform(self.conn.rejected(error))
+
+    def deliver(self, outputs: list[contract.Output]) -> None:
+        self._perform(self.conn.deliver(outputs))
+
+    def handed_over(self) -> None:
+        self._perform(self.conn.handed_over(hop.HANDED_OVER_CLOSE))
+
+    def handed_off(self, expires_at: int | None) -> None:
+        handoff = self.conn.started_upstream(expires_at)
+        if handoff is not None:
+            self._passthrough = self._machine = passthrough.Passthrough(handoff)
+        self._settle(self.conn)  # the `Accepted`
+
+    def passthrough_ended(self, reason: str, code: int) -> None:
+        if self._passthrough is not None:
+            self._perform(self._passthrough.ended(reason, code))
+
+    def passthrough_lost(self, why: str) -> None:
+        if self._passthrough is not None:
+            self._perform(self._passthrough.lost(why))
