@@ -100,7 +100,7 @@ class DuplexSettings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="liveplex bench duplex", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="liveplex bench duplex", description=(__doc__ or "").split("\n")[0])
     p.add_argument("--base-url", default="http://127.0.0.1:8000/v1",
                    help="the server's /v1 base (default: %(default)s)")
     p.add_argument("--model", help="model to start (default: the first of GET /v1/models)")
