@@ -163,7 +163,7 @@ async def serve(variant: str, host: str, port: int, ready: asyncio.Future[int] |
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="liveplex bench baseline", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="liveplex bench baseline", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--variant", choices=VARIANTS, default="json",
                         help="json: parse and re-encode each frame; raw: slice text (default: %(default)s)")
     listen.add_arguments(parser, "the baseline", port=8100)

@@ -101,7 +101,7 @@ class DuplexSettings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="liveplex bench duplex", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="liveplex bench duplex", description=(__doc__ or "").split("\n")[0])
     p.add_argument("--base-url", default=listen.DEFAULT_BASE_URL,
                    help="the server's /v1 base (default: %(default)s)")
     p.add_argument("--model", help="model to start (default: the first of GET /v1/models)")

@@ -143,7 +143,7 @@ def count(args: argparse.Namespace) -> dict[str, object]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="liveplex bench engine", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="liveplex bench engine", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--config", choices=sorted(config.CONFIGS), default="small",
                         help="tiny or small for timing; any, personaplex-7b included, with --count "
                              "(default: %(default)s)")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import tempfile
+from typing import TypedDict
 
 import torch
 
@@ -35,6 +36,40 @@ ROLE_TOKENS = 26
 """The default prompt: a 50-frame voice, the default instructions' 26 tokens."""
 YOUNG = 100
 """A young session's position (8 s)."""
+
+
+class TickCounts(TypedDict):
+    """One counted tick (a JSON row of `bench engine --count`)."""
+
+    batch: int
+    ops: int
+    by_op: dict[str, int]
+    syncs: list[str]
+    kv_bytes: int
+    kv_measured: bool
+    valid_kv_bytes: int
+
+
+class LevelCounts(TickCounts):
+    """A tick of `batch` sessions padded to its `bucket`, every session at `position`."""
+
+    bucket: int
+    position: int
+
+
+class NewcomerCounts(TypedDict):
+    rows: int
+    ops: int
+    syncs: list[str]
+    kv_bytes: int
+    kv_measured: bool
+    valid_kv_bytes: int
+
+
+class EngineSyncs(TypedDict):
+    syncs_per_tick: int
+    syncs_in_an_admitting_tick: int
+    what_syncs: list[str]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -79,7 +114,7 @@ def valid_kv_bytes(cfg: config.LMConfig, dtype: torch.dtype, positions: list[int
 
 
 @torch.no_grad()
-def tick(model: Model, positions: list[int], backend: ring.Backend) -> dict[str, object]:
+def tick(model: Model, positions: list[int], backend: ring.Backend) -> TickCounts:
     """One served tick of rows at `positions` (`program.Program.run`), counted."""
     batch = len(positions)
     pools = program.Pools(model.lm, model.codec, batch, model.kv_dtype)
@@ -90,13 +125,13 @@ def tick(model: Model, positions: list[int], backend: ring.Backend) -> dict[str,
     span = min(model.cfg.context, max(positions) + 1)
     with counts.count(device=_device_tensors(model, pools), kv=pools.kv.tensors()) as c:
         prog.run(batch, span)
-    return {"batch": batch, "ops": c.total_ops, "by_op": dict(c.ops.most_common()), "syncs": c.syncs,
-            "kv_bytes": c.kv_bytes, "kv_measured": not c.kv_unknown,
-            "valid_kv_bytes": valid_kv_bytes(model.cfg, pools.kv.kv.dtype, positions)}
+    return TickCounts(batch=batch, ops=c.total_ops, by_op=dict(c.ops.most_common()), syncs=c.syncs,
+                      kv_bytes=c.kv_bytes, kv_measured=not c.kv_unknown,
+                      valid_kv_bytes=valid_kv_bytes(model.cfg, pools.kv.kv.dtype, positions))
 
 
 @torch.no_grad()
-def newcomer(model: Model, backend: ring.Backend) -> dict[str, object]:
+def newcomer(model: Model, backend: ring.Backend) -> NewcomerCounts:
     """One newcomer's prefill with the default prompt (`prefill.admit`, its block through a
     staging buffer as the engine does), counted."""
     cfg = model.cfg
@@ -116,8 +151,8 @@ def newcomer(model: Model, backend: ring.Backend) -> dict[str, object]:
                       [prefill.Newcomer(0, layout, prefix, seed=1)], prompt.Schedule.UPSTREAM, sampling.Sampling(),
                       backend, stage.upload)
     rows = layout.columns.shape[0]
-    return {"rows": rows, "ops": c.total_ops, "syncs": c.syncs, "kv_bytes": c.kv_bytes,
-            "kv_measured": not c.kv_unknown, "valid_kv_bytes": valid_kv_bytes(cfg, dtype, [N + rows - 1])}
+    return NewcomerCounts(rows=rows, ops=c.total_ops, syncs=c.syncs, kv_bytes=c.kv_bytes,
+                          kv_measured=not c.kv_unknown, valid_kv_bytes=valid_kv_bytes(cfg, dtype, [N + rows - 1]))
 
 
 def kv_bytes_per_session(cfg: config.LMConfig) -> dict[str, int]:
@@ -138,20 +173,21 @@ def _device_tensors(model: Model, pools: program.Pools) -> list[torch.Tensor]:
     return params + pools.tensors()
 
 
-def levels(model: Model, batches: list[int], buckets: list[int], backend: ring.Backend) -> list[dict[str, object]]:
+def levels(model: Model, batches: list[int], buckets: list[int], backend: ring.Backend) -> list[LevelCounts]:
     """Per batch size, one tick of young sessions and one at full context, each in its bucket
     (padding rows at position 0)."""
     rows = []
     for batch in batches:
         bucket = min(b for b in buckets if b >= batch)
         for position in (YOUNG, model.cfg.context):
-            row = tick(model, [position] * batch + [0] * (bucket - batch), backend)
-            rows.append({**row, "batch": batch, "bucket": bucket, "position": position})
+            counted = tick(model, [position] * batch + [0] * (bucket - batch), backend)
+            counted["batch"] = batch  # the sessions, not the bucket's rows
+            rows.append(LevelCounts(**counted, bucket=bucket, position=position))
     return rows
 
 
 @torch.no_grad()
-def engine_syncs(ticks: int = 4) -> dict[str, object]:
+def engine_syncs(ticks: int = 4) -> EngineSyncs:
     """Host syncs per tick of a real engine on the tiny checkpoint (CPU, `masked`: the host side is
     the same for both backends): two sessions running, then a third admitted and prefilled."""
     from liveplex.engine_pod import engine
@@ -180,6 +216,7 @@ def engine_syncs(ticks: int = 4) -> dict[str, object]:
         for o in opened:
             o.audio.send(silence)
         for sub in inbox.drain_nowait():
+            assert isinstance(sub, channel.LiveSubmission)  # only starts were queued
             eng.take(sub)
         with counts.count(device=eng.device_tensors(), staging=eng.host_buffers) as c:
             eng.tick(0)
@@ -199,6 +236,6 @@ def engine_syncs(ticks: int = 4) -> dict[str, object]:
     for o in opened:
         o.audio.close()
     step(None)
-    return {"syncs_per_tick": max(len(x) for x in found["running"]),
-            "syncs_in_an_admitting_tick": max(len(x) for x in found["admitting"]),
-            "what_syncs": sorted({s for x in found["running"] + found["admitting"] for s in x})}
+    return EngineSyncs(syncs_per_tick=max(len(x) for x in found["running"]),
+                       syncs_in_an_admitting_tick=max(len(x) for x in found["admitting"]),
+                       what_syncs=sorted({s for x in found["running"] + found["admitting"] for s in x}))

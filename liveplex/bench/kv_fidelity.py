@@ -143,7 +143,7 @@ def measure(frames: int, late: int, seed: int) -> dict[str, object]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="liveplex bench kv-fidelity", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="liveplex bench kv-fidelity", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--frames", type=int, default=300, help="live frames per session (default: %(default)s)")
     parser.add_argument("--late", type=int, default=100,
                         help="the tick the third session joins at (default: %(default)s)")

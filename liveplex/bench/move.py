@@ -57,7 +57,7 @@ class MoveSettings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="liveplex bench move", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="liveplex bench move", description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--base-url", default=listen.DEFAULT_BASE_URL, help="the gateway (default: %(default)s)")
     p.add_argument("--model", help="model to start (default: the first of GET /v1/models)")
     p.add_argument("--sessions", type=int, default=8, help="calls (default: %(default)s)")

@@ -41,7 +41,7 @@ START = '{"type":"session.start","event_id":"b","session":{"model":"%s"}}'
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="liveplex bench place", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="liveplex bench place", description=(__doc__ or "").splitlines()[0])
     p.add_argument("--base-url", help=f"the gateway, e.g. {listen.DEFAULT_BASE_URL} (required without --simulate; "
                                       "default: none)")
     p.add_argument("--simulate", action="store_true",

@@ -88,7 +88,8 @@ async def _nodes(plan: Plan) -> list[redis.asyncio.Redis]:
     if not plan.cluster:
         return [redis.asyncio.Redis.from_url(plan.url)]
     async with redis.asyncio.RedisCluster.from_url(plan.url) as cluster:
-        return [redis.asyncio.Redis(host=n.host, port=n.port) for n in cluster.get_primaries()]
+        # redis types a node's port str | int; the cluster's nodes have ints
+        return [redis.asyncio.Redis(host=n.host, port=int(n.port)) for n in cluster.get_primaries()]
 
 
 async def _one(plan: Plan, count: int, client: PlacementClient, nodes: list[redis.asyncio.Redis]) -> dict[str, Any]:

@@ -222,11 +222,12 @@ class _Wires:
             return cls([wire], {pool_keys(p).members: 0 for p in pools})
         async with redis.asyncio.RedisCluster.from_url(url) as nodes:
             await nodes.initialize()
-            primaries = [(n.host, n.port) for n in nodes.get_primaries()]
+            primaries = [(n.host, int(n.port)) for n in nodes.get_primaries()]
             owner = {}
             for pool in pools:
                 node = nodes.get_node_from_key(pool_keys(pool).members)
-                owner[pool_keys(pool).members] = primaries.index((node.host, node.port))
+                assert node is not None, "a formed cluster serves every slot"
+                owner[pool_keys(pool).members] = primaries.index((node.host, int(node.port)))
         return cls([await _Wire.open(host, port) for host, port in primaries], owner)
 
     async def send(self, commands: list[list[Any]]) -> list[int]:
@@ -349,7 +350,7 @@ class _Nodes:
             return cls(raw, [raw])
         data = redis.asyncio.RedisCluster.from_url(url, decode_responses=True)
         await data.initialize()
-        return cls(data, [redis.asyncio.Redis(host=n.host, port=n.port, decode_responses=True)
+        return cls(data, [redis.asyncio.Redis(host=n.host, port=int(n.port), decode_responses=True)
                           for n in data.get_primaries()])
 
     async def cpu_s(self) -> float:

@@ -14,6 +14,7 @@ import gc
 import multiprocessing
 import time
 from multiprocessing import connection as mp_connection
+from multiprocessing.process import BaseProcess
 from typing import Self
 
 from liveplex.bench import audio, caller, crowd, loop
@@ -36,7 +37,7 @@ class Pool:
         self.workers = workers
         self._local = caller.Tally()
         self._conns: list[mp_connection.Connection] = []
-        self._procs: list[multiprocessing.process.BaseProcess] = []
+        self._procs: list[BaseProcess] = []
         ctx = multiprocessing.get_context("spawn")
         self._shared = ctx.Array("q", _FIELDS * workers, lock=False) if workers > 1 else None
         for slot in range(workers if workers > 1 else 0):

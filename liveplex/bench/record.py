@@ -33,7 +33,7 @@ from liveplex.sim_pod import SimEngine, SimProfile
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="liveplex bench record", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="liveplex bench record", description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--sessions", type=int, default=64, help="sessions per sim engine")
     p.add_argument("--ticks", type=int, default=2000, help="ticks per sim engine")
     p.add_argument("--out", help="also write the JSON here")
@@ -44,10 +44,15 @@ def _sim(n: int, checkpoints: bool) -> tuple[SimEngine, list[channel.Opened], ch
     profile = SimProfile(max_sessions=n)
     handle, inbox = by_hand.live_channel(profile.info())
     engine = SimEngine(profile)
-    opened = [handle.start(contract.Session("NATF2", ""), checkpoints) for _ in range(n)]
+    opened: list[channel.Opened] = []
+    for _ in range(n):
+        got = handle.start(contract.Session("NATF2", ""), checkpoints)
+        assert isinstance(got, channel.Opened)  # n sessions fit the profile's n slots
+        opened.append(got)
     for sub in inbox.drain_nowait():
-        engine.take(sub)  # type: ignore[arg-type]
-    return engine, opened, inbox  # type: ignore[return-value]
+        assert isinstance(sub, channel.LiveSubmission)  # only starts were queued
+        engine.take(sub)
+    return engine, opened, inbox
 
 
 def sim_tick_us(n: int, ticks: int) -> dict[str, float]:

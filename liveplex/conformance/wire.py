@@ -74,8 +74,11 @@ class Wire:
     """A GPT-Live socket driven by hand. Use `async with Wire.open(...) as wire`."""
 
     def __init__(self, ws: ClientConnection, ledger: Ledger, check: int, reply_timeout_s: float,
-                 closed: Callable[[], None] | None = None) -> None:
+                 dialled: float, closed: Callable[[], None] | None = None) -> None:
         self.ws = ws
+        self.dialled = dialled
+        """The loop time the connection was begun: whatever the server times from accepting it
+        (its idle guard) started no earlier, however long the handshake took on a busy machine."""
         self._closed = closed
         self.log: list[Received] = []
         """Every valid event received so far, in order."""
@@ -98,9 +101,10 @@ class Wire:
                    reply_timeout_s: float, closed: Callable[[], None] | None = None) -> Wire:
         """Connect the way the SDK does: no subprotocol, no compression, no size limit; `closed`
         is called once the socket is closed."""
+        dialled = asyncio.get_running_loop().time()
         ws = await connect(url, additional_headers=headers, compression=None, max_size=None,
                            user_agent_header=None, open_timeout=reply_timeout_s)
-        return cls(ws, ledger, check, reply_timeout_s, closed)
+        return cls(ws, ledger, check, reply_timeout_s, dialled, closed)
 
     async def __aenter__(self) -> Wire:
         return self

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from websockets.asyncio import server as ws_server
 
 from liveplex.conformance import checks, runner, sessions, signals, target, wire
 from liveplex.conformance.checklist import Check, Failed, Outcome, Skipped, Status
@@ -152,3 +153,27 @@ def test_concurrency_never_exceeds_the_capacity():
         return target.Target(target.Options(base_url="http://h:1/v1", concurrency=concurrency,
                                             expect_capacity=capacity), TARGET.server)
     assert [runner.concurrency(tgt(8, c)) for c in (None, 1, 4, 64)] == [8, 1, 4, 8]
+
+
+async def test_the_idle_guard_is_timed_from_the_dial_not_from_a_slow_handshake():
+    """A server that guards 1 s from the request and answers its handshake 0.6 s late closes at
+    1 s however it is timed from the dial, and 0.4 s after the handshake: timed from there (as
+    before) the check failed a correct guard whenever a busy machine slowed the handshake."""
+    loop = asyncio.get_running_loop()
+    guarded: dict[object, float] = {}
+
+    async def slow_handshake(connection, request):
+        guarded[connection] = loop.time()
+        await asyncio.sleep(0.6)
+
+    async def guard(connection) -> None:
+        await asyncio.sleep(guarded[connection] + 1.0 - loop.time())
+        await connection.close(1000)
+
+    async with ws_server.serve(guard, "127.0.0.1", 0, process_request=slow_handshake) as server:
+        port = server.sockets[0].getsockname()[1]
+        options = target.Options(base_url=f"http://127.0.0.1:{port}/v1", timeout_s=5, idle_guard_s=1.0)
+        outcome = await runner.run_one(checks.handshake.CHECKS[2], target.Target(options, TARGET.server),
+                                       wire.Ledger())
+    assert outcome.status == Status.PASS, outcome.detail
+    assert outcome.detail.startswith("nothing received; closed 1000 after 1.")

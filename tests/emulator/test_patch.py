@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from liveplex.emulator.apiserver import errors, patch
+from liveplex.emulator.apiserver import errors, patch, storage
 
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=4),
                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
@@ -55,6 +55,17 @@ def test_json_patch_on_a_missing_path_is_422() -> None:
     with pytest.raises(errors.ApiError) as caught:
         patch.json_patch({}, [{"op": "replace", "path": "/spec/replicas", "value": 1}])
     assert caught.value.code == 422
+
+
+@pytest.mark.parametrize(("content_type", "body"), [
+    (storage.JSON_PATCH, [{"op": "replace", "path": "", "value": [1]}]),
+    (storage.STRATEGIC, {"$patch": "delete"}),
+])
+def test_a_patch_that_leaves_no_object_to_store_is_422(content_type: str, body: object) -> None:
+    """Both are valid patches whose result is not an object: the client's error, not the store's."""
+    with pytest.raises(errors.ApiError) as caught:
+        storage.apply_patch(None, {"metadata": {"name": "a"}}, content_type, body)
+    assert caught.value.code == 422 and "no JSON object" in caught.value.message
 
 
 def test_strategic_merge_merges_containers_by_name_and_env_by_name() -> None:

@@ -123,7 +123,7 @@ def test_a_crd_installs_its_type_and_goes_with_its_objects_once_its_finalizer_is
     assert terminating.value.code == 405
     store.delete(rt, "default", "w")
     store.patch(crds, "", "widgets.test.liveplex.io", storage.MERGE, {"metadata": {"finalizers": None}})
-    assert store.registry.by_key(rt.key) is None and store.list(rt)[0] == []
+    assert store.registry.find_key(rt.key) is None and store.list(rt)[0] == []
 
 
 def test_custom_resources_are_defaulted_pruned_and_validated(store: storage.Store) -> None:

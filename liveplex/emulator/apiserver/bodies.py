@@ -16,6 +16,7 @@ import math
 
 import orjson
 import yaml
+from yaml.composer import ComposerError
 
 from liveplex.emulator.apiserver import errors
 
@@ -127,13 +128,13 @@ class _Loader(yaml.SafeLoader):
 
     def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
-            raise yaml.composer.ComposerError(None, None, "YAML aliases are not accepted", self.peek_event().start_mark)
+            raise ComposerError(None, None, "YAML aliases are not accepted", self.peek_event().start_mark)
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels",
+                raise ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels",
                                                   self.peek_event().start_mark)
-            return super().compose_node(parent, index)
+            return super().compose_node(parent, index)  # type: ignore[arg-type]  # PyYAML: its stubs say int; a mapping's value gets its key node
         finally:
             self._depth -= 1
 

@@ -55,10 +55,10 @@ def _pod_spec(spec: dict) -> None:
 def default(key: str, obj: dict, cluster_ip: Callable[[], str]) -> dict:
     """`obj` with the defaults of its type (storage key `key`); `cluster_ip` allocates a Service address."""
     out = copy.deepcopy(obj)
-    spec = out.setdefault("spec", {}) if key in (*_WORKLOADS, "/pods", "/services") else out.get("spec")
     if key == "/pods":
-        _pod_spec(spec)
+        _pod_spec(out.setdefault("spec", {}))
     elif key in _WORKLOADS:
+        spec = out.setdefault("spec", {})
         if key != "apps/daemonsets":
             spec.setdefault("replicas", 1)
         if key != "apps/replicasets":  # a ReplicaSet has no history of its own
@@ -71,6 +71,7 @@ def default(key: str, obj: dict, cluster_ip: Callable[[], str]) -> dict:
             if strategy["type"] == "RollingUpdate":
                 _setdefaults(strategy.setdefault("rollingUpdate", {}), maxSurge="25%", maxUnavailable="25%")
     elif key == "/services":
+        spec = out.setdefault("spec", {})
         _setdefaults(spec, type="ClusterIP", sessionAffinity="None", ipFamilies=["IPv4"],
                      ipFamilyPolicy="SingleStack", internalTrafficPolicy="Cluster")
         for port in spec.get("ports") or []:

@@ -20,11 +20,12 @@ import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import celpy
 import lark
-from celpy import celtypes
+from celpy import celtypes, evaluation
+from celpy.adapter import JSON, json_to_cel
 
 from liveplex.emulator.apiserver.errors import Cause
 from liveplex.emulator.apiserver.schema import subschemas
@@ -69,7 +70,7 @@ EXTENSIONS: dict[str, Callable[..., Any]] = {
         [celtypes.StringType(m.group(0)) for m in list(re.finditer(pattern, s))[:None if int(n) < 0 else int(n)]]),
 }
 _MACROS = ("has", "all", "exists", "exists_one", "map", "filter")
-_KNOWN = frozenset(celpy.evaluation.base_functions) | frozenset(EXTENSIONS) | frozenset(_MACROS)
+_KNOWN = frozenset(evaluation.base_functions) | frozenset(EXTENSIONS) | frozenset(_MACROS)
 _ENV = celpy.Environment()
 
 
@@ -120,10 +121,15 @@ def _failure(path: str, value: object, rule: Mapping[str, Any], detail: str) -> 
     return Cause(field, body, reason)
 
 
+def _cel(document: object) -> celtypes.Value:
+    """A stored object's part as CEL values: objects hold only JSON's types (bodies.py decodes them)."""
+    return json_to_cel(cast(JSON, document))
+
+
 def _run(program: Program, value: object, old: object) -> object:
-    context = {"self": celpy.json_to_cel(value)}
+    context = {"self": _cel(value)}
     if old is not MISSING:
-        context["oldSelf"] = celpy.json_to_cel(old)
+        context["oldSelf"] = _cel(old)
     return program.runner.evaluate(context)
 
 
@@ -148,7 +154,7 @@ def _check_rules(node: Mapping[str, Any], value: object, old: object, path: str)
             if rule.get("messageExpression"):
                 try:
                     message = str(compile_rule(rule["messageExpression"]).runner.evaluate(
-                        {"self": celpy.json_to_cel(value)}))
+                        {"self": _cel(value)}))
                 except Exception:  # upstream falls back to the message, or the rule
                     pass
             out.append(_failure(path, value, rule, message))

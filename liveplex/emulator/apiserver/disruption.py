@@ -52,7 +52,7 @@ def budget(pdb: Obj, pods: Sequence[Obj], scales: Mapping[str, int]) -> Budget:
     selector = selectors.from_label_selector(spec.get("selector"))
     mine = [p for p in pods if not p["metadata"].get("deletionTimestamp") and selector
             and selectors.matches_labels(selector, p)]
-    owners = {_controller(p) for p in mine} - {None}
+    owners = {uid for p in mine if (uid := _controller(p)) is not None}
     expected = sum(scales.get(uid, 0) for uid in owners) + sum(_controller(p) is None for p in mine)
     if spec.get("minAvailable") is not None:
         desired = _scaled(spec["minAvailable"], expected)

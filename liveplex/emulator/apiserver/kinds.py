@@ -163,7 +163,12 @@ class Registry:
     def __iter__(self) -> Iterator[ResourceType]:
         return iter(self._by_key.values())
 
-    def by_key(self, key: str) -> ResourceType | None:
+    def by_key(self, key: str) -> ResourceType:
+        """A type the caller knows is there (a built-in, a CRD it installed): KeyError otherwise."""
+        return self._by_key[key]
+
+    def find_key(self, key: str) -> ResourceType | None:
+        """A type that may be gone (a CRD deleted since its objects were stored)."""
         return self._by_key.get(key)
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:

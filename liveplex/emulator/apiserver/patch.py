@@ -109,6 +109,9 @@ def _get(doc: Json, path: str) -> Json:
     if not path:
         return doc
     parent, key = _existing(doc, path)
+    if isinstance(parent, dict):
+        return parent[key]
+    assert isinstance(key, int)  # `_locate` indexes a list with an int
     return parent[key]
 
 
@@ -119,6 +122,7 @@ def _add(doc: Json, path: str, value: Json) -> Json:
     if isinstance(parent, dict):
         parent[key] = value
     else:
+        assert isinstance(key, int)  # `_locate` indexes a list with an int
         parent.insert(key, value)
     return doc
 
@@ -127,7 +131,11 @@ def _remove(doc: Json, path: str) -> Json:
     if not path:
         raise errors.unprocessable("cannot remove the document root")
     parent, key = _existing(doc, path)
-    del parent[key]
+    if isinstance(parent, list):
+        assert isinstance(key, int)  # `_locate` indexes a list with an int
+        del parent[key]
+    else:
+        del parent[key]
     return doc
 
 
@@ -136,9 +144,10 @@ MAX_OPERATIONS = 10_000
 _OPERATIONS = ("add", "remove", "replace", "move", "copy", "test")
 
 
-def _check_operations(operations: Json) -> None:
-    """As upstream: not a list of objects is 400 (jsonpatch.DecodePatch), too many 413, a malformed
-    operation 422 (its Apply), and all of it before any operation is applied."""
+def _checked_operations(operations: Json) -> list[dict]:
+    """`operations`, checked as upstream checks them: not a list of objects is 400
+    (jsonpatch.DecodePatch), too many 413, a malformed operation 422 (its Apply), and all of it
+    before any operation is applied."""
     if not isinstance(operations, list) or not all(isinstance(op, dict) for op in operations):
         raise errors.bad_request("a JSON Patch must be a list of operations (JSON objects)")
     if len(operations) > MAX_OPERATIONS:
@@ -153,13 +162,14 @@ def _check_operations(operations: Json) -> None:
                 raise errors.unprocessable(f"operation {n} ({name}): missing or non-string {field!r}")
         if name in ("add", "replace", "test") and "value" not in op:
             raise errors.unprocessable(f"operation {n} ({name}) at {op['path']!r} has no value")
+    return operations
 
 
 def json_patch(doc: Json, operations: Json) -> Json:
     """RFC 6902, atomically: a failed `test` or a missing path raises 422 and changes nothing."""
-    _check_operations(operations)
+    checked = _checked_operations(operations)
     out = copy.deepcopy(doc)
-    for op in operations:
+    for op in checked:
         name, path = op["op"], op["path"]
         if name == "add":
             out = _add(out, path, copy.deepcopy(op["value"]))

@@ -376,6 +376,7 @@ class Api:
                                     resource.get("subresource", ""), resource.get("namespace", ""),
                                     resource.get("name", ""))
         else:
+            assert other is not None  # exactly one of the two, checked above
             attrs = rbac.Attributes(other.get("verb", ""), path=other.get("path", "") or "/")
         status = {"allowed": rbac.allowed(self.policy(), user, attrs)}  # RBAC gives no reason for a denial
         return _dump({"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
@@ -552,8 +553,8 @@ class Api:
         except errors.ApiError as exc:
             if exc.code != 410:
                 raise
-            line = orjson.dumps({"type": "ERROR", "object": exc.status()}) + b"\n"
-            return Response(line, media_type="application/json")
+            error = orjson.dumps({"type": "ERROR", "object": exc.status()}) + b"\n"
+            return Response(error, media_type="application/json")
         listener = queue.put_nowait
         self.store.subscribe(listener)
         self._watches.add(queue)

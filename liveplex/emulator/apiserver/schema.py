@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import datetime
+from typing import overload
 
 import re2
 
@@ -38,6 +39,10 @@ def subschemas(node: dict, path: str) -> Iterator[tuple[dict, str]]:
             yield node[word], f"{path}.{word}"
 
 
+@overload
+def apply_defaults(value: dict, schema: dict) -> dict: ...
+@overload
+def apply_defaults(value: object, schema: dict) -> object: ...
 def apply_defaults(value: object, schema: dict) -> object:
     """`value` with every missing property that has a `default` filled in, recursively."""
     if isinstance(value, dict):
@@ -58,6 +63,10 @@ def apply_defaults(value: object, schema: dict) -> object:
     return value
 
 
+@overload
+def prune(value: dict, schema: dict, path: str = "", root: bool = True) -> tuple[dict, list[str]]: ...
+@overload
+def prune(value: object, schema: dict, path: str = "", root: bool = True) -> tuple[object, list[str]]: ...
 def prune(value: object, schema: dict, path: str = "", root: bool = True) -> tuple[object, list[str]]:
     """`value` without the fields the schema does not declare, and the paths of what was dropped."""
     dropped: list[str] = []

@@ -147,7 +147,7 @@ class Store:
         """Every object with its type, not copied: for controllers that only read (must not mutate)."""
         out = []
         for key, objects in self._objects.items():
-            rt = self.registry.by_key(key)
+            rt = self.registry.find_key(key)
             if rt is not None:
                 out += [(rt, obj) for obj in objects.values()]
         return out
@@ -291,7 +291,7 @@ class Store:
     def get_scale(self, rt: kinds.ResourceType, namespace: str, name: str) -> dict:
         if rt.scale is None:
             raise errors.no_route(f"{rt.plural}/scale")
-        return scale_of(rt, self.get(rt, namespace, name))
+        return scale_of(rt.scale, self.get(rt, namespace, name))
 
     def update_scale(self, rt: kinds.ResourceType, namespace: str, name: str, scale: object) -> dict:
         scale = admission.typed_as("Scale", "autoscaling", "v1", scale)
@@ -307,7 +307,7 @@ class Store:
                 "spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0"),))
         new = copy.deepcopy(old)
         _set_path(new, rt.scale.spec, replicas)
-        return scale_of(rt, self._commit(rt, old, new, None, "Strict"))
+        return scale_of(rt.scale, self._commit(rt, old, new, None, "Strict"))
 
     def patch_scale(self, rt: kinds.ResourceType, namespace: str, name: str, content_type: str, body: object) -> dict:
         current = self.get_scale(rt, namespace, name)
@@ -441,9 +441,8 @@ class Store:
             self._put(rt, "", crd["metadata"]["name"], dict(copy.deepcopy(current), status=status), MODIFIED)
 
 
-def scale_of(rt: kinds.ResourceType, obj: dict) -> dict:
+def scale_of(paths: kinds.ScalePaths, obj: dict) -> dict:
     """The `autoscaling/v1` Scale view of `obj` through its type's scale paths."""
-    paths = rt.scale
     meta = obj["metadata"]
     if paths.selector is None:
         selector = selectors.render(selectors.from_label_selector((obj.get("spec") or {}).get("selector")))
@@ -463,12 +462,20 @@ def apply_patch(rt: kinds.ResourceType | None, current: dict, content_type: str,
     if content_type == MERGE:
         if not isinstance(body, dict):
             raise errors.bad_request("a merge patch must be a JSON object")
-        return patch.merge_patch(current, body)
+        return _object(patch.merge_patch(current, body))
     if content_type == JSON_PATCH:
-        return patch.json_patch(current, body)
+        return _object(patch.json_patch(current, body))
     if content_type == STRATEGIC and not (rt is not None and rt.custom):
         if not isinstance(body, dict):
             raise errors.bad_request("a strategic merge patch must be a JSON object")
-        return patch.strategic_merge_patch(current, body)
+        return _object(patch.strategic_merge_patch(current, body))
     accepted = (JSON_PATCH, MERGE) if rt is not None and rt.custom else PATCH_TYPES
     raise errors.unsupported_media_type(content_type, accepted)
+
+
+def _object(patched: object) -> dict:
+    """A patched object that is still an object: a JSON Patch may replace the root, and a strategic
+    `$patch: delete` at the top leaves nothing; that is the client's error, not a failed write."""
+    if not isinstance(patched, dict):
+        raise errors.unprocessable("the patch leaves no JSON object to store")
+    return patched

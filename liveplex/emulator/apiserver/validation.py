@@ -222,7 +222,7 @@ def labels(path: str, values: Obj | None) -> list[Cause]:
     return out
 
 
-def annotations(path: str, values: Obj | None) -> list[Cause]:
+def annotation_map(path: str, values: Obj | None) -> list[Cause]:
     out: list[Cause] = []
     size = 0
     for key, value in (values or {}).items():
@@ -241,7 +241,7 @@ def name(key: str, value: str, path: str = "metadata.name") -> list[Cause]:
 
 def object_meta(key: str, meta: Obj, path: str = "metadata") -> list[Cause]:
     return (name(key, meta.get("name") or "", f"{path}.name") + labels(f"{path}.labels", meta.get("labels"))
-            + annotations(f"{path}.annotations", meta.get("annotations")))
+            + annotation_map(f"{path}.annotations", meta.get("annotations")))
 
 
 def label_selector(path: str, selector: Obj | None) -> list[Cause]:
@@ -642,7 +642,7 @@ def workload(key: str, spec: Obj) -> list[Cause]:
             out.append(invalid("spec.template.metadata.labels", template_labels,
                                "`selector` does not match template `labels`"))
     out += labels("spec.template.metadata.labels", template_labels)
-    out += annotations("spec.template.metadata.annotations", (template.get("metadata") or {}).get("annotations"))
+    out += annotation_map("spec.template.metadata.annotations", (template.get("metadata") or {}).get("annotations"))
     out += pod_spec("spec.template.spec", template.get("spec") or {}, ("Always",))
     if key == "apps/deployments":
         out += _strategy(spec.get("strategy") or {})

@@ -175,7 +175,7 @@ def plan_replicaset(rs: dict, pods: Sequence[dict]) -> list[Action]:
     return actions
 
 
-def _resolve(value: object, total: int, round_up: bool) -> int:
+def _resolve(value: int | str | None, total: int, round_up: bool) -> int:
     if isinstance(value, str) and value.endswith("%"):
         share = total * int(value[:-1]) / 100
         return math.ceil(share) if round_up else math.floor(share)
@@ -265,12 +265,14 @@ def _conditions(old: list[dict], available_ok: bool, complete: bool, new_name: s
     out = []
     for kind, status, reason, message in wanted:
         before = next((c for c in old if c.get("type") == kind), None)
-        same = before is not None and (before.get("status"), before.get("reason"), before.get("message")) == (
-            status, reason, message)
-        flipped = before is None or before.get("status") != status
+        if before is None:
+            updated = transitioned = now
+        else:
+            same = (before.get("status"), before.get("reason"), before.get("message")) == (status, reason, message)
+            updated = before["lastUpdateTime"] if same else now
+            transitioned = now if before.get("status") != status else before.get("lastTransitionTime", now)
         out.append({"type": kind, "status": status, "reason": reason, "message": message,
-                    "lastUpdateTime": before["lastUpdateTime"] if same else now,
-                    "lastTransitionTime": now if flipped else before.get("lastTransitionTime", now)})
+                    "lastUpdateTime": updated, "lastTransitionTime": transitioned})
     return out
 
 

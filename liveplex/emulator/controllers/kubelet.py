@@ -437,15 +437,16 @@ class _Pod:
             blocked = None
             account_env, account_mounts = self.kubelet.project_account(pod, self.dir)
             for c in self.everything:
-                env = podspec.environment(pod, c.spec, self.kubelet.find)
-                if isinstance(env, podspec.Unrunnable):
-                    line: list[str] | podspec.Unrunnable = env
+                own_env = podspec.environment(pod, c.spec, self.kubelet.find)
+                if isinstance(own_env, podspec.Unrunnable):
+                    line: list[str] | podspec.Unrunnable = own_env
+                    env = {}
                 elif self.kubelet.runtime == "podman":
                     self.attempts += 1
-                    env = {**account_env, **env}
+                    env = {**account_env, **own_env}
                     line = await self.kubelet.podman_line(pod, c.spec, env, self.dir, self.attempts, account_mounts)
                 else:
-                    env = {**account_env, **env}
+                    env = {**account_env, **own_env}
                     line = podspec.argv(c.spec, self.ip, env, sys.executable)
                 if isinstance(line, podspec.Unrunnable):
                     c.state = {"waiting": {"reason": line.reason, "message": line.message}}
@@ -612,7 +613,7 @@ class Kubelet:
         return podman.run_argv(pod, container, env, volumes, out.decode().strip(), mounts, written)
 
     def find(self, key: str, namespace: str, name: str) -> dict | None:
-        rt = self.store.registry.by_key(key)
+        rt = self.store.registry.find_key(key)
         return None if rt is None else self.store.find(rt, namespace, name)
 
     async def _run(self) -> None:

@@ -124,8 +124,8 @@ class Controllers:
                                  {"metadata": {"name": serviceaccounts.DEFAULT}})
                 case endpointslices.Write(name=None):
                     store.create(registry.by_key(endpointslices.KEY), action.namespace, action.body)
-                case endpointslices.Write():
-                    store.update(registry.by_key(endpointslices.KEY), action.namespace, action.name, action.body)
+                case endpointslices.Write(name=str() as name):
+                    store.update(registry.by_key(endpointslices.KEY), action.namespace, name, action.body)
                 case endpointslices.Remove():
                     store.delete(registry.by_key(endpointslices.KEY), action.namespace, action.name)
                 case gc.Delete():
