@@ -12,11 +12,15 @@ shared memory pool) at startup and replayed; on CPU it runs eagerly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from liveplex.live import frames
 from liveplex.personaplex import checkpoint, config, mimi, prompt, ring, sampling, slots, step
+
+if TYPE_CHECKING:
+    from torch.cuda import _POOL_HANDLE  # torch names the graph pool handle's type only here
 
 EMITTED = slice(0, 1 + config.AGENT_CODEBOOKS)
 """Columns of `TickOutput.packed`: text id and agent cb0..7 of the frame played now..."""
@@ -98,7 +102,7 @@ class Program:
         self._lanes = None if device.type == "cpu" else sampling.Lanes.of(cards, device)
         """Off the CPU a tick hashes the noise of every token id at once (`step.sampled_draws`)."""
         self._graphs: dict[int, tuple[torch.cuda.CUDAGraph, TickOutput]] = {}
-        self._graph_pool: tuple[int, int] | None = None
+        self._graph_pool: _POOL_HANDLE | None = None
 
     @property
     def graphs(self) -> bool:

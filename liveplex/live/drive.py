@@ -106,7 +106,7 @@ def drive(
                 sub.reply.set_result(blob)
 
     def admit(sub: channel.Queued) -> None:
-        if type(sub) is channel.ExportRequest:
+        if isinstance(sub, channel.ExportRequest):
             if engine.sessions():
                 exports.append(sub)
             else:  # no session runs: none to export, and no tick to wait for
