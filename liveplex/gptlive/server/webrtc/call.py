@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -407,10 +408,16 @@ class Call(PeerCore):
             task.add_done_callback(_CLOSING.discard)
 
     async def _hang_up(self) -> None:
+        """Close once the channel has sent what it holds (aiortc's `bufferedamountlow`, at 0 bytes:
+        its default threshold), or it closed, or `CLOSE_GRACE_S` passed."""
         dc = self._channel
-        deadline = time.monotonic() + CLOSE_GRACE_S
-        while dc is not None and dc.readyState == "open" and dc.bufferedAmount and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        if dc is not None and dc.readyState == "open" and dc.bufferedAmount:
+            sent = asyncio.Event()
+            dc.once("bufferedamountlow", sent.set)
+            dc.once("close", sent.set)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(CLOSE_GRACE_S):
+                    await sent.wait()
         self._agent.stop()
         await self._pc.close()
 
