@@ -31,6 +31,18 @@ async def _call(base_url: str, caller: webrtc.Caller) -> str:
     return created.session.id
 
 
+
+async def _mute_then_close(side, caller: webrtc.Caller) -> None:
+    """Steer a call from its sideband: mute it (the caller hears it muted), then close it."""
+    await side.send({"type": "session.input_audio.mute", "event_id": "m"})
+    while (event := await asyncio.wait_for(side.recv(), 10)).type != "session.input_audio.muted":
+        pass
+    assert event.client_event_id == "m"
+    await caller.until("session.input_audio.muted")
+    await side.send({"type": "session.close", "event_id": "c"})
+    while (event := await asyncio.wait_for(side.recv(), 10)).type != "session.closed":
+        pass
+
 def test_a_webrtc_call_through_the_gateway_is_echoed_and_placed_like_a_socket(redis_url, tmp_path) -> None:
     """The echo heard over RTP through the gateway and its pod; `session.started` carries the id
     the gateway placed; a full pool is `server_busy` as an HTTP error; a sideband attached to the
@@ -52,14 +64,7 @@ def test_a_webrtc_call_through_the_gateway_is_echoed_and_placed_like_a_socket(re
                     sdk.live.sideband.connect(session_id=session_id, max_retries=0) as side:
                 first = await side.recv()
                 assert (first.type, first.session.id) == ("session.started", session_id)
-                await side.send({"type": "session.input_audio.mute", "event_id": "m"})
-                while (event := await asyncio.wait_for(side.recv(), 10)).type != "session.input_audio.muted":
-                    pass
-                assert event.client_event_id == "m"
-                await caller.until("session.input_audio.muted")
-                await side.send({"type": "session.close", "event_id": "c"})
-                while (event := await asyncio.wait_for(side.recv(), 10)).type != "session.closed":
-                    pass
+                await _mute_then_close(side, caller)
             closed, _ = await caller.until("session.closed")
             assert closed["reason"] == "close_requested" and closed["session"]["id"] == session_id
             await caller.close()
@@ -182,14 +187,7 @@ def test_a_sideband_reaching_another_gateway_replica_is_relayed_to_the_one_holdi
                                                  additional_headers={"Authorization": "Bearer k"})
                     assert second.value.response.status_code == 409
                     assert b"sideband_already_attached" in second.value.response.body
-                await side.send({"type": "session.input_audio.mute", "event_id": "m"})
-                while (event := await asyncio.wait_for(side.recv(), 10)).type != "session.input_audio.muted":
-                    pass
-                assert event.client_event_id == "m"
-                await caller.until("session.input_audio.muted")
-                await side.send({"type": "session.close", "event_id": "c"})
-                while (event := await asyncio.wait_for(side.recv(), 10)).type != "session.closed":
-                    pass
+                await _mute_then_close(side, caller)
                 with pytest.raises(websockets.ConnectionClosedOK):  # the call's end: 1000, relayed
                     await asyncio.wait_for(side.recv(), 10)
             closed, _ = await caller.until("session.closed")

@@ -278,6 +278,18 @@ async def _until(side: object, kind: str, timeout_s: float = 10.0) -> list:
     return seen
 
 
+async def _hears_its_tone_then_closes(caller: webrtc.Caller, answer: str, pod) -> None:
+    """A relayed call through TURN: connected, its 440 Hz tone echoed, closed by the caller, the pod idle."""
+    await caller.accept(answer)
+    await caller.until("session.started", timeout_s=20)
+    await asyncio.sleep(2.0)
+    assert webrtc.power_at(caller.samples(1.0), 440) > 0.9
+    caller.send({"type": "session.close"})
+    await caller.until("session.closed")
+    await caller.close()
+    assert await _idle(pod) == {"close_requested": 1}
+
+
 @pytest.mark.parametrize("transport", ["udp", "tcp"])
 async def test_a_call_through_turn_with_relayed_candidates_only(tmp_path, transport: str) -> None:
     """What the chart's TURN server does in a cluster, on this machine: the pod answers with relayed
@@ -293,14 +305,7 @@ async def test_a_call_through_turn_with_relayed_candidates_only(tmp_path, transp
             created = await sdk.live.create(session=MODEL, transport={"type": "webrtc", "sdp": await caller.offer()})
             candidates = [line for line in created.transport.sdp.splitlines() if line.startswith("a=candidate:")]
             assert candidates and all(" typ relay " in line for line in candidates), candidates
-            await caller.accept(created.transport.sdp)
-            await caller.until("session.started", timeout_s=20)
-            await asyncio.sleep(2.0)
-            assert webrtc.power_at(caller.samples(1.0), 440) > 0.9
-            caller.send({"type": "session.close"})
-            await caller.until("session.closed")
-            await caller.close()
-            assert await _idle(pod) == {"close_requested": 1}
+            await _hears_its_tone_then_closes(caller, created.transport.sdp, pod)
 
 
 async def test_a_caller_relays_over_tls_with_credentials_minted_from_the_turn_secret(tmp_path, monkeypatch) -> None:
@@ -342,14 +347,7 @@ async def test_a_caller_relays_over_tls_with_credentials_minted_from_the_turn_se
             candidates = [line for line in offer.splitlines() if line.startswith("a=candidate:")]
             assert candidates and all(" typ relay " in line for line in candidates), candidates
             created = await sdk.live.create(session=MODEL, transport={"type": "webrtc", "sdp": offer})
-            await caller.accept(created.transport.sdp)
-            await caller.until("session.started", timeout_s=20)
-            await asyncio.sleep(2.0)
-            assert webrtc.power_at(caller.samples(1.0), 440) > 0.9
-            caller.send({"type": "session.close"})
-            await caller.until("session.closed")
-            await caller.close()
-            assert await _idle(pod) == {"close_requested": 1}
+            await _hears_its_tone_then_closes(caller, created.transport.sdp, pod)
 
 
 async def test_ice_servers_need_the_key_and_hand_no_static_password() -> None:
