@@ -29,7 +29,7 @@ ERROR_KEY_CHARS = 80
 """Errors are grouped by their first 80 characters."""
 
 _STATS_COUNTERS = ("ticks", "tick_busy_us", "late_ticks")
-_STATS_HISTOGRAMS = {"caller_wait": "caller_wait", "tick_lateness": "tick_lateness"}
+_STATS_HISTOGRAMS = ("caller_wait", "tick_lateness")
 """`/live/stats` histograms whose sum and count a run diffs (`server["caller_wait_us"]`, `..._n`)."""
 """Cumulative `/live/stats` fields whose difference over a level is reported (gpt-live §11)."""
 
@@ -178,8 +178,8 @@ def stats_delta(
         return {}
     delta = {k: int(after[k]) - int(before[k]) for k in _STATS_COUNTERS  # type: ignore[call-overload]
              if k in before and k in after}
-    for name, key in _STATS_HISTOGRAMS.items():  # a histogram's sum (µs) and count over the run
-        b, a = before.get(key), after.get(key)
+    for name in _STATS_HISTOGRAMS:  # a histogram's sum (µs) and count over the run
+        b, a = before.get(name), after.get(name)
         if isinstance(b, dict) and isinstance(a, dict) and "sum_s" in a and "sum_s" in b:
             delta[f"{name}_us"] = round((float(a["sum_s"]) - float(b["sum_s"])) * 1e6)
             delta[f"{name}_n"] = sum(a["counts"]) - sum(b["counts"])

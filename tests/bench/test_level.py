@@ -99,3 +99,13 @@ def test_echo_round_trips_are_pooled_and_measured_against_the_floor() -> None:
     assert verdict.as_dict()["echo_rtt_ms"]["count"] == 4
     assert level.judge("pod", sessions, None, None, None, None).echo_above_floor_ms is None  # no floor
     assert level.judge("pod", [_result()], None, None, None, None, 560.0).echo_above_floor_ms is None  # no echo
+
+
+def test_the_pods_wait_and_lateness_histograms_are_differenced_as_sum_and_count() -> None:
+    """Issue 31's measured budget: the `/live/stats` histograms' `sum_s` and counts over the level."""
+    before = {"ticks": 10, "caller_wait": {"bounds_s": [0.01], "counts": [2, 1], "sum_s": 0.03},
+              "tick_lateness": {"bounds_s": [0.01], "counts": [10, 0], "sum_s": 0.005}}
+    after = {"ticks": 20, "caller_wait": {"bounds_s": [0.01], "counts": [5, 2], "sum_s": 0.1},
+             "tick_lateness": {"bounds_s": [0.01], "counts": [20, 0], "sum_s": 0.01}}
+    assert level.stats_delta(before, after) == {
+        "ticks": 10, "caller_wait_us": 70_000, "caller_wait_n": 4, "tick_lateness_us": 5_000, "tick_lateness_n": 10}
