@@ -1,5 +1,8 @@
 """Runs the selected checks against one server: concurrently, then the ones that need it alone, then the verdicts.
 
+The shared checks start longest first (`Check.seconds`): with a few at a time, the 11-second usage
+cadence started last would be the whole run's tail.
+
 Against a server of known capacity (`/live/stats` or `--expect-capacity`) no more checks run at once
 than it has slots, and no more sockets are open at once than that (`sessions.Sessions`), so a
 small server is never asked for a session it cannot have.
@@ -77,9 +80,8 @@ async def run(selected: Iterable[Check], tgt: target.Target) -> dict[int, Outcom
             give_back()
 
     async with asyncio.TaskGroup() as group:
-        for check in selected:
-            if not (check.alone or check.final):
-                group.create_task(gated(check))
+        for check in longest_first(c for c in selected if not (c.alone or c.final)):
+            group.create_task(gated(check))
     for check in selected:
         if check.alone:
             outcomes[check.number] = await alone(check)
@@ -87,6 +89,13 @@ async def run(selected: Iterable[Check], tgt: target.Target) -> dict[int, Outcom
         if check.final:
             outcomes[check.number] = await run_one(check, tgt, ledger, budget)
     return outcomes
+
+
+def longest_first(shared: Iterable[Check]) -> list[Check]:
+    """The order the gate lets checks in (asyncio's semaphore is first come, first served): the
+    longest first, so the run ends when its longest checks do, not one check-length after; ties
+    keep the checklist's order."""
+    return sorted(shared, key=lambda check: -check.seconds)
 
 
 def concurrency(tgt: target.Target) -> int:

@@ -82,6 +82,21 @@ async def test_alone_and_final_checks_run_after_the_shared_ones():
     assert {n: o.status for n, o in outcomes.items()} == {1: Status.PASS, 2: Status.PASS, 3: Status.PASS}
 
 
+async def test_shared_checks_start_longest_first_so_one_at_a_time_ends_with_the_longest():
+    started: list[int] = []
+
+    def body(number):
+        async def run(ctx):
+            started.append(number)
+        return run
+
+    selected = [Check(1, "a", body(1), seconds=2.0), Check(2, "b", body(2), seconds=11.0),
+                Check(3, "c", body(3), seconds=4.0), Check(4, "d", body(4), seconds=2.0)]
+    one_at_a_time = target.Target(target.Options(base_url="http://h:1/v1", concurrency=1), TARGET.server)
+    await runner.run(selected, one_at_a_time)
+    assert started == [2, 3, 1, 4]
+
+
 def test_report_lines_name_status_number_and_reason():
     assert line(8, "start-happy", Outcome(Status.FAIL, "model 'x'")) == "FAIL   8 start-happy  model 'x'"
     assert line(40, "sdk-clients", Outcome(Status.PASS)) == "PASS  40 sdk-clients"
