@@ -101,6 +101,14 @@ def build_pod(args: argparse.Namespace, make_engine: runner.EngineFactory | None
     return Built(pod, pod_app.create_app(pod))
 
 
+def build_checked(args: argparse.Namespace) -> Built:
+    """`build_pod` once both addresses are known to listen: every refusal `main` prints, raised
+    before anything starts (so a test can ask for it without a process)."""
+    listen.check(args.host, args.port)
+    listen.check(args.admin_host, args.admin_port, listen.ADMIN_FLAGS)
+    return build_pod(args)
+
+
 def _publisher(settings: pod_settings.PodSettings) -> heartbeat.Heartbeat | None:
     """The Redis heartbeat, when the pod belongs to a pool."""
     if settings.redis_url is None or settings.pool is None:
@@ -132,9 +140,7 @@ def main(argv: list[str]) -> int:
     for flag in ignored(args, engine_flags):
         logger.warning(f"{flag} is ignored by the {args.engine} engine", extra={"flag": flag})
     try:
-        listen.check(args.host, args.port)
-        listen.check(args.admin_host, args.admin_port, listen.ADMIN_FLAGS)
-        built = build_pod(args)
+        built = build_checked(args)
     except ValueError as exc:
         print(f"liveplex serve: {exc}", file=sys.stderr)
         return 2

@@ -93,9 +93,14 @@ def test_the_layering_probes_see_an_arrow_and_a_loop_when_there_is_one() -> None
     assert "continuity" in _package_imports()["sim_pod"]  # the reader sees real arrows
 
 
-def test_the_sim_pod_loads_no_torch() -> None:
-    probe = ("import liveplex.sim_pod, liveplex.serve, sys\n"
-             "print('\\n'.join(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))))")
+@pytest.mark.parametrize("modules, absent", [
+    (("liveplex.sim_pod", "liveplex.serve"), ("torch",)),  # the sim pod: torch is the personaplex engine's
+    # a WebRTC call's media stack (0.2 s of every start's CPU) comes with the first offer (`webrtc.route`)
+    (("liveplex.serve", "liveplex.gateway.cli"), ("aiortc", "av")),
+])
+def test_a_start_loads_only_what_it_serves(modules: tuple[str, ...], absent: tuple[str, ...]) -> None:
+    probe = (f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n"
+             f"print('\\n'.join(sorted(m for m in sys.modules if m.split('.')[0] in {absent!r})))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert loaded.stdout.split() == []
 

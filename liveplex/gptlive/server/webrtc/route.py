@@ -9,6 +9,8 @@ then the body (`offer.read`), then the `Call` answers. Errors are OpenAI HTTP er
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import time
 from typing import TYPE_CHECKING
 
@@ -21,21 +23,26 @@ from websockets.datastructures import Headers
 from liveplex.gptlive import errors, urls
 from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.server import replies
-from liveplex.gptlive.server.webrtc import ice, offer
+from liveplex.gptlive.server.webrtc import ice, offer, sideband
 
 if TYPE_CHECKING:
     from liveplex.gptlive.server.front import Front
+    from liveplex.gptlive.server.webrtc.call import Call
 
-try:
-    from liveplex.gptlive.server.webrtc import call as call_mod
-    from liveplex.gptlive.server.webrtc import sideband
-except ImportError:  # aiortc or PyAV missing: the `webrtc` extra is not installed
-    call_mod = sideband = None
+WEBRTC = all(importlib.util.find_spec(name) is not None for name in ("aiortc", "av"))
+"""Whether the `webrtc` extra is installed. The call module (aiortc, PyAV) is imported by the first
+offer, not at start: 0.2 s of CPU every pod and gateway start paid, most of them never calling."""
 
 ICE_SERVERS_PATH = "/v1/live/ice_servers"
 
 NO_WEBRTC = replies.openai_error(501, "unsupported_endpoint",
                                  "WebRTC calls need the webrtc extra on this server (pip install 'liveplex[webrtc]').")
+
+
+def _call_type() -> type[Call]:
+    from liveplex.gptlive.server.webrtc.call import Call
+
+    return Call
 
 
 async def _body(request: Request) -> bytes | None:
@@ -55,7 +62,7 @@ def add(app: FastAPI, front: Front) -> None:
         key = front.key(request.headers.getlist("authorization"))
         if key is None:
             return replies.response(replies.UNAUTHORIZED)
-        if call_mod is None:
+        if not WEBRTC:
             return replies.response(NO_WEBRTC)
         if front.sweeper is None:
             return replies.response(replies.NOT_READY)
@@ -70,7 +77,8 @@ def add(app: FastAPI, front: Front) -> None:
         except ProtocolError as error:
             return replies.response(replies.protocol_error(error))
         headers = Headers([("Authorization", value) for value in request.headers.getlist("authorization")])
-        return replies.response(await call_mod.Call(front, read, headers, key).answer())
+        call = await asyncio.to_thread(_call_type)  # once per process, off the loop other calls run on
+        return replies.response(await call(front, read, headers, key).answer())
 
     async def ice_servers(request: Request) -> Response:
         if front.key(request.headers.getlist("authorization")) is None:
@@ -88,5 +96,5 @@ def add(app: FastAPI, front: Front) -> None:
 
     app.add_api_route(urls.LIVE_PATH, create, methods=["POST"], include_in_schema=False)
     app.add_api_route(ICE_SERVERS_PATH, ice_servers, methods=["GET"], include_in_schema=False)
-    if sideband is not None:
+    if WEBRTC:
         app.router.routes.append(WebSocketRoute(sideband.ATTACH_PATH, sideband.Attach(front)))
