@@ -4,9 +4,9 @@ are the shared app's."""
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from liveplex.gateway.gateway import Gateway
 from liveplex.gateway.metrics import GatewayCollector
@@ -51,14 +51,15 @@ def create_app(gateway: Gateway) -> server_app.ByListener:
                              "pods": p.fresh, "draining": p.draining} for pool, p in pools.items()},
         })
 
-    def add_routes(app: FastAPI, admin: Starlette) -> None:
+    def add_routes(app: Starlette, admin: Starlette) -> None:
         server_app.add_admin_routes(admin, front, gateway.drain, registry)
         server_app.add_both(app, admin, "/ready", ready)
         server_app.add_both(app, admin, "/live/config", live_config)
         server_app.add_both(app, admin, "/live/stats", live_stats, guarded_by=front)
 
-        @app.get("/v1/models")
         async def models(request: Request) -> Response:
             return front.guard(request) or JSONResponse(replies.models_json(gateway.view.catalog.models()))
 
-    return server_app.create_app(front, gateway.serving, add_routes, "liveplex gateway")
+        app.add_route("/v1/models", models, methods=["GET"])
+
+    return server_app.create_app(front, gateway.serving, add_routes)

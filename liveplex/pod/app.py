@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.applications import Starlette
 from starlette.convertors import StringConvertor, register_url_convertor
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from liveplex.continuity import blob, record
 from liveplex.continuity.errors import HandoverError
@@ -52,13 +52,12 @@ def create_app(pod: Pod) -> server_app.ByListener:
             return PlainTextResponse("ready")
         return PlainTextResponse("draining" if pod.draining else "not ready", status_code=503)
 
-    def add_routes(app: FastAPI, admin: Starlette) -> None:
+    def add_routes(app: Starlette, admin: Starlette) -> None:
         server_app.add_admin_routes(admin, front, pod.drain, registry)
         server_app.add_both(app, admin, "/live/config", live_config)
         server_app.add_both(app, admin, "/live/stats", live_stats, guarded_by=front)
         server_app.add_both(app, admin, "/ready", ready)
 
-        @app.get("/v1/models")
         async def models(request: Request) -> Response:
             return front.guard(request) or JSONResponse(replies.models_json(served.models))
 
@@ -79,27 +78,29 @@ def create_app(pod: Pod) -> server_app.ByListener:
             key = pod.backend.imports.put(data, header, handover.now())
             return replies.response(handover.FULL) if key is None else handover.imported(key, header)
 
-        @app.post(EXPORT_ROUTE)
-        async def export(request: Request, session_id: str) -> Response:
+        async def export(request: Request) -> Response:
             denied = front.guard(request)
             if denied is not None:
                 return denied
             after = request.query_params.get(hop.EXPORT_AFTER, "0")
             if not after.isdigit():
                 return handover.error(400, "invalid_value", "A count of messages, 0 or more.", hop.EXPORT_AFTER)
-            got = await pod.backend.export(session_id, int(after))
+            got = await pod.backend.export(request.path_params["session_id"], int(after))
             return replies.response(got) if isinstance(got, tuple) else handover.exported(got)
 
-        @app.post(hop.IMPORT_PATH)
         async def import_(request: Request) -> Response:
             return await held(request, blob.peek)
 
-        @app.post(hop.RESUME_PATH)
         async def resume(request: Request) -> Response:
             return await held(request, record.peek)
 
-        @app.get("/v1/audio/voices")
         async def audio_voices(request: Request) -> Response:
             return front.guard(request) or JSONResponse({"voices": served.voices.names()})
 
-    return server_app.create_app(front, pod.serving, add_routes, "liveplex")
+        app.add_route("/v1/models", models, methods=["GET"])
+        app.add_route(EXPORT_ROUTE, export, methods=["POST"])
+        app.add_route(hop.IMPORT_PATH, import_, methods=["POST"])
+        app.add_route(hop.RESUME_PATH, resume, methods=["POST"])
+        app.add_route("/v1/audio/voices", audio_voices, methods=["GET"])
+
+    return server_app.create_app(front, pod.serving, add_routes)

@@ -19,8 +19,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import orjson
-from fastapi import Request
-from fastapi.responses import Response
+from starlette.requests import Request
+from starlette.responses import Response
 
 from liveplex.continuity import blob
 from liveplex.continuity.errors import HandoverError

@@ -196,6 +196,10 @@ async def test_http_routes_auth_and_refused_paths() -> None:
             gone = await http.get("/v1/live/sessions/x/attach")
             assert (gone.status_code, gone.json()["error"]["code"]) == (404, "unsupported_endpoint")
             assert (await http.get("/metrics")).status_code == 404  # the admin listener's
+            nowhere, wrong = await http.get("/no/such/path"), await http.delete("/health")
+            assert (nowhere.status_code, nowhere.json()["error"]["code"]) == (404, "not_found")
+            assert (wrong.status_code, wrong.json()["error"]["code"]) == (405, "method_not_allowed")
+            assert "GET" in wrong.headers["allow"]
             assert (await http.get(running.admin_root + "/metrics")).status_code == 503
             config = (await http.get("/live/config")).json()
             assert (config["voice"], config["max_seconds"]) == ("marin", 240.0)

@@ -1,4 +1,4 @@
-"""The FastAPI app every GPT-Live server shares: the live path, `/health`, the demo page, 404s,
+"""The Starlette app every GPT-Live server shares: the live path, `/health`, the demo page, 404s,
 and the admin listener's app.
 
 `create_app(front, ...)` builds the app around a `Front`: the one shared timer (`Sweeper`), the
@@ -21,10 +21,11 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
@@ -68,14 +69,14 @@ def add_admin_routes(admin: Starlette, front: Front, drain: Callable[[float | No
     admin.add_route("/metrics", metrics_route, methods=["GET"])
 
 
-def add_both(app: FastAPI, admin: Starlette, path: str, endpoint: Callable[[Request], Awaitable[Response]],
+def add_both(app: Starlette, admin: Starlette, path: str, endpoint: Callable[[Request], Awaitable[Response]],
              guarded_by: Front | None = None) -> None:
     """One GET route on both listeners; `guarded_by`: on the client listener it needs the API key."""
     async def guarded(request: Request) -> Response:
         assert guarded_by is not None
         return guarded_by.guard(request) or await endpoint(request)
 
-    app.add_api_route(path, endpoint if guarded_by is None else guarded, methods=["GET"])
+    app.add_route(path, endpoint if guarded_by is None else guarded, methods=["GET"])
     admin.add_route(path, endpoint, methods=["GET"])
 
 
@@ -83,7 +84,7 @@ class ByListener:
     """The ASGI app uvicorn serves: requests on the admin listener go to `admin`, the rest (and the
     lifespan) to `public`."""
 
-    def __init__(self, front: Front, public: FastAPI, admin: Starlette) -> None:
+    def __init__(self, front: Front, public: Starlette, admin: Starlette) -> None:
         self._front = front
         self.public = public
         self.admin = admin
@@ -95,14 +96,25 @@ class ByListener:
             await self.public(scope, receive, send)
 
 
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return replies.response(replies.NOT_FOUND)
+
+
+async def _not_allowed(request: Request, exc: Exception) -> Response:
+    """A known path in another method: OpenAI's error shape, with the `Allow` Starlette worked out."""
+    allow = exc.headers if isinstance(exc, HTTPException) else None
+    status, body = replies.NOT_ALLOWED
+    return Response(body, status_code=status, media_type="application/json", headers=allow)
+
+
 def create_app(front: Front, lifecycle: Callable[[], contextlib.AbstractAsyncContextManager[None]],
-               add_routes: Callable[[FastAPI, Starlette], None], title: str) -> ByListener:
+               add_routes: Callable[[Starlette, Starlette], None]) -> ByListener:
     """The client app and the admin app behind one listener switch; `add_routes(app, admin)` adds
     a server's own routes to both; `lifecycle` brackets serving (the backend's start and stop)."""
     settings = front.settings
 
     @contextlib.asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, Front]]:
+    async def lifespan(_: Starlette) -> AsyncIterator[dict[str, Front]]:
         async with lifecycle():
             front.sweeper = Sweeper(settings.sweep_ms)
             sweeping = asyncio.create_task(front.sweeper.run())
@@ -113,30 +125,29 @@ def create_app(front: Front, lifecycle: Callable[[], contextlib.AbstractAsyncCon
                 sweeping.cancel()
                 await asyncio.gather(sweeping, return_exceptions=True)
 
-    app = FastAPI(title=title, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app = Starlette(lifespan=lifespan, exception_handlers={404: _not_found, 405: _not_allowed})
     webrtc_route.add(app, front)  # before the 404s of other live paths: the create and the attach
     app.router.routes.append(WebSocketRoute(urls.LIVE_PATH, replies.Refuse(replies.NOT_NATIVE)))
     app.router.routes.append(WebSocketRoute(urls.LIVE_PATH + "/{rest:path}",
                                             replies.Refuse(replies.UNSUPPORTED)))
 
-    @app.api_route(urls.LIVE_PATH + "/{rest:path}", methods=["GET", "POST", "PUT", "DELETE"],
-                   include_in_schema=False)
-    async def unsupported(rest: str) -> Response:
+    async def unsupported(_: Request) -> Response:
         return replies.response(replies.UNSUPPORTED)
 
-    async def health(_: Request) -> PlainTextResponse:  # Starlette passes the request (FastAPI injects it)
+    async def health(_: Request) -> PlainTextResponse:
         return PlainTextResponse("ok")
 
-    app.add_api_route("/health", health, methods=["GET"])
-    admin = Starlette(routes=[Route("/health", health)])
-    add_routes(app, admin)
-
-    @app.get("/", include_in_schema=False)
-    async def demo_page() -> Response:
+    async def demo_page(_: Request) -> Response:
         page = settings.static_dir / "index.html"
         if not page.is_file():
             return replies.response(replies.NOT_FOUND)
         return FileResponse(page)
+
+    app.add_route(urls.LIVE_PATH + "/{rest:path}", unsupported, methods=["GET", "POST", "PUT", "DELETE"])
+    app.add_route("/health", health, methods=["GET"])
+    admin = Starlette(routes=[Route("/health", health)])
+    add_routes(app, admin)
+    app.add_route("/", demo_page, methods=["GET"])
 
     app.mount("/static", StaticFiles(directory=settings.static_dir, check_dir=False), name="static")
     app.router.routes.append(WebSocketRoute("/{path:path}", replies.Refuse(replies.NOT_FOUND)))

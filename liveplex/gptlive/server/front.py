@@ -12,8 +12,8 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import Request
-from fastapi.responses import Response
+from starlette.requests import Request
+from starlette.responses import Response
 from websockets.datastructures import Headers
 
 from liveplex.gptlive.server import auth, backend, replies

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import orjson
-from fastapi.responses import Response
+from starlette.responses import Response
 
 from liveplex.gptlive import events
 from liveplex.gptlive.errors import Code, ProtocolError
@@ -28,6 +28,7 @@ UNAUTHORIZED = openai_error(401, "invalid_api_key", "Missing or invalid bearer t
 UNSUPPORTED = openai_error(404, "unsupported_endpoint",
                            "This server supports only the primary socket /v1/live/sessions.")
 NOT_FOUND = openai_error(404, "not_found", "No such endpoint.")
+NOT_ALLOWED = openai_error(405, "method_not_allowed", "This endpoint does not take that method.")
 NOT_READY = openai_error(503, "server_error", "The engine is not running.")
 INTERNAL = openai_error(500, "server_error", "The server could not check this request.")
 NOT_NATIVE = openai_error(500, "server_error",

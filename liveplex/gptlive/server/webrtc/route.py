@@ -15,8 +15,9 @@ import time
 from typing import TYPE_CHECKING
 
 import orjson
-from fastapi import FastAPI, Request
-from fastapi.responses import Response
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import WebSocketRoute
 from websockets.datastructures import Headers
 
@@ -55,7 +56,7 @@ async def _body(request: Request) -> bytes | None:
     return bytes(body)
 
 
-def add(app: FastAPI, front: Front) -> None:
+def add(app: Starlette, front: Front) -> None:
     """Add the create route to a server's client app."""
 
     async def create(request: Request) -> Response:
@@ -94,7 +95,7 @@ def add(app: FastAPI, front: Front) -> None:
             "expires_at": expires_at,
         }), media_type="application/json", headers={"Cache-Control": "no-store"})
 
-    app.add_api_route(urls.LIVE_PATH, create, methods=["POST"], include_in_schema=False)
-    app.add_api_route(ICE_SERVERS_PATH, ice_servers, methods=["GET"], include_in_schema=False)
+    app.add_route(urls.LIVE_PATH, create, methods=["POST"])
+    app.add_route(ICE_SERVERS_PATH, ice_servers, methods=["GET"])
     if WEBRTC:
         app.router.routes.append(WebSocketRoute(sideband.ATTACH_PATH, sideband.Attach(front)))
