@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import socket
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
@@ -157,6 +158,21 @@ class Wire:
 
     async def send_raw(self, data: str | bytes) -> None:
         await self.ws.send(data)
+
+    async def send_together(self, *events: dict[str, object]) -> None:
+        """Send `events` corked, so they leave in one segment: a check of what the server does
+        between two events (a close still closing) must not hang on this process being scheduled
+        between the writes, which a starved machine may not do for a whole tick."""
+        sock = self.ws.transport.get_extra_info("socket")
+        cork = getattr(socket, "TCP_CORK", None)  # Linux's; elsewhere the writes go one by one
+        if cork is not None and sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, cork, 1)
+        try:
+            for event in events:
+                await self.send(event)
+        finally:
+            if cork is not None and sock is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, cork, 0)
 
     async def append(self, pcm: bytes, event_id: str | None = None) -> None:
         event: dict[str, object] = {"type": "session.input_audio.append", "audio": signals.b64(pcm)}

@@ -42,9 +42,10 @@ async def close(ctx: Context) -> str:
 async def closing_state(ctx: Context) -> None:
     async with await ctx.wire() as w:
         await w.start()
-        await w.send({"type": "session.close", "event_id": "c1"})
-        await w.append(signals.speech(80), event_id="late-append")
-        await w.send({"type": "session.input_audio.mute", "event_id": "m1"})
+        await w.send_together({"type": "session.close", "event_id": "c1"},
+                              {"type": "session.input_audio.append", "audio": signals.b64(signals.speech(80)),
+                               "event_id": "late-append"},
+                              {"type": "session.input_audio.mute", "event_id": "m1"})
         await w.expect_error("session_closing", "type", client_event_id="m1")
         await w.expect("session.closed", client_event_id="c1")
         expect(await w.ended(ctx.options.timeout_s) == 1000, "close code is not 1000")
