@@ -6,13 +6,18 @@ moves off a draining pod carry WebRTC calls as they carry sockets."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import ssl
+import subprocess
 import time
 
+import httpx
 import openai
 import pytest
 import redis
+import trustme
 import websockets
 
 from liveplex.placement import keys
@@ -198,3 +203,60 @@ def test_a_sideband_reaching_another_gateway_replica_is_relayed_to_the_one_holdi
         session_id = asyncio.run(scenario())
         platform.eventually(lambda: store.get(keys.CALL_PREFIX + session_id) is None, "the call's record to go")
         platform.eventually(lambda: p.pod_sessions() == [0], "the pod to hold no session")
+
+
+def test_a_sideband_reaching_another_replica_is_relayed_when_the_replicas_serve_tls(redis_url, tmp_path) -> None:
+    """Replicas serving TLS with one certificate, made for a name and not their addresses (as a
+    cert-manager certificate is): each records `wss://` with its address, and B relays a sideband
+    to A trusting `--peer-ca` and checking `--peer-server-name`; C, trusting only the system's CAs,
+    cannot reach A and answers 404 (its calls went with it), so the relay checks what it dials."""
+    ca = trustme.CA()
+    issued = ca.issue_cert("gateway.liveplex.test")
+    cert, key, ca_file = tmp_path / "gateway.pem", tmp_path / "gateway.key", tmp_path / "ca.pem"
+    cert.write_bytes(b"".join(blob.bytes() for blob in issued.cert_chain_pems))
+    key.write_bytes(issued.private_key_pem.bytes())
+    ca.cert_pem.write_to_path(str(ca_file))
+    client_tls = ssl.create_default_context()  # the test's clients trust the CA, dialing by address
+    ca.configure_trust(client_tls)
+    client_tls.check_hostname = False
+    serving = ("--api-key", "k", "--tls-cert", str(cert), "--tls-key", str(key))
+    peers = ("--peer-ca", str(ca_file), "--peer-server-name", "gateway.liveplex.test")
+    a_port, b_port, c_port = pods.free_port(), pods.free_port(), pods.free_port()
+
+    def replica(port: int, name: str, *flags: str) -> contextlib.AbstractContextManager[
+            tuple[pods.Running, subprocess.Popen[bytes]]]:
+        return pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL, *serving, "--port", str(port),
+                                   "--peer-url", f"wss://127.0.0.1:{port}", *flags,
+                                   log=tmp_path / f"gateway-{name}.log", command="gateway")
+
+    with platform.platform(redis_url, tmp_path, n_pods=1, gateway_flags=(
+            *serving, "--port", str(a_port), "--peer-url", f"wss://127.0.0.1:{a_port}", *peers)) as p, \
+            replica(b_port, "b", *peers) as (b, _), replica(c_port, "c") as (c, _):
+        store = redis.Redis.from_url(redis_url, decode_responses=True)
+
+        async def scenario() -> None:
+            caller = webrtc.Caller(hz=440)
+            async with openai.AsyncOpenAI(base_url=f"https://{p.gateway.address}/v1", api_key="k", max_retries=0,
+                                          http_client=httpx.AsyncClient(verify=client_tls)) as sdk:
+                created = await sdk.live.create(session=MODEL, transport={"type": "webrtc",
+                                                                          "sdp": await caller.offer()})
+            session_id = created.session.id
+            assert store.get(keys.CALL_PREFIX + session_id) == f"wss://127.0.0.1:{a_port}"
+            await caller.accept(created.transport.sdp)
+            await caller.until("session.started")
+            with pytest.raises(websockets.InvalidStatus) as unreached:
+                await websockets.connect(f"wss://{c.address}/v1/live/sessions/{session_id}/attach", ssl=client_tls,
+                                         additional_headers={"Authorization": "Bearer k"})
+            assert unreached.value.response.status_code == 404
+            async with openai.AsyncOpenAI(base_url=f"https://{b.address}/v1", api_key="k", max_retries=0) as sdk, \
+                    sdk.live.sideband.connect(session_id=session_id, max_retries=0,
+                                              websocket_connection_options={"ssl": client_tls}) as side:  # type: ignore[typeddict-unknown-key]
+                first = await side.recv()
+                assert (first.type, first.session.id) == ("session.started", session_id)
+                await _mute_then_close(side, caller)
+            closed, _ = await caller.until("session.closed")
+            assert closed["reason"] == "close_requested"
+            await caller.close()
+
+        asyncio.run(scenario())
+        assert "sideband holder unreachable" in (tmp_path / "gateway-c.log").read_text()
