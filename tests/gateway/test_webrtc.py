@@ -37,6 +37,15 @@ async def _call(base_url: str, caller: webrtc.Caller) -> str:
 
 
 
+async def _held_call(sdk: openai.AsyncOpenAI, caller: webrtc.Caller, store: redis.Redis, holder: str) -> str:
+    """A call created through `sdk`, recorded in Redis as held at `holder`, connected and started."""
+    created = await sdk.live.create(session=MODEL, transport={"type": "webrtc", "sdp": await caller.offer()})
+    assert store.get(keys.CALL_PREFIX + created.session.id) == holder
+    await caller.accept(created.transport.sdp)
+    await caller.until("session.started")
+    return created.session.id
+
+
 async def _mute_then_close(side, caller: webrtc.Caller) -> None:
     """Steer a call from its sideband: mute it (the caller hears it muted), then close it."""
     await side.send({"type": "session.input_audio.mute", "event_id": "m"})
@@ -170,12 +179,7 @@ def test_a_sideband_reaching_another_gateway_replica_is_relayed_to_the_one_holdi
         async def scenario() -> str:
             caller = webrtc.Caller(hz=440)
             async with openai.AsyncOpenAI(base_url=p.gateway.base_url, api_key="k", max_retries=0) as sdk:
-                created = await sdk.live.create(session=MODEL, transport={"type": "webrtc",
-                                                                          "sdp": await caller.offer()})
-            session_id = created.session.id
-            assert store.get(keys.CALL_PREFIX + session_id) == f"ws://127.0.0.1:{a_port}"
-            await caller.accept(created.transport.sdp)
-            await caller.until("session.started")
+                session_id = await _held_call(sdk, caller, store, f"ws://127.0.0.1:{a_port}")
             attach = "ws://{}/v1/live/sessions/{}/attach"
             for session, key, status in ((session_id, "nope", 401), ("sess_0000", "k", 404)):
                 with pytest.raises(websockets.InvalidStatus) as refused:
@@ -238,12 +242,7 @@ def test_a_sideband_reaching_another_replica_is_relayed_when_the_replicas_serve_
             caller = webrtc.Caller(hz=440)
             async with openai.AsyncOpenAI(base_url=f"https://{p.gateway.address}/v1", api_key="k", max_retries=0,
                                           http_client=httpx.AsyncClient(verify=client_tls)) as sdk:
-                created = await sdk.live.create(session=MODEL, transport={"type": "webrtc",
-                                                                          "sdp": await caller.offer()})
-            session_id = created.session.id
-            assert store.get(keys.CALL_PREFIX + session_id) == f"wss://127.0.0.1:{a_port}"
-            await caller.accept(created.transport.sdp)
-            await caller.until("session.started")
+                session_id = await _held_call(sdk, caller, store, f"wss://127.0.0.1:{a_port}")
             with pytest.raises(websockets.InvalidStatus) as unreached:
                 await websockets.connect(f"wss://{c.address}/v1/live/sessions/{session_id}/attach", ssl=client_tls,
                                          additional_headers={"Authorization": "Bearer k"})
