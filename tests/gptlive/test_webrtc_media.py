@@ -93,18 +93,29 @@ def _tone(samples: int, channels: int = 1) -> bytes:
     return np.repeat((8000 * np.sin(np.arange(samples) / 7)).astype("<i2"), channels).tobytes()
 
 
-def _decoded_packet() -> av.AudioFrame:
-    """What aiortc's Opus decoder gives: 20 ms, 48 kHz, stereo."""
+def _decoded_packet(number: int = 0) -> av.AudioFrame:
+    """What aiortc's Opus decoder gives for packet `number`: 20 ms, 48 kHz, stereo, its RTP time."""
     frame = av.AudioFrame(format="s16", layout="stereo", samples=media.WIRE_SAMPLES)
     frame.planes[0].update(_tone(media.WIRE_SAMPLES, 2))
     frame.sample_rate = media.WIRE_RATE
+    frame.time_base = media.WIRE_TIME_BASE
+    frame.pts = number * media.WIRE_SAMPLES
     return frame
 
 
 def test_every_four_caller_packets_make_one_engine_frame_at_the_fourth() -> None:
     heard = media.Heard()
-    done = [len(heard.feed(_decoded_packet())) for _ in range(12)]
+    done = [len(heard.feed(_decoded_packet(n))) for n in range(12)]
     assert done == [0, 0, 0, 1] * 3  # unaligned, swresample's delay made each frame wait for a fifth
+
+
+def test_a_lost_packet_is_silence_in_its_place_and_the_frames_after_it_keep_their_time() -> None:
+    heard = media.Heard()
+    arrived = [0, 1, 3, 4, 5, 6, 7, 8 + 50, 8 + 51]  # 2 lost; then a 1 s pause (DTX): filled
+    done = [len(heard.feed(_decoded_packet(n))) for n in arrived]
+    assert done == [0, 0, 1, 0, 0, 0, 1, 12, 1]
+    assert heard.feed(_decoded_packet(8 + 52 + 60)) == []  # 1.2 s on: a sender that started over, not filled
+    assert heard.feed(_decoded_packet(0)) == []  # nor backwards
 
 
 def test_every_engine_frame_makes_four_agent_packets_at_once() -> None:

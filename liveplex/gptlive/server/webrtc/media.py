@@ -5,9 +5,9 @@ stereo, 20 ms) to 24 kHz mono, cut into the engine's 80 ms frames (`Heard`); the
 frames to 48 kHz mono, cut into 20 ms frames and encoded here, one Opus packet each
 (`AgentTrack`: aiortc's sender only packs what it returns; handing it frames cost a Python audio
 level over every sample and a thread hop per packet, about a third of a call's CPU). aiortc's
-decoder is not told of a lost packet (no concealment): its 20 ms are missing, and the frame it
-belonged to arrives a packet late, which the engine's jitter buffer takes as it takes a socket's
-late chunk.
+decoder is not told of a lost packet (no Opus concealment): `Heard` fills the gap in the caller's
+timestamps with silence, so the frames after it keep their time; the engine's jitter buffer takes
+the caller's frames as it takes a socket's.
 """
 
 from __future__ import annotations
@@ -67,15 +67,30 @@ class Resampler:
         return out
 
 
+MAX_FILL_S = 1.0
+"""A gap in the caller's RTP timestamps up to this long (packets lost, or a sender pausing in
+silence: Opus DTX) is filled with silence; a longer one, or one backwards, is a sender that
+started over."""
+
+
 class Heard:
-    """The caller's decoded RTP audio -> whole engine frames (80 ms of 24 kHz s16le)."""
+    """The caller's decoded RTP audio -> whole engine frames (80 ms of 24 kHz s16le), on the
+    caller's timeline: a gap in its timestamps is filled with silence, so the frames after a lost
+    packet are not a packet late (aiortc's decoder is not told of the loss: no Opus concealment)."""
 
     def __init__(self) -> None:
         self._resampler = Resampler(frames.SAMPLE_RATE)
         self._pending = bytearray()
+        self._next_s: fractions.Fraction | None = None
+        """Where the next packet should start on the caller's timeline (its RTP timestamp)."""
 
     def feed(self, frame: av.AudioFrame) -> list[bytes]:
         """The engine frames completed by `frame` (none, usually one in four)."""
+        if frame.pts is not None and frame.time_base is not None:
+            at = frame.pts * frame.time_base
+            if self._next_s is not None and 0 < at - self._next_s <= MAX_FILL_S:
+                self._pending += bytes(int((at - self._next_s) * frames.SAMPLE_RATE) * 2)
+            self._next_s = at + fractions.Fraction(frame.samples, frame.sample_rate)
         self._pending += self._resampler.pcm(frame)
         done: list[bytes] = []
         size = frames.FRAME_BYTES
