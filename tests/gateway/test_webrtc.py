@@ -213,7 +213,8 @@ def test_a_sideband_reaching_another_replica_is_relayed_when_the_replicas_serve_
     """Replicas serving TLS with one certificate, made for a name and not their addresses (as a
     cert-manager certificate is): each records `wss://` with its address, and B relays a sideband
     to A trusting `--peer-ca` and checking `--peer-server-name`; C, trusting only the system's CAs,
-    cannot reach A and answers 404 (its calls went with it), so the relay checks what it dials."""
+    cannot reach A and answers 404 (its calls went with it), so the relay checks what it dials; D,
+    serving plain (a rollout turning TLS on), has no TLS to reach A with and answers 404 too."""
     ca = trustme.CA()
     issued = ca.issue_cert("gateway.liveplex.test")
     cert, key, ca_file = tmp_path / "gateway.pem", tmp_path / "gateway.key", tmp_path / "ca.pem"
@@ -225,7 +226,7 @@ def test_a_sideband_reaching_another_replica_is_relayed_when_the_replicas_serve_
     client_tls.check_hostname = False
     serving = ("--api-key", "k", "--tls-cert", str(cert), "--tls-key", str(key))
     peers = ("--peer-ca", str(ca_file), "--peer-server-name", "gateway.liveplex.test")
-    a_port, b_port, c_port = pods.free_port(), pods.free_port(), pods.free_port()
+    a_port, b_port, c_port, d_port = pods.free_port(), pods.free_port(), pods.free_port(), pods.free_port()
 
     def replica(port: int, name: str, *flags: str) -> contextlib.AbstractContextManager[
             tuple[pods.Running, subprocess.Popen[bytes]]]:
@@ -235,7 +236,10 @@ def test_a_sideband_reaching_another_replica_is_relayed_when_the_replicas_serve_
 
     with platform.platform(redis_url, tmp_path, n_pods=1, gateway_flags=(
             *serving, "--port", str(a_port), "--peer-url", f"wss://127.0.0.1:{a_port}", *peers)) as p, \
-            replica(b_port, "b", *peers) as (b, _), replica(c_port, "c") as (c, _):
+            replica(b_port, "b", *peers) as (b, _), replica(c_port, "c") as (c, _), \
+            pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL, "--api-key", "k", "--port",
+                                str(d_port), "--peer-url", f"ws://127.0.0.1:{d_port}", log=tmp_path / "gateway-d.log",
+                                command="gateway") as (d, _):
         store = redis.Redis.from_url(redis_url, decode_responses=True)
 
         async def scenario() -> None:
@@ -243,10 +247,11 @@ def test_a_sideband_reaching_another_replica_is_relayed_when_the_replicas_serve_
             async with openai.AsyncOpenAI(base_url=f"https://{p.gateway.address}/v1", api_key="k", max_retries=0,
                                           http_client=httpx.AsyncClient(verify=client_tls)) as sdk:
                 session_id = await _held_call(sdk, caller, store, f"wss://127.0.0.1:{a_port}")
-            with pytest.raises(websockets.InvalidStatus) as unreached:
-                await websockets.connect(f"wss://{c.address}/v1/live/sessions/{session_id}/attach", ssl=client_tls,
-                                         additional_headers={"Authorization": "Bearer k"})
-            assert unreached.value.response.status_code == 404
+            for attach, secure in ((f"wss://{c.address}", client_tls), (f"ws://{d.address}", None)):
+                with pytest.raises(websockets.InvalidStatus) as unreached:
+                    await websockets.connect(f"{attach}/v1/live/sessions/{session_id}/attach", ssl=secure,
+                                             additional_headers={"Authorization": "Bearer k"})
+                assert unreached.value.response.status_code == 404
             async with openai.AsyncOpenAI(base_url=f"https://{b.address}/v1", api_key="k", max_retries=0) as sdk, \
                     sdk.live.sideband.connect(session_id=session_id, max_retries=0,
                                               websocket_connection_options={"ssl": client_tls}) as side:  # type: ignore[typeddict-unknown-key]
@@ -259,3 +264,4 @@ def test_a_sideband_reaching_another_replica_is_relayed_when_the_replicas_serve_
 
         asyncio.run(scenario())
         assert "sideband holder unreachable" in (tmp_path / "gateway-c.log").read_text()
+        assert "sideband holder serves TLS, this replica has no peer TLS" in (tmp_path / "gateway-d.log").read_text()

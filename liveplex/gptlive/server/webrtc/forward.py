@@ -65,7 +65,10 @@ async def relay(ws: WebSocket, send: replies.Send, scope: replies.Message, targe
     context: ssl.SSLContext | None = None
     name: str | None = None
     if target.startswith("wss:"):
-        tls = tls or Tls.trusting(None)  # a holder serving TLS while this replica does not: the system's CAs
+        if tls is None:  # a holder serving TLS, this replica plain (a rollout turning TLS on)
+            logger.warning("sideband holder serves TLS, this replica has no peer TLS", extra={"target": target})
+            await replies.deny(scope, send, not_found)
+            return
         context, name = tls.context, tls.server_name or parse_uri(target).host
     try:
         upstream = await connect(target, additional_headers=headers, open_timeout=CONNECT_TIMEOUT_S,
