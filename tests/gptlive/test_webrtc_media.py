@@ -40,16 +40,12 @@ def test_each_audio_packet_is_decoded_as_it_arrives_where_aiortc_holds_four_behi
 
 
 def test_a_gap_is_not_waited_for_and_a_packet_older_than_one_decoded_is_dropped() -> None:
-    buffer = receive.Prompt()
-    assert _decoded(buffer, [1, 2, 4, 3, 5, 5, 6]) == [1, 2, 4, None, 5, None, 6]
-    assert buffer.dropped == 2
+    assert _decoded(receive.Prompt(), [1, 2, 4, 3, 5, 5, 6]) == [1, 2, 4, None, 5, None, 6]
 
 
 def test_sequence_numbers_wrap_and_a_sender_that_starts_over_is_followed() -> None:
     assert _decoded(receive.Prompt(), [65534, 65535, 65536, 65537]) == [65534, 65535, 65536, 65537]
-    buffer = receive.Prompt()
-    assert _decoded(buffer, [5000, 5001, 5002 - receive.RESTART_PACKETS, 7, 8]) == [5000, 5001, None, 7, 8]
-    assert buffer.dropped == 1
+    assert _decoded(receive.Prompt(), [5000, 5001, 5002 - receive.RESTART_PACKETS, 7, 8]) == [5000, 5001, None, 7, 8]
 
 
 async def test_install_replaces_each_audio_receivers_buffer() -> None:

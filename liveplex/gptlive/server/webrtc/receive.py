@@ -43,14 +43,11 @@ class Prompt:
     def __init__(self) -> None:
         self._next: int | None = None
         """The sequence number after the last one decoded."""
-        self.dropped = 0
-        """Packets that came after a later one was decoded (reordered or duplicated)."""
 
     def add(self, packet: RtpPacket) -> tuple[bool, JitterFrame | None]:
         seq = packet.sequence_number
         behind = 0 if self._next is None else (self._next - seq) % _SEQ  # ahead of next: near 2**16
-        if 0 < behind <= RESTART_PACKETS:
-            self.dropped += 1
+        if 0 < behind <= RESTART_PACKETS:  # reordered or duplicated: its moment passed
             return False, None
         self._next = (seq + 1) % _SEQ
         # An Opus (or G.711) payload is what the decoder takes: aiortc's depayload is the identity.
