@@ -15,7 +15,7 @@ off by a random part of a tick (`TICK_S`). A phase is clean when every
 caller heard its echo and no caller's longest silence passed `CLEAN_GAP_S`. Compare phases of
 one run, not runs on different machines. JSON on stdout.
 
-    .venv/bin/python scripts/bench_webrtc.py [--calls 4] [--seconds 15] [--ramp 2,4,8]
+    .venv/bin/python scripts/bench_webrtc.py [--calls 4] [--seconds 15] [--ramp 2,4,8] [--gateway-cpus 0]
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import os
 import random
 import socket
 import statistics
@@ -81,23 +82,32 @@ def _ready(url: str, timeout_s: float = 60.0) -> None:
 
 
 @contextlib.contextmanager
-def platform(work: Path) -> Iterator[tuple[str, int]]:
-    """redis, a sim pod and a gateway; yields the gateway's base URL and pid."""
+def platform(work: Path, gateway_cpus: set[int] | None = None) -> Iterator[tuple[str, int]]:
+    """redis, a sim pod and a gateway (on `gateway_cpus` alone when given, and the rest off
+    them); yields the gateway's base URL and pid."""
     procs: list[subprocess.Popen[bytes]] = []
+    on_gateway_cpus: list[str] = []
+    off_gateway_cpus: list[str] = []
+    if gateway_cpus:  # every thread of a process started under taskset, the callers' from here on
+        others = os.sched_getaffinity(0) - gateway_cpus
+        on_gateway_cpus = ["taskset", "-c", ",".join(map(str, sorted(gateway_cpus)))]
+        off_gateway_cpus = ["taskset", "-c", ",".join(map(str, sorted(others)))]
+        os.sched_setaffinity(0, others)
     try:
         redis_port = _free_port()
-        procs.append(subprocess.Popen(["redis-server", "--port", str(redis_port), "--save", "", "--appendonly", "no"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(subprocess.Popen([*off_gateway_cpus, "redis-server", "--port", str(redis_port), "--save", "",
+                                       "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         env_redis = ["--redis-url", f"redis://127.0.0.1:{redis_port}/0", "--pool", "bench/pool"]
         pod_admin, gw_port, gw_admin = _free_port(), _free_port(), _free_port()
         with open(work / "pod.log", "wb") as log:
-            procs.append(subprocess.Popen([sys.executable, "-m", "liveplex.cli", "serve", "--engine", "sim",
-                                           *env_redis, "--pod-name", "pod-a", "--port", str(_free_port()),
-                                           "--admin-port", str(pod_admin), "--max-sessions", "200"],
+            procs.append(subprocess.Popen([*off_gateway_cpus, sys.executable, "-m", "liveplex.cli", "serve",
+                                           "--engine", "sim", *env_redis, "--pod-name", "pod-a",
+                                           "--port", str(_free_port()), "--admin-port", str(pod_admin),
+                                           "--max-sessions", "200"],
                                           stdout=log, stderr=log))
         _ready(f"http://127.0.0.1:{pod_admin}/ready")
         with open(work / "gateway.log", "wb") as log:
-            gateway = subprocess.Popen([sys.executable, "-m", "liveplex.cli", "gateway", *env_redis,
+            gateway = subprocess.Popen([*on_gateway_cpus, sys.executable, "-m", "liveplex.cli", "gateway", *env_redis,
                                         "--port", str(gw_port), "--admin-port", str(gw_admin)],
                                        stdout=log, stderr=log)
         procs.append(gateway)
@@ -228,6 +238,15 @@ async def phase(kind: str, base_url: str, gateway: Target, calls: int, seconds: 
     }
 
 
+def _cpus(text: str) -> set[int]:
+    cpus = {int(part) for part in text.split(",") if part.strip().isdigit()}
+    if not cpus or not cpus < os.sched_getaffinity(0):
+        raise argparse.ArgumentTypeError(
+            f"--gateway-cpus must be some (not all) of this process's CPUs {sorted(os.sched_getaffinity(0))}, "
+            f"got {text!r}")
+    return cpus
+
+
 def _counts(text: str) -> list[int]:
     counts = [int(part) for part in text.split(",") if part]
     if not counts or min(counts) <= 0:
@@ -241,11 +260,15 @@ async def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0, help="each call's length (default: %(default)s)")
     parser.add_argument("--ramp", type=_counts, default=[], metavar="N,N,...",
                         help="WebRTC call counts of the load test (default: none)")
+    parser.add_argument("--gateway-cpus", type=_cpus, default=None, metavar="N,N,...",
+                        help="pin the gateway to these CPUs and everything else (pod, redis, callers) to the "
+                             "others (default: no pinning)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as work, platform(Path(work)) as (base_url, pid):
+    with tempfile.TemporaryDirectory() as work, platform(Path(work), args.gateway_cpus) as (base_url, pid):
         gateway = Target("gateway", base_url, pid)
         report: dict[str, Any] = {
             "calls": args.calls, "seconds": args.seconds,
+            "gateway_cpus": sorted(args.gateway_cpus) if args.gateway_cpus else None,
             "websocket": await phase("websocket", base_url, gateway, args.calls, args.seconds),
             "webrtc": await phase("webrtc", base_url, gateway, args.calls, args.seconds)}
         ramp = [await phase("webrtc", base_url, gateway, n, args.seconds) for n in args.ramp]

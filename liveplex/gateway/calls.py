@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from liveplex.gptlive.server.tls import Tls
 from liveplex.placement import PlacementClient
 from liveplex.placement.errors import PlacementError
 
@@ -24,9 +25,10 @@ HOLD_TTL_S = 86_400
 class CallHolders:
     """`forward.Holders` over the placement Redis."""
 
-    def __init__(self, client: PlacementClient, url: str) -> None:
+    def __init__(self, client: PlacementClient, url: str, tls: Tls | None = None) -> None:
         self._client = client
         self.url = url
+        self.tls = tls
         self._forgetting: set[asyncio.Task[None]] = set()
 
     async def hold(self, session_id: str) -> None:

@@ -55,7 +55,8 @@ class Gateway:
         self._watchdog = Watchdog(settings.upstream_silence_ms * 1_000_000)
         self.front = Front(server, self.backend)
         if settings.peer_url is not None:
-            self.front.holders = CallHolders(self.client, settings.peer_url)
+            peers = settings.peer_tls(server.tls_cert is not None)
+            self.front.holders = CallHolders(self.client, settings.peer_url, peers)
         self.drain = Drain(self.front, lambda: self.backend.sessions, settings.drain_deadline_s,
                            self._announce_drain)
         """`gateway.drain(deadline_s)`: the same drain as a pod's (`server.drain`)."""

@@ -27,6 +27,7 @@ import httpx
 from liveplex.gateway import upstream
 from liveplex.gateway.settings import GatewaySettings
 from liveplex.gptlive.server import hop
+from liveplex.gptlive.server.tls import Tls
 from liveplex.placement import Placed
 
 logger = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ class PodLink:
     pod's answer to a start, and each handover request."""
 
     def __init__(self, connect_timeout_s: float, start_timeout_s: float, pod_key: str | None = None,
-                 tls: upstream.Tls | None = None) -> None:
+                 tls: Tls | None = None) -> None:
         self.connect_timeout_s = connect_timeout_s
         self.start_timeout_s = start_timeout_s
         self.headers: Mapping[str, str] = {} if pod_key is None else {"Authorization": f"Bearer {pod_key}"}
@@ -65,7 +66,7 @@ class PodLink:
     @classmethod
     def of(cls, settings: GatewaySettings, start_timeout_s: float) -> PodLink:
         tls = (None if settings.upstream_ca is None
-               else upstream.Tls.trusting(settings.upstream_ca, settings.upstream_server_name))
+               else Tls.trusting(settings.upstream_ca, settings.upstream_server_name))
         return cls(settings.connect_timeout_ms / 1000, start_timeout_s, settings.pod_key, tls)
 
     async def open(self, placed: Placed, session_id: str, pool: str, start: str,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from liveplex.flags import default_of
 from liveplex.gptlive.server import auth
+from liveplex.gptlive.server.tls import Tls
 from liveplex.placement import keys, timing, url
 
 
@@ -54,9 +55,26 @@ class GatewaySettings:
     upstream_server_name: str | None = None
     """The name the pods' certificates carry (one certificate for all pods); None: each pod's IP."""
     peer_url: str | None = None
-    """Where the other replicas reach this gateway's client port (`ws://POD_IP:PORT`): the WebRTC
-    calls it holds are recorded in Redis with it, and a sideband attach for one of them arriving
-    at another replica is relayed here (`gateway.calls`); None: one replica, nothing recorded."""
+    """Where the other replicas reach this gateway's client port (`ws://POD_IP:PORT`, or
+    `wss://` when it serves TLS): the WebRTC calls it holds are recorded in Redis with it, and a
+    sideband attach for one of them arriving at another replica is relayed here
+    (`gateway.calls`); None: one replica, nothing recorded."""
+    peer_ca: Path | None = None
+    """The CA bundle the replicas' serving certificate chains to, trusted when relaying to a
+    `wss://` peer URL; None: the system's CAs."""
+    peer_server_name: str | None = None
+    """The name the replicas' certificate carries, checked when relaying to a `wss://` peer URL
+    (they are dialed by IP); None: the peer URL's host."""
+
+    def peer_tls(self, serves_tls: bool) -> Tls | None:
+        """How this replica dials the others, which serve as it does (`wss://` when it serves TLS:
+        `--tls-cert`); raises ValueError naming `--peer-url` when its scheme says otherwise."""
+        if self.peer_url is None:
+            return None
+        if self.peer_url.startswith("wss://") != serves_tls:
+            raise ValueError(f"--peer-url must be {'wss' if serves_tls else 'ws'}:// (this gateway serves "
+                             f"{'TLS' if serves_tls else 'plain WebSockets'}), got {self.peer_url!r}")
+        return Tls.trusting(self.peer_ca, self.peer_server_name) if serves_tls else None
 
 
 POD_KEY_ENV = "LIVEPLEX_POD_KEY"
@@ -113,6 +131,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--peer-url", default=None, metavar="URL",
                    help="ws:// or wss:// URL at which the other gateway replicas reach this one's client port: a "
                         "sideband attach for a WebRTC call held here is relayed here (default: none, one replica)")
+    g.add_argument("--peer-ca", type=Path, default=None, metavar="FILE",
+                   help="with a wss:// --peer-url: the PEM CA bundle the replicas' certificate chains to "
+                        "(default: the system's CAs)")
+    g.add_argument("--peer-server-name", default=None, metavar="NAME",
+                   help="with a wss:// --peer-url: the name the replicas' certificate carries, checked "
+                        "instead of their address (default: the --peer-url's host)")
     g.add_argument("--moves-at-once", type=int, default=default_of(d, "moves_at_once"),
                    help="sessions moved off draining pods at the same time (default: %(default)s)")
 
@@ -142,11 +166,15 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         raise ValueError("--upstream-server-name needs --upstream-ca")
     if args.peer_url is not None and not args.peer_url.startswith(("ws://", "wss://")):
         raise ValueError(f"--peer-url must be a ws:// or wss:// URL, got {args.peer_url!r}")
-    if args.upstream_ca is not None:
-        try:
-            ssl.create_default_context(cafile=str(args.upstream_ca))
-        except (OSError, ssl.SSLError) as exc:
-            raise ValueError(f"--upstream-ca: cannot load {args.upstream_ca}: {exc}") from None
+    for flag, value in (("--peer-ca", args.peer_ca), ("--peer-server-name", args.peer_server_name)):
+        if value is not None and (args.peer_url is None or not args.peer_url.startswith("wss://")):
+            raise ValueError(f"{flag} needs a wss:// --peer-url")
+    for flag, ca in (("--upstream-ca", args.upstream_ca), ("--peer-ca", args.peer_ca)):
+        if ca is not None:
+            try:
+                Tls.trusting(ca)
+            except (OSError, ssl.SSLError) as exc:
+                raise ValueError(f"{flag}: cannot load {ca}: {exc}") from None
     return GatewaySettings(
         redis_url=redis_url, default_pool=args.pool, fail_open=not args.fail_closed,
         connect_timeout_ms=args.connect_timeout_ms, upstream_silence_ms=args.upstream_silence_ms,
@@ -154,4 +182,5 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         drain_deadline_s=args.drain_deadline_s, moves_at_once=args.moves_at_once,
         pod_key=load_pod_key(args.pod_key_file, environ),
         upstream_ca=args.upstream_ca, upstream_server_name=args.upstream_server_name, peer_url=args.peer_url,
+        peer_ca=args.peer_ca, peer_server_name=args.peer_server_name,
     )

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import ssl
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
 
 from websockets.client import ClientProtocol
 from websockets.exceptions import PayloadTooBig
@@ -29,6 +26,7 @@ from websockets.protocol import State
 from websockets.uri import parse_uri
 
 from liveplex.gptlive import events, urls
+from liveplex.gptlive.server.tls import Tls
 
 CLOSE_TIMEOUT_S = 1.0
 """After our close frame, how long the pod gets to answer before the transport is aborted."""
@@ -173,20 +171,6 @@ class Upstream(asyncio.Protocol):
                 transport.write_eof()
         if self._conn.close_expected() and not transport.is_closing():
             asyncio.get_running_loop().call_later(CLOSE_TIMEOUT_S, transport.abort)
-
-
-@dataclass(frozen=True, slots=True)
-class Tls:
-    """How the gateway dials pods that serve TLS (`--upstream-ca`): their CA, and the name their
-    certificates carry (None: the pod's address, as an IP SAN, since pods are dialed by IP)."""
-
-    context: ssl.SSLContext
-    server_name: str | None = None
-
-    @classmethod
-    def trusting(cls, ca: Path, server_name: str | None = None) -> Tls:
-        """Raises OSError or ssl.SSLError when `ca` is no readable PEM bundle."""
-        return cls(ssl.create_default_context(cafile=str(ca)), server_name)
 
 
 async def connect(addr: str, headers: Mapping[str, str], timeout_s: float, tls: Tls | None = None) -> Upstream:

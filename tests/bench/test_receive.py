@@ -7,6 +7,7 @@ from __future__ import annotations
 from aiortc import RTCPeerConnection, RTCSessionDescription
 
 from liveplex.bench import receive
+from liveplex.gptlive.server.webrtc import receive as rtc_receive
 from tests.support import webrtc
 
 
@@ -16,9 +17,9 @@ async def test_a_bench_callers_audio_receiver_holds_no_packet_behind_the_next() 
     try:
         await answerer.setRemoteDescription(RTCSessionDescription(await caller.offer(), "offer"))
         [receiver] = [t.receiver for t in answerer.getTransceivers() if t.kind == "audio"]
-        assert getattr(receiver, receive.JITTER_BUFFER)._prefetch == 4  # aiortc's own
+        assert getattr(receiver, rtc_receive.RECEIVER_BUFFER)._prefetch == 4  # aiortc's own
         receive.tune_receiver(answerer)
-        assert getattr(receiver, receive.JITTER_BUFFER)._prefetch == receive.RECEIVE_PREFETCH == 0
+        assert getattr(receiver, rtc_receive.RECEIVER_BUFFER)._prefetch == receive.RECEIVE_PREFETCH == 0
     finally:
         await answerer.close()
         await caller.close()

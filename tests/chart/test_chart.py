@@ -444,6 +444,12 @@ def test_turn_gives_webrtc_calls_one_udp_service_and_the_gateways_relayed_candid
     assert parsed.peer_url == "ws://10.0.0.7:8080"  # a sideband reaching another replica is relayed here
     tls = one(render.render(MATRIX["public tls"]), "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]
     assert gateway_cli.build_parser().parse_args(_args(tls["containers"][0])[1:]).peer_url is None
+    for peer_ca, ca in ((False, None), (True, "/etc/liveplex/tls/ca.crt")):  # a name the certificate carries
+        values = {"existingSecret": "gateway-tls", "serverName": "live.example.com", "peerCa": peer_ca}
+        named = one(render.render({"gateway": {"tls": values}}), "Deployment", f"{FULL}-gateway")
+        parsed = gateway_cli.build_parser().parse_args(_args(named["spec"]["template"]["spec"]["containers"][0])[1:])
+        assert (parsed.peer_url, parsed.peer_server_name) == ("wss://10.0.0.7:8080", "live.example.com")
+        assert (None if parsed.peer_ca is None else str(parsed.peer_ca)) == ca
 
 
 def test_turn_over_tls_on_443_with_a_certificate_from_a_secret() -> None:

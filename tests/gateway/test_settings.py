@@ -57,3 +57,23 @@ def test_upstream_tls_flags_are_checked_once(tmp_path: Path) -> None:
     (tmp_path / "junk.pem").write_text("not a certificate")
     with pytest.raises(ValueError, match="--upstream-ca: cannot load"):
         parse("--upstream-ca", str(tmp_path / "junk.pem"))
+
+
+def test_peer_tls_flags_go_with_a_wss_peer_url_on_a_gateway_serving_tls(tmp_path: Path) -> None:
+    bundle = tmp_path / "ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(bundle))
+    s = parse("--peer-url", "wss://10.0.0.7:8000", "--peer-ca", str(bundle), "--peer-server-name", "gw.example")
+    tls = s.peer_tls(serves_tls=True)
+    assert tls is not None and tls.server_name == "gw.example"
+    with pytest.raises(ValueError, match=r"--peer-url must be ws:// \(this gateway serves plain"):
+        s.peer_tls(serves_tls=False)
+    plain = parse("--peer-url", "ws://10.0.0.7:8000")
+    assert plain.peer_tls(serves_tls=False) is None and parse().peer_tls(serves_tls=True) is None
+    with pytest.raises(ValueError, match=r"--peer-url must be wss:// \(this gateway serves TLS"):
+        plain.peer_tls(serves_tls=True)
+    for flag, value in (("--peer-ca", str(bundle)), ("--peer-server-name", "gw.example")):
+        with pytest.raises(ValueError, match=f"{flag} needs a wss:// --peer-url"):
+            parse("--peer-url", "ws://10.0.0.7:8000", flag, value)
+    (tmp_path / "junk.pem").write_text("not a certificate")
+    with pytest.raises(ValueError, match="--peer-ca: cannot load"):
+        parse("--peer-url", "wss://10.0.0.7:8000", "--peer-ca", str(tmp_path / "junk.pem"))

@@ -6,13 +6,18 @@ moves off a draining pod carry WebRTC calls as they carry sockets."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import ssl
+import subprocess
 import time
 
+import httpx
 import openai
 import pytest
 import redis
+import trustme
 import websockets
 
 from liveplex.placement import keys
@@ -30,6 +35,15 @@ async def _call(base_url: str, caller: webrtc.Caller) -> str:
     await caller.accept(created.transport.sdp)
     return created.session.id
 
+
+
+async def _held_call(sdk: openai.AsyncOpenAI, caller: webrtc.Caller, store: redis.Redis, holder: str) -> str:
+    """A call created through `sdk`, recorded in Redis as held at `holder`, connected and started."""
+    created = await sdk.live.create(session=MODEL, transport={"type": "webrtc", "sdp": await caller.offer()})
+    assert store.get(keys.CALL_PREFIX + created.session.id) == holder
+    await caller.accept(created.transport.sdp)
+    await caller.until("session.started")
+    return created.session.id
 
 
 async def _mute_then_close(side, caller: webrtc.Caller) -> None:
@@ -165,12 +179,7 @@ def test_a_sideband_reaching_another_gateway_replica_is_relayed_to_the_one_holdi
         async def scenario() -> str:
             caller = webrtc.Caller(hz=440)
             async with openai.AsyncOpenAI(base_url=p.gateway.base_url, api_key="k", max_retries=0) as sdk:
-                created = await sdk.live.create(session=MODEL, transport={"type": "webrtc",
-                                                                          "sdp": await caller.offer()})
-            session_id = created.session.id
-            assert store.get(keys.CALL_PREFIX + session_id) == f"ws://127.0.0.1:{a_port}"
-            await caller.accept(created.transport.sdp)
-            await caller.until("session.started")
+                session_id = await _held_call(sdk, caller, store, f"ws://127.0.0.1:{a_port}")
             attach = "ws://{}/v1/live/sessions/{}/attach"
             for session, key, status in ((session_id, "nope", 401), ("sess_0000", "k", 404)):
                 with pytest.raises(websockets.InvalidStatus) as refused:
@@ -198,3 +207,61 @@ def test_a_sideband_reaching_another_gateway_replica_is_relayed_to_the_one_holdi
         session_id = asyncio.run(scenario())
         platform.eventually(lambda: store.get(keys.CALL_PREFIX + session_id) is None, "the call's record to go")
         platform.eventually(lambda: p.pod_sessions() == [0], "the pod to hold no session")
+
+
+def test_a_sideband_reaching_another_replica_is_relayed_when_the_replicas_serve_tls(redis_url, tmp_path) -> None:
+    """Replicas serving TLS with one certificate, made for a name and not their addresses (as a
+    cert-manager certificate is): each records `wss://` with its address, and B relays a sideband
+    to A trusting `--peer-ca` and checking `--peer-server-name`; C, trusting only the system's CAs,
+    cannot reach A and answers 404 (its calls went with it), so the relay checks what it dials; D,
+    serving plain (a rollout turning TLS on), has no TLS to reach A with and answers 404 too."""
+    ca = trustme.CA()
+    issued = ca.issue_cert("gateway.liveplex.test")
+    cert, key, ca_file = tmp_path / "gateway.pem", tmp_path / "gateway.key", tmp_path / "ca.pem"
+    cert.write_bytes(b"".join(blob.bytes() for blob in issued.cert_chain_pems))
+    key.write_bytes(issued.private_key_pem.bytes())
+    ca.cert_pem.write_to_path(str(ca_file))
+    client_tls = ssl.create_default_context()  # the test's clients trust the CA, dialing by address
+    ca.configure_trust(client_tls)
+    client_tls.check_hostname = False
+    serving = ("--api-key", "k", "--tls-cert", str(cert), "--tls-key", str(key))
+    peers = ("--peer-ca", str(ca_file), "--peer-server-name", "gateway.liveplex.test")
+    a_port, b_port, c_port, d_port = pods.free_port(), pods.free_port(), pods.free_port(), pods.free_port()
+
+    def replica(port: int, name: str, *flags: str) -> contextlib.AbstractContextManager[
+            tuple[pods.Running, subprocess.Popen[bytes]]]:
+        return pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL, *serving, "--port", str(port),
+                                   "--peer-url", f"wss://127.0.0.1:{port}", *flags,
+                                   log=tmp_path / f"gateway-{name}.log", command="gateway")
+
+    with platform.platform(redis_url, tmp_path, n_pods=1, gateway_flags=(
+            *serving, "--port", str(a_port), "--peer-url", f"wss://127.0.0.1:{a_port}", *peers)) as p, \
+            replica(b_port, "b", *peers) as (b, _), replica(c_port, "c") as (c, _), \
+            pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL, "--api-key", "k", "--port",
+                                str(d_port), "--peer-url", f"ws://127.0.0.1:{d_port}", log=tmp_path / "gateway-d.log",
+                                command="gateway") as (d, _):
+        store = redis.Redis.from_url(redis_url, decode_responses=True)
+
+        async def scenario() -> None:
+            caller = webrtc.Caller(hz=440)
+            async with openai.AsyncOpenAI(base_url=f"https://{p.gateway.address}/v1", api_key="k", max_retries=0,
+                                          http_client=httpx.AsyncClient(verify=client_tls)) as sdk:
+                session_id = await _held_call(sdk, caller, store, f"wss://127.0.0.1:{a_port}")
+            for attach, secure in ((f"wss://{c.address}", client_tls), (f"ws://{d.address}", None)):
+                with pytest.raises(websockets.InvalidStatus) as unreached:
+                    await websockets.connect(f"{attach}/v1/live/sessions/{session_id}/attach", ssl=secure,
+                                             additional_headers={"Authorization": "Bearer k"})
+                assert unreached.value.response.status_code == 404
+            async with openai.AsyncOpenAI(base_url=f"https://{b.address}/v1", api_key="k", max_retries=0) as sdk, \
+                    sdk.live.sideband.connect(session_id=session_id, max_retries=0,
+                                              websocket_connection_options={"ssl": client_tls}) as side:  # type: ignore[typeddict-unknown-key]
+                first = await side.recv()
+                assert (first.type, first.session.id) == ("session.started", session_id)
+                await _mute_then_close(side, caller)
+            closed, _ = await caller.until("session.closed")
+            assert closed["reason"] == "close_requested"
+            await caller.close()
+
+        asyncio.run(scenario())
+        assert "sideband holder unreachable" in (tmp_path / "gateway-c.log").read_text()
+        assert "sideband holder serves TLS, this replica has no peer TLS" in (tmp_path / "gateway-d.log").read_text()

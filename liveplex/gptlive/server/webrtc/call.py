@@ -7,9 +7,10 @@ starts the session, then `passthrough.Passthrough`), stepped synchronously; only
 
 - the start is the POST's `session.start`, read before the answer is sent; the POST waits for it
   to be taken (`answered`) and answers the SDP, or the refusal as an HTTP error body;
-- the caller's audio arrives as RTP, is decoded and resampled once (`media.Heard`) and enters the
-  machine as `Connection.media` (muting and the session state as for a chunk); on a relayed
-  session it is forwarded as the `session.input_audio.append` a socket would have sent;
+- the caller's audio arrives as RTP, is decoded as it arrives (`receive.Prompt`), resampled once
+  (`media.Heard`) and enters the machine as `Connection.media` (muting and the session state as
+  for a chunk); on a relayed session it is forwarded as the `session.input_audio.append` a
+  socket would have sent;
 - the agent's audio deltas are decoded and played on the call's track (`media.AgentTrack`),
   every other event goes to the `oai-events` data channel (when `offer.Policy` lets it), held in
   order until the channel opens, `session.started` first;
@@ -44,7 +45,7 @@ from websockets.datastructures import Headers
 from liveplex.gptlive import connection, errors, events
 from liveplex.gptlive.server import backend, passthrough, replies
 from liveplex.gptlive.server.peer import PeerCore
-from liveplex.gptlive.server.webrtc import channel, ice, media
+from liveplex.gptlive.server.webrtc import channel, ice, media, receive
 from liveplex.gptlive.server.webrtc.offer import Offer, Policy
 from liveplex.gptlive.server.webrtc.sideband import Sideband
 
@@ -128,6 +129,7 @@ class Call(PeerCore):
         self._pc.on("connectionstatechange", self._state_changed)
         try:
             await self._pc.setRemoteDescription(RTCSessionDescription(self._offer.sdp, "offer"))
+            receive.install(self._pc, receive.Prompt)
             self._pc.addTrack(self._agent)
             await self._pc.setLocalDescription(await self._pc.createAnswer())
         except Exception as exc:  # aiortc raises what its parser met: ValueError, KeyError, ...

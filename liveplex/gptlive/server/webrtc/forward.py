@@ -6,7 +6,9 @@ answered the offer; the sideband may land on any of them. Each replica records t
 elsewhere opens the same attach on the holder (its `--peer-url`) and relays both ways, so the
 client sees one sideband whichever replica it reached: the holder's answers, refusals included
 (401, 404, 409 with their bodies), its events, its close code. The relayed attach is marked
-(`FORWARDED_HEADER`) and never relayed again: a stale record cannot make a loop.
+(`FORWARDED_HEADER`) and never relayed again: a stale record cannot make a loop. Replicas that
+serve TLS reach each other at `wss://` URLs, trusting `Holders.tls` (`--peer-ca`) and checking
+the name their certificate carries (`--peer-server-name`: they are dialed by IP).
 """
 
 from __future__ import annotations
@@ -14,13 +16,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from typing import Protocol
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.uri import parse_uri
 
 from liveplex.gptlive.server import replies
+from liveplex.gptlive.server.tls import Tls
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +39,8 @@ class Holders(Protocol):
 
     url: str
     """This server's own URL, as the others reach it."""
+    tls: Tls | None
+    """How to dial the others' `wss://` URLs; None: they are `ws://`."""
 
     async def hold(self, session_id: str) -> None:
         """Record this server as the call's holder (before its create is answered)."""
@@ -48,15 +55,25 @@ class Holders(Protocol):
         ...
 
 
-async def relay(ws: WebSocket, send: replies.Send, scope: replies.Message, target: str,
+async def relay(ws: WebSocket, send: replies.Send, scope: replies.Message, target: str, tls: Tls | None,
                 authorization: list[str], subprotocol: str | None, not_found: replies.Reply) -> None:
-    """Open the attach at `target` (the holder's attach URL) with the client's credentials and
-    relay until either side closes; what the holder refuses is refused the same way here, and
-    a holder that cannot be reached is `not_found` (its calls went with it)."""
+    """Open the attach at `target` (the holder's attach URL; `wss://` dialed with `tls`) with
+    the client's credentials and relay until either side closes; what the holder refuses is
+    refused the same way here, and a holder that cannot be reached (its certificate not trusted
+    included) is `not_found` (its calls went with it)."""
     headers = [("Authorization", value) for value in authorization] + [(FORWARDED_HEADER, "1")]
+    context: ssl.SSLContext | None = None
+    name: str | None = None
+    if target.startswith("wss:"):
+        if tls is None:  # a holder serving TLS, this replica plain (a rollout turning TLS on)
+            logger.warning("sideband holder serves TLS, this replica has no peer TLS", extra={"target": target})
+            await replies.deny(scope, send, not_found)
+            return
+        context, name = tls.context, tls.server_name or parse_uri(target).host
     try:
         upstream = await connect(target, additional_headers=headers, open_timeout=CONNECT_TIMEOUT_S,
-                                 max_size=None, ping_interval=None)
+                                 max_size=None, ping_interval=None, ssl=context,
+                                 server_hostname=name)
     except InvalidStatus as refused:
         await replies.deny(scope, send, (refused.response.status_code, refused.response.body))
         return

@@ -4,9 +4,10 @@ Each direction is resampled once, here (PyAV's swresample): the caller's decoded
 stereo, 20 ms) to 24 kHz mono, cut into the engine's 80 ms frames (`Heard`); the agent's 80 ms
 frames to 48 kHz mono, cut into 20 ms frames and encoded here, one Opus packet each
 (`AgentTrack`: aiortc's sender only packs what it returns; handing it frames cost a Python audio
-level over every sample and a thread hop per packet, about a third of a call's CPU). Packet loss
-is Opus's own concealment, in the decoder aiortc runs; the engine's jitter buffer takes the
-caller's frames as it takes a socket's.
+level over every sample and a thread hop per packet, about a third of a call's CPU). aiortc's
+decoder is not told of a lost packet (no Opus concealment): `Heard` fills the gap in the caller's
+timestamps with silence, so the frames after it keep their time; the engine's jitter buffer takes
+the caller's frames as it takes a socket's.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ TICK_PACKETS = 4
 PLAYOUT_MAX_PACKETS = 2 * TICK_PACKETS
 """Agent audio waiting to be sent, at most (160 ms: two ticks' worth). More means the sender fell
 behind the engine; the oldest are dropped, so the caller never hears the agent later than this
-behind its tick. A (re)start of the pacing keeps only the newest tick's worth: before ICE
-completes nothing is read, and what queued meanwhile would otherwise delay the whole call."""
+behind its tick."""
 LATE_S = 0.1
-"""A packet this late is sent at once and the pacing starts over from it (after a gap)."""
+"""A packet due this long ago is dropped while a tick's worth is queued behind it: the sender
+stalled (or, before ICE completed, never read), and what queued meanwhile would otherwise delay
+the rest of the call."""
 
 
 def _pcm(frame: av.AudioFrame) -> bytes:
@@ -42,17 +44,54 @@ def _pcm(frame: av.AudioFrame) -> bytes:
     return bytes(frame.planes[0])[: frame.samples * 2]
 
 
+class Resampler:
+    """swresample to s16 mono at `rate`, with its filter's delay paid once, in front.
+
+    Its first output is short by that delay (16 samples at 24 kHz, 32 at 48 kHz) and every later
+    one whole; cut into 80 ms frames or 20 ms packets as it comes, each frame or packet would then
+    straddle two inputs and wait for the next one (20 ms each way, measured). The first output is
+    padded with the missing silence in front, so each input gives exactly its own share."""
+
+    def __init__(self, rate: int) -> None:
+        self._resampler = av.AudioResampler(format="s16", layout="mono", rate=rate)
+        self._rate = rate
+        self._started = False
+
+    def pcm(self, frame: av.AudioFrame) -> bytes:
+        """`frame` resampled, s16le."""
+        out = b"".join(_pcm(part) for part in self._resampler.resample(frame))
+        if not self._started:
+            self._started = True
+            share = frame.samples * self._rate // frame.sample_rate * 2
+            out = bytes(max(0, share - len(out))) + out
+        return out
+
+
+MAX_FILL_S = 1.0
+"""A gap in the caller's RTP timestamps up to this long (packets lost, or a sender pausing in
+silence: Opus DTX) is filled with silence; a longer one, or one backwards, is a sender that
+started over."""
+
+
 class Heard:
-    """The caller's decoded RTP audio -> whole engine frames (80 ms of 24 kHz s16le)."""
+    """The caller's decoded RTP audio -> whole engine frames (80 ms of 24 kHz s16le), on the
+    caller's timeline: a gap in its timestamps is filled with silence, so the frames after a lost
+    packet are not a packet late (aiortc's decoder is not told of the loss: no Opus concealment)."""
 
     def __init__(self) -> None:
-        self._resampler = av.AudioResampler(format="s16", layout="mono", rate=frames.SAMPLE_RATE)
+        self._resampler = Resampler(frames.SAMPLE_RATE)
         self._pending = bytearray()
+        self._next_s: fractions.Fraction | None = None
+        """Where the next packet should start on the caller's timeline (its RTP timestamp)."""
 
     def feed(self, frame: av.AudioFrame) -> list[bytes]:
         """The engine frames completed by `frame` (none, usually one in four)."""
-        for out in self._resampler.resample(frame):
-            self._pending += _pcm(out)
+        if frame.pts is not None and frame.time_base is not None:
+            at = frame.pts * frame.time_base
+            if self._next_s is not None and 0 < at - self._next_s <= MAX_FILL_S:
+                self._pending += bytes(int((at - self._next_s) * frames.SAMPLE_RATE) * 2)
+            self._next_s = at + fractions.Fraction(frame.samples, frame.sample_rate)
+        self._pending += self._resampler.pcm(frame)
         done: list[bytes] = []
         size = frames.FRAME_BYTES
         while len(self._pending) >= size:
@@ -76,40 +115,64 @@ def _encoder() -> av.AudioCodecContext:
     return codec
 
 
+class Outbox:
+    """The agent's 20 ms packets waiting for the wire, each due when its tick's audio arrived
+    plus its place in the tick (0, 20, 40, 60 ms). Each tick is paced from its own arrival, not
+    from a clock started with the call: when the pod moves the session to an earlier tick group
+    (its adaptive buffer, docs/live.md) or a tick comes early, its audio leaves at once instead
+    of waiting for a schedule set by earlier ticks (measured: 20-60 ms held that way)."""
+
+    def __init__(self) -> None:
+        self._queue: deque[tuple[float, bytes]] = deque()
+        self.dropped = 0
+        """Packets dropped because the sender fell behind (`PLAYOUT_MAX_PACKETS`, `LATE_S`)."""
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def add(self, packets: list[bytes], now: float) -> None:
+        """One tick's packets, arrived at `now` (monotonic seconds)."""
+        self._queue.extend((now + i * WIRE_SECONDS, packet) for i, packet in enumerate(packets))
+        while len(self._queue) > PLAYOUT_MAX_PACKETS:
+            self._queue.popleft()
+            self.dropped += 1
+
+    def take(self, now: float) -> tuple[float, bytes]:
+        """The next packet and when it is due; those stale at `now` are dropped first (`LATE_S`).
+        The outbox must not be empty."""
+        while len(self._queue) > TICK_PACKETS and self._queue[0][0] < now - LATE_S:
+            self._queue.popleft()
+            self.dropped += 1
+        return self._queue.popleft()
+
+
 class AgentTrack(MediaStreamTrack):
     """The agent's audio as an aiortc track: engine frames in (`play`), one Opus packet per 20 ms
-    out, paced at real time (aiortc's sender sends what `recv` returns at once)."""
+    out, each when its `Outbox` says (aiortc's sender sends what `recv` returns at once)."""
 
     kind = "audio"
 
     def __init__(self) -> None:
         super().__init__()
-        self._resampler = av.AudioResampler(format="s16", layout="mono", rate=WIRE_RATE)
+        self._resampler = Resampler(WIRE_RATE)
         self._encoder = _encoder()
         self._pending = bytearray()
-        self._queue: deque[bytes] = deque()
+        self.outbox = Outbox()
         self._ready = asyncio.Event()
         self._pts = 0
-        self._sent = 0
-        self._t0 = 0.0
-        self.dropped = 0
-        """Packets dropped because the sender fell behind (`PLAYOUT_MAX_PACKETS`)."""
 
     def play(self, pcm: bytes) -> None:
         """One engine frame of the agent's audio (24 kHz s16le mono)."""
         frame = av.AudioFrame(format="s16", layout="mono", samples=len(pcm) // 2)
         frame.planes[0].update(pcm)
         frame.sample_rate = frames.SAMPLE_RATE
-        for out in self._resampler.resample(frame):
-            self._pending += _pcm(out)
+        self._pending += self._resampler.pcm(frame)
         size = WIRE_SAMPLES * 2
-        while len(self._pending) >= size:
-            self._queue.append(bytes(self._pending[:size]))
-            del self._pending[:size]
-        while len(self._queue) > PLAYOUT_MAX_PACKETS:
-            self._queue.popleft()
-            self.dropped += 1
-        if self._queue:
+        whole = len(self._pending) // size * size
+        packets = [bytes(self._pending[i:i + size]) for i in range(0, whole, size)]
+        del self._pending[:whole]
+        if packets:
+            self.outbox.add(packets, time.monotonic())
             self._ready.set()
 
     async def recv(self) -> av.Packet:
@@ -122,7 +185,7 @@ class AgentTrack(MediaStreamTrack):
 
     async def _next(self) -> av.AudioFrame:
         """The next 20 ms of the agent, when it is due."""
-        while not self._queue:
+        while not self.outbox:
             if self.readyState != "live":
                 raise MediaStreamError
             self._ready.clear()
@@ -130,17 +193,11 @@ class AgentTrack(MediaStreamTrack):
         if self.readyState != "live":
             raise MediaStreamError
         now = time.monotonic()
-        due = self._t0 + self._sent * WIRE_SECONDS
-        if self._sent == 0 or now - due > LATE_S:
-            self._t0, self._sent, due = now, 0, now
-            while len(self._queue) > TICK_PACKETS:
-                self._queue.popleft()
-                self.dropped += 1
-        elif due > now:
+        due, pcm = self.outbox.take(now)
+        if due > now:
             await asyncio.sleep(due - now)
-        self._sent += 1
         frame = av.AudioFrame(format="s16", layout="mono", samples=WIRE_SAMPLES)
-        frame.planes[0].update(self._queue.popleft() if self._queue else bytes(WIRE_SAMPLES * 2))
+        frame.planes[0].update(pcm)
         frame.sample_rate = WIRE_RATE
         frame.time_base = WIRE_TIME_BASE
         frame.pts = self._pts

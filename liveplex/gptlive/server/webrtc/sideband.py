@@ -134,8 +134,8 @@ class Attach:
             holder = await front.holders.holder(session_id)
             if holder is not None and holder != front.holders.url:
                 authorization = [] if key == auth.ANONYMOUS else [f"Bearer {key}"]
-                await forward.relay(ws, send, scope, holder.rstrip("/") + scope["path"], authorization,
-                                    subprotocol, NOT_FOUND)
+                await forward.relay(ws, send, scope, holder.rstrip("/") + scope["path"], front.holders.tls,
+                                    authorization, subprotocol, NOT_FOUND)
                 return
         if call is None or call.key != key:
             await replies.deny(scope, send, NOT_FOUND)
