@@ -14,6 +14,8 @@ import ast
 import pathlib
 import typing
 
+from aiortc.jitterbuffer import JitterBuffer
+
 from liveplex.engine_pod.engine import PersonaPlexEngine
 from liveplex.gateway import leg, watchdog
 from liveplex.gateway.backend import GatewayBackend
@@ -22,7 +24,7 @@ from liveplex.gateway.catalog import PoolCatalog
 from liveplex.gateway.placer import RedisPlacer
 from liveplex.gptlive import served, start
 from liveplex.gptlive.server import backend, native, sweeper
-from liveplex.gptlive.server.webrtc import forward, sideband
+from liveplex.gptlive.server.webrtc import forward, receive, sideband
 from liveplex.gptlive.server.webrtc.call import Call as WebRtcCall
 from liveplex.live import drive, fault
 from liveplex.operator import apply, pool
@@ -61,6 +63,8 @@ _failing_ticker: type[drive.Ticker] = fault.FailingAfter
 _webrtc_call: type[sideband.Attachable] = WebRtcCall
 _webrtc_call_peer: type[backend.Peer] = WebRtcCall
 _call_holders: type[forward.Holders] = CallHolders
+_prompt_receive: type[receive.ReceiveBuffer] = receive.Prompt
+_aiortc_receive: type[receive.ReceiveBuffer] = JitterBuffer  # the bench caller's (bench/receive.py)
 _draw: typing.Callable[..., step.Draw] = step.sampled_draws  # a function that makes one
 
 

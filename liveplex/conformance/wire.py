@@ -255,6 +255,10 @@ class Wire:
         await self.send(event)
         return await self.expect("session.started", client_event_id=event_id)
 
+    def arrival(self, event: Json) -> float:
+        """When `event` (one this socket returned) arrived, on the loop clock."""
+        return next(received.at for received in reversed(self.log) if received.event is event)
+
     async def assert_open(self) -> None:
         """Prove the socket still answers (gpt-live §14 "open"): an unknown event gets `unknown_event`."""
         probe = self.new_id("open")

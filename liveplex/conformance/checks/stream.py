@@ -154,8 +154,8 @@ async def transcripts(ctx: Context) -> str:
 
 async def usage_cadence(ctx: Context) -> str:
     async with await ctx.wire() as w:
-        await w.start()
-        t0 = w.log[-1].at
+        started = await w.start()
+        t0 = w.arrival(started)  # not the log's last entry: the reader may have logged deltas since
         usages: list[Received] = []
         while len(usages) < 2:
             received = await w.recv(USAGE_PERIOD_S + USAGE_SLACK_S + 1)
