@@ -69,6 +69,6 @@ def test_the_fault_check_passes_against_a_failing_engine(tmp_path):
 
 
 def test_the_checker_fails_against_a_server_that_is_not_there():
-    code, lines = servers.check(f"http://127.0.0.1:{pods.free_port()}/v1", "--timeout", "1")
+    code, lines = servers.check_process(f"http://127.0.0.1:{pods.free_port()}/v1", "--timeout", "1")
     assert code == 1
     assert lines[-1].startswith("FAIL  cannot read the server's configuration")
