@@ -10,6 +10,8 @@ import signal
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
 
 import orjson
 import pytest
@@ -17,6 +19,7 @@ import websockets
 
 from tests.support import hostile, platform
 from tests.support.clients import START, until
+from tests.support.redis import running_redis
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -24,16 +27,35 @@ KEY = "key-a"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 
 
-@pytest.fixture
-def keyed(redis_url, tmp_path):
+@contextlib.contextmanager
+def _keyed(redis_url: str, tmp: Path) -> Iterator[platform.Platform]:
     """Clients need `KEY`; pods take only the installation's pod token, which the gateway has."""
-    keys, token = tmp_path / "keys", tmp_path / "pod-token"
+    keys, token = tmp / "keys", tmp / "pod-token"
     keys.write_text(f"{KEY}\n")
     token.write_text("pod-token-0123\n")
-    with platform.platform(redis_url, tmp_path, gateway_flags=("--api-key-file", str(keys), "--max-connections", "100",
-                                                               "--pod-key-file", str(token)),
+    with platform.platform(redis_url, tmp, gateway_flags=("--api-key-file", str(keys), "--max-connections", "100",
+                                                          "--pod-key-file", str(token)),
                            pod_flags=("--lateness-budget-ms", "1000", "--api-key-file", str(token))) as p:
         yield p
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory) -> Iterator[platform.Platform]:
+    """One platform for the tests that leave it as they found it (every session closed, no pod
+    drained or stopped), on a Redis of its own: the shared one is emptied before every test."""
+    with running_redis() as redis_server, _keyed(redis_server.url, tmp_path_factory.mktemp("hostile")) as p:
+        yield p
+
+
+@pytest.fixture
+def keyed(redis_url, tmp_path) -> Iterator[platform.Platform]:
+    """A platform of the test's own, for a test that drains, stops or wedges part of it."""
+    with _keyed(redis_url, tmp_path) as p:
+        yield p
+
+
+def _sessions_ended(p: platform.Platform) -> None:
+    platform.eventually(lambda: p.pod_sessions() == [0, 0], "the shared platform's sessions ended")
 
 
 async def started(url: str, headers: dict[str, str] = AUTH):
@@ -43,9 +65,12 @@ async def started(url: str, headers: dict[str, str] = AUTH):
     return ws
 
 
-def test_a_huge_event_id_is_refused_by_name_and_takes_no_pod_out_of_rotation(keyed) -> None:
+def test_a_huge_event_id_is_refused_by_name_and_takes_no_pod_out_of_rotation(shared) -> None:
     """A 2 MB `event_id` was echoed twice by the pod (4 MiB), over the gateway's upstream limit: the
     gateway called the pod dead and tripped its breaker, so two of them made every start busy."""
+    keyed = shared
+    _sessions_ended(keyed)
+
     async def scenario() -> None:
         ws = await started(keyed.gateway.ws_url)
         for _ in range(2):
@@ -59,6 +84,7 @@ def test_a_huge_event_id_is_refused_by_name_and_takes_no_pod_out_of_rotation(key
         for other in (ws, *others):
             await other.close()
     asyncio.run(scenario())
+    _sessions_ended(keyed)
 
 
 def test_a_long_unknown_type_is_echoed_capped() -> None:
@@ -88,10 +114,11 @@ async def _answer(address: str, request: bytes) -> bytes:
         writer.close()
 
 
-def test_malformed_credentials_are_401s_with_a_body_and_leak_no_connection(keyed) -> None:
+def test_malformed_credentials_are_401s_with_a_body_and_leak_no_connection(shared) -> None:
     """A non-ASCII bearer token raised inside the upgrade and left the connection counted: ~1,000
     of them locked the gateway out for good. 1,500 malformed upgrades (more than the 100
     connections allowed), then a valid session and /health."""
+    keyed = shared
     bad = [b"Bearer \xc3\xa9t\xc3\xa9", b"Bearer \xff\xfe", b"Basic a b c", b"Bearer", b"\x80"]
 
     async def scenario() -> None:
@@ -106,9 +133,11 @@ def test_malformed_credentials_are_401s_with_a_body_and_leak_no_connection(keyed
         assert response.status == 200
 
 
-def test_unauthenticated_partial_requests_cannot_starve_a_valid_key(keyed) -> None:
+def test_unauthenticated_partial_requests_cannot_starve_a_valid_key(shared) -> None:
     """105 connections that never finish their request (at --max-connections 100) locked a valid
     key out for the 10 s header timeout: now the oldest unfinished request makes room."""
+    keyed = shared
+
     async def scenario() -> None:
         loose = [await hostile.tcp(keyed.gateway.address) for _ in range(105)]
         loop = asyncio.get_running_loop()
@@ -174,7 +203,9 @@ def test_a_relayed_session_ended_by_its_pods_drain_deadline_closes_as_the_pod_di
     asyncio.run(scenario())
 
 
-def test_pods_take_sessions_only_from_gateways(keyed) -> None:
+def test_pods_take_sessions_only_from_gateways(shared) -> None:
+    keyed = shared
+
     async def scenario() -> None:
         pod = keyed.pods[0][0]
         with pytest.raises(websockets.InvalidStatus) as refused:
