@@ -90,3 +90,12 @@ def test_the_channel_screens_only_what_webrtc_changes(message: str | bytes, refu
     policy = offer.Policy(client=frozenset({"session.close", "session.update", "session.start"}))
     got = channel.screen(message, policy)
     assert (None if got is None else (got[0].code.value, got[1])) == refused
+
+
+def test_the_answer_asks_the_caller_for_opus_in_band_fec() -> None:
+    answer = "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 96 0\r\na=rtpmap:96 opus/48000/2\r\na=rtpmap:0 PCMU/8000\r\n"
+    assert offer.ask_fec(answer) == ("v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 96 0\r\na=rtpmap:96 opus/48000/2\r\n"
+                                     "a=fmtp:96 useinbandfec=1\r\na=rtpmap:0 PCMU/8000\r\n")
+    fmtp = "v=0\nm=audio 9 x 111\na=rtpmap:111 OPUS/48000/2\na=fmtp:111 minptime=10\na=fmtp:0 x=1\n"
+    assert offer.ask_fec(fmtp) == fmtp.replace("minptime=10", "minptime=10;useinbandfec=1")
+    assert offer.ask_fec(offer.ask_fec(answer)) == offer.ask_fec(answer)

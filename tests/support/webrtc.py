@@ -1,6 +1,7 @@
 """An aiortc caller for WebRTC tests: a tone as its microphone, what it hears kept as 48 kHz
 samples, and the `oai-events` data channel as a queue of decoded events. It makes the offer a
-browser would (audio sendrecv, the channel opened before the offer)."""
+browser would (audio sendrecv, the channel opened before the offer); it may lose every Nth RTP
+packet it sends (`lose_every`), as a lossy link would."""
 
 from __future__ import annotations
 
@@ -8,13 +9,39 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+from aiortc.rtp import is_rtcp
 
 from liveplex.bench.tone import RATE, ToneTrack
+from liveplex.gptlive.server.webrtc import opus
+
+SEND_RTP = "_send_rtp"
+"""What aiortc 1.16's `RTCDtlsTransport` calls with each plain RTP/RTCP packet it protects and sends."""
+
+
+def has_fec(packet: bytes) -> bool:
+    """Whether `packet` carries the FEC (LBRR) of the one before it."""
+    return opus.library().opus_packet_has_lbrr(packet, len(packet)) == 1
+
+
+def _lossy(send: Callable[[bytes], Awaitable[None]], every: int) -> Callable[[bytes], Awaitable[None]]:
+    """`send`, losing every `every`th RTP packet (RTCP all kept)."""
+    count = 0
+
+    async def sent(data: bytes) -> None:
+        nonlocal count
+        if not is_rtcp(data):
+            count += 1
+            if count % every == 0:
+                return
+        await send(data)
+
+    return sent
 
 
 def power_at(samples: np.ndarray, hz: float, rate: int = RATE) -> float:
@@ -31,8 +58,9 @@ class Caller:
     """One browser-like WebRTC caller."""
 
     def __init__(self, hz: float = 440.0, channel: bool = True, audio: bool = True,
-                 ice: RTCConfiguration | None = None) -> None:
+                 ice: RTCConfiguration | None = None, lose_every: int = 0) -> None:
         self.pc = RTCPeerConnection(ice or RTCConfiguration(iceServers=[]))
+        self.lose_every = lose_every
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.heard: list[np.ndarray] = []
         self.arrivals: list[float] = []
@@ -76,6 +104,11 @@ class Caller:
 
     async def accept(self, sdp: str) -> None:
         await self.pc.setRemoteDescription(RTCSessionDescription(sdp, "answer"))
+        if self.lose_every:  # the answer bundled the call on its transport: lose there
+            transport = self.pc.getSenders()[0].transport
+            if not callable(getattr(transport, SEND_RTP, None)):
+                raise RuntimeError(f"aiortc's RTCDtlsTransport has no {SEND_RTP}: see tests/support/webrtc.py")
+            setattr(transport, SEND_RTP, _lossy(getattr(transport, SEND_RTP), self.lose_every))
 
     def send(self, event: dict[str, Any]) -> None:
         assert self.channel is not None

@@ -7,10 +7,10 @@ starts the session, then `passthrough.Passthrough`), stepped synchronously; only
 
 - the start is the POST's `session.start`, read before the answer is sent; the POST waits for it
   to be taken (`answered`) and answers the SDP, or the refusal as an HTTP error body;
-- the caller's audio arrives as RTP, is decoded as it arrives (`receive.Prompt`), resampled once
-  (`media.Heard`) and enters the machine as `Connection.media` (muting and the session state as
-  for a chunk); on a relayed session it is forwarded as the `session.input_audio.append` a
-  socket would have sent;
+- the caller's audio arrives as RTP, is decoded as it arrives on the decode thread
+  (`receive.Prompt`) by libopus straight to 24 kHz, losses concealed (`media.Heard`), and enters
+  the machine as `Connection.media` (muting and the session state as for a chunk); on a relayed
+  session it is forwarded as the `session.input_audio.append` a socket would have sent;
 - the agent's audio deltas are decoded and played on the call's track (`media.AgentTrack`),
   every other event goes to the `oai-events` data channel (when `offer.Policy` lets it), held in
   order until the channel opens, `session.started` first;
@@ -38,15 +38,14 @@ from aiortc import (
     RTCPeerConnection,
     RTCSessionDescription,
 )
-from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
-from av import AudioFrame
+from aiortc.mediastreams import MediaStreamTrack
 from websockets.datastructures import Headers
 
 from liveplex.gptlive import connection, errors, events
 from liveplex.gptlive.server import backend, passthrough, replies
 from liveplex.gptlive.server.peer import PeerCore
 from liveplex.gptlive.server.webrtc import channel, ice, media, receive
-from liveplex.gptlive.server.webrtc.offer import Offer, Policy
+from liveplex.gptlive.server.webrtc.offer import Offer, Policy, ask_fec
 from liveplex.gptlive.server.webrtc.sideband import Sideband
 
 if TYPE_CHECKING:
@@ -106,6 +105,8 @@ class Call(PeerCore):
         self._pc = RTCPeerConnection(ice_configuration(front.settings))
         self._agent = media.AgentTrack()
         self._heard = media.Heard()
+        self._prompt: receive.Prompt | None = None
+        """The caller's audio (its first audio receiver's), once the offer is read."""
         self._channel: RTCDataChannel | None = None
         self._outbox: list[str] = []
         """Events for the channel before it opens, in order."""
@@ -129,7 +130,10 @@ class Call(PeerCore):
         self._pc.on("connectionstatechange", self._state_changed)
         try:
             await self._pc.setRemoteDescription(RTCSessionDescription(self._offer.sdp, "offer"))
-            receive.install(self._pc, receive.Prompt)
+            prompts = receive.install(self._pc, lambda: receive.Prompt(self._heard.packet))
+            for other in prompts[1:]:  # a second microphone is not listened to (closed before any packet)
+                other.close()
+            self._prompt = prompts[0] if prompts else None
             self._pc.addTrack(self._agent)
             await self._pc.setLocalDescription(await self._pc.createAnswer())
         except Exception as exc:  # aiortc raises what its parser met: ValueError, KeyError, ...
@@ -151,7 +155,7 @@ class Call(PeerCore):
         self._open_timer = asyncio.get_running_loop().call_later(
             self._front.settings.webrtc_open_timeout_s, self._never_opened)
         return 200, orjson.dumps({"session": {"id": self.session_id},
-                                  "transport": {"type": "webrtc", "sdp": self._pc.localDescription.sdp}})
+                                  "transport": {"type": "webrtc", "sdp": ask_fec(self._pc.localDescription.sdp)}})
 
     def _answered(self, reply: replies.Reply | None) -> None:
         if not self._answer.done():
@@ -161,24 +165,27 @@ class Call(PeerCore):
 
     def _on_track(self, track: MediaStreamTrack) -> None:
         if track.kind == "audio" and self._listening is None and not self._done:
-            self._listening = asyncio.get_running_loop().create_task(self._listen(track))
+            self._listening = asyncio.get_running_loop().create_task(self._listen())
 
-    async def _listen(self, track: MediaStreamTrack) -> None:
-        """The caller's audio, decoded by aiortc, into the session as whole engine frames."""
+    async def _listen(self) -> None:
+        """The caller's audio, decoded as it arrives (`receive.Prompt`, not by the track's aiortc
+        decoder), into the session as whole engine frames."""
+        prompt = self._prompt
+        if prompt is None:
+            return
         silence_s = self._front.settings.webrtc_silence_timeout_s
         try:
             while not self._done:
-                frame = await asyncio.wait_for(track.recv(), silence_s)
-                if isinstance(frame, AudioFrame):  # a remote audio track's are (aiortc types it Frame | Packet)
-                    for pcm in self._heard.feed(frame):
-                        self.heard(pcm)
-        except MediaStreamError:
-            pass
+                pcm = await asyncio.wait_for(prompt.frames.get(), silence_s)
+                if pcm is None:  # logged where it failed
+                    self.lost()
+                    return
+                self.heard(pcm)
         except TimeoutError:
             logger.warning("webrtc caller silent; ending the call", extra={
                 "session_id": self.session_id, "silence_timeout_s": silence_s})
             self.lost()
-        except Exception:  # a frame PyAV cannot resample: the call cannot go on
+        except Exception:  # the machine failed on a frame: the call cannot go on
             logger.error("webrtc call audio failed", exc_info=True)
             self.lost()
 
@@ -443,6 +450,8 @@ class Call(PeerCore):
                 self._front.holders.forget(self.session_id)
         if self.sideband is not None:
             self.sideband.close()
+        if self._prompt is not None:
+            self._prompt.close()
         self._answered(replies.protocol_error(errors.server_error("the session ended before it started")))
         listening = self._listening
         if listening is not None and listening is not asyncio.current_task():

@@ -1,28 +1,32 @@
 """A WebRTC call's audio: Opus at 48 kHz on the wire, 24 kHz PCM frames of 80 ms in the session.
 
-Each direction is resampled once, here (PyAV's swresample): the caller's decoded Opus (48 kHz,
-stereo, 20 ms) to 24 kHz mono, cut into the engine's 80 ms frames (`Heard`); the agent's 80 ms
-frames to 48 kHz mono, cut into 20 ms frames and encoded here, one Opus packet each
-(`AgentTrack`: aiortc's sender only packs what it returns; handing it frames cost a Python audio
-level over every sample and a thread hop per packet, about a third of a call's CPU). aiortc's
-decoder is not told of a lost packet (no Opus concealment): `Heard` fills the gap in the caller's
-timestamps with silence, so the frames after it keep their time; the engine's jitter buffer takes
-the caller's frames as it takes a socket's.
+Each direction is resampled once. The caller's packets are decoded by libopus straight to 24 kHz
+mono (`opus.Decoder`: its synthesis cuts the band, no resampler follows), with Opus's own
+concealment in place of lost packets (`timeline.Timeline` says what fills each gap), and cut into
+the engine's 80 ms frames (`Heard`, on the decode thread: `receive.Prompt`). The agent's 80 ms
+frames are resampled to 48 kHz mono (PyAV's swresample), cut into 20 ms frames and encoded here,
+one Opus packet each (`AgentTrack`: aiortc's sender only packs what it returns; handing it frames
+cost a Python audio level over every sample and a thread hop per packet, about a third of a call's
+CPU). The engine's jitter buffer takes the caller's frames as it takes a socket's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import fractions
+import logging
 import time
 from collections import deque
 
 import av
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
+from liveplex.gptlive.server.webrtc import opus, timeline
 from liveplex.live import frames
 
-WIRE_RATE = 48_000
+logger = logging.getLogger(__name__)
+
+WIRE_RATE = timeline.TICKS_PER_S
 WIRE_SAMPLES = 960
 """One Opus packet: 20 ms at 48 kHz."""
 WIRE_SECONDS = WIRE_SAMPLES / WIRE_RATE
@@ -47,10 +51,10 @@ def _pcm(frame: av.AudioFrame) -> bytes:
 class Resampler:
     """swresample to s16 mono at `rate`, with its filter's delay paid once, in front.
 
-    Its first output is short by that delay (16 samples at 24 kHz, 32 at 48 kHz) and every later
-    one whole; cut into 80 ms frames or 20 ms packets as it comes, each frame or packet would then
-    straddle two inputs and wait for the next one (20 ms each way, measured). The first output is
-    padded with the missing silence in front, so each input gives exactly its own share."""
+    Its first output is short by that delay (32 samples at 48 kHz) and every later one whole; cut
+    into 20 ms packets as it comes, each packet would then straddle two inputs and every agent
+    frame's last 20 ms wait for the next tick (measured). The first output is padded with the
+    missing silence in front, so each input gives exactly its own share."""
 
     def __init__(self, rate: int) -> None:
         self._resampler = av.AudioResampler(format="s16", layout="mono", rate=rate)
@@ -67,37 +71,53 @@ class Resampler:
         return out
 
 
-MAX_FILL_S = 1.0
-"""A gap in the caller's RTP timestamps up to this long (packets lost, or a sender pausing in
-silence: Opus DTX) is filled with silence; a longer one, or one backwards, is a sender that
-started over."""
-
-
 class Heard:
-    """The caller's decoded RTP audio -> whole engine frames (80 ms of 24 kHz s16le), on the
-    caller's timeline: a gap in its timestamps is filled with silence, so the frames after a lost
-    packet are not a packet late (aiortc's decoder is not told of the loss: no Opus concealment)."""
+    """The caller's Opus packets -> whole engine frames (80 ms of 24 kHz s16le), on the caller's
+    timeline: lost packets concealed by Opus, pauses filled with silence (`timeline`), so the
+    frames after a gap keep their time. Runs on the decode thread (`receive.Prompt`)."""
 
     def __init__(self) -> None:
-        self._resampler = Resampler(frames.SAMPLE_RATE)
+        self._decoder = opus.Decoder(frames.SAMPLE_RATE)
+        self._timeline = timeline.Timeline()
         self._pending = bytearray()
-        self._next_s: fractions.Fraction | None = None
-        """Where the next packet should start on the caller's timeline (its RTP timestamp)."""
+        self.unreadable = 0
+        """Packets libopus refused: each is concealed as if lost."""
 
-    def feed(self, frame: av.AudioFrame) -> list[bytes]:
-        """The engine frames completed by `frame` (none, usually one in four)."""
-        if frame.pts is not None and frame.time_base is not None:
-            at = frame.pts * frame.time_base
-            if self._next_s is not None and 0 < at - self._next_s <= MAX_FILL_S:
-                self._pending += bytes(int((at - self._next_s) * frames.SAMPLE_RATE) * 2)
-            self._next_s = at + fractions.Fraction(frame.samples, frame.sample_rate)
-        self._pending += self._resampler.pcm(frame)
+    def packet(self, payload: bytes, seq: int, ts: int) -> list[bytes]:
+        """The engine frames completed by RTP packet `seq` at time `ts` (none, usually one in four)."""
+        try:
+            ticks = opus.packet_ticks(payload)
+        except opus.OpusError:  # not on the timeline: the next packet conceals it as a lost one
+            self._refused()
+            return []
+        fill = self._timeline.place(seq, ts, ticks)
+        if fill is None:
+            return []
+        if fill.conceal:
+            try:
+                self._pending += self._decoder.conceal(self._samples(fill.conceal), payload)
+            except opus.OpusError:  # its FEC unreadable: PLC alone
+                self._pending += self._decoder.conceal(self._samples(fill.conceal))
+        self._pending += bytes(self._samples(fill.silence) * 2)
+        try:
+            self._pending += self._decoder.decode(payload)
+        except opus.OpusError:
+            self._refused()
+            self._pending += self._decoder.conceal(self._samples(ticks))
         done: list[bytes] = []
         size = frames.FRAME_BYTES
         while len(self._pending) >= size:
             done.append(bytes(self._pending[:size]))
             del self._pending[:size]
         return done
+
+    def _samples(self, ticks: int) -> int:
+        return ticks * self._decoder.rate // timeline.TICKS_PER_S
+
+    def _refused(self) -> None:
+        if not self.unreadable:
+            logger.warning("webrtc caller sent a packet libopus cannot read; concealed as lost")
+        self.unreadable += 1
 
 
 OPUS_BIT_RATE = 48_000

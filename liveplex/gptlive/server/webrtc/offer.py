@@ -200,3 +200,34 @@ def check_sdp(sdp: str) -> None:
     if not any(s[0].startswith("m=application ") and "webrtc-datachannel" in s[0] for s in sections):
         raise errors.invalid_sdp("the offer has no data channel (m=application ... webrtc-datachannel); "
                                  "open the 'oai-events' channel before making the offer")
+
+
+FEC_PARAMETER = "useinbandfec=1"
+"""In an answer's Opus `fmtp` (RFC 7587): the answerer decodes in-band FEC, so the caller's encoder
+adds to each packet the LBRR copy of the frame before it (Chrome does, at the cost of some bit
+rate); a single lost packet is then recovered from the next (`opus.Decoder.conceal`). aiortc's
+answer has no Opus `fmtp`."""
+
+
+def _payload_type(line: str, attribute: str) -> str | None:
+    """The payload type an `a=rtpmap:` or `a=fmtp:` line is about, if it is one."""
+    prefix = f"a={attribute}:"
+    return line[len(prefix):].split(" ", 1)[0] if line.lower().startswith(prefix) else None
+
+
+def ask_fec(answer: str) -> str:
+    """`answer` (SDP) with `FEC_PARAMETER` on each Opus payload type: added to its `a=fmtp` line,
+    or a line of its own after its `a=rtpmap`."""
+    newline = "\r\n" if "\r\n" in answer else "\n"
+    lines = answer.split(newline)
+    opus_types = {_payload_type(line, "rtpmap") for line in lines if " opus/48000" in line.lower()} - {None}
+    with_fmtp = {_payload_type(line, "fmtp") for line in lines}
+    out: list[str] = []
+    for line in lines:
+        if _payload_type(line, "fmtp") in opus_types and "useinbandfec" not in line:
+            line += f";{FEC_PARAMETER}" if " " in line.strip() else f" {FEC_PARAMETER}"
+        out.append(line)
+        kind = _payload_type(line, "rtpmap")
+        if kind in opus_types and kind not in with_fmtp:
+            out.append(f"a=fmtp:{kind} {FEC_PARAMETER}")
+    return newline.join(out)
