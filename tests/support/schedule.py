@@ -36,18 +36,34 @@ def file_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+ONE_AFTER_ANOTHER: Mapping[str, str] = dict.fromkeys(
+    ("tests/bench/test_ci_ramp.py", "tests/bench/test_latency.py", "tests/bench/test_pod.py",
+     "tests/bench/test_baseline.py"), "tests/bench: clock")
+"""Files that run on one worker in turn, never two at once: the benches that judge a pod by the
+clock (clean levels, the adaptive buffer's lead over the fixed one). Each passes beside the other
+worker's CPU work; two of them side by side starved each other's callers (a clean-clone run:
+8 sessions CLIENT-LIMITED, the adaptive pod 188 ms above the ideal)."""
+
+
+def unit_of(nodeid: str) -> str:
+    """What xdist hands a worker whole: the test's file, or its `ONE_AFTER_ANOTHER` group."""
+    file = file_of(nodeid)
+    return ONE_AFTER_ANOTHER.get(file, file)
+
+
 def longest_first(items: Sequence[T], seconds: Mapping[str, float]) -> list[T]:
-    """`items` regrouped by file, the files in decreasing expected seconds (ties: as collected),
-    each file's tests in their own order."""
-    by_file: dict[str, list[T]] = {}
+    """`items` regrouped by unit (`unit_of`), the units in decreasing expected seconds (ties: as
+    collected), each unit's files and tests in their own order."""
+    by_unit: dict[str, dict[str, list[T]]] = {}
     for item in items:
-        by_file.setdefault(file_of(item.nodeid), []).append(item)
+        file = file_of(item.nodeid)
+        by_unit.setdefault(unit_of(item.nodeid), {}).setdefault(file, []).append(item)
 
-    def expected(name: str) -> float:
-        return seconds.get(name, UNMEASURED_S_PER_TEST * len(by_file[name]))
+    def expected(unit: str) -> float:
+        return sum(seconds.get(file, UNMEASURED_S_PER_TEST * len(tests)) for file, tests in by_unit[unit].items())
 
-    order = sorted(by_file, key=lambda name: -expected(name))  # sorted() is stable: ties as collected
-    return [item for name in order for item in by_file[name]]
+    order = sorted(by_unit, key=lambda unit: -expected(unit))  # sorted() is stable: ties as collected
+    return [item for unit in order for tests in by_unit[unit].values() for item in tests]
 
 
 def load() -> dict[str, float]:
