@@ -23,9 +23,10 @@ AFTER = 3
 """Ticks the session runs before the commentary is sent."""
 
 
-def _run(tiny_model, commentary: str | None, ticks: int = 40) -> tuple[harness.Call, int]:
+def _run(tiny_model, commentary: str | None, ticks: int = 40, words: int | None = None) -> tuple[harness.Call, int]:
     """The call, and how many of its ticks ran before the commentary was sent (the prompt may
-    take more than one tick on a loaded machine: the prefill budget is measured)."""
+    take more than one tick on a loaded machine: the prefill budget is measured). With `words`,
+    it stops once that many words were drawn after the commentary (at most `ticks` ticks)."""
     pod = harness.Pod(*harness.build(tiny_model, max_sessions=2, seed=7))
     call = pod.start("NATF2", harness.SHORT_ROLE, harness.caller_audio(5, ticks + 4))
     sent = 0
@@ -34,7 +35,13 @@ def _run(tiny_model, commentary: str | None, ticks: int = 40) -> tuple[harness.C
             call.opened.audio.say(commentary)
             sent = len(call.tokens)
         pod.tick()
+        if words is not None and tick >= AFTER and len(_spoken(call, sent)) >= words:
+            break
     return call, sent
+
+
+def _spoken(call: harness.Call, sent: int) -> list[int]:
+    return [t[0] for t in call.tokens[sent:] if t[0] not in step.SILENT]
 
 
 def test_commentary_ids_are_said_in_order_where_the_model_chose_to_speak(tiny_model):
@@ -52,9 +59,8 @@ def test_commentary_longer_than_a_slot_row_is_said_piece_by_piece(tiny_model):
     text = " ".join(["hello"] * (step.SAY_TOKENS + 20))
     ids = tiny_model.tokenizer.encode(text)
     assert len(ids) > step.SAY_TOKENS
-    call, sent = _run(tiny_model, text, ticks=2 * len(ids) + 10)
-    spoken = [t[0] for t in call.tokens[sent:] if t[0] not in step.SILENT]
-    assert spoken[:len(ids)] == ids
+    call, sent = _run(tiny_model, text, ticks=2 * len(ids) + 10, words=len(ids))
+    assert _spoken(call, sent)[:len(ids)] == ids
 
 
 def test_the_waiting_commentary_is_bounded(tiny_model):
