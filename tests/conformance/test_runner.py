@@ -67,14 +67,18 @@ async def test_every_ending_of_a_check_becomes_an_outcome(body, status, detail):
     assert (outcome.status, outcome.detail) == (status, detail)
 
 
-async def test_alone_and_final_checks_run_after_the_shared_ones():
-    order: list[str] = []
-
+def _noting(ran: list):
+    """Check bodies that note their name in `ran` when they run."""
     def body(name):
         async def run(ctx):
-            order.append(name)
+            ran.append(name)
         return run
+    return body
 
+
+async def test_alone_and_final_checks_run_after_the_shared_ones():
+    order: list[str] = []
+    body = _noting(order)
     selected = [Check(1, "final", body("final"), final=True), Check(2, "alone", body("alone"), alone=True),
                 Check(3, "shared", body("shared"))]
     outcomes = await runner.run(selected, TARGET)
@@ -84,12 +88,7 @@ async def test_alone_and_final_checks_run_after_the_shared_ones():
 
 async def test_shared_checks_start_longest_first_so_one_at_a_time_ends_with_the_longest():
     started: list[int] = []
-
-    def body(number):
-        async def run(ctx):
-            started.append(number)
-        return run
-
+    body = _noting(started)
     selected = [Check(1, "a", body(1), seconds=2.0), Check(2, "b", body(2), seconds=11.0),
                 Check(3, "c", body(3), seconds=4.0), Check(4, "d", body(4), seconds=2.0)]
     one_at_a_time = target.Target(target.Options(base_url="http://h:1/v1", concurrency=1), TARGET.server)
