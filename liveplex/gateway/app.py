@@ -36,7 +36,7 @@ def create_app(gateway: Gateway) -> server_app.ByListener:
             return JSONResponse({"error": {"message": "no engine has published a config yet"}}, status_code=503)
         load = loads().get(pool) if pool else None
         return JSONResponse({**served.config(), "pool": pool, "max_sessions": load.capacity if load else 0,
-                             "api_key_required": front.key_required})
+                             **front.page_config()})
 
     async def live_stats(request: Request) -> Response:
         pools = loads()

@@ -41,7 +41,7 @@ def create_app(pod: Pod) -> server_app.ByListener:
 
     async def live_config(request: Request) -> Response:
         pacing = pod.engine.pacing
-        return JSONResponse({**served.config(), "api_key_required": front.key_required,
+        return JSONResponse({**served.config(), **front.page_config(),
                              "pacing": {"lead_ms": pacing.lead_ns / 1e6, "spread_ms": pacing.spread_ns / 1e6}})
 
     async def live_stats(request: Request) -> Response:

@@ -20,6 +20,7 @@ from liveplex.gptlive.server import auth, backend, replies
 from liveplex.gptlive.server.settings import ServerSettings
 from liveplex.gptlive.server.stats import FrontStats
 from liveplex.gptlive.server.sweeper import Socket, Sweeper
+from liveplex.gptlive.server.webrtc import route as webrtc_route
 from liveplex.gptlive.server.webrtc.forward import Holders
 
 FRONT = "liveplex.gptlive.front"
@@ -63,6 +64,11 @@ class Front:
     def key_required(self) -> bool:
         """Whether a request must carry an API key (said in `/live/config`, for the demo page)."""
         return bool(self.settings.api_keys)
+
+    def page_config(self) -> dict[str, Any]:
+        """What `/live/config` says of this server itself, beside its engine's description: whether
+        the demo page must ask for a key, and which transports a call may use."""
+        return {"api_key_required": self.key_required, "transports": list(webrtc_route.TRANSPORTS)}
 
     def key(self, authorization: list[str]) -> str | None:
         """The API key an HTTP request carries (`auth.ANONYMOUS` without keys); None: refuse."""

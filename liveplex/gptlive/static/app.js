@@ -3,10 +3,12 @@
  *
  * Wires the DOM to a call, an `AudioLink` (microphone and speaker worklets), a `Lateness`
  * tracker and the `/live/stats` poller. The call is an `RtcCall` (WebRTC: the microphone's track
- * as Opus, the agent's audio as a remote track played by an <audio> element) unless the browser or
- * the server has no WebRTC, or the page was opened with `?transport=websocket`: then a `Call` over
- * the socket, whose frames go through the worklets. Everything shown is derived here; the modules
- * it uses know nothing about the page.
+ * as Opus, the agent's audio as a remote track played by an <audio> element) when `/live/config`
+ * lists `webrtc` among the server's `transports` and the browser has WebRTC, unless the page was
+ * opened with `?transport=websocket`; else a `Call` over the socket, whose frames go through the
+ * worklets. A create the server still refuses with 501 (a replica without WebRTC behind the same
+ * address) falls back to the socket within the same click, the microphone kept. Everything shown
+ * is derived here; the modules it uses know nothing about the page.
  */
 
 import { AudioLink, loudness } from './audio.js';
@@ -56,7 +58,7 @@ const ui = {
 const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
 const socketUrl = `${scheme}://${location.host}/v1/live/sessions`;
 const rtcWanted = new URLSearchParams(location.search).get('transport') !== 'websocket' && webRtcSupported();
-let call = rtcWanted ? new RtcCall(`${location.protocol}//${location.host}/v1/live/sessions`) : new Call(socketUrl);
+let call = new Call(socketUrl); // until `/live/config` says whether the server takes WebRTC calls
 let meter = null; // the agent's level off the remote track (WebRTC)
 let liveSince = null; // performance.now() at session.started
 let config = null;
@@ -67,6 +69,7 @@ let frames = 0;
 let playout = { depthMs: null, underruns: 0, dropped: 0 };
 let turn = null; // the transcript paragraph of the current call
 let muted = false;
+let starting = false; // inside startCall: a transport's own `idle` on the way is not the call's end
 let lastStats = null;
 const tickHistory = [];
 
@@ -76,6 +79,9 @@ async function loadConfig() {
   const response = await fetch('/live/config');
   if (!response.ok) throw new Error(`GET /live/config answered ${response.status}`);
   config = await response.json();
+  if (rtcWanted && (config.transports ?? []).includes('webrtc')) {
+    use(new RtcCall(`${location.protocol}//${location.host}/v1/live/sessions`));
+  }
   ui.model.textContent = config.model;
   ui.keyField.hidden = !config.api_key_required;
   ui.voice.replaceChildren(
@@ -122,6 +128,7 @@ async function startCall() {
     return;
   }
   ui.start.disabled = true;
+  starting = true;
   try {
     if (!link) {
       link = await AudioLink.open(onChunk, onPlayout);
@@ -132,9 +139,7 @@ async function startCall() {
       await call.start(settings(), key, link.stream);
     } catch (error) {
       if (!(error instanceof WebRtcUnavailable)) throw error;
-      call = new Call(socketUrl); // this server has no WebRTC: the socket, from now on
-      wire(call);
-      ui.transport.textContent = call.transport;
+      use(new Call(socketUrl)); // this server has no WebRTC: the socket, from now on
       await call.start(settings(), key);
     }
   } catch (error) {
@@ -143,8 +148,17 @@ async function startCall() {
       : `Could not start the call: ${error.message}`, false);
     await closeAudio();
   } finally {
+    starting = false;
     setControls();
   }
+}
+
+/** Make `next` the page's call: its events wired, its transport shown. */
+function use(next) {
+  call = next;
+  wire(call);
+  ui.transport.textContent = call.transport;
+  document.body.dataset.call = call.state;
 }
 
 function resetCallStats() {
@@ -187,9 +201,10 @@ function level(pcm) {
   return loudness(Math.sqrt(sum / Math.max(1, pcm.length)) / 32768);
 }
 
-/** Every call's events to the page (a call made after a fallback is wired again). */
+/** A call's events to the page, while it is the page's call (a replaced one is ignored). */
 function wire(target) {
-  target.addEventListener('state', (event) => {
+  const on = (type, handler) => target.addEventListener(type, (event) => target === call && handler(event));
+  on('state', (event) => {
     const { state } = event.detail;
     document.body.dataset.call = state;
     ui.status.textContent = {
@@ -197,11 +212,12 @@ function wire(target) {
       live: 'Live', closing: 'Ending…',
     }[state];
     ui.status.className = `pill ${state}`;
-    if (state === 'idle' && link && !draining) closeAudio(); // never started: nothing to play out
+    // never started: nothing to play out (but a start in progress closes it itself, if it fails)
+    if (state === 'idle' && link && !draining && !starting) closeAudio();
     setControls();
   });
 
-  target.addEventListener('started', (event) => {
+  on('started', (event) => {
     liveSince = performance.now();
     ui.sessionId.textContent = event.detail.session.id;
     turn = document.createElement('p');
@@ -216,7 +232,7 @@ function wire(target) {
     ui.transcript.append(turn);
   });
 
-  target.addEventListener('audio', (event) => {
+  on('audio', (event) => {
     const { pcm } = event.detail;
     lateness.arrive(performance.now());
     frames += 1;
@@ -227,27 +243,27 @@ function wire(target) {
     link?.play(pcm);
   });
 
-  target.addEventListener('transcript', (event) => {
+  on('transcript', (event) => {
     if (!turn) return;
     turn.querySelector('.words').textContent += event.detail.text;
     ui.transcript.scrollTop = ui.transcript.scrollHeight;
   });
 
-  target.addEventListener('usage', (event) => {
+  on('usage', (event) => {
     ui.billed.textContent = `${event.detail.seconds.toFixed(1)} s`;
   });
 
-  target.addEventListener('muted', (event) => {
+  on('muted', (event) => {
     muted = event.detail.muted;
     setControls();
   });
 
-  target.addEventListener('problem', (event) => {
+  on('problem', (event) => {
     const { code, message, retry } = event.detail;
     showProblem(code === 'server_busy' ? `The pod is full: ${message}` : `${message} (${code})`, retry);
   });
 
-  target.addEventListener('closed', (event) => {
+  on('closed', (event) => {
     const { reason, seconds } = event.detail;
     if (seconds !== null) ui.billed.textContent = `${seconds.toFixed(1)} s`;
     const note = document.createElement('span');
@@ -263,7 +279,7 @@ function wire(target) {
     document.body.dataset.ended = reason;
   });
 
-  target.addEventListener('remote', (event) => {
+  on('remote', (event) => {
     ui.agentAudio.srcObject = event.detail.stream;
     ui.agentAudio.play().catch(() => {});
     meter = link ? link.meter(event.detail.stream) : null;
@@ -343,9 +359,7 @@ ui.start.addEventListener('click', startCall);
 ui.retry.addEventListener('click', startCall);
 ui.mute.addEventListener('click', () => call.mute(!muted));
 ui.end.addEventListener('click', () => call.close());
-wire(call);
-ui.transport.textContent = call.transport;
-document.body.dataset.call = call.state;
+use(call);
 
 loadConfig().catch((error) => showProblem(`Cannot load the pod's settings: ${error.message}`, false));
 pollStats();

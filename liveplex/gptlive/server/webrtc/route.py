@@ -34,6 +34,10 @@ WEBRTC = all(importlib.util.find_spec(name) is not None for name in ("aiortc", "
 """Whether the `webrtc` extra is installed. The call module (aiortc, PyAV) is imported by the first
 offer, not at start: 0.2 s of CPU every pod and gateway start paid, most of them never calling."""
 
+TRANSPORTS: tuple[str, ...] = ("websocket", "webrtc") if WEBRTC else ("websocket",)
+"""The transports this server takes calls on, as `/live/config` lists them: the demo page offers
+WebRTC only where it will be answered, not after a 501 (a core install has no `webrtc` extra)."""
+
 ICE_SERVERS_PATH = "/v1/live/ice_servers"
 
 NO_WEBRTC = replies.openai_error(501, "unsupported_endpoint",
