@@ -74,7 +74,7 @@ async def started(ws_url: str, headers: dict[str, str] | None = None,
 SPEECH_MS = 3000
 
 
-async def sdk_call(base_url: str) -> tuple[list[bytes], str, str]:
+async def sdk_call(base_url: str, model: str = "gpt-live-1") -> tuple[list[bytes], str, str]:
     """3 s of loud speech in real time through `AsyncOpenAI.live.connect()`; (deltas, words, reason)."""
     client = openai.AsyncOpenAI(base_url=base_url, api_key="local-key")
     speech = signals.speech(SPEECH_MS)
@@ -83,7 +83,7 @@ async def sdk_call(base_url: str) -> tuple[list[bytes], str, str]:
     words: list[str] = []
     reason = ""
     async with client.live.connect() as conn:
-        await conn.session.start(event_id="start", session={"model": "gpt-live-1"})
+        await conn.session.start(event_id="start", session={"model": model})
 
         async def speak() -> None:
             loop = asyncio.get_running_loop()

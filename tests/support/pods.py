@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +21,9 @@ import uvicorn
 from liveplex import serve
 from liveplex.gptlive.server import run
 from liveplex.live import runner
+
+LIVEPLEX = (sys.executable, "-m", "liveplex.cli")
+"""The `liveplex` command of the suite's own venv."""
 
 READY_S = 60.0
 """How long a fresh subprocess may take to announce itself on a loaded 2-core machine."""
@@ -123,15 +126,15 @@ def interrupt(proc: subprocess.Popen[bytes], wait_s: float = 15.0) -> None:
 
 
 @contextlib.contextmanager
-def subprocess_pod(*flags: str, log: Path, command: str = "serve",
-                   stderr: Path | None = None) -> Iterator[tuple[Running, subprocess.Popen[bytes]]]:
+def subprocess_pod(*flags: str, log: Path, command: str = "serve", stderr: Path | None = None,
+                   liveplex: Sequence[str] = LIVEPLEX) -> Iterator[tuple[Running, subprocess.Popen[bytes]]]:
     """`liveplex COMMAND --host 127.0.0.1 --port 0 FLAGS` (default `serve --engine sim`) as a
     child process; yields once it has printed where it listens. Its stderr (the JSON logs) goes
-    to `log` with its stdout, or to `stderr` apart."""
+    to `log` with its stdout, or to `stderr` apart. `liveplex` is the command (another venv's)."""
     head = ["serve", "--engine", "sim"] if command == "serve" else [command]
     errors = open(stderr, "wb") if stderr is not None else None  # noqa: SIM115 (closed below)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "liveplex.cli", *head, "--host", "127.0.0.1", "--port", "0", *flags],
+        [*liveplex, *head, "--host", "127.0.0.1", "--port", "0", *flags],
         stdout=subprocess.PIPE, stderr=errors or subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     found: list[str] = []
     ready = threading.Event()
