@@ -30,7 +30,17 @@ def add_log_level(parser: argparse.ArgumentParser) -> None:
                         help="least severe log line written (default: %(default)s)")
 
 
+ROUTINE = ("aioice", "kopf")
+"""Libraries whose info lines are routine: only their warnings and errors are written unless
+`--log-level debug`. aioice writes eight a WebRTC call (each ICE check's state), kopf one after each
+handler and status timer that succeeded (every LiveEngine, every interval); the operator's own lines
+go through its own loggers."""
+
+
 def configure_logging(level: str) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    quiet = logging.NOTSET if level == "debug" else max(logging.WARNING, logging.getLogger().level)
+    for name in ROUTINE:
+        logging.getLogger(name).setLevel(quiet)

@@ -28,12 +28,14 @@ def create_app(gateway: Gateway) -> server_app.ByListener:
         return PlainTextResponse("draining" if gateway.draining else "redis unreachable", status_code=503)
 
     async def live_config(request: Request) -> Response:
-        """The default pool's description, its capacity summed over its fresh pods."""
+        """The default pool's description as this gateway serves it (`PoolCatalog.advertised`), its
+        capacity summed over its fresh pods."""
         catalog = gateway.view.catalog
         pool = catalog.default_pool or next(iter(catalog.pools()), None)
-        served = catalog.served.get(pool) if pool else None
+        served = catalog.advertised(pool) if pool else None
         if served is None:
-            return JSONResponse({"error": {"message": "no engine has published a config yet"}}, status_code=503)
+            why = "no engine has published a config naming a model routed to its pool yet"
+            return JSONResponse({"error": {"message": why}}, status_code=503)
         load = loads().get(pool) if pool else None
         return JSONResponse({**served.config(), "pool": pool, "max_sessions": load.capacity if load else 0,
                              **front.page_config()})

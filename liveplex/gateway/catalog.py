@@ -4,12 +4,15 @@ Pure: a value the gateway's view rebuilds from Redis (`le:routes` and each pool'
 `config`) about once a second, so a `Connection` validates a start synchronously, exactly as the
 pool's pods would (`gptlive.check_start`). A model with no route goes to the default pool
 (`--pool`); a routed pool that has published nothing yet has no engine up: `server_busy`.
+A pool's pods may answer to names this gateway sends elsewhere (routed to another pool) or nowhere
+(a personaplex pod's own id, which no LiveEngine claims): `advertised` keeps what it describes to a
+client to the names that reach the pool, so a session started with any of them is one it accepts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from liveplex.gptlive import errors
 from liveplex.gptlive.served import Served
@@ -42,6 +45,16 @@ class PoolCatalog:
         if served is None:
             raise errors.no_engines()
         return served if model in self.routes else served.served_for(model)
+
+    def advertised(self, pool: str) -> Served | None:
+        """The pool's description (`/live/config`) with only the model names that reach it through
+        this gateway, in its pods' order, the first as its `model`; None while it has published
+        nothing or none of its names reaches it."""
+        served = self.served.get(pool)
+        reach = [m for m in served.models if self.pool_for(m) == pool] if served is not None else []
+        if served is None or not reach:
+            return None
+        return replace(served, info=replace(served.info, model=reach[0]), aliases=tuple(reach[1:]))
 
     def models(self) -> tuple[str, ...]:
         """Every model name this gateway serves, routed ones first (`/v1/models`)."""

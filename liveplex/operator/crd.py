@@ -154,8 +154,10 @@ SPEC = _obj("What to run: the engine, its model, its capacity and its pods.", {
         "sim": _SIM,
     }, required=("kind",)),
     "model": _obj("The model; required when kind is personaplex.", {
-        "name": _str("Model name, for display (the MODEL column).", min_length=1, max_length=253),
-        "servedModels": _list("session.model values routed to this engine (le:routes) and accepted by it.",
+        "name": _str("Model name (the MODEL column): a session.model accepted by the engine and routed to it "
+                     "(le:routes) unless an older LiveEngine already routes it.", min_length=1, max_length=253),
+        "servedModels": _list("session.model values routed to this engine (le:routes) and accepted by it; one an "
+                              "older LiveEngine routes is a RouteConflict.",
                               _str("A session.model value.", min_length=1, max_length=253),
                               max_items=32, min_items=1, list_type="set") | {"default": list(DEFAULT_ALIASES)},
         "dtype": _str("Weights' dtype.", enum=("bf16", "fp32"), default="bf16"),

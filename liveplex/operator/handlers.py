@@ -7,17 +7,19 @@ pods, O(K) of Redis), takes the `le:routes` resolution made once per interval fo
 (`interval.PerInterval`: the first timer of an interval resolves, the others reuse it), and writes
 the status only when it changed, plus the deletion cost of the few pods a scale-down would pick
 (`deletion_cost`), under an operator-wide write budget.
-Both return None and write `patch.status` explicitly. Everything they talk to comes from the
+Both return None and write `patch.status` explicitly, each condition that changed posted as a
+Kubernetes Event (`kubectl describe le`) and logged. Everything they talk to comes from the
 `Context` in kopf's memo, so tests call them directly with in-memory parts.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
@@ -36,9 +38,20 @@ DELETION_COST_WRITES_PER_S = 20.0
 """The most pod-deletion-cost patches a second, all pools together (and at once)."""
 RESOURCE = (names.GROUP, names.VERSION, names.PLURAL)
 
+logger = logging.getLogger(__name__)
+"""The operator's own lines, each naming its `liveengine`: kopf's logger is for kopf's (routine at info,
+`logs.ROUTINE`)."""
+
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def post_event(body: Mapping[str, Any], change: status.Transition) -> None:
+    """kopf's Events poster: queued, posted in the background with kopf's retries, so a handler never
+    waits on it (it needs the context kopf gives a handler)."""
+    kopf.event(cast(kopf.Body, body),  # kopf reads its apiVersion, kind and metadata: any mapping does
+               type=change.event_type, reason=change.reason, message=change.note)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +72,8 @@ class Context:
     deletion_budget: deletion_cost.Budget = field(
         default_factory=lambda: deletion_cost.Budget(DELETION_COST_WRITES_PER_S, DELETION_COST_WRITES_PER_S))
     """pod-deletion-cost patches, operator-wide."""
+    events: Callable[[Mapping[str, Any], status.Transition], None] = field(default=post_event)
+    """Where a LiveEngine's condition changes go as Kubernetes Events."""
 
     def __post_init__(self) -> None:
         if self.resolved is None:
@@ -78,8 +93,8 @@ def refused_delay(retry: int) -> float:
     return min(RETRY_DELAY_S * 2 ** min(retry, 16), REFUSED_MAX_DELAY_S)
 
 
-async def reconcile(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.Logger | logging.LoggerAdapter,
-                    memo: Mapping[str, Any], retry: int = 0, **_: Any) -> None:
+async def reconcile(body: Mapping[str, Any], patch: kopf.Patch, memo: Mapping[str, Any], retry: int = 0,
+                    **_: Any) -> None:
     """Render and apply the children; an unrenderable spec is reported and not retried, a child the
     API server refuses is reported in the status and retried with a growing back-off."""
     ctx = _context(memo)
@@ -87,12 +102,12 @@ async def reconcile(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.
         le = spec.parse(body)
     except spec.SpecError as exc:
         deployment, pods = await _observe(ctx, body)
-        patch.status.update(status.compute_status(body, deployment, pods, None, ctx.clock()))
+        _write_status(ctx, body, patch, status.compute_status(body, deployment, pods, None, ctx.clock()))
         raise kopf.PermanentError(f"invalid spec: {exc}") from exc
     try:
         for child in render.render_children(le, ctx.settings):
             await apply.create_or_patch(ctx.client, child)
-        await _sync_autoscaler(ctx, le, logger)
+        await _sync_autoscaler(ctx, le)
     except apply.KubeError as exc:
         if exc.transient:
             raise _transient(exc) from exc
@@ -100,18 +115,18 @@ async def reconcile(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.
             raise
         refused = f"the API server refused a child: {exc}"
         deployment, pods = await _observe(ctx, body)
-        patch.status.update(status.compute_status(body, deployment, pods, None, ctx.clock(), refused=refused))
+        _write_status(ctx, body, patch, status.compute_status(body, deployment, pods, None, ctx.clock(),
+                                                              refused=refused))
         delay = refused_delay(retry)
-        logger.warning("child refused", extra={"pool": le.pool, "error": str(exc), "retry_in_s": delay})
+        logger.warning("child refused", extra={"liveengine": le.pool, "error": str(exc), "retry_in_s": delay})
         raise kopf.TemporaryError(refused, delay=delay) from exc
     if status.refusal(body) is not None:  # applied now: the roll-up may report the children again
         deployment, pods = await _observe(ctx, body)
-        patch.status.update(status.compute_status(body, deployment, pods, None, ctx.clock()))
-    logger.info("children applied", extra={"pool": le.pool, "generation": le.generation})
+        _write_status(ctx, body, patch, status.compute_status(body, deployment, pods, None, ctx.clock()))
+    logger.info("children applied", extra={"liveengine": le.pool, "generation": le.generation})
 
 
-async def roll_up(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.Logger | logging.LoggerAdapter,
-                  memo: Mapping[str, Any], **_: Any) -> None:
+async def roll_up(body: Mapping[str, Any], patch: kopf.Patch, memo: Mapping[str, Any], **_: Any) -> None:
     """The status timer: observe, compute, and write only what changed."""
     ctx = _context(memo)
     meta = body["metadata"]
@@ -122,18 +137,16 @@ async def roll_up(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.Lo
         le = None  # the reconcile reported it; no autoscaler is kept or made for it
     try:
         deployment, pods = await _observe(ctx, body)
-        conflicts = await _sync_routes(ctx, pool, logger)
-        foreign = await _sync_autoscaler(ctx, le, logger) if le is not None else ()
+        conflicts = await _sync_routes(ctx, pool)
+        foreign = await _sync_autoscaler(ctx, le) if le is not None else ()
     except apply.KubeError as exc:
         if exc.transient:
             raise _transient(exc) from exc
         raise
-    load = await _load(ctx, pool, le.spec.sub_pools if le is not None else 1, logger)
-    new = status.compute_status(body, deployment, pods, load, ctx.clock(), conflicts=conflicts,
-                                foreign_autoscalers=foreign, refused=status.refusal(body))
-    before = body.get("status") or {}
-    if any(before.get(key) != value for key, value in new.items()):
-        patch.status.update(new)
+    load = await _load(ctx, pool, le.spec.sub_pools if le is not None else 1)
+    _write_status(ctx, body, patch, status.compute_status(
+        body, deployment, pods, load, ctx.clock(), conflicts=conflicts, foreign_autoscalers=foreign,
+        refused=status.refusal(body)))
     if load is not None:
         changes = deletion_cost.deletion_costs(pods, load.emptiest)
         for pod, cost in changes[:ctx.deletion_budget.take(ctx.clock().timestamp(), len(changes))]:
@@ -141,7 +154,23 @@ async def roll_up(body: Mapping[str, Any], patch: kopf.Patch, logger: logging.Lo
                 await ctx.client.patch(apply.Ref("v1", "Pod", meta["namespace"], pod),
                                        {"metadata": {"annotations": {names.DELETION_COST: cost}}})
             except apply.KubeError as exc:  # a hint only: the pod may be gone; the next roll-up retries
-                logger.warning("pod-deletion-cost not written", extra={"pod": pod, "error": str(exc)})
+                logger.warning("pod-deletion-cost not written",
+                               extra={"liveengine": pool, "pod": pod, "error": str(exc)})
+
+
+def _write_status(ctx: Context, body: Mapping[str, Any], patch: kopf.Patch, new: Mapping[str, Any]) -> None:
+    """Patch the status if it changed; each condition that changed is an Event and a log line (a
+    warning for a reason a user may have to act on)."""
+    before = body.get("status") or {}
+    if all(before.get(key) == value for key, value in new.items()):
+        return
+    patch.status.update(new)
+    for change in status.transitions(before, new):
+        ctx.events(body, change)
+        logger.log(logging.WARNING if change.warning else logging.INFO, "condition changed",
+                   extra={"liveengine": names.pool(body["metadata"]["namespace"], body["metadata"]["name"]),
+                          "condition": change.condition, "status": change.status, "reason": change.reason,
+                          "detail": change.message})
 
 
 async def _observe(ctx: Context, body: Mapping[str, Any]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
@@ -151,8 +180,7 @@ async def _observe(ctx: Context, body: Mapping[str, Any]) -> tuple[dict[str, Any
     return deployment, pods
 
 
-async def _sync_autoscaler(ctx: Context, le: spec.LiveEngine,
-                           logger: logging.Logger | logging.LoggerAdapter) -> tuple[str, ...]:
+async def _sync_autoscaler(ctx: Context, le: spec.LiveEngine) -> tuple[str, ...]:
     """Apply the autoscaler the spec asks for unless another targets the LiveEngine; remove the
     operator's own otherwise (and the other provider's after a switch). Returns the foreign ones."""
     wanted = render.render_autoscaler(le, ctx.settings)
@@ -167,9 +195,9 @@ async def _sync_autoscaler(ctx: Context, le: spec.LiveEngine,
             current = await ctx.client.get(ref)
             if current is not None and autoscalers.owned_by(current, le.uid):
                 await ctx.client.delete(ref)
-                logger.info("autoscaler removed", extra={"pool": le.pool, "kind": kind})
+                logger.info("autoscaler removed", extra={"liveengine": le.pool, "kind": kind})
     if foreign:
-        logger.warning("another autoscaler targets this LiveEngine", extra={"pool": le.pool, "foreign": foreign})
+        logger.warning("another autoscaler targets this LiveEngine", extra={"liveengine": le.pool, "foreign": foreign})
     if keep is not None:
         assert wanted is not None
         await apply.create_or_patch(ctx.client, wanted)
@@ -186,25 +214,24 @@ async def _served_list(ctx: Context, kind: tuple[str, str], namespace: str) -> l
         raise
 
 
-async def _load(ctx: Context, pool: str, count: int,
-                logger: logging.Logger | logging.LoggerAdapter) -> LoadFigures | None:
+async def _load(ctx: Context, pool: str, count: int) -> LoadFigures | None:
     if ctx.loads is None:
         return None
     try:
         return await ctx.loads.read(pool, count)
     except Exception as exc:  # Redis down must not stop the roll-up: the figures are kept instead
-        logger.warning("pool load unavailable", extra={"pool": pool, "error": repr(exc)}, exc_info=True)
+        logger.warning("pool load unavailable", extra={"liveengine": pool, "error": repr(exc)}, exc_info=True)
         return None
 
 
-async def _sync_routes(ctx: Context, pool: str, logger: logging.Logger | logging.LoggerAdapter) -> Sequence[str]:
+async def _sync_routes(ctx: Context, pool: str) -> Sequence[str]:
     """This pool's lost names, from the routes resolved once per interval for every LiveEngine."""
     assert ctx.resolved is not None
-    resolution = await ctx.resolved.get(ctx.clock().timestamp(), lambda: _resolve_routes(ctx, logger))
+    resolution = await ctx.resolved.get(ctx.clock().timestamp(), lambda: _resolve_routes(ctx))
     return resolution.lost.get(pool, ())
 
 
-async def _resolve_routes(ctx: Context, logger: logging.Logger | logging.LoggerAdapter) -> routes.Resolution:
+async def _resolve_routes(ctx: Context) -> routes.Resolution:
     """Resolve le:routes over every LiveEngine in scope and write the changes."""
     scope = ctx.settings.namespaces
     bodies = [b for ns in (scope or (None,)) for b in await ctx.client.list(names.API_VERSION, names.KIND, ns)]
@@ -214,8 +241,8 @@ async def _resolve_routes(ctx: Context, logger: logging.Logger | logging.LoggerA
             le = spec.parse(b)
         except spec.SpecError:
             continue  # an invalid LiveEngine claims nothing
-        if le.spec.model is not None:
-            claims.append(routes.Claim(le.pool, le.created, le.spec.model.served_models, le.spec.sub_pools))
+        if (model := le.spec.model) is not None:
+            claims.append(routes.Claim(le.pool, le.created, model.served_models, le.spec.sub_pools, model.name))
     current: Mapping[str, str] = {}
     if ctx.routes is not None:
         try:
@@ -233,9 +260,12 @@ async def _resolve_routes(ctx: Context, logger: logging.Logger | logging.LoggerA
 
 
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-    """Keep kopf's bookkeeping in annotations: the status schema would prune `status.kopf`."""
+    """Keep kopf's bookkeeping in annotations: the status schema would prune `status.kopf`. Events
+    come from the operator and this replica (its pod's name), not from kopf's `dev`."""
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=names.GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=names.GROUP)
+    settings.posting.reporting_component = names.OPERATOR
+    settings.posting.reporting_instance = socket.gethostname()
 
 
 def login(**kwargs: Any) -> kopf.ConnectionInfo | None:

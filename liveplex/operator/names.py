@@ -23,7 +23,9 @@ SELECTOR_KEYS: tuple[str, ...] = (NAME_LABEL, INSTANCE_LABEL)
 """The only labels a selector uses: users cannot edit them (kopf and kubectl copy user labels around)."""
 APP = "liveengine"
 """The value of `app.kubernetes.io/name` on every engine child."""
-MANAGED_BY = {"app.kubernetes.io/managed-by": "liveplex-operator", "app.kubernetes.io/component": "engine"}
+OPERATOR = "liveplex-operator"
+"""The operator as the children's manager and the Events' reporting component (`kubectl describe`'s From)."""
+MANAGED_BY = {"app.kubernetes.io/managed-by": OPERATOR, "app.kubernetes.io/component": "engine"}
 """Informational labels on every child; never part of a selector."""
 
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"

@@ -61,7 +61,9 @@ def _metadata(le: LiveEngine) -> Obj:
 
 
 def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
-    """`liveplex serve`'s arguments for this engine; `$(VAR)` is expanded by the kubelet."""
+    """`liveplex serve`'s arguments for this engine; `$(VAR)` is expanded by the kubelet. Its pods
+    accept every name the LiveEngine claims (`routes`): `model.name` is a sim pod's own id and one
+    more alias of a personaplex pod (whose id comes from its checkpoint)."""
     s, cap = le.spec, le.spec.capacity
     pod_ip = f"$({names.POD_IP_ENV})"
     args = ["serve", "--engine", s.kind, "--host", pod_ip, "--port", str(names.PORT),
@@ -79,8 +81,10 @@ def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
                  "--advertise", f"ws://{pod_ip}:{names.PORT}", "--pod-name", f"$({names.POD_NAME_ENV})"]
         if s.sub_pools > 1:
             args += ["--subpools", str(s.sub_pools)]
+    aliases = s.model.served_models if s.model is not None else ()
     if s.kind == "personaplex":
         assert s.model is not None  # CEL: personaplex has a model with a source
+        aliases = tuple(dict.fromkeys((s.model.name, *aliases)))
         args += ["--model-path", model_path(le), "--dtype", s.model.dtype, "--device", "cuda",
                  "--prefill-budget-ms", str(s.model.prefill_budget_millis)]
         if s.model.attention is not None:
@@ -94,8 +98,8 @@ def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
             args += ["--tick-base-us", str(s.sim.tick_base_micros),
                      "--tick-per-session-us", str(s.sim.tick_per_session_micros),
                      "--echo-frames", str(s.sim.echo_frames)]
-    for served in s.model.served_models if s.model is not None else ():
-        args += ["--model-alias", served]
+    for alias in aliases:
+        args += ["--model-alias", alias]
     return args
 
 

@@ -13,12 +13,16 @@ they drive keep their previous values. An invalid spec sets `Ready=False, Invali
 freezes `Progressing` and `Degraded` at their previous values; so does a child the API server
 refused (`Ready=False, ChildRefused` with the server's message), which the roll-up keeps until a
 reconcile of the same generation applies every child (`refusal` reads it back).
+
+`transitions` says which conditions a new status changed, for the Kubernetes Events the operator
+posts: compared with the stored status, so a steady state, a replay or a restarted operator posts none.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -50,6 +54,11 @@ class Reason(enum.StrEnum):
     AUTOSCALER_CONFLICT = "AutoscalerConflict"
 
 
+WARNINGS = frozenset({Reason.INVALID_SPEC, Reason.CHILD_REFUSED, Reason.ROUTE_CONFLICT, Reason.IMAGE_PULL_FAILING,
+                      Reason.INSUFFICIENT_CAPACITY, Reason.TICK_LATENESS_OVER_BUDGET, Reason.ALL_SLOTS_IN_USE,
+                      Reason.AUTOSCALER_CONFLICT})
+"""Reasons whose Event is a `Warning`: something a user may have to act on. The others are `Normal`."""
+
 IMAGE_PULL_ERRORS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
 """Container `waiting.reason`s that mean the image cannot be had."""
 
@@ -69,6 +78,43 @@ def refusal(le: Json) -> str | None:
         if (c["type"], c.get("reason"), c.get("observedGeneration")) == ("Ready", Reason.CHILD_REFUSED, generation):
             return str(c.get("message", ""))
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """A condition whose status or reason changed: one Kubernetes Event."""
+
+    condition: str
+    status: str
+    reason: str
+    message: str
+
+    @property
+    def warning(self) -> bool:
+        return self.reason in WARNINGS
+
+    @property
+    def event_type(self) -> str:
+        return "Warning" if self.warning else "Normal"
+
+    @property
+    def note(self) -> str:
+        """The Event's message, which `kubectl describe` shows beside the reason."""
+        return f"{self.condition}={self.status}" + (f": {self.message}" if self.message else "")
+
+
+def transitions(before: Json, after: Json) -> list[Transition]:
+    """The conditions of status `after` whose status or reason differ from status `before`'s. A new
+    message under the same reason ("1/2" then "2/2 replicas ready") is no transition. A condition new
+    to the status counts from its value when absent, so a new LiveEngine reports its Ready and
+    Progressing, not that it is not Degraded."""
+    old = {c["type"]: c for c in before.get("conditions", ())}
+    out = []
+    for c in after.get("conditions", ()):
+        was = old.get(c["type"]) or (_previous(before, c["type"]) if c["type"] in _FALSE_WHEN_ABSENT else {})
+        if (was.get("status"), was.get("reason")) != (c["status"], c["reason"]):
+            out.append(Transition(c["type"], c["status"], c["reason"], c.get("message", "")))
+    return out
 
 
 def compute_status(le: Json, deployment: Json | None, pods: Sequence[Json], load: LoadFigures | None,

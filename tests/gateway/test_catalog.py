@@ -48,6 +48,23 @@ def test_no_route_and_no_default_pool_is_model_not_found_listing_the_routes() ->
         PoolCatalog({"voice-1": "ns/a"}, {"ns/a": SERVED}).served_for("x")
 
 
+def test_a_pool_is_advertised_with_only_the_models_that_reach_it_and_each_one_starts() -> None:
+    routed_alias = PoolCatalog({"gpt-live-1": "ns/a"}, {"ns/a": SERVED})  # its pods' own id is routed nowhere
+    default_shadowed = PoolCatalog({"gpt-live-1": "ns/b"}, {"ns/a": SERVED, "ns/b": SERVED}, "ns/a")
+    for catalog, pool, models in ((routed_alias, "ns/a", ["gpt-live-1"]), (default_shadowed, "ns/a", ["liveplex-sim"]),
+                                  (default_shadowed, "ns/b", ["gpt-live-1"])):
+        advertised = catalog.advertised(pool)
+        assert advertised is not None
+        config = advertised.config()
+        assert (config["model"], config["models"]) == (models[0], models)
+        assert all(catalog.pool_for(m) == pool and catalog.served_for(m) for m in config["models"])
+        assert advertised.voices == SERVED.voices and advertised.info.sample_rate == SERVED.info.sample_rate
+    everything = PoolCatalog({"liveplex-sim": "ns/a", "gpt-live-1": "ns/a"}, {"ns/a": SERVED})
+    assert everything.advertised("ns/a") == SERVED
+    assert PoolCatalog({"x": "ns/a"}, {"ns/a": SERVED}).advertised("ns/a") is None, "no name of its pods reaches it"
+    assert PoolCatalog({"x": "ns/a"}).advertised("ns/a") is None, "nothing published"
+
+
 def test_a_tripped_pod_is_excluded_until_its_time_is_up() -> None:
     breaker = Breaker(open_ms=10_000)
     breaker.trip("pod-0", now_ms=1_000)

@@ -85,6 +85,8 @@ def test_a_webrtc_call_through_the_gateway_is_echoed_and_placed_like_a_socket(re
         asyncio.run(scenario())
         platform.eventually(lambda: p.pod_sessions() == [0] and p.stats()["sessions"] == 0,
                             "the pod and the gateway to hold no session")
+        log = (tmp_path / "gateway.log").read_text()  # ICE's routine steps are aioice's info lines
+        assert '"logger": "aioice' not in log, log
 
 
 def test_a_webrtc_call_moves_off_a_draining_pod(redis_url, tmp_path) -> None:

@@ -1,4 +1,4 @@
-"""In-memory stand-ins for the operator's edges: the Kubernetes API, pool load and le:routes.
+"""In-memory stand-ins for the operator's edges: the Kubernetes API, pool load, le:routes and Events.
 
 `FakeKubeClient` keeps objects as dicts and applies merge patches per RFC 7386, like the API
 server's `application/merge-patch+json`; it records every write so tests can assert a no-op.
@@ -14,6 +14,7 @@ from typing import Any
 from liveplex.emulator.apiserver.patch import merge_patch
 from liveplex.operator import LoadFigures, Ref
 from liveplex.operator.apply import Conflict, KubeError
+from liveplex.operator.status import Transition
 
 Obj = dict[str, Any]
 
@@ -103,3 +104,13 @@ class FakeRoutes:
         self.routes.update(set_)
         for model in delete:
             self.routes.pop(model, None)
+
+
+class FakeEvents:
+    """`handlers.Context.events`: every Event posted, as (LiveEngine name, type, reason, message)."""
+
+    def __init__(self) -> None:
+        self.posted: list[tuple[str, str, str, str]] = []
+
+    def __call__(self, body: Mapping[str, Any], change: Transition) -> None:
+        self.posted.append((body["metadata"]["name"], change.event_type, change.reason, change.note))

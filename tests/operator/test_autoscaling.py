@@ -14,7 +14,7 @@ import pytest
 from liveplex.operator import Ref, autoscalers, handlers, names, render, signals, spec
 from liveplex.operator.settings import OperatorSettings
 from tests.operator import golden, keda, kubeschemas, objects
-from tests.operator.fake import FakeKubeClient
+from tests.operator.fake import FakeEvents, FakeKubeClient
 
 LOG = logging.getLogger("test.operator")
 SETTINGS = OperatorSettings(namespaces=("voice",), redis_url="redis://r:6379", prometheus_url="http://prom:9090")
@@ -118,12 +118,12 @@ def test_foreign_autoscalers_are_those_not_owned_by_the_liveengine_or_its_scaled
 
 
 async def _reconcile(client: FakeKubeClient, body: dict[str, Any]) -> None:
-    ctx = handlers.Context(settings=SETTINGS, client=client)
+    ctx = handlers.Context(settings=SETTINGS, client=client, events=FakeEvents())
     await handlers.reconcile(body=body, patch=kopf.Patch(), logger=LOG, memo=kopf.Memo(context=ctx))
 
 
-async def _roll_up(client: FakeKubeClient, body: dict[str, Any]) -> kopf.Patch:
-    ctx = handlers.Context(settings=SETTINGS, client=client)
+async def _roll_up(client: FakeKubeClient, body: dict[str, Any], events: FakeEvents | None = None) -> kopf.Patch:
+    ctx = handlers.Context(settings=SETTINGS, client=client, events=events or FakeEvents())
     patch = kopf.Patch()
     await handlers.roll_up(body=body, patch=patch, logger=LOG, memo=kopf.Memo(context=ctx))
     return patch
@@ -152,11 +152,13 @@ async def test_a_foreign_hpa_stops_the_operators_own_and_sets_the_condition() ->
     client = FakeKubeClient()
     await _reconcile(client, _le("hpa"))
     client.put(_foreign_hpa())
-    patch = await _roll_up(client, _le("hpa"))
+    events = FakeEvents()
+    patch = await _roll_up(client, _le("hpa"), events)
     assert HPA not in client.objects
     cond = {c["type"]: c for c in patch.status["conditions"]}["Autoscaling"]
     assert (cond["status"], cond["reason"]) == ("False", "AutoscalerConflict")
     assert "HorizontalPodAutoscaler/manual" in cond["message"]
+    assert ("pp", "Warning", "AutoscalerConflict", f"Autoscaling=False: {cond['message']}") in events.posted
     await _reconcile(client, _le("hpa"))
     assert HPA not in client.objects
 

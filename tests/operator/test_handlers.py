@@ -13,7 +13,7 @@ from liveplex.operator import KubeError, LoadFigures, Ref, deletion_cost, handle
 from liveplex.operator.metrics import OperatorMetrics
 from liveplex.operator.settings import OperatorSettings
 from tests.operator import objects
-from tests.operator.fake import FakeKubeClient, FakeLoads, FakeRoutes
+from tests.operator.fake import FakeEvents, FakeKubeClient, FakeLoads, FakeRoutes
 
 LOG = logging.getLogger("test.operator")
 NOW = datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
@@ -22,8 +22,9 @@ DEPLOYMENT = Ref("apps/v1", "Deployment", "voice", "pp")
 
 
 def _ctx(client: FakeKubeClient, loads: FakeLoads | None = None, routes: FakeRoutes | None = None,
-         settings: OperatorSettings = SETTINGS) -> handlers.Context:
-    return handlers.Context(settings=settings, client=client, loads=loads, routes=routes, clock=lambda: NOW)
+         settings: OperatorSettings = SETTINGS, events: FakeEvents | None = None) -> handlers.Context:
+    return handlers.Context(settings=settings, client=client, loads=loads, routes=routes, clock=lambda: NOW,
+                            events=events or FakeEvents())
 
 
 async def _reconcile(ctx: handlers.Context, body: dict[str, Any]) -> kopf.Patch:
@@ -155,7 +156,7 @@ async def test_deletion_cost_patches_stay_within_the_operator_wide_budget() -> N
     client = FakeKubeClient()
     await _serving(client)
     loads = FakeLoads({"voice/pp": LoadFigures(active=0, capacity=64, emptiest={"pp-a": 2, "pp-b": 1})})
-    ctx = handlers.Context(settings=SETTINGS, client=client, loads=loads, clock=lambda: NOW,
+    ctx = handlers.Context(settings=SETTINGS, client=client, loads=loads, clock=lambda: NOW, events=FakeEvents(),
                            deletion_budget=deletion_cost.Budget(rate_per_s=1, burst=1))
     for pod in ("pp-a", "pp-b"):  # a stale mark to remove (pp-a) and one to rewrite (pp-b): two patches wanted
         client.objects[Ref("v1", "Pod", "voice", pod)]["metadata"]["annotations"][names.DELETION_COST] = "9"
@@ -181,7 +182,7 @@ async def test_routes_are_resolved_once_per_interval_for_every_live_engine() -> 
     ctx = _ctx(client, FakeLoads(), routes)
     for body in bodies:
         await _roll_up(ctx, body)
-    assert lists == 1 and routes.writes == 1 and len(routes.routes) == 5
+    assert lists == 1 and routes.writes == 1 and len(routes.routes) == 6  # m0..m4, and m (the oldest's name)
 
 
 async def test_the_timer_routes_models_and_the_younger_claimant_gets_route_conflict() -> None:
@@ -194,13 +195,38 @@ async def test_the_timer_routes_models_and_the_younger_claimant_gets_route_confl
     ctx = _ctx(client, FakeLoads(), routes)
     old_status = (await _roll_up(ctx, old))["status"]
     young_status = (await _roll_up(ctx, young))["status"]
-    assert routes.routes == {"gpt-live-1": "voice/pp", "a": "voice/pp", "lab-model": "lab/sim"}
+    assert routes.routes == {"m": "voice/pp", "gpt-live-1": "voice/pp", "a": "voice/pp", "lab-model": "lab/sim"}
     assert routes.writes == 1
     ready = {s["selector"]: next(c for c in s["conditions"] if c["type"] == "Ready")
              for s in (old_status, young_status)}
     assert ready[names.selector_text("pp2")]["reason"] == "RouteConflict"
-    assert "gpt-live-1" in ready[names.selector_text("pp2")]["message"]
+    assert ready[names.selector_text("pp2")]["message"] == "an older LiveEngine serves gpt-live-1"  # not its name
     assert ready[names.selector_text("pp")]["reason"] != "RouteConflict"
+
+
+async def test_each_condition_change_is_one_event_and_a_steady_state_posts_none() -> None:
+    client = FakeKubeClient()
+    await _serving(client)
+    loads = FakeLoads({"voice/pp": LoadFigures(active=3, capacity=64, emptiest={"pp-a": 2, "pp-b": 1})})
+    events = FakeEvents()
+    ctx = _ctx(client, loads, events=events)
+    status = (await _roll_up(ctx, _pp(replicas=2)))["status"]
+    assert events.posted == [("pp", "Normal", "AllReplicasReady", "Ready=True: 2/2 replicas ready")]
+    loads.loads["voice/pp"] = LoadFigures(active=5, capacity=64, emptiest={"pp-a": 3, "pp-b": 2})
+    status = (await _roll_up(ctx, _pp(replicas=2) | {"status": status}))["status"]  # new figures, same conditions
+    assert len(events.posted) == 1
+    loads.loads["voice/pp"] = LoadFigures(active=64, capacity=64, emptiest={"pp-a": 32, "pp-b": 32})
+    status = (await _roll_up(ctx, _pp(replicas=2) | {"status": status}))["status"]
+    assert events.posted[1:] == [("pp", "Warning", "AllSlotsInUse", "CapacityExhausted=True: every slot is in use")]
+    assert not await _roll_up(ctx, _pp(replicas=2) | {"status": status}) and len(events.posted) == 2
+
+
+async def test_an_invalid_spec_is_a_warning_event() -> None:
+    events = FakeEvents()
+    with pytest.raises(kopf.PermanentError):
+        await _reconcile(_ctx(FakeKubeClient(), events=events), objects.liveengine({"engine": {"kind": "personaplex"}}))
+    [(name, kind, reason, note)] = events.posted
+    assert (name, kind, reason) == ("pp", "Warning", "InvalidSpec") and note.startswith("Ready=False: spec.model")
 
 
 async def test_redis_down_keeps_the_roll_up_going_without_figures() -> None:
@@ -233,3 +259,4 @@ def test_kopf_keeps_its_bookkeeping_out_of_the_status() -> None:
     handlers.configure(settings=s)
     assert isinstance(s.persistence.progress_storage, kopf.AnnotationsProgressStorage)
     assert isinstance(s.persistence.diffbase_storage, kopf.AnnotationsDiffBaseStorage)
+    assert s.posting.reporting_component == "liveplex-operator"

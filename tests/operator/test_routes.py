@@ -57,6 +57,18 @@ def test_a_split_pool_routes_with_its_sub_pool_count_and_a_new_count_is_a_change
         "pp-7b": "voice/pp", "gpt-live-1": "voice/pp"}, "back to one pool: the plain name again"
 
 
+def test_a_liveengines_model_name_is_routed_to_it_and_an_older_holder_of_it_is_no_conflict() -> None:
+    stable = Claim("voice/pp", "2026-01-01T00:00:00Z", ("gpt-live-1",), name="pp-7b-v1")
+    canary = Claim("voice/canary", "2026-02-01T00:00:00Z", ("canary",), name="pp-7b-v1")
+    r = routes.resolve([canary, stable], {}, ())
+    assert r.routes == {"gpt-live-1": "voice/pp", "pp-7b-v1": "voice/pp", "canary": "voice/canary"}
+    assert r.lost == {}, "the canary's name already reaches a pool that serves it"
+    late = Claim("voice/late", "2026-03-01T00:00:00Z", ("pp-7b-v1",), name="late")
+    assert routes.resolve([late, stable], {}, ()).lost == {"voice/late": ("pp-7b-v1",)}, "a served model it lost is"
+    assert routes.resolve([Claim("voice/pp", "2026-01-01T00:00:00Z", ("m",), subpools=2, name="m")], {}, ()) \
+        .routes == {"m": "voice/pp*2"}, "a name among its own served models is routed once"
+
+
 _claims = st.lists(st.builds(lambda i, day, models: Claim(f"ns/e{i}", f"2026-01-{day:02d}T00:00:00Z", models),
                              st.integers(0, 9), st.integers(1, 28),
                              st.lists(st.sampled_from("abcd"), unique=True).map(tuple)),

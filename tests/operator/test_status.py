@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from liveplex.operator import LoadFigures, compute_status
-from liveplex.operator.status import Reason, refusal
+from liveplex.operator.status import Reason, Transition, refusal, transitions
 from tests.operator import objects
 from tests.operator.objects import deployment, pod
 
@@ -137,6 +137,22 @@ def test_a_refused_child_is_reported_with_the_servers_message_for_its_generation
     newer = _le(previous=out)
     newer["metadata"]["generation"] = 2
     assert refusal(newer) is None and refusal(_le()) is None
+
+
+def test_transitions_are_the_conditions_whose_status_or_reason_changed() -> None:
+    first = compute_status(_le(), None, [], None, NOW)
+    assert transitions({}, first) == [Transition("Ready", "False", "PodsNotReady", "0/2 replicas ready"),
+                                      Transition("Progressing", "True", "RollingOut", "creating the Deployment")]
+    one = compute_status(_le(previous=first), deployment(replicas=2, ready=1), PODS2[:1], None, NOW)
+    assert transitions(first, one) == [], "1/2 replicas ready: a new message under the same reasons"
+    serving = compute_status(_le(previous=one), READY2, PODS2, LOAD, NOW)
+    assert [(t.condition, t.reason, t.note) for t in transitions(one, serving)] == [
+        ("Ready", "AllReplicasReady", "Ready=True: 2/2 replicas ready"),
+        ("Progressing", "RolloutComplete", "Progressing=False: 2 pods available")]
+    assert transitions(serving, compute_status(_le(previous=serving), READY2, PODS2, LOAD, NOW)) == []
+    full = compute_status(_le(previous=serving), READY2, PODS2, LoadFigures(active=64, capacity=64), NOW)
+    [exhausted] = transitions(serving, full)
+    assert (exhausted.reason, exhausted.event_type) == ("AllSlotsInUse", "Warning")
 
 
 def test_figures_are_integers_and_the_selector_a_string() -> None:

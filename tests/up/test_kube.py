@@ -112,13 +112,32 @@ def up(redis_url: str, tmp: Path) -> Iterator[Kube]:
         log.close()
 
 
-async def started(address: str):
+async def started(address: str, model: str = "gpt-live-1"):
     ws = await websockets.connect(f"ws://{address}/v1/live/sessions", max_queue=None)
-    await ws.send(orjson.dumps(START).decode())
+    await ws.send(orjson.dumps({**START, "session": {"model": model}}).decode())
     async with asyncio.timeout(10):
-        while orjson.loads(await ws.recv())["type"] != "session.started":
-            pass
+        while (event := orjson.loads(await ws.recv()))["type"] != "session.started":
+            assert event["type"] != "error", event
     return ws
+
+
+async def closed(ws) -> None:
+    """Close the session as its caller asks, and check it ended so."""
+    await ws.send(orjson.dumps({"type": "session.close"}).decode())
+    async with asyncio.timeout(10):
+        while (event := orjson.loads(await ws.recv()))["type"] != "session.closed":
+            pass
+    assert event["reason"] == "close_requested"
+    await ws.close()
+
+
+def advertised(kube: Kube) -> set[str]:
+    """Every model name a user is shown: the gateway's /live/config (what the demo page starts with),
+    /v1/models, and the LiveEngine's MODEL column."""
+    config = platform.get_json(f"http://{kube.gateway}/live/config")
+    models = platform.get_json(f"http://{kube.gateway}/v1/models")
+    header, row = (line.split() for line in kube.kubectl("get", "le", "sim", "-o", "wide").splitlines())
+    return {config["model"], *config["models"], *(m["id"] for m in models["data"]), dict(zip(header, row))["MODEL"]}
 
 
 def test_kubectl_drives_liveengines_that_the_gateway_places_sessions_on(redis_url, tmp_path) -> None:
@@ -152,13 +171,17 @@ def test_kubectl_drives_liveengines_that_the_gateway_places_sessions_on(redis_ur
             later = await started(kube.gateway)
             assert list(kube.pod_sessions(dict.fromkeys(kube.pod_names("sim"))).values()) == [4]  # 2 + 1 moved + 1
             for ws in (first, second, third, later):  # none was cut: each ends as its caller asks
-                await ws.send(orjson.dumps({"type": "session.close"}).decode())
-                async with asyncio.timeout(10):
-                    while (event := orjson.loads(await ws.recv()))["type"] != "session.closed":
-                        pass
-                assert event["reason"] == "close_requested"
-                await ws.close()
+                await closed(ws)
+            names = advertised(kube)
+            assert names == {"liveplex-sim", "gpt-live-1"}
+            for model in sorted(names):  # each one a session can start with through the gateway
+                await closed(await started(kube.gateway, model))
         asyncio.run(scenario())
+
+        events = kube.kubectl("describe", "le", "sim").split("\nEvents:", 1)[1]  # each condition change, once
+        assert events.count("AllReplicasReady") == 2 and "Ready=True: 3/3 replicas ready" in events, events
+        log = (tmp_path / "up.log").read_text()  # what the terminal shows: no line of kopf's at info
+        assert '"msg": "condition changed"' in log and '"level": "info", "logger": "kopf' not in log
 
         kube.kubectl("delete", "le", "sim")
         platform.eventually(lambda: not kube.get("deploy")["items"] and not kube.get("pods")["items"],
