@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from liveplex import cli
+
 TOKEN_ENV = "LIVEPLEX_FETCH_TOKEN"
 MARKER = ".liveplex-fetch.json"
 TERMINATION_LOG = Path("/dev/termination-log")
@@ -240,15 +242,16 @@ def fetch_hub(source: HubSource, staging: Path, token: str | None, progress: Pro
     """Every file of the repository at the revision into `staging`; the Hub's SHA-256 of its LFS files."""
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # our lines instead of \r bars in pod logs
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    from httpx2 import TransportError  # huggingface_hub 2's HTTP client
-    from huggingface_hub import HfApi, hf_hub_download
-    from huggingface_hub.errors import (
-        GatedRepoError,
-        HfHubHTTPError,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
-    from huggingface_hub.hf_api import RepoFile
+    with cli.needs("fetch"):
+        from httpx2 import TransportError  # huggingface_hub 2's HTTP client
+        from huggingface_hub import HfApi, hf_hub_download
+        from huggingface_hub.errors import (
+            GatedRepoError,
+            HfHubHTTPError,
+            RepositoryNotFoundError,
+            RevisionNotFoundError,
+        )
+        from huggingface_hub.hf_api import RepoFile
 
     endpoint = os.environ.get("HF_ENDPOINT")  # read now: huggingface_hub reads it once, at import
     api = HfApi(endpoint=endpoint, token=token or False)

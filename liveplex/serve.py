@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Mapping
 
-from liveplex import engine_pod, listen, logs
+from liveplex import cli, engine_pod, listen, logs
 from liveplex.gptlive import voices
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.server import auth, run
@@ -119,7 +119,8 @@ def _publisher(settings: pod_settings.PodSettings) -> heartbeat.Heartbeat | None
 def _personaplex_engine(args: argparse.Namespace,
                         settings: pod_settings.PodSettings) -> tuple[contract.LiveInfo, runner.EngineThread]:
     """Load the checkpoint here (LiveInfo depends on it); the engine is built on its thread."""
-    from liveplex.engine_pod import pod  # imports torch: only the personaplex path pays for it
+    with cli.needs("personaplex"):
+        from liveplex.engine_pod import pod  # imports torch: only the personaplex path pays for it
 
     info, build = pod.prepare(engine_pod.settings_from_args(args))
     engine = runner.EngineThread(info, fault.failing_after(lambda _: build(engine.pulse), args.fail_after_ticks),

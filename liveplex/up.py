@@ -220,6 +220,8 @@ def main(argv: list[str]) -> int:
                   f"got {args.wait}", file=sys.stderr)
             return 2
         return up_kube.wait(args.kubeconfig, args.wait)
+    if args.kube:
+        up_kube.require()
     try:
         check_ports(args)
     except ValueError as exc:

@@ -12,6 +12,7 @@ CRD (`wait`), so a script's next `kubectl apply` cannot race the install. Both l
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import ssl
 import subprocess
@@ -24,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from liveplex.emulator import kubeconfig as kubeconfigs
+from liveplex import cli
 from liveplex.operator import names
 
+EXTRAS = ("operator", "emulator")
+"""What `--kube` runs on: the emulator's (TLS, CEL, the schemas), the operator's (kopf, the client), YAML."""
 CRD_NAME = f"{names.PLURAL}.{names.GROUP}"
 EMULATOR_KUBECONFIG = "admin.kubeconfig"
 """The emulator's own kubeconfig, in its state dir: the operator's from the start."""
@@ -50,7 +53,8 @@ class Api:
     @classmethod
     def read(cls, path: Path) -> Api:
         """From a kubeconfig the emulator wrote (one cluster, one user, the CA inline)."""
-        import yaml  # the operator extra brings it, as `--kube` needs that extra anyway
+        with cli.needs(*EXTRAS):
+            import yaml
 
         try:
             config = yaml.safe_load(path.read_text())
@@ -118,7 +122,17 @@ def until(check: Callable[[], bool], what: str, deadline_s: float,
 
 def publish(private: Path, public: Path) -> None:
     """Copy the emulator's kubeconfig to where the user reads it, in one rename (never half)."""
-    kubeconfigs.place(public, private.read_text())
+    from liveplex.emulator import kubeconfig  # the package is the emulator extra's, as `require` checked
+
+    kubeconfig.place(public, private.read_text())
+
+
+def require() -> None:
+    """Import what `--kube` starts, in this process: a missing extra is `up`'s one line before anything
+    runs, not a child's traceback once Redis and the emulator do."""
+    with cli.needs(*EXTRAS):
+        importlib.import_module("liveplex.emulator")
+        importlib.import_module("liveplex.operator.handlers")
 
 
 def wait(kubeconfig: Path, deadline_s: float) -> int:

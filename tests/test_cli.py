@@ -42,8 +42,38 @@ def test_bench_group_lists_its_subcommands_and_refuses_others(capsys: pytest.Cap
 def test_every_command_module_has_a_main() -> None:
     import importlib
     for commands in (cli.COMMANDS, bench_cli.SUBCOMMANDS):
-        for module, _ in commands.values():
-            assert callable(importlib.import_module(module).main)
+        for command in commands.values():
+            assert callable(importlib.import_module(command.module).main)
+
+
+def test_a_group_advertises_only_what_it_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    """`liveplex bench --help` names `liveplex bench --version`: it answers."""
+    assert cli.main(["bench", "--help"]) == 0
+    assert "`liveplex bench --version` the version" in capsys.readouterr().out
+    assert cli.main(["bench", "--version"]) == 0
+    assert capsys.readouterr().out.startswith("liveplex ")
+
+
+def test_every_subcommand_has_a_description() -> None:
+    """`liveplex operator crd --help` says what `crd` does, as `liveplex operator --help` lists it."""
+    import argparse
+    import importlib
+    subs = {(command.module, name): sub.description for command in cli.COMMANDS.values()
+            if hasattr(module := importlib.import_module(command.module), "build_parser")
+            for action in module.build_parser()._actions if isinstance(action, argparse._SubParsersAction)
+            for name, sub in action.choices.items()}
+    assert ("liveplex.operator.cli", "crd") in subs
+    assert [key for key, description in subs.items() if not description] == []
+
+
+def test_the_webrtc_flags_say_once_that_they_need_the_webrtc_extra() -> None:
+    from liveplex import serve
+    groups = [group for group in serve.build_parser()._action_groups
+              if any(flag.startswith("--webrtc-") for action in group._group_actions for flag in action.option_strings)]
+    assert len(groups) == 1
+    said = f"{groups[0].title} {groups[0].description}"
+    assert said.count("pip install 'liveplex[webrtc]'") == 1
+    assert all(flag.startswith("--webrtc-") for action in groups[0]._group_actions for flag in action.option_strings)
 
 
 def _parsers() -> list:

@@ -4,16 +4,22 @@ lazily so that, for example, `bench duplex` never imports torch."""
 from __future__ import annotations
 
 from liveplex import cli
+from liveplex.cli import Command
 
 SUBCOMMANDS: cli.Commands = {
-    "duplex": ("liveplex.bench.duplex", "N real-time GPT-Live callers against a server, or a ramp"),
-    "latency": ("liveplex.bench.latency", "the echo round trip per caller network, adaptive buffer vs fixed"),
-    "baseline": ("liveplex.bench.baseline", "bare websockets echo server: the pod's physical limit"),
-    "place": ("liveplex.bench.place", "placements per second through a gateway, and the Redis decision"),
-    "move": ("liveplex.bench.move", "calls through a gateway while pods drain: do they move unnoticed?"),
-    "engine": ("liveplex.bench.engine", "PersonaPlex engine ticks without the front end"),
-    "kv-fidelity": ("liveplex.bench.kv_fidelity", "the 8-bit KV ring's logits against a full-precision ring (CPU)"),
-    "record": ("liveplex.bench.record", "what a session's resume record costs the pod per tick, and its size"),
+    "duplex": Command("liveplex.bench.duplex", "N real-time GPT-Live callers against a server, or a ramp", None),
+    "latency": Command("liveplex.bench.latency", "the echo round trip per caller network, adaptive buffer vs fixed",
+                       None),
+    "baseline": Command("liveplex.bench.baseline", "bare websockets echo server: the pod's physical limit", None),
+    "place": Command("liveplex.bench.place", "placements per second through a gateway, and the Redis decision",
+                     None),
+    "move": Command("liveplex.bench.move", "calls through a gateway while pods drain: do they move unnoticed?",
+                    None),
+    "engine": Command("liveplex.bench.engine", "PersonaPlex engine ticks without the front end", "personaplex"),
+    "kv-fidelity": Command("liveplex.bench.kv_fidelity",
+                           "the 8-bit KV ring's logits against a full-precision ring (CPU)", "personaplex"),
+    "record": Command("liveplex.bench.record",
+                      "what a session's resume record costs the pod per tick, and its size", "personaplex"),
 }
 
 

@@ -371,6 +371,8 @@ def main(argv: list[str]) -> int:
     """`liveplex bench duplex ...`; the exit status is `exit_code`'s, or 1 if a server could not
     be reached or started."""
     settings = parse(argv)
+    if settings.plot:
+        plot.backend()  # a missing extra is said now, not after the run
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         report, levels = loop.run(bench(settings))

@@ -193,11 +193,11 @@ def engine_syncs(ticks: int = 4) -> EngineSyncs:
     from liveplex.engine_pod import engine
     from liveplex.engine_pod import model as model_mod
     from liveplex.live import by_hand, channel, contract, frames
-    from liveplex.personaplex import cli
+    from liveplex.personaplex import tiny_checkpoint
 
     with tempfile.TemporaryDirectory() as tmp:
         directory = pathlib.Path(tmp) / "tiny"
-        cli.make_tiny(directory)
+        tiny_checkpoint.make_tiny(directory)
         loaded = model_mod.load(directory, device="cpu", dtype="fp32", context_frames=3000, max_voice_frames=250)
     s = settings.EngineSettings(model_dir=directory, max_sessions=4, greedy=False, seed=0)
     info = engine.live_info(loaded, s, engine.session_cap(loaded, s))

@@ -17,6 +17,7 @@ import sys
 
 from liveplex.bench import duplex, jitter, loop
 from liveplex.bench import level as level_mod
+from liveplex.bench import plot as plot_mod
 from liveplex.bench import target as target_mod
 
 VARIANTS: dict[str, list[str]] = {
@@ -120,9 +121,7 @@ def render(report: dict[str, object]) -> str:
 
 def plot(path: str, report: dict[str, object]) -> None:
     """Grouped bars: p50 and p99 above the ideal per profile, the old buffer beside the new."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+    plot_mod.backend()
     from matplotlib import pyplot
 
     profiles = report["profiles"]
@@ -146,6 +145,8 @@ def plot(path: str, report: dict[str, object]) -> None:
 
 def main(argv: list[str]) -> int:
     a = parse(argv)
+    if a.plot:
+        plot_mod.backend()  # a missing extra is said now, not after the run
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         report = loop.run(run(a))

@@ -3,14 +3,21 @@ trip against its floor, against sessions, per server."""
 
 from __future__ import annotations
 
+from liveplex import cli
 from liveplex.bench import level as level_mod
 
 
-def write(path: str, levels: list[level_mod.Level], title: str) -> None:
-    """Draw every target's levels into one PNG at `path` (matplotlib, Agg backend)."""
-    import matplotlib
-
+def backend() -> None:
+    """matplotlib on its Agg backend (files, no display), or `MissingExtra`: the `bench` extra brings
+    it. A run given `--plot` calls this before it starts, so a missing extra costs no run."""
+    with cli.needs("bench"):
+        import matplotlib
     matplotlib.use("Agg")
+
+
+def write(path: str, levels: list[level_mod.Level], title: str) -> None:
+    """Draw every target's levels into one PNG at `path`."""
+    backend()
     from matplotlib import pyplot, ticker
 
     echo = any(level.echo_rtt_ms.count for level in levels)

@@ -17,6 +17,7 @@ from multiprocessing import connection as mp_connection
 from multiprocessing.process import BaseProcess
 from typing import Self
 
+from liveplex import cli
 from liveplex.bench import audio, caller, crowd, loop
 
 LEAD_NS = 200_000_000
@@ -110,8 +111,10 @@ def freeze_heap() -> None:
 
 
 def _expect_ready(conn: mp_connection.Connection) -> None:
-    """Block until a worker reports that its audio is prepared."""
+    """Block until a worker reports that its audio is prepared; its missing extra is the bench's."""
     reply = conn.recv()
+    if isinstance(reply, cli.MissingExtra):
+        raise reply
     if reply != "ready":
         raise RuntimeError(f"bench worker failed: {reply}")
 
@@ -122,6 +125,9 @@ def _work(conn: mp_connection.Connection, shared: multiprocessing.Array, slot: i
         settings, source, share, stagger_ns = job
         try:
             sounds = crowd.prepare(settings, source, share)
+        except cli.MissingExtra as exc:  # the parent raises it, for its one line (resampling needs `bench`)
+            conn.send(exc)
+            continue
         except Exception as exc:  # noqa: BLE001 - any failure goes to the parent, which raises it
             conn.send(f"{type(exc).__name__}: {exc}")
             continue

@@ -7,11 +7,11 @@ import asyncio
 import logging
 
 from liveplex import listen
-from liveplex.conformance import probe, runner, target
+from liveplex.conformance import probe, target
 from liveplex.conformance.checklist import Outcome, Status
 
 
-def parse_args(argv: list[str]) -> tuple[target.Options, str | None, bool]:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="liveplex check",
         description="Check a GPT-Live server against the gpt-live §14 checklist. Exits 1 on any failure.")
@@ -36,7 +36,11 @@ def parse_args(argv: list[str]) -> tuple[target.Options, str | None, bool]:
     parser.add_argument("--custom-voice", metavar="ID", help="a custom voice id registered on the server (check 14)")
     parser.add_argument("--list", action="store_true", help="list the checks and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log check internals")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str]) -> tuple[target.Options, str | None, bool]:
+    args = build_parser().parse_args(argv)
     options = target.Options(
         base_url=args.base_url, api_key=args.api_key, timeout_s=args.timeout, concurrency=args.concurrency,
         expect_capacity=args.expect_capacity, idle_guard_s=args.idle_guard_s,
@@ -54,6 +58,8 @@ def line(number: int, name: str, outcome: Outcome) -> str:
 
 
 async def _check(options: target.Options, only: str | None) -> int:
+    from liveplex.conformance import runner  # as `main` does
+
     selected = runner.select(only)
     if not selected:
         print(f"no check matches {only!r}")
@@ -80,6 +86,8 @@ async def _check(options: target.Options, only: str | None) -> int:
 
 def main(argv: list[str]) -> int:
     options, only, list_only = parse_args(argv)
+    from liveplex.conformance import runner  # the checks (the `check` extra): after parsing, so `--help` needs none
+
     if list_only:
         for check in runner.select(only):
             print(f"{check.number:2d} {check.name}")

@@ -16,8 +16,6 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-import yaml
-
 from liveplex.logs import add_log_level, configure_logging
 from liveplex.operator import crd, leader, placement_store, settings
 from liveplex.placement import PlacementClient, url
@@ -29,8 +27,10 @@ if TYPE_CHECKING:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="liveplex operator", description="The LiveEngine operator.")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("crd", help="print the LiveEngine CRD as YAML (pipe it to `kubectl apply -f -`)")
-    run = commands.add_parser("run", help="reconcile LiveEngines")
+    says = "print the LiveEngine CRD as YAML (pipe it to `kubectl apply -f -`)"
+    commands.add_parser("crd", help=says, description=says)
+    says = "reconcile LiveEngines with the current kubeconfig, or the pod's service account"
+    run = commands.add_parser("run", help=says, description=says)
     scope = run.add_mutually_exclusive_group(required=True)
     scope.add_argument("-n", "--namespace", action="append", metavar="NS", help="watch NS (repeatable)")
     scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace")
@@ -116,6 +116,8 @@ def settings_from_args(args: argparse.Namespace) -> settings.OperatorSettings:
 
 
 def print_crd() -> None:
+    import yaml  # the operator extra's, as kopf is: after parsing, so that `--help` needs neither
+
     print(yaml.safe_dump(crd.render_crd(), sort_keys=False, width=120), end="")
 
 

@@ -18,12 +18,12 @@ import torch
 from liveplex.personaplex import (
     architecture,
     checkpoint,
-    cli,
     config,
     errors,
     mimi,
     model_dir,
     prompt,
+    tiny_checkpoint,
     tokenizer,
     voices,
 )
@@ -35,7 +35,7 @@ MIMI_FILE = mimi_checkpoint.FILE_NAME
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
     directory = tmp_path_factory.mktemp("pristine") / "ck"
-    cli.make_tiny(directory)
+    tiny_checkpoint.make_tiny(directory)
     return directory
 
 
@@ -169,7 +169,7 @@ def test_config_json_is_read_and_checked_against_the_tensors(ck, caplog):
 
 
 def test_a_moshi_checkpoint_loads_without_voices_and_takes_no_prompt(tmp_path):
-    cli.make_tiny(tmp_path / "moshi", convention=prompt.Convention.MOSHI)
+    tiny_checkpoint.make_tiny(tmp_path / "moshi", convention=prompt.Convention.MOSHI)
     model = model_dir.load(tmp_path / "moshi")
     assert model.convention is prompt.Convention.MOSHI and model.voices == {} and model.max_instructions_chars == 0
     assert model.cfg == dataclasses.replace(config.tiny(), dep_steps=8) and model.lm.file_steps == 8
@@ -225,7 +225,7 @@ WIDE_FFN = dataclasses.replace(mimi.tiny_config(), dim_feedforward=128)
 @pytest.fixture(scope="module")
 def narrow(tmp_path_factory):
     directory = tmp_path_factory.mktemp("narrow") / "ck"
-    cli.make_tiny(directory, lm=NARROW, codec=WIDE_FFN)
+    tiny_checkpoint.make_tiny(directory, lm=NARROW, codec=WIDE_FFN)
     return directory
 
 

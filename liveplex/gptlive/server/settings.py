@@ -151,34 +151,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--ws-ping-interval-s", type=float, default=default_of(s, "ws_ping_interval_s"),
                    help="WebSocket keepalive ping period; no pong within another period aborts the "
                         "socket (default: %(default)s)")
-    g.add_argument("--webrtc-open-timeout-s", type=float, default=default_of(s, "webrtc_open_timeout_s"),
-                   help="a WebRTC call whose caller has not connected and opened its data channel this long "
-                        "after the answer is ended (default: %(default)s)")
-    g.add_argument("--webrtc-silence-timeout-s", type=float, default=default_of(s, "webrtc_silence_timeout_s"),
-                   help="a WebRTC call whose caller sent no audio packet this long is ended (default: %(default)s)")
-    g.add_argument("--webrtc-ice-server", action="append", default=[], metavar="URL",
-                   help="a STUN or TURN server for WebRTC calls' ICE (stun:, turn:, turns: URL; repeatable; "
-                        "default: none, host candidates only)")
-    g.add_argument("--webrtc-ice-username", default=None, help="the TURN username (default: none)")
-    g.add_argument("--webrtc-ice-password-file", type=Path, default=None, metavar="FILE",
-                   help="a file holding the TURN password (default: none)")
-    g.add_argument("--webrtc-ice-secret-file", type=Path, default=None, metavar="FILE",
-                   help="a file holding the TURN server's shared secret (coturn's static-auth-secret): calls' "
-                        "and callers' credentials are minted from it, instead of a username and password "
-                        "(default: none)")
-    g.add_argument("--webrtc-ice-ttl-s", type=int, default=default_of(s, "webrtc_ice_ttl_s"),
-                   help="how long a minted TURN credential is valid (default: %(default)s)")
-    g.add_argument("--webrtc-caller-ice-server", action="append", default=[], metavar="URL",
-                   help="a STUN or TURN server handed to callers by GET /v1/live/ice_servers, TURN ones with "
-                        "a minted credential (needs --webrtc-ice-secret-file; repeatable; default: none)")
-    g.add_argument("--webrtc-relay-only", action="store_true",
-                   help="answer WebRTC calls with relayed (TURN) candidates only (default: every candidate)")
     g.add_argument("--tls-cert", type=Path, default=None, metavar="FILE",
                    help="serve the client port over TLS with this PEM certificate chain, re-read when it "
                         "changes (with --tls-key; default: plain)")
     g.add_argument("--tls-key", type=Path, default=None, metavar="FILE",
                    help="the certificate's PEM private key (with --tls-cert; default: none)")
     g.add_argument("--no-metrics", action="store_true", help="answer /metrics with 503 (default: served)")
+    w = parser.add_argument_group(
+        "WebRTC calls", "These need the webrtc extra (`pip install 'liveplex[webrtc]'`): without it an offer is "
+        "answered 501, and the flags are only checked.")
+    w.add_argument("--webrtc-open-timeout-s", type=float, default=default_of(s, "webrtc_open_timeout_s"),
+                   help="a WebRTC call whose caller has not connected and opened its data channel this long "
+                        "after the answer is ended (default: %(default)s)")
+    w.add_argument("--webrtc-silence-timeout-s", type=float, default=default_of(s, "webrtc_silence_timeout_s"),
+                   help="a WebRTC call whose caller sent no audio packet this long is ended (default: %(default)s)")
+    w.add_argument("--webrtc-ice-server", action="append", default=[], metavar="URL",
+                   help="a STUN or TURN server for WebRTC calls' ICE (stun:, turn:, turns: URL; repeatable; "
+                        "default: none, host candidates only)")
+    w.add_argument("--webrtc-ice-username", default=None, help="the TURN username (default: none)")
+    w.add_argument("--webrtc-ice-password-file", type=Path, default=None, metavar="FILE",
+                   help="a file holding the TURN password (default: none)")
+    w.add_argument("--webrtc-ice-secret-file", type=Path, default=None, metavar="FILE",
+                   help="a file holding the TURN server's shared secret (coturn's static-auth-secret): calls' "
+                        "and callers' credentials are minted from it, instead of a username and password "
+                        "(default: none)")
+    w.add_argument("--webrtc-ice-ttl-s", type=int, default=default_of(s, "webrtc_ice_ttl_s"),
+                   help="how long a minted TURN credential is valid (default: %(default)s)")
+    w.add_argument("--webrtc-caller-ice-server", action="append", default=[], metavar="URL",
+                   help="a STUN or TURN server handed to callers by GET /v1/live/ice_servers, TURN ones with "
+                        "a minted credential (needs --webrtc-ice-secret-file; repeatable; default: none)")
+    w.add_argument("--webrtc-relay-only", action="store_true",
+                   help="answer WebRTC calls with relayed (TURN) candidates only (default: every candidate)")
 
 
 def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ServerSettings:
