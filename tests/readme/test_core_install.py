@@ -11,6 +11,7 @@ silent on a core install (it tried WebRTC, met a 501, and its fallback closed th
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -123,7 +124,9 @@ def test_up_with_two_pods_serves_an_sdk_session_through_its_gateway(core: Path, 
         config = _get(root + "/live/config")
         assert config["model"] in [m["id"] for m in _get(base_url + "/models")["data"]]
         assert config["transports"] == ["websocket"]
-        deltas, words, reason = asyncio.run(clients.sdk_call(base_url, model=config["model"]))
+        with concurrent.futures.ThreadPoolExecutor(1) as thread:  # off Playwright's loop on this thread
+            call = clients.sdk_call(base_url, model=config["model"])
+            deltas, words, reason = thread.submit(asyncio.run, call).result()
         assert reason == "close_requested" and "I hear you" in words and deltas
         assert _get(root + "/live/stats")["pods"] == 2
     assert "Traceback" not in log.read_text()
