@@ -18,6 +18,8 @@ from typing import cast
 
 import redis
 
+from liveplex import processes
+
 _ATTEMPTS = 5
 """Ports are picked free and then bound by redis-server; another process may win in between."""
 
@@ -96,7 +98,9 @@ class LocalRedis:
     def _launch(self) -> None:
         assert self._dir is not None and self.port is not None
         log = pathlib.Path(self._dir.name) / "redis.log"
-        self._process = subprocess.Popen(
+        # its own session (a terminal's Ctrl-C reaches only the command that started it, which stops
+        # its pods before Redis: they leave the pool cleanly) and dead with its parent
+        self._process = processes.spawn(
             [self.executable, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
              "--dir", self._dir.name, "--logfile", str(log), "--daemonize", "no", *self.options],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
