@@ -34,3 +34,15 @@ def test_the_extras_table_is_the_clis() -> None:
 def test_nothing_points_outside_the_clone() -> None:
     texts = [README, *(p.read_text() for p in (REPO / "docs").rglob("*.md"))]
     assert [t for t in texts if "../shared" in t or "beside the project" in t] == []
+
+
+def test_an_example_outside_default_says_how_to_make_its_namespace() -> None:
+    """`kubectl apply -f` of a LiveEngine in a namespace that does not exist is refused: the header
+    a user copies its commands from must create it first."""
+    for example in sorted((REPO / "examples").glob("*.yaml")):
+        text = example.read_text()
+        namespace = re.search(r"^  namespace: (\S+)$", text, re.MULTILINE)
+        assert namespace is not None, example
+        if namespace[1] != "default":
+            header = text.split("\napiVersion:", 1)[0]
+            assert f"kubectl create namespace {namespace[1]}" in header, example.name
