@@ -78,9 +78,10 @@ def _core_modules() -> list[str]:
 
 
 CORE_INSTALL = """
-import contextlib, importlib.machinery, io, json, sys, traceback
+import contextlib, importlib.machinery, io, json, sys, sysconfig, traceback
 
 core, runs = json.load(sys.stdin)
+STDLIB = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")})
 
 class CoreInstall:
     '''Finds what the real finder does, but only the standard library's and the core's modules.'''
@@ -88,9 +89,12 @@ class CoreInstall:
     @staticmethod
     def find_spec(name, path=None, target=None):
         top = name.partition(".")[0]
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
         if top in core or top in sys.stdlib_module_names or top in sys.modules:
-            return importlib.machinery.PathFinder.find_spec(name, path, target)
-        return None
+            return spec
+        # the standard library's own modules that `stdlib_module_names` leaves out (`_sysconfigdata_*`)
+        origin = getattr(spec, "origin", None) or ""
+        return spec if origin.startswith(STDLIB) and "site-packages" not in origin else None
 
     @staticmethod
     def invalidate_caches():

@@ -4,14 +4,14 @@ are the shared app's."""
 
 from __future__ import annotations
 
-from starlette.applications import Starlette
+from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from liveplex.gateway.gateway import Gateway
 from liveplex.gateway.metrics import GatewayCollector
+from liveplex.gptlive.server import api, exposition, replies
 from liveplex.gptlive.server import app as server_app
-from liveplex.gptlive.server import exposition, replies
 from liveplex.placement import PoolLoad
 
 
@@ -23,6 +23,7 @@ def create_app(gateway: Gateway) -> server_app.ByListener:
         return {pool: summary.load for pool, (summary, _) in gateway.view.snapshots.items()}
 
     async def ready(request: Request) -> Response:
+        """200 while the gateway takes new sessions; 503 before its first Redis read and while draining."""
         if gateway.ready:
             return PlainTextResponse("ready")
         return PlainTextResponse("draining" if gateway.draining else "redis unreachable", status_code=503)
@@ -35,12 +36,13 @@ def create_app(gateway: Gateway) -> server_app.ByListener:
         served = catalog.advertised(pool) if pool else None
         if served is None:
             why = "no engine has published a config naming a model routed to its pool yet"
-            return JSONResponse({"error": {"message": why}}, status_code=503)
+            return replies.response(replies.openai_error(503, "server_error", why))
         load = loads().get(pool) if pool else None
         return JSONResponse({**served.config(), "pool": pool, "max_sessions": load.capacity if load else 0,
                              **front.page_config()})
 
     async def live_stats(request: Request) -> Response:
+        """The load of the pools this gateway places on, summed and per pool."""
         pools = loads()
         return JSONResponse({
             "sessions": sum(p.active for p in pools.values()),
@@ -53,15 +55,19 @@ def create_app(gateway: Gateway) -> server_app.ByListener:
                              "pods": p.fresh, "draining": p.draining} for pool, p in pools.items()},
         })
 
-    def add_routes(app: Starlette, admin: Starlette) -> None:
+    def add_routes(app: FastAPI, admin: FastAPI) -> None:
         server_app.add_admin_routes(admin, front, gateway.drain, registry)
-        server_app.add_both(app, admin, "/ready", ready)
-        server_app.add_both(app, admin, "/live/config", live_config)
-        server_app.add_both(app, admin, "/live/stats", live_stats, guarded_by=front)
+        server_app.add_both(app, admin, "/ready", ready, response_class=PlainTextResponse,
+                            responses={200: api.TEXT, 503: api.TEXT})
+        server_app.add_both(app, admin, "/live/config", live_config, response_model=api.LiveConfig,
+                            responses=api.failures(503))
+        server_app.add_both(app, admin, "/live/stats", live_stats, guarded_by=front, response_model=api.GatewayStats)
 
         async def models(request: Request) -> Response:
+            """Every model this gateway places sessions of (`client.models.list()`)."""
             return front.guard(request) or JSONResponse(replies.models_json(gateway.view.catalog.models()))
 
-        app.add_route("/v1/models", models, methods=["GET"])
+        app.add_api_route("/v1/models", models, methods=["GET"], response_model=api.ModelList,
+                          responses=api.failures(401))
 
     return server_app.create_app(front, gateway.serving, add_routes)

@@ -70,15 +70,8 @@ class Imports:
             self._held.popitem(last=False)
 
 
-def error(status: int, code: str, message: str, param: str | None = None) -> Response:
-    """An HTTP error in OpenAI's shape, with the parameter a handover error names."""
-    kind = "invalid_request_error" if status < 500 else "server_error"
-    body = {"error": {"type": kind, "code": code, "message": message, "param": param}}
-    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
-
-
 def refused(err: HandoverError) -> Response:
-    return error(400, err.code.value, err.message, err.param)
+    return replies.response(replies.openai_error(400, err.code.value, err.message, err.param))
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,10 @@ Reply = tuple[int, bytes]
 """An HTTP status and its JSON body."""
 
 
-def openai_error(status: int, code: str, message: str) -> Reply:
+def openai_error(status: int, code: str, message: str, param: str | None = None) -> Reply:
+    """OpenAI's error shape (`api.ErrorResponse`): `param` names the request parameter at fault."""
     kind = "invalid_request_error" if status < 500 else "server_error"
-    body = {"error": {"type": kind, "code": code, "message": message, "param": None}}
+    body = {"error": {"type": kind, "code": code, "message": message, "param": param}}
     return status, orjson.dumps(body)
 
 

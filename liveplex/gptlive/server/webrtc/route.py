@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING
 
 import orjson
-from starlette.applications import Starlette
+from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import WebSocketRoute
@@ -23,7 +23,7 @@ from websockets.datastructures import Headers
 
 from liveplex.gptlive import errors, urls
 from liveplex.gptlive.errors import ProtocolError
-from liveplex.gptlive.server import replies
+from liveplex.gptlive.server import api, replies
 from liveplex.gptlive.server.webrtc import ice, offer, sideband
 
 if TYPE_CHECKING:
@@ -60,10 +60,12 @@ async def _body(request: Request) -> bytes | None:
     return bytes(body)
 
 
-def add(app: Starlette, front: Front) -> None:
+def add(app: FastAPI, front: Front) -> None:
     """Add the create route to a server's client app."""
 
     async def create(request: Request) -> Response:
+        """Start a WebRTC call (`client.live.create`): the session is checked as a socket's
+        `session.start` is, and the answer comes once it started."""
         key = front.key(request.headers.getlist("authorization"))
         if key is None:
             return replies.response(replies.UNAUTHORIZED)
@@ -86,6 +88,7 @@ def add(app: Starlette, front: Front) -> None:
         return replies.response(await call(front, read, headers, key).answer())
 
     async def ice_servers(request: Request) -> Response:
+        """The STUN/TURN servers a caller gives its `RTCPeerConnection`, a TURN login minted for it."""
         if front.key(request.headers.getlist("authorization")) is None:
             return replies.response(replies.UNAUTHORIZED)
         settings = front.settings
@@ -99,7 +102,12 @@ def add(app: Starlette, front: Front) -> None:
             "expires_at": expires_at,
         }), media_type="application/json", headers={"Cache-Control": "no-store"})
 
-    app.add_route(urls.LIVE_PATH, create, methods=["POST"])
-    app.add_route(ICE_SERVERS_PATH, ice_servers, methods=["GET"])
+    body = api.LiveCreateRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+    app.add_api_route(urls.LIVE_PATH, create, methods=["POST"], response_model=api.LiveCreateResponse,
+                      responses=api.failures(400, 401, 413, 501, 503),
+                      openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                          "schema": {k: v for k, v in body.items() if k != "$defs"}}}}})
+    app.add_api_route(ICE_SERVERS_PATH, ice_servers, methods=["GET"], response_model=api.IceServers,
+                      responses=api.failures(401))
     if WEBRTC:
         app.router.routes.append(WebSocketRoute(sideband.ATTACH_PATH, sideband.Attach(front)))
