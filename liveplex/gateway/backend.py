@@ -43,8 +43,17 @@ class GatewayBackend:
 
     # --- backend.Backend ---------------------------------------------------------------------------
 
-    def refusal(self) -> replies.Reply | None:
+    def refusal(self, headers: Headers | None = None) -> replies.Reply | None:
         return None
+
+    def reattach(self, peer: backend.Peer, headers: Headers) -> UpstreamLeg | None:
+        """A socket opens without a session: a caller's re-attach through a gateway is not taken yet."""
+        return None
+
+    def park(self, peer: backend.Peer, leg: backend.Leg) -> bool:
+        """A caller's socket dropped: its session ends (the pod parks it when this gateway's own
+        socket to it drops without the caller's end)."""
+        return False
 
     def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
         conn = connection.Connection(self._view.catalog, self.protocol, now_ns)

@@ -11,7 +11,7 @@ how the client hears it (`server_error`, `session.closed`, the close code) is th
 - **The pod's messages** (`upstream_message`): an audio delta (`events.AUDIO_DELTA_PREFIX`, a prefix
   test, no parse) is relayed as a frame (the pump counts it: the session's usage); a checkpoint
   (`hop.CHECKPOINT_PREFIX`, never relayed, never parsed: `hop.checkpoint_data`) is decoded into the session's record
-  while it stays within `MAX_RECORD_BYTES`, past which (or unreadable) the session is no longer
+  while it stays within `hop.MAX_RECORD_BYTES`, past which (or unreadable) the session is no longer
   resumable (`Forget`); the rare rest is parsed: `hop.MOVE_REQUESTED` asks to move the session
   (`StartMove`, never relayed), `session.closed` is relayed and its reason kept; anything else is
   relayed verbatim. Except a moved or resumed session's answer to its replayed start: the pod it
@@ -56,10 +56,6 @@ from liveplex.placement import Busy, Placed
 MAX_UPSTREAM_BUFFER_BYTES = 1 << 20
 """Client audio held for a pod that does not read, or for a session between pods (≈20 s of 24 kHz
 PCM in base64), before the session is dropped."""
-MAX_RECORD_BYTES = 768 << 10
-"""A session's kept checkpoints (decoded bytes) beyond which it is no longer resumable: a
-PersonaPlex call writes about 71 KB a minute and its pod stops at 6,000 frames (~570 KB,
-docs/continuity.md), so this bounds what a gateway holds per session whatever a pod sends."""
 LOST_BECAUSE: dict[upstream.Ending, str] = {
     upstream.Ending.LOST: "the engine serving this session went away",
     upstream.Ending.VIOLATION: "the engine serving this session broke the protocol",
@@ -202,7 +198,7 @@ class Relaying:
         """The reason of the pod's `session.closed`, relayed: the session is closing."""
         self._record: bytearray | None = bytearray()
         """The pod's checkpoints of the session, decoded and concatenated in order (the resume
-        record); None once over `MAX_RECORD_BYTES` or unreadable."""
+        record); None once over `hop.MAX_RECORD_BYTES` or unreadable."""
         self._answering_start = False
         """The pod the session switched to may still be answering the replayed `session.start`."""
         self._held: deque[str | bytes] = deque()
@@ -340,7 +336,7 @@ class Relaying:
         except ValueError:
             why = "unreadable"
         else:
-            if len(record) <= MAX_RECORD_BYTES:
+            if len(record) <= hop.MAX_RECORD_BYTES:
                 return NOTHING
             why = "over its bound"
         self._record = None

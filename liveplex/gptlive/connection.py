@@ -282,6 +282,11 @@ class Connection:
     def frames_sent(self) -> int:
         return self._frames_sent
 
+    @property
+    def resource(self) -> events.SessionResource | None:
+        """The running session's, as `session.started` gave it (None before a start was taken)."""
+        return self._resource
+
     # --- inputs ----------------------------------------------------------------------------------------
 
     def receive(self, data: str | bytes, now_ns: int, unix_s: float) -> list[Command]:

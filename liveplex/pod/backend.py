@@ -18,12 +18,14 @@ from typing import Protocol
 
 from websockets.datastructures import Headers
 
-from liveplex.gptlive import connection, errors
+from liveplex.gptlive import connection, errors, events
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.server import backend, hop, replies
+from liveplex.gptlive.server.replay import Replay
 from liveplex.gptlive.settings import Settings
 from liveplex.live import channel, contract
 from liveplex.pod import handover
+from liveplex.pod.parking import Parked
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +55,22 @@ class EngineLeg:
         self._peer = peer
         self._checkpoints = checkpoints
         """A gateway relays this session: its outputs carry `contract.Checkpoint`s for it."""
+        self.record = bytearray()
+        """The session's resume record as its checkpoints made it (a relayed session's), for the
+        gateway a caller re-attaches through, which has none; up to `hop.MAX_RECORD_BYTES`."""
+        self.replay = Replay() if checkpoints else None
+        """What the session's socket sent lately (`Peer.replay`), for a caller who re-attaches."""
+        peer.replay = self.replay
         opened.output.listen(self._on_outputs)
+
+    @property
+    def peer(self) -> backend.Peer:
+        return self._peer
+
+    def rebind(self, peer: backend.Peer) -> None:
+        """The session's outputs go to `peer` from now on (parked, or re-attached)."""
+        self._peer = peer
+        peer.replay = self.replay
 
     @property
     def engine_id(self) -> int | None:
@@ -103,6 +120,8 @@ class EngineLeg:
             if type(o) is contract.Checkpoint:
                 if i > start:
                     self._peer.deliver(outputs[start:i])
+                if len(self.record) + len(o.data) <= hop.MAX_RECORD_BYTES:
+                    self.record += o.data
                 self._peer.send_verbatim(hop.checkpoint_event(o.data), False)
                 start = i + 1
         return outputs[start:] if start else outputs
@@ -144,9 +163,16 @@ class EngineLeg:
 class EngineBackend:
     """See the module docstring; `handle` is set while the engine runs."""
 
-    def __init__(self, served: Served, settings: Settings) -> None:
+    def __init__(self, served: Served, settings: Settings, reattach_grace_s: float = 0.0) -> None:
         self.served = served
         self._settings = settings
+        self._grace_s = reattach_grace_s
+        """How long a relayed session whose socket dropped is kept for its caller (`Parked`)."""
+        self.observers: tuple[backend.Observer, ...] = (self,)
+        """Who a parked session's outcomes are told to: the front's counters and this backend
+        (the pod sets it once its `Front` is built)."""
+        self._parked: dict[str, Parked] = {}
+        """Relayed sessions whose socket dropped, by session id, until re-attached or ended."""
         self._given: weakref.WeakKeyDictionary[connection.Connection, str] = weakref.WeakKeyDictionary()
         """Sockets whose session id a gateway gave: their refusals release its reservation."""
         self.settles: Settles | None = None
@@ -170,10 +196,28 @@ class EngineBackend:
             leg.ask_to_move()
         return len(legs)
 
-    def refusal(self) -> replies.Reply | None:
-        return replies.NOT_READY if self.handle is None else None
+    def refusal(self, headers: Headers | None = None) -> replies.Reply | None:
+        if self.handle is None:
+            return replies.NOT_READY
+        if headers is not None and hop.REATTACH_HEADER in headers and self._running(headers) is None:
+            return handover.NOT_FOUND
+        return None
+
+    def _running(self, headers: Headers) -> EngineLeg | None:
+        """The relayed session the upgrade's `SESSION_ID_HEADER` names, if it runs here (on a
+        socket or parked)."""
+        given = headers.get(hop.SESSION_ID_HEADER)
+        if given is None:
+            return None
+        parked = self._parked.get(given)
+        leg = self._legs.get(given) if parked is None else parked.leg
+        return leg if isinstance(leg, EngineLeg) and leg.engine_id is not None else None
 
     def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
+        if hop.REATTACH_HEADER in headers:
+            leg = self._running(headers)
+            if leg is not None:  # the session's own machine: its state, usage and id go on
+                return leg.peer.conn
         given = headers.get(hop.SESSION_ID_HEADER)
         session_id = given if given is not None and _SESSION_ID.fullmatch(given) else None
         conn = connection.Connection(self.served, self._settings, now_ns, session_id)
@@ -200,6 +244,51 @@ class EngineBackend:
         data = await handover.wait(handle.export(engine_id))
         return handover.NOT_RUNNING if data is None else handover.Exported(data, read)
 
+    # --- re-attach: a relayed session outlives its gateway's socket ---------------------------------
+
+    def park(self, peer: backend.Peer, leg: backend.Leg) -> bool:
+        session_id = self._given.get(peer.conn)
+        if (not isinstance(leg, EngineLeg) or session_id is None or leg.replay is None or self._grace_s <= 0
+                or leg.engine_id is None or peer.conn.state is not connection.State.LIVE):
+            return False
+        parked = Parked(peer.conn, leg, leg.replay, self.observers, self._grace_s)
+        leg.rebind(parked)
+        self._parked[session_id] = parked
+        logger.info("session parked: its socket dropped", extra={"session_id": session_id,
+                                                                  "grace_s": self._grace_s})
+        return True
+
+    def reattach(self, peer: backend.Peer, headers: Headers) -> EngineLeg | None:
+        """A gateway continues the session `SESSION_ID_HEADER` names (`hop.REATTACH_HEADER`):
+        `peer.conn` is already its machine (`connection`). The socket that held it is closed, the
+        hop's opening words written (`hop.REATTACH_HEADER` lists them), then what it missed."""
+        if hop.REATTACH_HEADER not in headers:
+            return None
+        leg = self._running(headers)
+        if leg is None or leg.peer.conn is not peer.conn:
+            return None
+        session_id = self._given[peer.conn]
+        parked = self._parked.pop(session_id, None)
+        old = leg.peer
+        if parked is not None:
+            parked.unpark()
+        else:
+            old.taken_over()
+        leg.rebind(peer)
+        replay = leg.replay
+        assert replay is not None and peer.conn.resource is not None
+        missed = replay.missed(headers.get(hop.REATTACH_HEADER, ""))
+        peer.send_verbatim(events.dump(events.SessionStarted(peer.conn.resource)), False)
+        peer.send_verbatim(hop.reattached_event(peer.conn.frames_sent, len(missed)), False)
+        peer.send_verbatim(hop.checkpoint_event(bytes(leg.record)), False)
+        for text in missed:
+            peer.send_verbatim(text, False)
+        logger.info("session re-attached", extra={"session_id": session_id, "replayed": len(missed),
+                                                   "was_parked": parked is not None})
+        if self.draining:
+            leg.ask_to_move()
+        return leg
+
     # --- backend.Observer: each outcome to the heartbeat -----------------------------------------------
 
     def session_accepted(self, conn: connection.Connection, outcome: connection.Accepted) -> None:
@@ -212,6 +301,7 @@ class EngineBackend:
             self.settles.released(given)
 
     def session_ended(self, conn: connection.Connection, outcome: connection.Ended) -> None:
+        self._parked.pop(outcome.session_id, None)
         if self.settles is not None:
             self.settles.ended()
 

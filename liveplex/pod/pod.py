@@ -54,8 +54,9 @@ class Pod:
         self.engine = engine
         self.served = served
         self.settings = settings
-        self.backend = backend.EngineBackend(served, server.protocol)
+        self.backend = backend.EngineBackend(served, server.protocol, settings.reattach_grace_s)
         self.front = Front(server, self.backend)
+        self.backend.observers = (self.front.stats, self.backend)
         self.publisher = publisher
         if publisher is not None:
             self.backend.settles = publisher

@@ -20,6 +20,10 @@ from liveplex.live.pacing import Pacing
 from liveplex.placement import subpools, url
 from liveplex.pod import stats
 
+MAX_REATTACH_GRACE_S = 300.0
+"""A parked session holds its slot: five minutes is past any reconnect, and bounds what callers who
+never come back can hold."""
+
 
 @dataclass(frozen=True, slots=True)
 class PodSettings:
@@ -51,6 +55,12 @@ class PodSettings:
     (`live.pacing`): tick jitter shorter than it becomes a constant delay."""
     pace_spread_ms: float = 0.0
     """...in waves `pacing.STEP_NS` apart over this long (0: one burst)."""
+    reattach_grace_s: float = 15.0
+    """How long a session a gateway relays keeps running once its socket dropped without the
+    caller's end (its gateway died or rolled): its caller may re-attach meanwhile through any
+    gateway (docs/continuity.md "Re-attach"); then it ends as before. 0: it ends at once. The
+    default covers an SDK's reconnect (0.4-1.5 s) many times over, and a slot held that long by a
+    caller who never comes back costs the pool less than a dropped call costs its caller."""
 
     @property
     def pacing(self) -> Pacing:
@@ -85,6 +95,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--pace-lead-ms", type=float, default=default_of(d, "pace_lead_ms"),
                    help="a tick's frames leave this long after it is due, or once computed if later "
                         "(default: %(default)s)")
+    g.add_argument("--reattach-grace-s", type=float, default=default_of(d, "reattach_grace_s"), metavar="S",
+                   help="a relayed session whose gateway's socket dropped keeps running this long for its caller "
+                        "to re-attach through any gateway; 0: it ends at once (default: %(default)s)")
     g.add_argument("--pace-spread-ms", type=float, default=default_of(d, "pace_spread_ms"),
                    help=f"...in waves {pacing.STEP_NS // 1_000_000} ms apart over this long; 0: one burst "
                         "(default: %(default)s)")
@@ -112,6 +125,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         raise ValueError(f"--subpools must lie in [1, {subpools.MAX_SUBPOOLS}], got {args.subpools}")
     if args.drain_deadline_s < 0:
         raise ValueError(f"--drain-deadline-s must be >= 0, got {args.drain_deadline_s}")
+    if not 0 <= args.reattach_grace_s <= MAX_REATTACH_GRACE_S:
+        raise ValueError(f"--reattach-grace-s must lie in [0, {MAX_REATTACH_GRACE_S:g}], got {args.reattach_grace_s}")
     if args.lateness_budget_ms <= 0:
         raise ValueError(f"--lateness-budget-ms must be > 0, got {args.lateness_budget_ms}")
     for flag, value in (("--pace-lead-ms", args.pace_lead_ms), ("--pace-spread-ms", args.pace_spread_ms)):
@@ -126,5 +141,5 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         subpools=args.subpools, advertise=args.advertise, pod_name=args.pod_name,
         drain_deadline_s=args.drain_deadline_s,
         lateness_budget_ms=args.lateness_budget_ms, pace_lead_ms=args.pace_lead_ms,
-        pace_spread_ms=args.pace_spread_ms,
+        pace_spread_ms=args.pace_spread_ms, reattach_grace_s=args.reattach_grace_s,
     )

@@ -204,10 +204,10 @@ def test_a_checkpoint_is_kept_never_relayed_and_the_record_is_what_a_resume_offe
 
 def test_a_record_over_its_bound_is_forgotten_once_and_the_session_is_then_lost_not_resumed() -> None:
     machine = Relaying(OLD)
-    chunk = bytes(relaying.MAX_RECORD_BYTES // 2)
+    chunk = bytes(hop.MAX_RECORD_BYTES // 2)
     assert machine.upstream_message(checkpoint(chunk)) is NOTHING
     assert machine.upstream_message(checkpoint(chunk)) is NOTHING  # exactly at the bound: kept
-    assert machine.upstream_message(checkpoint(b"x")) == (Forget("over its bound", relaying.MAX_RECORD_BYTES + 1),)
+    assert machine.upstream_message(checkpoint(b"x")) == (Forget("over its bound", hop.MAX_RECORD_BYTES + 1),)
     assert machine.upstream_message(checkpoint(b"y")) is NOTHING  # nothing more kept, nothing more said
     assert machine.upstream_gone(E.LOST, None, frozenset()) == (Blame(OLD.pod), Lose(relaying.LOST_BECAUSE[E.LOST],
                                                                                      "lost"))

@@ -28,6 +28,7 @@ from websockets.datastructures import Headers
 
 from liveplex.gptlive import connection
 from liveplex.gptlive.errors import ProtocolError
+from liveplex.gptlive.server.replay import Replay
 from liveplex.live import contract
 
 logger = logging.getLogger(__name__)
@@ -81,6 +82,14 @@ class Peer(Protocol):
     def passthrough_lost(self, why: str) -> None:
         """The upstream went away mid-session: the client hears `why` and `connection_lost`."""
 
+    replay: Replay | None
+    """What this socket sent lately, kept for a caller who re-attaches (`replay.Replay`); None:
+    nothing is kept (set by a pod's backend on the sessions a gateway relays)."""
+
+    def taken_over(self) -> None:
+        """The session went on on another socket (a re-attach): close this one with the hop's
+        `TAKEN_OVER_CLOSE`, neither ending nor releasing the session."""
+
 
 class Leg(Protocol):
     """One started (or starting) session on the backend."""
@@ -118,8 +127,9 @@ class Observer(Protocol):
 class Backend(Observer, Protocol):
     """Serves the sessions of one server's live sockets, and observes their outcomes."""
 
-    def refusal(self) -> tuple[int, bytes] | None:
-        """Why a new socket is refused before the upgrade (HTTP status, JSON body), or None."""
+    def refusal(self, headers: Headers | None = None) -> tuple[int, bytes] | None:
+        """Why a new socket (its upgrade's `headers`; None: a WebRTC create) is refused before the
+        upgrade (HTTP status, JSON body), or None."""
 
     def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
         """The protocol core of a new socket."""
@@ -127,6 +137,18 @@ class Backend(Observer, Protocol):
 
     def start(self, start: connection.Start, peer: Peer) -> Leg | None:
         """Begin `start`; None when it was refused at once (the backend told `peer` why)."""
+
+    def reattach(self, peer: Peer, headers: Headers) -> Leg | None:
+        """A socket just opened: the leg of the running session it continues (a pod: the hop's
+        `REATTACH_HEADER`; `peer.conn` is then that session's `Connection`, from `connection`),
+        or None for a socket whose session, if any, starts with `session.start`."""
+        ...
+
+    def park(self, peer: Peer, leg: Leg) -> bool:
+        """`peer`'s socket went away mid-session without the caller's end: whether the backend
+        keeps the session running for its caller to re-attach (then the socket lets go of `leg`
+        without ending it); False: it ends as the socket's end says."""
+        ...
 
 
 def tell(outcomes: list[connection.Outcome], conn: connection.Connection, observers: tuple[Observer, ...]) -> None:

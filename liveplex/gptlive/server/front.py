@@ -82,7 +82,7 @@ class Front:
             return replies.UNAUTHORIZED
         if self.sweeper is None:
             return replies.NOT_READY
-        return self.backend.refusal()
+        return self.backend.refusal(headers)
 
     def join(self, sock: Socket) -> None:
         """A live socket (native or WebRTC) opened."""

@@ -36,6 +36,27 @@ IMPORT_PATH = "/live/handover"
 RESUME_PATH = "/live/handover/resume"
 """POST a resume record (a lost session's checkpoints, concatenated): held like an import."""
 
+REATTACH_HEADER = "X-Liveplex-Reattach"
+"""On an upstream upgrade with `SESSION_ID_HEADER` and no `session.start` to follow: continue that
+session on this socket (a caller back through another gateway, docs/continuity.md "Re-attach").
+The pod runs it: parked since its socket dropped without the caller's end (`ENDS_SESSION_CLOSE`),
+or still on another socket, which it closes with `TAKEN_OVER_CLOSE`. The value is the last server
+`event_id` the caller saw, empty for none. A pod that does not run the session refuses the upgrade:
+404 `session_not_found`. On the socket the pod then writes, in order: `session.started` with the
+session's resource (as at its start; a gateway swallows it, as a moved session's), `REATTACHED`,
+one checkpoint holding the session's whole resume record, the events the caller missed, and then
+the session as before."""
+REATTACHED = "liveplex.session.reattached"
+"""A re-attached socket's hop event, never relayed: `{"type", "frames", "replayed"}`: the frames the
+session ran (what the caller's usage counts from) and how many missed events follow."""
+ENDS_SESSION_CLOSE = 1000
+"""The close code with which a gateway's socket ends its session (the caller is gone for good);
+any other end of a relayed session's socket, a dropped connection included, parks it for the grace
+window, during which the caller may re-attach."""
+TAKEN_OVER_CLOSE = 4409
+"""A relayed session's socket closed by its pod because the session was re-attached elsewhere: not
+an error, no `session.closed`; a gateway closes its caller's socket with it too."""
+
 HANDED_OVER_CLOSE = 4100
 """A relayed session's socket closed by its pod after an export: not an error, no `session.closed`."""
 MOVE_REQUESTED = "liveplex.session.move_requested"
@@ -50,8 +71,18 @@ pod is lost (`data`: base64 of opaque, self-delimiting bytes). Gateways keep eve
 in order, never relay them, and send their concatenation to `RESUME_PATH` of another pod."""
 CHECKPOINT_PREFIX = '{"type":"' + CHECKPOINT + '","data":"'
 """How every checkpoint's text begins: gateways find them by this prefix, without parsing."""
+MAX_RECORD_BYTES = 768 << 10
+"""A session's kept checkpoints (decoded bytes) beyond which it is no longer resumable: a
+PersonaPlex call writes about 71 KB a minute and its pod stops at 6,000 frames (~570 KB,
+docs/continuity.md), so this bounds what a gateway holds per session whatever a pod sends, and
+what a pod keeps of a relayed session's record for a caller's re-attach."""
 _CHECKPOINT_END = '"}'
 _CHECKPOINT_DATA = slice(len(CHECKPOINT_PREFIX), -len(_CHECKPOINT_END))
+
+
+def reattached_event(frames: int, replayed: int) -> str:
+    """The `REATTACHED` event's text."""
+    return '{"type":"' + REATTACHED + f'","frames":{frames},"replayed":{replayed}}}'
 
 
 def checkpoint_event(data: bytes) -> str:

@@ -39,11 +39,12 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import (
     WebSocketsSansIOProtocol,
 )
 from websockets.datastructures import Headers
+from websockets.frames import Close
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
 from liveplex.gptlive import connection, events, urls
-from liveplex.gptlive.server import auth, backend, passthrough, replies
+from liveplex.gptlive.server import auth, backend, hop, passthrough, replies
 from liveplex.gptlive.server.front import FRONT, Front
 from liveplex.gptlive.server.peer import PeerCore
 
@@ -124,7 +125,7 @@ class LiveProtocol(WebSocketsSansIOProtocol):
 
     def handle_close(self, event: Frame) -> None:
         if self.live is not None:
-            self.live.lost()
+            self.live.lost(Close.parse(bytes(event.data)).code if event.data else None)
         super().handle_close(event)
         self._abort_later()
 
@@ -209,6 +210,7 @@ class LiveSocket(PeerCore):
         self._done = False
         front.join(self)
         self._stats.sockets_open += 1
+        self._leg = self._backend.reattach(self, headers)
         self._track()
 
     # --- inputs -----------------------------------------------------------------------------------
@@ -245,11 +247,24 @@ class LiveSocket(PeerCore):
         if not self._done:
             self._perform(self._machine.shutdown())
 
-    def lost(self) -> None:
-        """The client closed or vanished."""
-        if not self._done:
+    def lost(self, code: int | None = None) -> None:
+        """The client closed (with `code`) or vanished (None). A session it left without its end
+        (any code but the hop's `ENDS_SESSION_CLOSE`) may be kept by the backend for the caller
+        to re-attach (`Backend.park`); else it ends here."""
+        if self._done:
+            return
+        leg = self._leg
+        if leg is not None and code != hop.ENDS_SESSION_CLOSE and self._backend.park(self, leg):
+            self._leg = None  # the backend holds it now: nothing of it is released here
+        else:
             self._perform(self._machine.disconnect())
-            self._finish()
+        self._finish()
+
+    def taken_over(self) -> None:
+        """The session went on on another socket: let go of it, close with `TAKEN_OVER_CLOSE`."""
+        if not self._done:
+            self._leg = None
+            self._close(hop.TAKEN_OVER_CLOSE, "the session continued on another connection")
 
     def drained(self) -> None:
         """The write buffer went below its low-water mark: send what was held, in order."""
@@ -276,9 +291,12 @@ class LiveSocket(PeerCore):
                     self._leg.append(command.pcm)
             elif type(command) is connection.Send:
                 sent = True
-                self._send(events.dump(command.event), command.frame)
+                text = events.dump(command.event)
+                self._send(text, command.frame)
                 if not command.frame:
                     self._stats.sent(command.event)
+                    if self.replay is not None:
+                        self.replay.keep(command.event, text)
             elif type(command) is connection.Start:
                 self._start_ns = time.monotonic_ns()
                 self._leg = self._backend.start(command, self)

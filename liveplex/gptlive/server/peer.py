@@ -17,6 +17,7 @@ from collections import deque
 from liveplex.gptlive import connection
 from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.server import hop, passthrough
+from liveplex.gptlive.server.replay import Replay
 from liveplex.live import contract
 
 
@@ -38,6 +39,8 @@ class PeerCore(abc.ABC):
         """Set by `freeze`: the session is leaving, client messages are no longer read into it."""
         self._backlog: deque[str | bytes] = deque()
         """Client messages read while the machine was not reading, in order."""
+        self.replay: Replay | None = None
+        """What this socket sent lately, for a caller who re-attaches (`backend.Peer.replay`)."""
 
     @abc.abstractmethod
     def _perform(self, commands: list[connection.Command]) -> None:

@@ -281,6 +281,12 @@ class Call(PeerCore):
             self._answered(replies.protocol_error(errors.server_error("the caller left before the session started")))
             self._close()
 
+    def taken_over(self) -> None:
+        """The session went on on another connection: hang up without ending it."""
+        if not self._done:
+            self._leg = None
+            self._close()
+
     # --- the sideband (`sideband.Attachable`) ----------------------------------------------------------
 
     def attach(self, side: Sideband) -> None:
