@@ -89,11 +89,20 @@ def test_a_webrtc_call_through_the_gateway_is_echoed_and_placed_like_a_socket(re
         assert '"logger": "aioice' not in log, log
 
 
+MOVE_SILENCE_S = 2.0
+"""The longest silence a move may cost the caller: about 50 ms on a quiet machine, 0.74 s heard
+(1.2 s by the pods' frames) on a starved one, where each of the move's round trips between three
+processes waits to be scheduled. It bounds a move that waits on a timeout, not a slow machine."""
+
+
 def test_a_webrtc_call_moves_off_a_draining_pod(redis_url, tmp_path) -> None:
     """The call's pod drains: the gateway moves the session to the other pod, the caller hears
-    the echo on without a word on the channel, and the longest silence is measured."""
+    the echo on without a word on the channel, and the longest silence is measured. The flow is
+    judged once the other pod runs the call: the drain returns when the old pod handed the call
+    over, so a window from there holds the move's own silence, which a starved machine stretched
+    past a fifth of it (0.35 heard with a 0.74 s gap)."""
     with platform.platform(redis_url, tmp_path, pod_flags=("--lateness-budget-ms", "1000")) as p:
-        async def scenario() -> tuple[list[dict], float, float]:
+        async def scenario() -> tuple[list[dict], float, float, float]:
             caller = webrtc.Caller(hz=440)
             await _call(p.gateway.base_url, caller)
             await caller.until("session.started")
@@ -105,26 +114,28 @@ def test_a_webrtc_call_moves_off_a_draining_pod(redis_url, tmp_path) -> None:
             drained = await asyncio.to_thread(
                 platform.get_json, p.pods[source][0].admin_root + "/drain?deadline_s=30")
             assert drained == {"drained": True, "ended_at_deadline": 0}
+            await asyncio.to_thread(platform.eventually, lambda: p.pod_sessions()[1 - source] == 1,
+                                    "the call on the other pod")
             heard_before = len(caller.samples())
             began = time.monotonic()
             await asyncio.sleep(2.0)
-            assert p.pod_sessions()[1 - source] == 1
-            after = caller.samples()[heard_before:]
+            share = (len(caller.samples()) - heard_before) / webrtc.RATE / (time.monotonic() - began)
             tone = webrtc.power_at(caller.samples(1.0), 440)
-            print(f"longest gap heard: {caller.longest_gap_s(draining) * 1000:.0f} ms from the drain on, "
-                  f"{gap_before * 1000:.0f} ms before it")
+            gap = caller.longest_gap_s(draining)
+            print(f"longest gap heard: {gap * 1000:.0f} ms from the drain on, {gap_before * 1000:.0f} ms before it")
             seen = []
             while not caller.events.empty():
                 seen.append(caller.events.get_nowait())
             caller.send({"type": "session.close"})
             await caller.until("session.closed")
             await caller.close()
-            return seen, tone, len(after) / webrtc.RATE / (time.monotonic() - began)
+            return seen, tone, share, gap
 
-        seen, tone, share = asyncio.run(scenario())
+        seen, tone, share, gap = asyncio.run(scenario())
         assert [e for e in seen if e["type"] in ("error", "session.closed")] == []
         assert tone > 0.9  # still the echo, from the new pod
-        assert share > 0.8  # audio kept flowing through the move
+        assert share > 0.8  # audio flows from the new pod
+        assert gap < MOVE_SILENCE_S
 
 
 def test_a_webrtc_call_whose_pod_is_killed_resumes_on_another(redis_url, tmp_path) -> None:
