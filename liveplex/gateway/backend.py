@@ -12,16 +12,23 @@ from __future__ import annotations
 
 import time
 import weakref
+from collections.abc import Mapping
 
 from websockets.datastructures import Headers
 
-from liveplex.gateway.leg import Shared, UpstreamLeg
+from liveplex.gateway.leg import Reattach, Shared, UpstreamLeg
 from liveplex.gateway.quota import Quota
 from liveplex.gateway.settings import GatewaySettings
 from liveplex.gateway.view import PoolView
-from liveplex.gptlive import connection, errors
+from liveplex.gptlive import connection, errors, events
 from liveplex.gptlive.server import auth, backend, replies
 from liveplex.gptlive.settings import Settings
+
+REATTACH_QUERY = "session_id"
+"""The live socket's query parameter that continues a running session (the SDK's
+`on_reconnecting=lambda ev: {"extra_query": {"session_id": sid}}`)."""
+LAST_EVENT_QUERY = "last_event_id"
+"""...and the last server event the caller saw: it gets those after it it missed."""
 
 
 class GatewayBackend:
@@ -35,7 +42,8 @@ class GatewayBackend:
         self._shared = shared
         self._quota = Quota(settings.max_sessions_per_key, settings.starts_per_key_per_s)
         """Per-key limits, for keyed gateways only (`quota`)."""
-        self._leg_keys: dict[UpstreamLeg, str] = {}
+        self._leg_keys: dict[UpstreamLeg, str | None] = {}
+        """Each leg's API key, for the quota; None for a re-attach (admitted when it started)."""
         self._conn_keys: weakref.WeakKeyDictionary[connection.Connection, str] = weakref.WeakKeyDictionary()
         """The API key each socket authenticated with (for the per-key limit)."""
         self.draining = False
@@ -46,17 +54,32 @@ class GatewayBackend:
     def refusal(self, headers: Headers | None = None) -> replies.Reply | None:
         return None
 
-    def reattach(self, peer: backend.Peer, headers: Headers) -> UpstreamLeg | None:
-        """A socket opens without a session: a caller's re-attach through a gateway is not taken yet."""
-        return None
+    def reattach(self, peer: backend.Peer, headers: Headers, query: Mapping[str, str]) -> UpstreamLeg | None:
+        """`?session_id=ID[&last_event_id=E]`: the caller continues its running session on this
+        socket, wherever it was relayed before (docs/continuity.md "Re-attach")."""
+        session_id = query.get(REATTACH_QUERY)
+        if session_id is None:
+            return None
+        key = self._conn_keys.get(peer.conn, "")
+        if not events.SESSION_ID.fullmatch(session_id) or self.draining:
+            peer.close_with(errors.session_not_found(session_id) if not self.draining else errors.gateway_draining(),
+                            connection.POLICY_VIOLATION if not self.draining else connection.GOING_AWAY)
+            return None
+        leg = UpstreamLeg(self._shared, Reattach(session_id, query.get(LAST_EVENT_QUERY, "")), peer, "",
+                          self._leg_done, key)
+        self._leg_keys[leg] = None  # admitted when it started, not again
+        return leg
 
     def park(self, peer: backend.Peer, leg: backend.Leg) -> bool:
-        """A caller's socket dropped: its session ends (the pod parks it when this gateway's own
-        socket to it drops without the caller's end)."""
+        """A caller's socket dropped: its session ends, on its pod too, and its slot is free at
+        once, as a GPT-Live server frees it (conformance check 19). What a pod keeps for a
+        re-attach is a session whose gateway went away."""
         return False
 
-    def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
-        conn = connection.Connection(self._view.catalog, self.protocol, now_ns)
+    def connection(self, headers: Headers, now_ns: int, query: Mapping[str, str]) -> connection.Connection:
+        reattach = query.get(REATTACH_QUERY)  # its start is rebuilt under its own id (`UpstreamLeg`)
+        conn = connection.Connection(self._view.catalog, self.protocol, now_ns,
+                                     reattach if reattach and events.SESSION_ID.fullmatch(reattach) else None)
         self._conn_keys[conn] = auth.upgrade_key(self._api_keys, headers) or ""
         return conn
 
@@ -74,7 +97,7 @@ class GatewayBackend:
             self._shared.stats.rejected[(pool, "key_limit")] += 1
             peer.refuse(refusal)
             return None
-        leg = UpstreamLeg(self._shared, start, peer, pool, self._leg_done)
+        leg = UpstreamLeg(self._shared, start, peer, pool, self._leg_done, key)
         self._leg_keys[leg] = key
         return leg
 

@@ -20,6 +20,7 @@ from liveplex.gateway.calls import CallHolders
 from liveplex.gateway.leg import Shared
 from liveplex.gateway.placer import RedisPlacer
 from liveplex.gateway.pod_link import PodLink
+from liveplex.gateway.sessions import SessionHolders
 from liveplex.gateway.settings import GatewaySettings
 from liveplex.gateway.stats import GatewayStats
 from liveplex.gateway.view import PoolView
@@ -50,7 +51,8 @@ class Gateway:
         self.view = PoolView(self.client, settings.default_pool, self.stats)
         self.placer = RedisPlacer(settings, self.client, self.view, self.stats)
         self.link = PodLink.of(settings, server.protocol.start_timeout_ms / 1000)
-        shared = Shared(self.placer, self.link, self.stats, asyncio.Semaphore(settings.moves_at_once))
+        shared = Shared(self.placer, self.link, self.stats, asyncio.Semaphore(settings.moves_at_once),
+                        SessionHolders(self.client))
         self.backend = GatewayBackend(settings, server.protocol, server.api_keys, self.view, shared)
         self._watchdog = Watchdog(settings.upstream_silence_ms * 1_000_000)
         self.front = Front(server, self.backend)

@@ -36,12 +36,14 @@ from typing import Any, Protocol, assert_never
 
 from liveplex.gateway import moving, placing, relaying, upstream
 from liveplex.gateway.pod_link import Opened, PodLink
+from liveplex.gateway.sessions import Held, SessionHolders, key_digest
 from liveplex.gateway.stats import GatewayStats
 from liveplex.gptlive import connection, errors
-from liveplex.gptlive.server import backend
+from liveplex.gptlive.server import backend, hop
 from liveplex.placement import Busy, Placed
 
 logger = logging.getLogger(__name__)
+
 
 
 class Placer(Protocol):
@@ -73,22 +75,36 @@ class Shared:
     stats: GatewayStats
     move_turns: asyncio.Semaphore
     """A turn per session moving off a draining pod (`GatewaySettings.moves_at_once`)."""
+    sessions: SessionHolders | None = None
+    """Where relayed sessions run, for a caller's re-attach through any gateway; None: not kept."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reattach:
+    """A caller continuing its running session on this socket (`?session_id=`): the last event it saw."""
+
+    session_id: str
+    last_event_id: str
 
 
 class UpstreamLeg:
     """See the module docstring; the pump calls `forward` and `release`, and `done` is told once
     when the leg lets go of the session."""
 
-    def __init__(self, shared: Shared, start: connection.Start, peer: backend.Peer, pool: str,
-                 done: Callable[[UpstreamLeg], None]) -> None:
+    def __init__(self, shared: Shared, start: connection.Start | Reattach, peer: backend.Peer, pool: str,
+                 done: Callable[[UpstreamLeg], None], key: str = "") -> None:
         self._placer = shared.placer
         self._link = shared.link
         self._stats = shared.stats
         self._move_turns = shared.move_turns
-        self._start = start
-        self._session_id = start.resource.id
+        self._sessions = shared.sessions
+        self._start = start if isinstance(start, connection.Start) else None
+        """The client's start (for a re-attach, the one it started the session with, once read)."""
+        self._session_id = start.resource.id if isinstance(start, connection.Start) else start.session_id
         self._peer = peer
         self._pool = pool
+        self._key = key
+        """The API key the client's socket carries: a re-attach must carry the session's."""
         self._done_with = done
         self._machine: relaying.Relaying | None = None
         """What the session's frames and its pod's end mean, from its start on."""
@@ -100,7 +116,8 @@ class UpstreamLeg:
         self._awaiting_turn = False
         self._turn: moving.Moving | None = None
         """The move that holds one of the gateway's `move_turns`, while it is under way."""
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        run = self._run() if isinstance(start, connection.Start) else self._run_reattach(start)
+        self._task = asyncio.get_running_loop().create_task(run)
 
     # --- the pump's side ----------------------------------------------------------------------------
 
@@ -191,6 +208,7 @@ class UpstreamLeg:
                     await asyncio.sleep(delay_s)
                     command = machine.rechecked()
                 case placing.Dial(placed=placed):
+                    assert self._start is not None  # a start's leg
                     opened = await self._link.open(placed, self._session_id, self._pool, self._start.text)
                     if opened is None:
                         await placer.unreachable(placed, self._session_id)
@@ -206,6 +224,7 @@ class UpstreamLeg:
                     self._machine = relaying.Relaying(command.placed)
                     peer.send_verbatim(command.text, False)
                     peer.handed_off(command.expires_at)
+                    self._hold(command.placed)
                     return opened
                 case placing.Refuse(error=error, relay=relay, busy=busy):
                     if busy is not None:
@@ -216,6 +235,53 @@ class UpstreamLeg:
                     return None
                 case _:
                     assert_never(command)
+
+    def _hold(self, placed: Placed) -> None:
+        """Record where the session runs now, for a caller's re-attach through any gateway."""
+        if self._sessions is not None and self._start is not None:
+            self._sessions.hold(self._session_id, Held(placed.pod, placed.addr, self._pool,
+                                                       key_digest(self._key), self._start.text))
+
+    # --- a caller's re-attach (a task) ------------------------------------------------------------
+
+    async def _run_reattach(self, reattach: Reattach) -> None:
+        """Find the session's pod, check the caller's key, rebuild the session's start on this
+        socket from its record, and continue the session on its pod (`hop.REATTACH_HEADER`)."""
+        peer = self._peer
+        peer.await_upstream()
+        held = None if self._sessions is None else await self._sessions.holder(reattach.session_id)
+        if held is None or not held.belongs_to(self._key):  # another key learns nothing more than an unknown id
+            self._refuse_reattach("unknown" if held is None else "another key")
+            return
+        self._pool = held.pool
+        placed = Placed(held.pod, held.addr)
+        opened = await self._link.open(placed, self._session_id, held.pool, None, reattach=reattach.last_event_id)
+        kind, note = placing.event_kind(opened.answer) if opened is not None else ("", {})
+        if opened is None or kind != hop.REATTACHED:
+            if opened is not None:
+                opened.up.abort()  # no end: whatever the pod runs stays parked there
+            self._refuse_reattach(f"its pod {held.pod} did not continue it ({kind or 'no answer'})")
+            return
+        start = next((c for c in peer.conn.receive(held.start, time.monotonic_ns(), time.time())
+                      if isinstance(c, connection.Start)), None)
+        if start is None:  # what the session started with is no longer valid here (its model unrouted)
+            opened.up.abort()  # no end: the session stays parked on its pod
+            self._refuse_reattach("its start is no longer valid here")
+            return
+        self._start = start
+        frames, expires_at = note.get("frames"), note.get("expires_at")
+        self._machine = relaying.Relaying(placed)
+        self._stats.sessions_active[self._pool] += 1
+        peer.handed_off(expires_at if isinstance(expires_at, int) else None, frames if isinstance(frames, int) else 0)
+        self._adopt(opened)
+        self._hold(placed)
+        logger.info("session re-attached", extra={"session_id": self._session_id, "pod": held.pod})
+
+    def _refuse_reattach(self, why: str) -> None:
+        """The caller hears `session_not_found` whatever `why` (the log's) is."""
+        logger.info("re-attach refused", extra={"session_id": self._session_id, "why": why})
+        self._peer.close_with(errors.session_not_found(self._session_id), connection.POLICY_VIOLATION)
+        self._finish()
 
     # --- relaying: `relaying.Relaying`'s shell (callbacks) -----------------------------------------
 
@@ -356,6 +422,7 @@ class UpstreamLeg:
 
     async def _move_dialled(self, machine: relaying.Relaying, move: moving.Moving, target: Placed,
                             import_id: str) -> None:
+        assert self._start is not None  # the session started, or was re-attached, before it could move
         opened = await self._link.open(target, self._session_id, self._pool, self._start.text, import_id)
         if opened is None:
             await self._placer.unreachable(target, self._session_id)
@@ -371,8 +438,9 @@ class UpstreamLeg:
     def _switch(self, held: tuple[str | bytes, ...]) -> None:
         """Relay from the move's target from now on and send it the frames held meanwhile, in order."""
         opened, self._target = self._target, None
-        assert opened is not None
+        assert opened is not None and self._machine is not None
         self._adopt(opened)
+        self._hold(self._machine.serving)
         for data in held:
             opened.up.send(data)
         self._stats.frames_up += len(held)
@@ -397,4 +465,6 @@ class UpstreamLeg:
                 up.close()
         if self._up is not None:
             self._stats.sessions_active[self._pool] -= 1
+            if self._sessions is not None:  # ended, or its caller left: nothing to re-attach to
+                self._sessions.forget(self._session_id)
         self._done_with(self)

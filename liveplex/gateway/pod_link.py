@@ -69,14 +69,18 @@ class PodLink:
                else Tls.trusting(settings.upstream_ca, settings.upstream_server_name))
         return cls(settings.connect_timeout_ms / 1000, start_timeout_s, settings.pod_key, tls)
 
-    async def open(self, placed: Placed, session_id: str, pool: str, start: str,
-                   import_id: str | None = None) -> Opened | None:
+    async def open(self, placed: Placed, session_id: str, pool: str, start: str | None,
+                   import_id: str | None = None, reattach: str | None = None) -> Opened | None:
         """Dial `placed` for the session (continuing the import `import_id` when given), send it
         `start` and read its answer; None when it could not be dialled within the connect budget,
-        or hung up or said nothing within the start budget (the socket is then aborted)."""
+        or hung up or said nothing within the start budget (the socket is then aborted).
+        `reattach` (the last event the caller saw, or ""): continue the running session instead,
+        sending nothing (`hop.REATTACH_HEADER`); its answer is the session's `session.started`."""
         headers = {**self.headers, hop.SESSION_ID_HEADER: session_id, hop.POOL_HEADER: pool}
         if import_id is not None:
             headers[hop.IMPORT_HEADER] = import_id
+        if reattach is not None:
+            headers[hop.REATTACH_HEADER] = reattach
         try:
             up = await upstream.connect(placed.addr, headers, self.connect_timeout_s, self.tls)
         except (OSError, TimeoutError, ValueError, upstream.UpstreamError):
@@ -89,7 +93,8 @@ class PodLink:
             arrived.set()
 
         up.on_message = queued
-        up.send(start)
+        if start is not None:
+            up.send(start)
         waiting = asyncio.ensure_future(arrived.wait())
         try:
             await asyncio.wait({waiting, up.lost}, timeout=self.start_timeout_s, return_when=asyncio.FIRST_COMPLETED)

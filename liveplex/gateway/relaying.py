@@ -64,6 +64,8 @@ LOST_BECAUSE: dict[upstream.Ending, str] = {
 }
 """What the client's `server_error` says, by how the upstream ended."""
 HELD_TOO_LONG = "the session's audio outgrew its buffer while it moved between engines"
+TAKEN_OVER = "taken_over"
+"""`EndClient.reason` of a socket whose session continued on another (the caller re-attached)."""
 NOT_TAKEN = "not_taken"
 """`Lose.reason` for a session between pods that cannot arrive: exported off a draining pod and
 no pod took it, or its held audio outgrew the buffer."""
@@ -235,6 +237,8 @@ class Relaying:
             self._answering_start = False
         if kind == hop.MOVE_REQUESTED:
             return (StartMove(),)
+        if kind == hop.REATTACHED:  # the hop's words on a re-attached socket: never the client's
+            return NOTHING
         if kind == _SESSION_CLOSED:
             self._closed_reason = str(body.get("reason"))
         return (RelayEvent(text),)
@@ -266,6 +270,9 @@ class Relaying:
             self.ended = True
             code = close_code if ending is upstream.Ending.CLOSED and close_code else connection.NORMAL
             return (EndClient(self._closed_reason, code),)
+        if ending is upstream.Ending.CLOSED and close_code == hop.TAKEN_OVER_CLOSE:
+            self.ended = True  # its caller re-attached elsewhere: the session goes on there, not here
+            return (EndClient(TAKEN_OVER, hop.TAKEN_OVER_CLOSE),)
         if self.moving is not None:
             handed_over = ending is upstream.Ending.CLOSED and close_code == hop.HANDED_OVER_CLOSE
             return self._follow(self.moving.old_closed(handed_over), ending=ending, tripped=tripped)

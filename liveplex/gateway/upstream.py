@@ -26,6 +26,7 @@ from websockets.protocol import State
 from websockets.uri import parse_uri
 
 from liveplex.gptlive import events, urls
+from liveplex.gptlive.server import hop
 from liveplex.gptlive.server.tls import Tls
 
 CLOSE_TIMEOUT_S = 1.0
@@ -51,6 +52,11 @@ class UpstreamError(Exception):
     """The pod refused the upgrade or went away during it."""
 
 
+MAX_EARLY_MESSAGES = 256
+"""What a pod may send before the gateway listens: a re-attach's opening words and missed events
+(`replay.MAX_EVENTS`), with room."""
+
+
 class Upstream(asyncio.Protocol):
     """One pod connection; `opened` resolves after the handshake, `lost` when the transport goes."""
 
@@ -63,8 +69,10 @@ class Upstream(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         self.opened: asyncio.Future[None] = loop.create_future()
         self.lost: asyncio.Future[None] = loop.create_future()
-        self.on_message: Callable[[str | bytes], None] = lambda _: None
-        """Called with every whole message from the pod, in order."""
+        self._on_message: Callable[[str | bytes], None] | None = None
+        self._early: list[str | bytes] = []
+        """Messages that came with the handshake, before anyone listened (a re-attached session's
+        pod speaks first): handed to the first `on_message`."""
         self.received = 0
         """Whole messages from the pod so far (the `Watchdog` reads it)."""
         self.sent = 0
@@ -72,6 +80,28 @@ class Upstream(asyncio.Protocol):
         self.ending: Ending | None = None
         self.close_code: int | None = None
         """The code of the pod's close frame, once received."""
+
+    @property
+    def on_message(self) -> Callable[[str | bytes], None] | None:
+        """Called with every whole message from the pod, in order (those before it was set, first)."""
+        return self._on_message
+
+    @on_message.setter
+    def on_message(self, handler: Callable[[str | bytes], None]) -> None:
+        self._on_message = handler
+        early, self._early = self._early, []
+        for message in early:
+            handler(message)
+
+    def _deliver(self, message: str | bytes) -> None:
+        handler = self._on_message
+        if handler is not None:
+            handler(message)
+        elif len(self._early) < MAX_EARLY_MESSAGES:
+            self._early.append(message)
+        elif self.ending is None:
+            self.ending = Ending.VIOLATION  # a pod that floods a socket nobody reads yet
+            self.abort(Ending.VIOLATION)
 
     @property
     def write_buffer_bytes(self) -> int:
@@ -122,7 +152,7 @@ class Upstream(asyncio.Protocol):
     def _frame(self, frame: Frame) -> None:
         if frame.opcode is Opcode.TEXT and frame.fin:
             self.received += 1
-            self.on_message(str(frame.data, "utf-8"))  # bytes from the reader; typed as any buffer
+            self._deliver(str(frame.data, "utf-8"))  # bytes from the reader; typed as any buffer
         elif frame.opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):  # fragments: liveplex pods send none
             if frame.opcode is not Opcode.CONT:
                 self._text = frame.opcode is Opcode.TEXT
@@ -130,7 +160,7 @@ class Upstream(asyncio.Protocol):
             if frame.fin:
                 self.received += 1
                 data, self._parts = b"".join(self._parts), []
-                self.on_message(data.decode() if self._text else data)
+                self._deliver(data.decode() if self._text else data)
 
     def send(self, data: str | bytes) -> None:
         """One client message to the pod, verbatim."""
@@ -144,12 +174,13 @@ class Upstream(asyncio.Protocol):
         self._flush()
 
     def close(self) -> None:
-        """Close politely; abort if the pod does not answer within `CLOSE_TIMEOUT_S`."""
+        """Close politely, with the code that ends the session on its pod (any other end of the
+        socket leaves it parked there); abort if the pod does not answer within `CLOSE_TIMEOUT_S`."""
         transport = self._transport
         if transport is None or transport.is_closing():
             return
         if self._conn.state is State.OPEN:
-            self._conn.send_close(1000)
+            self._conn.send_close(hop.ENDS_SESSION_CLOSE)
             self._flush()
         asyncio.get_running_loop().call_later(CLOSE_TIMEOUT_S, transport.abort)
 

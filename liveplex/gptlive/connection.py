@@ -144,6 +144,8 @@ class Handoff:
 
 NORMAL = 1000
 GOING_AWAY = 1001
+POLICY_VIOLATION = 1008
+"""A socket refused after its upgrade (a re-attach to no session it may continue): not retried."""
 INTERNAL_ERROR = 1011
 
 ERROR_WINDOW_NS = 1_000_000_000

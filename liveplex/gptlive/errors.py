@@ -41,6 +41,7 @@ class Code(enum.Enum):
     STRING_ABOVE_MAX_LENGTH = "string_above_max_length"
     ARRAY_ABOVE_MAX_LENGTH = "array_above_max_length"
     MODEL_NOT_FOUND = "model_not_found"
+    SESSION_NOT_FOUND = "session_not_found"
     UNSUPPORTED_EVENT = "unsupported_event"
     UNKNOWN_EVENT = "unknown_event"
     SESSION_NOT_STARTED = "session_not_started"
@@ -183,6 +184,13 @@ def array_above_max_length(path: Path, length: int, limit: int) -> ProtocolError
         Code.ARRAY_ABOVE_MAX_LENGTH, path,
         f"Array too long for '{render_path(path)}': {length} items, the maximum is {limit}.",
     )
+
+
+def session_not_found(session_id: str) -> ProtocolError:
+    """A re-attach (`?session_id=`) to no session this API key runs: unknown, ended, or another
+    key's, told alike, so another key learns nothing of the call."""
+    return ProtocolError(Code.SESSION_NOT_FOUND, ("session_id",),
+                         f"No running session {echo(session_id)!r} for this API key to continue.")
 
 
 def model_not_found(model: str, served: Iterable[str]) -> ProtocolError:

@@ -13,6 +13,7 @@ deltas, the hot path, skip the JSON library.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, final
@@ -43,6 +44,11 @@ def new_event_id() -> str:
 
 def new_session_id() -> str:
     return "sess_" + os.urandom(8).hex()
+
+
+SESSION_ID = re.compile(r"sess_[A-Za-z0-9]{1,64}")
+"""A session id a server takes from outside (a gateway's header, a caller's re-attach): the form
+`new_session_id` mints, any length a peer's may have."""
 
 
 # --- shared shapes ----------------------------------------------------------------------------------

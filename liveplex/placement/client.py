@@ -371,6 +371,17 @@ class PlacementClient:
     async def forget_call(self, session_id: str) -> None:
         await self._run(self._redis.delete(keys.CALL_PREFIX + session_id))
 
+    async def hold_session(self, session_id: str, record: str, ttl_s: int) -> None:
+        """Record where relayed session `session_id` runs (`record`, JSON opaque here), for `ttl_s`."""
+        await self._run(self._redis.set(keys.SESSION_PREFIX + session_id, record, ex=ttl_s))
+
+    async def session_holder(self, session_id: str) -> str | None:
+        """The record of relayed session `session_id`, if a gateway kept one."""
+        return cast("str | None", await self._run(self._redis.get(keys.SESSION_PREFIX + session_id)))
+
+    async def forget_session(self, session_id: str) -> None:
+        await self._run(self._redis.delete(keys.SESSION_PREFIX + session_id))
+
     async def _run(self, call: Awaitable[T]) -> T:
         """Await one Redis call under the deadline; the only place redis-py errors become ours."""
         try:

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 from liveplex.placement import errors
 
+SESSION_PREFIX = "le:session:"
+"""STRING per relayed session: `SESSION_PREFIX + session_id` -> JSON of where it runs and who may
+re-attach to it (`gateway.sessions`): a caller back through any gateway finds its pod there."""
 CALL_PREFIX = "le:call:"
 """STRING per WebRTC call: `CALL_PREFIX + session_id` -> the URL of the gateway holding its media,
 where a sideband attach arriving at another replica is relayed (`gateway.calls`)."""

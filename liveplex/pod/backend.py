@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import weakref
+from collections.abc import Mapping
 from typing import Protocol
 
 from websockets.datastructures import Headers
@@ -30,7 +30,6 @@ from liveplex.pod.parking import Parked
 logger = logging.getLogger(__name__)
 
 
-_SESSION_ID = re.compile(r"sess_[A-Za-z0-9]{1,64}")
 
 
 class Settles(Protocol):
@@ -213,13 +212,13 @@ class EngineBackend:
         leg = self._legs.get(given) if parked is None else parked.leg
         return leg if isinstance(leg, EngineLeg) and leg.engine_id is not None else None
 
-    def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
+    def connection(self, headers: Headers, now_ns: int, query: Mapping[str, str]) -> connection.Connection:
         if hop.REATTACH_HEADER in headers:
             leg = self._running(headers)
             if leg is not None:  # the session's own machine: its state, usage and id go on
                 return leg.peer.conn
         given = headers.get(hop.SESSION_ID_HEADER)
-        session_id = given if given is not None and _SESSION_ID.fullmatch(given) else None
+        session_id = given if given is not None and events.SESSION_ID.fullmatch(given) else None
         conn = connection.Connection(self.served, self._settings, now_ns, session_id)
         if session_id is not None:
             self._given[conn] = session_id
@@ -258,7 +257,7 @@ class EngineBackend:
                                                                   "grace_s": self._grace_s})
         return True
 
-    def reattach(self, peer: backend.Peer, headers: Headers) -> EngineLeg | None:
+    def reattach(self, peer: backend.Peer, headers: Headers, query: Mapping[str, str]) -> EngineLeg | None:
         """A gateway continues the session `SESSION_ID_HEADER` names (`hop.REATTACH_HEADER`):
         `peer.conn` is already its machine (`connection`). The socket that held it is closed, the
         hop's opening words written (`hop.REATTACH_HEADER` lists them), then what it missed."""
@@ -278,8 +277,8 @@ class EngineBackend:
         replay = leg.replay
         assert replay is not None and peer.conn.resource is not None
         missed = replay.missed(headers.get(hop.REATTACH_HEADER, ""))
-        peer.send_verbatim(events.dump(events.SessionStarted(peer.conn.resource)), False)
-        peer.send_verbatim(hop.reattached_event(peer.conn.frames_sent, len(missed)), False)
+        resource = peer.conn.resource
+        peer.send_verbatim(hop.reattached_event(peer.conn.frames_sent, resource.expires_at, len(missed)), False)
         peer.send_verbatim(hop.checkpoint_event(bytes(leg.record)), False)
         for text in missed:
             peer.send_verbatim(text, False)

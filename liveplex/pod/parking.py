@@ -89,7 +89,7 @@ class Parked:
     def handed_over(self) -> None:
         self._perform(self.conn.handed_over(hop.HANDED_OVER_CLOSE))
 
-    def handed_off(self, expires_at: int | None) -> None:
+    def handed_off(self, expires_at: int | None, frames: int = 0) -> None:
         raise RuntimeError("a pod's session is not handed off")
 
     def send_verbatim(self, text: str, frame: bool) -> None:
@@ -104,3 +104,9 @@ class Parked:
 
     def taken_over(self) -> None:
         self.unpark()
+
+    def await_upstream(self) -> None:
+        raise RuntimeError("a pod's session has no upstream")
+
+    def close_with(self, error: ProtocolError, code: int) -> None:
+        raise RuntimeError("a parked session has no socket to close")

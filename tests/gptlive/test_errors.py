@@ -136,6 +136,9 @@ CASES = [
         [contract.Closed(contract.CloseReason.ABORTED, 3, 0, 0)]), "server_error", None),
     Case("outputs ended", lambda conn: live(conn).deliver([]), "server_error", None),
     Case("server stopping", lambda conn: live(conn).shutdown(), "server_shutdown", None),
+    # a gateway's own refusal, before the socket's machine has a session (docs/continuity.md)
+    Case("re-attach to no session", lambda conn: [c.Send(events.Error(errors.session_not_found("sess_gone"), None))],
+         "session_not_found", "session_id"),
 ]
 SERVER_CODES = {"server_busy", "server_error", "server_shutdown"}
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Protocol
 
 from websockets.datastructures import Headers
@@ -68,9 +69,17 @@ class Peer(Protocol):
         """The engine exported the session (docs/continuity.md): end it without `session.closed`
         and close the socket with the hop's `HANDED_OVER_CLOSE`."""
 
-    def handed_off(self, expires_at: int | None) -> None:
-        """The upstream started the session (its `session.started` relayed): from now on frames
-        go to the leg's `forward` verbatim, and the session's end is one of the two below."""
+    def handed_off(self, expires_at: int | None, frames: int = 0) -> None:
+        """The upstream started the session (its `session.started` relayed), or took this socket
+        for the running session it continues (`frames`: its count so far): from now on frames go
+        to the leg's `forward` verbatim, and the session's end is one of the two below."""
+
+    def await_upstream(self) -> None:
+        """This socket continues a running session (a re-attach): read nothing until the upstream
+        takes it (`handed_off`, after its start is given to `conn`) or it is refused (`close_with`)."""
+
+    def close_with(self, error: ProtocolError, code: int) -> None:
+        """Tell the client `error` and close with `code`."""
 
     def send_verbatim(self, text: str, frame: bool) -> None:
         """Send text written elsewhere, verbatim: a frame an upstream server wrote (`frame` marks an
@@ -131,17 +140,18 @@ class Backend(Observer, Protocol):
         """Why a new socket (its upgrade's `headers`; None: a WebRTC create) is refused before the
         upgrade (HTTP status, JSON body), or None."""
 
-    def connection(self, headers: Headers, now_ns: int) -> connection.Connection:
-        """The protocol core of a new socket."""
+    def connection(self, headers: Headers, now_ns: int, query: Mapping[str, str]) -> connection.Connection:
+        """The protocol core of a new socket (its upgrade's `headers` and `query`)."""
         ...
 
     def start(self, start: connection.Start, peer: Peer) -> Leg | None:
         """Begin `start`; None when it was refused at once (the backend told `peer` why)."""
 
-    def reattach(self, peer: Peer, headers: Headers) -> Leg | None:
+    def reattach(self, peer: Peer, headers: Headers, query: Mapping[str, str]) -> Leg | None:
         """A socket just opened: the leg of the running session it continues (a pod: the hop's
-        `REATTACH_HEADER`; `peer.conn` is then that session's `Connection`, from `connection`),
-        or None for a socket whose session, if any, starts with `session.start`."""
+        `REATTACH_HEADER`, and `peer.conn` is then that session's `Connection`, from `connection`;
+        a gateway: the caller's `session_id` query), or None for a socket whose session, if any,
+        starts with `session.start`."""
         ...
 
     def park(self, peer: Peer, leg: Leg) -> bool:

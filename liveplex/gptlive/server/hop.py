@@ -42,13 +42,14 @@ session on this socket (a caller back through another gateway, docs/continuity.m
 The pod runs it: parked since its socket dropped without the caller's end (`ENDS_SESSION_CLOSE`),
 or still on another socket, which it closes with `TAKEN_OVER_CLOSE`. The value is the last server
 `event_id` the caller saw, empty for none. A pod that does not run the session refuses the upgrade:
-404 `session_not_found`. On the socket the pod then writes, in order: `session.started` with the
-session's resource (as at its start; a gateway swallows it, as a moved session's), `REATTACHED`,
-one checkpoint holding the session's whole resume record, the events the caller missed, and then
-the session as before."""
+404 `session_not_found`. On the socket the pod then writes, in order: `REATTACHED`, one checkpoint
+holding the session's whole resume record, the events the caller missed, and then the session as
+before."""
 REATTACHED = "liveplex.session.reattached"
-"""A re-attached socket's hop event, never relayed: `{"type", "frames", "replayed"}`: the frames the
-session ran (what the caller's usage counts from) and how many missed events follow."""
+"""A re-attached socket's first message, never relayed: `{"type", "frames", "expires_at",
+"replayed"}`: the frames the session ran (what the caller's usage counts from), its `expires_at`
+(as `session.started` said it), and how many missed events follow. The gateway rebuilds the rest of
+the session's resource from the client's own `session.start` (`gateway.sessions`)."""
 ENDS_SESSION_CLOSE = 1000
 """The close code with which a gateway's socket ends its session (the caller is gone for good);
 any other end of a relayed session's socket, a dropped connection included, parks it for the grace
@@ -80,9 +81,9 @@ _CHECKPOINT_END = '"}'
 _CHECKPOINT_DATA = slice(len(CHECKPOINT_PREFIX), -len(_CHECKPOINT_END))
 
 
-def reattached_event(frames: int, replayed: int) -> str:
+def reattached_event(frames: int, expires_at: int, replayed: int) -> str:
     """The `REATTACHED` event's text."""
-    return '{"type":"' + REATTACHED + f'","frames":{frames},"replayed":{replayed}}}'
+    return '{"type":"' + REATTACHED + f'","frames":{frames},"expires_at":{expires_at},"replayed":{replayed}}}'
 
 
 def checkpoint_event(data: bytes) -> str:

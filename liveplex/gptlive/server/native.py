@@ -33,6 +33,7 @@ import logging
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
+from urllib import parse
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import (
     STATUS_PHRASES,
@@ -95,7 +96,7 @@ class LiveProtocol(WebSocketsSansIOProtocol):
         self.conn.send_response(self.response)
         self.transport.write(b"".join(self.conn.data_to_send()))
         self.start_keepalive()
-        self.live = LiveSocket(self, front, event.headers)
+        self.live = LiveSocket(self, front, event.headers, dict(parse.parse_qsl(parse.urlsplit(event.path).query)))
 
     def _answer(self, response: Response) -> None:
         """An HTTP answer instead of an upgrade; the connection ends with it."""
@@ -182,9 +183,9 @@ class LiveProtocol(WebSocketsSansIOProtocol):
 class LiveSocket(PeerCore):
     """One live socket: performs its protocol machine's steps on the protocol, synchronously."""
 
-    def __init__(self, proto: LiveProtocol, front: Front, headers: Headers) -> None:
+    def __init__(self, proto: LiveProtocol, front: Front, headers: Headers, query: dict[str, str]) -> None:
         assert front.sweeper is not None  # checked by refusal()
-        super().__init__(front.backend.connection(headers, time.monotonic_ns()))
+        super().__init__(front.backend.connection(headers, time.monotonic_ns(), query))
         self._proto = proto
         self._ws = proto.conn
         self._transport = proto.transport
@@ -210,7 +211,7 @@ class LiveSocket(PeerCore):
         self._done = False
         front.join(self)
         self._stats.sockets_open += 1
-        self._leg = self._backend.reattach(self, headers)
+        self._leg = self._backend.reattach(self, headers, query)
         self._track()
 
     # --- inputs -----------------------------------------------------------------------------------
@@ -316,8 +317,8 @@ class LiveSocket(PeerCore):
 
     # --- what the backend tells (`backend.Peer`) -------------------------------------------------------
 
-    def handed_off(self, expires_at: int | None) -> None:
-        super().handed_off(expires_at)
+    def handed_off(self, expires_at: int | None, frames: int = 0) -> None:
+        super().handed_off(expires_at, frames)
         self._track()
 
     def send_verbatim(self, text: str, frame: bool) -> None:
@@ -385,7 +386,7 @@ class LiveSocket(PeerCore):
         self._machine.disconnect()
         self._settle(self._machine)
 
-    def _settle(self, machine: connection.Connection | passthrough.Passthrough) -> None:
+    def _settle(self, machine: connection.Connection | passthrough.Passthrough | passthrough.Pending) -> None:
         """Tell each outcome `machine` has had since it was last asked to the observers, once (the
         stats and the backend); an end is logged."""
         outcomes = machine.outcomes.copy()

@@ -26,11 +26,12 @@ from liveplex.gptlive import connection, errors, events
 class Passthrough:
     """The passed-through session of one socket; see the module docstring."""
 
-    def __init__(self, handoff: connection.Handoff) -> None:
+    def __init__(self, handoff: connection.Handoff, frames: int = 0) -> None:
         self._resource = handoff.resource
         self._info = handoff.info
-        self.frames = 0
-        """Audio deltas relayed to the client, counted by the pump as it relays them."""
+        self.frames = frames
+        """Audio deltas relayed to the client, counted by the pump as it relays them (from the
+        session's own count, for a session continued on this socket)."""
         self.done = False
         self.outcomes: list[connection.Outcome] = []
         """The session's `Ended`, once; the pump takes it after the input that ended it."""
@@ -81,3 +82,20 @@ class Passthrough:
     def _end(self, reason: str) -> None:
         self.done = True
         self.outcomes.append(connection.session_ended(reason, self._resource, self._info, self.frames))
+
+
+class Pending:
+    """A socket that continues a running session (a caller's re-attach, docs/continuity.md) until its
+    upstream answers: nothing is read meanwhile (what the caller sends waits, then goes on with the
+    session), and no session is counted here: it started on another socket."""
+
+    reading = False
+
+    def __init__(self) -> None:
+        self.outcomes: list[connection.Outcome] = []
+
+    def disconnect(self) -> list[connection.Command]:
+        return [connection.Release()]
+
+    def shutdown(self) -> list[connection.Command]:
+        return [connection.Close(connection.GOING_AWAY), connection.Release()]

@@ -14,7 +14,7 @@ import abc
 import asyncio
 from collections import deque
 
-from liveplex.gptlive import connection
+from liveplex.gptlive import connection, events
 from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.server import hop, passthrough
 from liveplex.gptlive.server.replay import Replay
@@ -28,7 +28,7 @@ class PeerCore(abc.ABC):
         self.conn = conn
         self._passthrough: passthrough.Passthrough | None = None
         """The session's machine once an upstream that talks to the client itself started it."""
-        self._machine: connection.Connection | passthrough.Passthrough = conn
+        self._machine: connection.Connection | passthrough.Passthrough | passthrough.Pending = conn
         """The machine the client's own inputs (read, left, shut down) go to: `conn`, then
         `_passthrough` once it is set."""
         self.dispatched = 0
@@ -47,7 +47,7 @@ class PeerCore(abc.ABC):
         """Tell the machine's outcomes, then do its commands on this transport."""
 
     @abc.abstractmethod
-    def _settle(self, machine: connection.Connection | passthrough.Passthrough) -> None:
+    def _settle(self, machine: connection.Connection | passthrough.Passthrough | passthrough.Pending) -> None:
         """Tell each outcome `machine` has had since it was last asked, once."""
 
     def _counted(self) -> None:
@@ -90,11 +90,17 @@ class PeerCore(abc.ABC):
     def handed_over(self) -> None:
         self._perform(self.conn.handed_over(hop.HANDED_OVER_CLOSE))
 
-    def handed_off(self, expires_at: int | None) -> None:
+    def handed_off(self, expires_at: int | None, frames: int = 0) -> None:
         handoff = self.conn.started_upstream(expires_at)
         if handoff is not None:
-            self._passthrough = self._machine = passthrough.Passthrough(handoff)
+            self._passthrough = self._machine = passthrough.Passthrough(handoff, frames)
         self._settle(self.conn)  # the `Accepted`
+
+    def await_upstream(self) -> None:
+        self._machine = passthrough.Pending()
+
+    def close_with(self, error: ProtocolError, code: int) -> None:
+        self._perform([connection.Send(events.Error(error, None)), connection.Close(code)])
 
     def passthrough_ended(self, reason: str, code: int) -> None:
         if self._passthrough is not None:

@@ -88,7 +88,7 @@ class Call(PeerCore):
     """See the module docstring; made by the POST, which then awaits `answer`."""
 
     def __init__(self, front: Front, offer: Offer, headers: Headers, key: str) -> None:
-        super().__init__(front.backend.connection(headers, time.monotonic_ns()))
+        super().__init__(front.backend.connection(headers, time.monotonic_ns(), {}))
         self._front = front
         self.key = key
         """The API key of the create: a sideband must attach with it."""
@@ -347,7 +347,7 @@ class Call(PeerCore):
                 self._close()
         self._follow()
 
-    def _settle(self, machine: connection.Connection | passthrough.Passthrough) -> None:
+    def _settle(self, machine: connection.Connection | passthrough.Passthrough | passthrough.Pending) -> None:
         """Tell the outcomes of `machine`; the start's answers the POST."""
         outcomes = machine.outcomes.copy()
         machine.outcomes.clear()

@@ -1,0 +1,112 @@
+"""A call survives its own gateway (issue 42): a gateway killed under a call leaves the session
+parked on its pod, and the caller re-attaches through another gateway with `?session_id=` (and the
+last event it saw): the same session, none of its events lost or twice, its usage going on. Another
+API key, an unknown id, an ended session: `session_not_found`, and the socket closes 1008.
+
+Real processes: Redis, a sim pod, two gateways with keys; raw sockets as the caller (the SDK's
+`on_reconnecting` does the same with `extra_query`, docs/continuity.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import orjson
+import pytest
+import websockets
+
+from tests.support import clients, platform, pods
+
+pytestmark = pytest.mark.timeout(120)
+
+KEY, OTHER = "key-one", "key-two"
+USAGE_MS = "500"
+
+
+def _ws(gateway: pods.Running, **query: str) -> str:
+    tail = "&".join(f"{k}={v}" for k, v in query.items())
+    return gateway.ws_url + (f"?{tail}" if tail else "")
+
+
+async def _events(ws: websockets.ClientConnection, seconds: float) -> tuple[list[dict], int]:
+    """The events (not audio) over `seconds` while the caller streams loud audio, and the audio deltas."""
+    seen: list[dict] = []
+    deltas = 0
+
+    async def speak() -> None:
+        while True:
+            await ws.send(orjson.dumps({"type": "session.input_audio.append", "audio": clients.LOUD}).decode())
+            await asyncio.sleep(0.08)
+
+    speaking = asyncio.create_task(speak())
+    try:
+        async with asyncio.timeout(seconds):
+            while True:
+                text = await ws.recv()
+                if isinstance(text, str) and text.startswith('{"type":"session.output_audio.delta"'):
+                    deltas += 1
+                else:
+                    seen.append(orjson.loads(text))
+    except TimeoutError:
+        pass
+    finally:
+        speaking.cancel()
+    return seen, deltas
+
+
+async def _refused(url: str, key: str) -> dict:
+    """A re-attach that is refused: the error it is told, and the close code."""
+    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as ws:
+        error = orjson.loads(await ws.recv())
+        with pytest.raises(websockets.ConnectionClosed):
+            await ws.recv()
+    assert ws.close_code == 1008
+    return error["error"]
+
+
+def test_a_caller_continues_through_another_gateway_after_its_gateway_is_killed(
+        redis_url: str, tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text(f"{KEY}\n{OTHER}\n")
+    auth = ("--api-key-file", str(keys))
+    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=("--usage-period-ms", USAGE_MS),
+                           gateway_flags=auth) as running, \
+            pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL, *auth,
+                                log=tmp_path / "gateway-b.log", command="gateway") as (second, _):
+        asyncio.run(_call(running, second))
+
+
+async def _call(running: platform.Platform, second: pods.Running) -> None:
+    bearer = {"Authorization": f"Bearer {KEY}"}
+    ws, started = await clients.started(running.gateway.ws_url, bearer)
+    session_id = started["session"]["id"]
+    before, _ = await _events(ws, 2.0)
+    assert any(e["type"] == "session.usage.updated" for e in before)
+    seen = before[-2]  # the caller missed what came after this
+    running.gateway_process.send_signal(signal.SIGKILL)  # its gateway dies under the call
+    await asyncio.sleep(0.5)
+
+    assert (await _refused(_ws(second, session_id=session_id), OTHER))["code"] == "session_not_found"
+    assert (await _refused(_ws(second, session_id="sess_unknown"), KEY))["code"] == "session_not_found"
+
+    url = _ws(second, session_id=session_id, last_event_id=seen["event_id"])
+    again = await websockets.connect(url, additional_headers=bearer, max_queue=None)
+    after, deltas = await _events(again, 2.0)
+    assert deltas > 10  # the session's audio, through the other gateway
+    assert not any(e["type"] == "session.started" for e in after)  # no new session: the same one
+    assert after[0] == before[-1]  # what it missed first, once
+    ids = [e["event_id"] for e in before + after]
+    assert len(ids) == len(set(ids)) + 1  # only the one it missed is seen twice: nothing else
+    usage = [e["usage"]["seconds"] for e in before + after if e["type"] == "session.usage.updated"]
+    assert usage == sorted(usage) and usage[-1] >= 4.0  # its time went on through the gap
+
+    await again.send(orjson.dumps({"type": "session.close", "event_id": "bye"}).decode())
+    closed, _ = await clients.until(again, "session.closed")
+    assert closed["session"]["id"] == session_id and closed["reason"] == "close_requested"
+    assert closed["usage"]["seconds"] >= usage[-1]
+    await again.close()
+    await asyncio.sleep(0.3)
+    assert (await _refused(url, KEY))["code"] == "session_not_found"  # ended: nothing to continue
+
