@@ -25,6 +25,8 @@ from liveplex.emulator.controllers.kubelet import Kubelet
 NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NODE = "liveplex-emulator"
 """The one node every pod is bound to."""
+MAX_HEADER_BYTES = 1 << 20
+"""k8s.io/apiserver's secure serving `MaxHeaderBytes`: the request line and headers together."""
 
 
 class _Server(uvicorn.Server):
@@ -58,7 +60,11 @@ class Emulator:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self._seed()
         self.pki = certs.make(self.state_dir / "pki")
-        config = uvicorn.Config(self.api.app, host="127.0.0.1", port=self.port, log_level="warning",
+        # h11, not httptools: httptools refuses a method it does not know before the application sees
+        # it, where kube-apiserver answers a 405 Status; a request head may take kube-apiserver's
+        # MaxHeaderBytes (1 MiB), not h11's 16 KiB
+        config = uvicorn.Config(self.api.app, host="127.0.0.1", port=self.port, log_level="warning", http="h11",
+                                h11_max_incomplete_event_size=MAX_HEADER_BYTES, interface="asgi3",
                                 lifespan="off", access_log=False, timeout_graceful_shutdown=1,
                                 ssl_certfile=str(self.pki.cert), ssl_keyfile=str(self.pki.key))
         self._server = _Server(config)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from liveplex.emulator.apiserver import errors, selectors
+from liveplex.emulator.apiserver import errors, kinds, selectors
 
 POD = {"metadata": {"name": "p", "namespace": "ns", "labels": {"app": "web", "tier": "front"}},
        "status": {"phase": "Running"}}
@@ -33,6 +33,24 @@ def test_a_malformed_label_selector_is_400() -> None:
 ])
 def test_field_selectors(text: str, matched: bool) -> None:
     assert selectors.matches_fields(selectors.parse_fields(text), POD) is matched
+
+
+@pytest.mark.parametrize(("labels", "text", "refusal"), [
+    (None, "data.k=v", '"data.k" is not a known field selector: only "metadata.name", "metadata.namespace"'),
+    ({"metadata.name": "metadata.name"}, "metadata.namespace=ns", "field label not supported: metadata.namespace"),
+])
+def test_a_field_label_the_kind_does_not_take_is_400_in_its_conversion_s_words(
+        labels: dict[str, str] | None, text: str, refusal: str) -> None:
+    with pytest.raises(errors.ApiError) as caught:
+        selectors.convert_fields(selectors.parse_fields(text), labels)
+    assert (caught.value.code, caught.value.message) == (400, refusal)
+
+
+def test_a_field_label_selects_the_path_its_kind_maps_it_to() -> None:
+    pods = kinds.Registry().by_key(kinds.POD_KEY).field_labels
+    converted = selectors.convert_fields(selectors.parse_fields("spec.host=n,metadata.name=p"), pods)
+    assert selectors.matches_fields(converted, {**POD, "spec": {"nodeName": "n"}})
+    assert selectors.convert_fields(selectors.parse_fields("metadata.namespace=ns"), None)
 
 
 keys = st.from_regex(r"[a-z][a-z0-9]{0,5}", fullmatch=True)

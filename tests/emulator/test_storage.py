@@ -153,6 +153,31 @@ def test_a_bound_pod_is_deleted_gracefully_and_an_unbound_one_at_once(store: sto
     assert store.find(pods, "default", "bound") is None
 
 
+@pytest.mark.parametrize(("grace", "stamped", "kept"), [
+    (2 ** 63 - 1, 1_700_000_000 - 1, 2 ** 63 - 1),  # Go's int64 nanoseconds wrap: now minus 1 s
+    (10 ** 12, 1_700_000_000 + storage.go_seconds(10 ** 12), 10 ** 12), (-5, 1_700_000_001, 1)])
+def test_a_grace_period_is_upstream_s_whatever_its_size(store: storage.Store, grace: int, stamped: float,
+                                                         kept: int) -> None:
+    """BeforeDelete takes any int64 (a negative one is 1 s) and stamps `now + time.Second * grace` as Go
+    computes it, where Python's clock would overflow."""
+    pods = store.registry.by_key(kinds.POD_KEY)
+    store.create(pods, "default", {"metadata": {"name": "p"}, "spec": {"nodeName": "n", "containers": [
+        {"name": "c", "image": "x"}]}})
+    marked = store.delete(pods, "default", "p", storage.DeleteOptions(grace_seconds=grace))
+    assert (marked["metadata"]["deletionTimestamp"], marked["metadata"]["deletionGracePeriodSeconds"]) == (
+        storage.stamp(stamped), kept)
+
+
+def test_a_write_from_1_to_true_is_a_change(store: storage.Store) -> None:
+    """Python's `1 == True` would make it a no-op; the bytes upstream compares differ."""
+    rt = install_widgets(store)
+    store.create(rt, "default", widget("w"))
+    first = store.patch(rt, "default", "w", storage.MERGE, {"status": {"x": 1}}, "status")
+    second = store.patch(rt, "default", "w", storage.MERGE, {"status": {"x": True}}, "status")
+    assert second["status"]["x"] is True
+    assert int(second["metadata"]["resourceVersion"]) > int(first["metadata"]["resourceVersion"])
+
+
 def test_namespaced_writes_need_an_existing_namespace(store: storage.Store) -> None:
     with pytest.raises(errors.ApiError) as caught:
         store.create(store.registry.by_key("/configmaps"), "nowhere", {"metadata": {"name": "c"}})

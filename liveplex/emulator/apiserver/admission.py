@@ -1,11 +1,12 @@
 """Admission: what happens to an object between the request and the store, in kube-apiserver's order.
 
 Development emulator, not for production. Pure (the store injects the Service address allocator).
-The order is upstream's: decode (undeclared fields dropped, or a 400 under `fieldValidation=Strict`;
-wrong JSON types a 400), default, validate (422 with every cause), and on updates the immutable
-fields. Built-in types are decoded against Kubernetes' published schemas (`openapi.py`) and
-validated by `validation.py`; custom resources by their CRD's schema (`schema.py`) and rules
-(`cel.py`); a CRD itself by `crds.py`.
+The order is upstream's: decode (undeclared fields dropped, or, with the keys the body repeats, a
+400 under `fieldValidation=Strict`; wrong JSON types a 400), default, validate (422 with every
+cause), and on updates the immutable fields. Built-in types are decoded against Kubernetes'
+published schemas (`openapi.py`) and validated by `validation.py`; custom resources by their CRD's
+schema (`schema.py`) and rules (`cel.py`); a CRD itself by `crds.py`, whose schema depth is
+checked before anything walks it.
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _JSON_NAMES = {dict: "object", list: "array", str: "string", bool: "bool", int: "number", float: "number"}
 
 
-def _unknown(rt: kinds.ResourceType, version: str, paths: list[str]) -> errors.ApiError:
-    """`fieldValidation=Strict`: 400 in a body and in a patch's result alike (handlers/patch.go)."""
-    listed = ", ".join(f'unknown field "{p}"' for p in paths)
-    return errors.bad_request(f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: strict decoding '
-                              f"error: {listed}")
+def _strict(rt: kinds.ResourceType, version: str, found: tuple[str, ...], unknown: list[str],
+            field_validation: str) -> None:
+    """`fieldValidation=Strict`: the strict decoder's errors, the body's repeated keys first, then the
+    undeclared fields (runtime.NewStrictDecodingError). A 400 in a body, 422 in a patch's result
+    (`errors.Undecodable`); other directives drop the fields and keep the last of the repeated keys."""
+    listed = [*found, *(f'unknown field "{p}"' for p in unknown)]
+    if listed and field_validation == STRICT:
+        raise errors.undecodable(rt.kind, version, f"strict decoding error: {', '.join(listed)}")
 
 
 def typed(rt: kinds.ResourceType, obj: object) -> dict:
@@ -76,30 +80,34 @@ def same_object(obj: dict, name: str, namespace: str) -> None:
 
 
 def admit(rt: kinds.ResourceType, obj: dict, old: dict | None, field_validation: str,
-          cluster_ip: Callable[[], str]) -> dict:
-    """`obj` decoded and defaulted, ready to store; raises the ApiError a real server answers with."""
+          cluster_ip: Callable[[], str], found: tuple[str, ...] = ()) -> dict:
+    """`obj` decoded and defaulted, ready to store; raises the ApiError a real server answers with.
+    `found`: the strict decoder's errors in the request body itself (`bodies.strict_errors`)."""
     name = obj["metadata"].get("name", "")
     version = obj["apiVersion"].rpartition("/")[2]
     if rt.custom:
-        obj = _custom(rt, obj, old, version, field_validation)
+        obj = _custom(rt, obj, old, version, field_validation, found)
         causes = validation.object_meta(rt.key, obj["metadata"])
     else:
-        obj, causes = _builtin(rt, obj, old, version, field_validation, cluster_ip)
+        obj, causes = _builtin(rt, obj, old, version, field_validation, cluster_ip, found)
     if causes:
-        raise errors.invalid(rt.kind, rt.group, name, tuple(causes))
+        raise errors.invalid(rt.kind, rt.group, name, tuple(dict.fromkeys(causes)))  # the schema and Go rules overlap
     return obj
 
 
 def _builtin(rt: kinds.ResourceType, obj: dict, old: dict | None, version: str, field_validation: str,
-             cluster_ip: Callable[[], str]) -> tuple[dict, list[errors.Cause]]:
+             cluster_ip: Callable[[], str], found: tuple[str, ...]) -> tuple[dict, list[errors.Cause]]:
+    too_deep = crds.schema_depth(obj) if rt.key == kinds.CRD_KEY else []
+    if too_deep:
+        raise errors.invalid(rt.kind, rt.group, obj["metadata"].get("name", ""), tuple(too_deep))
     definition = openapi.root(rt.group, version, rt.kind)
+    unknown: list[str] = []
     if definition is not None:
         decoded = openapi.decode(obj, definition)
         if decoded.mistyped:
             raise errors.undecodable(rt.kind, version, decoded.mistyped[0])
-        if decoded.unknown and field_validation == STRICT:
-            raise _unknown(rt, version, decoded.unknown)
-        obj = decoded.obj
+        obj, unknown = decoded.obj, decoded.unknown
+    _strict(rt, version, found, unknown, field_validation)
     if old is not None and rt.key == "/services":
         _keep_allocated(old, obj)
     obj = builtins.default(rt.key, obj, cluster_ip)
@@ -123,14 +131,15 @@ def _keep_allocated(old: dict, new: dict) -> None:
             after[field] = before[field]
 
 
-def _custom(rt: kinds.ResourceType, obj: dict, old: dict | None, version: str, field_validation: str) -> dict:
+def _custom(rt: kinds.ResourceType, obj: dict, old: dict | None, version: str, field_validation: str,
+            found: tuple[str, ...]) -> dict:
     openapi_schema = rt.schemas.get(version) or {}
     if not openapi_schema:
+        _strict(rt, version, found, [], field_validation)
         return obj
     obj = schema.apply_defaults(obj, openapi_schema)
     obj, dropped = schema.prune(obj, openapi_schema)
-    if dropped and field_validation == STRICT:
-        raise _unknown(rt, version, dropped)
+    _strict(rt, version, found, dropped, field_validation)
     causes = schema.validate(obj, openapi_schema) or cel.validate(obj, openapi_schema,
                                                                    cel.MISSING if old is None else old)
     if causes:

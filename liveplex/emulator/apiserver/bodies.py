@@ -7,26 +7,30 @@ not JSON (or YAML where YAML is taken), and values Go's JSON decoder never yield
 deeper than `MAX_DEPTH`, strings that are not UTF-8 (a lone surrogate from a YAML escape), numbers
 that are not finite or beyond 64 bits, keys that are not strings. YAML is read without aliases and
 without timestamps (as sigs.k8s.io/yaml hands go-yaml's tree to the JSON decoder: a timestamp stays a
-string, an integer or boolean key becomes its text).
+string, an integer or boolean key becomes its text). `strict_errors` says what a strict decoder
+(`fieldValidation=Strict`) adds: the keys an object repeats.
 """
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import dataclass, field
 
-import orjson
 import yaml
 from yaml.composer import ComposerError
+from yaml.constructor import ConstructorError
+from yaml.scanner import ScannerError
 
-from liveplex.emulator.apiserver import errors
+from liveplex.emulator.apiserver import deep, errors
 
 MAX_BYTES = 3 * 1024 * 1024
 """k8s.io/apiserver/pkg/server/config.go `MaxRequestBodyBytes`: a larger body is 413."""
-MAX_DEPTH = 128
-"""Objects and lists nested deeper are refused (400). Upstream's JSON decoder allows 10,000; the
-emulator stops far lower because every stored object must still serialize inside a list, a watch
-event and a Table (orjson's own limit is 254 levels) and be walked by recursive validation; no
-Kubernetes object liveplex or its clients write comes near it (a CRD schema nests ~2 levels per field)."""
+MAX_DEPTH = 10_000
+"""Objects and lists nested deeper are refused (400): Go's encoding/json `maxNestingDepth`, which
+kube-apiserver's decoder (and go-yaml's) keeps. Nothing here walks a whole value recursively
+(`deep.py`), so a body this deep costs no Python stack; what follows a CRD's schema is bounded by
+the schema's own depth (`crds.MAX_SCHEMA_DEPTH`)."""
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -46,8 +50,8 @@ def parse(raw: bytes, media: str) -> object:
     if not raw.strip():
         return {}
     try:
-        value = orjson.loads(raw)  # valid UTF-8, finite numbers, string keys: only the depth is left to check
-    except orjson.JSONDecodeError as exc:
+        value = deep.loads(raw)  # valid UTF-8, finite numbers, string keys: only the depth is left to check
+    except json.JSONDecodeError as exc:
         if "yaml" not in media:
             raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
         value = _yaml(raw)
@@ -119,36 +123,142 @@ def _json_key(key: object) -> str:
 
 
 class _Loader(yaml.SafeLoader):
-    """`yaml.safe_load` without aliases, without timestamps and no deeper than `MAX_DEPTH`."""
+    """`yaml.SafeLoader` without timestamps; `_yaml` builds values from its events, not its composer."""
 
     yaml_implicit_resolvers = {
         first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-    _depth = 0
 
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            raise ComposerError(None, None, "YAML aliases are not accepted", self.peek_event().start_mark)
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                raise ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels",
-                                                  self.peek_event().start_mark)
-            return super().compose_node(parent, index)  # type: ignore[arg-type]  # PyYAML: its stubs say int; a mapping's value gets its key node
-        finally:
-            self._depth -= 1
+    # PyYAML's scanner looks at every pending simple key on every token, and an open `[` leaves one
+    # pending per level: 10,000 nested flow sequences took 13 s. The keys are kept one per flow level,
+    # in level order, which is also token and position order, so the nearest is the first and the
+    # stale ones (on an earlier line or over 1024 characters back) are a prefix: the same answers in
+    # time linear in the input.
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        """Pairs in order, each key as JSON's (a dict of Python keys would merge `1` and `true`)."""
-        self.flatten_mapping(node)
-        return {_json_key(self.construct_object(k, deep=deep)): self.construct_object(v, deep=deep)
-                for k, v in node.value}
+    def next_possible_simple_key(self) -> int | None:
+        for key in self.possible_simple_keys.values():
+            return key.token_number
+        return None
+
+    def stale_possible_simple_keys(self) -> None:
+        keys = self.possible_simple_keys
+        while keys:
+            level, key = next(iter(keys.items()))
+            if key.line == self.line and self.index - key.index <= 1024:
+                return
+            if key.required:
+                raise ScannerError("while scanning a simple key", key.mark, "could not find expected ':'",
+                                   self.get_mark())
+            del keys[level]
 
 
-def _yaml(raw: bytes) -> object:
+_COLLECTIONS: dict[type, tuple[str, type]] = {yaml.MappingStartEvent: ("tag:yaml.org,2002:map", dict),
+                                             yaml.SequenceStartEvent: ("tag:yaml.org,2002:seq", list)}
+_MERGE = "tag:yaml.org,2002:merge"
+_NO_KEY, _MERGE_KEY = object(), object()
+
+
+@dataclass
+class _Open:
+    """A collection `_yaml` is building: a mapping keeps the key its next value goes under."""
+
+    container: dict | list
+    key: object = _NO_KEY
+    line: int = 0
+    merges: list[dict] = field(default_factory=list)
+    """`<<` merge keys' mappings: their keys fill in what the mapping does not set itself."""
+
+
+def _yaml(raw: bytes, duplicates: list[str] | None = None) -> object:
+    """The single document in `raw`, built from the parser's events with a stack of open collections
+    (PyYAML's composer recurses once per level); `duplicates` collects the keys a mapping repeats, in
+    go-yaml's strict words."""
     try:
-        return yaml.load(raw, Loader=_Loader)  # noqa: S506 - a SafeLoader without aliases
+        loader = _Loader(raw)
+        try:
+            return _document(loader, duplicates)
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         raise errors.bad_request(f"the request body is not valid YAML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise errors.bad_request(f"the request body is not valid UTF-8: {exc}") from None
+
+
+def _document(loader: _Loader, duplicates: list[str] | None) -> object:
+    loader.get_event()  # StreamStart
+    if loader.check_event(yaml.StreamEndEvent):
+        return None
+    loader.get_event()  # DocumentStart
+    value = _build(loader, duplicates)
+    loader.get_event()  # DocumentEnd
+    if not loader.check_event(yaml.StreamEndEvent):
+        raise ComposerError(None, None, "expected a single document in the stream", loader.peek_event().start_mark)
+    return value
+
+
+def _build(loader: _Loader, duplicates: list[str] | None) -> object:
+    stack: list[_Open] = []
+    while True:
+        event = loader.get_event()
+        mark = event.start_mark
+        top = stack[-1] if stack else None
+        if isinstance(event, yaml.AliasEvent):
+            raise ComposerError(None, None, "YAML aliases are not accepted", mark)
+        if isinstance(event, yaml.CollectionStartEvent):
+            if top is not None and isinstance(top.container, dict) and top.key is _NO_KEY:
+                raise errors.bad_request("a map key that is a collection cannot be a JSON object key")
+            tag, kind = _COLLECTIONS[type(event)]
+            if event.tag not in (None, "!", tag):
+                raise ConstructorError(None, None, f"the tag {event.tag} is not accepted", mark)
+            if len(stack) >= MAX_DEPTH:
+                raise ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", mark)
+            stack.append(_Open(kind()))
+            continue
+        if isinstance(event, yaml.CollectionEndEvent):
+            done = stack.pop()
+            for merged in done.merges:
+                for key, sub in merged.items():
+                    done.container.setdefault(key, sub)  # type: ignore[union-attr]  # merges go to mappings only
+            value: object = done.container
+            top = stack[-1] if stack else None
+        else:
+            assert isinstance(event, yaml.ScalarEvent)  # the only other event inside a document
+            tag = event.tag if event.tag not in (None, "!") else loader.resolve(yaml.ScalarNode, event.value,
+                                                                                 event.implicit)
+            if tag == _MERGE and top is not None and top.key is _NO_KEY:
+                top.key = _MERGE_KEY
+                continue
+            value = loader.construct_object(yaml.ScalarNode(tag, event.value, mark, event.end_mark, style=event.style))
+        if top is None:
+            return value
+        if isinstance(top.container, list):
+            top.container.append(value)
+        elif top.key is _NO_KEY:
+            top.key, top.line = _json_key(value), mark.line + 1
+        elif top.key is _MERGE_KEY:
+            items = value if isinstance(value, list) else [value]
+            merges = [m for m in items if isinstance(m, dict)]
+            if len(merges) != len(items):
+                raise ConstructorError(None, None, "expected a mapping or list of mappings for merging", mark)
+            top.merges += merges
+            top.key = _NO_KEY
+        else:
+            if duplicates is not None and top.key in top.container:
+                duplicates.append(f"line {top.line}: key {json.dumps(top.key)} already set in map")
+            top.container[top.key] = value
+            top.key = _NO_KEY
+
+
+def strict_errors(raw: bytes, media: str) -> tuple[str, ...]:
+    """What a strict decoder (`fieldValidation=Strict`) finds in a body `parse` took besides unknown
+    fields: the keys an object repeats, each as `duplicate field "spec.a"` (sigs.k8s.io/json), or, for
+    YAML, go-yaml's one `yaml: unmarshal errors:` with a line per repeated key."""
+    if not raw.strip():
+        return ()
+    found: list[str] = []
+    if "yaml" in media:
+        _yaml(raw, found)
+        return ("yaml: unmarshal errors:\n  " + "\n  ".join(found),) if found else ()
+    deep.parse(raw, lambda keys: found.append(f'duplicate field "{deep.path(keys)}"'))
+    return tuple(found)

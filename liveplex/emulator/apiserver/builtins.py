@@ -8,8 +8,9 @@ timings, Service ports and cluster IPs, Secret `stringData`).
 from __future__ import annotations
 
 import base64
-import copy
 from collections.abc import Callable
+
+from liveplex.emulator.apiserver import deep
 
 PROBE_DEFAULTS = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
 """kube-apiserver's probe defaults; the kubelet reads the defaulted object."""
@@ -22,7 +23,7 @@ _WORKLOADS = ("apps/deployments", "apps/replicasets", "apps/statefulsets", "apps
 
 def _setdefaults(node: dict, **values: object) -> None:
     for key, value in values.items():
-        node.setdefault(key, copy.deepcopy(value))
+        node.setdefault(key, deep.clone(value))
 
 
 def _probe(probe: dict) -> None:
@@ -54,7 +55,7 @@ def _pod_spec(spec: dict) -> None:
 
 def default(key: str, obj: dict, cluster_ip: Callable[[], str]) -> dict:
     """`obj` with the defaults of its type (storage key `key`); `cluster_ip` allocates a Service address."""
-    out = copy.deepcopy(obj)
+    out = deep.clone(obj)
     if key == "/pods":
         _pod_spec(out.setdefault("spec", {}))
     elif key in _WORKLOADS:

@@ -25,8 +25,8 @@ from typing import Any, cast
 import celpy
 import lark
 from celpy import celtypes, evaluation
-from celpy.adapter import JSON, json_to_cel
 
+from liveplex.emulator.apiserver import deep
 from liveplex.emulator.apiserver.errors import Cause
 from liveplex.emulator.apiserver.schema import subschemas
 
@@ -122,8 +122,29 @@ def _failure(path: str, value: object, rule: Mapping[str, Any], detail: str) -> 
 
 
 def _cel(document: object) -> celtypes.Value:
-    """A stored object's part as CEL values: objects hold only JSON's types (bodies.py decodes them)."""
-    return json_to_cel(cast(JSON, document))
+    """A stored object's part as CEL values: objects hold only JSON's types (bodies.py decodes them).
+    celpy's `json_to_cel` recurses, and a rule's node may hold a subtree as deep as any body."""
+    return deep.run(_to_cel(document))
+
+
+def _to_cel(document: object) -> deep.Walk[celtypes.Value]:
+    if isinstance(document, dict):
+        converted = celtypes.MapType()
+        for key, value in document.items():
+            converted[celtypes.StringType(key)] = yield _to_cel(value)
+        return converted
+    if isinstance(document, list):
+        items = celtypes.ListType()
+        for value in document:
+            items.append((yield _to_cel(value)))
+        return items
+    if isinstance(document, bool):
+        return celtypes.BoolType(document)
+    if isinstance(document, int):
+        return celtypes.IntType(document)
+    if isinstance(document, float):
+        return celtypes.DoubleType(document)
+    return None if document is None else celtypes.StringType(cast(str, document))
 
 
 def _run(program: Program, value: object, old: object) -> object:
@@ -175,7 +196,7 @@ def validate(value: Any, schema: Mapping[str, Any], old: Any = MISSING, path: st
     """Every failed rule under `schema`, each naming its field; `old` is the stored object on updates."""
     if value is None:
         return []
-    if old is not MISSING and old == value:
+    if old is not MISSING and deep.equal(old, value):
         return []  # ratcheting: an unchanged value is not validated again
     out = _check_rules(schema, value, old, path)
     if isinstance(value, dict):

@@ -4,7 +4,8 @@ Development emulator, not for production. Pure. Besides the names and the single
 each version's `openAPIV3Schema` must be structural (a type on every node that has properties or
 items, unless it is int-or-string or preserves unknown fields; an object at the root; not both
 `properties` and `additionalProperties`; `x-kubernetes-list-type: map` with its keys), every
-`default` must be valid against its own schema, and every CEL rule must compile (`cel.py`).
+`default` must be valid against its own schema, and every CEL rule must compile (`cel.py`). A
+schema may nest at most `MAX_SCHEMA_DEPTH` levels (`schema_depth`, an emulator limit).
 """
 
 from __future__ import annotations
@@ -14,6 +15,13 @@ from collections.abc import Callable
 from liveplex.emulator.apiserver import cel, schema, validation
 from liveplex.emulator.apiserver.errors import Cause
 
+MAX_SCHEMA_DEPTH = 256
+"""How many JSON levels a version's `openAPIV3Schema` may nest, the values of `default`, `example` and
+`enum` not counted (they may nest as deep as any body). Upstream has no bound but the decoder's
+10,000 levels; the emulator's schema walkers (the CRD's decoding and structural checks, then
+defaulting, pruning, validation and CEL rules of every custom resource) recurse once per level of
+the schema, and this keeps them well within Python's stack. No real CRD comes near it."""
+_FREE_FORM = frozenset({"default", "example", "enum"})
 SCOPES = ("Cluster", "Namespaced")
 APPROVAL = "api-approved.kubernetes.io"
 """The annotation a CRD in a protected group (`*.k8s.io`, `*.kubernetes.io`) must carry."""
@@ -133,6 +141,29 @@ def _version_extras(version: dict, path: str) -> list[Cause]:
         out += _simple_path(f"{here}.statusReplicasPath", scale.get("statusReplicasPath") or "", (".status",))
         if scale.get("labelSelectorPath"):
             out += _simple_path(f"{here}.labelSelectorPath", scale["labelSelectorPath"], (".spec", ".status"))
+    return out
+
+
+def schema_depth(crd: dict) -> list[Cause]:
+    """A `Forbidden` cause for each version whose schema nests past `MAX_SCHEMA_DEPTH`. Iterative, and
+    safe on a CRD not decoded yet (it runs first, so that nothing recursive walks a deeper one)."""
+    spec = crd.get("spec")
+    versions = spec.get("versions") if isinstance(spec, dict) else None
+    out = []
+    for n, version in enumerate(versions if isinstance(versions, list) else []):
+        holder = version.get("schema") if isinstance(version, dict) else None
+        stack = [(holder.get("openAPIV3Schema"), 0)] if isinstance(holder, dict) else []
+        while stack:
+            node, depth = stack.pop()
+            if depth > MAX_SCHEMA_DEPTH:
+                out.append(validation.forbidden(f"spec.versions[{n}].schema.openAPIV3Schema",
+                                                f"must not nest deeper than {MAX_SCHEMA_DEPTH} levels (a limit of the "
+                                                "liveplex emulator: its schema walkers recurse)"))
+                break
+            if isinstance(node, dict):
+                stack += [(sub, depth + 1) for key, sub in node.items() if key not in _FREE_FORM]
+            elif isinstance(node, list):
+                stack += [(sub, depth + 1) for sub in node]
     return out
 
 

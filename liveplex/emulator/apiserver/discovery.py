@@ -12,9 +12,8 @@ from its compiled-in types. OpenAPI v2 is not served (kubectl wants it as protob
 from __future__ import annotations
 
 import hashlib
-import json
 
-from liveplex.emulator.apiserver import kinds
+from liveplex.emulator.apiserver import deep, kinds
 
 KUBE_VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-liveplex-emulator", "gitCommit": "",
                 "gitTreeState": "clean", "buildDate": "2025-01-01T00:00:00Z", "goVersion": "go1.23.0",
@@ -109,7 +108,7 @@ def openapi_root(registry: kinds.Registry) -> dict:
     for group, versions in registry.group_versions().items():
         for version in versions:
             doc = openapi_gv(registry, group, version)
-            digest = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16].upper()
+            digest = hashlib.sha256(deep.dumps(doc, sort_keys=True)).hexdigest()[:16].upper()
             path = _root_path(group, version)
             out[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
     return {"paths": out}

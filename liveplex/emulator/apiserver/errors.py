@@ -58,15 +58,19 @@ class Undecodable(ApiError):
     """A value Go's JSON decoder refuses: 400 in a request body, 422 in the object a patch
     produces (apiserver/pkg/endpoints/handlers/patch.go), which is why it is a type of its own."""
 
+    why: str = ""
+    """The decoder's own words, without the create and update handlers' preamble (a patch's 422 quotes them)."""
+
 
 def malformed(message: str) -> Undecodable:
     """A body no JSON decoder would take at all (too deep, not JSON's values)."""
-    return Undecodable(400, "BadRequest", message)
+    return Undecodable(400, "BadRequest", message, why=message)
 
 
 def undecodable(kind: str, version: str, why: str) -> Undecodable:
     """A value the decoder refuses for a Go type: `why` in encoding/json's words."""
-    return malformed(f'{kind} in version "{version}" cannot be handled as a {kind}: {why}')
+    return Undecodable(400, "BadRequest", f'{kind} in version "{version}" cannot be handled as a {kind}: {why}',
+                       why=why)
 
 
 def _qualified(plural: str, group: str) -> str:

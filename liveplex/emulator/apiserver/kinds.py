@@ -53,6 +53,9 @@ class ResourceType:
     custom: bool = False
     verbs: tuple[str, ...] = VERBS
     """What discovery lists; reviews are create-only and never stored."""
+    field_labels: Mapping[str, str] | None = None
+    """The field selector labels the kind's own field label conversion takes, each to the path it
+    selects in the object; None: upstream's default (`metadata.name`, `metadata.namespace`)."""
 
     @property
     def key(self) -> str:
@@ -77,27 +80,49 @@ class ResourceType:
 
 def _t(group: str, version: str, kind: str, plural: str, namespaced: bool = True, short: tuple[str, ...] = (),
        status: bool = False, scale: bool = False, generation: bool = False, versions: tuple[str, ...] = (),
-       categories: tuple[str, ...] = (), verbs: tuple[str, ...] = VERBS) -> ResourceType:
+       categories: tuple[str, ...] = (), verbs: tuple[str, ...] = VERBS,
+       fields: Mapping[str, str] | None = None) -> ResourceType:
     return ResourceType(group, (version, *versions), kind, plural, namespaced, short, categories, status,
                         ScalePaths(".spec.replicas", ".status.replicas", None) if scale else None,
-                        generation or status, verbs=verbs)
+                        generation or status, verbs=verbs, field_labels=fields)
+
+
+def _fields(*labels: str, renamed: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Field labels that select their own path, and `renamed` ones (label -> path)."""
+    return {**{label: label for label in labels}, **(renamed or {})}
+
+
+_META = ("metadata.name", "metadata.namespace")
+_INVOLVED = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+# pkg/apis/core/v1/conversion.go, apps/v1 and events/v1 AddFieldLabelConversionFunc (v1.32)
+_POD_FIELDS = _fields(*_META, "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+                      "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName",
+                      renamed={"spec.host": "spec.nodeName", "status.podIPs": "status.podIP"})
+_EVENT_FIELDS = _fields(*_META, *(f"involvedObject.{f}" for f in _INVOLVED), "reason", "reportingComponent", "type",
+                        renamed={"source": "source.component"})
+_EVENTS_V1_FIELDS = _fields(*_META, *(f"regarding.{f}" for f in _INVOLVED), "reason", "reportingController", "type",
+                            renamed={"source": "deprecatedSource.component"})
 
 
 _ALL = ("all",)
 BUILTINS: tuple[ResourceType, ...] = (
-    _t("", "v1", "Namespace", "namespaces", namespaced=False, short=("ns",), status=True),
-    _t("", "v1", "Node", "nodes", namespaced=False, short=("no",), status=True),
-    _t("", "v1", "Pod", "pods", short=("po",), status=True, categories=_ALL),
-    _t("", "v1", "Service", "services", short=("svc",), status=True, categories=_ALL),
+    _t("", "v1", "Namespace", "namespaces", namespaced=False, short=("ns",), status=True,
+       fields=_fields("metadata.name", "status.phase")),
+    _t("", "v1", "Node", "nodes", namespaced=False, short=("no",), status=True,
+       fields=_fields("metadata.name", "spec.unschedulable")),
+    _t("", "v1", "Pod", "pods", short=("po",), status=True, categories=_ALL, fields=_POD_FIELDS),
+    _t("", "v1", "Service", "services", short=("svc",), status=True, categories=_ALL,
+       fields=_fields(*_META, "spec.clusterIP", "spec.type")),
     _t("", "v1", "Endpoints", "endpoints", short=("ep",)),
-    _t("", "v1", "Event", "events", short=("ev",)),
+    _t("", "v1", "Event", "events", short=("ev",), fields=_EVENT_FIELDS),
     _t("", "v1", "ConfigMap", "configmaps", short=("cm",)),
-    _t("", "v1", "Secret", "secrets"),
+    _t("", "v1", "Secret", "secrets", fields=_fields(*_META, "type")),
     _t("", "v1", "ServiceAccount", "serviceaccounts", short=("sa",)),
     _t("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", short=("pvc",), status=True),
     _t("apps", "v1", "Deployment", "deployments", short=("deploy",), status=True, scale=True, categories=_ALL),
     _t("apps", "v1", "ReplicaSet", "replicasets", short=("rs",), status=True, scale=True, categories=_ALL),
-    _t("apps", "v1", "StatefulSet", "statefulsets", short=("sts",), status=True, scale=True, categories=_ALL),
+    _t("apps", "v1", "StatefulSet", "statefulsets", short=("sts",), status=True, scale=True, categories=_ALL,
+       fields=_fields(*_META, "status.successful")),
     _t("apps", "v1", "DaemonSet", "daemonsets", short=("ds",), status=True, categories=_ALL),
     _t("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", short=("pdb",), status=True),
     _t("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", short=("hpa",), status=True,
@@ -110,7 +135,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False),
     _t("coordination.k8s.io", "v1", "Lease", "leases"),
     _t("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
-    _t("events.k8s.io", "v1", "Event", "events", short=("ev",)),
+    _t("events.k8s.io", "v1", "Event", "events", short=("ev",), fields=_EVENTS_V1_FIELDS),
     _t("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False,
        short=("crd", "crds"), status=True),
     _t("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", namespaced=False,
@@ -138,14 +163,17 @@ def from_crd(crd: Mapping) -> ResourceType:
     columns = tuple(Column(c["name"], c.get("type", "string"), c["jsonPath"], int(c.get("priority", 0)),
                            c.get("description", ""), c.get("format", ""))
                     for c in lead.get("additionalPrinterColumns") or [])
+    namespaced = spec.get("scope", "Namespaced") == "Namespaced"
+    selectable = [f["jsonPath"].lstrip(".") for f in lead.get("selectableFields") or [] if f.get("jsonPath")]
     return ResourceType(
         group=spec["group"], versions=tuple(v["name"] for v in served), kind=names["kind"], plural=names["plural"],
-        namespaced=spec.get("scope", "Namespaced") == "Namespaced", short_names=tuple(names.get("shortNames") or ()),
+        namespaced=namespaced, short_names=tuple(names.get("shortNames") or ()),
         categories=tuple(names.get("categories") or ()), status="status" in sub,
         scale=ScalePaths(scale["specReplicasPath"], scale["statusReplicasPath"], scale.get("labelSelectorPath"))
         if scale is not None else None,
         generation=True, columns=columns,
-        schemas={v["name"]: (v.get("schema") or {}).get("openAPIV3Schema") or {} for v in served}, custom=True)
+        schemas={v["name"]: (v.get("schema") or {}).get("openAPIV3Schema") or {} for v in served}, custom=True,
+        field_labels=_fields(*_META[:1 + namespaced], *selectable))  # apiextensions' crConverter.ConvertFieldLabel
 
 
 class Registry:

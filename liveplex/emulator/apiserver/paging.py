@@ -52,19 +52,6 @@ def expired() -> errors.ApiError:
     return errors.ApiError(410, "Expired", EXPIRED)
 
 
-def limit(text: str | None) -> int | None:
-    """The `limit` parameter: None or 0 means the whole list."""
-    if not text:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise errors.bad_request(f"invalid limit: {text!r}") from None
-    if value < 0:
-        raise errors.bad_request(f"invalid limit: {value}: must be greater than or equal to 0")
-    return value or None
-
-
 def page(items: list[dict], rv: int, size: int | None, after: Token | None) -> tuple[list[dict], str, int | None]:
     """The chunk of sorted `items`, its continue token ("" at the end) and how many remain after it."""
     if after is not None:

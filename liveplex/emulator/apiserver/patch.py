@@ -1,7 +1,8 @@
 """Patch application: JSON merge patch (RFC 7386), JSON Patch (RFC 6902), strategic merge (approximate).
 
 Development emulator, not for production. Pure: every function takes plain JSON values and returns
-a new value; inputs are never mutated.
+a new value; inputs are never mutated. The merges are written as recursive walkers and run by
+`deep.run`, so a patch as deep as a body may be (10,000 levels) costs no Python stack.
 
 The strategic merge patch is an approximation. kube-apiserver reads each list's `patchMergeKey` and
 `patchStrategy` from the Go types; here one table (`MERGE_KEYS`) names the merge key by field
@@ -13,10 +14,9 @@ directives kubectl's client-side apply emits are honoured: `$patch: replace|dele
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 
-from liveplex.emulator.apiserver import errors
+from liveplex.emulator.apiserver import deep, errors
 
 Json = object
 
@@ -43,14 +43,18 @@ SET_LISTS = frozenset({"finalizers"})
 
 def merge_patch(target: Json, patch: Json) -> Json:
     """RFC 7386: objects merge recursively, `null` deletes a key, anything else (lists too) replaces."""
+    return deep.run(_merge(target, patch))
+
+
+def _merge(target: Json, patch: Json) -> deep.Walk[Json]:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return deep.clone(patch)
     out = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             out.pop(key, None)
         else:
-            out[key] = merge_patch(out.get(key), value)
+            out[key] = yield _merge(out.get(key), value)
     return out
 
 
@@ -168,21 +172,21 @@ def _checked_operations(operations: Json) -> list[dict]:
 def json_patch(doc: Json, operations: Json) -> Json:
     """RFC 6902, atomically: a failed `test` or a missing path raises 422 and changes nothing."""
     checked = _checked_operations(operations)
-    out = copy.deepcopy(doc)
+    out = deep.clone(doc)
     for op in checked:
         name, path = op["op"], op["path"]
         if name == "add":
-            out = _add(out, path, copy.deepcopy(op["value"]))
+            out = _add(out, path, deep.clone(op["value"]))
         elif name == "remove":
             out = _remove(out, path)
         elif name == "replace":
-            out = _add(_remove(out, path), path, copy.deepcopy(op["value"])) if path else copy.deepcopy(op["value"])
+            out = _add(_remove(out, path), path, deep.clone(op["value"])) if path else deep.clone(op["value"])
         elif name in ("move", "copy"):
-            value = copy.deepcopy(_get(out, op["from"]))
+            value = deep.clone(_get(out, op["from"]))
             if name == "move":
                 out = _remove(out, op["from"])
             out = _add(out, path, value)
-        elif _get(out, path) != op["value"]:  # test
+        elif not deep.equal(_get(out, path), op["value"]):  # test
             raise errors.unprocessable(f"testing value {path} failed")
     return out
 
@@ -200,42 +204,63 @@ def _merge_key(field: str, items: list) -> str | None:
     return MERGE_KEYS.get(field)
 
 
-def _merge_list(field: str, target: list, patch: list) -> list:
+def _go_map(item: dict) -> str:
+    """A patch item as Go's `%v` prints a map, for upstream's messages."""
+    return "map[" + " ".join(f"{k}:{v}" for k, v in sorted(item.items())) + "]"
+
+
+def _merge_list(field: str, target: list, patch: list) -> deep.Walk[list]:
     if field in SET_LISTS:
-        return list(target) + [v for v in patch if v not in target]
+        return list(target) + [v for v in patch if not deep.contains(target, v)]
     key = _merge_key(field, list(patch) + list(target))
     if key is None or not all(isinstance(i, dict) for i in patch):
         if any(isinstance(i, dict) and i.get("$patch") == "replace" for i in patch):
             return [i for i in patch if not (isinstance(i, dict) and "$patch" in i)]
-        return copy.deepcopy(patch)
+        return deep.clone(patch)
+    for item in patch:  # strategicpatch mergeSliceWithSpecialElements; upstream's 500s, 400 here
+        if item.get("$patch") == "delete" and key not in item:
+            raise errors.bad_request(f"map: {_go_map(item)} does not contain declared merge key: {key}")
+        if item.get("$patch") == "merge":
+            raise errors.bad_request("merging lists cannot yet be specified in the patch")
     if any(i.get("$patch") == "replace" for i in patch):
-        return [copy.deepcopy(i) for i in patch if "$patch" not in i]
-    out = [copy.deepcopy(i) for i in target]
+        return [deep.clone(i) for i in patch if "$patch" not in i]
+    out = [deep.clone(i) for i in target]
     for item in patch:
-        at = next((n for n, t in enumerate(out) if isinstance(t, dict) and t.get(key) == item.get(key)), None)
+        at = next((n for n, t in enumerate(out) if isinstance(t, dict) and deep.equal(t.get(key), item.get(key))),
+                  None)
         if item.get("$patch") == "delete":
             if at is not None:
                 del out[at]
         elif at is None:
-            out.append(strategic_merge_patch({}, {k: v for k, v in item.items() if k != "$patch"}))
+            out.append((yield _strategic({}, {k: v for k, v in item.items() if k != "$patch"})))
         else:
-            out[at] = strategic_merge_patch(out[at], item)
+            out[at] = yield _strategic(out[at], item)
     return out
 
 
 def _ordered(items: list, order: list, key: Callable[[Json], Json]) -> list:
     """Items in `order` come first in that order, the rest keep their relative order after them."""
-    rank = {repr(v): n for n, v in enumerate(order)}
-    return sorted(items, key=lambda i: rank.get(repr(key(i)), len(rank)))
+    rank = {deep.dumps(v): n for n, v in enumerate(order)}
+    return sorted(items, key=lambda i: rank.get(deep.dumps(key(i)), len(rank)))
 
 
 _DIRECTIVES = ("replace", "merge", "delete")
 
 
-def _check_directives(patch: dict) -> None:
+def _check_directives(root: dict) -> None:
     """The directives' shapes, in upstream's words (apimachinery/pkg/util/mergepatch/errors.go; handlers/patch.go
     interpretStrategicMergePatchError answers the format errors 400 and a retainKeys mismatch 422; an unknown
-    `$patch` is a 500 there, a 400 here)."""
+    `$patch` is a 500 there, a 400 here), in every object of the patch, once."""
+    stack = [root]
+    while stack:
+        patch = stack.pop()
+        _check_object(patch)
+        for value in patch.values():
+            stack += [value] if isinstance(value, dict) else [i for i in value if isinstance(i, dict)] \
+                if isinstance(value, list) else []
+
+
+def _check_object(patch: dict) -> None:
     directive = patch.get("$patch")
     if directive is not None and directive not in _DIRECTIVES:
         raise errors.bad_request(f"unknown patch type: {str(directive)[:100]}")
@@ -250,17 +275,18 @@ def _check_directives(patch: dict) -> None:
     if isinstance(retain, list) and any(not k.startswith("$") and v is not None and k not in retain
                                         for k, v in patch.items()):
         raise errors.unprocessable("patch content doesn't match retainKeys list")
-    for value in patch.values():
-        for item in value if isinstance(value, list) else ():
-            if isinstance(item, dict):
-                _check_directives(item)
 
 
 def strategic_merge_patch(target: Json, patch: Json) -> Json:
     """The approximation described in the module docstring."""
+    if isinstance(patch, dict):
+        _check_directives(patch)
+    return deep.run(_strategic(target, patch))
+
+
+def _strategic(target: Json, patch: Json) -> deep.Walk[Json]:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    _check_directives(patch)
+        return deep.clone(patch)
     directive = patch.get("$patch")
     if directive == "delete":
         return None
@@ -272,12 +298,17 @@ def strategic_merge_patch(target: Json, patch: Json) -> Json:
         if value is None:
             base.pop(key, None)
         elif isinstance(value, list) and isinstance(base.get(key), list):
-            base[key] = _merge_list(key, base[key], value)
+            base[key] = yield _merge_list(key, base[key], value)
         elif isinstance(value, list):
-            base[key] = [strategic_merge_patch({}, v) if isinstance(v, dict) else v for v in value
-                         if not (isinstance(v, dict) and v.get("$patch") == "delete")]
+            items = []
+            for v in value:
+                if not isinstance(v, dict):
+                    items.append(v)
+                elif v.get("$patch") != "delete":
+                    items.append((yield _strategic({}, v)))
+            base[key] = items
         else:
-            merged = strategic_merge_patch(base.get(key), value)
+            merged = yield _strategic(base.get(key), value)
             if merged is None:
                 base.pop(key, None)
             else:
@@ -286,7 +317,7 @@ def strategic_merge_patch(target: Json, patch: Json) -> Json:
         if key.startswith(_DELETE_PRIMITIVE):
             field = key[len(_DELETE_PRIMITIVE):]
             if isinstance(base.get(field), list):
-                base[field] = [v for v in base[field] if v not in value]
+                base[field] = [v for v in base[field] if not deep.contains(value, v)]
         elif key.startswith(_ORDER):
             field = key[len(_ORDER):]
             items = base.get(field)

@@ -8,12 +8,16 @@ including the OwnerReferencesPermissionEnforcement check on `blockOwnerDeletion`
 `selfsubjectaccessreviews` answers `kubectl auth can-i`, and `pods/<name>/eviction` deletes a pod
 its PodDisruptionBudget lets go (`disruption.py`). JSON only: a protobuf body is refused with 415
 and a message that says to send JSON (but for the three kubectl sends only as protobuf,
-`protowire.py`); a protobuf `Accept` still gets JSON. `dryRun=All` admits a write and answers it without
-storing it; `limit`/`continue` chunk lists (`paging.py`). `parse_path` is pure; `Api` is the
-Starlette shell around a `storage.Store`.
+`protowire.py`); a protobuf or YAML `Accept` still gets JSON, one naming nothing the server speaks
+is 406 (`options.negotiate`). Query parameters are decoded and validated as upstream's are
+(`options.py`). `dryRun=All` admits a write and answers it without storing it; `limit`/`continue`
+chunk lists (`paging.py`). Any method reaches the handler (uvicorn serves it with h11, which takes
+any token as a method): one the API has no use for is 405 on a path it serves, 404 elsewhere.
+`parse_path` is pure; `Api` is the ASGI shell around a `storage.Store`.
 
 Watches: without a resourceVersion (or with "0") a watch starts with a synthetic ADDED per existing
-object; with one it resumes strictly after it, from the store's history, and answers a single ERROR
+object (`sendInitialEvents` decides when it is given, and ends them with a bookmark); with one it
+resumes strictly after it, from the store's history, and answers a single ERROR
 event carrying a 410 Status when that history no longer reaches back. Selector watches see an
 object that stops matching as DELETED and one that starts matching as ADDED. Not supported:
 protobuf, and the watch-list protocol beyond its closing bookmark.
@@ -27,20 +31,20 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-import orjson
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from liveplex.emulator.apiserver import (
     admission,
     auth,
     bodies,
+    deep,
     discovery,
     disruption,
     errors,
     kinds,
+    options,
     paging,
     protowire,
     rbac,
@@ -56,8 +60,6 @@ LogSource = Callable[[str, str, str | None, int | None], str]
 """(namespace, pod, container or None, tailLines or None) -> the log text; raises ApiError."""
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
-_AS_TABLE = "as=Table"
-"""What marks an `Accept` header as asking for the Table form."""
 WATCH_TIMEOUT_S = 1800
 """A watch's length when the client names no `timeoutSeconds` (kube-apiserver picks 30-60 min)."""
 
@@ -93,7 +95,14 @@ def parse_path(path: str) -> Target | None:
 
 
 def _dump(body: object, status: int = 200, media_type: str = "application/json") -> Response:
-    return Response(orjson.dumps(body), status_code=status, media_type=media_type)
+    return Response(deep.dumps(body), status_code=status, media_type=media_type)
+
+
+def _query(request: Request) -> options.Query:
+    query: dict[str, list[str]] = {}
+    for key, value in request.query_params.multi_items():
+        query.setdefault(key, []).append(value)
+    return query
 
 
 async def _raw(request: Request) -> bytes:
@@ -124,10 +133,21 @@ async def _payload(request: Request, accepted: tuple[str, ...]) -> object:
     return bodies.parse(raw, media)
 
 
+async def _strict_errors(request: Request, write: options.WriteOptions, prefix: str = "") -> tuple[str, ...]:
+    """The strict decoder's findings in the body itself (the keys it repeats), under
+    `fieldValidation=Strict` only; a JSON Patch's are prefixed `json patch`, as handlers/patch.go does."""
+    if write.field_validation != options.STRICT:
+        return ()
+    media = bodies.media_type(request.headers.get("content-type", ""))
+    return tuple(prefix + e for e in bodies.strict_errors(await _raw(request), media))
+
+
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
-_ANY_METHOD = [*_METHODS, "OPTIONS", "TRACE", "CONNECT"]
-"""Routed so that the methods the API has no use for get a 405 `Status`, not Starlette's plain text."""
+"""What the API serves; any other method is 405 on a path it serves."""
+_ACTIONS = {"token": kinds.SERVICE_ACCOUNT_KEY, "eviction": kinds.POD_KEY}
+"""POST-only subresources and the types that have them."""
+_HEALTH = ("/healthz", "/livez", "/readyz")
 
 
 def request_attributes(method: str, path: str, target: Target | None, watch: bool) -> rbac.Attributes:
@@ -143,26 +163,9 @@ def request_attributes(method: str, path: str, target: Target | None, watch: boo
     return rbac.Attributes(verb, target.group, target.plural, target.sub, target.namespace or "", target.name)
 
 
-def _dry_run(request: Request, body: dict | None = None) -> bool:
-    """`dryRun=All` in the query (or, for deletions, in the DeleteOptions body)."""
-    values = request.query_params.getlist("dryRun") + list((body or {}).get("dryRun") or [])
-    if any(v != "All" for v in values):
-        raise errors.bad_request(f'invalid dryRun value {values}: only "All" is supported')
-    return bool(values)
-
-
 def _versioned(rt: kinds.ResourceType, version: str, obj: dict) -> dict:
     obj["apiVersion"] = rt.api_version(version)
     return obj
-
-
-def _int(value: str | None, name: str) -> int | None:
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise errors.bad_request(f"invalid {name}: {value!r}") from None
 
 
 def _visible(change: storage.Change, namespace: str | None, labels: selectors.Selector,
@@ -181,8 +184,14 @@ def _visible(change: storage.Change, namespace: str | None, labels: selectors.Se
     return (storage.DELETED, change.object) if was else None
 
 
+def _serves(rt: kinds.ResourceType, sub: str) -> bool:
+    """Whether `rt` has subresource `sub` ("" is the object or collection itself)."""
+    return sub == "" or (sub == "status" and rt.status) or (sub == "scale" and rt.scale is not None) \
+        or (sub == "log" and rt.key == kinds.POD_KEY) or _ACTIONS.get(sub) == rt.key
+
+
 class Api:
-    """The Starlette application over one store; `close()` ends every open watch."""
+    """The ASGI application over one store; `close()` ends every open watch."""
 
     def __init__(self, store: storage.Store, logs: LogSource | None = None,
                  tokens: auth.Tokens | None = None) -> None:
@@ -192,16 +201,20 @@ class Api:
         self.address = "127.0.0.1"
         """host:port as advertised by `/api`; the emulator sets it once the socket is bound."""
         self._watches: set[asyncio.Queue] = set()
-        self.app = Starlette(routes=[Route("/{path:path}", self._handle, methods=_ANY_METHOD)])
 
     def close(self) -> None:
         for queue in list(self._watches):
             queue.put_nowait(None)
 
+    async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI application: every HTTP request reaches `_handle`, whatever its method (a router
+        would answer a method it was not told of in plain text); lifespan events are not sent."""
+        if scope["type"] == "http":
+            response = await self._handle(Request(scope, receive))
+            await response(scope, receive, send)
+
     async def _handle(self, request: Request) -> Response:
         try:
-            if request.method not in _METHODS:
-                raise errors.method_not_allowed(f"the server does not allow the {request.method} method")
             return await self._route(request)
         except errors.ApiError as exc:
             return _dump(exc.status(), exc.code)
@@ -234,20 +247,52 @@ class Api:
         return user
 
     async def _route(self, request: Request) -> Response:
-        path = "/" + request.path_params["path"].strip("/")
-        registry = self.store.registry
+        path = "/" + request.url.path.strip("/")
+        query = _query(request)
         user = self._authenticate(request, path)
         target = parse_path(path)
-        self.authorize(user, request_attributes(request.method, path, target,
-                                                request.query_params.get("watch") in ("true", "1")))
+        self.authorize(user, request_attributes(request.method, path, target, bool(options.flag(query, "watch"))))
+        if target is None or not target.plural:
+            response = self._document(path, target, request.headers.get("accept", ""))
+            if request.method not in ("GET", "HEAD") and path not in _HEALTH:  # a health check takes any method
+                raise errors.method_not_allowed()
+            return response
+        rt = self.store.registry.lookup(target.group, target.version, target.plural)
+        if rt is None or (target.namespace is not None and not rt.namespaced) or not _serves(rt, target.sub):
+            raise errors.no_route(path)
+        if request.method not in _METHODS:  # go-restful's 405, in apiserver's serviceErrorHandler's words
+            raise errors.method_not_allowed()
+        namespace = target.namespace or ""
+        if target.sub == "log":
+            if request.method != "GET":
+                raise errors.method_not_allowed()
+            return self._log(query, namespace, target.name)
+        conversion = options.negotiate(request.headers.get("accept", ""), rt.custom)
+        if rt.key == kinds.ACCESS_REVIEW_KEY or target.sub in _ACTIONS:
+            if request.method != "POST" or (rt.key == kinds.ACCESS_REVIEW_KEY and target.name):
+                raise errors.method_not_allowed()
+            if rt.key == kinds.ACCESS_REVIEW_KEY:
+                return await self._review(request, user)
+            action = self._token if target.sub == "token" else self._evict
+            return await action(request, query, namespace, target.name)
+        if request.method in ("POST", "PUT", "PATCH") and target.sub == "":
+            await self._check_owners(request, user, rt, target.version, namespace, target.name)
+        if not target.name:
+            return await self._collection(request, query, conversion, rt, target)
+        if target.sub == "":
+            return await self._object(request, query, conversion, rt, target.version, namespace, target.name)
+        if target.sub == "status":
+            return await self._status(request, query, rt, target.version, namespace, target.name)
+        return await self._scale(request, query, rt, namespace, target.name)
+
+    def _document(self, path: str, target: Target | None, accept: str) -> Response:
+        """What a path outside the resources serves: version, health, OpenAPI and discovery, whose
+        documents are negotiated as upstream's discovery handlers negotiate them (404 for anything else)."""
+        registry = self.store.registry
         if path == "/version":
             return _dump(discovery.KUBE_VERSION)
-        if path in ("/healthz", "/livez", "/readyz"):
+        if path in _HEALTH:
             return PlainTextResponse("ok")
-        if path == "/api":
-            return _dump(discovery.api_versions(self.address))
-        if path == "/apis":
-            return _dump(discovery.api_groups(registry))
         if path == "/openapi/v3":
             return _dump(discovery.openapi_root(registry))
         if path.startswith("/openapi/v3/"):
@@ -255,46 +300,17 @@ class Api:
             group, version = ("", tail[1]) if tail[0] == "api" and len(tail) == 2 else (
                 tail[1], tail[2]) if tail[0] == "apis" and len(tail) == 3 else ("", "")
             doc = discovery.openapi_gv(registry, group, version) if version else None
-            if doc is None:
-                raise errors.no_route(path)
-            return _dump(doc)
-        if target is None and path.startswith("/apis/") and path.count("/") == 2:
-            group = discovery.api_group(registry, path.split("/")[2])
-            if group is None:
-                raise errors.no_route(path)
-            return _dump(group)
-        if target is None:
+        elif path in ("/api", "/apis"):
+            doc = discovery.api_versions(self.address) if path == "/api" else discovery.api_groups(registry)
+        elif target is None and path.startswith("/apis/") and path.count("/") == 2:
+            doc = discovery.api_group(registry, path.split("/")[2])
+        else:
+            doc = discovery.resource_list(registry, target.group, target.version) if target is not None else None
+        if doc is None:
             raise errors.no_route(path)
-        if not target.plural:
-            listing = discovery.resource_list(registry, target.group, target.version)
-            if listing is None:
-                raise errors.no_route(path)
-            return _dump(listing)
-        rt = registry.lookup(target.group, target.version, target.plural)
-        if rt is None or (target.namespace is not None and not rt.namespaced):
-            raise errors.no_route(path)
-        namespace = target.namespace or ""
-        if rt.key == kinds.ACCESS_REVIEW_KEY and request.method == "POST" and not target.name:
-            return await self._review(request, user)
-        if rt.key == kinds.ACCESS_REVIEW_KEY:
-            raise errors.method_not_allowed()
-        if target.sub == "token" and rt.key == kinds.SERVICE_ACCOUNT_KEY and request.method == "POST":
-            return await self._token(request, namespace, target.name)
-        if target.sub == "eviction" and rt.key == kinds.POD_KEY and request.method == "POST":
-            return await self._evict(request, namespace, target.name)
-        if request.method in ("POST", "PUT", "PATCH") and target.sub == "":
-            await self._check_owners(request, user, rt, target.version, namespace, target.name)
-        if not target.name:
-            return await self._collection(request, rt, target)
-        if target.sub == "":
-            return await self._object(request, rt, target.version, namespace, target.name)
-        if target.sub == "status" and rt.status:
-            return await self._status(request, rt, target.version, namespace, target.name)
-        if target.sub == "scale" and rt.scale is not None:
-            return await self._scale(request, rt, namespace, target.name)
-        if target.sub == "log" and rt.key == kinds.POD_KEY and request.method == "GET":
-            return self._log(request, namespace, target.name)
-        raise errors.no_route(path)
+        if not path.startswith("/openapi/"):
+            options.negotiate(accept, custom=False)
+        return _dump(doc)
 
     # --- authentication and authorization ---------------------------------------------------------
 
@@ -319,19 +335,21 @@ class Api:
                     "blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: "
                     f"{rbac.denial(user, attrs)}", rt.plural, rt.group, name)
 
-    async def _evict(self, request: Request, namespace: str, name: str) -> Response:
-        """The eviction API (`kubectl drain`): delete the pod unless its PodDisruptionBudget forbids it."""
+    async def _evict(self, request: Request, query: options.Query, namespace: str, name: str) -> Response:
+        """The eviction API (`kubectl drain`): delete the pod unless its PodDisruptionBudget forbids it.
+        The deletion's options are the Eviction's `deleteOptions`, its dry run the query's too."""
+        dry_run = options.write_options(query, "CreateOptions").dry_run
         pods_rt = self.store.registry.by_key(kinds.POD_KEY)
         pod = self.store.get(pods_rt, namespace, name)
         body = admission.typed_as("Eviction", "policy", "v1", await self._review_body(request, protowire.eviction))
-        options = body.get("deleteOptions") or {}
+        deletion = options.delete_options(body.get("deleteOptions") or {}, {})
         pdbs, _ = self.store.list(self.store.registry.by_key("policy/poddisruptionbudgets"), namespace)
         scales = {o["metadata"]["uid"]: int((o.get("spec") or {}).get("replicas", 1))
                   for key in ("apps/replicasets", "apps/statefulsets")
                   for o in self.store.list(self.store.registry.by_key(key), namespace)[0]}
         disruption.check(pod, pdbs, self.store.list(pods_rt, namespace)[0], scales)
         self.store.delete(pods_rt, namespace, name, storage.DeleteOptions(
-            options.get("gracePeriodSeconds"), dry_run=_dry_run(request, options)))
+            deletion.grace_seconds, dry_run=dry_run or deletion.dry_run))
         return _dump({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
 
     async def _review_body(self, request: Request, from_protobuf: Callable[[bytes], dict]) -> object:
@@ -340,8 +358,9 @@ class Api:
             return from_protobuf(await _raw(request))
         return await _payload(request, bodies.OBJECT_TYPES)
 
-    async def _token(self, request: Request, namespace: str, name: str) -> Response:
+    async def _token(self, request: Request, query: options.Query, namespace: str, name: str) -> Response:
         """TokenRequest (`kubectl create token`): a token that authenticates as the ServiceAccount."""
+        options.write_options(query, "CreateOptions")
         self.store.get(self.store.registry.by_key(kinds.SERVICE_ACCOUNT_KEY), namespace, name)
         body = admission.typed_as("TokenRequest", "authentication.k8s.io", "v1",
                                   await self._review_body(request, protowire.token_request))
@@ -384,45 +403,45 @@ class Api:
 
     # --- collections ------------------------------------------------------------------------------
 
-    async def _collection(self, request: Request, rt: kinds.ResourceType, target: Target) -> Response:
-        query = request.query_params
-        labels = selectors.parse_labels(query.get("labelSelector"))
-        fields = selectors.parse_fields(query.get("fieldSelector"))
-        if request.method == "GET" and query.get("watch") in ("true", "1"):
-            return self._watch(request, rt, target, labels, fields)
+    async def _collection(self, request: Request, query: options.Query, conversion: str, rt: kinds.ResourceType,
+                          target: Target) -> Response:
         if request.method == "GET":
-            return self._list(request, rt, target, labels, fields)
+            listing = options.list_options(query, rt.field_labels)
+            include = options.include_object(query) if conversion == options.TABLE else ""
+            if listing.watch:
+                return self._watch(rt, target, listing, include)
+            return self._list(rt, target, listing, include)
         if request.method == "POST":
+            write = options.write_options(query, "CreateOptions")
             body = await self._body(request, rt, target.version)
-            created = self.store.create(rt, target.namespace or "", body, query.get("fieldValidation", "Warn"),
-                                        _dry_run(request))
+            created = self.store.create(rt, target.namespace or "", body, write.field_validation, write.dry_run,
+                                        await _strict_errors(request, write))
             return _dump(_versioned(rt, target.version, created), 201)
         if request.method == "DELETE":
-            items, rv = self.store.list(rt, target.namespace, labels, fields)
-            options = await self._delete_options(request)
-            gone = [self.store.delete(rt, i["metadata"].get("namespace", ""), i["metadata"]["name"], options)
+            listing = options.list_options(query, rt.field_labels)
+            deletion = await self._delete_options(request, query)
+            items, _ = self.store.list(rt, target.namespace, listing.labels, listing.fields)
+            gone = [self.store.delete(rt, i["metadata"].get("namespace", ""), i["metadata"]["name"], deletion)
                     for i in items]
             return _dump({"kind": rt.list_kind, "apiVersion": rt.api_version(target.version),
                           "metadata": {"resourceVersion": str(self.store.rv)},
                           "items": [_versioned(rt, target.version, g) for g in gone]})
         raise errors.method_not_allowed()
 
-    def _list(self, request: Request, rt: kinds.ResourceType, target: Target, labels: selectors.Selector,
-              fields: tuple[selectors.FieldRequirement, ...]) -> Response:
-        query = request.query_params
-        after = paging.decode(query["continue"]) if query.get("continue") else None
+    def _list(self, rt: kinds.ResourceType, target: Target, listing: options.ListOptions, include: str) -> Response:
+        """`include`: the Table form's includeObject, "" for the list itself."""
+        after = paging.decode(listing.continue_token) if listing.continue_token else None
         if after is not None and self.store.changed_since(rt, after.rv):
             raise paging.expired()
-        items, rv = self.store.list(rt, target.namespace, labels, fields)
+        items, rv = self.store.list(rt, target.namespace, listing.labels, listing.fields)
         rv = after.rv if after is not None else rv
-        items, token, remaining = paging.page(items, rv, paging.limit(query.get("limit")), after)
+        items, token, remaining = paging.page(items, rv, listing.limit if listing.limit > 0 else None, after)
         items = [_versioned(rt, target.version, i) for i in items]
         meta: dict = {"resourceVersion": str(rv)}
         if token:
             meta.update({"continue": token, "remainingItemCount": remaining})
-        if _AS_TABLE in request.headers.get("accept", ""):
-            table = tables.render(rt, items, self.store.now(), str(rv), query.get("includeObject",
-                                                                                  "PartialObjectMetadata"))
+        if include:
+            table = tables.render(rt, items, self.store.now(), str(rv), include)
             table["metadata"].update(meta)
             return _dump(table, media_type=TABLE)
         return _dump({"kind": rt.list_kind, "apiVersion": rt.api_version(target.version), "metadata": meta,
@@ -444,89 +463,75 @@ class Api:
         return await _payload(request, (storage.JSON_PATCH, storage.MERGE) if rt.custom and not scale
                               else storage.PATCH_TYPES)
 
-    async def _delete_options(self, request: Request) -> storage.DeleteOptions:
-        """DeleteOptions from the body and the query, refused (400, 422) where upstream's decoder and
-        ValidateDeleteOptions (apimachinery/pkg/apis/meta/v1/validation) refuse them."""
+    async def _delete_options(self, request: Request, query: options.Query) -> storage.DeleteOptions:
+        """DeleteOptions, from the body if it has one (the decoder refuses a mistyped one, 400), else
+        from the query (`options.delete_options`)."""
         body = admission.typed_as("DeleteOptions", "", "v1", await _payload(request, bodies.OBJECT_TYPES))
-        query = request.query_params
-        grace = body.get("gracePeriodSeconds", _int(query.get("gracePeriodSeconds"), "gracePeriodSeconds"))
-        propagation = body.get("propagationPolicy") or query.get("propagationPolicy")
-        orphan = body.get("orphanDependents")
-        orphan = orphan if orphan is not None else {"true": True, "false": False}.get(query.get("orphanDependents", ""))
-        causes = []
-        if orphan is not None and propagation is not None:
-            causes.append(validation.invalid("propagationPolicy", propagation,
-                                             "orphanDependents and deletionPropagation cannot be both set"))
-        if propagation is not None and propagation not in storage.PROPAGATIONS:
-            causes.append(validation.unsupported("propagationPolicy", propagation, (*storage.PROPAGATIONS, "nil")))
-        if causes:
-            raise errors.invalid("DeleteOptions", "meta.k8s.io", "", tuple(causes))
-        if orphan:
-            propagation = "Orphan"
-        pre = body.get("preconditions") or {}
-        return storage.DeleteOptions(grace, propagation, pre.get("uid"), pre.get("resourceVersion"),
-                                     _dry_run(request, body))
+        return options.delete_options(body if (await _raw(request)).strip() else None, query)
 
     # --- single objects ---------------------------------------------------------------------------
 
-    async def _object(self, request: Request, rt: kinds.ResourceType, version: str, ns: str, name: str) -> Response:
-        field_validation = request.query_params.get("fieldValidation", "Warn")
+    async def _object(self, request: Request, query: options.Query, conversion: str, rt: kinds.ResourceType,
+                      version: str, ns: str, name: str) -> Response:
         if request.method == "GET":
+            options.resource_version(options.query_text(query, "resourceVersion"))
             obj = _versioned(rt, version, self.store.get(rt, ns, name))
-            if _AS_TABLE in request.headers.get("accept", ""):
+            if conversion == options.TABLE:
                 return _dump(tables.render(rt, [obj], self.store.now(), obj["metadata"]["resourceVersion"],
-                                           request.query_params.get("includeObject", "PartialObjectMetadata")),
-                             media_type=TABLE)
+                                           options.include_object(query)), media_type=TABLE)
             return _dump(obj)
+        if request.method == "DELETE":
+            deletion = await self._delete_options(request, query)
+            return _dump(_versioned(rt, version, self.store.delete(rt, ns, name, deletion)))
+        if request.method not in ("PUT", "PATCH"):
+            raise errors.method_not_allowed()
+        return _dump(_versioned(rt, version, await self._write(request, query, rt, version, ns, name, None)))
+
+    async def _write(self, request: Request, query: options.Query, rt: kinds.ResourceType, version: str, ns: str,
+                     name: str, subresource: str | None) -> dict:
+        """A PUT or PATCH of the object or its status, with its UpdateOptions or PatchOptions."""
         if request.method == "PUT":
+            write = options.write_options(query, "UpdateOptions")
             body = await self._body(request, rt, version)
             admission.same_object(body, name, ns)
-            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, None, field_validation,
-                                                                   _dry_run(request))))
-        if request.method == "PATCH":
-            body = await self._patch_body(request, rt)
-            kind = bodies.media_type(request.headers.get("content-type", ""))
-            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, None, field_validation,
-                                                                  _dry_run(request))))
-        if request.method == "DELETE":
-            options = await self._delete_options(request)
-            return _dump(_versioned(rt, version, self.store.delete(rt, ns, name, options)))
-        raise errors.method_not_allowed()
+            return self.store.update(rt, ns, name, body, subresource, write.field_validation, write.dry_run,
+                                     await _strict_errors(request, write))
+        write = options.write_options(query, "PatchOptions")
+        patch = await self._patch_body(request, rt)
+        kind = bodies.media_type(request.headers.get("content-type", ""))
+        return self.store.patch(rt, ns, name, kind, patch, subresource, write.field_validation, write.dry_run,
+                                await _strict_errors(request, write, "json patch " if kind == storage.JSON_PATCH
+                                                     else ""))
 
-    async def _status(self, request: Request, rt: kinds.ResourceType, version: str, ns: str, name: str) -> Response:
+    async def _status(self, request: Request, query: options.Query, rt: kinds.ResourceType, version: str, ns: str,
+                      name: str) -> Response:
         if request.method == "GET":
             return _dump(_versioned(rt, version, self.store.get(rt, ns, name)))
-        if request.method == "PUT":
-            body = await self._body(request, rt, version)
-            admission.same_object(body, name, ns)
-            return _dump(_versioned(rt, version, self.store.update(rt, ns, name, body, "status",
-                                                                   dry_run=_dry_run(request))))
-        if request.method == "PATCH":
-            body = await self._patch_body(request, rt)
-            kind = bodies.media_type(request.headers.get("content-type", ""))
-            return _dump(_versioned(rt, version, self.store.patch(rt, ns, name, kind, body, "status",
-                                                                  dry_run=_dry_run(request))))
-        raise errors.method_not_allowed()
+        if request.method not in ("PUT", "PATCH"):
+            raise errors.method_not_allowed()
+        return _dump(_versioned(rt, version, await self._write(request, query, rt, version, ns, name, "status")))
 
-    async def _scale(self, request: Request, rt: kinds.ResourceType, ns: str, name: str) -> Response:
+    async def _scale(self, request: Request, query: options.Query, rt: kinds.ResourceType, ns: str,
+                     name: str) -> Response:
         if request.method == "GET":
             return _dump(self.store.get_scale(rt, ns, name))
         if request.method == "PUT":
-            return _dump(self.store.update_scale(rt, ns, name, await _payload(request, bodies.OBJECT_TYPES)))
+            dry_run = options.write_options(query, "UpdateOptions").dry_run
+            return _dump(self.store.update_scale(rt, ns, name, await _payload(request, bodies.OBJECT_TYPES), dry_run))
         if request.method == "PATCH":
+            dry_run = options.write_options(query, "PatchOptions").dry_run
             body = await self._patch_body(request, rt, scale=True)
             kind = bodies.media_type(request.headers.get("content-type", ""))
-            return _dump(self.store.patch_scale(rt, ns, name, kind, body))
+            return _dump(self.store.patch_scale(rt, ns, name, kind, body, dry_run))
         raise errors.method_not_allowed()
 
-    def _log(self, request: Request, ns: str, name: str) -> Response:
+    def _log(self, query: options.Query, ns: str, name: str) -> Response:
         if self.logs is None:
             raise errors.bad_request("this emulator runs no kubelet, so pods have no logs")
-        query = request.query_params
-        container = query.get("container") or None
+        container = options.query_text(query, "container") or None
         if container is not None and validation.dns1123_label(container):
             raise errors.bad_request(f"container {container} is not valid for pod {name}")
-        tail = _int(query.get("tailLines"), "tailLines")
+        tail = options.query_int(query, "tailLines")
         if tail is not None and tail < 0:
             raise errors.invalid("PodLogOptions", "", name, (validation.invalid(
                 "tailLines", tail, "must be greater than or equal to 0"),))
@@ -534,41 +539,42 @@ class Api:
 
     # --- watches ----------------------------------------------------------------------------------
 
-    def _watch(self, request: Request, rt: kinds.ResourceType, target: Target, labels: selectors.Selector,
-               fields: tuple[selectors.FieldRequirement, ...]) -> Response:
-        query = request.query_params
-        as_table = _AS_TABLE in request.headers.get("accept", "")
-        timeout = _int(query.get("timeoutSeconds"), "timeoutSeconds") or WATCH_TIMEOUT_S
-        since = query.get("resourceVersion") or "0"
+    def _watch(self, rt: kinds.ResourceType, target: Target, listing: options.ListOptions, include: str) -> Response:
+        """`include`: the Table form's includeObject, "" for the objects themselves. Initial events
+        (a synthetic ADDED per object) come when `sendInitialEvents` asks for them or, when it is
+        absent, for a watch from no resourceVersion (or "0"); otherwise the watch resumes after it."""
+        timeout = listing.timeout or WATCH_TIMEOUT_S
+        labels, fields = listing.labels, listing.fields
+        since = listing.resource_version
+        initial = listing.initial_events if listing.initial_events is not None else since in ("", "0")
         queue: asyncio.Queue[storage.Change | None] = asyncio.Queue()
         backlog: list[tuple[str, dict]] = []
         try:
-            if since == "0":
+            if initial:
                 items, _ = self.store.list(rt, target.namespace, labels, fields)
                 backlog = [(storage.ADDED, i) for i in items]
-            else:
-                rv = _int(since, "resourceVersion") or 0
-                backlog = [seen for c in self.store.changes_since(rv) if c.key == rt.key
+            elif since not in ("", "0"):
+                backlog = [seen for c in self.store.changes_since(options.resource_version(since)) if c.key == rt.key
                            and (seen := _visible(c, target.namespace, labels, fields)) is not None]
         except errors.ApiError as exc:
             if exc.code != 410:
                 raise
-            error = orjson.dumps({"type": "ERROR", "object": exc.status()}) + b"\n"
+            error = deep.dumps({"type": "ERROR", "object": exc.status()}) + b"\n"
             return Response(error, media_type="application/json")
         listener = queue.put_nowait
         self.store.subscribe(listener)
         self._watches.add(queue)
-        bookmark = query.get("sendInitialEvents") == "true" and query.get("allowWatchBookmarks") == "true"
+        bookmark = bool(listing.initial_events) and listing.bookmarks
         first = [True]
         """Only a Table watch's first event carries the column definitions."""
 
         def line(kind: str, obj: dict) -> bytes:
             obj = _versioned(rt, target.version, dict(obj))
-            if as_table:
-                obj = tables.render(rt, [obj], self.store.now(), obj["metadata"]["resourceVersion"], "Object",
+            if include:
+                obj = tables.render(rt, [obj], self.store.now(), obj["metadata"]["resourceVersion"], include,
                                     headers=first[0])
                 first[0] = False
-            return orjson.dumps({"type": kind, "object": obj}) + b"\n"
+            return deep.dumps({"type": kind, "object": obj}) + b"\n"
 
         async def stream() -> AsyncIterator[bytes]:
             loop = asyncio.get_running_loop()
@@ -577,7 +583,7 @@ class Api:
                 for kind, obj in backlog:
                     yield line(kind, obj)
                 if bookmark:
-                    yield orjson.dumps({"type": "BOOKMARK", "object": {
+                    yield deep.dumps({"type": "BOOKMARK", "object": {
                         "kind": rt.kind, "apiVersion": rt.api_version(target.version),
                         "metadata": {"resourceVersion": str(self.store.rv),
                                      "annotations": {"k8s.io/initial-events-end": "true"}}}}) + b"\n"
@@ -599,4 +605,4 @@ class Api:
                     self.store.unsubscribe(listener)
                 self._watches.discard(queue)
 
-        return StreamingResponse(stream(), media_type=TABLE if as_table else "application/json")
+        return StreamingResponse(stream(), media_type=TABLE if include else "application/json")

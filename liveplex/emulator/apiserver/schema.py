@@ -11,9 +11,7 @@ the field in kube-apiserver's words, as do `maxProperties`/`minProperties`, the 
 
 from __future__ import annotations
 
-import copy
 import functools
-import json
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -21,6 +19,7 @@ from typing import overload
 
 import re2
 
+from liveplex.emulator.apiserver import deep
 from liveplex.emulator.apiserver.errors import Cause
 
 _ROOT_KEYS = ("apiVersion", "kind", "metadata")
@@ -50,7 +49,7 @@ def apply_defaults(value: object, schema: dict) -> object:
         props = schema.get("properties") or {}
         for key, sub in props.items():
             if key not in out and "default" in sub:
-                out[key] = copy.deepcopy(sub["default"])
+                out[key] = deep.clone(sub["default"])
             if key in out and out[key] is not None:
                 out[key] = apply_defaults(out[key], sub)
         extra = schema.get("additionalProperties")
@@ -121,7 +120,7 @@ _RE2_OPTIONS.log_errors = False  # a refused pattern is an answer to the client,
 
 
 def _shown(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    return deep.dumps(value).decode()
 
 
 def _type_ok(value: object, schema: dict) -> bool:
@@ -201,7 +200,7 @@ def _unique(items: list, schema: dict, path: str) -> list[Cause]:
     """`x-kubernetes-list-type`: a `set` holds no value twice, a `map` no key tuple twice."""
     kind = schema.get("x-kubernetes-list-type")
     keys = schema.get("x-kubernetes-list-map-keys") or []
-    seen: list[object] = []
+    seen: set[bytes] = set()
     out = []
     for n, item in enumerate(items):
         if kind == "set":
@@ -210,9 +209,10 @@ def _unique(items: list, schema: dict, path: str) -> list[Cause]:
             key = {k: item[k] for k in keys if k in item}
         else:
             continue
-        if key in seen:
+        marker = deep.dumps(key, sort_keys=True)
+        if marker in seen:
             out.append(Cause(f"{path}[{n}]", f"Duplicate value: {_shown(key)}", "FieldValueDuplicate"))
-        seen.append(key)
+        seen.add(marker)
     return out
 
 
@@ -227,7 +227,7 @@ def validate(value: object, schema: dict, path: str = "") -> list[Cause]:
         return [Cause(path, f"Invalid value: {_shown(value)}: {path or 'body'} in body must be of type {kind}: "
                             f"{_shown(type(value).__name__)}", "FieldValueTypeInvalid")]
     out = _bounds(value, schema, path)
-    if "enum" in schema and value not in schema["enum"]:
+    if "enum" in schema and not deep.contains(schema["enum"], value):
         listed = ", ".join(_shown(v) for v in schema["enum"])
         out.append(Cause(path, f"Unsupported value: {_shown(value)}: supported values: {listed}",
                          "FieldValueNotSupported"))

@@ -2,8 +2,8 @@
 
 Development emulator, not for production. Pure. Label selectors take the full grammar
 (`a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`). Field selectors take `=`, `==`
-and `!=` on any dotted path (kube-apiserver allows only a few fields per kind and rejects the rest;
-the emulator is more lenient).
+and `!=` on the labels a kind's field label conversion takes (`convert_fields`; kube-apiserver
+refuses the rest with 400), each matched against the path it names in the object.
 """
 
 from __future__ import annotations
@@ -124,6 +124,27 @@ def parse_fields(text: str | None) -> tuple[FieldRequirement, ...]:
             raise errors.bad_request(f"invalid field selector: {clause.strip()!r}")
         path, op, value = match.groups()
         out.append(FieldRequirement(tuple(path.split(".")), value.strip(), op != "!="))
+    return tuple(out)
+
+
+DEFAULT_FIELDS = ("metadata.name", "metadata.namespace")
+"""What apimachinery's DefaultMetaV1FieldSelectorConversion takes, for kinds without a conversion of their own."""
+
+
+def convert_fields(requirements: tuple[FieldRequirement, ...],
+                   labels: Mapping[str, str] | None) -> tuple[FieldRequirement, ...]:
+    """Each requirement on the path its label selects, through the kind's field label conversion
+    (`labels`: label -> path; None: the default one); 400 for a label it does not take, in the
+    conversion's words (handlers/get.go)."""
+    out = []
+    for r in requirements:
+        label = ".".join(r.path)
+        path = (labels or dict(zip(DEFAULT_FIELDS, DEFAULT_FIELDS, strict=True))).get(label)
+        if path is None:
+            raise errors.bad_request(f"field label not supported: {label}" if labels is not None else
+                                     f'"{label}" is not a known field selector: only "{DEFAULT_FIELDS[0]}", '
+                                     f'"{DEFAULT_FIELDS[1]}"')
+        out.append(FieldRequirement(tuple(path.split(".")), r.value, r.equal))
     return tuple(out)
 
 

@@ -14,7 +14,6 @@ The history keeps the last `history` changes; a watch from an older resourceVers
 
 from __future__ import annotations
 
-import copy
 import itertools
 import random
 import uuid
@@ -23,7 +22,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from liveplex.emulator.apiserver import admission, bodies, builtins, errors, kinds, patch, selectors, tables
+from liveplex.emulator.apiserver import (
+    admission,
+    bodies,
+    builtins,
+    deep,
+    errors,
+    kinds,
+    patch,
+    selectors,
+    tables,
+    validation,
+)
 from liveplex.emulator.apiserver.errors import Cause
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
@@ -78,6 +88,14 @@ def stamp(epoch: float) -> str:
     return datetime.fromtimestamp(int(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def go_seconds(seconds: int) -> float:
+    """`time.Second * time.Duration(seconds)` as Go computes it, in seconds: the int64 count of
+    nanoseconds wraps. kube-apiserver sets a deletion timestamp `now + grace` that way
+    (registry/rest/delete.go BeforeDelete), so a grace of 2^63-1 s stamps now minus 1 s, where
+    Python's clock would overflow."""
+    return ((seconds * 1_000_000_000 + 2 ** 63) % 2 ** 64 - 2 ** 63) / 1e9
+
+
 def random_suffix(rng: random.Random, n: int = 5) -> str:
     return "".join(rng.choice(_NAME_CHARS) for _ in range(n))
 
@@ -127,7 +145,7 @@ class Store:
         obj = self._objects[rt.key].get((namespace if rt.namespaced else "", name))
         if obj is None:
             raise errors.not_found(rt.plural, rt.group, name)
-        return copy.deepcopy(obj)
+        return deep.clone(obj)
 
     def find(self, rt: kinds.ResourceType, namespace: str, name: str) -> dict | None:
         try:
@@ -138,7 +156,7 @@ class Store:
     def list(self, rt: kinds.ResourceType, namespace: str | None = None, labels: selectors.Selector = (),
              fields: tuple[selectors.FieldRequirement, ...] = ()) -> tuple[list[dict], int]:
         """Matching objects sorted by namespace and name, and the resourceVersion the list is as of."""
-        items = [copy.deepcopy(o) for (ns, _), o in sorted(self._objects[rt.key].items())
+        items = [deep.clone(o) for (ns, _), o in sorted(self._objects[rt.key].items())
                  if (namespace is None or ns == namespace) and selectors.matches_labels(labels, o)
                  and selectors.matches_fields(fields, o)]
         return items, self.rv
@@ -174,9 +192,11 @@ class Store:
     # --- writes -----------------------------------------------------------------------------------
 
     def create(self, rt: kinds.ResourceType, namespace: str, body: dict, validation: str = "Strict",
-               dry_run: bool = False) -> dict:
-        """Create `body`; with `dry_run`, admit it and answer what would be stored, storing nothing."""
-        obj = copy.deepcopy(body)
+               dry_run: bool = False, strict: tuple[str, ...] = ()) -> dict:
+        """Create `body`; with `dry_run`, admit it and answer what would be stored, storing nothing.
+        `strict`: what a strict decoder found in the request body besides unknown fields (its repeated
+        keys, `bodies.strict_errors`), refused with them under `fieldValidation=Strict`."""
+        obj = deep.clone(body)
         meta = obj.setdefault("metadata", {})
         ns = namespace if rt.namespaced else ""
         if rt.namespaced:
@@ -210,7 +230,7 @@ class Store:
             obj.pop("status", None)
         if rt.key == kinds.POD_KEY:
             obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
-        obj = self._admit(rt, obj, validation)
+        obj = self._admit(rt, obj, validation, strict=strict)
         if dry_run:
             return obj
         self._put(rt, ns, name, obj, ADDED)
@@ -219,15 +239,20 @@ class Store:
         return self.get(rt, ns, name)
 
     def update(self, rt: kinds.ResourceType, namespace: str, name: str, body: dict, subresource: str | None = None,
-               validation: str = "Strict", dry_run: bool = False) -> dict:
+               validation: str = "Strict", dry_run: bool = False, strict: tuple[str, ...] = ()) -> dict:
+        """Replace the object with `body` (`strict` as for `create`)."""
         old = self.get(rt, namespace, name)
         wanted = (body.get("metadata") or {}).get("resourceVersion")
         if wanted and wanted != old["metadata"]["resourceVersion"]:
             raise errors.stale(rt.plural, rt.group, name)
-        return self._commit(rt, old, copy.deepcopy(body), subresource, validation, dry_run)
+        return self._commit(rt, old, deep.clone(body), subresource, validation, dry_run, strict)
 
     def patch(self, rt: kinds.ResourceType, namespace: str, name: str, content_type: str, body: object,
-              subresource: str | None = None, validation: str = "Strict", dry_run: bool = False) -> dict:
+              subresource: str | None = None, validation: str = "Strict", dry_run: bool = False,
+              strict: tuple[str, ...] = ()) -> dict:
+        """Patch the object (`strict`: what a strict decoder found in the patch itself, as for `create`).
+        handlers/patch.go: whatever the decoder refuses in the patched object, strict errors included,
+        is 422 with a `patch` cause holding that object."""
         if content_type == APPLY:
             raise errors.apply_refused(PATCH_TYPES)
         old = self.get(rt, namespace, name)
@@ -235,13 +260,15 @@ class Store:
         try:
             bodies.check(new)  # two patches, each within the depth limit, can nest past it together
             new = admission.typed(rt, new)
+            if content_type != STRATEGIC:  # a strategic patch decodes into the typed object, keeping its kind
+                _same_kind(rt, self.registry, old, new)
             admission.same_object(new, name, namespace if rt.namespaced else "")
             wanted = (new.get("metadata") or {}).get("resourceVersion")
             if wanted and wanted != old["metadata"]["resourceVersion"]:
                 raise errors.stale(rt.plural, rt.group, name)
-            return self._commit(rt, old, new, subresource, validation, dry_run)
-        except errors.Undecodable as exc:  # handlers/patch.go: a patched object the decoder refuses is 422
-            raise errors.unprocessable(exc.message) from None
+            return self._commit(rt, old, new, subresource, validation, dry_run, strict)
+        except errors.Undecodable as exc:
+            raise _refused_patch(new, exc.why) from None
 
     def delete(self, rt: kinds.ResourceType, namespace: str, name: str,
                options: DeleteOptions = DeleteOptions()) -> dict:
@@ -252,7 +279,7 @@ class Store:
                                                             f"{options.uid}, UID in object meta: {meta['uid']}")
         if options.resource_version and options.resource_version != meta["resourceVersion"]:
             raise errors.stale(rt.plural, rt.group, name)
-        new = copy.deepcopy(old)
+        new = deep.clone(old)
         new_meta = new["metadata"]
         finalizers = list(new_meta.get("finalizers") or [])
         if options.propagation in ("Orphan", "Foreground"):
@@ -264,7 +291,7 @@ class Store:
             new.setdefault("status", {})["phase"] = "Terminating"
         grace = self._grace(rt, old, options)
         if "deletionTimestamp" not in new_meta or grace < new_meta.get("deletionGracePeriodSeconds", 0):
-            new_meta["deletionTimestamp"] = stamp(self._clock() + grace)
+            new_meta["deletionTimestamp"] = stamp(self._clock() + go_seconds(grace))
             new_meta["deletionGracePeriodSeconds"] = grace
             if rt.generation:
                 new_meta["generation"] = new_meta.get("generation", 1) + 1
@@ -293,7 +320,8 @@ class Store:
             raise errors.no_route(f"{rt.plural}/scale")
         return scale_of(rt.scale, self.get(rt, namespace, name))
 
-    def update_scale(self, rt: kinds.ResourceType, namespace: str, name: str, scale: object) -> dict:
+    def update_scale(self, rt: kinds.ResourceType, namespace: str, name: str, scale: object,
+                     dry_run: bool = False) -> dict:
         scale = admission.typed_as("Scale", "autoscaling", "v1", scale)
         old = self.get(rt, namespace, name)
         if rt.scale is None:
@@ -305,13 +333,14 @@ class Store:
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise errors.invalid("Scale", "autoscaling", name, (Cause(
                 "spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0"),))
-        new = copy.deepcopy(old)
+        new = deep.clone(old)
         _set_path(new, rt.scale.spec, replicas)
-        return scale_of(rt.scale, self._commit(rt, old, new, None, "Strict"))
+        return scale_of(rt.scale, self._commit(rt, old, new, None, "Strict", dry_run))
 
-    def patch_scale(self, rt: kinds.ResourceType, namespace: str, name: str, content_type: str, body: object) -> dict:
+    def patch_scale(self, rt: kinds.ResourceType, namespace: str, name: str, content_type: str, body: object,
+                    dry_run: bool = False) -> dict:
         current = self.get_scale(rt, namespace, name)
-        return self.update_scale(rt, namespace, name, apply_patch(None, current, content_type, body))
+        return self.update_scale(rt, namespace, name, apply_patch(None, current, content_type, body), dry_run)
 
     # --- internals --------------------------------------------------------------------------------
 
@@ -329,29 +358,32 @@ class Store:
             raise errors.forbidden(f'unable to create new content in namespace {ns} because it is being terminated')
 
     def _grace(self, rt: kinds.ResourceType, old: dict, options: DeleteOptions) -> int:
-        """Pods on a node terminate gracefully; everything else goes at once (grace 0)."""
+        """Pods on a node terminate gracefully; everything else goes at once (grace 0). A negative grace
+        period is 1 s, as upstream's BeforeDelete and the pod strategy's CheckGracefulDelete make it."""
         if rt.key != kinds.POD_KEY or not (old.get("spec") or {}).get("nodeName"):
             return 0
-        if options.grace_seconds is not None:
-            return max(0, options.grace_seconds)
-        return int(old["spec"].get("terminationGracePeriodSeconds", builtins.GRACE_SECONDS))
+        grace = options.grace_seconds
+        if grace is None:
+            grace = int(old["spec"].get("terminationGracePeriodSeconds", builtins.GRACE_SECONDS))
+        return 1 if grace < 0 else grace
 
     def _cluster_ip(self) -> str:
         n = next(self._cluster_ips)
         return f"10.96.{n // 250}.{n % 250 + 1}"
 
-    def _admit(self, rt: kinds.ResourceType, obj: dict, validation: str, old: dict | None = None) -> dict:
+    def _admit(self, rt: kinds.ResourceType, obj: dict, validation: str, old: dict | None = None,
+               strict: tuple[str, ...] = ()) -> dict:
         """Decoding, defaults and validation for a write about to be stored (`admission.admit`)."""
         obj["apiVersion"] = rt.api_version(rt.preferred) if not rt.custom else obj.get(
             "apiVersion") or rt.api_version(rt.preferred)
         obj["kind"] = rt.kind
-        return admission.admit(rt, obj, old, validation, self._cluster_ip)
+        return admission.admit(rt, obj, old, validation, self._cluster_ip, strict)
 
     def _commit(self, rt: kinds.ResourceType, old: dict, new: dict, subresource: str | None, validation: str,
-                dry_run: bool = False) -> dict:
+                dry_run: bool = False, strict: tuple[str, ...] = ()) -> dict:
         """The write rules of the module docstring, then `_write`."""
         if subresource == "status":
-            result = copy.deepcopy(old)
+            result = deep.clone(old)
             if "status" in new:
                 result["status"] = new["status"]
             else:
@@ -371,8 +403,8 @@ class Store:
                 else:
                     result.pop("status", None)
         result["metadata"].pop("managedFields", None)
-        result = self._admit(rt, result, validation, old)
-        if rt.generation and _spec_part(rt, result) != _spec_part(rt, old):
+        result = self._admit(rt, result, validation, old, strict)
+        if rt.generation and not deep.equal(_spec_part(rt, result), _spec_part(rt, old)):
             result["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
         if dry_run:
             result["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
@@ -382,7 +414,7 @@ class Store:
     def _write(self, rt: kinds.ResourceType, old: dict, new: dict) -> dict:
         meta = new["metadata"]
         meta["resourceVersion"] = old["metadata"]["resourceVersion"]
-        if new == old:
+        if deep.equal(new, old):
             return new
         ns, name = meta.get("namespace", ""), meta["name"]
         if meta.get("deletionTimestamp") and not _blocked(rt, new):
@@ -398,7 +430,7 @@ class Store:
         obj["metadata"]["resourceVersion"] = str(self.rv)
         previous = self._objects[rt.key].get((ns, name))
         self._objects[rt.key][(ns, name)] = obj
-        self._emit(Change(kind, rt.key, copy.deepcopy(obj), self.rv, previous))
+        self._emit(Change(kind, rt.key, deep.clone(obj), self.rv, previous))
 
     def _remove(self, rt: kinds.ResourceType, obj: dict) -> None:
         meta = obj["metadata"]
@@ -406,7 +438,7 @@ class Store:
         if previous is None:
             return
         self.rv += 1
-        gone = copy.deepcopy(obj)
+        gone = deep.clone(obj)
         gone["metadata"]["resourceVersion"] = str(self.rv)
         self._emit(Change(DELETED, rt.key, gone, self.rv, previous))
         if rt.key == kinds.CRD_KEY:
@@ -438,7 +470,7 @@ class Store:
         }
         if crd.get("status") != status:
             current = self._objects[rt.key][("", crd["metadata"]["name"])]
-            self._put(rt, "", crd["metadata"]["name"], dict(copy.deepcopy(current), status=status), MODIFIED)
+            self._put(rt, "", crd["metadata"]["name"], dict(deep.clone(current), status=status), MODIFIED)
 
 
 def scale_of(paths: kinds.ScalePaths, obj: dict) -> dict:
@@ -455,6 +487,32 @@ def scale_of(paths: kinds.ScalePaths, obj: dict) -> dict:
             "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
                          if k in meta},
             "spec": {"replicas": (tables.json_path(obj, paths.spec) or [0])[0] or 0}, "status": status}
+
+
+def _refused_patch(patched: dict, why: str) -> errors.ApiError:
+    """handlers/patch.go's answer to a patched object its decoder refuses: 422, the object in a `patch` cause."""
+    return errors.invalid("", "", "", (validation.invalid("patch", deep.dumps(patched).decode(), why),))
+
+
+def _same_kind(rt: kinds.ResourceType, registry: kinds.Registry, old: dict, new: dict) -> None:
+    """A merge or JSON patch may not turn the object into another kind. Upstream decodes the patched
+    JSON by its own `kind` and `apiVersion`: a built-in of another kind (or a version its kind is not
+    served at) cannot be converted to the stored type, 422 with a `patch` cause (handlers/patch.go);
+    a custom resource is refused by its strategy's ValidateTypeMeta, 422 naming `kind`/`apiVersion`."""
+    kind, api_version = new.get("kind"), new.get("apiVersion")
+    if rt.custom:
+        causes = tuple(validation.invalid(field, value or "", f"must be {wanted}") for field, value, wanted in (
+            ("kind", kind, rt.kind), ("apiVersion", api_version, old["apiVersion"])) if value != wanted)
+        if causes:
+            raise errors.invalid(rt.kind, rt.group, old["metadata"]["name"], causes)
+        return
+    kind, api_version = kind or rt.kind, api_version or old["apiVersion"]
+    if registry.by_kind(api_version, kind) is rt:
+        return
+    other = registry.by_kind(api_version, kind)
+    raise errors.malformed(
+        f"converting ({other.api_version(api_version.rpartition('/')[2])}) {kind} to {rt.kind}: unknown conversion"
+        if other is not None else f'no kind "{kind}" is registered for version "{api_version}"')
 
 
 def apply_patch(rt: kinds.ResourceType | None, current: dict, content_type: str, body: object) -> dict:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from liveplex.emulator.apiserver import kinds
+from liveplex.emulator.apiserver import deep, kinds
 
 _TOKEN = re.compile(r"""\.([A-Za-z0-9_\-$]+)|\[(\d+)\]|\[\*\]|\['([^']*)'\]"""
                     r"""|\[\?\(@\.([A-Za-z0-9_.]+)\s*==\s*["']([^"']*)["']\)\]""")
@@ -187,7 +187,8 @@ def _format(value: object, column: kinds.Column, now: float) -> object:
     if column.type == "integer" and isinstance(value, (int, float)) and not isinstance(value, bool):
         return int(value)
     if column.type in ("string",) and not isinstance(value, str):
-        return str(value).lower() if isinstance(value, bool) else str(value)
+        return str(value).lower() if isinstance(value, bool) else deep.dumps(value).decode() \
+            if isinstance(value, dict | list) else str(value)
     return value
 
 
@@ -204,9 +205,9 @@ def _partial(obj: dict) -> dict:
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}
 
 
-def render(rt: kinds.ResourceType, objects: Sequence[dict], now: float, rv: str, include: str = "PartialObjectMetadata",
+def render(rt: kinds.ResourceType, objects: Sequence[dict], now: float, rv: str, include: str = "Metadata",
            headers: bool = True) -> dict:
-    """A `Table` of `objects`; `include` is the `includeObject` query value (None, Object, Partial...)."""
+    """A `Table` of `objects`; `include` is the `includeObject` query value (Metadata, None or Object)."""
     cells = cells_for(rt)
     rows = []
     for obj in objects:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from liveplex.emulator.apiserver import quantity, selectors
+from liveplex.emulator.apiserver import deep, quantity, selectors
 from liveplex.emulator.apiserver.errors import Cause
 
 Obj = Mapping[str, Any]
@@ -34,7 +34,7 @@ def _shown(value: object) -> str:
         return json.dumps(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return deep.dumps(value, sort_keys=True).decode()
 
 
 def invalid(path: str, value: object, detail: str) -> Cause:
