@@ -1,9 +1,11 @@
 """`Gateway`: one gateway process's parts and lifecycle: Redis client, pool view, placer, pod link,
 backend, the watchdog's round, drain.
 
-Drain mirrors a pod's (platform §5, the gateway gets the same treatment): `/ready` turns 503 so
-the Service stops sending new clients, new starts are refused, relayed sessions go on until they
-end or the deadline, then end with `server_shutdown`.
+Drain (SIGTERM, the preStop hook): `/ready` turns 503 so the Service stops sending new clients, new
+starts are refused, and every relayed session is handed back: it stays on its pod, and its caller
+is closed 1012 to reconnect through another replica (docs/continuity.md "Re-attach"). What cannot
+be handed back (a WebRTC call, whose media ends here; a session between pods) goes on until it ends
+or the deadline, then ends with `server_shutdown`, as a pod's drain does (platform §5).
 """
 
 from __future__ import annotations
@@ -108,4 +110,9 @@ class Gateway:
             due = now + period_ns
 
     async def _announce_drain(self) -> None:
+        """New sessions are refused; every relayed session is handed back: it stays on its pod and
+        its caller reconnects through another replica (`UpstreamLeg.hand_back`), so a rollout under
+        calls takes seconds, not the longest call."""
         self.backend.draining = True
+        for leg in self.backend.legs:
+            leg.hand_back()

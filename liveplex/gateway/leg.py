@@ -106,6 +106,8 @@ class UpstreamLeg:
         self._key = key
         """The API key the client's socket carries: a re-attach must carry the session's."""
         self._done_with = done
+        self._handed_back = False
+        """Let go of while the session goes on (this gateway stops): its pod parks it, its record stays."""
         self._machine: relaying.Relaying | None = None
         """What the session's frames and its pod's end mean, from its start on."""
         self._up: upstream.Upstream | None = None
@@ -140,6 +142,15 @@ class UpstreamLeg:
 
     def hangup(self) -> None:
         """Never asked: a relayed session's `session.close` is forwarded to the pod."""
+
+    def hand_back(self) -> None:
+        """This gateway stops: the session stays on its pod (parked, its socket closed without the
+        session's end) and its caller is told to reconnect (1012), through another replica."""
+        if self._done or self._machine is None or self._machine.moving is not None:
+            return  # not relayed yet, over, or between pods: the drain ends it as before
+        self._handed_back = True
+        if not self._peer.hand_back():  # a caller that cannot reconnect: it stays until the drain ends it
+            self._handed_back = False
 
     def release(self) -> None:
         if not self._task.done():
@@ -462,9 +473,9 @@ class UpstreamLeg:
         self._end_turn()
         for up in (self._up, None if self._target is None else self._target.up):
             if up is not None:
-                up.close()
+                up.close(connection.GOING_AWAY if self._handed_back else hop.ENDS_SESSION_CLOSE)
         if self._up is not None:
             self._stats.sessions_active[self._pool] -= 1
-            if self._sessions is not None:  # ended, or its caller left: nothing to re-attach to
+            if self._sessions is not None and not self._handed_back:  # ended, or its caller left
                 self._sessions.forget(self._session_id)
         self._done_with(self)

@@ -173,14 +173,14 @@ class Upstream(asyncio.Protocol):
             self._conn.send_binary(data)
         self._flush()
 
-    def close(self) -> None:
-        """Close politely, with the code that ends the session on its pod (any other end of the
-        socket leaves it parked there); abort if the pod does not answer within `CLOSE_TIMEOUT_S`."""
+    def close(self, code: int = hop.ENDS_SESSION_CLOSE) -> None:
+        """Close politely, by default with the code that ends the session on its pod (any other
+        leaves it parked there); abort if the pod does not answer within `CLOSE_TIMEOUT_S`."""
         transport = self._transport
         if transport is None or transport.is_closing():
             return
         if self._conn.state is State.OPEN:
-            self._conn.send_close(hop.ENDS_SESSION_CLOSE)
+            self._conn.send_close(code)
             self._flush()
         asyncio.get_running_loop().call_later(CLOSE_TIMEOUT_S, transport.abort)
 

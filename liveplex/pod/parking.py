@@ -105,6 +105,9 @@ class Parked:
     def taken_over(self) -> None:
         self.unpark()
 
+    def hand_back(self) -> bool:
+        return False
+
     def await_upstream(self) -> None:
         raise RuntimeError("a pod's session has no upstream")
 

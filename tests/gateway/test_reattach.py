@@ -1,7 +1,9 @@
 """A call survives its own gateway (issue 42): a gateway killed under a call leaves the session
 parked on its pod, and the caller re-attaches through another gateway with `?session_id=` (and the
 last event it saw): the same session, none of its events lost or twice, its usage going on. Another
-API key, an unknown id, an ended session: `session_not_found`, and the socket closes 1008.
+API key, an unknown id, an ended session: `session_not_found`, and the socket closes 1008. A
+gateway stopping (SIGTERM: a rollout) hands its calls back: 1012 and no word, and it is gone in
+moments; its callers continue through another.
 
 Real processes: Redis, a sim pod, two gateways with keys; raw sockets as the caller (the SDK's
 `on_reconnecting` does the same with `extra_query`, docs/continuity.md).
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from pathlib import Path
 
 import orjson
@@ -110,3 +113,34 @@ async def _call(running: platform.Platform, second: pods.Running) -> None:
     await asyncio.sleep(0.3)
     assert (await _refused(url, KEY))["code"] == "session_not_found"  # ended: nothing to continue
 
+
+
+def test_a_stopping_gateway_hands_its_calls_back_and_exits_at_once(redis_url: str, tmp_path: Path) -> None:
+    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=("--usage-period-ms", USAGE_MS)) as running, \
+            pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL,
+                                log=tmp_path / "gateway-b.log", command="gateway") as (second, _):
+        asyncio.run(_rollout(running, second))
+
+
+async def _rollout(running: platform.Platform, second: pods.Running) -> None:
+    ws, started = await clients.started(running.gateway.ws_url)
+    before, _ = await _events(ws, 1.2)
+    stopping = time.monotonic()
+    running.gateway_process.send_signal(signal.SIGTERM)  # the default --drain-deadline-s is 600 s
+    told = []
+    with pytest.raises(websockets.ConnectionClosed):
+        async with asyncio.timeout(5):
+            while True:
+                told.append(await ws.recv())
+    assert ws.close_code == 1012  # reconnect: the SDK's `on_reconnecting` is called
+    assert not any('"session.closed"' in t or '"type":"error"' in t for t in told if isinstance(t, str))
+    await asyncio.to_thread(running.gateway_process.wait, 10)
+    assert time.monotonic() - stopping < 5  # not the longest call: nothing was left to wait for
+
+    again = await websockets.connect(_ws(second, session_id=started["session"]["id"],
+                                         last_event_id=before[-1]["event_id"]), max_queue=None)
+    after, deltas = await _events(again, 1.5)
+    assert deltas > 5 and not any(e["type"] in ("session.started", "error") for e in after)
+    usage = [e["usage"]["seconds"] for e in before + after if e["type"] == "session.usage.updated"]
+    assert usage == sorted(usage) and usage[-1] >= 2.0
+    await again.close()

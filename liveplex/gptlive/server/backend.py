@@ -91,6 +91,12 @@ class Peer(Protocol):
     def passthrough_lost(self, why: str) -> None:
         """The upstream went away mid-session: the client hears `why` and `connection_lost`."""
 
+    def hand_back(self) -> bool:
+        """This server stops but the relayed session goes on: close so that the client reconnects
+        through another server and continues it (1012); False where it cannot (no session relayed
+        yet; a WebRTC call, whose media ends here)."""
+        ...
+
     replay: Replay | None
     """What this socket sent lately, kept for a caller who re-attaches (`replay.Replay`); None:
     nothing is kept (set by a pod's backend on the sessions a gateway relays)."""

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 from liveplex.gptlive import connection, errors, events
 
+SERVICE_RESTART = 1012
+"""The close that tells a client to reconnect (RFC 6455's "service restart"; the SDK retries it)."""
+
 
 class Passthrough:
     """The passed-through session of one socket; see the module docstring."""
@@ -63,6 +66,14 @@ class Passthrough:
             return []
         self._end("remote_hangup")
         return [connection.Release()]
+
+    def handed_back(self) -> list[connection.Command]:
+        """The server is stopping and the session is not: close 1012 with no word, so the client
+        reconnects through another server and continues it there (docs/continuity.md "Re-attach")."""
+        if self.done:
+            return []
+        self._end("handed_back")
+        return [connection.Close(SERVICE_RESTART), connection.Release()]
 
     def shutdown(self) -> list[connection.Command]:
         """The server is stopping: the session ends as `server_shutdown` (gpt-live §9.2)."""

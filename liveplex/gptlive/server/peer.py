@@ -106,6 +106,12 @@ class PeerCore(abc.ABC):
         if self._passthrough is not None:
             self._perform(self._passthrough.ended(reason, code))
 
+    def hand_back(self) -> bool:
+        if self._passthrough is None or self._passthrough.done:
+            return False
+        self._perform(self._passthrough.handed_back())
+        return True
+
     def passthrough_lost(self, why: str) -> None:
         if self._passthrough is not None:
             self._perform(self._passthrough.lost(why))

@@ -281,6 +281,10 @@ class Call(PeerCore):
             self._answered(replies.protocol_error(errors.server_error("the caller left before the session started")))
             self._close()
 
+    def hand_back(self) -> bool:
+        """A WebRTC call's media ends at this server: it cannot reconnect elsewhere (yet)."""
+        return False
+
     def taken_over(self) -> None:
         """The session went on on another connection: hang up without ending it."""
         if not self._done:
