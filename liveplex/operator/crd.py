@@ -30,6 +30,10 @@ FETCH_URL = r"^(hf://[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*(@[A-Z
 SHA256 = r"^[0-9a-f]{64}$"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 MAX_DRAIN_SECONDS = 86_400
+MAX_REATTACH_GRACE_SECONDS = 300
+DEFAULT_REATTACH_GRACE_SECONDS = 15
+"""`serve --reattach-grace-s`'s bound and default (the pod's `MAX_REATTACH_GRACE_S` and
+`PodSettings.reattach_grace_s`; the operator imports no pod code, so a test holds them equal)."""
 ATTENTION_BACKENDS: tuple[str, ...] = ("flash", "masked")
 """`liveplex serve --attention` choices (the engine's `ATTENTION`; the operator imports no engine code,
 so a test holds the two equal)."""
@@ -221,6 +225,13 @@ SPEC = _obj("What to run: the engine, its model, its capacity and its pods.", {
     "drain": _obj("Scale-down and rollout drain.", {
         "gracePeriodSeconds": _int("preStop drain deadline, s; terminationGracePeriodSeconds is this + 30.",
                                    minimum=0, maximum=MAX_DRAIN_SECONDS, default=600),
+    }, default={}),
+    "continuity": _obj("How calls outlive what serves them (docs/continuity.md).", {
+        "reattachGraceSeconds": _int("How long a relayed call whose gateway went away (its socket dropped without "
+                                     "the caller's end) keeps running on its pod for the caller to re-attach through "
+                                     "any gateway, s (`serve --reattach-grace-s`); 0: it ends at once.",
+                                     minimum=0, maximum=MAX_REATTACH_GRACE_SECONDS,
+                                     default=DEFAULT_REATTACH_GRACE_SECONDS),
     }, default={}),
     "autoscaling": _obj("The autoscaler the operator renders on the scale subresource (platform §8).", {
         "enabled": {"type": "boolean", "description": "Render an autoscaler that drives spec.replicas.",

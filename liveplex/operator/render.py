@@ -71,7 +71,8 @@ def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
             "--max-sessions", str(cap.max_sessions), "--max-seconds", str(cap.max_seconds),
             "--jitter-frames", str(cap.jitter_frames), "--prebuffer-frames", str(cap.prebuffer_frames),
             "--lateness-budget-ms", str(cap.lateness_budget_millis),
-            "--drain-deadline-s", str(s.drain_grace_seconds)]
+            "--drain-deadline-s", str(s.drain_grace_seconds),
+            "--reattach-grace-s", str(s.reattach_grace_seconds)]
     if s.pacing is not None:
         args += ["--pace-lead-ms", str(s.pacing.lead_millis), "--pace-spread-ms", str(s.pacing.spread_millis)]
     if settings.pod_tls_secret is not None:

@@ -160,6 +160,8 @@ class EngineSpec:
     resources: Resources
     pod: PodOverrides
     drain_grace_seconds: int
+    reattach_grace_seconds: int
+    """`spec.continuity.reattachGraceSeconds`: how long a pod keeps a call whose gateway went away."""
     autoscaling: Autoscaling | None
     pacing: Pacing | None
     """None: the engine's defaults."""
@@ -219,6 +221,7 @@ def parse(body: Json) -> LiveEngine:
             model=_model(raw.get("model")), image=_image(raw.get("image", {})),
             capacity=_capacity(raw["capacity"]), resources=_resources(kind, raw.get("resources", {})),
             pod=_pod(raw.get("pod", {})), drain_grace_seconds=raw["drain"]["gracePeriodSeconds"],
+            reattach_grace_seconds=raw["continuity"]["reattachGraceSeconds"],
             autoscaling=_autoscaling(raw.get("autoscaling")), pacing=_pacing(raw.get("pacing")),
             sub_pools=raw["placement"]["subPools"],
         ),

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from liveplex.operator import names, render, spec
+from liveplex.operator import crd, names, render, spec
 from liveplex.operator.settings import OperatorSettings, PodDefaults, SecretKey
 from tests.operator import golden, kubeschemas, objects
 from tests.support import pod_security
@@ -37,7 +37,8 @@ CASES: dict[str, tuple[dict[str, Any], OperatorSettings]] = {
                "prefillBudgetMillis": 12,
                "source": {"image": {"reference": "registry.local/weights:7b", "path": "ckpt"}}},
         placement={"subPools": 4})), REDIS),
-    "sim-standalone": (objects.liveengine(objects.sim_spec(pacing={"leadMillis": 0, "spreadMillis": 8}),
+    "sim-standalone": (objects.liveengine(objects.sim_spec(pacing={"leadMillis": 0, "spreadMillis": 8},
+                                                           continuity={"reattachGraceSeconds": 0}),
                                           labels={"team": "qa"}), OperatorSettings()),
     "personaplex-fetch-hf": (objects.liveengine(objects.personaplex_spec(
         model={"name": "nvidia/personaplex-7b-v1", "source": {"fetch": {
@@ -152,6 +153,32 @@ def test_probes_drain_and_grace_follow_the_spec() -> None:
                                               "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
 
 
+def test_the_reattach_grace_window_is_the_pods_flag_15_s_unless_the_spec_says() -> None:
+    for case, seconds in (("sim", "15"), ("personaplex", "15"), ("sim-standalone", "0")):
+        args = _container(case)["args"]
+        assert args[args.index("--reattach-grace-s") + 1] == seconds, case
+    le = spec.parse(objects.liveengine(objects.sim_spec(continuity={"reattachGraceSeconds": 300})))
+    args = render.serve_args(le, REDIS)
+    assert args[args.index("--reattach-grace-s") + 1] == "300"
+    pod = render.render_deployment(le, REDIS)["spec"]["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] == 600 + render.GRACE_MARGIN_S  # the drain's, not the window's
+
+
+def test_the_crds_reattach_bounds_are_the_pods_own() -> None:
+    from liveplex.pod.settings import MAX_REATTACH_GRACE_S, PodSettings
+    assert crd.MAX_REATTACH_GRACE_SECONDS == MAX_REATTACH_GRACE_S
+    assert crd.DEFAULT_REATTACH_GRACE_SECONDS == PodSettings().reattach_grace_s
+
+
+@pytest.mark.parametrize("seconds", [-1, 301, 1.5, "15"])
+def test_a_reattach_grace_window_out_of_range_is_refused(seconds: object) -> None:
+    body = objects.liveengine(objects.sim_spec(continuity={"reattachGraceSeconds": seconds}))
+    with pytest.raises(spec.SpecError) as caught:
+        spec.parse(body)
+    assert caught.value.paths == ("spec.continuity.reattachGraceSeconds",)
+    assert not kubeschemas.validator(crd.object_schema()).is_valid(body)  # as the API server refuses it
+
+
 def test_gpus_only_for_personaplex_and_the_model_mounted_read_only() -> None:
     pp, sim = _container("personaplex"), _container("sim")
     assert pp["resources"]["limits"]["nvidia.com/gpu"] == "1" and "nvidia.com/gpu" not in str(sim)
@@ -246,6 +273,7 @@ def test_liveplex_serve_accepts_the_rendered_command_line(case: str) -> None:
         (pod_defaults.pace_lead_ms, pod_defaults.pace_spread_ms) if pacing is None
         else (pacing.lead_millis, pacing.spread_millis))
     assert parsed.subpools == spec.parse(CASES[case][0]).spec.sub_pools
+    assert parsed.reattach_grace_s == spec.parse(CASES[case][0]).spec.reattach_grace_seconds
     model = spec.parse(CASES[case][0]).spec.model
     if parsed.engine == "personaplex":
         assert model is not None
