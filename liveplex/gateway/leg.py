@@ -151,6 +151,8 @@ class UpstreamLeg:
         self._handed_back = True
         if not self._peer.hand_back():  # a caller that cannot reconnect: it stays until the drain ends it
             self._handed_back = False
+        else:
+            self._stats.handed_back += 1
 
     def release(self) -> None:
         if not self._task.done():
@@ -286,11 +288,13 @@ class UpstreamLeg:
         peer.handed_off(expires_at if isinstance(expires_at, int) else None, frames if isinstance(frames, int) else 0)
         self._adopt(opened)
         self._hold(placed)
+        self._stats.reattaches["reattached"] += 1
         logger.info("session re-attached", extra={"session_id": self._session_id, "pod": held.pod})
 
     def _refuse_reattach(self, why: str) -> None:
         """The caller hears `session_not_found` whatever `why` (the log's) is."""
         logger.info("re-attach refused", extra={"session_id": self._session_id, "why": why})
+        self._stats.reattaches["refused"] += 1
         self._peer.close_with(errors.session_not_found(self._session_id), connection.POLICY_VIOLATION)
         self._finish()
 

@@ -8,7 +8,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from liveplex.gateway import relaying
-from liveplex.gateway.stats import PLACEMENT_RESULTS, ROOM_REFUSALS, GatewayStats
+from liveplex.gateway.stats import PLACEMENT_RESULTS, REATTACH_RESULTS, ROOM_REFUSALS, GatewayStats
 from liveplex.gptlive.server.exposition import histogram
 from liveplex.gptlive.server.stats import FrontStats
 
@@ -54,6 +54,8 @@ class GatewayCollector(Collector):
              {**LOST_REASONS, **s.sessions_lost}),
             ("liveplex_gateway_session_moves", "Sessions a draining pod asked to move, by result.", ["result"],
              {**MOVE_RESULTS, **s.moves}),
+            ("liveplex_gateway_reattaches", "Callers re-attaching to a running session, by result.", ["result"],
+             {**dict.fromkeys(REATTACH_RESULTS, 0), **s.reattaches}),
         ):
             family = CounterMetricFamily(name, doc, labels=labels)
             for key, n in sorted(counts.items()):
@@ -63,6 +65,9 @@ class GatewayCollector(Collector):
         frames.add_metric(["down"], s.frames_down)
         frames.add_metric(["up"], s.frames_up)
         yield frames
+        yield CounterMetricFamily("liveplex_gateway_handed_back",
+                                  "Relayed sessions left on their pods at this gateway's drain, to be re-attached.",
+                                  value=s.handed_back)
         yield CounterMetricFamily("liveplex_gateway_redis_errors", "Redis errors.", value=s.redis_errors)
         yield histogram("liveplex_gateway_placement_duration_seconds", "Time to place and connect a session.",
                         s.placement_seconds)

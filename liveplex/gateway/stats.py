@@ -17,6 +17,8 @@ PLACEMENT_BUCKETS_S: tuple[float, ...] = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.0
 
 PLACEMENT_RESULTS = ("placed", "retry", "busy")
 """`placements`' results, exported from 0 for every pool the gateway routes to."""
+REATTACH_RESULTS = ("reattached", "refused")
+"""`reattaches`' results, exported from 0."""
 ROOM_REFUSALS = ("server_busy", "no_engines")
 """`rejected`'s reasons for want of room, exported from 0 likewise: a counter whose first scrape
 already holds its first events loses them from every `rate()`."""
@@ -48,6 +50,12 @@ class GatewayStats:
     """Result -> sessions a draining pod asked to move: `moved`, `stayed` (no room: it drains where
     it is), `lost` (it died with its pod first, or no pod took its blob); and `resumed`: sessions
     whose pod was lost, continued on another from their checkpoints."""
+    reattaches: Counter[str] = field(default_factory=Counter)
+    """Result -> callers re-attaching (`?session_id=`) whose look-up began: `reattached` (continued
+    on its pod), `refused` (`session_not_found`: unknown, another key, its pod no longer runs it)."""
+    handed_back: int = 0
+    """Relayed sessions this gateway let go of at its drain, left running on their pods for their
+    callers to re-attach through another replica."""
     loop_stalls: int = 0
     """Watchdog rounds that ran over `STALL_MS` late: this process's loop was blocked."""
 

@@ -53,6 +53,10 @@ def _or_zero(expr: str, by: str, base: str) -> str:
     broken one."""
     return f"({expr} or sum by ({by}) ({base}) * 0)"
 
+_UNCLAIMED = ('sum by (liveengine) '
+              '(increase(liveplex_engine_parked_ended_total{reason="window_passed"}[1h]))')
+"""Calls parked for a re-attach whose window passed with no caller back, per pool, over an hour."""
+
 ALERTS: tuple[Alert, ...] = (
     Alert("LiveplexTickLatenessOverBudget", _lateness_p99("liveengine"), f"> {LATENESS_BUDGET_S}",
           "10m", "warning", "{{ $labels.liveengine }}: p99 tick lateness over 20 ms",
@@ -94,6 +98,15 @@ ALERTS: tuple[Alert, ...] = (
           "> 3", "0m", "warning", "{{ $labels.pod }}: event loop blocked over 100 ms, repeatedly",
           "Every relayed call froze each time. The gateway's `event loop stalled` log lines say how "
           "long and whether the collector ran; check its CPU limit and throttling."),
+    Alert("LiveplexParkedCallsUnclaimed",
+          f"{_UNCLAIMED} / ({_UNCLAIMED} + "
+          'sum by (liveengine) (increase(liveplex_engine_reattaches_total{result="parked"}[1h])))',
+          f"> 0.5 and on (liveengine) {_UNCLAIMED} >= 5", "0m", "warning",
+          "{{ $labels.liveengine }}: most calls parked for a re-attach end with no caller back",
+          "Calls whose gateway went away (a rollout, a crash) were kept on their pods for "
+          "continuity.reattachGraceSeconds, and their callers did not re-attach: their clients do not "
+          "reconnect with ?session_id= (docs/continuity.md, Re-attach), or cannot reach another gateway. "
+          "Each held its slot for the window for nothing: fix the clients, or lower the window (0: off)."),
     Alert("LiveplexOperatorReconcileFailing",
           'sum by (namespace, pod) (rate(liveplex_operator_reconciles_total{outcome=~"retry|error"}[10m]))',
           "> 0", "15m", "warning", "{{ $labels.pod }}: the operator keeps failing to reconcile",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import weakref
 from collections.abc import Mapping
 from typing import Protocol
@@ -24,7 +25,7 @@ from liveplex.gptlive.server import backend, hop, replies
 from liveplex.gptlive.server.replay import Replay
 from liveplex.gptlive.settings import Settings
 from liveplex.live import channel, contract
-from liveplex.pod import handover
+from liveplex.pod import handover, stats
 from liveplex.pod.parking import Parked
 
 logger = logging.getLogger(__name__)
@@ -172,6 +173,8 @@ class EngineBackend:
         (the pod sets it once its `Front` is built)."""
         self._parked: dict[str, Parked] = {}
         """Relayed sessions whose socket dropped, by session id, until re-attached or ended."""
+        self.parking = stats.Parking()
+        """What the re-attaches did, for `/metrics` (`parking_snapshot`)."""
         self._given: weakref.WeakKeyDictionary[connection.Connection, str] = weakref.WeakKeyDictionary()
         """Sockets whose session id a gateway gave: their refusals release its reservation."""
         self.settles: Settles | None = None
@@ -199,6 +202,7 @@ class EngineBackend:
         if self.handle is None:
             return replies.NOT_READY
         if headers is not None and hop.REATTACH_HEADER in headers and self._running(headers) is None:
+            self.parking.reattaches["not_found"] += 1
             return handover.NOT_FOUND
         return None
 
@@ -257,6 +261,9 @@ class EngineBackend:
                                                                   "grace_s": self._grace_s})
         return True
 
+    def parking_snapshot(self) -> stats.ParkingSnapshot:
+        return self.parking.snapshot(len(self._parked))
+
     def reattach(self, peer: backend.Peer, headers: Headers, query: Mapping[str, str]) -> EngineLeg | None:
         """A gateway continues the session `SESSION_ID_HEADER` names (`hop.REATTACH_HEADER`):
         `peer.conn` is already its machine (`connection`). The socket that held it is closed, the
@@ -269,6 +276,7 @@ class EngineBackend:
         session_id = self._given[peer.conn]
         parked = self._parked.pop(session_id, None)
         old = leg.peer
+        self.parking.reattached(None if parked is None else parked.parked_ns, time.monotonic_ns())
         if parked is not None:
             parked.unpark()
         else:
@@ -300,7 +308,8 @@ class EngineBackend:
             self.settles.released(given)
 
     def session_ended(self, conn: connection.Connection, outcome: connection.Ended) -> None:
-        self._parked.pop(outcome.session_id, None)
+        if self._parked.pop(outcome.session_id, None) is not None:
+            self.parking.ended(outcome.reason)
         if self.settles is not None:
             self.settles.ended()
 

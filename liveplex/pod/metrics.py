@@ -12,12 +12,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from liveplex.gptlive.server.exposition import histogram
-from liveplex.pod.stats import PodSnapshot
+from liveplex.pod.stats import PARKED_ENDS, REATTACH_RESULTS, PodSnapshot
 
 
-def _labelled(name: str, doc: str, label: str, counts: dict[str, int]) -> CounterMetricFamily:
+def _labelled(name: str, doc: str, label: str, counts: dict[str, int],
+              exported: tuple[str, ...] = ()) -> CounterMetricFamily:
+    """A counter per value of `label`; the `exported` values from 0."""
     family = CounterMetricFamily(name, doc, labels=[label])
-    for key, value in sorted(counts.items()):
+    for key, value in sorted({**dict.fromkeys(exported, 0), **counts}.items()):
         family.add_metric([key], value)
     return family
 
@@ -73,6 +75,17 @@ class PodCollector(Collector):
                         s.caller_wait)
         yield histogram("liveplex_engine_prefill_duration_seconds", "Prefill time per batch of newcomers.",
                         s.prefill)
+        parking = s.parking
+        yield GaugeMetricFamily("liveplex_engine_sessions_parked",
+                                "Relayed sessions kept for their caller to re-attach (their gateway went away).",
+                                value=parking.parked)
+        yield _labelled("liveplex_engine_reattaches", "Sessions continued on a re-attaching socket, by result.",
+                        "result", parking.reattaches, REATTACH_RESULTS)
+        yield _labelled("liveplex_engine_parked_ended", "Parked sessions that ended with no caller back, by reason.",
+                        "reason", parking.parked_ended, PARKED_ENDS)
+        yield histogram("liveplex_engine_reattach_gap_seconds",
+                        "From a session's park to its re-attach (the audio made meanwhile is not replayed).",
+                        parking.gap)
         if s.kv_occupancy is not None:
             yield GaugeMetricFamily("liveplex_engine_kv_occupancy_ratio",
                                     "KV-cache positions held by running sessions / positions allocated.",

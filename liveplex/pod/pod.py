@@ -87,7 +87,8 @@ class Pod:
         return stats.snapshot(self.served.info, self.engine.pulse, self.front.stats.snapshot(),
                               self.ready, self.draining, self.model_load_s,
                               self.settings.lateness_budget_ms,
-                              self.publisher.reserved if self.publisher is not None else 0)
+                              self.publisher.reserved if self.publisher is not None else 0,
+                              self.backend.parking_snapshot())
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:

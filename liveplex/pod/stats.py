@@ -7,7 +7,8 @@ the three never disagree on what a pod is doing (and there is one place that rea
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 from liveplex.gptlive.server.stats import FrontSnapshot
@@ -20,8 +21,60 @@ LATENESS_BUDGET_MS = 20
 one of the lateness histogram's bounds, so the count is exact."""
 
 
+REATTACH_GAP_BUCKETS_S: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 15, 30, 60, 120, 300)
+"""From a session's park to its re-attach (the model's audio meanwhile never reaches the caller):
+an SDK reconnects in 0.4-1.5 s, plus its gateway's look-up and dial; the window is at most 300 s."""
+REATTACH_RESULTS: tuple[str, ...] = ("parked", "taken_over", "not_found")
+"""`Parking.reattaches`' results, exported from 0: a counter whose first scrape already holds its
+first events loses them from every `rate()`."""
+PARKED_ENDS: tuple[str, ...] = ("window_passed", "expired")
+"""`Parking.parked_ended`'s usual reasons, exported from 0 likewise."""
+WINDOW_PASSED = "window_passed"
+
+
 def _copy(buckets: Buckets) -> Buckets:
     return Buckets(buckets.bounds, list(buckets.counts), buckets.total)
+
+
+@dataclass(frozen=True, slots=True)
+class ParkingSnapshot:
+    """`Parking` at one moment, with the sessions parked then."""
+
+    parked: int = 0
+    reattaches: dict[str, int] = field(default_factory=dict)
+    parked_ended: dict[str, int] = field(default_factory=dict)
+    gap: Buckets = field(default_factory=lambda: Buckets(REATTACH_GAP_BUCKETS_S))
+
+
+@dataclass(slots=True)
+class Parking:
+    """What a pod's re-attach did (docs/continuity.md "Re-attach"), as plain counters; one writer,
+    `EngineBackend` on the event loop."""
+
+    reattaches: Counter[str] = field(default_factory=Counter)
+    """Result -> re-attach upgrades: `parked` (a parked session continued), `taken_over` (a socket
+    still open gave its session up: a half-open gateway), `not_found` (no such session runs here)."""
+    parked_ended: Counter[str] = field(default_factory=Counter)
+    """Reason -> parked sessions that ended with no caller back: `window_passed` (the grace
+    window), or the session's own end meanwhile (`expired`: `capacity.maxSeconds`)."""
+    gap: Buckets = field(default_factory=lambda: Buckets(REATTACH_GAP_BUCKETS_S))
+    """Seconds from a session's park to its re-attach."""
+
+    def reattached(self, parked_ns: int | None, now_ns: int) -> None:
+        """A socket continued a session, parked since `parked_ns` (None: it took over a socket)."""
+        if parked_ns is None:
+            self.reattaches["taken_over"] += 1
+            return
+        self.reattaches["parked"] += 1
+        self.gap.observe(max(0, now_ns - parked_ns) / 1e9)
+
+    def ended(self, reason: str) -> None:
+        """A parked session ended (`connection.Ended.reason`): its window passing ends it as a
+        dropped socket's session ends, `remote_hangup` (`Parked._window_passed`)."""
+        self.parked_ended[WINDOW_PASSED if reason == "remote_hangup" else reason] += 1
+
+    def snapshot(self, parked: int) -> ParkingSnapshot:
+        return ParkingSnapshot(parked, dict(self.reattaches), dict(self.parked_ended), _copy(self.gap))
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +105,8 @@ class PodSnapshot:
     kv_capacity: int
     model_load_s: float
     lateness_budget_ms: int = LATENESS_BUDGET_MS
+    parking: ParkingSnapshot = field(default_factory=ParkingSnapshot)
+    """Sessions parked for a re-attach, and what the re-attaches did."""
 
     @property
     def ticks_late(self) -> int:
@@ -67,7 +122,7 @@ class PodSnapshot:
 
 def snapshot(info: contract.LiveInfo, pulse: Pulse | None, front: FrontSnapshot, ready: bool,
              draining: bool, model_load_s: float, lateness_budget_ms: int = LATENESS_BUDGET_MS,
-             reserved: int = 0) -> PodSnapshot:
+             reserved: int = 0, parking: ParkingSnapshot | None = None) -> PodSnapshot:
     """Copy everything readers need now; `pulse` is None before the engine channel opens."""
     p = pulse or Pulse()
     return PodSnapshot(
@@ -78,6 +133,7 @@ def snapshot(info: contract.LiveInfo, pulse: Pulse | None, front: FrontSnapshot,
         prefill=_copy(p.prefill), caller_wait=_copy(p.caller_wait), kv_positions=p.kv_positions,
         kv_capacity=p.kv_capacity,
         model_load_s=model_load_s, lateness_budget_ms=lateness_budget_ms,
+        parking=ParkingSnapshot() if parking is None else parking,
     )
 
 
@@ -92,7 +148,8 @@ def stats_json(s: PodSnapshot) -> dict[str, Any]:
     f = s.front
     return {
         **dict(s.info.engine),
-        "sessions": s.sessions, "reserved": s.reserved, "max_sessions": s.info.max_sessions,
+        "sessions": s.sessions, "reserved": s.reserved, "parked": s.parking.parked,
+        "max_sessions": s.info.max_sessions,
         "frame_ms": frames.FRAME_MS,
         "ticks": s.ticks, "tick_busy_us": s.busy_us, "last_tick_us": s.last_tick_us,
         "late_ticks": s.late_ticks, "ticks_late": s.ticks_late, "draining": s.draining,

@@ -53,6 +53,9 @@ SERIES: dict[str, list[tuple[str, dict[str, str], str]]] = {
         ("liveplex_gateway_sockets_open", GATEWAY, "3x30")],
     "LiveplexSessionsLost": [("liveplex_gateway_sessions_lost_total", {**GATEWAY, "reason": "silent"}, "0+1x30")],
     "LiveplexGatewayLoopStalls": [("liveplex_gateway_loop_stalls_total", GATEWAY, "0+1x30")],
+    "LiveplexParkedCallsUnclaimed": [
+        ("liveplex_engine_parked_ended_total", {**LABELS, "reason": "window_passed"}, "0+1x30"),
+        ("liveplex_engine_reattaches_total", {**LABELS, "result": "parked"}, "0+0x30")],
     "LiveplexOperatorReconcileFailing": [
         ("liveplex_operator_reconciles_total", {**OPERATOR, "handler": "reconcile", "outcome": "retry"}, "0+2x30"),
         ("liveplex_operator_reconciles_total", {**OPERATOR, "handler": "reconcile", "outcome": "ok"}, "0+5x30")],
@@ -67,7 +70,8 @@ FIRED_WITH = {"LiveplexTickLatenessOverBudget": {"liveengine": "ns/pp"},
               "LiveplexSessionsRefused": {"liveengine": "ns/pp"},
               "LiveplexNoEngines": {"liveengine": "ns/pp"}, "LiveplexRedisUnreachable": GATEWAY,
               "LiveplexUpstreamConnectFailures": GATEWAY, "LiveplexSessionsLost": {**GATEWAY, "reason": "silent"},
-              "LiveplexGatewayLoopStalls": GATEWAY, "LiveplexOperatorReconcileFailing": OPERATOR,
+              "LiveplexGatewayLoopStalls": GATEWAY, "LiveplexParkedCallsUnclaimed": {"liveengine": "ns/pp"},
+              "LiveplexOperatorReconcileFailing": OPERATOR,
               "LiveplexOperatorNoLeader": {}}
 
 

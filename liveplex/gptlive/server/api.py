@@ -184,6 +184,7 @@ class PodStats(BaseModel):
 
     sessions: int
     reserved: int
+    parked: int
     max_sessions: int
     frame_ms: float
     ticks: int
