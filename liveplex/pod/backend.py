@@ -22,6 +22,7 @@ from websockets.datastructures import Headers
 from liveplex.gptlive import connection, errors, events
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.server import backend, hop, replies
+from liveplex.gptlive.server.front import Front
 from liveplex.gptlive.server.replay import Replay
 from liveplex.gptlive.settings import Settings
 from liveplex.live import channel, contract
@@ -168,9 +169,9 @@ class EngineBackend:
         self._settings = settings
         self._grace_s = reattach_grace_s
         """How long a relayed session whose socket dropped is kept for its caller (`Parked`)."""
-        self.observers: tuple[backend.Observer, ...] = (self,)
-        """Who a parked session's outcomes are told to: the front's counters and this backend
-        (the pod sets it once its `Front` is built)."""
+        self.front: Front | None = None
+        """The pod's front end (set once it is built): a parked session is one of its sessions
+        (a drain's deadline ends it), and its outcomes are told to its counters and this backend."""
         self._parked: dict[str, Parked] = {}
         """Relayed sessions whose socket dropped, by session id, until re-attached or ended."""
         self.parking = stats.Parking()
@@ -251,10 +252,11 @@ class EngineBackend:
 
     def park(self, peer: backend.Peer, leg: backend.Leg) -> bool:
         session_id = self._given.get(peer.conn)
-        if (not isinstance(leg, EngineLeg) or session_id is None or leg.replay is None or self._grace_s <= 0
+        if (self.front is None or not isinstance(leg, EngineLeg) or session_id is None or leg.replay is None
+                or self._grace_s <= 0
                 or leg.engine_id is None or peer.conn.state is not connection.State.LIVE):
             return False
-        parked = Parked(peer.conn, leg, leg.replay, self.observers, self._grace_s)
+        parked = Parked(peer.conn, leg, leg.replay, self.front, (self.front.stats, self), self._grace_s)
         leg.rebind(parked)
         self._parked[session_id] = parked
         logger.info("session parked: its socket dropped", extra={"session_id": session_id,

@@ -17,6 +17,7 @@ import time
 from liveplex.gptlive import connection, events
 from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.server import backend, hop
+from liveplex.gptlive.server.front import Front
 from liveplex.gptlive.server.replay import Replay
 from liveplex.live import contract
 
@@ -26,17 +27,19 @@ logger = logging.getLogger(__name__)
 class Parked:
     """See the module docstring; `end` is called once, when the session is over for good."""
 
-    def __init__(self, conn: connection.Connection, leg: backend.Leg, replay: Replay,
+    def __init__(self, conn: connection.Connection, leg: backend.Leg, replay: Replay, front: Front,
                  observers: tuple[backend.Observer, ...], grace_s: float) -> None:
         self.conn = conn
         self.leg = leg
         self.replay: Replay | None = replay
+        self._front = front
         self._observers = observers
         self.dispatched = 0
         self.parked_ns = time.monotonic_ns()
         self.over = False
         replay.parked()
         self._timer = asyncio.get_running_loop().call_later(grace_s, self._window_passed)
+        front.join(self)  # one of the server's sessions: a drain's deadline and a stop end it too
 
     def _window_passed(self) -> None:
         logger.info("parked session ended: no caller re-attached", extra={"session_id": self.session_id})
@@ -51,6 +54,17 @@ class Parked:
         """A caller re-attached: the session is a socket's again."""
         self._timer.cancel()
         self.over = True
+        self._front.leave(self)
+
+    # --- sweeper.Socket: the front's, as its live sockets are ------------------------------------------
+
+    def shutdown(self) -> None:
+        """The pod stops (a drain's deadline, or the process): the session ends as a socket's does."""
+        if not self.over:
+            self._perform(self.conn.shutdown())
+
+    def on_timer(self, now_ns: int) -> None:
+        """Never watched: a live session has no deadline."""
 
     def _perform(self, commands: list[connection.Command]) -> None:
         if self.conn.outcomes:
@@ -68,6 +82,7 @@ class Parked:
         if not self.over:
             self.over = True
             self._timer.cancel()
+            self._front.leave(self)
             self.leg.release()
 
     # --- backend.Peer: the engine's side, while no socket holds the session ---------------------------

@@ -56,7 +56,7 @@ class Pod:
         self.settings = settings
         self.backend = backend.EngineBackend(served, server.protocol, settings.reattach_grace_s)
         self.front = Front(server, self.backend)
-        self.backend.observers = (self.front.stats, self.backend)
+        self.backend.front = self.front
         self.publisher = publisher
         if publisher is not None:
             self.backend.settles = publisher

@@ -160,3 +160,17 @@ def test_replay_gives_what_came_after_the_last_event_seen_or_since_the_park() ->
     replay.parked()
     replay.keep(made[0], "again")
     assert replay.missed("") == ["again"]
+
+
+async def test_a_drains_deadline_ends_a_parked_session_as_a_live_one() -> None:
+    async with pods.in_process("--reattach-grace-s", "60") as pod, httpx.AsyncClient() as http:
+        ws, _ = await clients.started(pod.ws_url, _relay("sess_drained"))
+        ws.transport.abort()
+        await asyncio.sleep(0.3)
+        assert (await _stats(pod))["parked"] == 1
+        drained = (await http.post(pod.admin_root + "/drain", params={"deadline_s": "0.5"}, timeout=10)).json()
+        assert drained["ended_at_deadline"] == 1
+        async with asyncio.timeout(2):
+            while (await _stats(pod))["sessions"]:
+                await asyncio.sleep(0.05)
+        assert (await _stats(pod))["parked"] == 0
