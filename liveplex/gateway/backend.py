@@ -62,6 +62,7 @@ class GatewayBackend:
             return None
         key = self._conn_keys.get(peer.conn, "")
         if not events.SESSION_ID.fullmatch(session_id) or self.draining:
+            self._shared.stats.reattaches["refused"] += 1
             peer.close_with(errors.session_not_found(session_id) if not self.draining else errors.gateway_draining(),
                             connection.POLICY_VIOLATION if not self.draining else connection.GOING_AWAY)
             return None
