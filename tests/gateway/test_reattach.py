@@ -33,32 +33,6 @@ def _ws(gateway: pods.Running, **query: str) -> str:
     return gateway.ws_url + (f"?{tail}" if tail else "")
 
 
-async def _events(ws: websockets.ClientConnection, seconds: float) -> tuple[list[dict], int]:
-    """The events (not audio) over `seconds` while the caller streams loud audio, and the audio deltas."""
-    seen: list[dict] = []
-    deltas = 0
-
-    async def speak() -> None:
-        while True:
-            await ws.send(orjson.dumps({"type": "session.input_audio.append", "audio": clients.LOUD}).decode())
-            await asyncio.sleep(0.08)
-
-    speaking = asyncio.create_task(speak())
-    try:
-        async with asyncio.timeout(seconds):
-            while True:
-                text = await ws.recv()
-                if isinstance(text, str) and text.startswith('{"type":"session.output_audio.delta"'):
-                    deltas += 1
-                else:
-                    seen.append(orjson.loads(text))
-    except TimeoutError:
-        pass
-    finally:
-        speaking.cancel()
-    return seen, deltas
-
-
 async def _refused(url: str, key: str) -> dict:
     """A re-attach that is refused: the error it is told, and the close code."""
     async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as ws:
@@ -85,7 +59,7 @@ async def _call(running: platform.Platform, second: pods.Running) -> None:
     bearer = {"Authorization": f"Bearer {KEY}"}
     ws, started = await clients.started(running.gateway.ws_url, bearer)
     session_id = started["session"]["id"]
-    before, _ = await _events(ws, 2.0)
+    before, _ = await clients.events_while_speaking(ws, 2.0)
     assert any(e["type"] == "session.usage.updated" for e in before)
     seen = before[-2]  # the caller missed what came after this
     running.gateway_process.send_signal(signal.SIGKILL)  # its gateway dies under the call
@@ -96,7 +70,7 @@ async def _call(running: platform.Platform, second: pods.Running) -> None:
 
     url = _ws(second, session_id=session_id, last_event_id=seen["event_id"])
     again = await websockets.connect(url, additional_headers=bearer, max_queue=None)
-    after, deltas = await _events(again, 2.0)
+    after, deltas = await clients.events_while_speaking(again, 2.0)
     assert deltas > 10  # the session's audio, through the other gateway
     assert not any(e["type"] == "session.started" for e in after)  # no new session: the same one
     assert after[0] == before[-1]  # what it missed first, once
@@ -124,7 +98,7 @@ def test_a_stopping_gateway_hands_its_calls_back_and_exits_at_once(redis_url: st
 
 async def _rollout(running: platform.Platform, second: pods.Running) -> None:
     ws, started = await clients.started(running.gateway.ws_url)
-    before, _ = await _events(ws, 1.2)
+    before, _ = await clients.events_while_speaking(ws, 1.2)
     stopping = time.monotonic()
     running.gateway_process.send_signal(signal.SIGTERM)  # the default --drain-deadline-s is 600 s
     told = []
@@ -139,7 +113,7 @@ async def _rollout(running: platform.Platform, second: pods.Running) -> None:
 
     again = await websockets.connect(_ws(second, session_id=started["session"]["id"],
                                          last_event_id=before[-1]["event_id"]), max_queue=None)
-    after, deltas = await _events(again, 1.5)
+    after, deltas = await clients.events_while_speaking(again, 1.5)
     assert deltas > 5 and not any(e["type"] in ("session.started", "error") for e in after)
     usage = [e["usage"]["seconds"] for e in before + after if e["type"] == "session.usage.updated"]
     assert usage == sorted(usage) and usage[-1] >= 2.0

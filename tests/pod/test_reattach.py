@@ -29,31 +29,6 @@ def _relay(session_id: str, **more: str) -> dict[str, str]:
     return {hop.SESSION_ID_HEADER: session_id, **more}
 
 
-async def _events(ws: websockets.ClientConnection, seconds: float, loud: bool = True) -> list[dict]:
-    """What the pod sends over `seconds` while the caller streams loud audio in real time; audio
-    deltas and checkpoints left out."""
-    seen: list[dict] = []
-
-    async def speak() -> None:
-        while loud:
-            await ws.send(orjson.dumps({"type": "session.input_audio.append", "audio": clients.LOUD}).decode())
-            await asyncio.sleep(0.08)
-
-    speaking = asyncio.create_task(speak())
-    try:
-        async with asyncio.timeout(seconds):
-            while True:
-                text = await ws.recv()
-                assert isinstance(text, str)
-                if not text.startswith(('{"type":"session.output_audio.delta"', hop.CHECKPOINT_PREFIX)):
-                    seen.append(orjson.loads(text))
-    except TimeoutError:
-        pass
-    finally:
-        speaking.cancel()
-    return seen
-
-
 async def _stats(pod: pods.Running) -> dict:
     async with httpx.AsyncClient() as http:
         return (await http.get(pod.admin_root + "/live/stats")).json()
@@ -68,7 +43,7 @@ async def _refused(pod: pods.Running, session_id: str) -> int:
 async def test_a_dropped_socket_parks_the_session_and_a_reattach_continues_it_missing_nothing() -> None:
     async with pods.in_process("--usage-period-ms", USAGE_MS, "--reattach-grace-s", "10") as pod:
         ws, started = await clients.started(pod.ws_url, _relay("sess_park"))
-        before = await _events(ws, 1.5)
+        before = (await clients.events_while_speaking(ws, 1.5))[0]
         assert any(e["type"] == "session.usage.updated" for e in before)
         seen = before[len(before) // 2]  # the caller says it saw only this far: the rest it missed
         ws.transport.abort()  # the gateway died: no close frame
@@ -83,7 +58,7 @@ async def test_a_dropped_socket_parks_the_session_and_a_reattach_continues_it_mi
         assert isinstance(record, str) and record.startswith(hop.CHECKPOINT_PREFIX)
         assert len(hop.checkpoint_data(record)) > 100  # the whole record so far, not one tick's
         missed = [orjson.loads(await again.recv()) for _ in range(note["replayed"])]
-        after = await _events(again, 1.0)
+        after = (await clients.events_while_speaking(again, 1.0))[0]
 
         ids = [e["event_id"] for e in before] + [e["event_id"] for e in missed + after]
         resent = before[before.index(seen) + 1:]

@@ -28,7 +28,7 @@ import pytest
 from playwright import sync_api
 
 from liveplex import cli
-from tests.demo.test_demo_page import CALL_TIMEOUT_MS
+from tests.demo.test_demo_transports import heard
 from tests.support import clients, pods
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -67,15 +67,7 @@ def test_the_first_call_from_the_demo_page_is_heard(core: Path, browser: sync_ap
             start = page.get_by_role("button", name="Start call")
             sync_api.expect(start).to_be_enabled()
             start.click()
-            sync_api.expect(page.locator("body")).to_have_attribute("data-call", "live", timeout=CALL_TIMEOUT_MS)
-            sync_api.expect(page.locator("#stat-transport")).to_have_text("WebSocket")
-            page.wait_for_function("document.getElementById('mic-level').value > 0.3", timeout=CALL_TIMEOUT_MS)
-            sync_api.expect(page.get_by_role("log", name="Agent transcript")).to_contain_text(
-                "I hear you", timeout=CALL_TIMEOUT_MS)
-            page.wait_for_function("document.getElementById('agent-level').value > 0.3", timeout=CALL_TIMEOUT_MS)
-            page.get_by_role("button", name="End call").click()
-            sync_api.expect(page.locator("body")).to_have_attribute("data-ended", "close_requested",
-                                                                    timeout=CALL_TIMEOUT_MS)
+            heard(page)
         finally:
             context.close()
     assert "Traceback" not in log.read_text()

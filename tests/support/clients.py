@@ -13,6 +13,8 @@ import websockets
 
 from liveplex.bench import roundtrip
 from liveplex.conformance import signals
+from liveplex.gptlive import events
+from liveplex.gptlive.server import hop
 from liveplex.live import frames
 
 START = {"type": "session.start", "event_id": "s1", "session": {"model": "gpt-live-1"}}
@@ -179,3 +181,30 @@ class StampedCall:
 
 STREAMED = frozenset({"session.usage.updated", "session.output_transcript.delta"})
 """Events a live call streams besides audio."""
+
+
+async def events_while_speaking(ws: websockets.ClientConnection, seconds: float) -> tuple[list[dict], int]:
+    """What a server sends over `seconds` while the caller streams loud audio in real time: its
+    events, audio deltas and the hop's checkpoints left out, and how many audio deltas came."""
+    seen: list[dict] = []
+    deltas = 0
+
+    async def speak() -> None:
+        while True:
+            await ws.send(orjson.dumps({"type": "session.input_audio.append", "audio": LOUD}).decode())
+            await asyncio.sleep(0.08)
+
+    speaking = asyncio.create_task(speak())
+    try:
+        async with asyncio.timeout(seconds):
+            while True:
+                text = await ws.recv()
+                if isinstance(text, str) and text.startswith(events.AUDIO_DELTA_PREFIX):
+                    deltas += 1
+                elif not (isinstance(text, str) and text.startswith(hop.CHECKPOINT_PREFIX)):
+                    seen.append(orjson.loads(text))
+    except TimeoutError:
+        pass
+    finally:
+        speaking.cancel()
+    return seen, deltas
