@@ -110,27 +110,22 @@ async def test_an_unknown_session_is_a_not_found_reattach() -> None:
         assert _get(samples, "liveplex_engine_reattaches_total", result="parked") == 0
 
 
-async def test_a_window_that_passes_is_a_parked_end_and_the_gauge_falls_back() -> None:
-    async with pods.in_process("--reattach-grace-s", "0.5") as pod:
+@pytest.mark.parametrize(("flags", "reason", "not_reason"), [
+    (("--reattach-grace-s", "0.5"), "window_passed", "expired"),  # no caller came back
+    (("--reattach-grace-s", "10", "--max-seconds", "1"), "expired", "window_passed"),  # maxSeconds, long before
+], ids=["window passed", "expired while parked"])
+async def test_a_parked_session_that_ends_is_a_parked_end_by_its_reason(flags: tuple[str, ...], reason: str,
+                                                                        not_reason: str) -> None:
+    async with pods.in_process(*flags) as pod:
         ws, _ = await clients.started(pod.ws_url, _relay("sess_gone"))
         ws.transport.abort()
         await _until_parked(pod, 1)
         await _until_parked(pod, 0)
         samples = await _samples(pod)
-        assert _get(samples, "liveplex_engine_parked_ended_total", reason="window_passed") == 1
+        assert _get(samples, "liveplex_engine_parked_ended_total", reason=reason) == 1
+        assert _get(samples, "liveplex_engine_parked_ended_total", reason=not_reason) == 0
         assert _get(samples, "liveplex_engine_sessions_parked") == 0
         assert _get(samples, "liveplex_engine_reattaches_total", result="parked") == 0
-
-
-async def test_a_session_that_reaches_its_end_while_parked_is_a_parked_end_by_its_reason() -> None:
-    async with pods.in_process("--reattach-grace-s", "10", "--max-seconds", "1") as pod:
-        ws, _ = await clients.started(pod.ws_url, _relay("sess_expires"))
-        ws.transport.abort()
-        await _until_parked(pod, 1)
-        await _until_parked(pod, 0)  # long before the window: maxSeconds ended it
-        samples = await _samples(pod)
-        assert _get(samples, "liveplex_engine_parked_ended_total", reason="expired") == 1
-        assert _get(samples, "liveplex_engine_parked_ended_total", reason="window_passed") == 0
 
 
 async def test_a_caller_who_hangs_up_is_never_parked() -> None:
