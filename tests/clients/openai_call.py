@@ -1,6 +1,7 @@
-"""openai 3.57's own client against a GPT-Live server: run in the clients venv.
+"""The pinned openai SDK's own client (tests/clients/requirements.txt, 3.63) against a GPT-Live server:
+run in the clients venv.
 
-Starts with what 3.57 declares (`gpt-live-1.1`, `safety_identifier`, startup history, a
+Starts with what the SDK declares (`gpt-live-1.1`, `safety_identifier`, startup history, a
 `responses` delegation), streams a loud tone, appends commentary, closes; every server event is
 parsed by the SDK into its typed models and checked against them strictly. Prints one JSON line.
 
@@ -63,7 +64,7 @@ async def main() -> int:
             body = json.loads(raw)
             kind = body["type"]
             seen[kind] = seen.get(kind, 0) + 1
-            try:  # 3.57's models, every field declared (extra keys would be kept silently)
+            try:  # the SDK's models, every field declared (extra keys would be kept silently)
                 event = STRICT.validate_json(raw)
                 if set(body) - set(type(event).model_fields):
                     invalid.append(f"{kind}: undeclared {sorted(set(body) - set(type(event).model_fields))}")
