@@ -217,9 +217,11 @@ def _build(loader: _Loader, duplicates: list[str] | None) -> object:
             continue
         if isinstance(event, yaml.CollectionEndEvent):
             done = stack.pop()
-            for merged in done.merges:
-                for key, sub in merged.items():
-                    done.container.setdefault(key, sub)  # type: ignore[union-attr]  # merges go to mappings only
+            if done.merges:
+                assert isinstance(done.container, dict)  # a merge key is a mapping's only
+                for merged in done.merges:
+                    for key, sub in merged.items():
+                        done.container.setdefault(key, sub)
             value: object = done.container
             top = stack[-1] if stack else None
         else:
