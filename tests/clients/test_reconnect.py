@@ -41,7 +41,8 @@ pytestmark = [pytest.mark.clients, pytest.mark.timeout(120)]
 
 HERE = Path(__file__).parent
 KEY = "key-one"
-CALLS = 5
+CALLS = int(os.environ.get("LIVEPLEX_RECONNECT_CALLS", "5"))
+"""SDK calls in each test; the issue-42 benchmark runs 50 (docs/bench.md "Re-attach")."""
 USAGE_MS = 200
 """A usage event every 200 ms of session time: a drop's half second of silence spans two or three, so
 one lost (or sent twice) shows as a hole (a repeat) in their row."""
