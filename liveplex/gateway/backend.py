@@ -60,16 +60,18 @@ class GatewayBackend:
         session_id = query.get(REATTACH_QUERY)
         if session_id is None:
             return None
-        key = self._conn_keys.get(peer.conn, "")
-        if not events.SESSION_ID.fullmatch(session_id) or self.draining:
-            self._shared.stats.reattaches["refused"] += 1
-            peer.close_with(errors.session_not_found(session_id) if not self.draining else errors.gateway_draining(),
-                            connection.POLICY_VIOLATION if not self.draining else connection.GOING_AWAY)
-            return None
-        leg = UpstreamLeg(self._shared, Reattach(session_id, query.get(LAST_EVENT_QUERY, "")), peer, "",
-                          self._leg_done, key)
-        self._leg_keys[leg] = None  # admitted when it started, not again
-        return leg
+        if self.draining:  # another replica may take it: the SDK retries 1001
+            refusal = (errors.gateway_draining(), connection.GOING_AWAY)
+        elif not events.SESSION_ID.fullmatch(session_id):
+            refusal = (errors.session_not_found(session_id), connection.POLICY_VIOLATION)
+        else:
+            leg = UpstreamLeg(self._shared, Reattach(session_id, query.get(LAST_EVENT_QUERY, "")), peer, "",
+                              self._leg_done, self._conn_keys.get(peer.conn, ""))
+            self._leg_keys[leg] = None  # admitted when it started, not again
+            return leg
+        self._shared.stats.reattaches["refused"] += 1
+        peer.close_with(*refusal)
+        return None
 
     def park(self, peer: backend.Peer, leg: backend.Leg) -> bool:
         """A caller's socket dropped: its session ends, on its pod too, and its slot is free at

@@ -75,7 +75,7 @@ class PodLink:
         `start` and read its answer; None when it could not be dialled within the connect budget,
         or hung up or said nothing within the start budget (the socket is then aborted).
         `reattach` (the last event the caller saw, or ""): continue the running session instead,
-        sending nothing (`hop.REATTACH_HEADER`); its answer is the session's `session.started`."""
+        sending nothing (`hop.REATTACH_HEADER`); its answer is then `hop.REATTACHED`."""
         headers = {**self.headers, hop.SESSION_ID_HEADER: session_id, hop.POOL_HEADER: pool}
         if import_id is not None:
             headers[hop.IMPORT_HEADER] = import_id

@@ -237,8 +237,6 @@ class Relaying:
             self._answering_start = False
         if kind == hop.MOVE_REQUESTED:
             return (StartMove(),)
-        if kind == hop.REATTACHED:  # the hop's words on a re-attached socket: never the client's
-            return NOTHING
         if kind == _SESSION_CLOSED:
             self._closed_reason = str(body.get("reason"))
         return (RelayEvent(text),)

@@ -69,7 +69,7 @@ class Upstream(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         self.opened: asyncio.Future[None] = loop.create_future()
         self.lost: asyncio.Future[None] = loop.create_future()
-        self._on_message: Callable[[str | bytes], None] | None = None
+        self._on_message: Callable[[str | bytes], None] = self._keep_early
         self._early: list[str | bytes] = []
         """Messages that came with the handshake, before anyone listened (a re-attached session's
         pod speaks first): handed to the first `on_message`."""
@@ -82,7 +82,7 @@ class Upstream(asyncio.Protocol):
         """The code of the pod's close frame, once received."""
 
     @property
-    def on_message(self) -> Callable[[str | bytes], None] | None:
+    def on_message(self) -> Callable[[str | bytes], None]:
         """Called with every whole message from the pod, in order (those before it was set, first)."""
         return self._on_message
 
@@ -93,14 +93,12 @@ class Upstream(asyncio.Protocol):
         for message in early:
             handler(message)
 
-    def _deliver(self, message: str | bytes) -> None:
-        handler = self._on_message
-        if handler is not None:
-            handler(message)
-        elif len(self._early) < MAX_EARLY_MESSAGES:
+    def _keep_early(self, message: str | bytes) -> None:
+        """The handler until one is set: keep the message for it (a pod that floods a socket nobody
+        reads yet is dropped)."""
+        if len(self._early) < MAX_EARLY_MESSAGES:
             self._early.append(message)
-        elif self.ending is None:
-            self.ending = Ending.VIOLATION  # a pod that floods a socket nobody reads yet
+        else:
             self.abort(Ending.VIOLATION)
 
     @property
@@ -152,7 +150,7 @@ class Upstream(asyncio.Protocol):
     def _frame(self, frame: Frame) -> None:
         if frame.opcode is Opcode.TEXT and frame.fin:
             self.received += 1
-            self._deliver(str(frame.data, "utf-8"))  # bytes from the reader; typed as any buffer
+            self._on_message(str(frame.data, "utf-8"))  # bytes from the reader; typed as any buffer
         elif frame.opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):  # fragments: liveplex pods send none
             if frame.opcode is not Opcode.CONT:
                 self._text = frame.opcode is Opcode.TEXT
@@ -160,7 +158,7 @@ class Upstream(asyncio.Protocol):
             if frame.fin:
                 self.received += 1
                 data, self._parts = b"".join(self._parts), []
-                self._deliver(data.decode() if self._text else data)
+                self._on_message(data.decode() if self._text else data)
 
     def send(self, data: str | bytes) -> None:
         """One client message to the pod, verbatim."""

@@ -18,8 +18,8 @@ from collections import deque
 from liveplex.gptlive import events
 
 MAX_EVENTS = 256
-"""Events kept: a parked session of the grace window's length makes a few dozen (a transcript
-delta a word, usage every 5 s, `info`); past the bound the oldest go first."""
+"""Events kept; past the bound the oldest go first. An estimate, not a measurement: a window of
+the default 15 s holds three usage events (one each 5 s) and a transcript delta a word spoken."""
 
 
 class Replay:
