@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -107,15 +108,26 @@ def _spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Pop
                            stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
 
 
+STOP_S = 15.0
+"""How long each child has to stop on SIGINT before it is killed."""
+
+
 def _stop(children: list[Child]) -> None:
-    """SIGINT to every child (the emulator stops its pods on it), then kill what lingers."""
+    """SIGINT to every child (the emulator stops its pods on it), then kill what lingers.
+
+    A second Ctrl-C (or SIGTERM) while they stop means "hurry": it kills them now, instead of
+    unwinding out of here and stopping Redis under pods still heartbeating to it."""
+    hurry = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: hurry.set())
     for child in reversed(children):
         if child.process.poll() is None:
             child.process.send_signal(signal.SIGINT)
     for child in reversed(children):
-        try:
-            child.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
+        deadline = time.monotonic() + STOP_S
+        while child.process.poll() is None and not hurry.is_set() and time.monotonic() < deadline:
+            hurry.wait(0.05)
+        if child.process.poll() is None:
             child.process.kill()
             child.process.wait()
 

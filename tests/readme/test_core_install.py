@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -100,8 +99,7 @@ def _up(core: Path, cwd: Path, log: Path) -> Iterator[str]:
         assert up.wait(120) and proc.poll() is None, f"liveplex up did not start:\n{log.read_text()}"
         yield f"http://127.0.0.1:{port}/v1"
     finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        pods.interrupt(proc, 30)
+        pods.interrupt(proc, 30, group=True)  # one Ctrl-C: a second would mean "hurry" (kill)
         reader.join(5)
 
 

@@ -114,10 +114,14 @@ def _announced(proc: subprocess.Popen[bytes], log: Path, found: list[str], ready
     ready.set()
 
 
-def interrupt(proc: subprocess.Popen[bytes], wait_s: float = 15.0) -> None:
-    """SIGINT (a `liveplex` command stops its children and exits), killed if it lingers past `wait_s`."""
+def interrupt(proc: subprocess.Popen[bytes], wait_s: float = 15.0, *, group: bool = False) -> None:
+    """SIGINT (a `liveplex` command stops its children and exits), killed if it lingers past `wait_s`.
+    `group`: to its whole process group, as a terminal's Ctrl-C does (`proc` leads one)."""
     if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
+        if group:
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGINT)
     try:
         proc.wait(timeout=wait_s)
     except subprocess.TimeoutExpired:

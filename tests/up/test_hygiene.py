@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,18 @@ def test_up_kube_in_the_background_stops_the_emulators_pods_too(redis_url: str, 
     serving = [pid for pid in tree if b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     assert len(serving) == 2, tree  # the pods run as processes of the emulator's kubelet
     stop_and_find_none_left(proc, tree, sig)
+
+
+def test_a_second_ctrl_c_kills_the_pods_before_their_redis_stops(tmp_path: Path) -> None:
+    """Two Ctrl-Cs in a row: the second hurries the stop (kills), but never unwinds past it, so
+    Redis is not stopped under pods still heartbeating to it (they would log warnings)."""
+    log = tmp_path / "up.log"
+    proc, ready = background(["up", "--pods", "2", "--port", str(pods.free_port())], tmp_path, log)
+    assert ready.wait(90) and proc.poll() is None, log.read_text()
+    tree = descendants(proc.pid)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)  # the pods have begun to drain
+    stop_and_find_none_left(proc, tree, signal.SIGINT)
+    assert proc.returncode == 0
+    said = log.read_text()
+    assert "Traceback" not in said and '"level": "warning"' not in said, said

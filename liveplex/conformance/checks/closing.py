@@ -16,6 +16,10 @@ CLOSE_WITHIN_S = 2.08
 MAX_EXPIRY_S = 10.0
 """The expiry check runs only against servers with a session limit this short."""
 
+EXPIRY_LAG_S = 0.5
+"""How late past `expires_at`'s whole second the close may come: ticks and delivery run late on a
+loaded machine (a full 2-core test run: a tiny PersonaPlex closed 1.00 s after, on time)."""
+
 
 async def close(ctx: Context) -> str:
     loop = asyncio.get_running_loop()
@@ -71,7 +75,10 @@ async def expiry(ctx: Context) -> str:
     # (floor(start) + max_seconds), so one frame of slack below it.
     early = expires_at - ended_at
     expect(early <= signals.FRAME_MS / 1000, f"session.closed came {early:.2f} s before expires_at")
-    expect(ended_at - expires_at <= 1.0, f"session.closed came {ended_at - expires_at:.2f} s after expires_at")
+    # `expires_at` is whole seconds (floor(start) + max_seconds): the close is up to 1 s after it
+    # by rounding alone, plus the tick and delivery lag.
+    late = ended_at - expires_at
+    expect(late <= 1.0 + EXPIRY_LAG_S, f"session.closed came {late:.2f} s after expires_at")
     want = round(signals.frames_in(max_seconds * 1000) * 0.08, 2)
     got = closed["usage"]["seconds"]
     expect(got == want, f"usage.seconds {got}, expected frames_in({max_seconds:g} s) × 0.08 = {want}")
