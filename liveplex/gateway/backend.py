@@ -23,12 +23,7 @@ from liveplex.gateway.view import PoolView
 from liveplex.gptlive import connection, errors, events
 from liveplex.gptlive.server import auth, backend, replies
 from liveplex.gptlive.settings import Settings
-
-REATTACH_QUERY = "session_id"
-"""The live socket's query parameter that continues a running session (the SDK's
-`on_reconnecting=lambda ev: {"extra_query": {"session_id": sid}}`)."""
-LAST_EVENT_QUERY = "last_event_id"
-"""...and the last server event the caller saw: it gets those after it it missed."""
+from liveplex.gptlive.urls import LAST_EVENT_QUERY, REATTACH_QUERY
 
 
 class GatewayBackend:
@@ -56,7 +51,8 @@ class GatewayBackend:
 
     def reattach(self, peer: backend.Peer, headers: Headers, query: Mapping[str, str]) -> UpstreamLeg | None:
         """`?session_id=ID[&last_event_id=E]`: the caller continues its running session on this
-        socket, wherever it was relayed before (docs/continuity.md "Re-attach")."""
+        socket or WebRTC call (a re-offer), wherever it was relayed before (docs/continuity.md
+        "Re-attach")."""
         session_id = query.get(REATTACH_QUERY)
         if session_id is None:
             return None

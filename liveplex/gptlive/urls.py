@@ -8,6 +8,12 @@ LIVE_SUFFIX = "/live/sessions"
 """The live socket under an SDK base URL (`.../v1`)."""
 LIVE_PATH = "/v1" + LIVE_SUFFIX
 """The live socket's path on a liveplex server: what pods and gateways serve and gateways dial."""
+REATTACH_QUERY = "session_id"
+"""The query parameter that continues a running session through any gateway: on the live socket
+(the SDK's `on_reconnecting=lambda ev: {"extra_query": {"session_id": sid}}`) and on a WebRTC
+re-offer's `POST` (`client.live.create(..., extra_query={"session_id": sid})`)."""
+LAST_EVENT_QUERY = "last_event_id"
+"""...and the last server event the caller saw: it gets those after it it missed."""
 
 
 def ws_url(base_url: str, suffix: str = LIVE_SUFFIX) -> str:

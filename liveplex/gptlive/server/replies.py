@@ -36,9 +36,10 @@ NOT_NATIVE = openai_error(500, "server_error",
                           "The live socket needs uvicorn with ws=liveplex.gptlive.server.native.LiveProtocol.")
 
 
-_STATUS = {Code.SERVER_BUSY: 503, Code.SERVER_ERROR: 500, Code.SERVER_SHUTDOWN: 503}
-"""The HTTP status of a protocol error answered over HTTP (a WebRTC create); every other code is
-the caller's fault: 400."""
+_STATUS = {Code.SERVER_BUSY: 503, Code.SERVER_ERROR: 500, Code.SERVER_SHUTDOWN: 503, Code.SESSION_NOT_FOUND: 404}
+"""The HTTP status of a protocol error answered over HTTP (a WebRTC create or re-offer); every
+other code is the caller's fault: 400. A re-offer naming no call of its key is 404, as a sideband's
+attach to one is."""
 
 
 def error_event(text: str) -> Reply:

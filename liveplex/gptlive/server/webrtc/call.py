@@ -7,6 +7,9 @@ starts the session, then `passthrough.Passthrough`), stepped synchronously; only
 
 - the start is the POST's `session.start`, read before the answer is sent; the POST waits for it
   to be taken (`answered`) and answers the SDP, or the refusal as an HTTP error body;
+- a re-offer (the POST's `?session_id=`: a browser whose gateway vanished) starts nothing: the
+  backend continues the running session on this call (`Backend.reattach`, the WebSocket
+  re-attach's leg), and the POST answers once it took it, or `session_not_found`;
 - the caller's audio arrives as RTP, is decoded as it arrives on the decode thread
   (`receive.Prompt`) by libopus straight to 24 kHz, losses concealed (`media.Heard`), and enters
   the machine as `Connection.media` (muting and the session state as for a chunk); on a relayed
@@ -27,6 +30,7 @@ import base64
 import contextlib
 import logging
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import orjson
@@ -41,7 +45,7 @@ from aiortc import (
 from aiortc.mediastreams import MediaStreamTrack
 from websockets.datastructures import Headers
 
-from liveplex.gptlive import connection, errors, events
+from liveplex.gptlive import connection, errors, events, urls
 from liveplex.gptlive.server import backend, passthrough, replies
 from liveplex.gptlive.server.peer import PeerCore
 from liveplex.gptlive.server.webrtc import channel, ice, media, receive
@@ -87,9 +91,16 @@ def ice_configuration(settings: ServerSettings) -> RTCConfiguration:
 class Call(PeerCore):
     """See the module docstring; made by the POST, which then awaits `answer`."""
 
-    def __init__(self, front: Front, offer: Offer, headers: Headers, key: str) -> None:
-        super().__init__(front.backend.connection(headers, time.monotonic_ns(), {}))
+    def __init__(self, front: Front, offer: Offer, headers: Headers, key: str,
+                 query: Mapping[str, str] | None = None) -> None:
+        query = query or {}
+        super().__init__(front.backend.connection(headers, time.monotonic_ns(), query))
         self._front = front
+        self._headers = headers
+        self._query = query
+        """The POST's query: a re-offer's `session_id` (and `last_event_id`)."""
+        self._continues = query.get(urls.REATTACH_QUERY)
+        """The running session this call continues (a re-offer), or None: the offer's session starts."""
         self.key = key
         """The API key of the create: a sideband must attach with it."""
         self.sideband: Sideband | None = None
@@ -142,7 +153,7 @@ class Call(PeerCore):
         self._front.join(self)
         self._stats.sockets_open += 1
         try:
-            self._dispatch(self._offer.start_text)
+            self._begin()
             reply = await self._answer
         except BaseException:  # the server stops while the start is pending
             self._close()
@@ -156,6 +167,29 @@ class Call(PeerCore):
             self._front.settings.webrtc_open_timeout_s, self._never_opened)
         return 200, orjson.dumps({"session": {"id": self.session_id},
                                   "transport": {"type": "webrtc", "sdp": ask_fec(self._pc.localDescription.sdp)}})
+
+    def _begin(self) -> None:
+        """The offer's session starts; a re-offer's continues on this call instead, if this
+        server's backend holds it for the caller's key (a gateway's record); a server that
+        continues no session (a lone pod) knows none."""
+        session_id = self._continues
+        if session_id is None:
+            self._dispatch(self._offer.start_text)
+            return
+        self.session_id = session_id
+        self._leg = self._backend.reattach(self, self._headers, self._query)
+        if self._leg is None and not self._answer.done():
+            self.close_with(errors.session_not_found(session_id), connection.POLICY_VIOLATION)
+
+    def handed_off(self, expires_at: int | None, frames: int = 0) -> None:
+        """On a re-offer, the session is this call's from now on: its sideband finds it here, and
+        is told its `session.started` (made from the resource: the original went to the call's
+        first data channel, which no longer exists)."""
+        super().handed_off(expires_at, frames)
+        resource = self.conn.resource
+        if self._continues is not None and resource is not None and not self._done:
+            self._front.calls[self.session_id] = self
+            self._started = events.dump(events.SessionStarted(resource))
 
     def _answered(self, reply: replies.Reply | None) -> None:
         if not self._answer.done():

@@ -65,7 +65,8 @@ def add(app: FastAPI, front: Front) -> None:
 
     async def create(request: Request) -> Response:
         """Start a WebRTC call (`client.live.create`): the session is checked as a socket's
-        `session.start` is, and the answer comes once it started."""
+        `session.start` is, and the answer comes once it started; with `?session_id=` (a
+        re-offer), the running session continues on the new call instead (`Call`)."""
         key = front.key(request.headers.getlist("authorization"))
         if key is None:
             return replies.response(replies.UNAUTHORIZED)
@@ -85,7 +86,7 @@ def add(app: FastAPI, front: Front) -> None:
             return replies.response(replies.protocol_error(error))
         headers = Headers([("Authorization", value) for value in request.headers.getlist("authorization")])
         call = await asyncio.to_thread(_call_type)  # once per process, off the loop other calls run on
-        return replies.response(await call(front, read, headers, key).answer())
+        return replies.response(await call(front, read, headers, key, dict(request.query_params)).answer())
 
     async def ice_servers(request: Request) -> Response:
         """The STUN/TURN servers a caller gives its `RTCPeerConnection`, a TURN login minted for it."""

@@ -1,0 +1,149 @@
+"""A WebRTC call survives its gateway (issue 42, the WebRTC half): the gateway carrying a call is
+SIGKILLed; its pod parks the session, as it parks a socket's; the caller, hearing nothing for
+`STALL_S`, re-offers through the other gateway with `?session_id=` (and the last event it saw) on a
+new peer connection: the same session goes on (same id, audio again, no second `session.started`,
+no error, the events it missed once each), its sideband finds the new replica, and the gap it heard
+is measured. Another API key, an unknown id: 404 `session_not_found` on `session_id`.
+
+Real processes: Redis, a sim pod, two gateways with keys and `--peer-url`s; aiortc callers; the SDK's
+`live.create` with `extra_query` (its create body has no room for an id: docs/webrtc.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from pathlib import Path
+
+import openai
+import orjson
+import pytest
+import redis
+
+from liveplex.placement import keys
+from tests.gateway.test_moves import _metric
+from tests.support import platform, pods, webrtc
+
+pytestmark = pytest.mark.timeout(120)
+
+KEY, OTHER = "key-one", "key-two"
+MODEL = {"model": "gpt-live-1"}
+STALL_S = 0.6
+"""No agent audio for this long: the caller takes its call for lost and re-offers (the demo page's
+rule, `app.js`'s `STALL_MS`; the sim's agent sends a frame every 80 ms, silence included)."""
+
+
+def _gateway_flags(keys_file: Path, port: int) -> tuple[str, ...]:
+    return ("--api-key-file", str(keys_file), "--port", str(port), "--peer-url", f"ws://127.0.0.1:{port}")
+
+
+async def _create(base_url: str, key: str, caller: webrtc.Caller, **query: str) -> str:
+    """`client.live.create` of `caller`'s offer (a re-offer with `session_id` in `query`); the
+    answer applied; the session id."""
+    async with openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0) as sdk:
+        created = await sdk.live.create(session=MODEL, transport={"type": "webrtc", "sdp": await caller.offer()},
+                                        extra_query=query or None)
+    await caller.accept(created.transport.sdp)
+    return created.session.id
+
+
+async def _refused(base_url: str, key: str, session_id: str) -> dict:
+    """A re-offer that is refused: its error body."""
+    caller = webrtc.Caller()
+    try:
+        with pytest.raises(openai.NotFoundError) as refused:
+            await _create(base_url, key, caller, session_id=session_id)
+    finally:
+        await caller.close()
+    assert refused.value.status_code == 404
+    return refused.value.body  # type: ignore[return-value]
+
+
+def _drained(caller: webrtc.Caller) -> list[dict]:
+    seen = []
+    while not caller.events.empty():
+        seen.append(caller.events.get_nowait())
+    return seen
+
+
+async def _stalled(caller: webrtc.Caller) -> None:
+    """Until `caller` has heard nothing for `STALL_S`."""
+    while not caller.arrivals or time.monotonic() - caller.arrivals[-1] < STALL_S:
+        await asyncio.sleep(0.02)
+
+
+def test_a_webrtc_call_continues_through_another_gateway_after_its_gateway_is_killed(
+        redis_url: str, tmp_path: Path) -> None:
+    keys_file = tmp_path / "keys"
+    keys_file.write_text(f"{KEY}\n{OTHER}\n")
+    a_port, b_port = pods.free_port(), pods.free_port()
+    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=("--usage-period-ms", "500"),
+                           gateway_flags=_gateway_flags(keys_file, a_port)) as p, \
+            pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL, *_gateway_flags(keys_file, b_port),
+                                log=tmp_path / "gateway-b.log", command="gateway") as (b, _):
+        store = redis.Redis.from_url(redis_url, decode_responses=True)
+
+        async def scenario() -> float:
+            first = webrtc.Caller(hz=440)
+            session_id = await _create(p.gateway.base_url, KEY, first)
+            started, _ = await first.until("session.started")
+            assert started["session"]["id"] == session_id
+            await asyncio.sleep(1.0)
+            assert webrtc.power_at(first.samples(0.4), 440) > 0.9  # the echo, through A
+            record = orjson.loads(store.get(keys.SESSION_PREFIX + session_id) or "null")
+            assert record is not None and record["pod"] == "pod-0"  # recorded as a socket's session is
+            before = [started, *_drained(first)]
+
+            p.gateway_process.send_signal(signal.SIGKILL)  # its gateway dies under the call
+            await _stalled(first)
+            last_heard = first.arrivals[-1]
+            before += _drained(first)
+            second = webrtc.Caller(hz=440)  # the browser's new peer connection: the old one's ends are gone
+            assert await _create(b.base_url, KEY, second, session_id=session_id,
+                                 last_event_id=before[-1]["event_id"]) == session_id
+            while not second.arrivals:
+                await asyncio.sleep(0.01)
+            gap = second.arrivals[0] - last_heard
+            reattaches = _metric(p.pods[0][0].admin_root, "liveplex_engine_reattaches_total")
+            assert reattaches['liveplex_engine_reattaches_total{result="parked"}'] == 1.0  # parked, then taken back
+
+            for session, key in ((session_id, OTHER), ("sess_unknown", KEY)):
+                error = (await _refused(b.base_url, key, session))
+                assert (error["code"], error["param"]) == ("session_not_found", "session_id")
+            await asyncio.sleep(1.0)
+            assert webrtc.power_at(second.samples(0.4), 440) > 0.9  # the echo of the new call's audio
+            assert store.get(keys.CALL_PREFIX + session_id) == f"ws://127.0.0.1:{b_port}"
+
+            async with openai.AsyncOpenAI(base_url=b.base_url, api_key=KEY, max_retries=0) as sdk, \
+                    sdk.live.sideband.connect(session_id=session_id, max_retries=0) as side:
+                told = await side.recv()
+                assert (told.type, told.session.id) == ("session.started", session_id)
+                await side.send({"type": "session.close", "event_id": "bye"})
+                closed, after = await second.until("session.closed")
+            assert closed["session"]["id"] == session_id and closed["reason"] == "close_requested"
+            assert not any(e["type"] in ("session.started", "error") for e in after)
+            ids = [e["event_id"] for e in before + after]
+            assert len(ids) == len(set(ids))  # none twice
+            usage = [e["usage"]["seconds"] for e in before + after if e["type"] == "session.usage.updated"]
+            assert usage == sorted(usage) and all(b - a < 0.6 for a, b in zip(usage, usage[1:]))  # none lost
+            assert any(u >= 3.0 for u in usage)  # its time went on through the gap, counted once
+            assert closed["usage"]["seconds"] >= usage[-1]
+            await asyncio.gather(first.close(), second.close())
+            return gap
+
+        gap = asyncio.run(scenario())
+        platform.eventually(lambda: p.pod_sessions() == [0], "the pod to hold no session")
+        print(f"gap heard across the gateway's SIGKILL: {gap * 1000:.0f} ms (stall detection {STALL_S * 1000:.0f} ms)")
+        assert gap < 2.0
+
+
+async def test_a_lone_pod_continues_no_call_and_says_so() -> None:
+    """A re-offer to a lone `liveplex serve` (no gateway, no records): 404 `session_not_found`, and
+    nothing is started or held (not a fresh session under another id)."""
+    async with pods.in_process() as pod:
+        assert pod.built is not None
+        error = await _refused(pod.base_url, "x", "sess_unknown")
+        assert (error["code"], error["param"]) == ("session_not_found", "session_id")
+        stats = pod.built.pod.front.stats
+        assert stats.sockets_open == 0 and not pod.built.pod.front.calls
