@@ -129,7 +129,7 @@ def balancer(tmp: Path, backends: Sequence[str], wait_up: bool = True) -> Iterat
     `wait_up`, it is yielded once every backend is UP."""
     binary = shutil.which("haproxy")
     if binary is None:
-        pytest.fail("haproxy is missing: `bash scripts/test-clients` installs Debian's haproxy")
+        pytest.fail("haproxy is missing: `bash scripts/test` and `bash scripts/test-clients` install Debian's haproxy")
     port = free_port()
     names = tuple(f"g{i}" for i in range(len(backends)))
     stats = tmp / "haproxy.sock"

@@ -7,8 +7,10 @@
  * lists `webrtc` among the server's `transports` and the browser has WebRTC, unless the page was
  * opened with `?transport=websocket`; else a `Call` over the socket, whose frames go through the
  * worklets. A create the server still refuses with 501 (a replica without WebRTC behind the same
- * address) falls back to the socket within the same click, the microphone kept. Everything shown
- * is derived here; the modules it uses know nothing about the page.
+ * address) falls back to the socket within the same click, the microphone kept. A WebRTC call
+ * whose gateway vanished re-offers by itself (`RtcCall.recover`); the page says so, and shows the
+ * gap the caller heard (`#stat-reconnect` and a line in the transcript). Everything shown is
+ * derived here; the modules it uses know nothing about the page.
  */
 
 import { AudioLink, loudness } from './audio.js';
@@ -52,6 +54,7 @@ const ui = {
   lateTicks: $('stat-late-ticks'),
   spark: $('spark'),
   transport: $('stat-transport'),
+  reconnect: $('stat-reconnect'),
   agentAudio: $('agent-audio'),
 };
 
@@ -169,6 +172,7 @@ function resetCallStats() {
   ui.clock.textContent = '0:00';
   ui.billed.textContent = '0.0 s';
   ui.sessionId.textContent = '—';
+  ui.reconnect.textContent = '—';
 }
 
 function onChunk(pcm) {
@@ -266,10 +270,7 @@ function wire(target) {
   on('closed', (event) => {
     const { reason, seconds } = event.detail;
     if (seconds !== null) ui.billed.textContent = `${seconds.toFixed(1)} s`;
-    const note = document.createElement('span');
-    note.className = 'ended';
-    note.textContent = `call ended: ${reason.replaceAll('_', ' ')}`;
-    turn?.append(note);
+    note('ended', `call ended: ${reason.replaceAll('_', ' ')}`);
     turn = null;
     if (link) {
       draining = true;
@@ -279,11 +280,34 @@ function wire(target) {
     document.body.dataset.ended = reason;
   });
 
+  on('reconnecting', () => {
+    ui.status.textContent = 'Reconnecting…';
+    note('reconnecting', 'the call dropped: reconnecting…');
+  });
+
+  on('reconnected', (event) => {
+    const gap = `${(event.detail.gapMs / 1000).toFixed(2)} s`;
+    ui.status.textContent = 'Live';
+    ui.reconnect.textContent = gap;
+    turn?.querySelector('.reconnecting')?.remove();
+    note('reconnected', `reconnected: a gap of ${gap}`);
+    document.body.dataset.gapMs = event.detail.gapMs.toFixed(0);
+  });
+
   on('remote', (event) => {
+    meter?.close(); // a re-offered call's new track replaces the old one
     ui.agentAudio.srcObject = event.detail.stream;
     ui.agentAudio.play().catch(() => {});
     meter = link ? link.meter(event.detail.stream) : null;
   });
+}
+
+/** A small line in the current call's transcript paragraph. */
+function note(kind, text) {
+  const line = document.createElement('span');
+  line.className = kind;
+  line.textContent = text;
+  turn?.append(line);
 }
 
 function setControls() {
