@@ -186,8 +186,10 @@ class Machine:
 def free_slots(slots: int, active: int, paused: int, reserve: int, max_paused: int) -> int:
     """How many more sessions a pod with `slots` engine slots admits: `active` run in the batch,
     `paused` wait out of it. A new session starts active, so it needs a slot beyond those kept for
-    wakes (one per paused session, up to `reserve`), and room in the host budget (`max_paused`:
-    every admitted session may pause). What the heartbeat publishes and `start` checks."""
+    wakes (one per paused session, up to `reserve`), and the pod holds at most `max(slots,
+    max_paused)` sessions in all, so that every one of them may pause within the host budget
+    (`max_paused` below `slots`: a pause past the budget keeps its session in the batch). What the
+    heartbeat publishes and `start` checks."""
     in_batch = slots - active - min(reserve, paused)
-    on_host = slots + max_paused - active - paused
+    on_host = max(slots, max_paused) - active - paused
     return max(0, min(in_batch, on_host))
