@@ -1,0 +1,52 @@
+"""Silero VAD through `pod.vad` on real audio: the shipped speech recording is speech, silence and
+noise are not, and a silent frame costs no model call (issue 43, docs/pause.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from liveplex.bench import audio
+from liveplex.live import frames
+from liveplex.pod import vad
+
+
+@pytest.fixture(scope="module")
+def model() -> vad.Silero:
+    return vad.Silero()
+
+
+def speech_frames() -> list[bytes]:
+    pcm = audio.read_wav(audio.recording_path(), frames.SAMPLE_RATE).astype("<i2").tobytes()
+    n = len(pcm) // frames.FRAME_BYTES
+    return [pcm[i * frames.FRAME_BYTES:(i + 1) * frames.FRAME_BYTES] for i in range(n)]
+
+
+def test_the_recording_is_mostly_speech(model: vad.Silero) -> None:
+    stream = model.stream()
+    probs = [stream.prob(f) for f in speech_frames()]
+    loud = sum(p >= 0.5 for p in probs)
+    assert loud >= 0.6 * len(probs), f"{loud} of {len(probs)} frames heard as speech"
+    assert min(probs) < 0.1  # the pauses between its sentences are not
+
+
+def test_silence_is_not_speech_and_costs_no_call(model: vad.Silero) -> None:
+    stream, calls = model.stream(), model.calls
+    assert all(stream.prob(bytes(frames.FRAME_BYTES)) == 0.0 for _ in range(20))
+    assert model.calls == calls
+
+
+def test_noise_is_not_speech(model: vad.Silero) -> None:
+    rng = np.random.default_rng(7)
+    stream = model.stream()
+    probs = [stream.prob((rng.standard_normal(frames.FRAME_SAMPLES) * 3000).astype("<i2").tobytes())
+             for _ in range(30)]
+    assert max(probs) < 0.5
+
+
+def test_each_frame_is_two_or_three_calls(model: vad.Silero) -> None:
+    """640 samples at 8 kHz a frame, 256 a call: the rest waits for the next frame."""
+    stream, calls = model.stream(), model.calls
+    for f in speech_frames()[10:20]:
+        stream.prob(f)
+    assert model.calls - calls == 25
