@@ -145,14 +145,15 @@ class UpstreamLeg:
 
     def hand_back(self) -> None:
         """This gateway stops: the session stays on its pod (parked, its socket closed without the
-        session's end) and its caller is told to reconnect (1012), through another replica."""
-        if self._done or self._machine is None or self._machine.moving is not None:
+        session's end) and its caller is told to reconnect (1012), through another replica. The
+        pod's socket closes first and the caller's only once it is gone (`_gone`): what the pod
+        wrote before it read the close is relayed, and what it makes after is replayed on the
+        re-attach, so the caller misses no event even without `last_event_id`."""
+        if self._done or self._machine is None or self._machine.moving is not None or self._up is None:
             return  # not relayed yet, over, or between pods: the drain ends it as before
-        self._handed_back = True
-        if not self._peer.hand_back():  # a caller that cannot reconnect: it stays until the drain ends it
-            self._handed_back = False
-        else:
-            self._stats.handed_back += 1
+        if self._peer.reconnects:  # a caller that cannot reconnect stays until the drain ends it
+            self._handed_back = True
+            self._up.close(connection.GOING_AWAY)
 
     def release(self) -> None:
         if not self._task.done():
@@ -316,6 +317,9 @@ class UpstreamLeg:
         assert machine is not None  # adopted after the start
         if self._done or up is not self._up:
             return
+        if self._handed_back and self._peer.hand_back():  # the pod parked it: now its caller goes
+            self._stats.handed_back += 1
+            return
         self._perform(machine.upstream_gone(up.ending, up.close_code, self._placer.tripped()))
 
     def _perform(self, commands: relaying.Commands, frame: str | bytes = b"") -> None:
@@ -354,7 +358,9 @@ class UpstreamLeg:
                     self._switch(held)
                 case relaying.Moved(result=result):
                     self._stats.moves[result] += 1
-                case relaying.EndClient(reason=reason, code=code):
+                case relaying.EndClient(reason=reason, code=code, goes_on=goes_on):
+                    # taken over or parked: the session goes on without this gateway, its record stays
+                    self._handed_back = self._handed_back or goes_on
                     self._peer.passthrough_ended(reason, code)
                     self._finish()
                 case relaying.Lose(why=why, reason=reason):

@@ -120,6 +120,10 @@ class Parked:
     def taken_over(self) -> None:
         self.unpark()
 
+    @property
+    def reconnects(self) -> bool:
+        return False
+
     def hand_back(self) -> bool:
         return False
 

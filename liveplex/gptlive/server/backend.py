@@ -91,10 +91,15 @@ class Peer(Protocol):
     def passthrough_lost(self, why: str) -> None:
         """The upstream went away mid-session: the client hears `why` and `connection_lost`."""
 
+    @property
+    def reconnects(self) -> bool:
+        """Whether `hand_back` would close so that the client reconnects: False with no session
+        relayed yet, and for a WebRTC call, whose media ends here."""
+        ...
+
     def hand_back(self) -> bool:
         """This server stops but the relayed session goes on: close so that the client reconnects
-        through another server and continues it (1012); False where it cannot (no session relayed
-        yet; a WebRTC call, whose media ends here)."""
+        through another server and continues it (1012); False where it cannot (`reconnects`)."""
         ...
 
     replay: Replay | None

@@ -106,8 +106,12 @@ class PeerCore(abc.ABC):
         if self._passthrough is not None:
             self._perform(self._passthrough.ended(reason, code))
 
+    @property
+    def reconnects(self) -> bool:
+        return self._passthrough is not None and not self._passthrough.done
+
     def hand_back(self) -> bool:
-        if self._passthrough is None or self._passthrough.done:
+        if self._passthrough is None or not self.reconnects:
             return False
         self._perform(self._passthrough.handed_back())
         return True

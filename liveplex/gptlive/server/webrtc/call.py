@@ -315,7 +315,8 @@ class Call(PeerCore):
             self._answered(replies.protocol_error(errors.server_error("the caller left before the session started")))
             self._close()
 
-    def hand_back(self) -> bool:
+    @property
+    def reconnects(self) -> bool:
         """A WebRTC call's media ends at this server: it cannot reconnect elsewhere (yet)."""
         return False
 
