@@ -12,7 +12,13 @@ Talks with the test over lines of JSON on stdout, and takes one word on stdin:
     end        (stdin)                 every call stops talking, closes, and waits for session.closed
     {"calls": [...]}                   what each call saw (the last line)
 
-    python reconnect_calls.py BASE_URL N [--key KEY] [--last-event-id] [--initial-delay S]
+    python reconnect_calls.py BASE_URL N --starts-per-s R [--key KEY] [--ready-s S] [--last-event-id]
+                              [--initial-delay S]
+
+The calls start at `--starts-per-s`, as callers arrive, not all in one instant: a gateway lets one
+API key start so many a second (`--starts-per-key-per-s`, a second's worth banked) and refuses a
+burst past that with `server_busy`, so the test passes the gateway's rate. Calls not heard within
+`--ready-s` end the script, saying what they were told.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import math
 import sys
 import threading
 import time
+from collections import Counter
 
 import openai
 from openai import AsyncOpenAI
@@ -77,7 +84,8 @@ class Call:
             query["last_event_id"] = self.last_event
         return {"extra_query": query}
 
-    async def run(self, end: asyncio.Event) -> None:
+    async def run(self, end: asyncio.Event, after_s: float) -> None:
+        await asyncio.sleep(after_s)
         async with self.client.live.connect(on_reconnecting=self.on_reconnecting, **self.options) as conn:
             await conn.session.start(session=SAY)
             speaker: asyncio.Task | None = None
@@ -136,17 +144,24 @@ async def main() -> int:
     p.add_argument("--key", default="local-key")
     p.add_argument("--last-event-id", action="store_true")
     p.add_argument("--initial-delay", type=float, help="the SDK's first backoff (default: its own, 0.5 s)")
+    p.add_argument("--starts-per-s", type=float, required=True, help="calls started per second")
+    p.add_argument("--ready-s", type=float, default=20.0, help="how long every call may take to start")
     p.add_argument("--limit-s", type=float, default=50.0, help="end by itself after this long")
     args = p.parse_args()
     client = AsyncOpenAI(base_url=args.base_url, api_key=args.key)
     end = asyncio.Event()
     options = {} if args.initial_delay is None else {"initial_delay": args.initial_delay}
     calls = [Call(i, client, args.last_event_id, options) for i in range(args.n)]
-    running = [asyncio.create_task(c.run(end)) for c in calls]
+    running = [asyncio.create_task(c.run(end, i / args.starts_per_s)) for i, c in enumerate(calls)]
     loop = asyncio.get_running_loop()
     try:
-        async with asyncio.timeout(20):
-            await asyncio.gather(*(c.heard.wait() for c in calls))
+        try:
+            async with asyncio.timeout(args.ready_s):
+                await asyncio.gather(*(c.heard.wait() for c in calls))
+        except TimeoutError:
+            told = Counter(e.get("error", e["type"]) for c in calls if not c.heard.is_set() for e in c.events)
+            late = sum(not c.heard.is_set() for c in calls)
+            raise SystemExit(f"{late} of {args.n} calls not heard in {args.ready_s} s; told: {dict(told)}") from None
         say({"ready": [c.session_id for c in calls]})
         word = loop.create_future()  # read by a daemon thread: nothing waits for it at exit
         threading.Thread(target=lambda: loop.call_soon_threadsafe(word.set_result, sys.stdin.readline()),

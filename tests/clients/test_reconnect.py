@@ -1,20 +1,25 @@
 """Calls survive their gateway with nothing but the official SDK (issue 42, the client half):
 openai 3.63's `client.live.connect(on_reconnecting=...)` behind a real load balancer.
 
-Real parts, all on loopback: Redis, a sim pod, two gateways (`--api-key-file`), Debian's HAProxy
+Real parts, all on loopback: Redis, a sim pod, gateways (`--api-key-file`), Debian's HAProxy
 balancing `roundrobin` over them with health checks (tests/support/haproxy.py), and 5 SDK calls
-streaming a loud tone in real time in the clients venv (reconnect_calls.py), whose handler returns
-`{"extra_query": {"session_id": sid}}` (docs/clients.md, "Calls that survive their gateway"), and in
-the kill test the last event id seen too (`last_event_id`: exact even for what died in the gateway):
+(`LIVEPLEX_RECONNECT_CALLS`; the issue's benchmark runs 50, docs/bench.md "Re-attach") streaming a
+loud tone in real time in the clients venv (reconnect_calls.py), started at the rate one API key may
+start calls, whose handler returns `{"extra_query": {"session_id": sid}}` (docs/clients.md, "Calls
+that survive their gateway"), and in the kill test the last event id seen too (`last_event_id`:
+exact even for what died in the gateway):
 
-- the gateway carrying every call is SIGKILLed: each call goes on, the same session, through the
-  other gateway; no `error`, no second `session.started`, no server event lost or seen twice (the
-  usage events, one per `USAGE_MS` of session time, come in an unbroken row); the silence each
+- of two gateways, the one carrying every call is SIGKILLed: each call goes on, the same session,
+  through the other; no `error`, no second `session.started`, no server event lost or seen twice
+  (the usage events, one per `USAGE_MS` of session time, come in an unbroken row); the silence each
   caller hears is measured (docs/clients.md quotes it).
-- a rolling restart: SIGTERM one gateway (its callers are closed 1012 and come back through the
-  other), a replacement started on its address, SIGTERM the other: every call goes on.
+- a rolling restart as the chart's Deployment makes it (`maxSurge: 1`, `maxUnavailable: 0`): a new
+  gateway started and ready, then an old one SIGTERMed (its callers are closed 1012 and come back
+  through the others), twice: every call goes on and ends on a new gateway; the rollout's time is
+  measured.
 
-`-m clients` (scripts/test-clients). Each test takes 7 to 15 s here (2 cores).
+Both hold the issue's targets: gaps p50 <= 0.8 s and p99 <= 1.5 s, the rollout under 30 s.
+`-m clients` (scripts/test-clients). Each test takes 10 to 20 s here with 5 calls (2 cores).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from pathlib import Path
 
 import pytest
 
+from liveplex.flags import default_of
+from liveplex.gateway.settings import GatewaySettings
 from tests.clients.test_frameworks import OPENAI, PYTHON
 from tests.support import haproxy, platform, pods
 
@@ -46,13 +53,18 @@ CALLS = int(os.environ.get("LIVEPLEX_RECONNECT_CALLS", "5"))
 USAGE_MS = 200
 """A usage event every 200 ms of session time: a drop's half second of silence spans two or three, so
 one lost (or sent twice) shows as a hole (a repeat) in their row."""
-BUDGET_S = 60.0
+STARTS_PER_S: float = default_of(GatewaySettings, "starts_per_key_per_s")
+"""The callers arrive at the rate one key may start calls: faster, the gateway refuses them."""
+GAP_P50_S, GAP_P99_S, ROLLOUT_S = 0.8, 1.5, 30.0
+"""Issue 42's targets: the silence a caller hears, and a rollout of every gateway under calls."""
+BUDGET_S = 60.0 + CALLS / STARTS_PER_S
 """What each test may take, start to end."""
 
 
 @dataclass
 class Stack:
-    """A pod, gateways on fixed loopback ports, and HAProxy over them."""
+    """A pod, gateways on fixed loopback ports (a port's gateway may come later), and HAProxy over
+    them all."""
 
     redis_url: str
     tmp: Path
@@ -75,6 +87,9 @@ class Stack:
     def stats(self, i: int) -> dict:
         return platform.get_json(self.gateways[i][0].admin_root + "/live/stats")  # type: ignore[return-value]
 
+    def relayed(self, i: int) -> int:
+        return self.stats(i)["relayed"]
+
     def signal(self, i: int, sig: signal.Signals) -> float:
         """Send `sig` to gateway `i` and wait for it to exit; how long it took."""
         proc = self.gateways[i][1]
@@ -85,15 +100,18 @@ class Stack:
 
 
 @contextlib.contextmanager
-def stack(redis_url: str, tmp: Path) -> Iterator[Stack]:
+def stack(redis_url: str, tmp: Path, later: int = 0) -> Iterator[Stack]:
+    """Two gateways running, and `later` more ports in HAProxy for their replacements (DOWN until
+    started)."""
     keys = tmp / "keys"
     keys.write_text(f"{KEY}\n")
     with contextlib.ExitStack() as exits:
         exits.enter_context(platform.pod(redis_url, tmp, 0, ("--usage-period-ms", str(USAGE_MS))))
-        s = Stack(redis_url, tmp, keys, [haproxy.free_port() for _ in range(2)], exits)
+        s = Stack(redis_url, tmp, keys, [haproxy.free_port() for _ in range(2 + later)], exits)
         for i in range(2):
             s.start_gateway(i)
-        s.lb = exits.enter_context(haproxy.balancer(tmp, [f"127.0.0.1:{p}" for p in s.ports]))
+        s.lb = exits.enter_context(haproxy.balancer(tmp, [f"127.0.0.1:{p}" for p in s.ports], wait_up=False))
+        s.lb.wait_states({f"g{i}": "UP" if i < 2 else "DOWN" for i in range(len(s.ports))})
         yield s
 
 
@@ -104,16 +122,18 @@ class Callers:
         assert PYTHON.exists(), f"{PYTHON} is missing: run scripts/test-clients (or set LIVEPLEX_CLIENTS_PYTHON)"
         self.stderr = tmp / "callers.err"
         self.proc = subprocess.Popen(
-            [str(PYTHON), str(HERE / "reconnect_calls.py"), base_url, str(CALLS), "--key", KEY, *flags],
+            [str(PYTHON), str(HERE / "reconnect_calls.py"), base_url, str(CALLS), "--key", KEY,
+             "--starts-per-s", str(STARTS_PER_S), "--ready-s", str(20 + CALLS / STARTS_PER_S), *flags],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(self.stderr, "wb"),  # noqa: SIM115
             text=True, cwd=HERE, env={**os.environ, "PYTHONPATH": ""})
         self.lines: queue.Queue[dict | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
+        """Each line as it comes, with when it came (`at`, this machine's monotonic clock)."""
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
-            self.lines.put(json.loads(line))
+            self.lines.put({**json.loads(line), "at": time.monotonic()})
         self.lines.put(None)
 
     def next(self, key: str, timeout_s: float) -> dict:
@@ -137,7 +157,7 @@ class Callers:
         assert self.proc.stdin is not None
         self.proc.stdin.write("end\n")
         self.proc.stdin.flush()
-        out = self.next("calls", 30)
+        out = self.next("calls", 30 + CALLS / 10)
         self.proc.wait(10)
         (self.stderr.parent / "calls.json").write_text(json.dumps(out, indent=1))  # to look at after
         return out
@@ -178,12 +198,17 @@ def unbroken(call: dict, session_id: str, drops: int, close_code: int | None = N
     assert call["deltas"] >= 0.6 * call["sent"], "the call's audio did not come back"
 
 
-def report(what: str, out: dict) -> list[float]:
-    """Print the gaps the callers heard (and any send the SDK raised on); the gaps."""
-    gaps = [g for c in out["calls"] for g in c["gaps"]]
+def report(what: str, out: dict, **measured: float) -> list[float]:
+    """Print the gaps the callers heard, their p50/p99/max and `measured` as one line of JSON (what
+    docs/bench.md records), and any send the SDK raised on; hold them to the issue's targets."""
+    gaps = sorted(g for c in out["calls"] for g in c["gaps"])
+    p50, p99 = statistics.median(gaps), statistics.quantiles(gaps, n=100, method="inclusive")[98]
     failed = [f for c in out["calls"] for f in c["send_failures"]]
-    print(f"{what}: {len(gaps)} gaps heard, p50 {statistics.median(gaps):.2f} s, max {max(gaps):.2f} s "
-          f"({', '.join(f'{g:.2f}' for g in sorted(gaps))}); sends raised: {failed}")
+    print(json.dumps({"what": what, "calls": len(out["calls"]), "gaps": len(gaps), "p50_s": round(p50, 3),
+                      "p99_s": round(p99, 3), "max_s": max(gaps), **{k: round(v, 2) for k, v in measured.items()},
+                      "sends_raised": len(failed)}))
+    print(f"  gaps: {', '.join(f'{g:.2f}' for g in gaps)}")
+    assert p50 <= GAP_P50_S and p99 <= GAP_P99_S, f"gaps p50 {p50:.2f} s, p99 {p99:.2f} s"
     return gaps
 
 
@@ -206,34 +231,34 @@ def test_calls_go_on_through_the_other_gateway_when_theirs_is_killed(redis_url: 
     assert out["openai"] == OPENAI and out["failed"] == []
     for call, session_id in zip(out["calls"], ready, strict=True):
         unbroken(call, session_id, drops=1, close_code=1006)  # no close frame: the TCP connection died
-    gaps = report("SIGKILL", out)
-    assert max(gaps) < 3.0
+    report("SIGKILL", out)
     assert time.monotonic() - t0 < BUDGET_S
 
 
 def test_a_rolling_restart_of_the_gateways_keeps_every_call(redis_url: str, tmp_path: Path) -> None:
     t0 = time.monotonic()
-    with stack(redis_url, tmp_path) as s:
+    with stack(redis_url, tmp_path, later=2) as s:
         assert s.lb is not None
         with callers(s.lb.url, tmp_path) as calls:  # the handler names the session id only
-            ready = calls.next("ready", 30)["ready"]
-            on_first = s.stats(0)["relayed"]
-            assert 0 < on_first < CALLS and s.stats(1)["relayed"] == CALLS - on_first  # round robin
-            assert s.signal(0, signal.SIGTERM) < 5  # hands its calls back and exits at once
-            calls.resumed(on_first)
-            platform.eventually(lambda: s.stats(1)["relayed"] == CALLS, "every call relayed by g1", 5)
-            s.start_gateway(0)  # the replacement, on g0's address
-            s.lb.wait_states({"g0": "UP"})
-            assert s.signal(1, signal.SIGTERM) < 5
-            calls.resumed(CALLS)
-            platform.eventually(lambda: s.stats(0)["relayed"] == CALLS, "every call relayed by the new g0", 5)
+            ready = calls.next("ready", 30 + CALLS / STARTS_PER_S)["ready"]
+            assert 0 < s.relayed(0) < CALLS and s.relayed(1) == CALLS - s.relayed(0)  # round robin
+            rollout = time.monotonic()
+            handed_back, stopped = 0, []
+            for old, new in ((0, 2), (1, 3)):  # maxSurge 1, maxUnavailable 0: the new one ready first
+                s.start_gateway(new)
+                s.lb.wait_states({f"g{new}": "UP"})
+                held = s.relayed(old)  # none moves until `old` closes them
+                stopped.append(time.monotonic())
+                assert s.signal(old, signal.SIGTERM) < 5  # hands its calls back and exits at once
+                last = max((line["at"] for line in calls.resumed(held)), default=stopped[-1])
+                handed_back += held
+            assert s.relayed(2) + s.relayed(3) == CALLS  # every call on a new gateway
             time.sleep(1.5)
             out = calls.end()
     assert out["failed"] == []
-    drops = sorted(len(c["gaps"]) for c in out["calls"])
-    assert drops == [1] * (CALLS - on_first) + [2] * on_first
+    assert sum(len(c["gaps"]) for c in out["calls"]) == handed_back
     for call, session_id in zip(out["calls"], ready, strict=True):
         unbroken(call, session_id, drops=len(call["gaps"]), close_code=1012)
-    gaps = report("SIGTERM", out)
-    assert max(gaps) < 3.0
+    report("rolling restart", out, rollout_s=last - rollout, first_sigterm_to_last_call_s=last - stopped[0])
+    assert last - rollout < ROLLOUT_S
     assert time.monotonic() - t0 < BUDGET_S
