@@ -25,11 +25,12 @@ how the client hears it (`server_error`, `session.closed`, the close code) is th
   old pod exports (`moving.Moving.copying`: it says how many it read, the rest are the next pod's);
   held past `MAX_UPSTREAM_BUFFER_BYTES`, the session is lost (`not_taken`).
 - **The pod's socket ends** (`upstream_gone`): after its `session.closed`, the client's socket ends
-  with the pod's close code (`EndClient`); while moving, it is the move's `old_closed`; otherwise
-  the pod failed the session (a close handshake that did not end it counts as `VIOLATION`): if
-  the pod is at fault (`upstream.Ending.pods_fault`) and a record was kept, the session *resumes*
-  on another pod from it; else it is lost, the client told why (`LOST_BECAUSE`), the pod's breaker
-  tripped only for the pod's own faults.
+  with the pod's close code (`EndClient`); taken over (`hop.TAKEN_OVER_CLOSE`) or parked because
+  this gateway went silent (`hop.SILENT_CLOSE`), the session goes on without it; while moving,
+  it is the move's `old_closed`; otherwise the pod failed the session (a close handshake that did
+  not end it counts as `VIOLATION`): if the pod is at fault (`upstream.Ending.pods_fault`) and a
+  record was kept, the session *resumes* on another pod from it; else it is lost, the client told
+  why (`LOST_BECAUSE`), the pod's breaker tripped only for the pod's own faults.
 - **Moves and resumes** wrap `moving.Moving` (its rules are its own): `move` starts one for a
   running session that is not closing or moving already; the move's steps come back through
   `placed`, `rechecked`, `exported`, `imported`, `answered`, `unreachable`, each naming the
@@ -50,7 +51,7 @@ from dataclasses import dataclass
 
 from liveplex.gateway import moving, placing, upstream
 from liveplex.gptlive import connection, errors, events
-from liveplex.gptlive.server import hop
+from liveplex.gptlive.server import hop, passthrough
 from liveplex.placement import Busy, Placed
 
 MAX_UPSTREAM_BUFFER_BYTES = 1 << 20
@@ -66,6 +67,9 @@ LOST_BECAUSE: dict[upstream.Ending, str] = {
 HELD_TOO_LONG = "the session's audio outgrew its buffer while it moved between engines"
 TAKEN_OVER = "taken_over"
 """`EndClient.reason` of a socket whose session continued on another (the caller re-attached)."""
+PARKED = "parked"
+"""`EndClient.reason` of a socket whose pod parked its session because this gateway stopped
+answering (`hop.SILENT_CLOSE`): the caller is closed 1012, to reconnect and re-attach."""
 NOT_TAKEN = "not_taken"
 """`Lose.reason` for a session between pods that cannot arrive: exported off a draining pod and
 no pod took it, or its held audio outgrew the buffer."""
@@ -162,10 +166,12 @@ class Moved:
 @dataclass(frozen=True, slots=True)
 class EndClient:
     """The pod ended the session (its `session.closed` relayed): close the client's socket with
-    `code`, the pod's own."""
+    `code`, the pod's own. `goes_on`: the session goes on without this gateway (taken over by
+    another socket, or parked for its caller), so its record in Redis stays."""
 
     reason: str
     code: int
+    goes_on: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +276,10 @@ class Relaying:
             return (EndClient(self._closed_reason, code),)
         if ending is upstream.Ending.CLOSED and close_code == hop.TAKEN_OVER_CLOSE:
             self.ended = True  # its caller re-attached elsewhere: the session goes on there, not here
-            return (EndClient(TAKEN_OVER, hop.TAKEN_OVER_CLOSE),)
+            return (EndClient(TAKEN_OVER, hop.TAKEN_OVER_CLOSE, goes_on=True),)
+        if ending is upstream.Ending.CLOSED and close_code == hop.SILENT_CLOSE:
+            self.ended = True  # this gateway was wedged: the pod parked the session for its caller
+            return (EndClient(PARKED, passthrough.SERVICE_RESTART, goes_on=True),)
         if self.moving is not None:
             handed_over = ending is upstream.Ending.CLOSED and close_code == hop.HANDED_OVER_CLOSE
             return self._follow(self.moving.old_closed(handed_over), ending=ending, tripped=tripped)

@@ -155,6 +155,10 @@ GONE: list[tuple[Callable[[], Relaying], upstream.Ending | None, int | None, tup
     (closing, E.LOST, None, (EndClient("client_requested", 1000),)),
     (closing, E.TOO_LARGE, None, (EndClient("client_requested", 1000),)),
     (move_exporting_closing, E.CLOSED, 1000, (EndClient("client_requested", 1000),)),
+    # the session goes on without this gateway, its record kept: taken over by a re-attach (the
+    # caller hears 4409), or parked because this gateway was wedged (1012: reconnect, re-attach)
+    (running, E.CLOSED, hop.TAKEN_OVER_CLOSE, (EndClient("taken_over", hop.TAKEN_OVER_CLOSE, goes_on=True),)),
+    (recorded, E.CLOSED, hop.SILENT_CLOSE, (EndClient("parked", 1012, goes_on=True),)),
     # moving: before the export the session dies with its pod (or resumes); after it, the blob is the session
     (move_placing, E.CLOSED, hop.HANDED_OVER_CLOSE, (Moved("lost"), Blame(OLD.pod), lost(E.VIOLATION))),
     (move_placing, E.LOST, None, (Moved("lost"), Blame(OLD.pod), lost(E.LOST))),

@@ -57,6 +57,20 @@ window, during which the caller may re-attach."""
 TAKEN_OVER_CLOSE = 4409
 """A relayed session's socket closed by its pod because the session was re-attached elsewhere: not
 an error, no `session.closed`; a gateway closes its caller's socket with it too."""
+SILENT_CLOSE = 4408
+"""A relayed session's socket closed by its pod because its gateway stopped answering pings (a
+wedged gateway: up, its socket open, relaying nothing): the session is parked as for a dropped
+socket. A gateway that comes back and reads it closes its caller with 1012, to reconnect and
+re-attach, and keeps the session's record."""
+PING_INTERVAL_S = 1.0
+"""How often a pod pings each socket a gateway opened (`SESSION_ID_HEADER`); its clients' keep
+the server's `ws_ping_interval_s`."""
+PING_TIMEOUT_S = 2.0
+"""A pong later than this after its ping: the gateway is wedged, the session parked
+(`SILENT_CLOSE`). A gateway's loop answers pings within milliseconds while it relays a frame
+every 80 ms, so two seconds is a stop, not a busy moment. The bound from the wedge to the park is
+`PING_INTERVAL_S + PING_TIMEOUT_S`, well inside the grace window and before the frames held for
+the silent socket (`outbound_max_frames`, about 5 s) drop it as slow."""
 
 HANDED_OVER_CLOSE = 4100
 """A relayed session's socket closed by its pod after an export: not an error, no `session.closed`."""

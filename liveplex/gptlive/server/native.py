@@ -19,7 +19,10 @@ the socket's `Connection` by push, with no task and no await per frame (performa
   disconnect (close 1011, the reason says which; the transport is aborted `DROP_GRACE_S` later);
 - a keepalive ping left unanswered aborts the transport (uvicorn closes it, which waits for a
   send buffer a non-reading client never drains, so its descriptor stayed open); so does the
-  answer to a client's close frame still unsent after uvicorn's close timeout;
+  answer to a client's close frame still unsent after uvicorn's close timeout. A gateway's socket
+  (`hop.SESSION_ID_HEADER`) is pinged every `hop.PING_INTERVAL_S`, and a pong missing for
+  `hop.PING_TIMEOUT_S` parks its session where the backend keeps it (a wedged gateway,
+  docs/continuity.md "Re-attach"): the socket closes with `hop.SILENT_CLOSE` after what was written;
 - the server's one `Sweeper` fires the deadlines.
 
 Every other path (404s, the demo, other upgrade paths) goes through the ASGI app unchanged.
@@ -95,6 +98,8 @@ class LiveProtocol(WebSocketsSansIOProtocol):
         self.handshake_complete = True
         self.conn.send_response(self.response)
         self.transport.write(b"".join(self.conn.data_to_send()))
+        if hop.SESSION_ID_HEADER in event.headers:  # a gateway's socket: a wedged one is found in seconds
+            self.ping_interval, self.ping_timeout = hop.PING_INTERVAL_S, hop.PING_TIMEOUT_S
         self.start_keepalive()
         self.live = LiveSocket(self, front, event.headers, dict(parse.parse_qsl(parse.urlsplit(event.path).query)))
 
@@ -149,11 +154,16 @@ class LiveProtocol(WebSocketsSansIOProtocol):
         super().connection_lost(exc)
 
     def keepalive_timeout(self) -> None:
-        """No pong: abort, since uvicorn's close waits for a send buffer a non-reading client never drains."""
-        super().keepalive_timeout()
+        """No pong: a session the backend parks closes with `hop.SILENT_CLOSE` (`LiveSocket.silent`);
+        any other connection is aborted, since uvicorn's close waits for a send buffer a
+        non-reading client never drains."""
         front: Front | None = self.app_state.get(FRONT)
         if front is not None:
             front.stats.dropped["ping_timeout"] += 1
+        if self.live is not None and self.live.silent():
+            self.pong_timer = None
+            return
+        super().keepalive_timeout()
         self.transport.abort()
 
     async def send(self, message: Any) -> None:
@@ -260,6 +270,18 @@ class LiveSocket(PeerCore):
         else:
             self._perform(self._machine.disconnect())
         self._finish()
+
+    def silent(self) -> bool:
+        """The keepalive ping went unanswered. If the backend parks the session (a pod's, for the
+        gateway that relays it: wedged), the socket closes with `hop.SILENT_CLOSE` after what was
+        written, so that a gateway that comes back reads it, and the transport is aborted after the
+        close timeout; True. False: the connection is dropped as any silent one."""
+        leg = self._leg
+        if self._done or leg is None or not self._backend.park(self, leg):
+            return False
+        self._leg = None  # the backend holds it now: nothing of it is released here
+        self._close(hop.SILENT_CLOSE, "no pong: the session is parked for its caller")
+        return True
 
     def taken_over(self) -> None:
         """The session went on on another socket: let go of it, close with `TAKEN_OVER_CLOSE`."""
