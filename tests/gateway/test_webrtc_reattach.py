@@ -1,9 +1,11 @@
-"""A WebRTC call survives its gateway (issue 42, the WebRTC half): the gateway carrying a call is
-SIGKILLed; its pod parks the session, as it parks a socket's; the caller, hearing nothing for
-`STALL_S`, re-offers through the other gateway with `?session_id=` (and the last event it saw) on a
-new peer connection: the same session goes on (same id, audio again, no second `session.started`,
-no error, the events it missed once each), its sideband finds the new replica, and the gap it heard
-is measured. Another API key, an unknown id: 404 `session_not_found` on `session_id`.
+"""A WebRTC call survives its gateway (issue 42, the WebRTC half). A caller re-offers with
+`?session_id=` (and the last event it saw) on a new peer connection through the other gateway: first
+while its gateway lives (a caller whose network changed: the call is taken over, its old peer
+connection closed, its record kept), then after that gateway is SIGKILLed (its pod parks the
+session, as it parks a socket's; the caller re-offers once it heard nothing for `STALL_S`). The
+same session goes on (same id, audio again, no second `session.started`, no error, the events it
+missed once each), its sideband finds the new replica, and the gap it heard is measured. Another
+API key, an unknown id: 404 `session_not_found` on `session_id`.
 
 Real processes: Redis, a sim pod, two gateways with keys and `--peer-url`s; aiortc callers; the SDK's
 `live.create` with `extra_query` (its create body has no room for an id: docs/webrtc.md).
@@ -86,33 +88,44 @@ def test_a_webrtc_call_continues_through_another_gateway_after_its_gateway_is_ki
 
         async def scenario() -> float:
             first = webrtc.Caller(hz=440)
-            session_id = await _create(p.gateway.base_url, KEY, first)
+            session_id = await _create(b.base_url, KEY, first)
             started, _ = await first.until("session.started")
             assert started["session"]["id"] == session_id
             await asyncio.sleep(1.0)
-            assert webrtc.power_at(first.samples(0.4), 440) > 0.9  # the echo, through A
+            assert webrtc.power_at(first.samples(0.4), 440) > 0.9  # the echo, through B
             record = orjson.loads(store.get(keys.SESSION_PREFIX + session_id) or "null")
             assert record is not None and record["pod"] == "pod-0"  # recorded as a socket's session is
-            before = [started, *_drained(first)]
+            before = [started, *_drained(first)]  # what the caller saw: it is told the ones after
 
-            p.gateway_process.send_signal(signal.SIGKILL)  # its gateway dies under the call
-            await _stalled(first)
-            last_heard = first.arrivals[-1]
-            before += _drained(first)
-            second = webrtc.Caller(hz=440)  # the browser's new peer connection: the old one's ends are gone
-            assert await _create(b.base_url, KEY, second, session_id=session_id,
+            # its network changed: a re-offer through A while B still holds the call takes it over
+            second = webrtc.Caller(hz=440)
+            assert await _create(p.gateway.base_url, KEY, second, session_id=session_id,
                                  last_event_id=before[-1]["event_id"]) == session_id
-            while not second.arrivals:
+            await asyncio.wait_for(first.closed.wait(), 5)  # B let go of the old call
+            await asyncio.sleep(1.0)
+            assert webrtc.power_at(second.samples(0.4), 440) > 0.9  # the echo, through A
+            assert store.get(keys.SESSION_PREFIX + session_id) is not None  # B's end left the record
+            before += _drained(second)
+
+            p.gateway_process.send_signal(signal.SIGKILL)  # A dies under the call
+            await _stalled(second)
+            last_heard = second.arrivals[-1]
+            before += _drained(second)
+            third = webrtc.Caller(hz=440)  # a new peer connection: the old one's far end is gone
+            assert await _create(b.base_url, KEY, third, session_id=session_id,
+                                 last_event_id=before[-1]["event_id"]) == session_id
+            while not third.arrivals:
                 await asyncio.sleep(0.01)
-            gap = second.arrivals[0] - last_heard
+            gap = third.arrivals[0] - last_heard
             reattaches = _metric(p.pods[0][0].admin_root, "liveplex_engine_reattaches_total")
             assert reattaches['liveplex_engine_reattaches_total{result="parked"}'] == 1.0  # parked, then taken back
+            assert reattaches['liveplex_engine_reattaches_total{result="taken_over"}'] == 1.0  # from B, alive
 
             for session, key in ((session_id, OTHER), ("sess_unknown", KEY)):
                 error = (await _refused(b.base_url, key, session))
                 assert (error["code"], error["param"]) == ("session_not_found", "session_id")
             await asyncio.sleep(1.0)
-            assert webrtc.power_at(second.samples(0.4), 440) > 0.9  # the echo of the new call's audio
+            assert webrtc.power_at(third.samples(0.4), 440) > 0.9  # the echo of the new call's audio
             assert store.get(keys.CALL_PREFIX + session_id) == f"ws://127.0.0.1:{b_port}"
 
             async with openai.AsyncOpenAI(base_url=b.base_url, api_key=KEY, max_retries=0) as sdk, \
@@ -120,7 +133,7 @@ def test_a_webrtc_call_continues_through_another_gateway_after_its_gateway_is_ki
                 told = await side.recv()
                 assert (told.type, told.session.id) == ("session.started", session_id)
                 await side.send({"type": "session.close", "event_id": "bye"})
-                closed, after = await second.until("session.closed")
+                closed, after = await third.until("session.closed")
             assert closed["session"]["id"] == session_id and closed["reason"] == "close_requested"
             assert not any(e["type"] in ("session.started", "error") for e in after)
             ids = [e["event_id"] for e in before + after]
@@ -129,7 +142,7 @@ def test_a_webrtc_call_continues_through_another_gateway_after_its_gateway_is_ki
             assert usage == sorted(usage) and all(b - a < 0.6 for a, b in zip(usage, usage[1:]))  # none lost
             assert any(u >= 3.0 for u in usage)  # its time went on through the gap, counted once
             assert closed["usage"]["seconds"] >= usage[-1]
-            await asyncio.gather(first.close(), second.close())
+            await asyncio.gather(first.close(), second.close(), third.close())
             return gap
 
         gap = asyncio.run(scenario())
