@@ -245,7 +245,7 @@ class Connection:
     """The protocol state of one socket; see the module docstring."""
 
     def __init__(self, catalog: start.Catalog, settings: Settings, now_ns: int,
-                 session_id: str | None = None) -> None:
+                 session_id: str | None = None, pausable: bool = False) -> None:
         self.catalog = catalog
         self.settings = settings
         self.state = State.IDLE
@@ -268,6 +268,9 @@ class Connection:
         self._outbound: formats.Outbound | None = None
         self._muted = False
         self._frames_sent = 0
+        self._paused_frames: int | None = 0 if pausable else None
+        """Frames of time the session spent paused (docs/pause.md); None: it never pauses, and
+        its usage has no breakdown."""
         self._next_usage_ms = settings.usage_period_ms
         self._close_event_id: str | None = None
         self.outcomes: list[Outcome] = []
@@ -413,6 +416,8 @@ class Connection:
                         out.delta, info.frame_ms(out.frame), info.frame_ms(out.frame + 1))))
             elif type(out) is contract.Started:
                 actions += self._started(out.frames)
+            elif type(out) is contract.Paused or type(out) is contract.Resumed:
+                actions += self._pause(out)
             else:
                 assert isinstance(out, contract.Closed)
                 actions += self._closed(out)
@@ -535,8 +540,20 @@ class Connection:
         delta = Send(events.OutputAudioDelta(_b64encode(outbound.convert(out.pcm))), True)
         if state is _LIVE and self._info.frame_ms(self._frames_sent) >= self._next_usage_ms:
             self._next_usage_ms += self.settings.usage_period_ms
-            return [delta, Send(events.UsageUpdated(self._usage_seconds(), self._context_ratio()))]
+            return [delta, Send(events.UsageUpdated(self._usage_seconds(), self._context_ratio(),
+                                                    paused_seconds=self._paused_seconds()))]
         return [delta]
+
+    def _pause(self, out: contract.Paused | contract.Resumed) -> list[Command]:
+        """The pod took the session out of the batch or brought it back (docs/pause.md)."""
+        if self.state is not _LIVE and self.state is not _CLOSING:
+            return []
+        if type(out) is contract.Paused:
+            return [Send(events.SessionPaused())]
+        assert type(out) is contract.Resumed
+        if self._paused_frames is not None:
+            self._paused_frames += out.paused_frames
+        return [Send(events.SessionResumed())] if out.woke else []
 
     def _context_ratio(self) -> float | None:
         """The share of the engine's window the session's frames fill (None: no window)."""
@@ -546,7 +563,11 @@ class Connection:
         return round(min(self._frames_sent, window) / window, 4)
 
     def _usage_seconds(self) -> float:
-        return usage_seconds(self._info, self._frames_sent)
+        return usage_seconds(self._info, self._frames_sent + (self._paused_frames or 0))
+
+    def _paused_seconds(self) -> float | None:
+        paused = self._paused_frames
+        return None if paused is None else usage_seconds(self._info, paused)
 
     def _closed(self, closed: contract.Closed) -> list[Command]:
         if self.state is State.STARTING:
@@ -575,7 +596,8 @@ class Connection:
         self.state = State.DONE
         self._due(None)
         seconds = self._usage_seconds()
-        closed = events.SessionClosed(reason, self._resource, seconds, client_event_id)
+        closed = events.SessionClosed(reason, self._resource, seconds, client_event_id,
+                                      paused_seconds=self._paused_seconds())
         self._end(ended or reason, counts)
         return [Send(closed), Close(code), Release()]
 

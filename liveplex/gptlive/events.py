@@ -230,6 +230,25 @@ class UsageUpdated:
     """`context_window.usage_ratio`: the share of the model's window the session fills; None
     when the engine has no window to report (the field is then omitted)."""
     event_id: str = field(default_factory=new_event_id)
+    paused_seconds: float | None = None
+    """Of `seconds`, the time the session spent paused (docs/pause.md), for the SDK's
+    `active_seconds` and `paused_seconds`; None: the session never pauses (no breakdown)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPaused:
+    """The idle timeout took the session out of the engine's batch (docs/pause.md)."""
+
+    client_event_id: str | None = None
+    event_id: str = field(default_factory=new_event_id)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionResumed:
+    """Speech woke the session and it runs again."""
+
+    client_event_id: str | None = None
+    event_id: str = field(default_factory=new_event_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +280,8 @@ class SessionClosed:
     seconds: float
     client_event_id: str | None = None
     event_id: str = field(default_factory=new_event_id)
+    paused_seconds: float | None = None
+    """As `UsageUpdated.paused_seconds`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +300,7 @@ class Info:
 
 
 IdentifiedEvent = (SessionStarted | OutputTranscriptDelta | UsageUpdated | InputAudioMuted | InputAudioUnmuted
-                   | SessionClosed | Error | Info | CommentaryAppended)
+                   | SessionClosed | Error | Info | CommentaryAppended | SessionPaused | SessionResumed)
 """The server events with an `event_id`: all but the audio delta, the one event sent per frame."""
 ServerEvent = IdentifiedEvent | OutputAudioDelta
 Event = ClientEvent | ServerEvent
@@ -296,6 +317,8 @@ SERVER_TYPES: dict[type, str] = {
     InputAudioMuted: "session.input_audio.muted",
     InputAudioUnmuted: "session.input_audio.unmuted",
     SessionClosed: "session.closed",
+    SessionPaused: "session.paused",
+    SessionResumed: "session.resumed",
     Error: "error",
     Info: "info",
 }
@@ -378,8 +401,17 @@ def _server(event: IdentifiedEvent, **fields: Any) -> dict[str, Any]:
     return _with_client_id(out, getattr(event, "client_event_id", None))
 
 
+def _usage(seconds: float, paused: float | None) -> dict[str, Any]:
+    """`usage`; with the breakdown (a session that may pause) every figure is whole seconds, as
+    the SDK's `SessionUsage` says: paused rounded down, active the rest of the whole total."""
+    if paused is None:
+        return {"seconds": seconds}
+    total, off = int(seconds), int(paused)
+    return {"seconds": total, "active_seconds": total - off, "paused_seconds": off}
+
+
 def _usage_json(e: UsageUpdated) -> dict[str, Any]:
-    out = _server(e, usage={"seconds": e.seconds})
+    out = _server(e, usage=_usage(e.seconds, e.paused_seconds))
     if e.context_ratio is not None:
         out["context_window"] = {"usage_ratio": e.context_ratio}
     return out
@@ -415,7 +447,9 @@ _DUMPERS: dict[type, Callable[[Any], dict[str, Any]]] = {
     InputAudioMuted: _server,
     InputAudioUnmuted: _server,
     SessionClosed: lambda e: _server(e, reason=e.reason, session=_resource_json(e.session),
-                                     usage={"seconds": e.seconds}),
+                                     usage=_usage(e.seconds, e.paused_seconds)),
+    SessionPaused: _server,
+    SessionResumed: _server,
     Error: _error_json,
     Info: lambda e: _server(e, code=e.code, message=e.message),
 }

@@ -85,10 +85,12 @@ class LiveHandle(_End):
         """`checkpoints`: the session's outputs carry its resume record (`contract.Checkpoint`)."""
         return self._submit(session, None, checkpoints)
 
-    def resume(self, session: contract.Session, state: bytes, checkpoints: bool = False) -> Opened | Rejected:
+    def resume(self, session: contract.Session, state: bytes, checkpoints: bool = False,
+               outside_frames: int = 0) -> Opened | Rejected:
         """Start a session that continues from a handover blob or a resume record (`Ticker.take`
-        imports it); one the engine cannot import ends it `Closed(ABORTED)` before `Started`."""
-        return self._submit(session, state, checkpoints)
+        imports it); one the engine cannot import ends it `Closed(ABORTED)` before `Started`.
+        `outside_frames`: `LiveSubmission.outside_frames` (a paused session woken)."""
+        return self._submit(session, state, checkpoints, outside_frames)
 
     def export(self, session_id: int) -> concurrent.futures.Future[bytes | None]:
         """Hand session `session_id` (`Opened.id`) over at the next tick boundary: the future gets
@@ -104,7 +106,8 @@ class LiveHandle(_End):
             q.cond.notify()
         return reply
 
-    def _submit(self, session: contract.Session, state: bytes | None, checkpoints: bool) -> Opened | Rejected:
+    def _submit(self, session: contract.Session, state: bytes | None, checkpoints: bool,
+                outside_frames: int = 0) -> Opened | Rejected:
         q = self._q
         with q.cond:
             if q.stopped or self._closed:
@@ -114,7 +117,7 @@ class LiveHandle(_End):
             sub_id = next(q.ids)
             sender, receiver = caller_audio.pipe()
             sink, output = outputs.pipe(q.handoff, sub_id)
-            sub = LiveSubmission(sub_id, session, receiver, sink, state, checkpoints)
+            sub = LiveSubmission(sub_id, session, receiver, sink, state, checkpoints, outside_frames)
             q.items.append(sub)
             q.cond.notify()
         return Opened(sub.id, session, sender, output)

@@ -160,6 +160,21 @@ class Checkpoint:
     data: bytes
 
 
-Output = Started | Audio | Text | Checkpoint | Closed
+@dataclass(frozen=True, slots=True)
+class Paused:
+    """The session left the batch for its caller's silence (docs/pause.md): made by the pod's
+    pause, never by an engine, so that the front end says `session.paused` in its order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """The session is back in the batch after `paused_frames` frames out of it (made by the pod:
+    they count as paused time); `woke` False: it ends paused, only the time is told."""
+
+    paused_frames: int
+    woke: bool = True
+
+
+Output = Started | Audio | Text | Checkpoint | Closed | Paused | Resumed
 """What a session's sink receives, in order: Started, then Audio (+Text, +Checkpoint) per tick,
-then Closed."""
+then Closed; a pausing pod puts Paused and Resumed between ticks."""

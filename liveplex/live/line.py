@@ -52,11 +52,12 @@ class Line:
     @staticmethod
     def start(sub: LiveSubmission, jitter: Jitter, max_frames: int, frames: int = 0) -> Line | None:
         """Send `Started`; None when nobody is listening any more. `frames`: the frames it ran
-        elsewhere (a handover), so its numbering goes on."""
+        elsewhere (a handover), so its numbering goes on; time it spent paused
+        (`sub.outside_frames`) comes off `max_frames`."""
         if not sub.sink.send(contract.Started(frames)):
             sub.sink.drop()
             return None
-        line = Line(sub.input, sub.sink, jitter, max_frames, sub.id, sub.session)
+        line = Line(sub.input, sub.sink, jitter, max_frames - sub.outside_frames, sub.id, sub.session)
         line.frames = frames
         line.checkpoints = sub.checkpoints
         return line

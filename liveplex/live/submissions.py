@@ -48,6 +48,9 @@ class LiveSubmission:
     it; None: a fresh one."""
     checkpoints: bool = False
     """Send `contract.Checkpoint`s: a gateway keeps them to resume the session elsewhere."""
+    outside_frames: int = 0
+    """Frames of the session's time it spent out of any engine (paused, docs/pause.md): its
+    `max_frames` shrinks by them, so it still ends at its wall-clock end."""
 
     def refuse(self, reason: contract.CloseReason) -> None:
         self.sink.send(contract.Closed.refused(reason))

@@ -26,7 +26,7 @@ from liveplex.gptlive.server.front import Front
 from liveplex.gptlive.server.replay import Replay
 from liveplex.gptlive.settings import Settings
 from liveplex.live import channel, contract
-from liveplex.pod import handover, stats
+from liveplex.pod import handover, pause, stats, vad, wake
 from liveplex.pod.parking import Parked
 
 logger = logging.getLogger(__name__)
@@ -62,6 +62,8 @@ class EngineLeg:
         self.replay = Replay() if checkpoints else None
         """What the session's socket sent lately (`Peer.replay`), for a caller who re-attaches."""
         peer.replay = self.replay
+        self.pausing: pause.Pausing | None = None
+        """The session's idle pause, on a pod that pauses (docs/pause.md)."""
         opened.output.listen(self._on_outputs)
 
     @property
@@ -97,6 +99,9 @@ class EngineLeg:
             return
         try:
             outputs = opened.output.drain()
+            if self.pausing is not None and outputs:
+                instead = self.pausing.outputs(outputs)
+                outputs = outputs if instead is None else instead
             if self._checkpoints:
                 outputs = self._checkpointed(outputs)
             if outputs and type(last := outputs[-1]) is contract.Closed \
@@ -135,8 +140,33 @@ class EngineLeg:
         self._peer.handed_over()
 
     def append(self, pcm: bytes) -> None:
+        if self.pausing is not None:
+            self.pausing.append(pcm)
+        elif self._opened is not None:
+            self._opened.audio.send(pcm)
+
+    # --- pause.Leg: the idle pause's hold on the session ------------------------------------------------
+
+    def feed(self, pcm: bytes) -> None:
         if self._opened is not None:
             self._opened.audio.send(pcm)
+
+    def attach(self, opened: channel.Opened) -> None:
+        self._opened = opened
+        opened.output.listen(self._on_outputs)
+
+    def detach(self) -> None:
+        opened, self._opened = self._opened, None
+        if opened is not None:
+            opened.output.listen(None)
+            opened.audio.close()
+            opened.output.close()
+
+    def deliver(self, outputs: list[contract.Output]) -> None:
+        self._peer.deliver(outputs)
+
+    def frames_sent(self) -> int:
+        return self._peer.conn.frames_sent
 
     def say(self, text: str) -> None:
         if self._opened is not None:
@@ -146,6 +176,8 @@ class EngineLeg:
         raise RuntimeError("an engine session is not relayed")
 
     def hangup(self) -> None:
+        if self.pausing is not None and self.pausing.hangup():
+            return
         if self._opened is not None:
             self._opened.audio.close()
 
@@ -155,6 +187,8 @@ class EngineLeg:
             self._peer.send_verbatim(hop.MOVE_REQUEST, False)
 
     def release(self) -> None:
+        if self.pausing is not None:
+            self.pausing.release()
         opened, self._opened = self._opened, None
         if opened is not None:
             opened.audio.close()
@@ -164,8 +198,13 @@ class EngineLeg:
 class EngineBackend:
     """See the module docstring; `handle` is set while the engine runs."""
 
-    def __init__(self, served: Served, settings: Settings, reattach_grace_s: float = 0.0) -> None:
+    def __init__(self, served: Served, settings: Settings, reattach_grace_s: float = 0.0,
+                 pausing: pause.PauseSettings | None = None) -> None:
         self.served = served
+        self._pause = pausing if pausing is not None and pausing.on else None
+        """The pod's idle pause (docs/pause.md); None: off."""
+        self._detector = None if self._pause is None else vad.Silero()
+        self.pause_stats = pause.PauseStats()
         self._settings = settings
         self._grace_s = reattach_grace_s
         """How long a relayed session whose socket dropped is kept for its caller (`Parked`)."""
@@ -224,7 +263,8 @@ class EngineBackend:
                 return leg.peer.conn
         given = headers.get(hop.SESSION_ID_HEADER)
         session_id = given if given is not None and events.SESSION_ID.fullmatch(given) else None
-        conn = connection.Connection(self.served, self._settings, now_ns, session_id)
+        conn = connection.Connection(self.served, self._settings, now_ns, session_id,
+                                     pausable=self._pause is not None)
         if session_id is not None:
             self._given[conn] = session_id
         key = headers.get(hop.IMPORT_HEADER)
@@ -247,6 +287,9 @@ class EngineBackend:
         read = leg.freeze()
         data = await handover.wait(handle.export(engine_id))
         return handover.NOT_RUNNING if data is None else handover.Exported(data, read)
+
+    def _may_pause(self) -> bool:
+        return self._pause is not None and self.pause_stats.paused < self._pause.max_paused
 
     # --- re-attach: a relayed session outlives its gateway's socket ---------------------------------
 
@@ -315,9 +358,19 @@ class EngineBackend:
         if self.settles is not None:
             self.settles.ended()
 
+    def free_slots(self) -> int | None:
+        """Sessions the pod admits beyond those it holds, with the idle pause on (`wake.free_slots`:
+        slots kept for wakes); None when it is off (the engine's own cap decides)."""
+        if self._pause is None:
+            return None
+        held = 0 if self.front is None else self.front.stats.sessions_open
+        paused = self.pause_stats.paused
+        return wake.free_slots(self.served.info.max_sessions, held - paused, paused,
+                               self._pause.wake_reserve, self._pause.max_paused)
+
     def start(self, start: connection.Start, peer: backend.Peer) -> EngineLeg | None:
         handle = self.handle
-        if self.draining or handle is None:
+        if self.draining or handle is None or self.free_slots() == 0:
             peer.refuse(errors.server_busy(self.served.info.max_sessions))
             return None
         key = self._import_of.pop(peer.conn, None)
@@ -339,6 +392,9 @@ class EngineBackend:
             peer.refuse(errors.server_error(result.value))
             return None
         leg = EngineLeg(result, peer, checkpoints)
+        if self._pause is not None and self._detector is not None:
+            leg.pausing = pause.Pausing(leg, handle, start.session, checkpoints, wake.Machine(self._pause.policy()),
+                                        self._detector.stream(), self.pause_stats, self._may_pause)
         if session_id is not None:
             self._legs[session_id] = leg
         return leg

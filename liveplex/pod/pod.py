@@ -54,7 +54,8 @@ class Pod:
         self.engine = engine
         self.served = served
         self.settings = settings
-        self.backend = backend.EngineBackend(served, server.protocol, settings.reattach_grace_s)
+        self.backend = backend.EngineBackend(served, server.protocol, settings.reattach_grace_s,
+                                              settings.pause)
         self.front = Front(server, self.backend)
         self.backend.front = self.front
         self.publisher = publisher

@@ -18,7 +18,8 @@ from liveplex.gptlive.served import DEFAULT_ALIASES
 from liveplex.live import frames, pacing
 from liveplex.live.pacing import Pacing
 from liveplex.placement import subpools, url
-from liveplex.pod import stats
+from liveplex.pod import stats, wake
+from liveplex.pod.pause import PauseSettings
 
 MAX_REATTACH_GRACE_S = 300.0
 """A parked session holds its slot: five minutes is past any reconnect, and bounds what callers who
@@ -61,6 +62,8 @@ class PodSettings:
     gateway (docs/continuity.md "Re-attach"); then it ends as before. 0: it ends at once. The
     default covers an SDK's reconnect (0.4-1.5 s) many times over, and a slot held that long by a
     caller who never comes back costs the pool less than a dropped call costs its caller."""
+    pause: PauseSettings = field(default_factory=PauseSettings)
+    """The idle pause of WebSocket sessions, a liveplex extension (docs/pause.md); off by default."""
 
     @property
     def pacing(self) -> Pacing:
@@ -98,6 +101,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--reattach-grace-s", type=float, default=default_of(d, "reattach_grace_s"), metavar="S",
                    help="a relayed session whose gateway's socket dropped keeps running this long for its caller "
                         "to re-attach through any gateway; 0: it ends at once (default: %(default)s)")
+    p = PauseSettings
+    g.add_argument("--idle-pause-s", type=int, default=default_of(p, "idle_timeout_s"), metavar="N",
+                   help="a WebSocket session whose caller and model were silent N whole seconds leaves the "
+                        "engine's batch until its caller speaks (docs/pause.md; needs the pause extra); "
+                        "0: never (default: %(default)s)")
+    g.add_argument("--vad-threshold", type=float, default=default_of(p, "vad_threshold"), metavar="X",
+                   help="speech probability (0..1) that wakes a paused session (default: %(default)s)")
+    g.add_argument("--wake-reserve", type=int, default=default_of(p, "wake_reserve"), metavar="K",
+                   help="engine slots kept free for wakes, one per paused session up to K (default: %(default)s)")
+    g.add_argument("--max-paused", type=int, default=default_of(p, "max_paused"), metavar="N",
+                   help="sessions held paused at most (the host budget) (default: %(default)s)")
     g.add_argument("--pace-spread-ms", type=float, default=default_of(d, "pace_spread_ms"),
                    help=f"...in waves {pacing.STEP_NS // 1_000_000} ms apart over this long; 0: one burst "
                         "(default: %(default)s)")
@@ -127,6 +141,13 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         raise ValueError(f"--drain-deadline-s must be >= 0, got {args.drain_deadline_s}")
     if not 0 <= args.reattach_grace_s <= MAX_REATTACH_GRACE_S:
         raise ValueError(f"--reattach-grace-s must lie in [0, {MAX_REATTACH_GRACE_S:g}], got {args.reattach_grace_s}")
+    if args.idle_pause_s:
+        bad = wake.check(args.vad_threshold, args.idle_pause_s)
+        if bad is not None:
+            flag = "--vad-threshold" if bad[0] == "vad_threshold" else "--idle-pause-s"
+            raise ValueError(f"{flag} {bad[1]}")
+    if args.idle_pause_s < 0 or args.wake_reserve < 0 or args.max_paused < 0:
+        raise ValueError("--idle-pause-s, --wake-reserve and --max-paused must be >= 0")
     if args.lateness_budget_ms <= 0:
         raise ValueError(f"--lateness-budget-ms must be > 0, got {args.lateness_budget_ms}")
     for flag, value in (("--pace-lead-ms", args.pace_lead_ms), ("--pace-spread-ms", args.pace_spread_ms)):
@@ -142,4 +163,5 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         drain_deadline_s=args.drain_deadline_s,
         lateness_budget_ms=args.lateness_budget_ms, pace_lead_ms=args.pace_lead_ms,
         pace_spread_ms=args.pace_spread_ms, reattach_grace_s=args.reattach_grace_s,
+        pause=PauseSettings(args.idle_pause_s, args.vad_threshold, args.wake_reserve, args.max_paused),
     )

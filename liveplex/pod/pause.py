@@ -1,0 +1,271 @@
+"""The idle pause's shell (issue 43, docs/pause.md): one session's caller frames through the
+detector (`pod.vad`) into its wake machine (`pod.wake`), and the machine's commands performed on
+the engine's channel.
+
+A pause is an export into the pod's memory (`LiveHandle.export`: the blob a move carries, so the
+continuation is exactly a move's); a wake is a resume of that blob on the same pod, the pre-roll
+fed first. Between the two the session is in no engine: no tick steps it, its caller's frames go
+to the detector and the ring, its usage counts paused time (wall clock, in frames), and it still
+ends at its wall-clock end (a timer, and the resumed line's `max_frames` shrunk by the time out).
+`session.paused` is said once the engine let the session go, `session.resumed` once it runs again
+(its `Started`); both reach the socket as outputs in order (`contract.Paused`/`Resumed`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from liveplex.live import channel, contract, frames
+from liveplex.pod import vad, wake
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PauseSettings:
+    """A pod's idle pause (`liveplex serve --idle-pause-s`), off when `idle_timeout_s` is 0."""
+
+    idle_timeout_s: int = 0
+    vad_threshold: float = 0.5
+    wake_reserve: int = 2
+    """Engine slots kept free for wakes, one per paused session up to this many (`wake.free_slots`)."""
+    max_paused: int = 256
+    """Sessions the pod holds paused at most (the host budget, in sessions)."""
+
+    @property
+    def on(self) -> bool:
+        return self.idle_timeout_s > 0
+
+    def policy(self) -> wake.Policy:
+        return wake.Policy(self.vad_threshold, self.idle_timeout_s)
+
+
+@dataclass(slots=True)
+class PauseStats:
+    """The pod's pauses, for `/live/stats` and `/metrics` (one writer: the event loop)."""
+
+    paused: int = 0
+    pauses: int = 0
+    wakes: int = 0
+    refused_wakes: int = 0
+    """Wakes that found no free slot (the reserve must keep this at zero)."""
+    wake_ms: list[float] = field(default_factory=list[float])
+    """Each wake's latency: the waking frame's arrival to the resumed session's `Started`."""
+    parked_bytes: int = 0
+    """Bytes of the paused sessions' state held in the pod's memory."""
+
+
+class Leg(Protocol):
+    """What the shell needs of the session's `backend.EngineLeg`."""
+
+    @property
+    def engine_id(self) -> int | None:
+        """The session's id in the engine while one holds it."""
+        ...
+
+    def feed(self, pcm: bytes) -> None:
+        """Caller audio to the engine's session."""
+
+    def attach(self, opened: channel.Opened) -> None:
+        """The session runs in the engine again (a wake): its outputs come from `opened`."""
+
+    def detach(self) -> None:
+        """The engine let the session go (a pause, or a refused wake)."""
+
+    def deliver(self, outputs: list[contract.Output]) -> None:
+        """Outputs the pod made for the session, to its socket."""
+
+    def frames_sent(self) -> int:
+        """Audio frames the session's socket has sent."""
+        ...
+
+
+class Pausing:
+    """One session's idle pause; see the module docstring."""
+
+    def __init__(self, leg: Leg, handle: channel.LiveHandle, session: contract.Session, checkpoints: bool,
+                 machine: wake.Machine, detector: vad.Detector, stats: PauseStats,
+                 may_pause: Callable[[], bool]) -> None:
+        self._leg = leg
+        self._handle = handle
+        self._session = session
+        self._checkpoints = checkpoints
+        self.machine = machine
+        self._detector = detector
+        self._stats = stats
+        self._may_pause = may_pause
+        """Whether the host budget holds one more paused session."""
+        self._partial = b""
+        self._spoke = False
+        """The model spoke since the last caller frame."""
+        self._blob: bytes | None = None
+        self._exporting = False
+        self._pending_wake: tuple[bytes, ...] | None = None
+        """A wake decided before the export's blob came back."""
+        self._waking: tuple[channel.Opened, int] | None = None
+        """The resumed session and its waking frame's arrival, until its `Started`."""
+        self._paused_ns = 0
+        self._outside_frames = 0
+        """Frames of time spent paused so far, over all pauses."""
+        self._expiry: asyncio.TimerHandle | None = None
+
+    @property
+    def paused(self) -> bool:
+        """Out of the engine (paused or waking)."""
+        return self._blob is not None or self._exporting
+
+    # --- caller audio ----------------------------------------------------------------------------------
+
+    def append(self, pcm: bytes) -> None:
+        """Caller audio (24 kHz s16le): judged frame by frame."""
+        data = self._partial + pcm if self._partial else pcm
+        whole = len(data) - len(data) % frames.FRAME_BYTES
+        for at in range(0, whole, frames.FRAME_BYTES):
+            frame = data[at:at + frames.FRAME_BYTES]
+            spoke, self._spoke = self._spoke, False
+            self._perform(self.machine.frame(frame, self._detector.prob(frame), spoke))
+        self._partial = data[whole:]
+
+    def _perform(self, command: wake.Command | None) -> None:
+        if command is None:
+            return
+        if type(command) is wake.Feed:
+            for pcm in command.pcm:
+                self._leg.feed(pcm)
+        elif type(command) is wake.Pause:
+            self._pause()
+        else:
+            assert type(command) is wake.Wake
+            self._wake(command.pre_roll)
+
+    # --- pause -----------------------------------------------------------------------------------------
+
+    def _pause(self) -> None:
+        engine_id = self._leg.engine_id
+        if engine_id is None or not self._may_pause():
+            self._perform(self.machine.stayed())
+            return
+        self._exporting = True
+        future = self._handle.export(engine_id)
+        loop = asyncio.get_running_loop()
+        future.add_done_callback(lambda f: loop.call_soon_threadsafe(self._exported, f))
+
+    def _exported(self, future: concurrent.futures.Future[bytes | None]) -> None:
+        """The export's answer; its `Closed(HANDED_OVER)` comes through `outputs`."""
+        self._exporting = False
+        blob = future.result()
+        if blob is None:  # it ends at the next tick anyway, or the engine stopped
+            self._pending_wake = None
+            self._perform(self.machine.stayed())
+            return
+        self._blob = blob
+        self._paused_ns = time.monotonic_ns()
+        self._stats.paused += 1
+        self._stats.pauses += 1
+        self._stats.parked_bytes += len(blob)
+        self._arm_expiry()
+        if self._pending_wake is not None:
+            pre_roll, self._pending_wake = self._pending_wake, None
+            self._wake(pre_roll)
+
+    def _arm_expiry(self) -> None:
+        left = self._handle.info.max_frames - self._leg.frames_sent() - self._outside_frames
+        self._expiry = asyncio.get_running_loop().call_later(
+            max(0, left) * frames.PERIOD_NS / 1e9, self._expire)
+
+    def _expire(self) -> None:
+        """The session's time ran out while paused: it ends `expired`, as in the engine."""
+        self._end(contract.CloseReason.EXPIRED)
+
+    # --- wake ------------------------------------------------------------------------------------------
+
+    def _wake(self, pre_roll: tuple[bytes, ...]) -> None:
+        blob = self._blob
+        if blob is None:  # the export is still on its way
+            self._pending_wake = pre_roll
+            return
+        outside = self._outside_frames + self._frames_out()
+        opened = self._handle.resume(self._session, blob, self._checkpoints, outside)
+        if isinstance(opened, channel.Rejected):
+            self._refused()
+            return
+        self._waking = (opened, time.perf_counter_ns())
+        self._leg.attach(opened)
+        for pcm in pre_roll:
+            self._leg.feed(pcm)
+
+    def _frames_out(self) -> int:
+        return (time.monotonic_ns() - self._paused_ns) // frames.PERIOD_NS
+
+    def _refused(self) -> None:
+        self._stats.refused_wakes += 1
+        logger.warning("wake refused: no free slot", extra={"paused": self._stats.paused})
+        self._waking = None
+        self._leg.detach()
+        self._perform(self.machine.refused())
+
+    def outputs(self, outputs: list[contract.Output]) -> list[contract.Output] | None:
+        """The engine's outputs for the session, before the leg delivers them: what to deliver
+        instead (the pause's and the wake's own outputs in their place), None for as they are."""
+        for o in outputs:
+            if type(o) is contract.Text:
+                self._spoke = True
+        first, last = outputs[0], outputs[-1]
+        if self._waking is not None and type(first) is contract.Started:
+            return self._woken(outputs)
+        if self._waking is not None and type(last) is contract.Closed and last.reason is contract.CloseReason.BUSY:
+            self._refused()
+            return []
+        if type(last) is contract.Closed and last.reason is contract.CloseReason.HANDED_OVER and self.paused:
+            self._leg.detach()
+            return [*outputs[:-1], contract.Paused()]
+        return None
+
+    def _woken(self, outputs: list[contract.Output]) -> list[contract.Output]:
+        assert self._waking is not None
+        _, woke_ns = self._waking
+        out = self._frames_out()
+        self._outside_frames += out
+        self._stats.wake_ms.append((time.perf_counter_ns() - woke_ns) / 1e6)
+        self._stats.wakes += 1
+        self._settle()
+        return [contract.Resumed(out), *outputs[1:]]
+
+    def _settle(self) -> None:
+        """The session is no longer paused: its blob and timer go."""
+        self._waking = None
+        if self._blob is not None:
+            self._stats.paused -= 1
+            self._stats.parked_bytes -= len(self._blob)
+            self._blob = None
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+
+    # --- the end ---------------------------------------------------------------------------------------
+
+    def hangup(self) -> bool:
+        """The caller ends the session: True when it is paused here (it ends without the engine)."""
+        if self._blob is None or self._waking is not None:
+            return False
+        asyncio.get_running_loop().call_soon(self._end, contract.CloseReason.HANGUP)
+        return True
+
+    def _end(self, reason: contract.CloseReason) -> None:
+        if self._blob is None or self._waking is not None:
+            return
+        out = self._frames_out()
+        self._settle()
+        self._leg.deliver([contract.Resumed(out, woke=False),
+                           contract.Closed(reason, self._leg.frames_sent(), 0, 0)])
+
+    def release(self) -> None:
+        """The session is let go (its socket's end): nothing more is done for it."""
+        self._pending_wake = None
+        self._settle()
