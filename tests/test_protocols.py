@@ -32,7 +32,7 @@ from liveplex.operator.kube import OfficialClient
 from liveplex.operator.placement_store import PlacementLoads, PlacementRoutes
 from liveplex.personaplex import step
 from liveplex.pod import backend as pod_backend
-from liveplex.pod import heartbeat, parking
+from liveplex.pod import heartbeat, parking, pause, vad
 from liveplex.pod import pod as pod_shell
 from liveplex.sim_pod.engine import SimEngine
 
@@ -63,6 +63,8 @@ _failing_ticker: type[drive.Ticker] = fault.FailingAfter
 _webrtc_call: type[sideband.Attachable] = WebRtcCall
 _webrtc_call_peer: type[backend.Peer] = WebRtcCall
 _parked_peer: type[backend.Peer] = parking.Parked
+_pausing_leg: type[pause.Leg] = pod_backend.EngineLeg
+_silero_detector: type[vad.Detector] = vad.SileroStream
 _call_holders: type[forward.Holders] = CallHolders
 _prompt_receive: type[receive.ReceiveBuffer] = receive.Prompt
 _aiortc_receive: type[receive.ReceiveBuffer] = JitterBuffer  # the bench caller's (bench/receive.py)
