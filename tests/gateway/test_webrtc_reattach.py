@@ -160,3 +160,47 @@ async def test_a_lone_pod_continues_no_call_and_says_so() -> None:
         assert (error["code"], error["param"]) == ("session_not_found", "session_id")
         stats = pod.built.pod.front.stats
         assert stats.sockets_open == 0 and not pod.built.pod.front.calls
+
+
+def test_a_stopping_gateway_hands_its_webrtc_call_back_and_the_caller_re_offers(redis_url: str,
+                                                                                tmp_path: Path) -> None:
+    """A rollout under a WebRTC call: SIGTERM to its gateway parks the session on its pod and closes
+    the call without `session.closed` (what the caller reads as "re-offer", not as the end), so the
+    gateway is gone in moments instead of waiting for the call; the caller re-offers, without
+    `last_event_id`, through the other gateway, and misses no event."""
+    keys_file = tmp_path / "keys"
+    keys_file.write_text(f"{KEY}\n")
+    a_port, b_port = pods.free_port(), pods.free_port()
+    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=("--usage-period-ms", "500"),
+                           gateway_flags=_gateway_flags(keys_file, a_port)) as p, \
+            pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL, *_gateway_flags(keys_file, b_port),
+                                log=tmp_path / "gateway-b.log", command="gateway") as (b, _):
+
+        async def scenario() -> None:
+            first = webrtc.Caller(hz=440)
+            session_id = await _create(p.gateway.base_url, KEY, first)
+            started, _ = await first.until("session.started")
+            await asyncio.sleep(1.0)
+            stopping = time.monotonic()
+            p.gateway_process.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(first.closed.wait(), 5)  # handed back: the channel closed...
+            before = [started, *_drained(first)]
+            assert not any(e["type"] in ("session.closed", "error") for e in before)  # ...without an end
+            second = webrtc.Caller(hz=440)
+            assert await _create(b.base_url, KEY, second, session_id=session_id) == session_id
+            await asyncio.to_thread(p.gateway_process.wait, 10)
+            assert time.monotonic() - stopping < 5  # the drain did not wait for the call
+            await asyncio.sleep(1.0)
+            assert webrtc.power_at(second.samples(0.4), 440) > 0.9  # the echo, through B
+            second.send({"type": "session.close", "event_id": "bye"})
+            closed, after = await second.until("session.closed")
+            assert closed["reason"] == "close_requested"
+            assert not any(e["type"] in ("session.started", "error") for e in after)
+            ids = [e["event_id"] for e in before + after]
+            assert len(ids) == len(set(ids))  # none twice
+            usage = [e["usage"]["seconds"] for e in before + after if e["type"] == "session.usage.updated"]
+            assert usage == sorted(usage) and all(b - a < 0.6 for a, b in zip(usage, usage[1:]))  # none lost
+            await asyncio.gather(first.close(), second.close())
+
+        asyncio.run(scenario())
+        platform.eventually(lambda: p.pod_sessions() == [0], "the pod to hold no session")

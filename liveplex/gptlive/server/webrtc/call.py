@@ -315,11 +315,6 @@ class Call(PeerCore):
             self._answered(replies.protocol_error(errors.server_error("the caller left before the session started")))
             self._close()
 
-    @property
-    def reconnects(self) -> bool:
-        """A WebRTC call's media ends at this server: it cannot reconnect elsewhere (yet)."""
-        return False
-
     def taken_over(self) -> None:
         """The session went on on another connection: hang up without ending it."""
         if not self._done:
@@ -383,7 +378,7 @@ class Call(PeerCore):
             elif type(command) is connection.Release:
                 self._release()
             elif type(command) is connection.Close:
-                self._close()
+                self._close(command.code)
         self._follow()
 
     def _settle(self, machine: connection.Connection | passthrough.Passthrough | passthrough.Pending) -> None:
@@ -452,9 +447,10 @@ class Call(PeerCore):
 
     # --- the end ----------------------------------------------------------------------------------
 
-    def _close(self) -> None:
-        """The session is over: the peer connection closes once the channel sent what it holds."""
-        self._finish()
+    def _close(self, code: int = 1000) -> None:
+        """The session is over here: the peer connection closes once the channel sent what it holds,
+        and the sideband with `code` (1012 for a call handed back: it reconnects, as the caller does)."""
+        self._finish(code)
         if not self._closed:
             self._closed = True
             task = asyncio.get_running_loop().create_task(self._hang_up())
@@ -475,7 +471,7 @@ class Call(PeerCore):
         self._agent.stop()
         await self._pc.close()
 
-    def _finish(self) -> None:
+    def _finish(self, code: int = 1000) -> None:
         if self._done:
             return
         self._done = True
@@ -494,7 +490,7 @@ class Call(PeerCore):
             if self._front.holders is not None:
                 self._front.holders.forget(self.session_id)
         if self.sideband is not None:
-            self.sideband.close()
+            self.sideband.close(code)
         if self._prompt is not None:
             self._prompt.close()
         self._answered(replies.protocol_error(errors.server_error("the session ended before it started")))
