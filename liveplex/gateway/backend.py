@@ -37,8 +37,8 @@ class GatewayBackend:
         self._shared = shared
         self._quota = Quota(settings.max_sessions_per_key, settings.starts_per_key_per_s)
         """Per-key limits, for keyed gateways only (`quota`)."""
-        self._leg_keys: dict[UpstreamLeg, str | None] = {}
-        """Each leg's API key, for the quota; None for a re-attach (admitted when it started)."""
+        self._leg_keys: dict[UpstreamLeg, str] = {}
+        """Each leg's API key, for the quota (a re-attach's too: `Quota.hold`)."""
         self._conn_keys: weakref.WeakKeyDictionary[connection.Connection, str] = weakref.WeakKeyDictionary()
         """The API key each socket authenticated with (for the per-key limit)."""
         self.draining = False
@@ -61,9 +61,12 @@ class GatewayBackend:
         elif not events.SESSION_ID.fullmatch(session_id):
             refusal = (errors.session_not_found(session_id), connection.POLICY_VIOLATION)
         else:
+            key = self._conn_keys.get(peer.conn, "")
             leg = UpstreamLeg(self._shared, Reattach(session_id, query.get(LAST_EVENT_QUERY, "")), peer, "",
-                              self._leg_done, self._conn_keys.get(peer.conn, ""))
-            self._leg_keys[leg] = None  # admitted when it started, not again
+                              self._leg_done, key)
+            if self._api_keys:
+                self._quota.hold(key)  # admitted when it started; counted here while it runs here
+            self._leg_keys[leg] = key
             return leg
         self._shared.stats.reattaches["refused"] += 1
         peer.close_with(*refusal)

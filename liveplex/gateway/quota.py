@@ -44,6 +44,12 @@ class Quota:
         self._sessions[key] += 1
         return None
 
+    def hold(self, key: str) -> None:
+        """Count a session that started elsewhere and continues here (a re-attach): never refused,
+        since refusing would drop a live call, and no start is metered; but while it runs here it
+        counts against its key like any, so a rollout does not reset a key's sessions to zero."""
+        self._sessions[key] += 1
+
     def release(self, key: str) -> None:
         """A session `admit` took has ended."""
         self._sessions[key] -= 1

@@ -39,3 +39,16 @@ def test_a_refused_start_takes_no_session_and_idle_buckets_are_forgotten() -> No
         assert quota.admit(key, i * S) is None
         quota.release(key)
     assert len(quota._buckets) <= 18 and not quota._sessions
+
+
+def test_a_session_continued_here_counts_against_its_key_unrefused_and_unmetered() -> None:
+    """A re-attach after a rollout: the call is held whatever the limits (refusing it would drop
+    a live call), but a new start of the same key then meets the limit the held call fills."""
+    quota = Quota(max_sessions=1, starts_per_s=1)
+    quota.hold("a")
+    quota.hold("a")  # over the limit already: still held
+    refused = quota.admit("a", 0)
+    assert refused is not None and "1 live sessions" in refused.message
+    quota.release("a")
+    quota.release("a")
+    assert quota.admit("a", 0) is None  # the start token was never spent by the holds

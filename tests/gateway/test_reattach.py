@@ -61,7 +61,7 @@ def test_a_caller_continues_through_another_gateway_after_its_gateway_is_killed(
     auth = ("--api-key-file", str(keys))
     with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=("--usage-period-ms", USAGE_MS),
                            gateway_flags=auth) as running, \
-            pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL, *auth,
+            pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL, *auth, "--max-sessions-per-key", "1",
                                 log=tmp_path / "gateway-b.log", command="gateway") as (second, _):
         asyncio.run(_call(running, second))
 
@@ -89,6 +89,10 @@ async def _call(running: platform.Platform, second: pods.Running) -> None:
     assert len(ids) == len(set(ids)) + 1  # only the one it missed is seen twice: nothing else
     usage = [e["usage"]["seconds"] for e in before + after if e["type"] == "session.usage.updated"]
     assert usage == sorted(usage) and usage[-1] >= 4.0  # its time went on through the gap
+    async with websockets.connect(second.ws_url, additional_headers=bearer) as third:  # B counts it for KEY
+        await third.send(orjson.dumps(clients.START).decode())
+        refused, _ = await clients.until(third, "error")
+    assert refused["error"]["code"] == "server_busy" and "1 live sessions" in refused["error"]["message"]
 
     await again.send(orjson.dumps({"type": "session.close", "event_id": "bye"}).decode())
     closed, _ = await clients.until(again, "session.closed")
