@@ -14,8 +14,10 @@ Real processes: Redis, a sim pod, two gateways with keys and `--peer-url`s; aior
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import openai
@@ -38,6 +40,20 @@ rule, `app.js`'s `STALL_MS`; the sim's agent sends a frame every 80 ms, silence 
 
 def _gateway_flags(keys_file: Path, port: int) -> tuple[str, ...]:
     return ("--api-key-file", str(keys_file), "--port", str(port), "--peer-url", f"ws://127.0.0.1:{port}")
+
+
+@contextlib.contextmanager
+def _two_gateways(redis_url: str, tmp_path: Path) -> Iterator[tuple[platform.Platform, pods.Running, int]]:
+    """A sim pod (usage every 500 ms) behind gateway A (the platform's) and gateway B (and B's port),
+    both taking `KEY` and `OTHER`."""
+    keys_file = tmp_path / "keys"
+    keys_file.write_text(f"{KEY}\n{OTHER}\n")
+    a_port, b_port = pods.free_port(), pods.free_port()
+    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=("--usage-period-ms", "500"),
+                           gateway_flags=_gateway_flags(keys_file, a_port)) as p, \
+            pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL, *_gateway_flags(keys_file, b_port),
+                                log=tmp_path / "gateway-b.log", command="gateway") as (b, _):
+        yield p, b, b_port
 
 
 async def _create(base_url: str, key: str, caller: webrtc.Caller, **query: str) -> str:
@@ -77,13 +93,7 @@ async def _stalled(caller: webrtc.Caller) -> None:
 
 def test_a_webrtc_call_continues_through_another_gateway_after_its_gateway_is_killed(
         redis_url: str, tmp_path: Path) -> None:
-    keys_file = tmp_path / "keys"
-    keys_file.write_text(f"{KEY}\n{OTHER}\n")
-    a_port, b_port = pods.free_port(), pods.free_port()
-    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=("--usage-period-ms", "500"),
-                           gateway_flags=_gateway_flags(keys_file, a_port)) as p, \
-            pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL, *_gateway_flags(keys_file, b_port),
-                                log=tmp_path / "gateway-b.log", command="gateway") as (b, _):
+    with _two_gateways(redis_url, tmp_path) as (p, b, b_port):
         store = redis.Redis.from_url(redis_url, decode_responses=True)
 
         async def scenario() -> float:
@@ -168,13 +178,7 @@ def test_a_stopping_gateway_hands_its_webrtc_call_back_and_the_caller_re_offers(
     the call without `session.closed` (what the caller reads as "re-offer", not as the end), so the
     gateway is gone in moments instead of waiting for the call; the caller re-offers, without
     `last_event_id`, through the other gateway, and misses no event."""
-    keys_file = tmp_path / "keys"
-    keys_file.write_text(f"{KEY}\n")
-    a_port, b_port = pods.free_port(), pods.free_port()
-    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=("--usage-period-ms", "500"),
-                           gateway_flags=_gateway_flags(keys_file, a_port)) as p, \
-            pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL, *_gateway_flags(keys_file, b_port),
-                                log=tmp_path / "gateway-b.log", command="gateway") as (b, _):
+    with _two_gateways(redis_url, tmp_path) as (p, b, _):
 
         async def scenario() -> None:
             first = webrtc.Caller(hz=440)
