@@ -9,7 +9,10 @@ With `LiveInfo.tick_groups` G > 1 the period is cut into G sub-ticks, and sub-ti
 t mod G: each session belongs to one group and runs once a period, at the phase that best fits its
 caller's arrivals (`live/playout.py`), so a frame waits up to a period / G for its tick, not a period.
 A sub-tick that runs late past the next one's due time does not cost that group its turn: sub-ticks
-missed less than a period ago run at once, in order; only older ones are skipped.
+missed less than a period ago run at once, in order; only older ones are skipped. An engine that
+varies its groups (issue 44, `live/groups.py`) runs at most `tick_groups` and says in
+`Pulse.tick_groups` how many it runs now: the sub-ticks none of them takes are passed over (no
+lateness, no flush), so its turns stay at multiples of a period / G.
 
 An export is answered right after the next tick, before its flush: the session's last frame is
 that tick's, and the pod that continues it has a whole period to start it before the caller hears
@@ -26,6 +29,7 @@ from typing import Protocol
 
 from liveplex.live import channel, contract
 from liveplex.live.clock import Clock, Wait
+from liveplex.live.groups import turn
 from liveplex.live.pacing import Pacing
 
 
@@ -146,6 +150,8 @@ def drive(
             caught = min(step.skipped, groups - 1)
             missed = step.skipped - caught
             for tick in range(step.tick - caught, step.tick + 1):
+                if groups > 1 and turn(tick % groups, pulse.tick_groups or groups, groups) is None:
+                    continue  # an engine running fewer groups than the sub-ticks: no one's turn
                 start = now_ns() - epoch
                 pulse.observe_lateness(start - tick * period)
                 batch = engine.sessions()

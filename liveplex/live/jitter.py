@@ -112,6 +112,11 @@ class Jitter:
         return (self.adapt is not None and self.playing and len(self._buf) < self._frame_bytes
                 and self.adapt.later())
 
+    def regroup(self, groups: int) -> None:
+        """The engine changed its tick groups (`Adapt.regroup`); a fixed buffer has no policy."""
+        if self.adapt is not None:
+            self.adapt.regroup(groups)
+
     def pop(self, due_ns: int | None = None) -> np.ndarray:
         """One frame as float32 in [-1, 1), or silence (an underrun keeps the partial frame).
         `due_ns`: when the tick that plays it was due (the adaptive policy's measure).

@@ -21,6 +21,7 @@ Pure: times arrive as arguments (`live/jitter.py` records arrivals, the drive lo
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass
 
@@ -153,6 +154,12 @@ class Adapt:
             self._low += p.step_ns
         self._lows = deque((low + p.step_ns for low in self._lows), maxlen=p.history_blocks)
         return True
+
+    def regroup(self, groups: int) -> None:
+        """The engine runs `groups` groups from now on (issue 44): its steps are that size; a
+        give-back or a wait under way was counted in the old steps, so it is dropped."""
+        self.policy = dataclasses.replace(self.policy, groups=groups)
+        self._owed = self._waited = 0
 
     def underrun(self) -> int:
         """A frame missed its tick: more margin, and the blocks start over. Returns the steps the

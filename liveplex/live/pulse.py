@@ -57,6 +57,13 @@ class Pulse:
     """Gauge (the engine, if it has a KV cache): KV-cache positions held by running sessions."""
     kv_capacity: int = 0
     """Gauge (the engine): KV-cache positions its pools hold; 0 when it has none."""
+    tick_groups: int = 0
+    """Gauge (an engine that varies its tick groups, issue 44): the groups it runs now, which the
+    drive loop reads to skip the sub-ticks no group takes; 0: `LiveInfo.tick_groups`, fixed."""
+    groups_reason: str = ""
+    """Why the engine runs `tick_groups` (`live.groups.Choice.reason`)."""
+    regroups: int = 0
+    """Counter: changes of `tick_groups`."""
 
     def record(self, took_ns: int, skipped: int, batch: int) -> None:
         """One tick ran for `batch` sessions and took `took_ns`; `skipped` slots were missed."""

@@ -14,13 +14,13 @@ import time
 import numpy as np
 
 from liveplex.continuity import errors
-from liveplex.live import channel, contract, frames
+from liveplex.live import channel, contract, frames, groups
 from liveplex.live.drive import Pending
 from liveplex.live.jitter import Jitter, caller_buffer
 from liveplex.live.line import Line
 from liveplex.live.pulse import Pulse
 from liveplex.sim_pod import echo, handover
-from liveplex.sim_pod.profile import SimProfile
+from liveplex.sim_pod.profile import AUTO, SimProfile
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +36,11 @@ class SimEngine:
     when its frame is not whole at its turn (`Jitter.later`). A moved session
     leaves right after its own group's turn and its blob says when its next frame was due
     (`handover.NEXT_DUE`), so the importing sim holds it until the turn nearest that time: the caller's
-    frames keep their cadence across the move instead of bunching up or falling behind."""
+    frames keep their cadence across the move instead of bunching up or falling behind.
+
+    With `tick_groups` 0 (`profile.AUTO`) the sim runs PersonaPlex's rule on its modeled costs:
+    each period starts with `live.groups.choose` (held by `groups.Hold`) and, when G changes, the
+    sessions regroup (`groups.regroup`); a group is then a sub-tick of the 4 a period holds."""
 
     def __init__(self, profile: SimProfile, pulse: Pulse | None = None) -> None:
         self.profile = profile
@@ -44,7 +48,15 @@ class SimEngine:
         """Where the sessions' buffers observe their frames' waits (`Pulse.caller_wait`)."""
         self._info = profile.info()
         self._max_frames = self._info.max_frames
-        self._groups: list[list[Call]] = [[] for _ in range(profile.tick_groups)]
+        self._most = profile.most_groups
+        self._groups: list[list[Call]] = [[] for _ in range(self._most)]
+        """Sessions by the sub-tick they take their turn at (only the active groups' hold any)."""
+        self._pulse = pulse or Pulse()
+        self._hold = groups.Hold(self._most) if profile.tick_groups == AUTO else None
+        """The varying G's hysteresis; None: `tick_groups` fixed."""
+        self._active = self._most
+        if self._hold is not None:
+            self._pulse.tick_groups = self._most
         self._last: tuple[int, int | None] = (0, None)
         """The latest tick: its group and when it was due (`perf_counter_ns`)."""
         self._arriving: list[tuple[Call, int]] = []
@@ -58,7 +70,7 @@ class SimEngine:
     def take(self, sub: channel.LiveSubmission) -> None:
         p = self.profile
         jitter = caller_buffer(frames.FRAME_SAMPLES, p.prebuffer_frames, p.jitter_frames, frames.PERIOD_NS,
-                               p.tick_groups, self._waits)
+                               self._active, self._waits)
         core = echo.Echo(frames.FRAME_SAMPLES, p.echo_frames, p.word_frames)
         due = 0  # a newcomer joins whichever group ticks next (0: any turn)
         if sub.state is None:
@@ -108,7 +120,7 @@ class SimEngine:
     def _due_of(self, unix_ns: int | None) -> int | None:
         """When an imported session's next frame is due here (`perf_counter_ns`), if its blob says
         (`unix_ns`) and it lies within a period from now (clocks a period apart are not trusted)."""
-        if unix_ns is None or len(self._groups) == 1:
+        if unix_ns is None or self._active == 1:
             return None
         now = time.perf_counter_ns()
         due = unix_ns - (time.time_ns() - now)
@@ -131,12 +143,37 @@ class SimEngine:
             sub.refuse(contract.CloseReason.ABORTED)
             return None
 
+    def _choose(self) -> None:
+        """A period's start under `AUTO`: the groups the modeled tick leaves room for; when they
+        change, every session moves to the first new turn at or after its old one."""
+        assert self._hold is not None
+        choice = groups.choose(self.profile.step_s, self.sessions(), 0.0, frames.PERIOD_NS / 1e9,
+                               most=self._most)
+        G = self._hold.update(choice.groups)
+        self._pulse.groups_reason = choice.reason
+        if G == self._active:
+            return
+        calls = [(sub, call) for sub, held in enumerate(self._groups) for call in held]
+        placed = groups.regroup([sub for sub, _ in calls], G, self._most, [len(calls)] * G)
+        turns = groups.phases(G, self._most)
+        self._groups = [[] for _ in range(self._most)]
+        for (_, call), g in zip(calls, placed, strict=True):
+            call[0].jitter.regroup(G)
+            self._groups[turns[g]].append(call)
+        for call, _ in self._arriving:
+            call[0].jitter.regroup(G)
+        logger.info("tick groups changed", extra={"tick_groups": G, "was": self._active, "reason": choice.reason})
+        self._active = self._pulse.tick_groups = G
+        self._pulse.regroups += 1
+
     def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
-        G = len(self._groups)
+        if group == 0 and self._hold is not None:
+            self._choose()
+        G, stride = self._most, self._most // self._active
         self._last = (group, due_ns)
         calls = self._groups[group]
         if self._arriving:
-            half = frames.PERIOD_NS // G // 2
+            half = frames.PERIOD_NS // self._active // 2
             waiting: list[tuple[Call, int]] = []
             for call, due in self._arriving:  # one pass: join now, or wait for a later turn
                 if due_ns is None or due <= due_ns + half:
@@ -152,9 +189,9 @@ class SimEngine:
                 live.append(call)
             else:
                 line.close(reason)
-        if G > 1:  # a frame not whole yet: the next group's turn, not silence (`Jitter.later`)
+        if self._active > 1:  # a frame not whole yet: the next group's turn, not silence (`Jitter.later`)
             ready: list[Call] = []
-            deferred = self._groups[(group + 1) % G]
+            deferred = self._groups[(group + stride) % G]
             for call in live:
                 (deferred if call[0].jitter.later() else ready).append(call)
             live = ready
@@ -175,7 +212,7 @@ class SimEngine:
                     line.checkpoint(handover.record_tick(line.frames, core))
                 earlier = line.jitter.earlier
                 if earlier:  # 4. a better phase: its next frame comes from an earlier group
-                    self._groups[(group - earlier) % G].append(call)
+                    self._groups[(group - earlier * stride) % G].append(call)
                 else:
                     kept.append(call)
         self._groups[group] = kept  # 5. sinks gone: dropped silently

@@ -8,11 +8,14 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from liveplex.live import contract, frames
+from liveplex.live import contract, frames, groups
 from liveplex.personaplex import voice_names
 
 TICK_GROUPS: tuple[int, ...] = (1, 2, 4, 5, 8)
 """Group counts that divide the 80 ms period into whole milliseconds."""
+AUTO = 0
+"""`tick_groups` 0: as many groups as the modeled tick leaves room for, up to 4, by PersonaPlex's
+rule (`live.groups.choose` over `cost_us`), so the platform path of a varying G runs in CI."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +52,7 @@ class SimProfile:
             "max_seconds": self.max_seconds > 0,
             "jitter_frames": self.jitter_frames > 0,
             "prebuffer_frames": 0 <= self.prebuffer_frames <= self.jitter_frames,
-            "tick_groups": self.tick_groups in TICK_GROUPS,
+            "tick_groups": self.tick_groups in (AUTO, *TICK_GROUPS),
             "echo_frames": self.echo_frames >= 0,
             "word_frames": self.word_frames > 0,
             "tick_base_us": self.tick_base_us >= 0,
@@ -59,7 +62,7 @@ class SimProfile:
         if bad:
             raise ValueError(f"invalid sim setting {bad[0]}={getattr(self, bad[0])!r}"
                              + (" (must lie in 0..jitter_frames)" if bad[0] == "prebuffer_frames" else "")
-                             + (f" (one of {TICK_GROUPS})" if bad[0] == "tick_groups" else ""))
+                             + (f" (one of {(AUTO, *TICK_GROUPS)})" if bad[0] == "tick_groups" else ""))
 
     def info(self) -> contract.LiveInfo:
         period_ns = frames.PERIOD_NS
@@ -73,10 +76,19 @@ class SimProfile:
             max_instructions_chars=self.max_instructions_chars,
             max_sessions=self.max_sessions,
             max_frames=int(self.max_seconds * 1e9) // period_ns,
-            tick_groups=self.tick_groups,
+            tick_groups=self.most_groups,
             # published in /live/config, so a client knows what holds its audio back (the bench's echo floor)
             engine=(("prebuffer_frames", str(self.prebuffer_frames)), ("echo_frames", str(self.echo_frames))),
         )
+
+    @property
+    def most_groups(self) -> int:
+        """The sub-ticks a period is cut into: `tick_groups`, or the most `AUTO` chooses."""
+        return self.tick_groups or groups.CHOICES[-1]
+
+    def step_s(self, rows: int) -> float:
+        """A modeled step of `rows` rows, seconds: what `live.groups.choose` weighs."""
+        return self.cost_us(rows) / 1e6
 
     def cost_us(self, sessions: int) -> int:
         """Emulated tick compute for `sessions` sessions, µs."""
@@ -106,8 +118,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> tuple[argparse.Action, ...
         sim.add_argument("--model", default=None, help=f"served model id (default: {d.model})"),
         sim.add_argument("--echo-frames", type=int, default=d.echo_frames,
                          help="how late the echo plays the caller back, frames (default: %(default)s)"),
-        sim.add_argument("--tick-groups", type=int, default=d.tick_groups, choices=TICK_GROUPS,
-                         help="session groups ticked at offsets within the 80 ms period (default: %(default)s)"),
+        sim.add_argument("--tick-groups", type=int, default=d.tick_groups, choices=(AUTO, *TICK_GROUPS),
+                         help="session groups ticked at offsets within the 80 ms period; 0 = as many as the "
+                              "modeled tick leaves room for, up to 4, by PersonaPlex's rule (default: %(default)s)"),
         sim.add_argument("--tick-base-us", type=int, default=d.tick_base_us,
                          help="emulated compute per tick, µs (default: %(default)s)"),
         sim.add_argument("--tick-per-session-us", type=int, default=d.tick_per_session_us,

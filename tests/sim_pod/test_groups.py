@@ -6,9 +6,10 @@ from __future__ import annotations
 import time
 
 from liveplex.continuity import blob
-from liveplex.live import Audio, Session, by_hand
+from liveplex.live import Audio, Session, by_hand, groups
 from liveplex.live.channel import Opened
 from liveplex.live.drive import Pending
+from liveplex.live.pulse import Pulse
 from liveplex.sim_pod import SimEngine, SimProfile
 from liveplex.sim_pod.handover import NEXT_DUE
 
@@ -74,3 +75,42 @@ def test_a_moved_session_leaves_after_its_own_turn_and_arrives_on_its_cadence() 
         new.tick(0, g, due)
         ran.append(any(isinstance(o, Audio) for o in moved.output.drain()))
     assert ran == [False, False, False, False, True]
+
+
+def test_auto_runs_the_groups_the_modeled_tick_fits_and_regroups_losing_nothing() -> None:
+    """`tick_groups` 0: PersonaPlex's rule on the modeled costs (18 ms + 2 ms a row: 4 groups up to
+    4 sessions, 2 from 5). Sessions arriving and leaving change G; every caller frame is heard once,
+    in order, across the changes."""
+    profile = SimProfile(echo_frames=0, tick_groups=0, tick_base_us=18_000, tick_per_session_us=2_000)
+    assert profile.info().tick_groups == 4
+    handle, inbox = by_hand.live_channel(profile.info())
+    pulse = Pulse()
+    engine = SimEngine(profile, pulse)
+    calls: list[Opened] = []
+    heard: dict[int, list[int]] = {}
+    seen_groups = []
+    for period in range(40):
+        if period in (1, 3, 5, 7, 9):  # five callers: from the fifth only two groups fit
+            opened = handle.start(Session("NATF2", "x"))
+            assert isinstance(opened, Opened)
+            calls.append(opened)
+            for sub in inbox.drain_nowait():
+                engine.take(sub)  # type: ignore[arg-type]
+        if period == 12:
+            calls[0].audio.close()  # back to four: four groups again, after `UP_PERIODS` calm periods
+        for c in calls:
+            if not c.audio.closed:
+                c.audio.send(bytes([period % 250 + 1]) * 3840)
+        now = time.perf_counter_ns()
+        for sub in range(4):
+            if groups.turn(sub, pulse.tick_groups, 4) is not None:  # as `drive` passes over the rest
+                engine.tick(0, sub, now + (5 + 20 * sub) * MS)
+        seen_groups.append(pulse.tick_groups)
+        for c in calls:
+            heard.setdefault(c.id, []).extend(o.pcm[0] - 1 for o in c.output.drain() if isinstance(o, Audio))
+    assert seen_groups[:9] == [4] * 9 and seen_groups[9:13] == [2] * 4
+    assert seen_groups[-1] == 4 and pulse.regroups == 2 and "fits" in pulse.groups_reason
+    for c, start in zip(calls[1:], (3, 5, 7, 9), strict=True):
+        frames_heard = heard[c.id]  # silence would read -1
+        assert frames_heard == list(range(start, start + len(frames_heard)))  # in order, none lost or twice, no silence
+        assert len(frames_heard) >= 40 - start - 3
