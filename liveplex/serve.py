@@ -20,7 +20,7 @@ from liveplex.gptlive.server import auth, run
 from liveplex.gptlive.server import settings as server_settings
 from liveplex.live import channel, contract, fault, runner
 from liveplex.pod import app as pod_app
-from liveplex.pod import heartbeat
+from liveplex.pod import heartbeat, vad
 from liveplex.pod import settings as pod_settings
 from liveplex.pod.pod import Pod
 from liveplex.sim_pod import SimEngine, profile_from_args
@@ -96,7 +96,7 @@ def build_pod(args: argparse.Namespace, make_engine: runner.EngineFactory | None
         engine = runner.EngineThread(info, fault.failing_after(make, args.fail_after_ticks), args.queue,
                                      settings.pacing)
     served = Served(info, voices.Voices(info.voices, settings.builtin_voices, custom),
-                    settings.model_aliases)
+                    settings.model_aliases, pauses=settings.pause.max_paused > 0 and vad.missing() is None)
     pod = Pod(engine, served, server, settings, _publisher(settings))
     return Built(pod, pod_app.create_app(pod))
 

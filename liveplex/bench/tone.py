@@ -77,6 +77,11 @@ class ToneTrack(MediaStreamTrack):
         self._n = 0
         self._t0: float | None = None
 
+    def packet(self, n: int) -> np.ndarray | None:
+        """Packet `n` past the onset (`PACKET` s16 samples), None for silence: the sine here; a
+        subclass plays something else."""
+        return sine(self.hz, n * PACKET, PACKET, RATE, self.amplitude) if self.hz > 0 else None
+
     async def recv(self) -> av.AudioFrame:
         if self.readyState != "live":
             raise MediaStreamError
@@ -86,11 +91,10 @@ class ToneTrack(MediaStreamTrack):
         wait = start + PACKET_S - time.monotonic()  # captured once its last sample is
         if wait > 0:
             await asyncio.sleep(wait)
-        loud = self.hz > 0 and self.onset is not None and start >= self.onset
-        if loud and self.spoke_at is None:
+        loud = self.packet(self._n) if self.onset is not None and start >= self.onset else None
+        if loud is not None and self.spoke_at is None:
             self.spoke_at = start
-        samples = (sine(self.hz, self._n * PACKET, PACKET, RATE, self.amplitude) if loud
-                   else np.zeros(PACKET, "<i2"))
+        samples = np.zeros(PACKET, "<i2") if loud is None else loud
         frame = av.AudioFrame(format="s16", layout="mono", samples=PACKET)
         frame.planes[0].update(samples.tobytes())
         frame.sample_rate = RATE

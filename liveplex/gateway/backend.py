@@ -78,10 +78,12 @@ class GatewayBackend:
         re-attach is a session whose gateway went away."""
         return False
 
-    def connection(self, headers: Headers, now_ns: int, query: Mapping[str, str]) -> connection.Connection:
+    def connection(self, headers: Headers, now_ns: int, query: Mapping[str, str],
+                   media: bool = False) -> connection.Connection:
         reattach = query.get(REATTACH_QUERY)  # its start is rebuilt under its own id (`UpstreamLeg`)
         conn = connection.Connection(self._view.catalog, self.protocol, now_ns,
-                                     reattach if reattach and events.SESSION_ID.fullmatch(reattach) else None)
+                                     reattach if reattach and events.SESSION_ID.fullmatch(reattach) else None,
+                                     media=media)
         self._conn_keys[conn] = auth.upgrade_key(self._api_keys, headers) or ""
         return conn
 

@@ -13,7 +13,8 @@ how the client hears it (`server_error`, `session.closed`, the close code) is th
   (`hop.CHECKPOINT_PREFIX`, never relayed, never parsed: `hop.checkpoint_data`) is decoded into the session's record
   while it stays within `hop.MAX_RECORD_BYTES`, past which (or unreadable) the session is no longer
   resumable (`Forget`); the rare rest is parsed: `hop.MOVE_REQUESTED` asks to move the session
-  (`StartMove`, never relayed), `session.closed` is relayed and its reason kept; anything else is
+  (`StartMove`, never relayed), a paused session's `hop.OUT_BEAT` is swallowed (the watchdog
+  counted it), `session.closed` is relayed and its reason kept; anything else is
   relayed verbatim. Except a moved or resumed session's answer to its replayed start: the pod it
   switched to answers the client's `session.start` as for a new session (`session.started`,
   swallowed by the move, then the start's `info` notes: `connection.START_ANSWER`), and the client
@@ -82,6 +83,7 @@ way, or resumed from its record after its pod was lost."""
 _SESSION_CLOSED = events.SERVER_TYPES[events.SessionClosed]
 _AUDIO_DELTA_PREFIX = events.AUDIO_DELTA_PREFIX
 _CHECKPOINT_PREFIX = hop.CHECKPOINT_PREFIX
+_OUT_BEAT = hop.OUT_BEAT
 _START_ANSWER = frozenset(events.SERVER_TYPES[kind] for kind in connection.START_ANSWER)
 
 
@@ -233,6 +235,8 @@ class Relaying:
                 return RELAY_FRAME
             if message.startswith(_CHECKPOINT_PREFIX):
                 return self._keep(message)
+            if message == _OUT_BEAT:  # heard (the watchdog counts it), never relayed
+                return NOTHING
             text = message
         else:
             text = message.decode(errors="replace")

@@ -61,6 +61,8 @@ class Start:
     resource: events.SessionResource
     text: str
     """The client's `session.start` frame as sent (a gateway forwards it verbatim)."""
+    wake: start.Wake | None = None
+    """A media session's wake policy (docs/pause.md): the call waits for its caller's speech."""
 
 
 @dataclass(slots=True)  # not frozen: four per 80 ms per session, and a frozen __init__ costs twice as much
@@ -245,7 +247,7 @@ class Connection:
     """The protocol state of one socket; see the module docstring."""
 
     def __init__(self, catalog: start.Catalog, settings: Settings, now_ns: int,
-                 session_id: str | None = None, pausable: bool = False) -> None:
+                 session_id: str | None = None, pausable: bool = False, media: bool = False) -> None:
         self.catalog = catalog
         self.settings = settings
         self.state = State.IDLE
@@ -270,7 +272,10 @@ class Connection:
         self._frames_sent = 0
         self._paused_frames: int | None = 0 if pausable else None
         """Frames of time the session spent paused (docs/pause.md); None: it never pauses, and
-        its usage has no breakdown."""
+        its usage has no breakdown (until a start with a wake policy)."""
+        self._media = media
+        """The start may carry a media session's fields (`wake_policy`, `idle_timeout_s`): a
+        WebRTC call's machine, or a pod's for a gateway's socket (the gateway checked them)."""
         self._next_usage_ms = settings.usage_period_ms
         self._close_event_id: str | None = None
         self.outcomes: list[Outcome] = []
@@ -313,7 +318,7 @@ class Connection:
             try:  # step 5 continued: model, voice and instructions (gpt-live §4.4)
                 session_id = self._session_id or events.new_session_id()
                 prepared = start.check_start(self.catalog, event, session_id, unix_s,
-                                             self.settings.info_events)
+                                             self.settings.info_events, self._media)
             except ProtocolError as error:
                 self.outcomes.append(Refused("invalid"))
                 return [self._error(error, event.event_id)]
@@ -331,7 +336,7 @@ class Connection:
             self._pending, self._pending_event_id = prepared, event.event_id
             self.state = State.STARTING
             self._due(now_ns + self.settings.start_timeout_ms * 1_000_000)
-            return [Start(prepared.session, prepared.resource, data)]
+            return [Start(prepared.session, prepared.resource, data, prepared.wake)]
         if type(event) is events.InputAudioAppend:
             return self._append(event)
         if type(event) is events.InputAudioMute:
@@ -485,6 +490,8 @@ class Connection:
         if self.state is not State.STARTING or pending is None:
             return []
         self._begin(pending, pending.resource)
+        if pending.wake is not None and self._paused_frames is None:
+            self._paused_frames = 0
         if frames:
             period = self.settings.usage_period_ms
             self._frames_sent = frames

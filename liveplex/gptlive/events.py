@@ -12,6 +12,7 @@ deltas, the hot path, skip the JSON library.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable
@@ -104,6 +105,30 @@ class Turn:
     text: str
 
 
+MAX_IDLE_TIMEOUT_S = 3600
+"""`idle_timeout_s` above an hour is refused: a session that quiet for that long is better ended."""
+DEFAULT_VAD_THRESHOLD = 0.5
+"""`wake_policy.vad_threshold` when omitted (openai 3.63 `WakePolicy`)."""
+
+
+def wake_bounds(vad_threshold: float, idle_timeout_s: int | None) -> tuple[str, str] | None:
+    """Which of a wake's values is out of bounds and what it must be ((name, "must be ..."));
+    None: both fit. The one owner of the bounds: the create's fields and `serve`'s flags."""
+    if math.isnan(vad_threshold) or not 0.0 <= vad_threshold <= 1.0:
+        return "vad_threshold", "a number from 0 to 1 inclusive"
+    if idle_timeout_s is not None and not 1 <= idle_timeout_s <= MAX_IDLE_TIMEOUT_S:
+        return "idle_timeout_s", f"whole seconds from 1 to {MAX_IDLE_TIMEOUT_S}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class WakePolicy:
+    """`wake_policy: {"type": "speech", "vad_threshold"}` of a media session (openai 3.63
+    `MediaSessionConfig`): inference starts at the caller's first speech, and each later wake too."""
+
+    vad_threshold: float = DEFAULT_VAD_THRESHOLD
+
+
 @dataclass(frozen=True, slots=True)
 class SessionConfig:
     """The accepted parts of a `session.start` SessionConfig; no-op fields are dropped."""
@@ -117,6 +142,11 @@ class SessionConfig:
     safety_identifier: str | None = None
     """The client's id for its end user: kept in the resource and the session's log line, never
     used for routing."""
+    wake_policy: WakePolicy | None = None
+    """A media session's (WebRTC's) only: parsed on every start, refused on a socket's by
+    `start.check_start`, which knows the transport."""
+    idle_timeout_s: int | None = None
+    """As `wake_policy`: whole seconds of inactivity before inference pauses."""
 
 
 # --- client events ----------------------------------------------------------------------------------
@@ -386,6 +416,10 @@ def _config_json(c: SessionConfig) -> dict[str, Any]:
         out["input"] = [_turn_json(t) for t in c.input]
     if c.safety_identifier is not None:
         out["safety_identifier"] = c.safety_identifier
+    if c.wake_policy is not None:
+        out["wake_policy"] = {"type": "speech", "vad_threshold": c.wake_policy.vad_threshold}
+    if c.idle_timeout_s is not None:
+        out["idle_timeout_s"] = c.idle_timeout_s
     return out
 
 
@@ -682,6 +716,38 @@ def _empty_list(value: object, path: Path) -> None:
         raise errors.unsupported_parameter(path)
 
 
+_WAKE_KEYS = frozenset({"type", "vad_threshold"})
+
+
+def _wake_policy(value: object, path: Path) -> WakePolicy:
+    """`{"type": "speech", "vad_threshold": 0..1}` (openai 3.63 `WakePolicy`)."""
+    obj = _expect_object(value, path)
+    _closed(obj, _WAKE_KEYS, path)
+    if "type" not in obj:
+        raise errors.missing_required_parameter((*path, "type"))
+    kind = _expect_str(obj["type"], (*path, "type"))
+    if kind != "speech":
+        raise errors.invalid_value((*path, "type"), kind, ("speech",))
+    if "vad_threshold" not in obj:
+        return WakePolicy()
+    here = (*path, "vad_threshold")
+    threshold = obj["vad_threshold"]
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise errors.invalid_type(here, "a number", threshold)
+    bad = wake_bounds(float(threshold), None)
+    if bad is not None:
+        raise errors.invalid_value(here, threshold, (bad[1],))
+    return WakePolicy(float(threshold))
+
+
+def _idle_timeout(value: object, path: Path) -> int:
+    seconds = _expect_int(value, path)
+    bad = wake_bounds(DEFAULT_VAD_THRESHOLD, seconds)
+    if bad is not None:
+        raise errors.invalid_value(path, seconds, (bad[1],))
+    return seconds
+
+
 def _session(value: object) -> SessionConfig:
     path: Path = ("session",)
     obj = _expect_object(value, path)
@@ -692,6 +758,8 @@ def _session(value: object) -> SessionConfig:
     delegation: Delegation | None = None
     turns: tuple[Turn, ...] = ()
     safety_identifier: str | None = None
+    wake_policy: WakePolicy | None = None
+    idle_timeout_s: int | None = None
     for key, item in obj.items():  # client order: the first offending field wins
         here = (*path, key)
         if key == "model":
@@ -717,11 +785,16 @@ def _session(value: object) -> SessionConfig:
                 raise errors.unsupported_value(here, "true", ("false",))
         elif key == "client":  # configures WebRTC: no value can be honoured here
             raise errors.unsupported_parameter(here)
+        elif key == "wake_policy":
+            wake_policy = _wake_policy(item, here)
+        elif key == "idle_timeout_s":
+            idle_timeout_s = _idle_timeout(item, here)
         else:
             raise errors.unknown_parameter(here)
     if model is None:
         raise errors.missing_required_parameter((*path, "model"))
-    return SessionConfig(model, instructions, fmt, voice, delegation, turns, safety_identifier)
+    return SessionConfig(model, instructions, fmt, voice, delegation, turns, safety_identifier,
+                         wake_policy, idle_timeout_s)
 
 
 _ENVELOPE = frozenset({"type", "event_id"})

@@ -41,6 +41,9 @@ class Served:
     voices: Voices
     aliases: tuple[str, ...] = ()
     """Model names accepted besides `info.model` (gpt-live §5.1's allow-list)."""
+    pauses: bool = False
+    """The engines may take a session out of the batch and wake it (docs/pause.md): a media
+    session's `wake_policy` and `idle_timeout_s` are honoured, else refused by name."""
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -70,6 +73,7 @@ class Served:
             "native_voices": list(info.voices), "default_native_voice": info.default_voice,
             "voice_map": dict(self.voices.builtin), "custom_voices": list(self.voices.custom),
             "engine": [list(pair) for pair in info.engine],  # as the engine gave them: what `from_config` reads
+            "pauses": self.pauses,
         }
 
     @staticmethod
@@ -91,8 +95,11 @@ class Served:
             voices = Voices(info.voices, {str(k): str(v) for k, v in config["voice_map"].items()},
                             tuple(str(v) for v in config["custom_voices"]))
             models = tuple(str(m) for m in config["models"])
+            pauses = config.get("pauses", False)
+            if not isinstance(pauses, bool):
+                raise TypeError(f"'pauses' must be a boolean, got {pauses!r}")
         except KeyError as exc:
             raise ValueError(f"served config: missing key {exc.args[0]!r}") from exc
         except (TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"served config: {exc}") from exc
-        return Served(info, voices, tuple(m for m in models if m != info.model))
+        return Served(info, voices, tuple(m for m in models if m != info.model), pauses)

@@ -26,6 +26,22 @@ class Catalog(Protocol):
         ...
 
 
+NOT_PAUSING = ("this server's engines hold no paused session, so inference can neither wait for the "
+               "caller's speech nor pause (a pod needs the `pause` extra, Silero VAD and --max-paused "
+               "above 0: docs/pause.md).")
+"""Why a server that cannot pause refuses `wake_policy` and `idle_timeout_s` (`Served.pauses`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Wake:
+    """A media session's accepted `wake_policy` with its `idle_timeout_s`: what the pod's idle
+    pause runs (docs/pause.md); the call waits for the caller's first speech."""
+
+    vad_threshold: float
+    idle_timeout_s: int | None
+    """None: once woken, inference stays on until the session ends."""
+
+
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """An accepted start: what the engine runs, what the client is told, and where it runs."""
@@ -36,17 +52,37 @@ class Prepared:
     """The `info` events to send after `session.started`: what the client must know (history
     dropped, delegation not used) always, the optional ones with `info_events`."""
     served: Served
+    wake: Wake | None = None
+
+
+def _wake(config: events.SessionConfig, served: Served, media: bool) -> Wake | None:
+    """`wake_policy` and `idle_timeout_s`: a media session's fields (a socket's start has no such
+    field), the timeout only with a speech wake policy (openai 3.63: it pauses "a session with a
+    speech wake policy", which alone can wake it), honoured where the engines can pause."""
+    policy, idle = config.wake_policy, config.idle_timeout_s
+    if policy is None and idle is None:
+        return None
+    key = "wake_policy" if policy is not None else "idle_timeout_s"
+    if not media:
+        raise errors.unknown_parameter(("session", key))
+    if policy is None:
+        raise errors.missing_required_parameter(("session", "wake_policy"))
+    if not served.pauses:
+        raise errors.not_honoured(("session", key), NOT_PAUSING)
+    return Wake(policy.vad_threshold, idle)
 
 
 def check_start(catalog: Catalog, event: events.SessionStart, session_id: str, unix_s: float,
-                info_events: bool) -> Prepared:
-    """Model, voice and instructions of `event`; raises `ProtocolError` naming the parameter.
+                info_events: bool, media: bool = False) -> Prepared:
+    """Model, voice and instructions of `event`, and a media session's wake (`media`: the start
+    is a WebRTC call's); raises `ProtocolError` naming the parameter.
 
     The history in `session.input` is folded into the role prompt (`history.fold`); the resource
     echoes the instructions alone. `unix_s` is wall time, for `expires_at`.
     """
     config = event.session
     served = catalog.served_for(config.model)
+    wake = _wake(config, served, media)
     info = served.info
     native = None if config.voice is None else served.voices.resolve(config.voice)
     given = config.instructions
@@ -92,4 +128,4 @@ def check_start(catalog: Catalog, event: events.SessionStart, session_id: str, u
             notes.append(events.Info("default_instructions",
                                      "No instructions were given; the server default is used.",
                                      event.event_id))
-    return Prepared(session, resource, tuple(notes), served)
+    return Prepared(session, resource, tuple(notes), served, wake)

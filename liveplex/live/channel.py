@@ -81,9 +81,11 @@ class LiveHandle(_End):
     def stopped(self) -> bool:
         return self._q.stopped
 
-    def start(self, session: contract.Session, checkpoints: bool = False) -> Opened | Rejected:
-        """`checkpoints`: the session's outputs carry its resume record (`contract.Checkpoint`)."""
-        return self._submit(session, None, checkpoints)
+    def start(self, session: contract.Session, checkpoints: bool = False,
+              outside_frames: int = 0) -> Opened | Rejected:
+        """`checkpoints`: the session's outputs carry its resume record (`contract.Checkpoint`);
+        `outside_frames`: as `resume`'s (a call that waited for its caller's speech, woken)."""
+        return self._submit(session, None, checkpoints, outside_frames)
 
     def resume(self, session: contract.Session, state: bytes, checkpoints: bool = False,
                outside_frames: int = 0) -> Opened | Rejected:

@@ -51,8 +51,10 @@ class Settles(Protocol):
 class EngineLeg:
     """One session on the engine: caller audio in, the tick's outputs out to the peer."""
 
-    def __init__(self, opened: channel.Opened, peer: backend.Peer, checkpoints: bool = False) -> None:
-        self._opened: channel.Opened | None = opened
+    def __init__(self, opened: channel.Opened | None, peer: backend.Peer, checkpoints: bool = False) -> None:
+        self._opened = opened
+        """None while no engine holds the session (paused, or a call waiting for its caller's
+        first speech: `pause.Pausing`)."""
         self._peer = peer
         self._checkpoints = checkpoints
         """A gateway relays this session: its outputs carry `contract.Checkpoint`s for it."""
@@ -64,7 +66,8 @@ class EngineLeg:
         peer.replay = self.replay
         self.pausing: pause.Pausing | None = None
         """The session's idle pause, on a pod that pauses (docs/pause.md)."""
-        opened.output.listen(self._on_outputs)
+        if opened is not None:
+            opened.output.listen(self._on_outputs)
 
     @property
     def peer(self) -> backend.Peer:
@@ -168,6 +171,9 @@ class EngineLeg:
     def frames_sent(self) -> int:
         return self._peer.conn.frames_sent
 
+    def beat(self) -> None:
+        self._peer.send_verbatim(hop.OUT_BEAT, False)
+
     def say(self, text: str) -> None:
         if self._opened is not None:
             self._opened.audio.say(text)
@@ -201,9 +207,12 @@ class EngineBackend:
     def __init__(self, served: Served, settings: Settings, reattach_grace_s: float = 0.0,
                  pausing: pause.PauseSettings | None = None) -> None:
         self.served = served
-        self._pause = pausing if pausing is not None and pausing.on else None
-        """The pod's idle pause (docs/pause.md); None: off."""
-        self._detector = None if self._pause is None else vad.Silero()
+        self._pause = pausing or pause.PauseSettings()
+        """The pod's idle pause (docs/pause.md): WebSocket sessions' when `on`, a call's wake
+        policy's whenever the pod can pause (`served.pauses`)."""
+        self._detector = vad.Silero() if self._pause.on else None
+        """The model, loaded at once for a pod that pauses its sockets, else at the first call
+        that asks (`_stream`)."""
         self.pause_stats = pause.PauseStats()
         self._settings = settings
         self._grace_s = reattach_grace_s
@@ -256,7 +265,10 @@ class EngineBackend:
         leg = self._legs.get(given) if parked is None else parked.leg
         return leg if isinstance(leg, EngineLeg) and leg.engine_id is not None else None
 
-    def connection(self, headers: Headers, now_ns: int, query: Mapping[str, str]) -> connection.Connection:
+    def connection(self, headers: Headers, now_ns: int, query: Mapping[str, str],
+                   media: bool = False) -> connection.Connection:
+        """A gateway's socket may carry a media session's start (its WebRTC call's): the gateway
+        checked the transport, and the pod trusts the gateway."""
         if hop.REATTACH_HEADER in headers:
             leg = self._running(headers)
             if leg is not None:  # the session's own machine: its state, usage and id go on
@@ -264,7 +276,7 @@ class EngineBackend:
         given = headers.get(hop.SESSION_ID_HEADER)
         session_id = given if given is not None and events.SESSION_ID.fullmatch(given) else None
         conn = connection.Connection(self.served, self._settings, now_ns, session_id,
-                                     pausable=self._pause is not None)
+                                     pausable=self._pause.on, media=media or session_id is not None)
         if session_id is not None:
             self._given[conn] = session_id
         key = headers.get(hop.IMPORT_HEADER)
@@ -289,7 +301,7 @@ class EngineBackend:
         return handover.NOT_RUNNING if data is None else handover.Exported(data, read)
 
     def _may_pause(self) -> bool:
-        return self._pause is not None and self.pause_stats.paused < self._pause.max_paused
+        return self.pause_stats.paused < self._pause.max_paused
 
     # --- re-attach: a relayed session outlives its gateway's socket ---------------------------------
 
@@ -359,13 +371,13 @@ class EngineBackend:
             self.settles.ended()
 
     def free_slots(self) -> int | None:
-        """Sessions the pod admits beyond those it holds, with the idle pause on (`wake.free_slots`:
-        slots kept for wakes); None when it is off (the engine's own cap decides)."""
-        if self._pause is None:
+        """Sessions the pod admits beyond those it holds, on a pod that may pause (`wake.free_slots`:
+        slots kept for wakes); None when it cannot (the engine's own cap decides)."""
+        if not self._pause.on and not self.served.pauses:
             return None
         held = 0 if self.front is None else self.front.stats.sessions_open
         paused = self.pause_stats.paused
-        return wake.free_slots(self.served.info.max_sessions, held - paused, paused,
+        return wake.free_slots(self.served.info.max_sessions, max(0, held - paused), paused,
                                self._pause.wake_reserve, self._pause.max_paused)
 
     def start(self, start: connection.Start, peer: backend.Peer) -> EngineLeg | None:
@@ -376,6 +388,8 @@ class EngineBackend:
         key = self._import_of.pop(peer.conn, None)
         session_id = self._given.get(peer.conn)
         checkpoints = session_id is not None  # a gateway relays it: it keeps the resume record
+        if start.wake is not None and key is None:
+            return self._waiting(start, peer, handle, checkpoints, session_id)
         if key is None:
             result = handle.start(start.session, checkpoints)
         else:
@@ -392,9 +406,33 @@ class EngineBackend:
             peer.refuse(errors.server_error(result.value))
             return None
         leg = EngineLeg(result, peer, checkpoints)
-        if self._pause is not None and self._detector is not None:
-            leg.pausing = pause.Pausing(leg, handle, start.session, checkpoints, wake.Machine(self._pause.policy()),
-                                        self._detector.stream(), self.pause_stats, self._may_pause)
+        self._pausing(leg, handle, start, checkpoints, wait_first=False)
         if session_id is not None:
             self._legs[session_id] = leg
         return leg
+
+    def _waiting(self, start: connection.Start, peer: backend.Peer, handle: channel.LiveHandle,
+                 checkpoints: bool, session_id: str | None) -> EngineLeg:
+        """A call with a wake policy: connected and started, billed as paused, in no engine until
+        its caller speaks (the wake machine's waiting state); its `session.started` is the pod's."""
+        leg = EngineLeg(None, peer, checkpoints)
+        self._pausing(leg, handle, start, checkpoints, wait_first=True)
+        if session_id is not None:
+            self._legs[session_id] = leg
+        started: list[contract.Output] = [contract.Started()]
+        asyncio.get_running_loop().call_soon(leg.deliver, started)
+        return leg
+
+    def _pausing(self, leg: EngineLeg, handle: channel.LiveHandle, start: connection.Start,
+                 checkpoints: bool, wait_first: bool) -> None:
+        """The session's idle pause: its call's wake policy, else the pod's for its sockets."""
+        if start.wake is not None:
+            policy = wake.Policy(start.wake.vad_threshold, start.wake.idle_timeout_s, wait_first)
+        elif self._pause.on:
+            policy = self._pause.policy()
+        else:
+            return
+        if self._detector is None:
+            self._detector = vad.Silero()
+        leg.pausing = pause.Pausing(leg, handle, start.session, checkpoints, wake.Machine(policy),
+                                    self._detector.stream(), self.pause_stats, self._may_pause)

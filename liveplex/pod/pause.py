@@ -9,6 +9,9 @@ to the detector and the ring, its usage counts paused time (wall clock, in frame
 ends at its wall-clock end (a timer, and the resumed line's `max_frames` shrunk by the time out).
 `session.paused` is said once the engine let the session go, `session.resumed` once it runs again
 (its `Started`); both reach the socket as outputs in order (`contract.Paused`/`Resumed`).
+
+A call with a wake policy starts out of the engine (the machine's waiting state, an empty blob:
+it never ran), billed as paused, and its first wake is the engine's start.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from liveplex.gptlive.server import hop
 from liveplex.live import channel, contract, frames
 from liveplex.pod import vad, wake
 
@@ -51,6 +55,9 @@ class PauseStats:
     """The pod's pauses, for `/live/stats` and `/metrics` (one writer: the event loop)."""
 
     paused: int = 0
+    """Sessions out of the engine, waiting ones included: each holds no engine slot."""
+    waiting: int = 0
+    """Of `paused`, calls not yet woken (a wake policy's waiting state)."""
     pauses: int = 0
     wakes: int = 0
     refused_wakes: int = 0
@@ -85,6 +92,10 @@ class Leg(Protocol):
         """Audio frames the session's socket has sent."""
         ...
 
+    def beat(self) -> None:
+        """The session is out of the engine a while longer: a relaying gateway hears the pod lives
+        (`hop.OUT_BEAT`), since no tick sends it audio."""
+
 
 class Pausing:
     """One session's idle pause; see the module docstring."""
@@ -114,6 +125,10 @@ class Pausing:
         self._outside_frames = 0
         """Frames of time spent paused so far, over all pauses."""
         self._expiry: asyncio.TimerHandle | None = None
+        self._beats: asyncio.TimerHandle | None = None
+        if machine.phase is wake.Phase.WAITING:  # out of the engine from the start: billed as paused
+            self._parked(b"")
+            self._stats.waiting += 1
 
     @property
     def paused(self) -> bool:
@@ -164,20 +179,30 @@ class Pausing:
             self._pending_wake = None
             self._perform(self.machine.stayed())
             return
-        self._blob = blob
-        self._paused_ns = time.monotonic_ns()
-        self._stats.paused += 1
+        self._parked(blob)
         self._stats.pauses += 1
-        self._stats.parked_bytes += len(blob)
-        self._arm_expiry()
         if self._pending_wake is not None:
             pre_roll, self._pending_wake = self._pending_wake, None
             self._wake(pre_roll)
+
+    def _parked(self, blob: bytes) -> None:
+        """The session is out of the engine, `blob` its state (empty: it never ran)."""
+        self._blob = blob
+        self._paused_ns = time.monotonic_ns()
+        self._stats.paused += 1
+        self._stats.parked_bytes += len(blob)
+        self._arm_expiry()
+        if self._checkpoints:  # a gateway relays it, and watches for silence (the first after `Started`)
+            self._beats = asyncio.get_running_loop().call_later(hop.OUT_BEAT_S, self._beat)
 
     def _arm_expiry(self) -> None:
         left = self._handle.info.max_frames - self._leg.frames_sent() - self._outside_frames
         self._expiry = asyncio.get_running_loop().call_later(
             max(0, left) * frames.PERIOD_NS / 1e9, self._expire)
+
+    def _beat(self) -> None:
+        self._leg.beat()
+        self._beats = asyncio.get_running_loop().call_later(hop.OUT_BEAT_S, self._beat)
 
     def _expire(self) -> None:
         """The session's time ran out while paused: it ends `expired`, as in the engine."""
@@ -191,7 +216,8 @@ class Pausing:
             self._pending_wake = pre_roll
             return
         outside = self._outside_frames + self._frames_out()
-        opened = self._handle.resume(self._session, blob, self._checkpoints, outside)
+        opened = (self._handle.resume(self._session, blob, self._checkpoints, outside) if blob
+                  else self._handle.start(self._session, self._checkpoints, outside))
         if isinstance(opened, channel.Rejected):
             self._refused()
             return
@@ -242,11 +268,14 @@ class Pausing:
         self._waking = None
         if self._blob is not None:
             self._stats.paused -= 1
+            if not self._blob:
+                self._stats.waiting -= 1
             self._stats.parked_bytes -= len(self._blob)
             self._blob = None
-        if self._expiry is not None:
-            self._expiry.cancel()
-            self._expiry = None
+        for timer in (self._expiry, self._beats):
+            if timer is not None:
+                timer.cancel()
+        self._expiry = self._beats = None
 
     # --- the end ---------------------------------------------------------------------------------------
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import orjson
 
 from liveplex.flags import default_of
-from liveplex.gptlive import voices
+from liveplex.gptlive import events, voices
 from liveplex.gptlive.served import DEFAULT_ALIASES
 from liveplex.live import frames, pacing
 from liveplex.live.pacing import Pacing
 from liveplex.placement import subpools, url
-from liveplex.pod import stats, wake
+from liveplex.pod import stats
 from liveplex.pod.pause import PauseSettings
 
 MAX_REATTACH_GRACE_S = 300.0
@@ -142,10 +142,11 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     if not 0 <= args.reattach_grace_s <= MAX_REATTACH_GRACE_S:
         raise ValueError(f"--reattach-grace-s must lie in [0, {MAX_REATTACH_GRACE_S:g}], got {args.reattach_grace_s}")
     if args.idle_pause_s:
-        bad = wake.check(args.vad_threshold, args.idle_pause_s)
+        bad = events.wake_bounds(args.vad_threshold, args.idle_pause_s)
         if bad is not None:
-            flag = "--vad-threshold" if bad[0] == "vad_threshold" else "--idle-pause-s"
-            raise ValueError(f"{flag} {bad[1]}")
+            flag, value = (("--vad-threshold", args.vad_threshold) if bad[0] == "vad_threshold"
+                           else ("--idle-pause-s", args.idle_pause_s))
+            raise ValueError(f"{flag} must be {bad[1]}, got {value}")
     if args.idle_pause_s < 0 or args.wake_reserve < 0 or args.max_paused < 0:
         raise ValueError("--idle-pause-s, --wake-reserve and --max-paused must be >= 0")
     if args.lateness_budget_ms <= 0:

@@ -58,6 +58,18 @@ def model_path() -> Path:
     return path
 
 
+def missing() -> str | None:
+    """Why this process cannot run the detector (what to install), None when it can: found
+    without importing anything, so a pod that never pauses pays nothing to ask."""
+    if importlib.util.find_spec("onnxruntime") is None:
+        return f"the idle pause needs onnxruntime: {INSTALL}"
+    try:
+        model_path()
+    except ModuleNotFoundError as exc:
+        return str(exc)
+    return None
+
+
 class Silero:
     """The model, loaded once per pod; `stream()` is one session's `Detector`."""
 

@@ -562,3 +562,41 @@ def test_usage_reports_the_context_window_only_when_the_engine_has_one() -> None
         (4.0, {"usage_ratio": 0.5}), (8.0, {"usage_ratio": 1.0}), (12.0, {"usage_ratio": 1.0})]
     assert "context_window" not in [e for e in sent(live(Settings(usage_period_ms=80)).deliver([FRAME]))
                                     if e["type"] == "session.usage.updated"][0]
+
+
+# --- a media session's wake policy (docs/pause.md) ---------------------------------------------------
+
+WAKE = {"model": "gpt-live-1", "wake_policy": {"type": "speech", "vad_threshold": 0.7}, "idle_timeout_s": 3}
+
+
+def _media(pauses: bool) -> c.Connection:
+    served = Served(INFO, Voices(VOICES, BUILTIN), ("gpt-live-1",), pauses=pauses)
+    return c.Connection(served, SETTINGS, 0, media=True)
+
+
+@pytest.mark.parametrize(("media", "pauses", "session", "code", "param"), [
+    (False, True, WAKE, "unknown_parameter", "session.wake_policy"),  # a socket's start has no such field
+    (False, True, {"model": "gpt-live-1", "idle_timeout_s": 3}, "unknown_parameter", "session.idle_timeout_s"),
+    (True, True, {"model": "gpt-live-1", "idle_timeout_s": 3}, "missing_required_parameter",
+     "session.wake_policy"),
+    (True, False, WAKE, "unsupported_parameter", "session.wake_policy"),  # engines that cannot pause
+])
+def test_a_wake_policy_is_a_media_sessions_and_needs_engines_that_pause(
+        media: bool, pauses: bool, session: dict, code: str, param: str) -> None:
+    conn = c.Connection(_media(pauses).catalog, SETTINGS, 0, media=media)
+    error = sent(conn.receive(msg("session.start", session=session), 0, 0.0))[0]["error"]
+    assert (error["code"], error["param"]) == (code, param)
+    if code == "unsupported_parameter":
+        assert error["message"].endswith(c.start.NOT_PAUSING)
+
+
+def test_a_call_with_a_wake_policy_starts_with_it_and_bills_its_wait_as_paused() -> None:
+    conn = _media(pauses=True)
+    start = conn.receive(msg("session.start", session=WAKE), 0, 0.0)[0]
+    assert isinstance(start, c.Start) and start.wake == c.start.Wake(0.7, 3)
+    conn.deliver([contract.Started()])
+    woke = sent(conn.deliver([contract.Resumed(25), *[FRAME] * 13]))  # 2 s waiting, then ~1 s in the engine
+    assert woke[0]["type"] == "session.resumed"
+    conn.receive(msg("session.close"), 0, 0.0)
+    closed = sent(conn.deliver([contract.Closed(contract.CloseReason.HANGUP, 13, 0, 0)]))[0]
+    assert closed["usage"] == {"seconds": 3, "active_seconds": 1, "paused_seconds": 2}

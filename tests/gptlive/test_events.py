@@ -37,7 +37,9 @@ _configs = st.builds(events.SessionConfig, model=st.text(max_size=10), instructi
                      format=st.none() | _formats, voice=_voices,
                      delegation=st.none() | st.builds(events.ClientDelegation, _delays)
                      | st.builds(events.ResponsesDelegation, _responses, _delays),
-                     input=_turns, safety_identifier=st.none() | st.text(max_size=64))
+                     input=_turns, safety_identifier=st.none() | st.text(max_size=64),
+                     wake_policy=st.none() | st.builds(events.WakePolicy, st.floats(0, 1)),
+                     idle_timeout_s=st.none() | st.integers(1, events.MAX_IDLE_TIMEOUT_S))
 _client_events = st.one_of(
     st.builds(events.SessionStart, _configs, _ids),
     st.builds(events.InputAudioAppend, st.text(alphabet="AB+/=", max_size=16), _ids),
@@ -186,6 +188,22 @@ def test_type_is_checked_before_payload() -> None:
     (_start({"model": "m", "triggers": [{}]}), "unsupported_parameter", "session.triggers"),
     (_start({"model": "m", "client": {}}), "unsupported_parameter", "session.client"),
     (_start({"model": "m", "safety_identifier": 7}), "invalid_type", "session.safety_identifier"),
+    (_start({"model": "m", "wake_policy": "speech"}), "invalid_type", "session.wake_policy"),
+    (_start({"model": "m", "wake_policy": {}}), "missing_required_parameter", "session.wake_policy.type"),
+    (_start({"model": "m", "wake_policy": {"type": "vad"}}), "invalid_value", "session.wake_policy.type"),
+    (_start({"model": "m", "wake_policy": {"type": "speech", "x": 1}}), "unknown_parameter",
+     "session.wake_policy.x"),
+    (_start({"model": "m", "wake_policy": {"type": "speech", "vad_threshold": "0.5"}}), "invalid_type",
+     "session.wake_policy.vad_threshold"),
+    (_start({"model": "m", "wake_policy": {"type": "speech", "vad_threshold": True}}), "invalid_type",
+     "session.wake_policy.vad_threshold"),
+    (_start({"model": "m", "wake_policy": {"type": "speech", "vad_threshold": 1.5}}), "invalid_value",
+     "session.wake_policy.vad_threshold"),
+    (_start({"model": "m", "wake_policy": {"type": "speech", "vad_threshold": -0.1}}), "invalid_value",
+     "session.wake_policy.vad_threshold"),
+    (_start({"model": "m", "idle_timeout_s": 2.5}), "invalid_type", "session.idle_timeout_s"),
+    (_start({"model": "m", "idle_timeout_s": 0}), "invalid_value", "session.idle_timeout_s"),
+    (_start({"model": "m", "idle_timeout_s": 3601}), "invalid_value", "session.idle_timeout_s"),
     (_start({"model": "m", "safety_identifier": "u" * 65}), "string_above_max_length", "session.safety_identifier"),
     (_start({"model": "m", "audio": {"output": {"voice": {"id": "x", "extra": 1}}}}),
      "unknown_parameter", "session.audio.output.voice.extra"),

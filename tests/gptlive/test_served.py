@@ -33,3 +33,5 @@ def test_the_engines_numbers_are_numbers_and_its_words_words() -> None:
 def test_the_typed_document_still_reads_back_exactly() -> None:
     served = _served(SimProfile(echo_frames=2).info())
     assert Served.from_config(orjson.loads(orjson.dumps(served.config()))) == served
+    pausing = dataclasses.replace(served, pauses=True)  # what a gateway refuses a call's wake policy by
+    assert Served.from_config(orjson.loads(orjson.dumps(pausing.config()))) == pausing

@@ -22,9 +22,11 @@ def _body(session: object = None, transport: object = None, **extra: object) -> 
 def test_the_session_becomes_a_start_less_what_only_webrtc_has() -> None:
     read = offer.read(_body({"model": "m", "client": {"data_channel": {
         "allowed_client_events": ["session.close"], "allowed_server_events": "all"}},
-        "audio": {"output": {"voice": "marin"}}, "instructions": "hi"}))
-    assert orjson.loads(read.start_text) == {"type": "session.start", "session": {
-        "model": "m", "audio": {"output": {"voice": "marin"}}, "instructions": "hi"}}
+        "audio": {"output": {"voice": "marin"}}, "instructions": "hi",
+        "wake_policy": {"type": "speech"}, "idle_timeout_s": 3}))
+    assert orjson.loads(read.start_text) == {"type": "session.start", "session": {  # the wake: the start's
+        "model": "m", "audio": {"output": {"voice": "marin"}}, "instructions": "hi",
+        "wake_policy": {"type": "speech"}, "idle_timeout_s": 3}}
     assert read.sdp == SDP
     assert read.policy == offer.Policy(frozenset({"session.close"}), None)
     assert read.policy.takes("session.close") and not read.policy.takes("session.input_audio.mute")
@@ -41,8 +43,6 @@ def test_the_session_becomes_a_start_less_what_only_webrtc_has() -> None:
     (_body(transport={"type": "webrtc", "sdp": 5}), "invalid_type", "transport.sdp"),
     (_body(transport={"type": "webrtc", "sdp": "v=0\r\n" + "a" * offer.MAX_SDP_CHARS}),
      "string_above_max_length", "transport.sdp"),
-    (_body({"model": "m", "wake_policy": {"type": "speech"}}), "unsupported_parameter", "session.wake_policy"),
-    (_body({"model": "m", "idle_timeout_s": 5}), "unsupported_parameter", "session.idle_timeout_s"),
     (_body({"model": "m", "audio": {"output": {"format": {}}}}), "unknown_parameter", "session.audio.output.format"),
     (_body({"model": "m", "client": {"x": 1}}), "unknown_parameter", "session.client.x"),
     (_body({"model": "m", "client": {"data_channel": {"allowed_client_events": ["session.nope"]}}}),

@@ -13,7 +13,6 @@ import websockets
 
 from liveplex.bench import audio
 from liveplex.live import frames
-from liveplex.pod import wake
 from tests.support import clients, pods
 
 SILENCE = bytes(frames.FRAME_BYTES)
@@ -101,4 +100,3 @@ def test_the_pod_refuses_a_bad_threshold() -> None:
         assert "--vad-threshold" in str(exc)
     else:
         raise AssertionError("a threshold above 1 was taken")
-    assert wake.check(0.5, 3) is None

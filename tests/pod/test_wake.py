@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from liveplex.gptlive.events import MAX_IDLE_TIMEOUT_S, wake_bounds
 from liveplex.pod import wake as w
 
 QUIET, LOUD = 0.1, 0.9
@@ -119,12 +120,12 @@ def test_waiting_starts_without_a_pause() -> None:
 # --- the policy's values ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("threshold", "timeout", "param"), [
-    (0.5, 3, None), (0.0, 1, None), (1.0, w.MAX_IDLE_TIMEOUT_S, None), (0.5, None, None),
+    (0.5, 3, None), (0.0, 1, None), (1.0, MAX_IDLE_TIMEOUT_S, None), (0.5, None, None),
     (-0.01, 3, "vad_threshold"), (1.01, 3, "vad_threshold"), (float("nan"), 3, "vad_threshold"),
-    (0.5, 0, "idle_timeout_s"), (0.5, w.MAX_IDLE_TIMEOUT_S + 1, "idle_timeout_s"),
+    (0.5, 0, "idle_timeout_s"), (0.5, MAX_IDLE_TIMEOUT_S + 1, "idle_timeout_s"),
 ])
-def test_check(threshold: float, timeout: int | None, param: str | None) -> None:
-    found = w.check(threshold, timeout)
+def test_bounds(threshold: float, timeout: int | None, param: str | None) -> None:
+    found = wake_bounds(threshold, timeout)
     assert (found and found[0]) == param
 
 

@@ -17,7 +17,8 @@ from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from aiortc.rtp import is_rtcp
 
-from liveplex.bench.tone import RATE, ToneTrack
+from liveplex.bench import audio as recordings
+from liveplex.bench.tone import PACKET, RATE, ToneTrack
 from liveplex.gptlive.server.webrtc import opus
 
 SEND_RTP = "_send_rtp"
@@ -54,11 +55,34 @@ def power_at(samples: np.ndarray, hz: float, rate: int = RATE) -> float:
     return float(spectrum[np.abs(freqs - hz) < 20].sum() / total) if total else 0.0
 
 
+class Voice(ToneTrack):
+    """The shipped recording of a caller as a microphone: silent until `speak`, then that much of
+    the recording (where the last `speak` left off), then silent again: speech a detector hears."""
+
+    def __init__(self) -> None:
+        super().__init__(0.0, onset=None)
+        self._speech = recordings.read_wav(recordings.recording_path(), RATE)
+        self._at = 0
+        self._left = 0
+
+    def speak(self, seconds: float) -> None:
+        self._left = round(seconds * RATE) // PACKET
+        self.onset = time.monotonic()
+
+    def packet(self, n: int) -> np.ndarray | None:
+        if self._left <= 0:
+            return None
+        self._left -= 1
+        self._at = self._at % (len(self._speech) - PACKET) + PACKET
+        return self._speech[self._at - PACKET:self._at]
+
+
 class Caller:
-    """One browser-like WebRTC caller."""
+    """One browser-like WebRTC caller; `track`: its microphone (a tone of `hz` by default)."""
 
     def __init__(self, hz: float = 440.0, channel: bool = True, audio: bool = True,
-                 ice: RTCConfiguration | None = None, lose_every: int = 0) -> None:
+                 ice: RTCConfiguration | None = None, lose_every: int = 0,
+                 track: MediaStreamTrack | None = None) -> None:
         self.pc = RTCPeerConnection(ice or RTCConfiguration(iceServers=[]))
         self.lose_every = lose_every
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -74,7 +98,7 @@ class Caller:
             self.channel.on("message", lambda text: self.events.put_nowait(json.loads(text)))
             self.channel.on("close", self.closed.set)
         if audio:
-            self.pc.addTransceiver(ToneTrack(hz), direction="sendrecv")
+            self.pc.addTransceiver(track or ToneTrack(hz), direction="sendrecv")
         self.pc.on("track", self._track)
 
     def _track(self, track: MediaStreamTrack) -> None:

@@ -151,8 +151,10 @@ class Backend(Observer, Protocol):
         """Why a new socket (its upgrade's `headers`; None: a WebRTC create) is refused before the
         upgrade (HTTP status, JSON body), or None."""
 
-    def connection(self, headers: Headers, now_ns: int, query: Mapping[str, str]) -> connection.Connection:
-        """The protocol core of a new socket (its upgrade's `headers` and `query`)."""
+    def connection(self, headers: Headers, now_ns: int, query: Mapping[str, str],
+                   media: bool = False) -> connection.Connection:
+        """The protocol core of a new socket (its upgrade's `headers` and `query`); `media`: a
+        WebRTC call's, whose start may carry a media session's fields (`Connection`'s `media`)."""
         ...
 
     def start(self, start: connection.Start, peer: Peer) -> Leg | None:

@@ -72,6 +72,14 @@ every 80 ms, so two seconds is a stop, not a busy moment. The bound from the wed
 `PING_INTERVAL_S + PING_TIMEOUT_S`, well inside the grace window and before the frames held for
 the silent socket (`outbound_max_frames`, about 5 s) drop it as slow."""
 
+OUT_BEAT = '{"type":"liveplex.session.out"}'
+"""What a pod writes on a relayed session's socket every `OUT_BEAT_S` while the session is out of
+the engine (paused, or a call waiting for its caller's first speech: docs/pause.md), when no tick
+sends it an audio delta: the gateway's watchdog hears that the pod lives (its loop does; a wedged
+engine is found at the wake, whose frames then stop). Gateways never relay it (matched whole)."""
+OUT_BEAT_S = 0.2
+"""A fifth of the gateway's default `--upstream-silence-ms` (1 s)."""
+
 HANDED_OVER_CLOSE = 4100
 """A relayed session's socket closed by its pod after an export: not an error, no `session.closed`."""
 MOVE_REQUESTED = "liveplex.session.move_requested"

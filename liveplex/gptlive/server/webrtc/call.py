@@ -94,7 +94,7 @@ class Call(PeerCore):
     def __init__(self, front: Front, offer: Offer, headers: Headers, key: str,
                  query: Mapping[str, str] | None = None) -> None:
         query = query or {}
-        super().__init__(front.backend.connection(headers, time.monotonic_ns(), query))
+        super().__init__(front.backend.connection(headers, time.monotonic_ns(), query, media=True))
         self._front = front
         self._headers = headers
         self._query = query

@@ -7,7 +7,9 @@ session becomes the text of a `session.start` that the call's `Connection` reads
 - `client.data_channel`: which events may cross the data channel (`Policy`);
 - `audio` holds only `output.voice`: WebRTC negotiates the format on the media transport, so the
   start asks for the engine's own (PCM at 24 kHz, the default);
-- `wake_policy` and `idle_timeout_s` (openai 3.63) are refused by name: see `NOT_HONOURED`.
+- `wake_policy` and `idle_timeout_s` (openai 3.63) stay in the start: a media session's own,
+  checked by `start.check_start` for a call (`Connection`'s `media`), and run by the pod's idle
+  pause (docs/pause.md).
 
 The offer is checked before anything is started: text that is SDP, an audio section that offers
 Opus at 48 kHz, and a data channel section (the events' only way in and out).
@@ -31,16 +33,6 @@ MAX_SDP_CHARS = 64 * 1024
 
 CLIENT_EVENTS = frozenset(events.SUPPORTED) | frozenset(events.REFUSED)
 """Every GPT-Live client event type: what `allowed_client_events` may name."""
-
-NOT_HONOURED: dict[str, str] = {
-    "wake_policy": ("this model listens and speaks in every 80 ms frame from the start (full duplex); "
-                    "it has no wake detector, and a session leaving the tick's batch would leave the "
-                    "model's timeline with it."),
-    "idle_timeout_s": ("inference is never paused (see wake_policy), so usage has no paused seconds; "
-                       "a call that should end when quiet is closed by its sideband or client."),
-}
-"""MediaSessionConfig fields refused by name, with the reason the error gives."""
-
 
 @dataclass(frozen=True, slots=True)
 class Policy:
@@ -110,8 +102,6 @@ def _session(value: object) -> tuple[dict[str, Any], Policy]:
     policy = Policy()
     for key, item in obj.items():  # client order: the first offending field wins
         here = (*path, key)
-        if key in NOT_HONOURED:
-            raise errors.not_honoured(here, NOT_HONOURED[key])
         if key == "client":
             policy = _client(item, here)
         elif key == "audio":
