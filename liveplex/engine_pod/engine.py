@@ -31,7 +31,7 @@ from liveplex.engine_pod import buckets, grouping, handover, leases, memory, pro
 from liveplex.engine_pod import model as model_mod
 from liveplex.engine_pod.history import History
 from liveplex.engine_pod.settings import CPU_MAX_SESSIONS, MAX_COMMENTARY_PIECES, EngineSettings
-from liveplex.live import channel, contract, frames
+from liveplex.live import channel, contract, frames, groups
 from liveplex.live.jitter import Jitter, caller_buffer
 from liveplex.live.line import Line
 from liveplex.live.pulse import Pulse
@@ -72,6 +72,8 @@ class _Waiting:
     """Rows of `resume.replay` run so far."""
     edge: torch.Tensor | None = None
     """An import between replay ticks: its ring's position-0 entry, which padding rows overwrite."""
+    group: int = 0
+    """The tick group whose slots its prefill borrows while 0 < done < rows."""
 
     @property
     def left(self) -> int:
@@ -81,8 +83,26 @@ class _Waiting:
 
 
 @dataclass(slots=True)
+class _Group:
+    """One tick group (issue 44): a slot range of the pools run by a `Program` of its own (its CUDA
+    graphs), its sessions compact from its first slot (`rows[i]` holds slot `base + i`)."""
+
+    base: int
+    leases: leases.Leases
+    program: program.Program
+    pools: program.Pools
+    """The pools' rows base..base + capacity - 1 (views)."""
+    buckets: tuple[int, ...]
+    rows: list[_Running] = dataclasses.field(default_factory=list)
+
+    @property
+    def capacity(self) -> int:
+        return self.leases.capacity
+
+
+@dataclass(slots=True)
 class _Running:
-    """A session holding a slot; its index in `PersonaPlexEngine._rows` is its slot."""
+    """A session holding a slot: `rows[i]` of a `_Group`, slot `base + i`."""
 
     id: int
     line: Line
@@ -155,6 +175,7 @@ def live_info(model: model_mod.Model, settings: EngineSettings, max_sessions: in
         max_sessions=max_sessions,
         max_frames=int(settings.max_seconds * 1e9) // period if settings.max_seconds else UNLIMITED_FRAMES,
         context_frames=model.cfg.context,
+        tick_groups=settings.tick_groups or groups.CHOICES[-1],  # the sub-ticks; the engine runs 1, 2 or 4 of them
         engine=(("schedule", settings.schedule), ("device", settings.device), ("dtype", settings.dtype),
                 ("kv_dtype", settings.ring_dtype)),
     )
@@ -172,18 +193,27 @@ class PersonaPlexEngine:
         self._device = model.lm.temporal.text_linear.weight.device
         self._schedule = prompt.Schedule(settings.schedule)
         self._sampling = sampling.Sampling(greedy=settings.greedy)
-        self._leases = leases.Leases(info.max_sessions)
         kv_dtype = model_mod.KV_DTYPES[settings.ring_dtype]
-        self.pools = program.Pools(model.lm, model.codec, info.max_sessions, kv_dtype)
-        self._attention = ring.Backend(settings.attention or ("flash" if self._device.type == "cuda" else "masked"))
-        self._program = program.Program(model.lm, model.codec, self.pools, self._schedule, self._sampling,
-                                        settings.cuda_graphs, self._attention)
         S = info.max_sessions
+        self._most = info.tick_groups
+        self._hold = groups.Hold(self._most) if settings.tick_groups == 0 else None
+        """The varying G's hysteresis; None: G fixed."""
+        counts = groups.CHOICES if self._hold is not None else (settings.tick_groups,)
+        self.pools = program.Pools(model.lm, model.codec, S + (self._hold is not None), kv_dtype)
+        """Slots 0..S-1, and under a varying G one spare that a regroup's cycles of moves pass through."""
+        self._attention = ring.Backend(settings.attention or ("flash" if self._device.type == "cuda" else "masked"))
+        self._layouts = {G: [self._group(G, j) for j in range(G)] for G in counts if G <= S}
+        """Every group count this engine may run, its groups built once (their programs' graphs)."""
+        self._active = max(self._layouts)
+        if self._hold is not None:
+            self._hold.groups = self._active
+        self._pulse.tick_groups = self._active
         self._pcm_stage = staging.Staging((S, frames.FRAME_SAMPLES), torch.float32, self._device)
         self._out_stage = staging.Staging((S, program.PACKED_WIDTH), torch.int32, self._device)
         self._prompt_stage = staging.Staging((prefill.block_numel(settings.max_prefill_rows),), torch.long,
                                              self._device)
-        self._buckets = buckets.cut(settings.buckets, info.max_sessions)
+        self._buckets = tuple(sorted({b for layout in self._layouts.values() for g in layout for b in g.buckets}))
+        """Every group's buckets: the steps measured at startup."""
         self._prefixes = {name: prefill.voice_prefix(model.lm.temporal, v.embeddings.to(self._device), kv_dtype)
                           for name, v in model.voices.items()}
         self._bare = prompt.bare(model.cfg.init_column, model.cfg.dim)
@@ -195,28 +225,53 @@ class PersonaPlexEngine:
         persona = model.convention is prompt.Convention.PERSONAPLEX
         self._primed = (prefill.primed_codec_state(model.codec)
                         if persona and self._schedule is prompt.Schedule.UPSTREAM else None)
-        self._rows: list[_Running] = []
         self._queue: deque[_Waiting] = deque()
         self._format = self._handover_format()
-        self._cost, self._budgets = self._warm_up()
-        """Prefill seconds a tick may spend, by the bucket it runs (`grouping.budgets`)."""
+        self._cost, self._ticks = self._warm_up()
+        """A step's measured seconds by bucket: the prefill budgets (`grouping.budget_s`) and the
+        groups' rule (`groups.choose`)."""
         self._pulse.kv_capacity = info.max_sessions * model.cfg.context
         logger.info("personaplex engine ready", extra={
             "device": str(self._device), "dtype": settings.dtype, "kv_dtype": settings.ring_dtype,
             "schedule": settings.schedule,
-            "attention": self._attention.value, "cuda_graphs": self._program.graphs, "architecture": model.name,
+            "attention": self._attention.value, "cuda_graphs": self._groups[0].program.graphs,
+            "graphs": sum(g.program.captured for layout in self._layouts.values() for g in layout),
+            "tick_groups": settings.tick_groups or "auto", "architecture": model.name,
             "convention": model.convention.value,
             "checkpoint_steps": model.lm.file_steps, "context": model.cfg.context,
             "voices": {n: v.frames for n, v in sorted(model.voices.items())},
             "max_sessions": info.max_sessions, "max_instructions_chars": info.max_instructions_chars,
             "buckets": list(self._buckets), "slot_bytes": self.pools.slot_bytes,
-            "prefill_budget_ms": [round(self._budgets[b] * 1e3, 2) for b in self._buckets],
+            "step_ms": {b: round(t * 1e3, 2) for b, t in self._ticks.items()},
             "prefill_ms_per_row": self._cost.per_row * 1e3})
+
+    def _group(self, G: int, j: int) -> _Group:
+        """Group j of G: slots j S / G up to (j + 1) S / G, a program over them."""
+        S = self._info.max_sessions
+        base, end = j * S // G, (j + 1) * S // G
+        pools = self.pools.view(slice(base, end))
+        run = program.Program(self._model.lm, self._model.codec, pools, self._schedule, self._sampling,
+                              self._settings.cuda_graphs, self._attention)
+        return _Group(base, leases.Leases(end - base), run, pools, buckets.cut(self._settings.buckets, end - base))
+
+    @property
+    def _groups(self) -> list[_Group]:
+        """The tick groups run now."""
+        return self._layouts[self._active]
+
+    @property
+    def tick_groups(self) -> int:
+        """The tick groups run now (tests and diagnostics)."""
+        return self._active
+
+    def group_of(self, session_id: int) -> int | None:
+        """The tick group a running session is in (tests and diagnostics)."""
+        return next((j for j, g in enumerate(self._groups) for r in g.rows if r.id == session_id), None)
 
     @property
     def running(self) -> int:
         """Sessions holding a slot (prefilled)."""
-        return len(self._rows)
+        return sum(len(g.rows) for g in self._groups)
 
     @property
     def waiting(self) -> int:
@@ -225,9 +280,14 @@ class PersonaPlexEngine:
 
     def slot_of(self, session_id: int) -> int | None:
         """The slot a session holds now, if it runs (tests and diagnostics)."""
-        for slot, r in enumerate(self._rows):
-            if r.id == session_id:
-                return slot
+        found = self._find(session_id)
+        return None if found is None else found[0].base + found[1]
+
+    def _find(self, session_id: int) -> tuple[_Group, int] | None:
+        for g in self._groups:
+            for i, r in enumerate(g.rows):
+                if r.id == session_id:
+                    return g, i
         return None
 
     @property
@@ -240,12 +300,12 @@ class PersonaPlexEngine:
         primed decoder (what `liveplex.bench.counts` must know on the CPU)."""
         m = self._model
         found = [t for module in (m.lm.temporal, m.lm.depformer, m.codec) for t in module.state_dict().values()]
-        found += self.pools.tensors()
+        found += self.pools.tensors()  # a group's pools are views of these
         found += [p.kv for p in (*self._prefixes.values(), self._bare_prefix)]
         return found + (self._primed.tensors() if self._primed is not None else [])
 
     def sessions(self) -> int:
-        return len(self._rows) + len(self._queue)
+        return self.running + len(self._queue)
 
     def take(self, sub: channel.LiveSubmission) -> None:
         """Lay out the session's prompt and queue it for the next tick's prefill (spec §5.4).
@@ -271,52 +331,142 @@ class PersonaPlexEngine:
         self._queue.append(_Waiting(sub, layout, prefix, seed))
 
     def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
-        """Close ended sessions, prefill newcomers, then one frame for every running session.
-
-        One tick group: the batch is the slots 0..B-1 and a step runs a bucket of them from slot 0,
-        so a group of its own would need its own slot range (docs/engine_pod.md, "Tick phase")."""
-        ended = [(slot, reason) for slot, r in enumerate(self._rows)
-                 if (reason := r.line.listen()) is not None]
-        for slot, reason in reversed(ended):  # highest first: a moved session is never one that ended
-            self._rows[slot].line.close(reason)
-            self._release(slot)
+        """Sub-tick `group` of the period: the turn of the tick group it falls on, if any (`drive`
+        passes over the rest). A period's first turn first settles how many groups it runs
+        (`_choose`). Then the group closes its ended sessions, prefills newcomers when it is the
+        group they join, passes a session whose frame is not whole to the next group's turn
+        (`Jitter.later`), runs one frame for each of the others, and moves those whose frames
+        wait longer than they need to an earlier group (`Jitter.earlier`). A move copies the
+        session's rows to the other group's first free slot."""
+        if group == 0 and self._hold is not None:
+            self._choose()
+        j = groups.turn(group, self._active, self._most)
+        if j is None:
+            return
+        g = self._groups[j]
+        ended = [(i, reason) for i, r in enumerate(g.rows) if (reason := r.line.listen()) is not None]
+        for i, reason in reversed(ended):  # highest first: a moved session is never one that ended
+            g.rows[i].line.close(reason)
+            self._release(g, i)
         if self._queue:
             self._forget_hung_up()
-            self._prefill()
-        B = len(self._rows)
-        self._pulse.kv_positions = sum(min(r.pos, self._model.cfg.context) for r in self._rows)
-        if B == 0:
-            return
-        bucket = buckets.bucket_for(B, self._buckets)
+            if self._queue and self._joining(j) == j:
+                self._prefill(j)
+        if len(self._groups) > 1:
+            after = self._groups[(j + 1) % len(self._groups)]
+            for i in reversed(range(len(g.rows))):
+                if self._room(after) and g.rows[i].line.jitter.later():
+                    self._move(g, i, after)
+        self._pulse.kv_positions = sum(min(r.pos, self._model.cfg.context) for x in self._groups for r in x.rows)
+        if g.rows:
+            self._step(g, skipped, due_ns)
+        if len(self._groups) > 1:
+            for i in reversed(range(len(g.rows))):
+                earlier = g.rows[i].line.jitter.earlier
+                to = self._groups[(j - earlier) % len(self._groups)]
+                if earlier and self._room(to):
+                    self._move(g, i, to)
+
+    def _step(self, g: _Group, skipped: int, due_ns: int | None) -> None:
+        """One frame for every session of group `g`: its bucket of rows from its first slot."""
+        B = len(g.rows)
+        bucket = buckets.bucket_for(B, g.buckets)
         heard = self._pcm_stage.writable().numpy()
-        for slot, r in enumerate(self._rows):
-            heard[slot] = r.line.hear(skipped, due_ns)
-            self._commentary(slot, r)
+        for i, r in enumerate(g.rows):
+            heard[i] = r.line.hear(skipped, due_ns)
+            self._commentary(g.base + i, r)
         heard[B:bucket] = 0  # padding rows: silent input at position 0, in free slots only
-        self._pcm_stage.send(self.pools.pcm_in[:bucket])
+        self._pcm_stage.send(g.pools.pcm_in[:bucket])
         if bucket > B:
-            self.pools.tokens.pos[B:bucket] = 0
-        span = min(self._model.cfg.context, max(r.pos for r in self._rows) + 1)
-        out = self._out_stage.download(self._program.run(bucket, span).packed[:B]).numpy()  # the one sync
+            g.pools.tokens.pos[B:bucket] = 0
+        span = min(self._model.cfg.context, max(r.pos for r in g.rows) + 1)
+        out = self._out_stage.download(g.program.run(bucket, span).packed[:B]).numpy()  # the one sync
         pcm = out[:, program.PCM].astype("<i2")
         gone: list[tuple[int, bool]] = []
-        for slot, r in enumerate(self._rows):
-            if not out[slot, program.FINITE]:  # D9: a non-finite row ends only its own session
+        for i, r in enumerate(g.rows):
+            if not out[i, program.FINITE]:  # D9: a non-finite row ends only its own session
                 logger.warning("non-finite model output; session aborted", extra={"session_id": r.id})
                 r.line.close(contract.CloseReason.ABORTED)
-                gone.append((slot, True))
+                gone.append((i, True))
                 continue
             r.pos += 1
-            r.history.append(out[slot, program.FED])
-            r.said = int(out[slot, program.SAID])
-            if not r.line.say(pcm[slot].tobytes(), r.detok.push(int(out[slot, 0]))):
-                gone.append((slot, False))
+            r.history.append(out[i, program.FED])
+            r.said = int(out[i, program.SAID])
+            if not r.line.say(pcm[i].tobytes(), r.detok.push(int(out[i, 0]))):
+                gone.append((i, False))
             elif r.line.checkpoints:
-                self._checkpoint(r, out[slot, program.TAIL])
-        for slot, dirty in reversed(gone):
+                self._checkpoint(r, out[i, program.TAIL])
+        for i, dirty in reversed(gone):
             if dirty:
-                self.pools.reset(slice(slot, slot + 1))
-            self._release(slot)
+                self.pools.reset(slice(g.base + i, g.base + i + 1))
+            self._release(g, i)
+
+    def _room(self, g: _Group) -> bool:
+        """Whether group `g` has a slot for one more session (a partial prefill keeps one)."""
+        head = self._queue[0] if self._queue else None
+        partial = head is not None and head.done > 0 and self._groups[head.group] is g
+        return g.leases.live + partial < g.capacity
+
+    def _move(self, g: _Group, i: int, to: _Group) -> None:
+        """Session `i` of group `g` continues in group `to`: its rows copied to `to`'s first free
+        slot (a partial prefill there moves up one first), its old slot released."""
+        slot = to.base + to.leases.acquire()
+        head = self._queue[0] if self._queue else None
+        if head is not None and head.done > 0 and self._groups[head.group] is to:
+            self.pools.move(slot, slot + 1)
+        self.pools.move(g.base + i, slot)
+        to.rows.append(g.rows[i])
+        self._release(g, i)
+
+    def _joining(self, now: int) -> int | None:
+        """The group the queue's head joins: the one its partial prefill borrows a slot in, else,
+        of those with room, the one with the fewest sessions (the most headroom), the soonest
+        turn from group `now` on ties."""
+        head, G = self._queue[0], len(self._groups)
+        if head.done:
+            return head.group
+        open_ = [k for k, g in enumerate(self._groups) if self._room(g)]
+        return min(open_, key=lambda k: (len(self._groups[k].rows), (k - now) % G), default=None)
+
+    def _choose(self) -> None:
+        """A period's start under a varying G: the groups the measured steps leave room for
+        (`groups.choose`, held by `groups.Hold`) for the sessions running and queued, with the
+        least prefill the queue owes a period; a change regroups (`_regroup`). Not while a
+        partial prefill borrows a slot (its group's layout must hold till it completes)."""
+        assert self._hold is not None
+        S = self._info.max_sessions
+        owed = self._cost.of([grouping.head_rows(self._model.cfg.context)]) if self._queue else 0.0
+        choice = groups.choose(lambda rows: self._ticks[buckets.bucket_for(min(rows, S), self._buckets)],
+                               self.sessions(), owed, frames.PERIOD_NS / 1e9, most=max(self._layouts))
+        self._pulse.groups_reason = choice.reason
+        G = self._hold.update(choice.groups)
+        if G == self._active or (self._queue and self._queue[0].done):
+            return
+        logger.info("tick groups changed", extra={"tick_groups": G, "was": self._active, "reason": choice.reason,
+                                                  "sessions": self.sessions()})
+        self._regroup(G)
+        self._pulse.tick_groups = G
+        self._pulse.regroups += 1
+
+    def _regroup(self, G: int) -> None:
+        """Every running session to its group of the G-group layout (`groups.regroup`: the first new
+        turn at or after its old one, within each group's slots), its rows moved through the spare
+        slot where the moves form cycles (`leases.permute`); its buffer's steps become the new ones."""
+        old, new = self._groups, self._layouts[G]
+        turns = groups.phases(self._active, self._most)
+        sessions = [(turns[j], g.base + i, r) for j, g in enumerate(old) for i, r in enumerate(g.rows)]
+        placed = groups.regroup([t for t, _, _ in sessions], G, self._most, [g.capacity for g in new])
+        for g in new:
+            g.rows = []
+            g.leases = leases.Leases(g.capacity)
+        dst_of = {}
+        for (_, slot, r), k in zip(sessions, placed, strict=True):
+            dst_of[slot] = new[k].base + new[k].leases.acquire()
+            new[k].rows.append(r)
+            r.line.jitter.regroup(G)
+        for move in leases.permute(dst_of, self._info.max_sessions):
+            self.pools.move(move.src, move.dst)
+        self._active = G
 
     def _commentary(self, slot: int, r: _Running) -> None:
         """Queue the session's new commentary; load the next piece once the slot said the last."""
@@ -339,13 +489,14 @@ class PersonaPlexEngine:
 
     def abort(self) -> None:
         """After a fault: every running line gets `Closed(ABORTED)`, every newcomer is refused."""
-        for r in self._rows:
-            r.line.close(contract.CloseReason.ABORTED)
+        for g in self._groups:
+            for r in g.rows:
+                r.line.close(contract.CloseReason.ABORTED)
+            g.rows = []
+            g.leases = leases.Leases(g.capacity)
         for w in self._queue:
             w.sub.refuse(contract.CloseReason.ABORTED)
-        self._rows = []
         self._queue.clear()
-        self._leases = leases.Leases(self._info.max_sessions)
         self._pulse.kv_positions = 0
 
     def _forget_hung_up(self) -> None:
@@ -369,8 +520,9 @@ class PersonaPlexEngine:
                 line.close(contract.CloseReason.HANGUP)
         self._queue = kept
 
-    def _prefill(self) -> None:
-        """Prefill what the budget allows of the queue, in arrival order, in one forward.
+    def _prefill(self, j: int) -> None:
+        """Prefill what the budget allows of the queue into group `j`'s free slots, in arrival
+        order, in one forward.
 
         A newcomer whose prompt is then complete gets its slot's codec state and its `Line`, and
         `Started` goes out in the same tick (and flush) as frame 0; its `listen` runs here, so the
@@ -383,14 +535,13 @@ class PersonaPlexEngine:
         An import's rows past its ring's first lap are replayed a row a forward after its prompt
         (`_replay`), at most what the budget allows a tick; the plan ends with an import cut short there.
         """
-        s = self._settings
-        # Budgeted at the bucket this tick runs if every queued newcomer completes (at most the cap).
-        budget = self._budgets[buckets.bucket_for(len(self._rows) + len(self._queue), self._buckets)]
-        plan = grouping.chunks([w.left for w in self._queue], budget, self._cost, s.max_prefill_rows,
-                               grouping.head_rows(self._model.cfg.context))
+        s, g = self._settings, self._groups[j]
+        room, budget = g.capacity - g.leases.live, self._budget(j)
+        plan = grouping.chunks([w.left for w in list(self._queue)[:room]], budget, self._cost,
+                               s.max_prefill_rows, grouping.head_rows(self._model.cfg.context))
         one = self._cost.of([1])
         replay_rows = max(1, int(budget / one)) if one > 0 else s.max_prefill_rows  # each a forward of its own
-        first = self._leases.live
+        first = g.base + g.leases.live
         chunks, steps = [], []
         for i, rows in enumerate(plan):
             w = self._queue[i]
@@ -425,22 +576,35 @@ class PersonaPlexEngine:
         for prompt_rows, _ in steps:
             w = self._queue[0]
             w.done += prompt_rows
+            w.group = j
             if w.left:
                 if w.resume is not None and w.done == w.layout.columns.shape[0]:  # padding rows write position 0
-                    w.edge = self.pools.kv.kv[self._leases.live, :, 0].clone()
+                    w.edge = self.pools.kv.kv[g.base + g.leases.live, :, 0].clone()
                 break
             self._queue.popleft()
-            self._leases.acquire()
-            running, started = self._running(w) if w.resume is None else self._resumed(len(self._rows), w, w.resume)
+            slot = g.base + g.leases.acquire()
+            running, started = self._running(w) if w.resume is None else self._resumed(slot, w, w.resume)
             line = running.line
+            running.line.jitter.regroup(self._active)  # an import's buffer was made at its take
             if not started:  # nobody listens any more: its slot goes back below (the Line is only its row)
-                lost.append(len(self._rows))
+                lost.append(len(g.rows))
             elif (reason := line.listen()) is not None:  # what the caller sent so far is heard this tick
                 line.close(reason)
-                lost.append(len(self._rows))
-            self._rows.append(running)
-        for slot in reversed(lost):
-            self._release(slot)
+                lost.append(len(g.rows))
+            g.rows.append(running)
+        for i in reversed(lost):
+            self._release(g, i)
+
+    def _budget(self, j: int) -> float:
+        """Prefill seconds group `j`'s turn may spend: what the period's steps leave (each group's
+        at the bucket it runs once the queue has joined group `j`; `grouping.budget_s`), or
+        `--prefill-budget-ms`."""
+        if self._settings.prefill_budget_ms:
+            return self._settings.prefill_budget_ms / 1e3
+        sizes = [len(g.rows) + (len(self._queue) if k == j else 0) for k, g in enumerate(self._groups)]
+        steps = sum(self._ticks[buckets.bucket_for(min(n, g.capacity), g.buckets)]
+                    for n, g in zip(sizes, self._groups, strict=True) if n)
+        return grouping.budget_s(frames.PERIOD_NS / 1e9, steps)
 
     @torch.no_grad()
     def _replay(self, slot: int, w: _Waiting, rows: int) -> None:
@@ -477,10 +641,11 @@ class PersonaPlexEngine:
         """Between ticks: the running session's blob (`handover.export`), and its slot back (see
         `Ticker.export`). None when it does not run, ends anyway at the next tick, or outgrew its
         history (`History.full`)."""
-        slot = self.slot_of(session_id)
-        if slot is None:
+        found = self._find(session_id)
+        if found is None:
             return None
-        r = self._rows[slot]
+        g, i = found
+        r, slot = g.rows[i], g.base + i
         if r.history.full:
             logger.warning("session too long to hand over; it stays", extra={"session_id": r.id, "position": r.pos})
             return None
@@ -493,7 +658,7 @@ class PersonaPlexEngine:
             detok=r.detok.state(), waiting=[list(p) for p in r.waiting], loaded=r.loaded, said=r.said,
             tokens={name: t[slot].cpu().numpy() for name, t in self._token_fields()},
             codec=[t[slot].cpu().numpy() for t in self.pools.codec.tensors()])
-        self._release(slot)
+        self._release(g, i)
         return data
 
     def _handover_format(self) -> handover.Format:
@@ -531,10 +696,10 @@ class PersonaPlexEngine:
         self._queue.append(self._laid_out(sub, resume, jitter))
 
     def _jitter(self) -> Jitter:
-        """The caller's buffer: the sim's (adaptive by default), in one tick group (`tick`)."""
+        """The caller's buffer: the sim's (adaptive by default), across the groups run now."""
         s = self._settings
-        return caller_buffer(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames, frames.PERIOD_NS, 1,
-                             self._pulse.caller_wait)
+        return caller_buffer(frames.FRAME_SAMPLES, s.prebuffer_frames, s.jitter_frames, frames.PERIOD_NS,
+                             self._active, self._pulse.caller_wait)
 
     def _laid_out(self, sub: channel.LiveSubmission, resume: handover.Resume, jitter: Jitter) -> _Waiting:
         """An imported session as a newcomer whose prompt is its history up to the ring's first
@@ -572,46 +737,51 @@ class PersonaPlexEngine:
         return _Running(w.sub.id, row, detok, state.pos, resume.history, int(state.tokens["key"]),
                         deque(state.waiting), state.loaded, state.said), line is not None
 
-    def _release(self, slot: int) -> None:
-        """Give back `slot`; the session in the highest slot moves into the hole, and a newcomer
-        partway through its prefill follows the free slot down."""
-        move = self._leases.release(slot)
-        last = self._rows.pop()
+    def _release(self, g: _Group, i: int) -> None:
+        """Give back session `i` of group `g`; the session in the group's highest slot moves into
+        the hole, and a newcomer partway through its prefill there follows the free slot down."""
+        move = g.leases.release(i)
+        last = g.rows.pop()
         if move is not None:
-            self.pools.move(move.src, move.dst)
-            self._rows[move.dst] = last
-        if self._queue and self._queue[0].done:
-            self.pools.move(self._leases.live + 1, self._leases.live)
+            self.pools.move(g.base + move.src, g.base + move.dst)
+            g.rows[move.dst] = last
+        head = self._queue[0] if self._queue else None
+        if head is not None and head.done and self._groups[head.group] is g:
+            self.pools.move(g.base + g.leases.live + 1, g.base + g.leases.live)
 
     def _warm_up(self) -> tuple[grouping.PrefillCost, dict[int, float]]:
-        """Capture the graphs (CUDA) or run the largest bucket once (CPU); measure the prefill's
-        cost and, unless `--prefill-budget-ms` sets it, every bucket's tick for the prefill
-        budgets; then reset every pool."""
-        if self._program.graphs:
-            self._program.capture(list(self._buckets))
+        """Capture every group's graphs into one pool (CUDA) or run the largest bucket once (CPU);
+        measure the prefill's cost and, unless `--prefill-budget-ms` sets the budget and G is fixed,
+        a step at every bucket (a bucket counts as no faster than a smaller one: a faster reading
+        is noise); then reset every pool."""
+        widest = self._layouts[min(self._layouts)][0]
+        shared = None
+        for layout in self._layouts.values():
+            for g in layout:
+                g.program.capture(list(g.buckets), shared)
+                shared = shared or g.program.graph_pool
         largest = self._buckets[-1]
-        self._program.run(largest)  # on the CPU: allocator and kernels warm
+        widest.program.run(largest)  # on the CPU: allocator and kernels warm
         cost = self._measure_prefill()
-        if self._settings.prefill_budget_ms:
-            budgets = dict.fromkeys(self._buckets, self._settings.prefill_budget_ms / 1e3)
-        else:
+        ticks: dict[int, float] = {}
+        if not self._settings.prefill_budget_ms or self._hold is not None:
+            for b in self._buckets:
+                ticks[b] = max(self._tick_s(widest.program, b), *ticks.values(), 0.0)
             period = frames.PERIOD_NS / 1e9
-            ticks = {b: self._tick_s(b) for b in self._buckets}
-            budgets = grouping.budgets(period, ticks)
             if ticks[largest] > period * (1 - grouping.RESERVE):
                 logger.warning("a full pod's tick leaves no prefill time: at full load its ticks run late and "
                                "newcomers prefill at the floor; lower --max-sessions", extra={
                                    "bucket": largest, "tick_ms": round(ticks[largest] * 1e3, 2),
                                    "prefill_floor_ms": round(period * grouping.FLOOR * 1e3, 2)})
         self.pools.reset(slice(0, self.pools.slots))
-        return cost, budgets
+        return cost, ticks
 
-    def _tick_s(self, bucket: int) -> float:
-        """A tick's seconds at `bucket` over the whole ring, host sync included (median of 3)."""
+    def _tick_s(self, run: program.Program, bucket: int) -> float:
+        """A step's seconds at `bucket` over the whole ring, host sync included (median of 3)."""
         times = []
         for _ in range(3):
             started = time.perf_counter_ns()
-            self._out_stage.download(self._program.run(bucket).packed)
+            self._out_stage.download(run.run(bucket).packed)
             times.append((time.perf_counter_ns() - started) / 1e9)
         return statistics.median(times)
 

@@ -7,6 +7,7 @@ slot moves into the hole; `release` says which move the engine must copy. Pure: 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -20,6 +21,24 @@ class Move:
 
     src: int
     dst: int
+
+
+def permute(dst_of: Mapping[int, int], spare: int) -> list[Move]:
+    """Moves, one at a time, that take every slot `src` of `dst_of` to `dst_of[src]` (a
+    permutation of occupied slots onto free or vacated ones: a change of tick groups, issue 44).
+    A chain goes from its free end; a cycle goes through `spare`, a slot no one holds."""
+    pending = {s: d for s, d in dst_of.items() if s != d}
+    moves: list[Move] = []
+    while pending:
+        free = next((s for s, d in pending.items() if d not in pending), None)
+        if free is not None:
+            moves.append(Move(free, pending.pop(free)))
+            continue
+        src, dst = next(iter(pending.items()))  # only cycles left: open one through the spare
+        moves.append(Move(src, spare))
+        del pending[src]
+        pending[spare] = dst
+    return moves
 
 
 class Leases:

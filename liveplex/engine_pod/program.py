@@ -62,6 +62,18 @@ class Pools:
     def _states(self) -> tuple[slots.RowState, ...]:
         return (self.kv, self.codec, self.tokens)
 
+    def view(self, rows: slice) -> Pools:
+        """Rows `rows` of these pools as pools of their own, on the same storage: a tick group's
+        (issue 44), whose `Program` runs its buckets from its first row."""
+        view = object.__new__(Pools)
+        view.slots = rows.stop - rows.start
+        view.kv = self.kv.rows(rows)
+        view.offsets = ring.Offsets.of(view.kv)
+        view.codec = self.codec.rows(rows)
+        view.tokens = self.tokens.rows(rows)
+        view.pcm_in = self.pcm_in[rows]
+        return view
+
     def move(self, src: int, dst: int) -> None:
         """Compaction: slot `src`'s session continues in slot `dst`."""
         for state in self._states():
@@ -108,6 +120,16 @@ class Program:
     def graphs(self) -> bool:
         return self._graphs_on
 
+    @property
+    def graph_pool(self) -> _POOL_HANDLE | None:
+        """The memory pool its graphs were captured into (None before a capture)."""
+        return self._graph_pool
+
+    @property
+    def captured(self) -> int:
+        """CUDA graphs held (one per bucket captured)."""
+        return len(self._graphs)
+
     def run(self, bucket: int, span: int | None = None) -> TickOutput:
         """One tick of rows 0..bucket-1; advances their state in place.
 
@@ -121,8 +143,9 @@ class Program:
         graph.replay()
         return out
 
-    def capture(self, buckets: list[int]) -> None:
-        """At startup: capture the buckets' graphs, largest first, into one shared memory pool.
+    def capture(self, buckets: list[int], pool: _POOL_HANDLE | None = None) -> None:
+        """At startup: capture the buckets' graphs, largest first, into one shared memory pool
+        (`pool`: another program's, so every tick group's graphs share one).
 
         Each is run eagerly on a side stream first (kernel selection, allocator warm-up). Warm-up
         and capture both advance the rows they run, so this runs before any session holds a slot
@@ -131,7 +154,7 @@ class Program:
         if not self._graphs_on:
             return
         if self._graph_pool is None:
-            self._graph_pool = torch.cuda.graph_pool_handle()
+            self._graph_pool = pool or torch.cuda.graph_pool_handle()
         context = self._pools.kv.context
         for bucket in sorted(set(buckets) - set(self._graphs), reverse=True):
             side = torch.cuda.Stream()

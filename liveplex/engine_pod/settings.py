@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from liveplex.flags import default_of
+from liveplex.live import groups
 from liveplex.personaplex import voice_names
 
 DEFAULT_INSTRUCTIONS = ("You are a wise and friendly teacher. Answer questions or provide advice "
@@ -91,6 +92,9 @@ class EngineSettings:
     """Jitter buffer cap, frames (live-contract §5.3)."""
     prebuffer_frames: int = 0
     """Frames buffered before playout starts; 0: adaptive (`live/playout.py`), the default."""
+    tick_groups: int = 0
+    """Tick groups (issue 44): 0 = as many as the measured step leaves room for, chosen each period
+    from 1, 2 or 4 (`live.groups.choose`); 1, 2 or 4 = that many, always."""
     cpu_threads: int = 1
     """Torch intra-op threads when the engine runs on the CPU. 1: the tiny model's ops are too small
     to split, and extra workers spin on the cores the front end and callers need (docs/engine_pod.md)."""
@@ -118,6 +122,7 @@ class EngineSettings:
             "jitter_frames": self.jitter_frames > 0,
             "prebuffer_frames": 0 <= self.prebuffer_frames <= self.jitter_frames,
             "cpu_threads": self.cpu_threads >= 1,
+            "tick_groups": self.tick_groups in (0, *groups.CHOICES),
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:
@@ -183,7 +188,7 @@ def settings_from_args(args: argparse.Namespace) -> EngineSettings:
         cuda_graphs=not args.no_cuda_graphs, greedy=args.greedy,
         seed=args.seed, custom_voices_dir=args.voice_dir, default_voice=args.default_voice,
         jitter_frames=args.jitter_frames, prebuffer_frames=args.prebuffer_frames,
-        cpu_threads=args.cpu_threads,
+        cpu_threads=args.cpu_threads, tick_groups=0 if args.tick_groups is None else args.tick_groups,
     )
 
 

@@ -101,6 +101,10 @@ class RowState:
             else:
                 d.index_copy_(0, dst, values)
 
+    def rows(self: _S, rows: slice) -> _S:
+        """Views of `rows`: a tick group's part of the pool, run as a state of its own."""
+        return _map(self, lambda t: t[rows])
+
     def head(self: _S, n: int) -> _S:
         """Views of the first `n` rows: running a bucket on them updates this state in place."""
         return _map(self, lambda t: t[:n])

@@ -111,6 +111,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> tuple[argparse.Action, ...
     shared.add_argument("--prebuffer-frames", type=int, default=d.prebuffer_frames,
                         help="frames buffered before playout starts; 0 = adaptive, from each caller's measured "
                              "jitter (default: %(default)s)")
+    shared.add_argument("--tick-groups", type=int, default=None, choices=(AUTO, *TICK_GROUPS),
+                        help="session groups ticked at offsets within the 80 ms period; 0 = as many as the "
+                             f"(sim: modeled, personaplex: measured) tick leaves room for, up to 4 (default: sim "
+                             f"{d.tick_groups}, personaplex 0; personaplex takes 0, 1, 2 or 4)")
     shared.add_argument("--fail-after-ticks", type=int, default=0,
                         help="fault injection: the tick raises after N ticks (default: %(default)s = never)")
     sim = parser.add_argument_group("sim engine")
@@ -118,9 +122,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> tuple[argparse.Action, ...
         sim.add_argument("--model", default=None, help=f"served model id (default: {d.model})"),
         sim.add_argument("--echo-frames", type=int, default=d.echo_frames,
                          help="how late the echo plays the caller back, frames (default: %(default)s)"),
-        sim.add_argument("--tick-groups", type=int, default=d.tick_groups, choices=(AUTO, *TICK_GROUPS),
-                         help="session groups ticked at offsets within the 80 ms period; 0 = as many as the "
-                              "modeled tick leaves room for, up to 4, by PersonaPlex's rule (default: %(default)s)"),
         sim.add_argument("--tick-base-us", type=int, default=d.tick_base_us,
                          help="emulated compute per tick, µs (default: %(default)s)"),
         sim.add_argument("--tick-per-session-us", type=int, default=d.tick_per_session_us,
@@ -136,7 +137,7 @@ def profile_from_args(args: argparse.Namespace) -> SimProfile:
         max_seconds=args.max_seconds,
         jitter_frames=args.jitter_frames,
         prebuffer_frames=args.prebuffer_frames,
-        tick_groups=args.tick_groups,
+        tick_groups=d.tick_groups if args.tick_groups is None else args.tick_groups,
         echo_frames=args.echo_frames,
         tick_base_us=args.tick_base_us,
         tick_per_session_us=args.tick_per_session_us,

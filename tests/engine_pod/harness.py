@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from liveplex.engine_pod import engine, model, settings
-from liveplex.live import by_hand, channel, contract, frames
+from liveplex.live import by_hand, channel, contract, frames, groups
 from tests.personaplex import reference_step, sessions
 
 SHORT_ROLE = "You are Tom."
@@ -42,7 +42,7 @@ def build(m: model.Model, max_sessions: int,
           **overrides: object) -> tuple[engine.PersonaPlexEngine, channel.LiveHandle, channel.LiveInbox]:
     s = settings.EngineSettings(model_dir=Path("."), max_sessions=max_sessions, context_frames=m.cfg.context,
                                 **{"greedy": True, "prebuffer_frames": PREBUFFER, "prefill_budget_ms": WHOLE_QUEUE_MS,
-                                   **overrides})  # type: ignore[arg-type]
+                                   "tick_groups": 1, **overrides})  # type: ignore[arg-type]
     info = engine.live_info(m, s, engine.session_cap(m, s))
     handle, inbox = by_hand.live_channel(info)
     return engine.PersonaPlexEngine(m, s, info, inbox.pulse), handle, inbox
@@ -114,7 +114,10 @@ class Pod:
                 sub.refuse(contract.CloseReason.BUSY)
             else:
                 self.engine.take(sub)
-        self.engine.tick(0)
+        most = self.inbox.info.tick_groups
+        for sub in range(most):  # the period's sub-ticks; those no group takes are passed over, as `drive` does
+            if groups.turn(sub, self.engine.tick_groups, most) is not None:
+                self.engine.tick(0, sub)
         pools = self.engine.pools
         for call in self.calls:
             call.collect()

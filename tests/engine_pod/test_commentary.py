@@ -71,7 +71,7 @@ def test_the_waiting_commentary_is_bounded(tiny_model):
     for _ in range(MAX_COMMENTARY_PIECES + 5):
         call.opened.audio.say(" ".join(["hello"] * step.SAY_TOKENS))
     pod.tick()
-    [running] = eng._rows  # one piece loaded into the slot, the rest waiting, the overflow dropped
+    [running] = eng._groups[0].rows  # one piece loaded into the slot, the rest waiting, the overflow dropped
     assert (running.loaded, len(running.waiting)) == (step.SAY_TOKENS, MAX_COMMENTARY_PIECES - 1)
 
 

@@ -61,10 +61,13 @@ def _reference(model, lm, codec, voice: str, role: str, call: harness.Call):
     return sessions.reference_run(lm, codec, spec, len(call.heard))
 
 
-@pytest.mark.parametrize("schedule", ["reference", "upstream"])
+@pytest.mark.parametrize(("schedule", "tick_groups"), [("reference", 1), ("upstream", 1), ("upstream", 2),
+                                                     ("upstream", 4)])
 def test_twins_are_bit_identical_a_late_session_matches_its_solo_run_and_both_match_the_reference(
-        tiny_model, reference_lm, reference_mimi, schedule):
-    pod = harness.Pod(*harness.build(tiny_model, max_sessions=4, schedule=schedule))
+        tiny_model, reference_lm, reference_mimi, schedule, tick_groups):
+    """At G = 2 and 4 (issue 44) the sessions sit in groups of their own, each run by its group's
+    program over its own slots at its own sub-tick: the same tokens as the reference."""
+    pod = harness.Pod(*harness.build(tiny_model, max_sessions=4, schedule=schedule, tick_groups=tick_groups))
     audio = harness.caller_audio(A_AUDIO, TICKS)
     a = pod.start(*A, audio)
     b = pod.start(*A, audio)
@@ -74,6 +77,8 @@ def test_twins_are_bit_identical_a_late_session_matches_its_solo_run_and_both_ma
             c = pod.start(*C, harness.caller_audio(C_AUDIO, TICKS))
         pod.tick()
     assert c is not None and pod.engine.running == 3
+    placed = [pod.engine.group_of(x.opened.id) for x in (a, b, c)]
+    assert placed == {1: [0, 0, 0], 2: [0, 0, 1], 4: [0, 1, 2]}[tick_groups]  # a newcomer: the emptiest group
     assert a.pcm == b.pcm and a.text == b.text and a.tokens == b.tokens and len(a.pcm) == TICKS
     assert a.pcm != c.pcm[: len(a.pcm)]
     harness.assert_same_tokens_close_audio(c, _run_c_alone(tiny_model, schedule))

@@ -205,6 +205,7 @@ def test_settings_name_the_bad_flag(tmp_path):
     parser.add_argument("--jitter-frames", type=int, default=4)
     parser.add_argument("--prebuffer-frames", type=int, default=2)
     parser.add_argument("--fail-after-ticks", type=int, default=0)
+    parser.add_argument("--tick-groups", type=int, default=None)
     parser.add_argument("--voice-dir", default=None)
     with pytest.raises(ValueError, match="needs --model-path"):
         engine_pod.settings_from_args(parser.parse_args([]))
@@ -212,7 +213,10 @@ def test_settings_name_the_bad_flag(tmp_path):
         engine_pod.settings_from_args(parser.parse_args(
             ["--model-path", str(tmp_path), "--device", "cpu", "--max-prefill-rows", "0"]))
     ok = engine_pod.settings_from_args(parser.parse_args(["--model-path", str(tmp_path), "--device", "cpu"]))
-    assert (ok.dtype, ok.max_sessions, ok.schedule) == ("fp32", 0, "upstream")
+    assert (ok.dtype, ok.max_sessions, ok.schedule, ok.tick_groups) == ("fp32", 0, "upstream", 0)  # G measured
+    with pytest.raises(ValueError, match="tick_groups=5"):  # the sim's 5 and 8 are not PersonaPlex's
+        engine_pod.settings_from_args(parser.parse_args(
+            ["--model-path", str(tmp_path), "--device", "cpu", "--tick-groups", "5"]))
     assert ok.kv_dtype is None and ok.ring_dtype == "fp32"  # the weights' dtype: bf16 stays the default on a GPU
     with pytest.raises(ValueError, match="--kv-dtype bf16: the KV ring holds the weights' dtype \\(fp32\\) or fp8"):
         engine_pod.settings_from_args(parser.parse_args(

@@ -21,7 +21,7 @@ SESSION = contract.Session("NATF2", harness.SHORT_ROLE)
 def _history(engine: PersonaPlexEngine, session_id: int) -> np.ndarray:
     slot = engine.slot_of(session_id)
     assert slot is not None
-    return engine._rows[slot].history.columns().copy()  # the engine's own record of what it fed
+    return engine._groups[0].rows[slot].history.columns().copy()  # the engine's own record of what it fed
 
 
 def _open(pod: harness.Pod, seed: int, ticks: int, state: bytes | None = None) -> harness.Call:
@@ -66,7 +66,7 @@ def test_a_resumed_session_has_the_lost_ones_context(tiny_model, greedy: bool, k
     assert np.array_equal(fed[:9], would[:9]) and np.array_equal(fed[10:], would[10:])  # all but user cb0
     assert int(b.engine.pools.tokens.key[b.engine.slot_of(resumed.opened.id)]) == key
     if k > 20:
-        assert len(history) + b.engine._rows[0].history.first > tiny_model.cfg.context  # it had wrapped
+        assert len(history) + b.engine._groups[0].rows[0].history.first > tiny_model.cfg.context  # it had wrapped
     again = record.decode(b"".join(o.data for o in resumed.outputs if isinstance(o, contract.Checkpoint)))
     assert isinstance(again, record.Record) and again.frames == k + 1  # and records on from there
 

@@ -1,0 +1,71 @@
+"""PersonaPlex tick groups (issue 44): a move between groups is a copy of the session's rows, bit-exact
+against a twin that never moved; regrouping as G changes and sessions come and go drops and repeats
+no frame. The tiny model on the CPU, stepped by hand through the real channel (`harness`)."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from liveplex.live import contract
+from tests.engine_pod import harness
+
+A = ("NATF2", harness.SHORT_ROLE)
+TICKS = 24
+
+
+def test_a_session_moved_to_another_group_is_bit_exact_against_its_twin(tiny_model) -> None:
+    """Twins start together in group 0 of two; after 8 periods one moves to group 1 (its rows
+    copied to that group's slots, run by that group's program), and back after 16: same tokens,
+    the same PCM bit for bit, one frame a period throughout."""
+    pod = harness.Pod(*harness.build(tiny_model, max_sessions=4, tick_groups=2))
+    audio = harness.caller_audio(16, TICKS)
+    a, b = pod.start(*A, audio), pod.start(*A, audio)
+    eng = pod.engine
+    for t in range(TICKS):
+        if t in (8, 16):
+            src = eng.group_of(a.opened.id)
+            assert src is not None
+            found = eng._find(a.opened.id)
+            assert found is not None
+            eng._move(found[0], found[1], eng._groups[1 - src])
+            assert eng.group_of(a.opened.id) == 1 - src and eng.group_of(b.opened.id) == 0
+        pod.tick()
+    assert a.tokens == b.tokens and a.pcm == b.pcm and a.text == b.text and len(a.pcm) == TICKS
+    assert [o.frame for o in a.outputs if isinstance(o, contract.Audio)] == list(range(TICKS))
+
+
+OPS = st.lists(st.sampled_from(["start", "hang_up", "regroup_1", "regroup_2", "regroup_4", "tick"]),
+               min_size=6, max_size=18)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_regrouping_as_sessions_come_and_go_drops_and_repeats_no_frame(tiny_model, ops: list[str]) -> None:
+    """A script of arrivals, hang-ups and changes of G (the engine's `_regroup`, which `_choose`
+    calls when the measured rule changes its mind), a period after each: every session's frames
+    are 0, 1, 2... one a period while it runs, and the position in its slot is its own (no rows crossed)."""
+    pod = harness.Pod(*harness.build(tiny_model, max_sessions=4, tick_groups=0))
+    eng = pod.engine
+    started: dict[int, int] = {}
+    for period, op in enumerate([*ops, "tick", "tick"]):
+        live = [c for c in pod.calls if c.closed is None and not c.opened.audio.closed]
+        if op == "start" and eng.sessions() < 4:
+            call = pod.start(*A, harness.caller_audio(len(pod.calls), 40))
+            started[call.opened.id] = period
+        elif op == "hang_up" and live:
+            live[0].opened.audio.close()
+        elif op.startswith("regroup") and not eng.waiting:
+            G = int(op[-1])
+            if G in eng._layouts:
+                eng._regroup(G)
+                eng._pulse.tick_groups = G
+        pod.tick()
+        for c in pod.calls:
+            got = [o.frame for o in c.outputs if isinstance(o, contract.Audio)]
+            assert got == list(range(len(got)))  # in order, none dropped, none twice
+            found = eng._find(c.opened.id)
+            if c.closed is None and found is not None:
+                assert len(got) == period - started[c.opened.id] + 1  # one a period since its start
+                group, i = found  # its rows went where it went: the device's position is the host's
+                assert int(eng.pools.tokens.pos[group.base + i]) == group.rows[i].pos
