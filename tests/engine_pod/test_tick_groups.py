@@ -7,6 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from liveplex.engine_pod import leases
 from liveplex.live import contract
 from tests.engine_pod import harness
 
@@ -69,3 +70,16 @@ def test_regrouping_as_sessions_come_and_go_drops_and_repeats_no_frame(tiny_mode
                 assert len(got) == period - started[c.opened.id] + 1  # one a period since its start
                 group, i = found  # its rows went where it went: the device's position is the host's
                 assert int(eng.pools.tokens.pos[group.base + i]) == group.rows[i].pos
+
+
+@given(st.integers(1, 12).flatmap(lambda n: st.tuples(st.permutations(range(n)), st.just(n))))
+def test_permute_takes_every_slot_where_it_goes_through_one_spare(case: tuple[list[int], int]) -> None:
+    """`leases.permute`, played on a list of labels: each slot's content ends at its destination,
+    cycles included (through the spare)."""
+    perm, _ = case
+    dst_of = dict(enumerate(perm))
+    spare = len(perm)
+    slots: list[int | None] = [*range(len(perm)), None]
+    for move in leases.permute(dst_of, spare):
+        slots[move.dst] = slots[move.src]  # a copy: a slot overwritten before it was read loses a label
+    assert [slots[perm[s]] for s in range(len(perm))] == list(range(len(perm)))
