@@ -22,9 +22,12 @@ class PodRecord:
     addr: str
     """Where a gateway dials the pod: `host:port`."""
     capacity: int
-    """Sessions the pod advertises (its hard cap `maxSessions`, or less under adaptive capacity)."""
+    """Sessions the pod advertises (its hard cap `maxSessions`, or less under adaptive capacity):
+    on a pod that pauses, `active` plus what it admits (`wake.free_slots`: the slots kept for its
+    paused sessions' wakes, and its host budget, are not offered)."""
     active: int
-    """Sessions running or starting on the pod, by the engine's own count."""
+    """Sessions running or starting in the pod's engine batch, by its own count: what placement
+    and autoscaling read as occupancy. A paused session is not among them (`paused`)."""
     draining: bool = False
     """The pod takes no new sessions (preStop `/drain`)."""
     degraded: bool = False
@@ -38,6 +41,9 @@ class PodRecord:
     engine_version: str = ""
     started_ms: int = 0
     """When the pod started serving, Unix ms."""
+    paused: int = 0
+    """Sessions the pod holds out of its engine's batch (paused, or calls waiting for their first
+    speech: docs/pause.md): in no engine slot, so not in `active`, but the pod's."""
 
     def to_hash(self) -> dict[str, str]:
         """The pod hash's fields and values, as `HSET` writes them."""
@@ -49,6 +55,8 @@ class PodRecord:
         values: dict[str, Any] = {}  # each decoded to its field's type by `_decode`
         for f in fields(cls):
             raw = mapping.get(f.name)
+            if raw is None and f.name in ADDED:
+                continue
             if raw is None:
                 raise errors.InvalidRecord(f.name, None, "missing from the pod hash")
             values[f.name] = _decode(f.name, _TYPES[f.name], raw)
@@ -66,6 +74,8 @@ class PodRecord:
         return since is None, flat
 
 
+ADDED = frozenset({"paused"})
+"""Fields newer pods write: an older pod's hash lacks them in a rollout, read as their default."""
 PLACEMENT_FIELDS = ("capacity", "active", "draining", "degraded")
 """The fields `place.lua` ranks by, sent with every heartbeat (`heartbeat.lua` reads them by position)."""
 

@@ -15,7 +15,7 @@ import logging
 import time
 import weakref
 from collections.abc import Mapping
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from websockets.datastructures import Headers
 
@@ -46,6 +46,12 @@ class Settles(Protocol):
 
     def ended(self) -> None:
         """A session ended: one fewer active."""
+
+
+class Occupancy(NamedTuple):
+    capacity: int
+    active: int
+    paused: int
 
 
 class EngineLeg:
@@ -379,6 +385,16 @@ class EngineBackend:
         paused = self.pause_stats.paused
         return wake.free_slots(self.served.info.max_sessions, max(0, held - paused), paused,
                                self._pause.wake_reserve, self._pause.max_paused)
+
+    def occupancy(self) -> Occupancy:
+        """What the heartbeat publishes (`PodRecord`): sessions in the engine's batch, those held
+        out of it, and the capacity placement compares `active` with, so that what it offers is
+        what `start` admits (`free_slots`)."""
+        held = 0 if self.front is None else self.front.stats.sessions_open
+        paused = self.pause_stats.paused
+        active = max(0, held - paused)
+        free = self.free_slots()
+        return Occupancy(self.served.info.max_sessions if free is None else active + free, active, paused)
 
     def start(self, start: connection.Start, peer: backend.Peer) -> EngineLeg | None:
         handle = self.handle

@@ -109,21 +109,22 @@ class Heartbeat:
         now = pod.snapshot()
         health = stats.window(now, self._before)
         self._before = now
-        active = self._active()
+        capacity, active, paused = pod.backend.occupancy()
         return PodRecord(
-            addr=address(pod.settings.advertise, pod.bound), capacity=now.info.max_sessions,
-            active=active, draining=now.draining,
+            addr=address(pod.settings.advertise, pod.bound), capacity=capacity,
+            active=active, paused=paused, draining=now.draining,
             degraded=health.degraded(pod.settings.lateness_budget_ms, active), tick_p99_us=health.tick_p99_us,
             late_permille=health.late_permille, late_p99_us=round(health.late_p99_ms * 1000),
             engine_version=__version__, started_ms=self._started_ms)
 
     def _active(self) -> int:
-        """Sessions started and not ended, counted on the loop as they happen. Not `Pulse.sessions`:
-        that lags a tick behind an end, and would hold a freed slot for a heartbeat. Sessions still
-        starting are covered by their reservation until `accept`."""
+        """Sessions started and not ended in the engine's batch (paused ones are not), counted on
+        the loop as they happen. Not `Pulse.sessions`: that lags a tick behind an end, and would
+        hold a freed slot for a heartbeat. Sessions still starting are covered by their
+        reservation until `accept`."""
         pod = self._pod
         assert pod is not None
-        return pod.front.stats.sessions_open
+        return pod.backend.occupancy().active
 
     async def beat(self) -> None:
         pod = self._pod

@@ -12,6 +12,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from liveplex.gptlive.server.exposition import histogram
+from liveplex.pod.pause import PauseSnapshot
 from liveplex.pod.stats import PARKED_ENDS, REATTACH_RESULTS, PodSnapshot
 
 
@@ -86,7 +87,27 @@ class PodCollector(Collector):
         yield histogram("liveplex_engine_reattach_gap_seconds",
                         "From a session's park to its re-attach (the audio made meanwhile is not replayed).",
                         parking.gap)
+        yield from _pause_metrics(s.pause)
         if s.kv_occupancy is not None:
             yield GaugeMetricFamily("liveplex_engine_kv_occupancy_ratio",
                                     "KV-cache positions held by running sessions / positions allocated.",
                                     value=s.kv_occupancy)
+
+
+def _pause_metrics(p: PauseSnapshot) -> Iterator[Metric]:
+    """The idle pause (docs/pause.md): sessions out of the engine by state, what pauses and wakes
+    did, and the bytes held for the paused."""
+    out = GaugeMetricFamily("liveplex_engine_sessions_out", "Sessions held out of the engine's batch, by state.",
+                            labels=["state"])
+    out.add_metric(["paused"], p.paused - p.waiting)
+    out.add_metric(["waiting"], p.waiting)
+    yield out
+    yield CounterMetricFamily("liveplex_engine_pauses", "Sessions taken out of the batch for their caller's silence.",
+                              value=p.pauses)
+    yield CounterMetricFamily("liveplex_engine_wakes", "Paused or waiting sessions woken by speech.", value=p.wakes)
+    yield CounterMetricFamily("liveplex_engine_wakes_refused", "Wakes that found no free engine slot (must stay 0).",
+                              value=p.refused_wakes)
+    yield GaugeMetricFamily("liveplex_engine_parked_bytes", "Bytes of paused sessions' state held in the pod's memory.",
+                            value=p.parked_bytes)
+    yield histogram("liveplex_engine_wake_latency_seconds",
+                    "From the waking frame's arrival to the woken session running again.", p.wake)

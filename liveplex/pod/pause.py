@@ -26,6 +26,7 @@ from typing import Protocol
 
 from liveplex.gptlive.server import hop
 from liveplex.live import channel, contract, frames
+from liveplex.live.buckets import Buckets
 from liveplex.pod import vad, wake
 
 logger = logging.getLogger(__name__)
@@ -62,10 +63,31 @@ class PauseStats:
     wakes: int = 0
     refused_wakes: int = 0
     """Wakes that found no free slot (the reserve must keep this at zero)."""
-    wake_ms: list[float] = field(default_factory=list[float])
+    wake: Buckets = field(default_factory=lambda: Buckets(WAKE_BUCKETS_S))
     """Each wake's latency: the waking frame's arrival to the resumed session's `Started`."""
     parked_bytes: int = 0
     """Bytes of the paused sessions' state held in the pod's memory."""
+
+    def snapshot(self) -> PauseSnapshot:
+        return PauseSnapshot(self.paused, self.waiting, self.pauses, self.wakes, self.refused_wakes,
+                             self.parked_bytes, Buckets(self.wake.bounds, list(self.wake.counts), self.wake.total))
+
+
+WAKE_BUCKETS_S: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0)
+"""Wake latency bounds around the issue's targets (p50 <= 100 ms, p99 <= 200 ms)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PauseSnapshot:
+    """`PauseStats` at one moment, for `/live/stats` and `/metrics` (`stats.PodSnapshot.pause`)."""
+
+    paused: int = 0
+    waiting: int = 0
+    pauses: int = 0
+    wakes: int = 0
+    refused_wakes: int = 0
+    parked_bytes: int = 0
+    wake: Buckets = field(default_factory=lambda: Buckets(WAKE_BUCKETS_S))
 
 
 class Leg(Protocol):
@@ -258,7 +280,7 @@ class Pausing:
         _, woke_ns = self._waking
         out = self._frames_out()
         self._outside_frames += out
-        self._stats.wake_ms.append((time.perf_counter_ns() - woke_ns) / 1e6)
+        self._stats.wake.observe((time.perf_counter_ns() - woke_ns) / 1e9)
         self._stats.wakes += 1
         self._settle()
         return [contract.Resumed(out), *outputs[1:]]

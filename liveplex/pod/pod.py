@@ -89,7 +89,7 @@ class Pod:
                               self.ready, self.draining, self.model_load_s,
                               self.settings.lateness_budget_ms,
                               self.publisher.reserved if self.publisher is not None else 0,
-                              self.backend.parking_snapshot())
+                              self.backend.parking_snapshot(), self.backend.pause_stats.snapshot())
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:

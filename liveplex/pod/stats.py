@@ -15,6 +15,7 @@ from liveplex.gptlive.server.stats import FrontSnapshot
 from liveplex.live import contract, frames
 from liveplex.live.buckets import Buckets
 from liveplex.live.pulse import Pulse
+from liveplex.pod.pause import PauseSnapshot
 
 LATENESS_BUDGET_MS = 20
 """Default budget of `liveplex_engine_ticks_late_total` (platform §3.1 `latenessBudgetMillis`); it is
@@ -107,6 +108,8 @@ class PodSnapshot:
     lateness_budget_ms: int = LATENESS_BUDGET_MS
     parking: ParkingSnapshot = field(default_factory=ParkingSnapshot)
     """Sessions parked for a re-attach, and what the re-attaches did."""
+    pause: PauseSnapshot = field(default_factory=PauseSnapshot)
+    """Sessions out of the engine's batch (docs/pause.md), and what the pauses and wakes did."""
 
     @property
     def ticks_late(self) -> int:
@@ -122,7 +125,8 @@ class PodSnapshot:
 
 def snapshot(info: contract.LiveInfo, pulse: Pulse | None, front: FrontSnapshot, ready: bool,
              draining: bool, model_load_s: float, lateness_budget_ms: int = LATENESS_BUDGET_MS,
-             reserved: int = 0, parking: ParkingSnapshot | None = None) -> PodSnapshot:
+             reserved: int = 0, parking: ParkingSnapshot | None = None,
+             pause: PauseSnapshot | None = None) -> PodSnapshot:
     """Copy everything readers need now; `pulse` is None before the engine channel opens."""
     p = pulse or Pulse()
     return PodSnapshot(
@@ -134,6 +138,7 @@ def snapshot(info: contract.LiveInfo, pulse: Pulse | None, front: FrontSnapshot,
         kv_capacity=p.kv_capacity,
         model_load_s=model_load_s, lateness_budget_ms=lateness_budget_ms,
         parking=ParkingSnapshot() if parking is None else parking,
+        pause=PauseSnapshot() if pause is None else pause,
     )
 
 
@@ -160,7 +165,16 @@ def stats_json(s: PodSnapshot) -> dict[str, Any]:
         "batch_size": _histogram(s.batch), "prefill": _histogram(s.prefill),
         "caller_wait": _histogram(s.caller_wait),
         "kv_occupancy": s.kv_occupancy,
+        **_pause_json(s.pause),
     }
+
+
+def _pause_json(p: PauseSnapshot) -> dict[str, Any]:
+    """The idle pause's part of `/live/stats`: `sessions` runs in the engine, `paused` is out of it
+    (`waiting` of those never ran: a call before its first speech)."""
+    return {"paused": p.paused, "waiting": p.waiting, "pauses": p.pauses, "wakes": p.wakes,
+            "refused_wakes": p.refused_wakes, "parked_bytes": p.parked_bytes,
+            "wake_latency": _histogram(p.wake)}
 
 
 def _delta(after: Buckets, before: Buckets | None) -> list[int]:

@@ -9,15 +9,18 @@ seconds that add up."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
+import httpx
 import numpy as np
 import openai
 import orjson
 import pytest
+import redis
 import websockets
 
 from liveplex.gptlive import start
+from liveplex.placement import keys
 from tests.support import platform, pods, webrtc
 
 pytestmark = pytest.mark.timeout(90)
@@ -36,9 +39,16 @@ async def _next(side: websockets.ClientConnection, kind: str, timeout_s: float =
     return seen
 
 
-async def _wakes_and_pauses(base_url: str, waiting: Callable[[], None] = lambda: None,
-                            woken: Callable[[], None] = lambda: None) -> None:
-    """The call's life through `base_url` (`/v1`); `waiting` and `woken` check the pod meanwhile."""
+Check = Callable[[], Awaitable[None]]
+
+
+async def _nothing() -> None:
+    pass
+
+
+async def _wakes_and_pauses(base_url: str, waiting: Check = _nothing, paused: Check = _nothing) -> None:
+    """The call's life through `base_url` (`/v1`); `waiting` and `paused` check the pod meanwhile
+    (before the first wake, and at the pause after it)."""
     voice = webrtc.Voice()
     caller = webrtc.Caller(track=voice)
     session = {**WAKE, "client": {"data_channel": {"allowed_server_events": CHANNEL}}}
@@ -50,16 +60,16 @@ async def _wakes_and_pauses(base_url: str, waiting: Callable[[], None] = lambda:
     async with websockets.connect(attach, additional_headers={"Authorization": "Bearer x"}) as side:
         assert (await _next(side, "session.started"))[-1]["session"]["id"] == created.session.id
         await asyncio.sleep(1.0)  # silent: connected, in no engine, nothing said
-        waiting()
+        await waiting()
         voice.speak(1.2)
         _, before = await caller.until("session.resumed", timeout_s=5)
         assert "session.paused" not in [e["type"] for e in before]  # the first wake follows no pause
         await _next(side, "session.resumed", timeout_s=1)
         await asyncio.sleep(1.0)  # the echo of the pre-roll and the speech after it
         assert np.abs(caller.samples(1.0)).max() > 3000
-        paused = await _next(side, "session.paused", timeout_s=5)  # 1 s of silence after the speech
-        assert "session.resumed" not in [e["type"] for e in paused]
-        woken()
+        before_pause = await _next(side, "session.paused", timeout_s=5)  # 1 s of silence after the speech
+        assert "session.resumed" not in [e["type"] for e in before_pause]
+        await paused()
         caller.send({"type": "session.close"})
         closed, before = await caller.until("session.closed")
         assert {e["type"] for e in before} <= set(CHANNEL)  # the channel never saw session.paused
@@ -70,27 +80,50 @@ async def _wakes_and_pauses(base_url: str, waiting: Callable[[], None] = lambda:
     await caller.close()
 
 
+def _out(stats: dict, waiting: int, paused: int, wakes: int, pauses: int) -> None:
+    """The pod's `/live/stats` on its sessions out of the engine, and its wakes never refused."""
+    assert (stats["waiting"], stats["paused"], stats["wakes"], stats["pauses"], stats["refused_wakes"]) == (
+        waiting, paused, wakes, pauses, 0)
+
+
 async def test_a_call_waits_paused_until_speech_wakes_it_and_pauses_after_its_idle_timeout() -> None:
-    async with pods.in_process() as pod:
-        assert pod.built is not None
-        stats, engine = pod.built.pod.backend.pause_stats, pod.built.pod.engine
+    async with pods.in_process() as pod, httpx.AsyncClient(base_url=pod.admin_root) as admin:
+        async def waiting() -> None:
+            stats = (await admin.get("/live/stats")).json()
+            _out(stats, waiting=1, paused=1, wakes=0, pauses=0)
+            assert stats["sessions"] == 0  # in no engine
 
-        def waiting() -> None:
-            assert engine.pulse is not None
-            assert (stats.paused, stats.waiting, engine.pulse.sessions) == (1, 1, 0)
+        async def paused() -> None:
+            _out((await admin.get("/live/stats")).json(), waiting=0, paused=1, wakes=1, pauses=1)
+            metrics = (await admin.get("/metrics")).text
+            assert 'liveplex_engine_sessions_out{state="paused"} 1.0' in metrics
+            assert "liveplex_engine_wakes_total 1.0" in metrics and "liveplex_engine_wakes_refused_total 0.0" in metrics
+            assert "liveplex_engine_wake_latency_seconds_count 1.0" in metrics
 
-        def woken() -> None:
-            assert (stats.paused, stats.waiting, stats.wakes, stats.pauses, stats.refused_wakes) == (1, 0, 1, 1, 0)
-
-        await _wakes_and_pauses(f"{pod.base_url}", waiting, woken)
-        assert stats.paused == 0
+        await _wakes_and_pauses(f"{pod.base_url}", waiting, paused)
+        _out((await admin.get("/live/stats")).json(), waiting=0, paused=0, wakes=1, pauses=1)
 
 
 def test_a_call_through_a_gateway_waits_wakes_and_pauses_on_its_pod(redis_url, tmp_path) -> None:
-    """The fields travel in the session start the gateway relays; the pod runs the pause."""
-    with platform.platform(redis_url, tmp_path, n_pods=1) as p:
-        asyncio.run(_wakes_and_pauses(p.gateway.base_url, woken=lambda: None))
-        platform.eventually(lambda: p.pod_sessions() == [0], "the pod to hold no session")
+    """The fields travel in the session start the gateway relays; the pod runs the pause, and its
+    heartbeat publishes the call as paused, not active (placement and autoscaling read `active`)."""
+    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=("--wake-reserve", "1")) as p:
+        store = redis.Redis.from_url(redis_url, decode_responses=True)
+        pod_key = keys.pool_keys(platform.POOL).pod("pod-0")
+
+        def published(active: int, paused: int, capacity: int) -> bool:
+            record = store.hgetall(pod_key)
+            return (int(record["active"]), int(record["paused"]), int(record["capacity"])) == (active, paused, capacity)
+
+        async def waiting() -> None:  # 64 slots, one kept for the waiting call's wake
+            await asyncio.to_thread(platform.eventually, lambda: published(0, 1, 63), "the call published waiting")
+
+        async def paused() -> None:
+            _out(await asyncio.to_thread(platform.get_json, p.pods[0][0].admin_root + "/live/stats"),
+                 waiting=0, paused=1, wakes=1, pauses=1)
+
+        asyncio.run(_wakes_and_pauses(p.gateway.base_url, waiting, paused))
+        platform.eventually(lambda: p.pod_sessions() == [0] and published(0, 0, 64), "the pod to hold no session")
 
 
 async def test_a_pod_that_cannot_pause_refuses_the_fields_by_name_with_the_reason() -> None:
