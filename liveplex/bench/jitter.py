@@ -8,14 +8,16 @@ repeatable and the pod and the reference see the same network:
 - `uniform20`: each chunk 0-20 ms late, independently (order kept: a chunk never overtakes another);
 - `burst50`: 0-5 ms late, and about twice a second a 50 ms hold, then what is owed at once;
 - `stall300`: one 300 ms stall every 10 s (the first at a seeded point of the first 10 s), then
-  what is owed at once.
+  what is owed at once;
+- `late50`: each chunk 0-50 ms late, and a 100 ms hold every 5 s (the first at a seeded point of
+  the first 5 s), then what is owed at once: issue 44's jittery caller.
 """
 
 from __future__ import annotations
 
 import random
 
-PROFILES = ("none", "uniform20", "burst50", "stall300")
+PROFILES = ("none", "uniform20", "burst50", "stall300", "late50")
 MS = 1_000_000
 
 
@@ -33,6 +35,10 @@ def offsets(profile: str, chunk_ms: int, chunks: int, seed: int) -> list[int]:
         late = [rng.randrange(0, 5 * MS) for _ in range(chunks)]
         holds = [k * chunk for k in range(chunks) if rng.random() < chunk_ms / 500]
         late = _hold(late, chunk, holds, 50 * MS)
+    elif profile == "late50":
+        first = rng.randrange(0, 5_000 * MS)
+        late = _hold([rng.randrange(0, 50 * MS) for _ in range(chunks)], chunk,
+                     list(range(first, chunks * chunk, 5_000 * MS)), 100 * MS)
     else:
         first = rng.randrange(0, 10_000 * MS)
         late = _hold([0] * chunks, chunk, list(range(first, chunks * chunk, 10_000 * MS)), 300 * MS)

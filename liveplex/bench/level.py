@@ -16,6 +16,7 @@ import numpy as np
 from liveplex import percentiles
 from liveplex.bench import caller
 from liveplex.live import frames
+from liveplex.pod.stats import quantile_upper_s
 
 FRAME_US = frames.FRAME_MS * 1000
 
@@ -28,10 +29,12 @@ CLIENT_LIMIT_MS = 5.0
 ERROR_KEY_CHARS = 80
 """Errors are grouped by their first 80 characters."""
 
-_STATS_COUNTERS = ("ticks", "tick_busy_us", "late_ticks")
+_STATS_COUNTERS = ("ticks", "tick_busy_us", "late_ticks", "underruns")
+"""Cumulative `/live/stats` fields whose difference over a level is reported (gpt-live §11);
+`underruns`: the callers' dry spells, silence fed to the model (counted as each session closes)."""
 _STATS_HISTOGRAMS = ("caller_wait", "tick_lateness")
-"""`/live/stats` histograms whose sum and count a run diffs (`server["caller_wait_us"]`, `..._n`)."""
-"""Cumulative `/live/stats` fields whose difference over a level is reported (gpt-live §11)."""
+"""`/live/stats` histograms whose sum, count and p50 / p99 a run diffs (`server["caller_wait_us"]`,
+`..._n`, `..._p50_us`, `..._p99_us`)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -178,11 +181,14 @@ def stats_delta(
         return {}
     delta = {k: int(after[k]) - int(before[k]) for k in _STATS_COUNTERS  # type: ignore[call-overload]
              if k in before and k in after}
-    for name in _STATS_HISTOGRAMS:  # a histogram's sum (µs) and count over the run
+    for name in _STATS_HISTOGRAMS:  # a histogram's sum (µs), count and quantiles over the run
         b, a = before.get(name), after.get(name)
         if isinstance(b, dict) and isinstance(a, dict) and "sum_s" in a and "sum_s" in b:
+            counts = [x - y for x, y in zip(a["counts"], b["counts"], strict=True)]
             delta[f"{name}_us"] = round((float(a["sum_s"]) - float(b["sum_s"])) * 1e6)
-            delta[f"{name}_n"] = sum(a["counts"]) - sum(b["counts"])
+            delta[f"{name}_n"] = sum(counts)
+            for q in (50, 99):  # the bucket's upper bound: one bucket high at most, as a scraper reads it
+                delta[f"{name}_p{q}_us"] = round(quantile_upper_s(counts, tuple(a["bounds_s"]), q / 100) * 1e6)
     if "max_sessions" in after:
         delta["max_sessions"] = int(after["max_sessions"])  # type: ignore[call-overload]
     return delta

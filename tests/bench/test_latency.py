@@ -19,6 +19,10 @@ def test_profiles_are_seeded_schedules_that_keep_the_chunks_in_order() -> None:
     assert max(jitter.offsets("uniform20", 20, 1500, 0)) < 40_000_000
     stalls = jitter.offsets("stall300", 20, 1500, 0)  # 30 s: three stalls of 15 chunks each
     assert sum(1 for d in stalls if d > 0) == 45 and max(stalls) <= 300_000_000
+    late = jitter.offsets("late50", 20, 1500, 0)  # 30 s: 0-50 ms late, and six 100 ms holds
+    held = [k for k, d in enumerate(late) if d >= 50_000_000]  # only a hold makes a chunk 50 ms late
+    assert sum(1 for k in held if k - 1 not in held) == 6 and max(late) <= 100_000_000
+    assert 20_000_000 < sum(late) / len(late) < 35_000_000
     with pytest.raises(ValueError, match="jitter profile"):
         jitter.offsets("lossy", 20, 10, 0)
 

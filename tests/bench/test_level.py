@@ -71,10 +71,10 @@ def test_cpu_per_frame_pair_divides_cpu_by_frames() -> None:
 
 
 def test_server_stats_are_differenced_over_the_level() -> None:
-    before = {"sessions": 3, "max_sessions": 64, "ticks": 100, "tick_busy_us": 5000, "late_ticks": 1}
-    after = {"sessions": 0, "max_sessions": 64, "ticks": 160, "tick_busy_us": 9000, "late_ticks": 4}
+    before = {"sessions": 3, "max_sessions": 64, "ticks": 100, "tick_busy_us": 5000, "late_ticks": 1, "underruns": 2}
+    after = {"sessions": 0, "max_sessions": 64, "ticks": 160, "tick_busy_us": 9000, "late_ticks": 4, "underruns": 7}
     assert level.stats_delta(before, after) == {
-        "ticks": 60, "tick_busy_us": 4000, "late_ticks": 3, "max_sessions": 64}
+        "ticks": 60, "tick_busy_us": 4000, "late_ticks": 3, "underruns": 5, "max_sessions": 64}
     assert level.stats_delta(None, after) == {}
 
 
@@ -102,10 +102,13 @@ def test_echo_round_trips_are_pooled_and_measured_against_the_floor() -> None:
 
 
 def test_the_pods_wait_and_lateness_histograms_are_differenced_as_sum_and_count() -> None:
-    """Issue 31's measured budget: the `/live/stats` histograms' `sum_s` and counts over the level."""
-    before = {"ticks": 10, "caller_wait": {"bounds_s": [0.01], "counts": [2, 1], "sum_s": 0.03},
+    """Issue 31's measured budget: the `/live/stats` histograms' `sum_s` and counts over the level;
+    issue 44's targets: their p50 and p99 over the level alone (a bucket's upper bound), not since start."""
+    before = {"ticks": 10, "caller_wait": {"bounds_s": [0.01, 0.04], "counts": [200, 0, 1], "sum_s": 0.03},
               "tick_lateness": {"bounds_s": [0.01], "counts": [10, 0], "sum_s": 0.005}}
-    after = {"ticks": 20, "caller_wait": {"bounds_s": [0.01], "counts": [5, 2], "sum_s": 0.1},
+    after = {"ticks": 20, "caller_wait": {"bounds_s": [0.01, 0.04], "counts": [201, 99, 1], "sum_s": 2.5},
              "tick_lateness": {"bounds_s": [0.01], "counts": [20, 0], "sum_s": 0.01}}
     assert level.stats_delta(before, after) == {
-        "ticks": 10, "caller_wait_us": 70_000, "caller_wait_n": 4, "tick_lateness_us": 5_000, "tick_lateness_n": 10}
+        "ticks": 10, "caller_wait_us": 2_470_000, "caller_wait_n": 100, "caller_wait_p50_us": 40_000,
+        "caller_wait_p99_us": 40_000, "tick_lateness_us": 5_000, "tick_lateness_n": 10,
+        "tick_lateness_p50_us": 10_000, "tick_lateness_p99_us": 10_000}
