@@ -54,6 +54,17 @@ EXIT_MISSING_EXTRA = 2
 """A command refused before it starts, like a bad flag."""
 
 
+INSTALLED_APART: Mapping[str, str] = {"pause": "pip install --no-deps silero-vad==6.2.3"}
+"""What an extra needs installed after it, on its own: a package whose declared dependencies would
+replace a pin (Silero VAD declares torch; the idle pause uses only its ONNX file, docs/pause.md)."""
+
+
+def install_line(extras: tuple[str, ...]) -> str:
+    """The shell line that installs `extras` and what they need apart (`INSTALLED_APART`)."""
+    apart = [INSTALLED_APART[e] for e in extras if e in INSTALLED_APART]
+    return " && ".join([f"pip install 'liveplex[{','.join(extras)}]'", *apart])
+
+
 class MissingExtra(Exception):
     """A module that an extra brings is not installed: `dispatch` prints this as the command's one line."""
 
@@ -63,7 +74,7 @@ class MissingExtra(Exception):
 
     def __str__(self) -> str:
         which = f"the {' and '.join(self.extras)} extra" + ("s" if len(self.extras) > 1 else "")
-        return f"needs {which} (no module named {self.module!r}): pip install 'liveplex[{','.join(self.extras)}]'"
+        return f"needs {which} (no module named {self.module!r}): {install_line(self.extras)}"
 
 
 @contextlib.contextmanager

@@ -84,6 +84,9 @@ def build_pod(args: argparse.Namespace, make_engine: runner.EngineFactory | None
         raise ValueError(f"--fail-after-ticks must be >= 0, got {args.fail_after_ticks}")
     server = server_settings.settings_from_args(args, auth.environment())
     settings = pod_settings.settings_from_args(args, auth.environment())
+    if settings.pause.on:  # the WebSocket extension asks for the detector: refused before anything starts
+        with cli.needs("pause"):
+            vad.require()
     custom = voices.registry_ids(settings.voice_dir)
     if args.engine == "personaplex":
         info, engine = _personaplex_engine(args, settings)

@@ -42,6 +42,7 @@ FLAG_RUNS: list[tuple[list[str], str]] = [
     (["up", "--kube", "--wait", "1"], "operator,emulator"),
     (["bench", "duplex", "--plot", "{tmp}/levels.png"], "bench"),
     (["bench", "latency", "--plot", "{tmp}/latency.png"], "bench"),
+    (["serve", "--idle-pause-s", "3", "--port", "0", "--admin-port", "0"], "pause"),
 ]
 """Core commands whose flag needs an extra: the run says so before it starts."""
 
@@ -150,7 +151,12 @@ def test_a_missing_extra_is_one_line_naming_the_pip_install(core_install: dict, 
     assert got["code"] == cli.EXIT_MISSING_EXTRA and got["out"] == "", got
     lines = str(got["err"]).splitlines()
     assert len(lines) == 1 and lines[0].startswith("liveplex ") and " needs the " in lines[0], got
-    assert lines[0].endswith(f": pip install 'liveplex[{extra}]'"), got
+    assert lines[0].endswith(f": {cli.install_line((extra,))}"), got
+
+
+def test_an_extra_with_a_package_installed_apart_names_both() -> None:
+    assert cli.install_line(("pause",)) == "pip install 'liveplex[pause]' && pip install --no-deps silero-vad==6.2.3"
+    assert cli.install_line(("bench",)) == "pip install 'liveplex[bench]'"
 
 
 def test_every_command_names_a_real_extra_or_none() -> None:

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from liveplex import cli
 from liveplex.live import frames
 
 Samples = npt.NDArray[np.float32]
@@ -35,7 +36,7 @@ CONTEXT = 32
 DECIMATE = frames.SAMPLE_RATE // RATE
 GATE_RMS = 0.003
 """About -50 dBFS: below it a frame is not speech, without asking the model."""
-INSTALL = "pip install 'liveplex[pause]' && pip install --no-deps silero-vad==6.2.3"
+INSTALL = cli.install_line(("pause",))
 
 
 class Detector(Protocol):
@@ -51,20 +52,26 @@ def model_path() -> Path:
     imports torch); `ModuleNotFoundError` with the install line when it is missing."""
     spec = importlib.util.find_spec("silero_vad")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(f"the idle pause needs Silero VAD: {INSTALL}")
+        raise ModuleNotFoundError(f"the idle pause needs Silero VAD: {INSTALL}", name="silero_vad")
     path = Path(next(iter(spec.submodule_search_locations))) / "data" / MODEL_FILE
     if not path.is_file():
-        raise ModuleNotFoundError(f"silero-vad has no {MODEL_FILE}: {INSTALL}")
+        raise ModuleNotFoundError(f"silero-vad has no {MODEL_FILE}: {INSTALL}", name="silero_vad")
     return path
+
+
+def require() -> None:
+    """Raise `ModuleNotFoundError` naming the module when the detector cannot run here (what
+    `cli.needs("pause")` turns into the one line naming the install); found without importing."""
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise ModuleNotFoundError(f"the idle pause needs onnxruntime: {INSTALL}", name="onnxruntime")
+    model_path()
 
 
 def missing() -> str | None:
     """Why this process cannot run the detector (what to install), None when it can: found
     without importing anything, so a pod that never pauses pays nothing to ask."""
-    if importlib.util.find_spec("onnxruntime") is None:
-        return f"the idle pause needs onnxruntime: {INSTALL}"
     try:
-        model_path()
+        require()
     except ModuleNotFoundError as exc:
         return str(exc)
     return None
@@ -77,7 +84,7 @@ class Silero:
         try:
             import onnxruntime as ort  # noqa: PLC0415 (an extra: loaded only by pods that pause)
         except ModuleNotFoundError as exc:
-            raise ModuleNotFoundError(f"the idle pause needs onnxruntime: {INSTALL}") from exc
+            raise ModuleNotFoundError(f"the idle pause needs onnxruntime: {INSTALL}", name="onnxruntime") from exc
         options: Any = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
