@@ -112,6 +112,11 @@ RULES: tuple[Rule, ...] = (
          "spec.capacity.prebufferFrames must not exceed spec.capacity.jitterFrames",
          ("spec", "capacity", "prebufferFrames"),
          lambda c: c["prebufferFrames"] <= c["jitterFrames"]),
+    Rule(("spec", "pause"), "self.idleSeconds == 0 || self.maxPaused > 0",
+         "spec.pause.maxPaused must be above 0 when spec.pause.idleSeconds is: a pod that may hold no paused "
+         "session never pauses one",
+         ("spec", "pause", "maxPaused"),
+         lambda p: p["idleSeconds"] == 0 or p["maxPaused"] > 0),
     Rule(("spec", "autoscaling"), "self.minReplicas <= self.maxReplicas",
          "spec.autoscaling.minReplicas must not exceed spec.autoscaling.maxReplicas",
          ("spec", "autoscaling", "minReplicas"),

@@ -34,6 +34,13 @@ MAX_REATTACH_GRACE_SECONDS = 300
 DEFAULT_REATTACH_GRACE_SECONDS = 15
 """`serve --reattach-grace-s`'s bound and default (the pod's `MAX_REATTACH_GRACE_S` and
 `PodSettings.reattach_grace_s`; the operator imports no pod code, so a test holds them equal)."""
+MAX_IDLE_PAUSE_SECONDS = 3600
+DEFAULT_VAD_THRESHOLD_PERCENT = 50
+DEFAULT_WAKE_RESERVE = 2
+DEFAULT_MAX_PAUSED = 256
+"""`serve --idle-pause-s`'s bound, `--vad-threshold`'s default (as a percentage: Kubernetes' API
+conventions keep floats out of specs), `--wake-reserve`'s and `--max-paused`'s defaults (the pod's
+`events.MAX_IDLE_TIMEOUT_S` and `PauseSettings`; a test holds them equal)."""
 ATTENTION_BACKENDS: tuple[str, ...] = ("flash", "masked")
 """`liveplex serve --attention` choices (the engine's `ATTENTION`; the operator imports no engine code,
 so a test holds the two equal)."""
@@ -232,6 +239,21 @@ SPEC = _obj("What to run: the engine, its model, its capacity and its pods.", {
                                      "any gateway, s (`serve --reattach-grace-s`); 0: it ends at once.",
                                      minimum=0, maximum=MAX_REATTACH_GRACE_SECONDS,
                                      default=DEFAULT_REATTACH_GRACE_SECONDS),
+    }, default={}),
+    "pause": _obj("The idle pause: quiet sessions leave the engine's batch, their state kept, until their caller "
+                  "speaks (docs/pause.md); pods need the pause extra, which the images have.", {
+        "idleSeconds": _int("A WebSocket session whose caller and model were silent this long leaves the batch, s "
+                            "(`serve --idle-pause-s`, a liveplex extension); 0: WebSocket sessions never pause.",
+                            minimum=0, maximum=MAX_IDLE_PAUSE_SECONDS, default=0),
+        "vadThresholdPercent": _int("Speech probability that wakes a paused WebSocket session, % "
+                                    "(`serve --vad-threshold` over 100); WebRTC calls bring their own.",
+                                    minimum=0, maximum=100, default=DEFAULT_VAD_THRESHOLD_PERCENT),
+        "wakeReserve": _int("Engine slots kept free for wakes, one per paused session up to this many "
+                            "(`serve --wake-reserve`); at least the paused sessions: a wake always finds a slot.",
+                            minimum=0, default=DEFAULT_WAKE_RESERVE),
+        "maxPaused": _int("Sessions a pod holds paused at most, in host memory (`serve --max-paused`); 0: none "
+                          "pause, and WebRTC calls' wake_policy and idle_timeout_s are refused.",
+                          minimum=0, default=DEFAULT_MAX_PAUSED),
     }, default={}),
     "autoscaling": _obj("The autoscaler the operator renders on the scale subresource (platform §8).", {
         "enabled": {"type": "boolean", "description": "Render an autoscaler that drives spec.replicas.",

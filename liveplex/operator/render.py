@@ -72,7 +72,9 @@ def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
             "--jitter-frames", str(cap.jitter_frames), "--prebuffer-frames", str(cap.prebuffer_frames),
             "--lateness-budget-ms", str(cap.lateness_budget_millis),
             "--drain-deadline-s", str(s.drain_grace_seconds),
-            "--reattach-grace-s", str(s.reattach_grace_seconds)]
+            "--reattach-grace-s", str(s.reattach_grace_seconds),
+            "--idle-pause-s", str(s.pause.idle_seconds), "--vad-threshold", str(s.pause.vad_threshold_percent / 100),
+            "--wake-reserve", str(s.pause.wake_reserve), "--max-paused", str(s.pause.max_paused)]
     if s.pacing is not None:
         args += ["--pace-lead-ms", str(s.pacing.lead_millis), "--pace-spread-ms", str(s.pacing.spread_millis)]
     if settings.pod_tls_secret is not None:

@@ -115,6 +115,18 @@ class Pacing:
 
 
 @dataclass(frozen=True, slots=True)
+class Pause:
+    """`spec.pause`: the pod's idle pause (`serve --idle-pause-s`, `--vad-threshold`, `--wake-reserve`,
+    `--max-paused`)."""
+
+    idle_seconds: int
+    """0: WebSocket sessions never pause (WebRTC calls may still ask, while `max_paused` > 0)."""
+    vad_threshold_percent: int
+    wake_reserve: int
+    max_paused: int
+
+
+@dataclass(frozen=True, slots=True)
 class Resources:
     gpus: int
     """Effective: the spec's value, else 1 for personaplex and 0 for sim."""
@@ -162,6 +174,7 @@ class EngineSpec:
     drain_grace_seconds: int
     reattach_grace_seconds: int
     """`spec.continuity.reattachGraceSeconds`: how long a pod keeps a call whose gateway went away."""
+    pause: Pause
     autoscaling: Autoscaling | None
     pacing: Pacing | None
     """None: the engine's defaults."""
@@ -221,7 +234,7 @@ def parse(body: Json) -> LiveEngine:
             model=_model(raw.get("model")), image=_image(raw.get("image", {})),
             capacity=_capacity(raw["capacity"]), resources=_resources(kind, raw.get("resources", {})),
             pod=_pod(raw.get("pod", {})), drain_grace_seconds=raw["drain"]["gracePeriodSeconds"],
-            reattach_grace_seconds=raw["continuity"]["reattachGraceSeconds"],
+            reattach_grace_seconds=raw["continuity"]["reattachGraceSeconds"], pause=_pause(raw["pause"]),
             autoscaling=_autoscaling(raw.get("autoscaling")), pacing=_pacing(raw.get("pacing")),
             sub_pools=raw["placement"]["subPools"],
         ),
@@ -258,6 +271,10 @@ def _source(raw: Json | None) -> ModelSource | None:
 
 def _pacing(raw: Json | None) -> Pacing | None:
     return None if raw is None else Pacing(raw["leadMillis"], raw["spreadMillis"])
+
+
+def _pause(raw: Json) -> Pause:
+    return Pause(raw["idleSeconds"], raw["vadThresholdPercent"], raw["wakeReserve"], raw["maxPaused"])
 
 
 def _image(raw: Json) -> Image:

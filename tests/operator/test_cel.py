@@ -48,6 +48,7 @@ _specs = st.fixed_dictionaries(
         "autoscaling": st.fixed_dictionaries({"minReplicas": st.integers(1, 4), "maxReplicas": st.integers(1, 4)}),
         "pacing": st.fixed_dictionaries({"leadMillis": st.integers(0, 79), "spreadMillis": st.integers(0, 79)}),
         "placement": st.fixed_dictionaries({}, optional={"subPools": st.integers(1, 3)}),
+        "pause": st.fixed_dictionaries({"idleSeconds": st.integers(0, 2), "maxPaused": st.integers(0, 2)}),
         "pod": st.fixed_dictionaries({}, optional={
             "labels": st.dictionaries(st.sampled_from([*names.SELECTOR_KEYS, "team", "tier"]), st.just("x")),
             "env": st.lists(st.sampled_from([*names.RESERVED_ENV, "HF_HOME", "TZ"]).map(lambda n: {"name": n}),
@@ -87,6 +88,7 @@ def _refused(rule: cel.Rule) -> dict[str, Any]:
             objects.sim_spec(capacity={"jitterFrames": 2, "prebufferFrames": 3})),
         "spec.pacing.leadMillis": objects.liveengine(
             objects.sim_spec(pacing={"leadMillis": 60, "spreadMillis": 20})),
+        "spec.pause.maxPaused": objects.liveengine(objects.sim_spec(pause={"idleSeconds": 3, "maxPaused": 0})),
         "spec.autoscaling.minReplicas": objects.liveengine(
             objects.sim_spec(autoscaling={"minReplicas": 3, "maxReplicas": 2})),
         "spec.pod.labels": objects.liveengine(objects.sim_spec(pod={"labels": {names.INSTANCE_LABEL: "other"}})),
