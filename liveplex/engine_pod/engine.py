@@ -139,13 +139,31 @@ def slot_bytes(model: model_mod.Model, settings: EngineSettings) -> memory.SlotB
 
 
 def session_cap(model: model_mod.Model, settings: EngineSettings) -> int:
-    """`max_sessions` for this device (spec §5.12): derived from free memory on CUDA."""
+    """`max_sessions` for this device (spec §5.12): derived from free memory on CUDA, counting a
+    varying G's spare slot and the outputs of every group's graphs (`memory.graph_bytes`)."""
     if not settings.device.startswith("cuda"):
         return settings.max_sessions or CPU_MAX_SESSIONS
     per_slot = slot_bytes(model, settings).total
     free, _ = torch.cuda.mem_get_info(torch.device(settings.device))
+    counts = group_counts(settings)
+
+    def graphs(sessions: int) -> int:
+        return memory.graph_bytes(sessions, counts, settings.buckets, program.PACKED_WIDTH * 4)
+
     return memory.max_sessions(settings.max_sessions, free, int(settings.memory_reserve_gib * memory.GIB),
-                               per_slot)
+                               per_slot, spare_slots(settings), graphs if settings.cuda_graphs else None)
+
+
+def group_counts(settings: EngineSettings) -> tuple[int, ...]:
+    """The group counts the engine builds a layout for (its programs and graphs): all of
+    `groups.CHOICES` under a varying G (`--tick-groups 0`), else the one fixed."""
+    return groups.CHOICES if settings.tick_groups == 0 else (settings.tick_groups,)
+
+
+def spare_slots(settings: EngineSettings) -> int:
+    """Slots the pools hold beyond `max_sessions`: a varying G's regroup passes its cycles of
+    moves through one (`leases.permute`)."""
+    return int(settings.tick_groups == 0)
 
 
 def live_info(model: model_mod.Model, settings: EngineSettings, max_sessions: int) -> contract.LiveInfo:
@@ -198,8 +216,8 @@ class PersonaPlexEngine:
         self._most = info.tick_groups
         self._hold = groups.Hold(self._most) if settings.tick_groups == 0 else None
         """The varying G's hysteresis; None: G fixed."""
-        counts = groups.CHOICES if self._hold is not None else (settings.tick_groups,)
-        self.pools = program.Pools(model.lm, model.codec, S + (self._hold is not None), kv_dtype)
+        counts = group_counts(settings)
+        self.pools = program.Pools(model.lm, model.codec, S + spare_slots(settings), kv_dtype)
         """Slots 0..S-1, and under a varying G one spare that a regroup's cycles of moves pass through."""
         self._attention = ring.Backend(settings.attention or ("flash" if self._device.type == "cuda" else "masked"))
         self._layouts = {G: [self._group(G, j) for j in range(G)] for G in counts if G <= S}
@@ -227,9 +245,10 @@ class PersonaPlexEngine:
                         if persona and self._schedule is prompt.Schedule.UPSTREAM else None)
         self._queue: deque[_Waiting] = deque()
         self._format = self._handover_format()
-        self._cost, self._ticks = self._warm_up()
-        """A step's measured seconds by bucket: the prefill budgets (`grouping.budget_s`) and the
-        groups' rule (`groups.choose`)."""
+        self._cost, measured = self._warm_up()
+        self._ticks = groups.Steps(measured)
+        """A step's seconds by bucket, measured at startup and refined by the steps run: the
+        prefill budgets (`grouping.budget_s`) and the groups' rule (`groups.choose`)."""
         self._pulse.kv_capacity = info.max_sessions * model.cfg.context
         logger.info("personaplex engine ready", extra={
             "device": str(self._device), "dtype": settings.dtype, "kv_dtype": settings.ring_dtype,
@@ -242,14 +261,14 @@ class PersonaPlexEngine:
             "voices": {n: v.frames for n, v in sorted(model.voices.items())},
             "max_sessions": info.max_sessions, "max_instructions_chars": info.max_instructions_chars,
             "buckets": list(self._buckets), "slot_bytes": self.pools.slot_bytes,
-            "step_ms": {b: round(t * 1e3, 2) for b, t in self._ticks.items()},
+            "step_ms": self._ticks.ms(),
             "prefill_ms_per_row": self._cost.per_row * 1e3})
 
     def _group(self, G: int, j: int) -> _Group:
         """Group j of G: slots j S / G up to (j + 1) S / G, a program over them."""
-        S = self._info.max_sessions
-        base, end = j * S // G, (j + 1) * S // G
-        pools = self.pools.view(slice(base, end))
+        span = groups.spans(self._info.max_sessions, G)[j]
+        base, end = span.start, span.stop
+        pools = self.pools.view(span)
         run = program.Program(self._model.lm, self._model.codec, pools, self._schedule, self._sampling,
                               self._settings.cuda_graphs, self._attention)
         return _Group(base, leases.Leases(end - base), run, pools, buckets.cut(self._settings.buckets, end - base))
@@ -380,7 +399,9 @@ class PersonaPlexEngine:
         if bucket > B:
             g.pools.tokens.pos[B:bucket] = 0
         span = min(self._model.cfg.context, max(r.pos for r in g.rows) + 1)
+        started = time.perf_counter_ns()
         out = self._out_stage.download(g.program.run(bucket, span).packed[:B]).numpy()  # the one sync
+        self._ticks.observe(bucket, (time.perf_counter_ns() - started) / 1e9)
         pcm = out[:, program.PCM].astype("<i2")
         gone: list[tuple[int, bool]] = []
         for i, r in enumerate(g.rows):

@@ -11,7 +11,7 @@ Strict order: a later, smaller prompt never overtakes an earlier one. Pure: no t
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 MIN_CHUNK_ROWS = 16
@@ -68,21 +68,6 @@ def budget_s(period_s: float, tick_s: float) -> float:
     """Prefill seconds a tick may spend: the period, less the live step's measured time at the
     bucket the tick runs and the `RESERVE`; never under the `FLOOR`."""
     return max(period_s * FLOOR, period_s * (1 - RESERVE) - tick_s)
-
-
-def budgets(period_s: float, ticks_s: Mapping[int, float]) -> dict[int, float]:
-    """Prefill seconds a tick may spend, by the bucket it runs, from each bucket's measured tick.
-
-    By bucket, not at the largest: a pod whose full batch fills the period (a slow CPU's) still
-    has time to spare while few sessions run, and a long role prompt would otherwise trickle in
-    at `MIN_CHUNK_ROWS` rows a tick. A bucket's tick counts as at least every smaller bucket's
-    (a bigger batch is never faster; a faster reading is noise), so budgets never grow with it.
-    """
-    out, slowest = {}, 0.0
-    for bucket in sorted(ticks_s):
-        slowest = max(slowest, ticks_s[bucket])
-        out[bucket] = budget_s(period_s, slowest)
-    return out
 
 
 def chunks(remaining: Sequence[int], budget: float, cost: PrefillCost, max_rows: int,

@@ -68,8 +68,9 @@ class EngineSettings:
     max_prefill_rows: int = 1024
     """Prompt rows prefilled per tick at most (activation memory); a longer queue is split (D6b)."""
     prefill_budget_ms: float = 0.0
-    """Prefill time a tick may spend, ms, at every bucket; 0 = derive it at startup, by bucket, from
-    each bucket's measured tick, never under a floor (`grouping.budgets`)."""
+    """Prefill time a tick may spend, ms, at every bucket; 0 = derive it each turn from the steps
+    measured per bucket at startup: what the period's steps leave, never under a floor
+    (`grouping.budget_s`, the engine's `_budget`)."""
     attention: str | None = None
     """Temporal attention backend (`personaplex.ring.Backend`): `flash` or `masked`; None = `flash`
     on CUDA, `masked` on the CPU (spec §5.6)."""

@@ -12,7 +12,9 @@ PersonaPlex engine runs it on its measured steps, the sim on its modeled costs. 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import statistics
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 CHOICES: tuple[int, ...] = (1, 2, 4)
@@ -23,6 +25,9 @@ LATE_MARGIN_S = 0.010
 UP_PERIODS = 25
 """Periods (2 s) a larger G must keep fitting before the engine takes it: a regroup moves sessions,
 so a newcomer's prefill or a session ending must not make G flap. A smaller G is taken at once."""
+SEEN_STEPS = 25
+"""Steps run at a bucket whose median `Steps` weighs, once it has `TRUST_STEPS` of them."""
+TRUST_STEPS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +78,37 @@ def choose(step_s: Callable[[int], float], sessions: int, prefill_s: float, peri
     return fits
 
 
+class Steps:
+    """A step's seconds by bucket as the rule weighs them: measured at startup, then the median of
+    the last `SEEN_STEPS` steps the engine ran at that bucket once it has run `TRUST_STEPS`.
+
+    The startup figure alone is not enough: on a shared CPU another process can hold the core
+    while it is measured (a 1-row step of the tiny model measured 22 ms against 7 ms run), and
+    that figure would hold G down for the pod's life; and a step grows as its sessions' attention
+    spans do. The steps run say what a period costs now. A bucket never run keeps its startup
+    figure."""
+
+    __slots__ = ("_startup", "_seen")
+
+    def __init__(self, startup: Mapping[int, float]) -> None:
+        self._startup = dict(startup)
+        self._seen: dict[int, deque[float]] = {}
+
+    def observe(self, bucket: int, seconds: float) -> None:
+        """A step ran at `bucket` and took `seconds` (its device work and the one sync)."""
+        self._seen.setdefault(bucket, deque(maxlen=SEEN_STEPS)).append(seconds)
+
+    def __getitem__(self, bucket: int) -> float:
+        seen = self._seen.get(bucket)
+        if seen is not None and len(seen) >= TRUST_STEPS:
+            return statistics.median(seen)
+        return self._startup[bucket]
+
+    def ms(self) -> dict[int, float]:
+        """Every bucket's figure now, ms (the startup log line)."""
+        return {b: round(self[b] * 1e3, 2) for b in sorted(self._startup)}
+
+
 class Hold:
     """`choose`'s answer taken at once when it is smaller, after `UP_PERIODS` periods of asking
     for more when it is larger (then the least it asked for meanwhile)."""
@@ -102,6 +138,12 @@ def phases(groups: int, most: int) -> tuple[int, ...]:
     if groups < 1 or most % groups:
         raise ValueError(f"{groups} groups do not divide {most} sub-ticks")
     return tuple(range(0, most, most // groups))
+
+
+def spans(slots: int, groups: int) -> list[slice]:
+    """The slots each of `groups` groups owns of `slots`: group j holds j S / G up to (j + 1) S / G
+    (the sizes differ by one at most)."""
+    return [slice(j * slots // groups, (j + 1) * slots // groups) for j in range(groups)]
 
 
 def turn(sub: int, groups: int, most: int) -> int | None:

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from liveplex import engine_pod
-from liveplex.engine_pod import buckets, grouping, leases, memory
+from liveplex.engine_pod import buckets, engine, grouping, leases, memory, program
 from liveplex.personaplex import prompt
 
 
@@ -121,28 +121,11 @@ SLOW_COST = grouping.PrefillCost(per_call=0.00115, per_newcomer=0.00019, per_row
 """Its prefill cost, fitted at the same startup."""
 
 
-def test_a_tick_is_budgeted_at_the_bucket_it_runs_and_never_under_the_floor():
-    floor = 0.08 * grouping.FLOOR
-    budgets = grouping.budgets(0.08, SLOW_TICKS)
-    assert budgets[1] == pytest.approx(0.06 - 0.036)  # one session: what its tick leaves
-    assert budgets[2] == budgets[4] == pytest.approx(floor)  # 4 timed faster than 2: noise, not spare time
-    assert budgets[16] == pytest.approx(floor)  # the full pod's tick leaves nothing: the floor
-
-
-@given(st.dictionaries(st.integers(1, 256), st.floats(0, 0.2), min_size=1))
-def test_budgets_never_grow_with_the_bucket_and_never_exceed_what_its_own_tick_leaves(ticks):
-    budgets = grouping.budgets(0.08, ticks)
-    ordered = [budgets[b] for b in sorted(ticks)]
-    assert ordered == sorted(ordered, reverse=True)
-    for bucket, tick in ticks.items():
-        assert 0.08 * grouping.FLOOR <= budgets[bucket] <= max(grouping.budget_s(0.08, tick), 0.08 * grouping.FLOOR)
-
-
 def test_the_longest_role_prompt_starts_within_seconds_on_a_pod_whose_full_tick_fills_the_period():
     """The instructions-limit check's prompt (the whole window) beside one running session, on the
     slow box: at `MIN_CHUNK_ROWS` a tick it took 188 ticks (15 s, past the check's 12 s)."""
     left, ticks = [2998], 0
-    budget = grouping.budgets(0.08, SLOW_TICKS)[2]
+    budget = grouping.budget_s(0.08, SLOW_TICKS[2])  # two sessions: what the bucket-2 step leaves
     while left:
         left = [n - taken for n, taken in zip(left, grouping.chunks(left, budget, SLOW_COST, 1024)) if n > taken]
         ticks += 1
@@ -190,6 +173,47 @@ def test_a_cap_over_memory_and_no_room_at_all_are_errors_naming_the_numbers():
         memory.max_sessions(93, 100 * memory.GIB, 8 * memory.GIB, memory.GIB)
     with pytest.raises(memory.CapacityError, match="not one session fits"):
         memory.max_sessions(0, 8 * memory.GIB, 8 * memory.GIB, memory.GIB)
+
+
+def test_a_varying_g_counts_its_spare_slot_and_every_groups_graphs_against_the_cap():
+    """Issue 44: `--tick-groups 0` holds S + 1 slots and captures a graph per bucket of every group
+    of G = 1, 2, 4. On the spec's H200 the spare slot costs the 78th session; the graphs' outputs
+    (one packed row per bucket row, every group) cost none."""
+    per_slot = memory.SlotBytes(kv=memory.kv_bytes(32, 3000, 4096, 2), mimi=16_480_000, tokens=65_536).total
+    free = int((139 - 14.3 - 0.3 - 0.4) * memory.GIB)
+    row = program.PACKED_WIDTH * 4
+    settings = engine_pod.EngineSettings(model_dir=None)  # type: ignore[arg-type]
+    auto = engine.group_counts(settings)
+
+    def graphs(sessions: int) -> int:
+        return memory.graph_bytes(sessions, auto, settings.buckets, row)
+
+    assert (auto, engine.spare_slots(settings)) == ((1, 2, 4), 1)
+    assert memory.max_sessions(0, free, 8 * memory.GIB, per_slot, 1, graphs) == 77
+    fixed = dataclasses.replace(settings, tick_groups=1)
+    assert (engine.group_counts(fixed), engine.spare_slots(fixed)) == ((1,), 0)
+    assert memory.max_sessions(0, free, 8 * memory.GIB, per_slot, 0, graphs) == 78
+    # 8 slots, buckets 1, 2, 4, 8: G = 1 captures 1+2+4+8, G = 2 twice 1+2+4, G = 4 four times 1+2
+    assert memory.graph_bytes(8, (1, 2, 4), (1, 2, 4, 8), row) == (15 + 2 * 7 + 4 * 3) * row
+    assert memory.graph_bytes(8, (1,), (1, 2, 4, 8), row) == 15 * row
+    with pytest.raises(memory.CapacityError, match="1 spare slot, graphs"):
+        memory.max_sessions(0, 9 * memory.GIB, 8 * memory.GIB, memory.GIB, 1, lambda n: n)
+
+
+@given(st.integers(0, 200), st.integers(1, 50), st.integers(0, 2), st.integers(0, 10))
+def test_the_derived_cap_is_the_most_sessions_whose_slots_spare_and_graphs_fit(room, per_slot, spare, per_graph):
+    def graphs(sessions: int) -> int:
+        return per_graph * sessions
+
+    def cost(sessions: int) -> int:
+        return (sessions + spare) * per_slot + graphs(sessions)
+
+    try:
+        cap = memory.max_sessions(0, room, 0, per_slot, spare, graphs)
+    except memory.CapacityError:
+        assert cost(1) > room
+        return
+    assert cost(cap) <= room < cost(cap + 1)
 
 
 def test_default_schedule_is_the_model_packages():

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from liveplex.engine_pod import leases
-from liveplex.live import contract
+from liveplex.live import contract, groups
 from tests.engine_pod import harness
 
 A = ("NATF2", harness.SHORT_ROLE)
@@ -34,6 +34,21 @@ def test_a_session_moved_to_another_group_is_bit_exact_against_its_twin(tiny_mod
         pod.tick()
     assert a.tokens == b.tokens and a.pcm == b.pcm and a.text == b.text and len(a.pcm) == TICKS
     assert [o.frame for o in a.outputs if isinstance(o, contract.Audio)] == list(range(TICKS))
+
+
+def test_a_startup_measure_too_slow_gives_way_to_the_steps_the_engine_runs(tiny_model) -> None:
+    """A step measured at startup while another process held the core (here: 50 ms, where two
+    turns do not fit the period) keeps one group only until the engine has run its own steps:
+    their median replaces it and G grows again, held `UP_PERIODS` periods first."""
+    pod = harness.Pod(*harness.build(tiny_model, max_sessions=4, tick_groups=0))
+    eng = pod.engine
+    eng._ticks = groups.Steps(dict.fromkeys(eng._buckets, 0.05))
+    pod.start(*A, harness.caller_audio(0, 40))
+    pod.tick()
+    assert eng.tick_groups == 1 and eng._pulse.groups_reason.startswith("1 x 50.0 ms")
+    for _ in range(groups.TRUST_STEPS + groups.UP_PERIODS):
+        pod.tick()
+    assert eng._ticks[1] < 0.05 and eng.tick_groups > 1 and eng._pulse.regroups == 2
 
 
 OPS = st.lists(st.sampled_from(["start", "hang_up", "regroup_1", "regroup_2", "regroup_4", "tick"]),

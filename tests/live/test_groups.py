@@ -26,6 +26,18 @@ def test_the_largest_g_whose_steps_and_prefill_fit_the_period() -> None:
     assert "none fits" in groups.choose(step, 40, 0.0, PERIOD).reason
 
 
+def test_steps_weigh_the_startup_figure_until_enough_steps_ran_then_their_recent_median() -> None:
+    steps = groups.Steps({1: 0.022, 2: 0.03})
+    for _ in range(groups.TRUST_STEPS - 1):
+        steps.observe(1, 0.007)
+    assert steps[1] == 0.022  # too few to trust
+    steps.observe(1, 0.5)  # one stalled step among them: the median does not follow it
+    assert steps[1] == 0.007 and steps[2] == 0.03  # a bucket never run keeps its startup figure
+    for _ in range(groups.SEEN_STEPS):
+        steps.observe(1, 0.012)  # the sessions aged: only the recent steps count
+    assert steps[1] == 0.012 and steps.ms() == {1: 12.0, 2: 30.0}
+
+
 def test_the_prefill_owed_counts_and_the_most_caps_g() -> None:
     step = linear(10, 1)
     assert groups.choose(step, 4, 0.0, PERIOD).groups == 4  # 4 x 11 = 44 ms
