@@ -54,15 +54,23 @@ EXIT_MISSING_EXTRA = 2
 """A command refused before it starts, like a bad flag."""
 
 
-INSTALLED_APART: Mapping[str, str] = {"pause": "pip install --no-deps silero-vad==6.2.3"}
-"""What an extra needs installed after it, on its own: a package whose declared dependencies would
-replace a pin (Silero VAD declares torch; the idle pause uses only its ONNX file, docs/pause.md)."""
+INSTALLED_APART: Mapping[str, tuple[str, ...]] = {"pause": ("silero-vad==6.2.3",)}
+"""What an extra needs installed after it with `pip install --no-deps`: a package whose declared
+dependencies would replace a pin (Silero VAD declares torch; the idle pause uses only its ONNX file,
+docs/pause.md). The one owner of those requirements: the missing-extra line, scripts/test and the
+images (scripts/build-images) read them here."""
+
+
+def installed_apart(extras: tuple[str, ...]) -> tuple[str, ...]:
+    """The requirements `extras` need installed apart, without their dependencies (`INSTALLED_APART`)."""
+    return tuple(r for e in extras for r in INSTALLED_APART.get(e, ()))
 
 
 def install_line(extras: tuple[str, ...]) -> str:
-    """The shell line that installs `extras` and what they need apart (`INSTALLED_APART`)."""
-    apart = [INSTALLED_APART[e] for e in extras if e in INSTALLED_APART]
-    return " && ".join([f"pip install 'liveplex[{','.join(extras)}]'", *apart])
+    """The shell line that installs `extras` and what they need apart (`installed_apart`)."""
+    apart = installed_apart(extras)
+    return " && ".join([f"pip install 'liveplex[{','.join(extras)}]'",
+                        *([f"pip install --no-deps {' '.join(apart)}"] if apart else [])])
 
 
 class MissingExtra(Exception):

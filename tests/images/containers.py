@@ -10,6 +10,7 @@ limit (podman's defaults exceed it). An environment that sets them differently w
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import shutil
@@ -21,6 +22,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 TAG = "test"
@@ -123,6 +125,17 @@ def wait_ready(env: dict[str, str], container: Container) -> None:
         time.sleep(0.5)
     logs = podman(env, "logs", container.name, check=False)
     raise RuntimeError(f"{container.name} did not turn ready:\n{logs.stdout[-4000:]}{logs.stderr[-4000:]}")
+
+
+def live_config(container: Container) -> dict[str, Any]:
+    """The pod's `/live/config`: what it serves, `pauses` among it (docs/pause.md)."""
+    with urllib.request.urlopen(f"http://{container.host}:{container.port}/live/config", timeout=5) as r:
+        return json.loads(r.read())
+
+
+PAUSE_FLAGS = ["--idle-pause-s", "60"]
+"""The idle pause on (a pod without the pause extra exits 2), long enough that no session of a test
+call pauses: the detector still hears every caller frame, in the image, under the hardened flags."""
 
 
 @contextlib.contextmanager

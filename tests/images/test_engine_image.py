@@ -59,12 +59,13 @@ def test_fetch_model_fills_the_volume_once_and_an_engine_pod_serves_it(env: dict
 
     host, port = containers.pod_address()
     args = ["serve", "--engine", "personaplex", "--model-path", "/models/tiny", "--device", "cpu",
-            "--host", host, "--port", str(port)]
+            "--host", host, "--port", str(port), *containers.PAUSE_FLAGS]
     flags = [*containers.hardened_flags(tmp_path / "engine"), "-v", f"{volume}:/models:ro",
              "--shm-size", "256m"]
     with containers.running(env, containers.image("liveplex-engine"), args, host=host, port=port, flags=flags,
                             name="liveplex-test-engine") as pod:
         containers.wait_ready(env, pod)
+        assert containers.live_config(pod)["pauses"] is True  # the image has the pause extra and Silero VAD
         deltas, _, reason = asyncio.run(clients.sdk_call(pod.base_url))
     assert reason == "close_requested"
     assert {len(d) for d in deltas} == {3840} and len(deltas) >= 0.7 * clients.SPEECH_MS / 80

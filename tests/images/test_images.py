@@ -50,12 +50,13 @@ def test_the_root_is_read_only_and_only_the_empty_dirs_take_writes(env: dict[str
     assert (tmp_path / "tmp" / "w").read_text() == "x" and (tmp_path / "var-cache-liveplex" / "w").read_text() == "x"
 
 
-def test_a_sim_pod_container_serves_an_sdk_session(env: dict[str, str], tmp_path: Path) -> None:
+def test_a_sim_pod_container_that_can_pause_serves_an_sdk_session(env: dict[str, str], tmp_path: Path) -> None:
     host, port = containers.pod_address()
-    args = ["serve", "--engine", "sim", "--host", host, "--port", str(port)]
+    args = ["serve", "--engine", "sim", "--host", host, "--port", str(port), *containers.PAUSE_FLAGS]
     with containers.running(env, containers.image("liveplex"), args, host=host, port=port,
                             flags=containers.hardened_flags(tmp_path), name="liveplex-test-serve") as pod:
         containers.wait_ready(env, pod)
+        assert containers.live_config(pod)["pauses"] is True  # the image has the pause extra and Silero VAD
         deltas, words, reason = asyncio.run(clients.sdk_call(pod.base_url))
     assert reason == "close_requested" and words.startswith("I hear")
     assert {len(d) for d in deltas} == {3840}
