@@ -107,6 +107,13 @@ ALERTS: tuple[Alert, ...] = (
           "continuity.reattachGraceSeconds, and their callers did not re-attach: their clients do not "
           "reconnect with ?session_id= (docs/continuity.md, Re-attach), or cannot reach another gateway. "
           "Each held its slot for the window for nothing: fix the clients, or lower the window (0: off)."),
+    Alert("LiveplexWakesRefused",
+          "sum by (liveengine, pod) (increase(liveplex_engine_wakes_refused_total[10m]))", "> 0", "0m", "warning",
+          "{{ $labels.pod }}: paused callers spoke and found no engine slot",
+          "A paused session's caller is not heard until a later speech frame finds a slot (docs/pause.md): "
+          "the pod held more paused sessions than spec.pause.wakeReserve keeps slots for, and more woke at "
+          "once. Raise pause.wakeReserve (a reserve at least the paused sessions never refuses), or lower "
+          "pause.maxPaused; liveplex_engine_sessions_out shows how many the pod holds."),
     Alert("LiveplexOperatorReconcileFailing",
           'sum by (namespace, pod) (rate(liveplex_operator_reconciles_total{outcome=~"retry|error"}[10m]))',
           "> 0", "15m", "warning", "{{ $labels.pod }}: the operator keeps failing to reconcile",

@@ -56,6 +56,9 @@ SERIES: dict[str, list[tuple[str, dict[str, str], str]]] = {
     "LiveplexParkedCallsUnclaimed": [
         ("liveplex_engine_parked_ended_total", {**LABELS, "reason": "window_passed"}, "0+1x30"),
         ("liveplex_engine_reattaches_total", {**LABELS, "result": "parked"}, "0+0x30")],
+    "LiveplexWakesRefused": [
+        ("liveplex_engine_wakes_refused_total", LABELS, "0+0x10 1+0x20"),
+        ("liveplex_engine_wakes_refused_total", {**LABELS, "pod": "pod-2"}, "0+0x30")],
     "LiveplexOperatorReconcileFailing": [
         ("liveplex_operator_reconciles_total", {**OPERATOR, "handler": "reconcile", "outcome": "retry"}, "0+2x30"),
         ("liveplex_operator_reconciles_total", {**OPERATOR, "handler": "reconcile", "outcome": "ok"}, "0+5x30")],
@@ -71,6 +74,7 @@ FIRED_WITH = {"LiveplexTickLatenessOverBudget": {"liveengine": "ns/pp"},
               "LiveplexNoEngines": {"liveengine": "ns/pp"}, "LiveplexRedisUnreachable": GATEWAY,
               "LiveplexUpstreamConnectFailures": GATEWAY, "LiveplexSessionsLost": {**GATEWAY, "reason": "silent"},
               "LiveplexGatewayLoopStalls": GATEWAY, "LiveplexParkedCallsUnclaimed": {"liveengine": "ns/pp"},
+              "LiveplexWakesRefused": {"liveengine": "ns/pp", "pod": "pod-1"},
               "LiveplexOperatorReconcileFailing": OPERATOR,
               "LiveplexOperatorNoLeader": {}}
 
