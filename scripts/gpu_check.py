@@ -34,6 +34,13 @@ Stages, the JSON rewritten after each, so a failure late still leaves the earlie
    the ratio; every logit and PCM sample must be finite;
    From the full-context rows, `tick_groups`: what a period would cost with 2 and 4 tick groups
    (G steps of B / G rows against one of B; issue 31, docs/engine_pod.md "Tick phase");
+6b. tick groups run (issue 44), `--group-batch 8,16,32,64`: per batch B, for G = 1, 2, 4 (G
+   dividing B), G programs over G slot ranges of the pools, each captured at its B / G rows into
+   the one shared graph pool as the engine does (the device memory each group's graph took, from
+   `mem_get_info`, next to the output it keeps, `memory.graph_bytes`' count), then B sessions at
+   full context and a period timed as the engine runs it: G steps back to back, each with its PCM
+   up and its output down (p50/p99, wall and CUDA events); and the G the engine's rule takes for
+   B (`live.groups.choose` over the measured steps, one newcomer's prefill owed: stage 5);
 7. kernels: a profiler trace of 3 replayed ticks at B = 1 and the largest level (Chrome trace
    files next to the report), kernels per tick from it, and the host syncs per tick that
    `torch.cuda.set_sync_debug_mode("warn")` reports (one expected: the download);
@@ -72,7 +79,7 @@ from liveplex import percentiles
 from liveplex.bench import tick_groups
 from liveplex.engine_pod import model as engine_model
 from liveplex.engine_pod import program, staging
-from liveplex.live import frames
+from liveplex.live import frames, groups
 from liveplex.personaplex import (
     checkpoint,
     config,
@@ -180,15 +187,17 @@ class _Bench:
         self.sync()
         return (time.perf_counter() - t0) * 1e3
 
-    def tick(self, prog: program.Program, batch: int) -> tuple[list[list[int]], bool, float | None]:
+    def tick(self, prog: program.Program, batch: int,
+             pools: program.Pools | None = None) -> tuple[list[list[int]], bool, float | None]:
         """One engine tick: caller PCM up, `prog.run(batch)`, the packed output down (the one sync).
+        `pools`: the rows `prog` runs, when it is a tick group's (a view of the bench's pools).
 
         Returns the emitted ids, whether every row was finite, and the program's device ms (CUDA).
         """
         events = None
         if self.device.type == "cuda":
             events = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        self.pcm_stage.send(self.pools.pcm_in[:batch])
+        self.pcm_stage.send((pools or self.pools).pcm_in[:batch])
         if events:
             events[0].record()
         out = prog.run(batch, span=self.lm.temporal.cfg.context)
@@ -249,16 +258,24 @@ def _kernels(bench: _Bench, batch: int, out_dir: pathlib.Path) -> dict[str, obje
     return row
 
 
-def _level(bench: _Bench, batch: int, full: bool, args: argparse.Namespace,
-           floor: dict[str, float]) -> dict[str, object]:
-    cfg = bench.lm.temporal.cfg
+def _fill(bench: _Bench, batch: int, full: bool) -> float:
+    """`batch` newcomers prefilled into slots 0..batch-1 (ms); `full`: then every ring slot valid,
+    the KV random (the traffic of a long session)."""
     pools = bench.pools
     pools.reset(slice(0, batch))
     prefill_ms = bench.admit(list(range(batch)))
     if full:
         for t in pools.kv.tensors():
             t[:batch].view(torch.uint8).random_(0, 120) if kv8.is_fp8(t.dtype) else t[:batch].normal_()
-        pools.tokens.pos[:batch] = cfg.context  # wrapped: every ring slot valid
+        pools.tokens.pos[:batch] = bench.lm.temporal.cfg.context  # wrapped: every ring slot valid
+    return prefill_ms
+
+
+def _level(bench: _Bench, batch: int, full: bool, args: argparse.Namespace,
+           floor: dict[str, float]) -> dict[str, object]:
+    cfg = bench.lm.temporal.cfg
+    pools = bench.pools
+    prefill_ms = _fill(bench, batch, full)
     first_pos = int(pools.tokens.pos[0])
     wall, device_ms, finite = [], [], True
     for i in range(args.warmup + args.ticks):
@@ -285,6 +302,73 @@ def _level(bench: _Bench, batch: int, full: bool, args: argparse.Namespace,
     row["p50_ms"] = measured
     row["p50_over_floor_8_steps"] = measured / floor_ms["floor_8_steps_ms"]
     row["p50_over_floor_16_steps"] = measured / floor_ms["floor_16_steps_ms"]
+    return row
+
+
+def _groups_run(bench: _Bench, args: argparse.Namespace, floor: dict[str, float], prefill_ms: float,
+                save: Callable[[], None]) -> dict[str, object]:
+    """Stage 6b: each batch at G = 1, 2, 4 as the engine runs them (module docstring), and the G
+    its rule takes."""
+    report: dict[str, object] = {"levels": [], "chosen": [], "prefill_owed_ms": prefill_ms}
+    levels: list[dict[str, object]] = report["levels"]  # type: ignore[assignment]
+    for batch in args.group_batches:
+        if batch > bench.pools.slots:
+            levels.append({"batch": batch, "skipped": "above the derived max_sessions"})
+            continue
+        steps: dict[int, float] = {}
+        for G in (g for g in tick_groups.GROUPS if batch % g == 0):
+            try:
+                row = _groups_level(bench, batch, G, args, floor)
+                steps[batch // G] = float(row["step_p50_ms"])  # type: ignore[arg-type]
+            except Exception as e:  # noqa: BLE001  (keep what we have; the report says what failed)
+                row = {"batch": batch, "groups": G, "error": repr(e)}
+            levels.append(row)
+            save()
+            print(json.dumps(row), flush=True)
+        if steps:
+            report["chosen"].append(tick_groups.chosen(batch, steps, prefill_ms))  # type: ignore[union-attr]
+    return report
+
+
+def _groups_level(bench: _Bench, batch: int, G: int, args: argparse.Namespace,
+                  floor: dict[str, float]) -> dict[str, object]:
+    """Batch `batch` in `G` groups of B / G rows: each group's program over its slots, captured
+    into the bench's graph pool (the memory each took), then full-context periods of G steps."""
+    rows = batch // G
+    views = [bench.pools.view(span) for span in groups.spans(batch, G)]
+    progs = [program.Program(bench.lm, bench.codec, v, SCHEDULE, sampling.Sampling(), bench.sampled.graphs,
+                             bench.backend) for v in views]
+    graph_bytes: list[int] = []
+    for prog in progs:
+        if not prog.graphs:
+            break
+        free_before, _ = torch.cuda.mem_get_info(bench.device)
+        prog.capture([rows], bench.sampled.graph_pool)
+        torch.cuda.synchronize(bench.device)
+        graph_bytes.append(free_before - torch.cuda.mem_get_info(bench.device)[0])
+    _fill(bench, batch, True)
+    wall, device_ms, finite = [], [], True
+    for i in range(args.warmup + args.ticks):
+        t0 = time.perf_counter()
+        period_device = 0.0
+        for prog, view in zip(progs, views, strict=True):
+            _, ok, dev = bench.tick(prog, rows, view)
+            finite = finite and ok
+            period_device += dev or 0.0
+        if i >= args.warmup:
+            wall.append((time.perf_counter() - t0) * 1e3)
+            if bench.device.type == "cuda":
+                device_ms.append(period_device)
+    row: dict[str, object] = {
+        "batch": batch, "groups": G, "rows": rows, "wall": _summary(wall), "finite": finite,
+        "graph_device_bytes_per_group": graph_bytes or None,
+        "graph_output_bytes_per_group": rows * program.PACKED_WIDTH * 4,
+        "floor_8_steps_ms": (G * floor["weights_8_steps"] + batch * bench.lm.temporal.cfg.context
+                             * floor["kv_bytes_per_frame"]) / floor["bytes_per_s"] * 1e3}
+    if device_ms:
+        row["device"] = _summary(device_ms)
+    period = (row["device"] if device_ms else row["wall"])["p50_ms"]  # type: ignore[index]
+    row.update({"period_p50_ms": period, "step_p50_ms": period / G})
     return row
 
 
@@ -474,6 +558,8 @@ def main(argv: list[str]) -> int:
                         help="stage 10's batch sizes, both ring dtypes ('' skips it; default: %(default)s)")
     parser.add_argument("--kv-leg-only", action="store_true", help="stages 1-3 and 10 only")
     parser.add_argument("--batch", default="1,8,16,32,64")
+    parser.add_argument("--group-batch", default="8,16,32,64",
+                        help="stage 6b's batch sizes, each run at G = 1, 2, 4 ('' skips it; default: %(default)s)")
     parser.add_argument("--ticks", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--no-cuda-graphs", action="store_true", help="run the ticks eagerly on CUDA")
@@ -490,6 +576,7 @@ def main(argv: list[str]) -> int:
     cfg = config.CONFIGS[args.config]()
     mimi_cfg = mimi.mimi_config() if args.config == "personaplex-7b" else mimi.tiny_config()
     levels = sorted({int(x) for x in args.batch.split(",")})
+    args.group_batches = sorted({int(x) for x in args.group_batch.split(",") if x})
     report: dict[str, object] = {
         "config": args.config, "device": str(device), "dtype": str(dtype), "mimi_dtype": "torch.float32",
         "torch": torch.__version__, "cuda": torch.version.cuda, "host": platform.node(), "attention": backend.value,
@@ -523,7 +610,7 @@ def main(argv: list[str]) -> int:
         "kv_bytes_per_frame": floor["kv_bytes_per_frame"], "spec_kv_bytes_per_frame": 512 * 1024,
         "spec_bytes_per_slot": 1_572_864_000 + 16_500_000 if args.config == "personaplex-7b" else None,
         "floor_inputs": floor})
-    slots = levels[-1]
+    slots = max(levels[-1], *args.group_batches)
     if device.type == "cuda":
         torch.cuda.empty_cache()  # the fp32 weights just cast to bf16 are cached, not free
         free, _ = torch.cuda.mem_get_info(device)
@@ -584,6 +671,9 @@ def _stages(lm: checkpoint.LM, codec: mimi.Mimi, levels: list[int], slots: int, 
             print(json.dumps(row), flush=True)
     report["tick_groups"] = tick_groups.timed(deep)  # issue 31: what G groups would cost a period
     save()
+    if args.group_batches:
+        report["groups_run"] = _groups_run(bench, args, floor, float(report["prefill_one_newcomer_ms"]), save)  # type: ignore[arg-type]
+        save()
     try:
         report["kernels"] = [_kernels(bench, b, args.out.parent) for b in sorted({runnable[0], runnable[-1]})]
     except Exception as e:  # noqa: BLE001

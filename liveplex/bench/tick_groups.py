@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from liveplex.live import frames, groups
+
 Row = Mapping[str, Any]
 """A row of `bench engine`'s report (JSON values)."""
 
@@ -55,3 +57,16 @@ def counted(levels: Sequence[Row], weight_bytes: int) -> list[dict[str, int]]:
                         "weight_bytes_per_period": g * weight_bytes,
                         "kv_bytes_per_period": g * int(part["kv_bytes"])})
     return out
+
+
+def chosen(batch: int, steps_ms: Mapping[int, float], prefill_ms: float) -> dict[str, object]:
+    """The G the engine's rule (`live.groups.choose`) takes for `batch` sessions, from one step's
+    ms measured at each group's rows (`steps_ms`, by rows: the G = 1, 2, 4 steps of B / G rows)
+    with `prefill_ms` owed; rows not measured weigh as the next measured above (the engine's
+    bucket)."""
+    def step_s(rows: int) -> float:
+        return steps_ms[min(r for r in steps_ms if r >= rows)] / 1e3
+
+    choice = groups.choose(step_s, batch, prefill_ms / 1e3, frames.PERIOD_NS / 1e9)
+    return {"batch": batch, "groups": choice.groups, "reason": choice.reason,
+            "busy_ms": round(choice.busy_s * 1e3, 3), "late_ms": round(choice.late_s * 1e3, 3)}

@@ -49,6 +49,12 @@ class Playout:
     block_ticks: int = 12
     """Waits are judged over blocks of this many played ticks (about 1 s): long enough to see the
     link's jitter, short enough that what a stall piles up is given back within two blocks."""
+    first_block_ticks: int = 3
+    """A session's first block is this short: its first frames wait wherever its caller's phase
+    fell against its group's turn, up to a whole period, and a block of 12 kept that for the
+    first second (issue 44: 12 frames at 75-78 ms, 2.4 % of a 20 s call's frames, were a tiny
+    PersonaPlex pod's whole p99). A link's jitter the short block did not see is caught as any
+    later: the frame takes the next group's turn, and the blocks after judge again."""
     history_blocks: int = 8
     """What is given back is what the least wait of the last this many blocks allows (about 4 s):
     a bursty link's late frames come now and then, and one calm block must not undo what they
@@ -59,8 +65,8 @@ class Playout:
             raise ValueError(f"playout groups must be >= 1 and divide the period, got {self.groups}")
         if min(self.margin_ns, self.underrun_ns, self.decay_ns) < 0 or self.max_margin_ns < self.margin_ns:
             raise ValueError("playout margins must be >= 0 ns and max_margin_ns >= margin_ns")
-        if self.calm_ticks < 1 or self.block_ticks < 1 or self.history_blocks < 1:
-            raise ValueError("playout calm_ticks, block_ticks and history_blocks must be >= 1")
+        if min(self.calm_ticks, self.block_ticks, self.first_block_ticks, self.history_blocks) < 1:
+            raise ValueError("playout calm_ticks, block_ticks, first_block_ticks and history_blocks must be >= 1")
 
     @property
     def step_ns(self) -> int:
@@ -72,7 +78,7 @@ class Adapt:
     """One session's side of `Playout`: its margin and the least waits of its recent blocks."""
 
     __slots__ = ("policy", "margin_ns", "deferred", "_low", "_count", "_calm", "_owed", "_lows", "_late", "_dry",
-                 "_waited")
+                 "_waited", "_block")
 
     def __init__(self, policy: Playout) -> None:
         self.policy = policy
@@ -93,6 +99,8 @@ class Adapt:
         """Steps the session took a later turn (`later`) rather than hear silence."""
         self._waited = 0
         """Steps waited in a row for the frame due now."""
+        self._block = policy.first_block_ticks
+        """The current block's length: the first one's, then `block_ticks`."""
 
     def played(self, wait_ns: int | None) -> int:
         """A frame played after waiting `wait_ns` (None: its arrival is unknown, e.g. carried over
@@ -117,9 +125,9 @@ class Adapt:
         if wait_ns is not None:
             self._low = wait_ns if self._low is None else min(self._low, wait_ns)
         self._count += 1
-        if self._count < p.block_ticks:
+        if self._count < self._block:
             return 0
-        low, self._low, self._count = self._low, None, 0
+        low, self._low, self._count, self._block = self._low, None, 0, p.block_ticks
         if low is None or self._late:
             self._late = False
             return 0

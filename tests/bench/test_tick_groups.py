@@ -23,3 +23,15 @@ def test_counted_groups_read_the_weights_once_per_group_and_the_kv_once():
                            "kv_bytes_per_period": 4 * 41}  # full context: position 40
     assert got[(4, 1)]["kv_bytes_per_period"] == got[(4, 2)]["kv_bytes_per_period"]
     assert set(got) == {(2, 1), (4, 1), (4, 2)}
+
+
+def test_the_chosen_g_per_batch_is_the_engines_rule_over_the_measured_steps():
+    """gpu_check's stage (issue 44): steps of 64, 32 and 16 rows measured; the rule takes 4 groups
+    while four steps fit with every turn on time, then 2, then 1, and the owed prefill counts."""
+    steps = {16: 15.0, 32: 22.0, 64: 35.0}
+    assert tick_groups.chosen(64, steps, 0.0)["groups"] == 4  # 4 x 15 ms, turns 20 ms apart
+    assert tick_groups.chosen(64, {16: 24.0, 32: 30.0, 64: 35.0}, 0.0)["groups"] == 2  # 24 > 20: turns late
+    slow = tick_groups.chosen(64, {16: 24.0, 32: 45.0, 64: 60.0}, 0.0)
+    assert slow["groups"] == 1 and slow["busy_ms"] == 60.0 and "not 2 x 45.0 ms" in str(slow["reason"])
+    assert tick_groups.chosen(64, steps, 10.0)["groups"] == 2  # with 4, the last turn and its prefill end at 85 ms
+    assert tick_groups.chosen(8, {8: 5.0}, 0.0)["groups"] == 4  # 2 rows weigh as the 8 measured

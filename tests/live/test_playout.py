@@ -47,7 +47,7 @@ def index_of(pcm: bytes) -> int | None:
     (4, [70 * MS] * 11, 4 * MS, 0),
 ])
 def test_a_block_of_waits_decides_the_steps_given_back(groups: int, waits: list, margin_after: int, steps: int) -> None:
-    a = Adapt(Playout(PERIOD, groups))
+    a = Adapt(Playout(PERIOD, groups, first_block_ticks=12))  # a block of the usual length (the first is shorter)
     out = [a.played(w) for w in waits]
     assert out[:-1] == [0] * (len(waits) - 1)
     assert out[-1] == steps
@@ -88,7 +88,7 @@ def test_a_stall_that_missed_more_than_one_turn_adds_only_the_underrun_step() ->
 
 
 def test_the_least_wait_of_recent_blocks_decides_and_a_calm_block_does_not_undo_it() -> None:
-    p = Playout(PERIOD, 4)
+    p = Playout(PERIOD, 4, first_block_ticks=12)
     a = Adapt(p)
     burst = [a.played(30 * MS if t == 5 else 90 * MS) for t in range(12)]  # one frame came late
     calm = [a.played(90 * MS) for _ in range(12)]
@@ -138,8 +138,22 @@ def test_a_session_whose_frames_wait_moves_to_an_earlier_group() -> None:
         feed(j, arrivals, t * PERIOD)
         j.pop_pcm(t * PERIOD)
         earlier.append(j.earlier)
-    assert earlier[12] == (70 - 4) // 20  # after the first block: 3 steps (60 ms) earlier
-    assert sum(earlier) == earlier[12]
+    first = Playout().first_block_ticks
+    assert earlier[first] == (70 - 4) // 20  # after the first, short block: 3 steps (60 ms) earlier
+    assert sum(earlier) == earlier[first]
+
+
+def test_a_sessions_first_block_is_short_and_the_blocks_after_it_are_whole() -> None:
+    """Issue 44: a caller whose first frames land just after its group's turn waits most of a
+    period until its first block is judged: 3 frames, not 12. The next block is 12 again."""
+    p = Playout(PERIOD, 4, history_blocks=1)  # each block judged alone
+    a = Adapt(p)
+    first = [a.played(78 * MS) for _ in range(p.first_block_ticks)]
+    assert first == [0] * (p.first_block_ticks - 1) + [(78 - 4) // 20]
+    after = [a.played(38 * MS) for _ in range(p.block_ticks)]  # then one more step to give
+    assert after == [0] * (p.block_ticks - 1) + [1]
+    with pytest.raises(ValueError, match="first_block_ticks"):
+        Playout(PERIOD, 4, first_block_ticks=0)
 
 
 def test_a_stall_is_given_back_within_two_blocks_losing_what_it_piled_up() -> None:

@@ -23,7 +23,7 @@ def test_the_cpu_smoke_run_writes_every_stage(tmp_path):
     module = _script()
     out = tmp_path / "check.json"
     assert module.main(["--config", "tiny", "--device", "cpu", "--batch", "1,2", "--ticks", "3", "--warmup", "1",
-                        "--kv-leg", "2", "--out", str(out)]) == 0
+                        "--kv-leg", "2", "--group-batch", "4,6", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["bytes_per_slot"] > report["kv_bytes_per_slot"] + report["mimi_state_bytes_per_slot"] > 0
     assert report["prefill_one_newcomer_ms"] > 0 and report["replay_vs_eager"]["tokens_identical"]
@@ -43,6 +43,14 @@ def test_the_cpu_smoke_run_writes_every_stage(tmp_path):
     groups = {(g["batch"], g["groups"]): g for g in report["tick_groups"]}  # issue 31: from the full-context rows
     assert set(groups) == {(1, 1), (2, 1), (2, 2)}
     assert groups[(2, 2)]["period_ms"] == 2 * levels[1]["p50_ms"]
+    run = report["groups_run"]  # issue 44: G = 1, 2, 4 run as the engine runs them, and the G its rule takes
+    assert [(r["batch"], r["groups"], r["rows"]) for r in run["levels"]] == [(4, 1, 4), (4, 2, 2), (4, 4, 1),
+                                                                              (6, 1, 6), (6, 2, 3)]
+    for r in run["levels"]:
+        assert r["finite"] and r["period_p50_ms"] == r["wall"]["p50_ms"] == r["groups"] * r["step_p50_ms"] > 0
+        assert r["graph_device_bytes_per_group"] is None  # no graphs on the CPU
+    assert [c["batch"] for c in run["chosen"]] == [4, 6] and run["prefill_owed_ms"] == report["prefill_one_newcomer_ms"]
+    assert all(c["groups"] in (1, 2, 4) and "fits" in c["reason"] for c in run["chosen"])
 
 
 def test_a_level_above_26_sessions_is_admitted_in_one_prefill():
