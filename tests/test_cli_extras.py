@@ -43,6 +43,8 @@ FLAG_RUNS: list[tuple[list[str], str]] = [
     (["bench", "duplex", "--plot", "{tmp}/levels.png"], "bench"),
     (["bench", "latency", "--plot", "{tmp}/latency.png"], "bench"),
     (["serve", "--idle-pause-s", "3", "--port", "0", "--admin-port", "0"], "pause"),
+    (["gateway", "--redis-url", "redis://127.0.0.1:9", "--store-s3-bucket", "calls", "--port", "0",
+      "--admin-port", "0"], "store-s3"),
 ]
 """Core commands whose flag needs an extra: the run says so before it starts."""
 

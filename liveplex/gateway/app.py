@@ -10,6 +10,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from liveplex.gateway.gateway import Gateway
 from liveplex.gateway.metrics import GatewayCollector
+from liveplex.gateway.stored import CONTENT_PATH, HANGUP_PATH, StoredRoutes
 from liveplex.gptlive.server import api, exposition, replies
 from liveplex.gptlive.server import app as server_app
 from liveplex.placement import PoolLoad
@@ -69,5 +70,11 @@ def create_app(gateway: Gateway) -> server_app.ByListener:
 
         app.add_api_route("/v1/models", models, methods=["GET"], response_model=api.ModelList,
                           responses=api.failures(401))
+        stored = StoredRoutes(gateway)
+        app.add_api_route(CONTENT_PATH, stored.content, methods=["GET"], response_class=Response,
+                          responses={200: api.RECORDING, **api.failures(401, 404, 503)},
+                          operation_id="download_recording")
+        app.add_api_route(HANGUP_PATH, stored.hangup, methods=["POST"], status_code=204, response_class=Response,
+                          responses={204: api.NO_CONTENT, **api.failures(401, 404)}, operation_id="hangup")
 
     return server_app.create_app(front, gateway.serving, add_routes)

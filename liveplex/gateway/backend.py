@@ -83,7 +83,7 @@ class GatewayBackend:
         reattach = query.get(REATTACH_QUERY)  # its start is rebuilt under its own id (`UpstreamLeg`)
         conn = connection.Connection(self._view.catalog, self.protocol, now_ns,
                                      reattach if reattach and events.SESSION_ID.fullmatch(reattach) else None,
-                                     media=media)
+                                     media=media, stores=self._shared.recorder is not None)
         self._conn_keys[conn] = auth.upgrade_key(self._api_keys, headers) or ""
         return conn
 
@@ -122,6 +122,10 @@ class GatewayBackend:
     def legs(self) -> list[UpstreamLeg]:
         """The sessions placed or being placed by this process (the watchdog's round)."""
         return list(self._leg_keys)
+
+    def leg_of(self, session_id: str) -> UpstreamLeg | None:
+        """The leg relaying `session_id` here, if any (a hangup; rare, so a scan)."""
+        return next((leg for leg in self._leg_keys if leg.session_id == session_id), None)
 
     @property
     def sessions(self) -> int:

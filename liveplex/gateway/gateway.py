@@ -25,12 +25,15 @@ from liveplex.gateway.pod_link import PodLink
 from liveplex.gateway.sessions import SessionHolders
 from liveplex.gateway.settings import GatewaySettings
 from liveplex.gateway.stats import GatewayStats
+from liveplex.gateway.storing import Recorder
 from liveplex.gateway.view import PoolView
 from liveplex.gateway.watchdog import Watchdog
 from liveplex.gptlive.server.app import SHUTDOWN_GRACE_S, Front
 from liveplex.gptlive.server.drain import Drain
 from liveplex.gptlive.server.settings import ServerSettings
 from liveplex.placement import PlacementClient
+from liveplex.storage.settings import open_store
+from liveplex.storage.store import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -53,14 +56,22 @@ class Gateway:
         self.view = PoolView(self.client, settings.default_pool, self.stats)
         self.placer = RedisPlacer(settings, self.client, self.view, self.stats)
         self.link = PodLink.of(settings, server.protocol.start_timeout_ms / 1000)
+        self.sessions = SessionHolders(self.client)
+        try:
+            store = open_store(settings.store)
+        except StoreError as exc:
+            raise ValueError(f"--store-s3-bucket: {exc}") from exc
+        self.recorder = None if store is None else Recorder(store, settings.store, self.stats)
+        """Where stored calls go (`store: true`); None: this gateway refuses `store: true`."""
         shared = Shared(self.placer, self.link, self.stats, asyncio.Semaphore(settings.moves_at_once),
-                        SessionHolders(self.client))
+                        self.sessions, self.recorder, settings.peer_url)
         self.backend = GatewayBackend(settings, server.protocol, server.api_keys, self.view, shared)
         self._watchdog = Watchdog(settings.upstream_silence_ms * 1_000_000)
         self.front = Front(server, self.backend)
+        self.peer_tls = settings.peer_tls(server.tls_cert is not None)
+        """How this replica dials the others (a relayed sideband or hangup); None: plain."""
         if settings.peer_url is not None:
-            peers = settings.peer_tls(server.tls_cert is not None)
-            self.front.holders = CallHolders(self.client, settings.peer_url, peers)
+            self.front.holders = CallHolders(self.client, settings.peer_url, self.peer_tls)
         self.drain = Drain(self.front, lambda: self.backend.sessions, settings.drain_deadline_s,
                            self._announce_drain)
         """`gateway.drain(deadline_s)`: the same drain as a pod's (`server.drain`)."""
@@ -78,6 +89,8 @@ class Gateway:
         await self.view.refresh()
         loop = asyncio.get_running_loop()
         tasks = [loop.create_task(self.view.run(self.settings.refresh_ms)), loop.create_task(self._watch())]
+        if self.recorder is not None:
+            tasks.append(loop.create_task(self.recorder.run()))
         try:
             yield
         finally:
@@ -85,6 +98,8 @@ class Gateway:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.front.end_sessions(SHUTDOWN_GRACE_S)
+            if self.recorder is not None:
+                await self.recorder.close()
             await self.link.close()
             await self.client.close()
 

@@ -28,6 +28,7 @@ fallback and the breakers (`Placer`, `placer.RedisPlacer`), the dial, TLS and th
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import time
 from collections.abc import Callable, Coroutine
@@ -38,12 +39,16 @@ from liveplex.gateway import moving, placing, relaying, upstream
 from liveplex.gateway.pod_link import Opened, PodLink
 from liveplex.gateway.sessions import Held, SessionHolders, key_digest
 from liveplex.gateway.stats import GatewayStats
-from liveplex.gptlive import connection, errors
+from liveplex.gateway.storing import Recorder, StoredCall
+from liveplex.gptlive import connection, errors, events
 from liveplex.gptlive.server import backend, hop
 from liveplex.placement import Busy, Placed
 
 logger = logging.getLogger(__name__)
 
+HANGUP_FRAME = events.dump(events.SessionClose())
+"""What `UpstreamLeg.hang_up` sends the pod for the caller: a `session.close`, so the call ends as
+GPT-Live ends a hung-up call (`session.closed` `close_requested`, then 1000), on any transport."""
 
 
 class Placer(Protocol):
@@ -77,6 +82,11 @@ class Shared:
     """A turn per session moving off a draining pod (`GatewaySettings.moves_at_once`)."""
     sessions: SessionHolders | None = None
     """Where relayed sessions run, for a caller's re-attach through any gateway; None: not kept."""
+    recorder: Recorder | None = None
+    """Where stored calls (`store: true`) are written; None: this gateway stores nothing."""
+    peer_url: str | None = None
+    """Where the other replicas reach this one (`--peer-url`), recorded with each session so a
+    hangup reaching another replica is relayed here; None: one replica."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +108,10 @@ class UpstreamLeg:
         self._stats = shared.stats
         self._move_turns = shared.move_turns
         self._sessions = shared.sessions
+        self._recorder = shared.recorder
+        self._peer_url = shared.peer_url
+        self._stored: StoredCall | None = None
+        """The call's writer, while a stored call (`store: true`) is relayed here."""
         self._start = start if isinstance(start, connection.Start) else None
         """The client's start (for a re-attach, the one it started the session with, once read)."""
         self._session_id = start.resource.id if isinstance(start, connection.Start) else start.session_id
@@ -133,6 +147,8 @@ class UpstreamLeg:
         machine, up = self._machine, self._up
         if machine is None or up is None:
             return
+        if self._stored is not None:
+            self._stored.up(data)
         commands = machine.client_frame(data, up.write_buffer_bytes)
         if commands is relaying.FORWARD:
             up.send(data)
@@ -142,6 +158,22 @@ class UpstreamLeg:
 
     def hangup(self) -> None:
         """Never asked: a relayed session's `session.close` is forwarded to the pod."""
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    def owned_by(self, key: str) -> bool:
+        """Whether `key` is the API key the session's socket carries (a hangup's authority)."""
+        return hmac.compare_digest(key_digest(key), key_digest(self._key))
+
+    def hang_up(self) -> bool:
+        """`POST /v1/live/sessions/{id}/hangup` reached the gateway relaying the call: end it as
+        the caller's `session.close` would (`HANGUP_FRAME`). False: not relayed (yet, or any more)."""
+        if self._done or self._machine is None or self._machine.ended:
+            return False
+        self.forward(HANGUP_FRAME)
+        return True
 
     def hand_back(self) -> None:
         """This gateway stops: the session stays on its pod (parked, its socket closed without the
@@ -236,6 +268,7 @@ class UpstreamLeg:
                 case placing.Start():
                     stats.placed(self._pool, (time.monotonic_ns() - started_ns) / 1e9, retried=command.retried)
                     self._machine = relaying.Relaying(command.placed)
+                    self._store_from(0)
                     peer.send_verbatim(command.text, False)
                     peer.handed_off(command.expires_at)
                     self._hold(command.placed)
@@ -254,7 +287,21 @@ class UpstreamLeg:
         """Record where the session runs now, for a caller's re-attach through any gateway."""
         if self._sessions is not None and self._start is not None:
             self._sessions.hold(self._session_id, Held(placed.pod, placed.addr, self._pool,
-                                                       key_digest(self._key), self._start.text))
+                                                       key_digest(self._key), self._start.text,
+                                                       self._peer_url or ""))
+
+    def _store_from(self, frame: int) -> None:
+        """A stored call (`store: true`) relayed from here on: write it from `frame` on."""
+        machine, start = self._machine, self._start
+        if self._recorder is None or start is None or machine is None or not start.resource.store:
+            return
+        self._stored = self._recorder.open(start.resource, key_digest(self._key), frame,
+                                           lambda: machine.record, self._notify)
+
+    def _notify(self, text: str) -> None:
+        """An event of the gateway's own for the caller (a stored call's `store_unavailable`)."""
+        if not self._done:
+            self._peer.send_verbatim(text, False)
 
     # --- a caller's re-attach (a task) ------------------------------------------------------------
 
@@ -285,6 +332,7 @@ class UpstreamLeg:
         self._start = start
         frames, expires_at = note.get("frames"), note.get("expires_at")
         self._machine = relaying.Relaying(placed)
+        self._store_from(frames if isinstance(frames, int) else 0)
         self._stats.sessions_active[self._pool] += 1
         peer.handed_off(expires_at if isinstance(expires_at, int) else None, frames if isinstance(frames, int) else 0)
         self._adopt(opened)
@@ -308,6 +356,8 @@ class UpstreamLeg:
         if commands is relaying.RELAY_FRAME and isinstance(message, str):  # an audio delta is text
             self._stats.frames_down += 1
             self._peer.send_verbatim(message, True)
+            if self._stored is not None:
+                self._stored.down(message)
         elif commands:
             self._perform(commands)
 
@@ -332,6 +382,8 @@ class UpstreamLeg:
             match command:
                 case relaying.RelayEvent(text=text):
                     self._peer.send_verbatim(text, False)
+                    if self._stored is not None:
+                        self._stored.event(text)
                 case relaying.Forward():
                     assert self._up is not None
                     self._up.send(frame)
@@ -476,6 +528,8 @@ class UpstreamLeg:
         if self._done:
             return
         self._done = True
+        if self._stored is not None:
+            self._stored.end(ended=not self._handed_back)
         if self._machine is not None:
             self._machine.end()
         for task in list(self._io):

@@ -8,7 +8,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from liveplex.gateway import relaying
-from liveplex.gateway.stats import PLACEMENT_RESULTS, REATTACH_RESULTS, ROOM_REFUSALS, GatewayStats
+from liveplex.gateway.stats import (
+    HANGUP_RESULTS,
+    PLACEMENT_RESULTS,
+    REATTACH_RESULTS,
+    ROOM_REFUSALS,
+    STORED_RESULTS,
+    GatewayStats,
+)
 from liveplex.gptlive.server.exposition import histogram
 from liveplex.gptlive.server.stats import FrontStats
 
@@ -56,6 +63,11 @@ class GatewayCollector(Collector):
              {**MOVE_RESULTS, **s.moves}),
             ("liveplex_gateway_reattaches", "Callers re-attaching to a running session, by result.", ["result"],
              {**dict.fromkeys(REATTACH_RESULTS, 0), **s.reattaches}),
+            ("liveplex_gateway_stored_sessions", "Stored calls whose storing ended, by result (failed: the store "
+             "failed or fell behind, the call went on unstored).", ["result"],
+             {**dict.fromkeys(STORED_RESULTS, 0), **s.stored}),
+            ("liveplex_gateway_hangups", "Hangup requests, by result.", ["result"],
+             {**dict.fromkeys(HANGUP_RESULTS, 0), **s.hangups}),
         ):
             family = CounterMetricFamily(name, doc, labels=labels)
             for key, n in sorted(counts.items()):
@@ -69,6 +81,8 @@ class GatewayCollector(Collector):
                                   "Relayed sessions left on their pods at this gateway's drain, to be re-attached.",
                                   value=s.handed_back)
         yield CounterMetricFamily("liveplex_gateway_redis_errors", "Redis errors.", value=s.redis_errors)
+        yield CounterMetricFamily("liveplex_gateway_stored_bytes", "Bytes written for stored calls.",
+                                  value=s.stored_bytes)
         yield histogram("liveplex_gateway_placement_duration_seconds", "Time to place and connect a session.",
                         s.placement_seconds)
         yield CounterMetricFamily("liveplex_gateway_loop_stalls",

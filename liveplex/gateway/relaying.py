@@ -217,6 +217,12 @@ class Relaying:
         those forwarded to it)."""
 
     @property
+    def record(self) -> bytearray | None:
+        """The resume record so far (the pod's checkpoints, decoded, in order): what a stored call
+        keeps beside its recording; None once dropped (over its bound, or unreadable)."""
+        return self._record
+
+    @property
     def watched(self) -> bool:
         """Whether the pod's silence means it is stuck (`watchdog.Watched`): not while the session
         moves (its quiet is the move's, and each step has its own deadline) or once it is over."""

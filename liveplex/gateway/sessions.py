@@ -54,20 +54,24 @@ class Held:
     """`key_digest` of the API key the session was started with ("" hashed when keyless)."""
     start: str
     """The client's `session.start`, as it sent it."""
+    peer: str = ""
+    """The `--peer-url` of the gateway relaying it (a hangup reaching another replica is relayed
+    there); "": unknown (one replica, or a record from before it was kept)."""
 
     def belongs_to(self, key: str) -> bool:
         return hmac.compare_digest(self.key, key_digest(key))
 
     def dump(self) -> str:
         return orjson.dumps({"pod": self.pod, "addr": self.addr, "pool": self.pool, "key": self.key,
-                             "start": self.start}).decode()
+                             "start": self.start, "peer": self.peer}).decode()
 
     @staticmethod
     def load(text: str) -> Held | None:
         """A record as `dump` wrote it; None for anything else."""
         try:
             raw = orjson.loads(text)
-            return Held(*(str(raw[name]) for name in ("pod", "addr", "pool", "key", "start")))
+            pod, addr, pool, key, start = (str(raw[name]) for name in ("pod", "addr", "pool", "key", "start"))
+            return Held(pod, addr, pool, key, start, str(raw.get("peer", "")))
         except (orjson.JSONDecodeError, KeyError, TypeError):
             return None
 

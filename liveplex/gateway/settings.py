@@ -12,6 +12,8 @@ from liveplex.flags import default_of
 from liveplex.gptlive.server import auth
 from liveplex.gptlive.server.tls import Tls
 from liveplex.placement import keys, timing, url
+from liveplex.storage import settings as store_settings
+from liveplex.storage.settings import StoreSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +67,8 @@ class GatewaySettings:
     peer_server_name: str | None = None
     """The name the replicas' certificate carries, checked when relaying to a `wss://` peer URL
     (they are dialed by IP); None: the peer URL's host."""
+    store: StoreSettings = StoreSettings()
+    """Where stored calls (`store: true`) go (docs/storage.md); none: `store: true` is refused."""
 
     def peer_tls(self, serves_tls: bool) -> Tls | None:
         """How this replica dials the others, which serve as it does (`wss://` when it serves TLS:
@@ -139,6 +143,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "instead of their address (default: the --peer-url's host)")
     g.add_argument("--moves-at-once", type=int, default=default_of(d, "moves_at_once"),
                    help="sessions moved off draining pods at the same time (default: %(default)s)")
+    store_settings.add_arguments(parser)
 
 
 def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> GatewaySettings:
@@ -183,4 +188,5 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         pod_key=load_pod_key(args.pod_key_file, environ),
         upstream_ca=args.upstream_ca, upstream_server_name=args.upstream_server_name, peer_url=args.peer_url,
         peer_ca=args.peer_ca, peer_server_name=args.peer_server_name,
+        store=store_settings.settings_from_args(args),
     )

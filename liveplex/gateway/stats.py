@@ -19,6 +19,10 @@ PLACEMENT_RESULTS = ("placed", "retry", "busy")
 """`placements`' results, exported from 0 for every pool the gateway routes to."""
 REATTACH_RESULTS = ("reattached", "refused")
 """`reattaches`' results, exported from 0."""
+STORED_RESULTS = ("complete", "failed")
+"""`stored`'s results, exported from 0."""
+HANGUP_RESULTS = ("hung_up", "relayed", "not_found")
+"""`hangups`' results, exported from 0."""
 ROOM_REFUSALS = ("server_busy", "no_engines")
 """`rejected`'s reasons for want of room, exported from 0 likewise: a counter whose first scrape
 already holds its first events loses them from every `rate()`."""
@@ -58,6 +62,15 @@ class GatewayStats:
     callers to re-attach through another replica."""
     loop_stalls: int = 0
     """Watchdog rounds that ran over `STALL_MS` late: this process's loop was blocked."""
+    stored: Counter[str] = field(default_factory=Counter)
+    """Result -> stored calls (`store: true`, docs/storage.md) whose storing ended: `complete`
+    (stored to the call's end, or to its hand-back), `failed` (the store failed or fell behind: the
+    call went on unstored from there, its caller told by one `info store_unavailable`)."""
+    stored_bytes: int = 0
+    """Bytes written to the store for stored calls (recordings, events, resume records)."""
+    hangups: Counter[str] = field(default_factory=Counter)
+    """Result -> `POST /v1/live/sessions/{id}/hangup` answers: `hung_up` (here), `relayed` (to the
+    replica holding the call), `not_found`."""
 
     def placed(self, pool: str, seconds: float, retried: bool) -> None:
         """A session started on a pod, `seconds` after its start was valid (retried: not on the

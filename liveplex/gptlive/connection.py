@@ -247,7 +247,8 @@ class Connection:
     """The protocol state of one socket; see the module docstring."""
 
     def __init__(self, catalog: start.Catalog, settings: Settings, now_ns: int,
-                 session_id: str | None = None, pausable: bool = False, media: bool = False) -> None:
+                 session_id: str | None = None, pausable: bool = False, media: bool = False,
+                 stores: bool = False) -> None:
         self.catalog = catalog
         self.settings = settings
         self.state = State.IDLE
@@ -276,6 +277,9 @@ class Connection:
         self._media = media
         """The start may carry a media session's fields (`wake_policy`, `idle_timeout_s`): a
         WebRTC call's machine, or a pod's for a gateway's socket (the gateway checked them)."""
+        self._stores = stores
+        """`store: true` may be accepted: a gateway with a store, or a pod's machine for a
+        gateway's socket (the gateway stores the session)."""
         self._next_usage_ms = settings.usage_period_ms
         self._close_event_id: str | None = None
         self.outcomes: list[Outcome] = []
@@ -318,7 +322,7 @@ class Connection:
             try:  # step 5 continued: model, voice and instructions (gpt-live §4.4)
                 session_id = self._session_id or events.new_session_id()
                 prepared = start.check_start(self.catalog, event, session_id, unix_s,
-                                             self.settings.info_events, self._media)
+                                             self.settings.info_events, self._media, self._stores)
             except ProtocolError as error:
                 self.outcomes.append(Refused("invalid"))
                 return [self._error(error, event.event_id)]

@@ -193,6 +193,20 @@ def session_not_found(session_id: str) -> ProtocolError:
                          f"No running session {echo(session_id)!r} for this API key to continue.")
 
 
+def stored_session_not_found(session_id: str) -> ProtocolError:
+    """A recording download (`GET /v1/live/sessions/{id}/content`) of no session stored for this
+    API key: unknown, not stored, deleted, or another key's, told alike."""
+    return ProtocolError(Code.SESSION_NOT_FOUND, ("session_id",),
+                         f"No stored session {echo(session_id)!r} for this API key.")
+
+
+def call_not_found(session_id: str) -> ProtocolError:
+    """A hangup (`POST /v1/live/sessions/{id}/hangup`) of no live call of this API key: unknown,
+    ended, or another key's, told alike."""
+    return ProtocolError(Code.SESSION_NOT_FOUND, ("session_id",),
+                         f"No live session {echo(session_id)!r} for this API key to hang up.")
+
+
 def model_not_found(model: str, served: Iterable[str]) -> ProtocolError:
     return ProtocolError(
         Code.MODEL_NOT_FOUND, ("session", "model"),
@@ -268,6 +282,14 @@ def not_honoured(path: Path, why: str) -> ProtocolError:
     """A valid GPT-Live parameter this server refuses by name, saying why (`why`: a sentence)."""
     return ProtocolError(Code.UNSUPPORTED_PARAMETER, path,
                          f"Unsupported parameter: '{render_path(path)}' is not supported by this server: {why}")
+
+
+def store_unavailable() -> ProtocolError:
+    """`session.store: true` where nothing keeps stored sessions (a pod serving clients itself, a
+    gateway without a store): refused, so a client never believes a call is recorded when it is not."""
+    return ProtocolError(Code.UNSUPPORTED_VALUE, ("session", "store"),
+                         "Unsupported value: 'true' for 'session.store': this server keeps no stored sessions "
+                         "(a gateway started with --store-dir or --store-s3-bucket does). Supported values are: false.")
 
 
 def invalid_sdp(reason: str) -> ProtocolError:

@@ -147,6 +147,9 @@ class SessionConfig:
     `start.check_start`, which knows the transport."""
     idle_timeout_s: int | None = None
     """As `wake_policy`: whole seconds of inactivity before inference pauses."""
+    store: bool = False
+    """`store: true`: keep the session's recording and resume record (docs/storage.md); parsed on
+    every start, refused by `start.check_start` where nothing stores (a server without a store)."""
 
 
 # --- client events ----------------------------------------------------------------------------------
@@ -230,6 +233,8 @@ class SessionResource:
     """As the client named it (or the default name)."""
     delegation: Delegation | None = None
     safety_identifier: str | None = None
+    store: bool = False
+    """Whether the session is stored (its recording downloadable: docs/storage.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,7 +390,9 @@ def _delegation_json(d: Delegation) -> dict[str, Any]:
     return out
 
 
-def _resource_json(r: SessionResource) -> dict[str, Any]:
+def resource_json(r: SessionResource) -> dict[str, Any]:
+    """The session resource as `session.started` and `session.closed` carry it (and a stored
+    session's settings, docs/storage.md)."""
     out: dict[str, Any] = {
         "id": r.id, "status": "active", "expires_at": r.expires_at, "model": r.model,
         "instructions": r.instructions,
@@ -395,7 +402,7 @@ def _resource_json(r: SessionResource) -> dict[str, Any]:
         out["delegation"] = _delegation_json(r.delegation)
     if r.safety_identifier is not None:
         out["safety_identifier"] = r.safety_identifier
-    out["store"] = False
+    out["store"] = r.store
     return out
 
 
@@ -420,6 +427,8 @@ def _config_json(c: SessionConfig) -> dict[str, Any]:
         out["wake_policy"] = {"type": "speech", "vad_threshold": c.wake_policy.vad_threshold}
     if c.idle_timeout_s is not None:
         out["idle_timeout_s"] = c.idle_timeout_s
+    if c.store:
+        out["store"] = True
     return out
 
 
@@ -473,14 +482,14 @@ _DUMPERS: dict[type, Callable[[Any], dict[str, Any]]] = {
     InputAudioMute: _client,
     InputAudioUnmute: _client,
     SessionClose: _client,
-    SessionStarted: lambda e: _server(e, session=_resource_json(e.session)),
+    SessionStarted: lambda e: _server(e, session=resource_json(e.session)),
     OutputTranscriptDelta: lambda e: _server(e, delta=e.delta, start_ms=e.start_ms, end_ms=e.end_ms),
     CommentaryAppend: lambda e: _client(e, content=e.content),
     UsageUpdated: _usage_json,
     CommentaryAppended: lambda e: _server(e, start_ms=e.at_ms, end_ms=e.at_ms),
     InputAudioMuted: _server,
     InputAudioUnmuted: _server,
-    SessionClosed: lambda e: _server(e, reason=e.reason, session=_resource_json(e.session),
+    SessionClosed: lambda e: _server(e, reason=e.reason, session=resource_json(e.session),
                                      usage=_usage(e.seconds, e.paused_seconds)),
     SessionPaused: _server,
     SessionResumed: _server,
@@ -760,6 +769,7 @@ def _session(value: object) -> SessionConfig:
     safety_identifier: str | None = None
     wake_policy: WakePolicy | None = None
     idle_timeout_s: int | None = None
+    store = False
     for key, item in obj.items():  # client order: the first offending field wins
         here = (*path, key)
         if key == "model":
@@ -781,8 +791,7 @@ def _session(value: object) -> SessionConfig:
         elif key == "store":
             if item is not None and not isinstance(item, bool):
                 raise errors.invalid_type(here, "a boolean", item)
-            if item:
-                raise errors.unsupported_value(here, "true", ("false",))
+            store = bool(item)
         elif key == "client":  # configures WebRTC: no value can be honoured here
             raise errors.unsupported_parameter(here)
         elif key == "wake_policy":
@@ -794,7 +803,7 @@ def _session(value: object) -> SessionConfig:
     if model is None:
         raise errors.missing_required_parameter((*path, "model"))
     return SessionConfig(model, instructions, fmt, voice, delegation, turns, safety_identifier,
-                         wake_policy, idle_timeout_s)
+                         wake_policy, idle_timeout_s, store)
 
 
 _ENVELOPE = frozenset({"type", "event_id"})

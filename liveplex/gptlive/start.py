@@ -73,9 +73,11 @@ def _wake(config: events.SessionConfig, served: Served, media: bool) -> Wake | N
 
 
 def check_start(catalog: Catalog, event: events.SessionStart, session_id: str, unix_s: float,
-                info_events: bool, media: bool = False) -> Prepared:
-    """Model, voice and instructions of `event`, and a media session's wake (`media`: the start
-    is a WebRTC call's); raises `ProtocolError` naming the parameter.
+                info_events: bool, media: bool = False, stores: bool = False) -> Prepared:
+    """Model, voice and instructions of `event`, a media session's wake (`media`: the start
+    is a WebRTC call's) and `store` (`stores`: something keeps stored sessions: a gateway with a
+    store, or a pod behind a gateway, which stores for it); raises `ProtocolError` naming the
+    parameter.
 
     The history in `session.input` is folded into the role prompt (`history.fold`); the resource
     echoes the instructions alone. `unix_s` is wall time, for `expires_at`.
@@ -83,6 +85,8 @@ def check_start(catalog: Catalog, event: events.SessionStart, session_id: str, u
     config = event.session
     served = catalog.served_for(config.model)
     wake = _wake(config, served, media)
+    if config.store and not stores:
+        raise errors.store_unavailable()
     info = served.info
     native = None if config.voice is None else served.voices.resolve(config.voice)
     given = config.instructions
@@ -108,6 +112,7 @@ def check_start(catalog: Catalog, event: events.SessionStart, session_id: str, u
         voice=voice,
         delegation=config.delegation,
         safety_identifier=config.safety_identifier,
+        store=config.store,
     )
     notes: list[events.Info] = []
     if folded.dropped:

@@ -282,7 +282,8 @@ class EngineBackend:
         given = headers.get(hop.SESSION_ID_HEADER)
         session_id = given if given is not None and events.SESSION_ID.fullmatch(given) else None
         conn = connection.Connection(self.served, self._settings, now_ns, session_id,
-                                     pausable=self._pause.on, media=media or session_id is not None)
+                                     pausable=self._pause.on, media=media or session_id is not None,
+                                     stores=session_id is not None)
         if session_id is not None:
             self._given[conn] = session_id
         key = headers.get(hop.IMPORT_HEADER)

@@ -158,7 +158,8 @@ def test_type_is_checked_before_payload() -> None:
     (_start({"model": "m", "delegation": {"type": "foo"}}), "invalid_value", "session.delegation.type"),
     (_start({"model": "m", "delegation": {"type": "client", "acknowledgement_delay_ms": True}}),
      "invalid_type", "session.delegation.acknowledgement_delay_ms"),
-    (_start({"model": "m", "store": True}), "unsupported_value", "session.store"),
+    (_start({"model": "m", "store": "yes"}), "invalid_type", "session.store"),
+    (_start({"model": "m", "store": 1}), "invalid_type", "session.store"),
     (_start({"model": "m", "input": {}}), "invalid_type", "session.input"),
     (_start({"model": "m", "input": ["hi"]}), "invalid_type", "session.input[0]"),
     (_start({"model": "m", "input": [{"x": 1}]}), "unknown_parameter", "session.input[0].x"),
@@ -266,8 +267,16 @@ def test_commentary_is_parsed_with_a_null_delegation_id() -> None:
 
 
 def test_first_offending_field_in_client_order_wins() -> None:
-    assert _error(_start({"model": "m", "zzz": 1, "store": True}))[1] == "session.zzz"
-    assert _error(_start({"store": True, "zzz": 1, "model": "m"}))[1] == "session.store"
+    assert _error(_start({"model": "m", "zzz": 1, "store": 1}))[1] == "session.zzz"
+    assert _error(_start({"store": 1, "zzz": 1, "model": "m"}))[1] == "session.store"
+
+
+@pytest.mark.parametrize(("sent", "kept"), [(True, True), (False, False), (None, False)])
+def test_store_is_read_as_the_sdk_types_it(sent: bool | None, kept: bool) -> None:
+    """openai 3.63 `SessionConfig.store: bool` ("defaults to false"); whether a server honours
+    `true` is `start.check_start`'s to say (test_errors.py, test_storage_e2e.py)."""
+    out = events.parse(_start({"model": "m", "store": sent}))
+    assert isinstance(out, events.SessionStart) and out.session.store is kept
 
 
 def test_payload_errors_echo_the_event_id() -> None:

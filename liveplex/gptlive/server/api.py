@@ -52,6 +52,13 @@ TEXT = {"content": {"text/plain": {"schema": {"type": "string"}}}}
 BLOB = {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}
 """An opaque binary body (a session's handover blob), for `responses=` and `openapi_extra`."""
 
+RECORDING = {"description": "the stored session's recording: a 24 kHz 16-bit WAV, channel 0 the caller, "
+                            "channel 1 the agent (docs/storage.md)",
+             "content": {"audio/wav": {"schema": {"type": "string", "format": "binary"}}}}
+"""`GET /v1/live/sessions/{id}/content` (`client.live.sessions.download_recording`, which takes any
+binary body: it asks for `application/binary`)."""
+NO_CONTENT = {"description": "done (`client.live.sessions.hangup` returns None)"}
+
 
 # --- GPT-Live's own routes: the SDK's types are the oracle ------------------------------------------
 

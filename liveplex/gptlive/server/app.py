@@ -162,13 +162,13 @@ def create_app(front: Front, lifecycle: Callable[[], contextlib.AbstractAsyncCon
             return replies.response(replies.NOT_FOUND)
         return FileResponse(page)
 
-    app.add_api_route(urls.LIVE_PATH + "/{rest:path}", unsupported, methods=["GET", "POST", "PUT", "DELETE"],
-                      include_in_schema=False)
     admin = _fastapi(description="A GPT-Live server's admin listener: probes, drain, metrics (docs/gptlive.md).")
     for listener in (app, admin):
         listener.add_api_route("/health", health, methods=["GET"], response_class=PlainTextResponse,
                                responses={200: api.TEXT})
-    add_routes(app, admin)
+    add_routes(app, admin)  # before the 404 of other live paths: a gateway's stored-session routes
+    app.add_api_route(urls.LIVE_PATH + "/{rest:path}", unsupported, methods=["GET", "POST", "PUT", "DELETE"],
+                      include_in_schema=False)
     app.add_api_route("/", demo_page, methods=["GET"], response_class=FileResponse,
                       responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}})
 

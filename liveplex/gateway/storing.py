@@ -1,0 +1,231 @@
+"""Stored calls (`store: true`, docs/storage.md): the gateway writes what each one is made of
+while it runs: its recording, its relayed events, its settings and its resume record.
+
+The gateway is the natural writer: it relays every frame of the call both ways and already holds
+its resume record (`relaying.Relaying.record`). The per-frame cost is one list append
+(`StoredCall.up`, `down`): frames are kept as the relay had them, and every `flush_s` one task
+per call mixes them into the recording (`storage.recording.Mixer`) and writes the chunks
+(`storage.layout`) in the background. So a gateway lost mid-call loses at most the last
+`flush_s` (plus one write's time) of the recording; the pod's own checkpoints and the caller's
+re-attach carry the call on, and its next gateway continues the recording from the frame it
+resumes at.
+
+A store that fails (down, refused, out of space) or falls behind (`MAX_PENDING_BYTES` waiting)
+never touches the call: storing stops for that call, its caller gets one `info`
+`store_unavailable` event, and `liveplex_gateway_stored_sessions_total{result="failed"}` counts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import time
+from collections.abc import Callable
+from typing import Literal
+
+from liveplex.gateway.stats import GatewayStats
+from liveplex.gptlive import events
+from liveplex.storage import layout, retention
+from liveplex.storage.recording import Mixer
+from liveplex.storage.settings import StoreSettings
+from liveplex.storage.store import ObjectStore, StoreError
+
+logger = logging.getLogger(__name__)
+
+MAX_PENDING_BYTES = 8 << 20
+"""Relayed frames a stored call may hold for its next write (≈60 s of 24 kHz audio both ways, in
+base64): a store slower than that is as good as down for this call."""
+STORE_UNAVAILABLE = "store_unavailable"
+"""The `info` code a stored call's caller gets when storing stops before the call's end."""
+_UP: Literal[0] = 0
+_DOWN: Literal[1] = 1
+_EVENT: Literal[2] = 2
+
+
+class Recorder:
+    """A gateway's stored calls: the store, its settings, the counters; sweeps retention."""
+
+    def __init__(self, store: ObjectStore, settings: StoreSettings, stats: GatewayStats) -> None:
+        self.store = store
+        self.settings = settings
+        self._stats = stats
+        self._calls: set[StoredCall] = set()
+
+    def open(self, resource: events.SessionResource, key_digest: str, first_frame: int,
+             record: Callable[[], bytes | bytearray | None], notify: Callable[[str], None]) -> StoredCall:
+        """Start storing the call `resource` describes (from `first_frame`: a re-attached call's
+        frame count); `record`: its resume record so far; `notify`: sends the caller an event."""
+        call = StoredCall(self, resource, key_digest, first_frame, record, notify)
+        self._calls.add(call)
+        return call
+
+    def closed(self, call: StoredCall, result: str, written: int) -> None:
+        """`call`'s writer is done: `result` (a `GatewayStats.stored` label), `written` bytes."""
+        self._calls.discard(call)
+        self._stats.stored[result] += 1
+        self._stats.stored_bytes += written
+
+    def expires_on(self, unix_s: float) -> str | None:
+        days = self.settings.retention_days
+        if days == 0:
+            return None
+        day = datetime.datetime.fromtimestamp(unix_s, datetime.UTC).date() + datetime.timedelta(days=days)
+        return day.isoformat()
+
+    async def run(self) -> None:
+        """Delete the sessions past their retention every `sweep_s`, until cancelled."""
+        while True:
+            try:
+                await retention.sweep(self.store, datetime.datetime.now(datetime.UTC).date())
+            except StoreError as exc:
+                logger.warning("retention sweep failed", extra={"store": self.store.describe, "error": str(exc)})
+            await asyncio.sleep(self.settings.sweep_s)
+
+    async def close(self) -> None:
+        """Write what the calls still hold (the gateway stops), then let go of the store."""
+        calls = list(self._calls)
+        for call in calls:
+            call.end(ended=False)
+        await asyncio.gather(*(call.written for call in calls), return_exceptions=True)
+        await self.store.close()
+
+
+class StoredCall:
+    """One stored call's writer; see the module docstring. The relay calls `up`, `down` and
+    `event` (the hot path: an append), and `end` once."""
+
+    def __init__(self, recorder: Recorder, resource: events.SessionResource, key_digest: str, first_frame: int,
+                 record: Callable[[], bytes | bytearray | None], notify: Callable[[str], None]) -> None:
+        self._recorder = recorder
+        self._store = recorder.store
+        self._resource = resource
+        self._key = key_digest
+        self._record = record
+        self._notify = notify
+        self._mixer = Mixer(resource.format, first_frame)
+        self._pending: list[tuple[int, str | bytes]] = []
+        self._pending_bytes = 0
+        self._record_written = 0
+        self._written = 0
+        self._failed = False
+        self._on = True
+        """Still storing: false once ended or failed (the hot path then appends nothing)."""
+        self._ended: bool | None = None
+        """Set by `end`: True, the call ended; False, it goes on elsewhere (handed back)."""
+        self._wake = asyncio.Event()
+        self.written: asyncio.Task[None] = asyncio.get_running_loop().create_task(self._run())
+        """Done once everything is written (or storing failed)."""
+
+    # --- the relay's side (per frame) --------------------------------------------------------------
+
+    def up(self, data: str | bytes) -> None:
+        """A client frame on its way to the pod."""
+        if self._on:
+            self._pending.append((_UP, data))
+            self._pending_bytes += len(data)
+            if self._pending_bytes > MAX_PENDING_BYTES:
+                self._fail("the store fell behind the call")
+
+    def down(self, message: str) -> None:
+        """An audio delta on its way to the caller."""
+        if self._on:
+            self._pending.append((_DOWN, message))
+            self._pending_bytes += len(message)
+            if self._pending_bytes > MAX_PENDING_BYTES:
+                self._fail("the store fell behind the call")
+
+    def event(self, text: str) -> None:
+        """A relayed event (not audio)."""
+        if self._on:
+            self._pending.append((_EVENT, text))
+
+    def end(self, ended: bool) -> None:
+        """The relay let go of the call: `ended` (its meta says so), or it goes on elsewhere (a
+        re-attach continues storing it). What is buffered is written."""
+        if self._ended is None:
+            self._ended = ended
+            self._wake.set()
+
+    # --- the writer (a task) ------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        session_id = self._resource.id
+        try:
+            meta = await self._meta()
+            await self._put(layout.meta_key(session_id), meta.dump())
+            if meta.expires_on is not None:
+                await self._put(layout.expiry_key(datetime.date.fromisoformat(meta.expires_on), session_id), b"")
+            while self._ended is None and self._on:
+                try:
+                    await asyncio.wait_for(self._wake.wait(), self._recorder.settings.flush_s)
+                except TimeoutError:
+                    pass
+                await self._flush()
+            if self._on:
+                await self._flush()
+                if self._ended:
+                    meta = layout.Meta(meta.session_id, meta.key, meta.created_at, meta.expires_on, meta.session,
+                                       "ended", self._mixer.frame, int(time.time()))
+                    await self._put(layout.meta_key(session_id), meta.dump())
+        except StoreError as exc:
+            self._fail(str(exc))
+        finally:
+            self._on = False
+            self._pending.clear()
+            self._recorder.closed(self, "failed" if self._failed else "complete", self._written)
+
+    async def _meta(self) -> layout.Meta:
+        """The call's meta: as stored already when a re-attach continues it (its owner checked by
+        the re-attach), else new."""
+        session_id = self._resource.id
+        known = await self._store.get(layout.meta_key(session_id))
+        old = None if known is None else layout.Meta.load(known)
+        if old is not None and old.owned_by(self._key):
+            return layout.Meta(session_id, old.key, old.created_at, old.expires_on, old.session)
+        now = time.time()
+        return layout.Meta(session_id, self._key, int(now), self._recorder.expires_on(now),
+                           events.resource_json(self._resource))
+
+    async def _flush(self) -> None:
+        """Mix what the relay kept since the last flush and write it: the recording's chunk, the
+        events', and the resume record's growth."""
+        pending, self._pending, self._pending_bytes = self._pending, [], 0
+        mixer = self._mixer
+        for kind, data in pending:
+            if kind == _DOWN:
+                mixer.agent(data if isinstance(data, str) else data.decode())
+            elif kind == _UP:
+                mixer.caller(data)
+            else:
+                mixer.event(data if isinstance(data, str) else data.decode())
+        frame, pcm, lines = mixer.take()
+        session_id = self._resource.id
+        if pcm:
+            await self._put(layout.audio_key(session_id, frame), pcm)
+        if lines:
+            await self._put(layout.events_key(session_id, frame), lines)
+        record = self._record()
+        if record is not None and len(record) > self._record_written:
+            await self._put(layout.record_key(session_id, self._record_written), bytes(record[self._record_written:]))
+            self._record_written = len(record)
+
+    async def _put(self, key: str, data: bytes) -> None:
+        await self._store.put(key, data)
+        self._written += len(data)
+
+    def _fail(self, why: str) -> None:
+        """Storing stops for this call (once): the caller is told, the log and the counter say why."""
+        if self._failed:
+            return
+        self._failed = True
+        self._on = False
+        self._pending.clear()
+        self._pending_bytes = 0
+        self._wake.set()
+        logger.warning("stored call no longer stored", extra={
+            "session_id": self._resource.id, "store": self._store.describe, "error": why})
+        if self._ended is None:
+            self._notify(events.dump(events.Info(
+                STORE_UNAVAILABLE, "This session can no longer be stored: the recording and the stored session "
+                "end here, and the call goes on unstored.")))

@@ -1,0 +1,54 @@
+"""`ObjectStore`: the interface every storage backend implements, and its one error.
+
+Whole objects by key, no appends: S3 has none, so a stored session is written as many small
+objects (`layout`), each once. Keys are `/`-separated and built by `layout` alone (never from a
+client's text), so a backend may map them onto paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class StoreError(Exception):
+    """The store could not do what was asked (unreachable, refused, out of space): the caller
+    degrades (a call goes on unstored; a download answers 503), it never crashes on it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One stored object: its key and size in bytes."""
+
+    key: str
+    size: int
+
+
+class ObjectStore(Protocol):
+    """A place for whole objects by key; every method raises `StoreError` on failure."""
+
+    @property
+    def describe(self) -> str:
+        """Where it keeps objects, for logs and the banner (no credentials)."""
+        ...
+
+    async def put(self, key: str, data: bytes) -> None:
+        """Write (or replace) one object, whole: a reader sees the old object or the new one."""
+        ...
+
+    async def get(self, key: str) -> bytes | None:
+        """One object's bytes; None: no such object."""
+        ...
+
+    async def list(self, prefix: str) -> list[Entry]:
+        """Every object whose key starts with `prefix` (which ends with `/`), sorted by key."""
+        ...
+
+    async def delete(self, keys: Sequence[str]) -> None:
+        """Delete these objects; a key already gone is no error."""
+        ...
+
+    async def close(self) -> None:
+        """Let go of connections."""
+        ...
