@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import obstore
-from obstore.store import ClientConfig, RetryConfig
 from obstore.store import S3Store as Backend
+
+if TYPE_CHECKING:  # TypedDicts of obstore's stubs, not importable at run time
+    from obstore.store import ClientConfig, RetryConfig
 
 from liveplex.storage.store import Entry, StoreError
 

@@ -112,7 +112,8 @@ async def test_a_gateways_listeners_answer_as_their_documents_say(redis_url: str
         public = await walk(running.gateway.root, {})
         admin = await walk(running.gateway.admin_root, {})
     assert {"GET /v1/models", "POST /v1/live/sessions", "GET /v1/live/ice_servers", "GET /live/config",
-            "GET /live/stats", "GET /ready", "GET /health", "GET /"} == set(public)
+            "GET /live/stats", "GET /ready", "GET /health", "GET /", "GET /v1/live/sessions/{session_id}/content",
+            "POST /v1/live/sessions/{session_id}/hangup"} == set(public)
     assert {"GET /health", "GET /ready", "GET /live/config", "GET /live/stats", "GET /metrics",
             "GET /drain", "POST /drain"} == set(admin)
 
