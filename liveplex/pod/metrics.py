@@ -71,6 +71,10 @@ class PodCollector(Collector):
         yield histogram("liveplex_engine_tick_duration_seconds", "Compute time per tick.", s.duration)
         yield histogram("liveplex_engine_tick_lateness_seconds", "Tick start minus its due time.", s.lateness)
         yield histogram("liveplex_engine_batch_size", "Sessions per tick.", s.batch)
+        yield GaugeMetricFamily("liveplex_engine_tick_groups", "Tick groups the engine runs now (issue 44).",
+                                value=s.tick_groups)
+        yield CounterMetricFamily("liveplex_engine_regroups", "Changes of the tick groups the engine runs.",
+                                  value=s.regroups)
         yield histogram("liveplex_engine_caller_wait_seconds",
                         "How long each played caller frame waited, from its arrival to its tick's due time.",
                         s.caller_wait)

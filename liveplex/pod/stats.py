@@ -104,6 +104,12 @@ class PodSnapshot:
     """Seconds each played caller frame waited for its tick (`Pulse.caller_wait`)."""
     kv_positions: int
     kv_capacity: int
+    tick_groups: int
+    """The tick groups the engine runs now (issue 44: it varies under `--tick-groups 0`)."""
+    groups_reason: str
+    """Why it runs them (`live.groups.Choice.reason`); empty when G is fixed."""
+    regroups: int
+    """Changes of `tick_groups` since start."""
     model_load_s: float
     lateness_budget_ms: int = LATENESS_BUDGET_MS
     parking: ParkingSnapshot = field(default_factory=ParkingSnapshot)
@@ -136,6 +142,7 @@ def snapshot(info: contract.LiveInfo, pulse: Pulse | None, front: FrontSnapshot,
         lateness=_copy(p.lateness), duration=_copy(p.duration), batch=_copy(p.batch),
         prefill=_copy(p.prefill), caller_wait=_copy(p.caller_wait), kv_positions=p.kv_positions,
         kv_capacity=p.kv_capacity,
+        tick_groups=p.tick_groups or info.tick_groups, groups_reason=p.groups_reason, regroups=p.regroups,
         model_load_s=model_load_s, lateness_budget_ms=lateness_budget_ms,
         parking=ParkingSnapshot() if parking is None else parking,
         pause=PauseSnapshot() if pause is None else pause,
@@ -165,6 +172,7 @@ def stats_json(s: PodSnapshot) -> dict[str, Any]:
         "batch_size": _histogram(s.batch), "prefill": _histogram(s.prefill),
         "caller_wait": _histogram(s.caller_wait),
         "kv_occupancy": s.kv_occupancy,
+        "tick_groups": s.tick_groups, "tick_groups_reason": s.groups_reason, "regroups": s.regroups,
         **_pause_json(s.pause),
     }
 
