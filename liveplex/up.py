@@ -76,6 +76,9 @@ def build_parser(environ: Mapping[str, str] = os.environ) -> argparse.ArgumentPa
                         help="with --kube: start nothing; wait (up to S seconds, %(const).0f when not given) until the "
                              "`liveplex up --kube` writing --kubeconfig is ready, print that path and exit "
                              "(`export KUBECONFIG=$(liveplex up --kube --wait)`) (default: off)")
+    parser.add_argument("--store-dir", type=Path, default=state / "stored",
+                        help="where the gateway keeps stored calls (store: true, docs/storage.md; default: %(default)s, "
+                             "from $XDG_STATE_HOME)")
     parser.add_argument("--runtime", choices=("process", "podman"), default="process",
                         help="with --kube: run pods as local processes or as podman containers from local images "
                              "(default: %(default)s)")
@@ -146,7 +149,7 @@ def _gateway(args: argparse.Namespace, redis_url: str, *flags: str) -> Child:
     """The gateway on `--port`, its admin listener on `--admin-port` (or a free one)."""
     admin = args.admin_port or _free_port("127.0.0.1")
     process = _spawn(["gateway", "--host", args.host, "--port", str(args.port), "--admin-port", str(admin), *flags,
-                      "--log-level", "warning"], {url.REDIS_URL_ENV: redis_url})
+                      "--store-dir", str(args.store_dir), "--log-level", "warning"], {url.REDIS_URL_ENV: redis_url})
     return Child("gateway", f"http://{args.host}:{args.port}", process, f"http://127.0.0.1:{admin}")
 
 
@@ -284,6 +287,7 @@ def banner(args: argparse.Namespace, children: list[Child]) -> str:
     gateway = next(c for c in children if c.name == "gateway")
     lines += [f"  gateway  {gateway.url}   demo page {gateway.url}/   admin {gateway.admin}",
               f"  GPT-Live ws{gateway.url[4:]}/v1/live/sessions  (OpenAI(base_url=\"{gateway.url}/v1\"))",
+              f"  stored calls (store: true) in {args.store_dir}",
               "  /metrics and /live/stats are on each admin listener.",
               "Ctrl-C stops everything."]
     return "\n".join(lines)

@@ -201,14 +201,20 @@ class StoredCall:
                 mixer.event(data if isinstance(data, str) else data.decode())
         frame, pcm, lines = mixer.take()
         session_id = self._resource.id
+        items: list[tuple[str, bytes]] = []
         if pcm:
-            await self._put(layout.audio_key(session_id, frame), pcm)
+            items.append((layout.audio_key(session_id, frame), pcm))
         if lines:
-            await self._put(layout.events_key(session_id, frame), lines)
+            items.append((layout.events_key(session_id, frame), lines))
         record = self._record()
-        if record is not None and len(record) > self._record_written:
-            await self._put(layout.record_key(session_id, self._record_written), bytes(record[self._record_written:]))
-            self._record_written = len(record)
+        written = self._record_written
+        if record is not None and len(record) > written:
+            items.append((layout.record_key(session_id, written), bytes(record[written:])))
+        if items:
+            await self._store.put_many(items)
+            self._written += sum(len(data) for _, data in items)
+        if record is not None:
+            self._record_written = max(written, len(record))
 
     async def _put(self, key: str, data: bytes) -> None:
         await self._store.put(key, data)

@@ -10,6 +10,7 @@ directory only on a volume they all mount (ReadWriteMany); on one machine any di
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import uuid
 from collections.abc import Callable, Sequence
@@ -28,6 +29,9 @@ class DirectoryStore:
 
     def __init__(self, root: Path) -> None:
         self._root = root
+        self._folders: set[Path] = set()
+        """Folders made by a put (each session's few), so a put costs no mkdir after its first.
+        A folder deleted meanwhile is made again (`_put` retries once)."""
 
     @property
     def describe(self) -> str:
@@ -40,7 +44,10 @@ class DirectoryStore:
         return self._root.joinpath(*parts)
 
     async def put(self, key: str, data: bytes) -> None:
-        await self._run(self._put, self._path(key), data)
+        await self._run(self._put, self._path(key), data, self._folders)
+
+    async def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        await self._run(self._put_many, [(self._path(key), data) for key, data in items], self._folders)
 
     async def get(self, key: str) -> bytes | None:
         return await self._run(self._get, self._path(key))
@@ -62,14 +69,30 @@ class DirectoryStore:
             raise StoreError(f"{exc.strerror or exc} ({exc.filename})") from exc
 
     @staticmethod
-    def _put(path: Path, data: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_name(f"{path.name}.{uuid.uuid4().hex}{_TEMP_SUFFIX}")
+    def _put(path: Path, data: bytes, folders: set[Path]) -> None:
+        folder = path.parent
+        if folder not in folders:
+            folder.mkdir(parents=True, exist_ok=True)
+            folders.add(folder)
+        temp = f"{path}.{uuid.uuid4().hex}{_TEMP_SUFFIX}"
         try:
-            temp.write_bytes(data)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileNotFoundError:  # its folder was deleted meanwhile (a sweep)
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
             os.replace(temp, path)
-        finally:
-            temp.unlink(missing_ok=True)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+
+    @classmethod
+    def _put_many(cls, items: list[tuple[Path, bytes]], folders: set[Path]) -> None:
+        for path, data in items:
+            cls._put(path, data, folders)
 
     @staticmethod
     def _get(path: Path) -> bytes | None:
@@ -94,8 +117,7 @@ class DirectoryStore:
         found.sort(key=lambda entry: entry.key)
         return found
 
-    @staticmethod
-    def _delete(paths: list[Path]) -> None:
+    def _delete(self, paths: list[Path]) -> None:
         folders: set[Path] = set()
         for path in paths:
             path.unlink(missing_ok=True)
@@ -103,5 +125,6 @@ class DirectoryStore:
         for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
             try:
                 folder.rmdir()  # empty folders go with their last object
+                self._folders.discard(folder)
             except OSError:
                 pass

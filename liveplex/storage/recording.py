@@ -17,7 +17,6 @@ notes and the close.
 
 from __future__ import annotations
 
-import base64
 import binascii
 
 import numpy as np
@@ -33,6 +32,9 @@ _SAMPLE_BYTES = 2
 _FRAME_BYTES = frames.FRAME_SAMPLES * _SAMPLE_BYTES
 _PREFIX = events.AUDIO_DELTA_PREFIX
 _APPEND = "session.input_audio.append"
+_APPEND_PREFIX = '{"type":"' + _APPEND + '","audio":"'
+"""How a compact append with `type` first begins (liveplex's clients, orjson's and the browser's
+JSON.stringify): its audio is read by slicing; any other shape is parsed."""
 _MUTE = "session.input_audio.mute"
 _UNMUTE = "session.input_audio.unmute"
 
@@ -49,7 +51,9 @@ class Mixer:
         self.frame = first_frame
         """The next agent frame's number (the session's frame count: usage and transcripts share it)."""
         self._chunk_frame = first_frame
-        self._pcm = bytearray()
+        self._heard = bytearray()
+        self._said = bytearray()
+        """The frames mixed since the last take, one channel each: interleaved once, at `take`."""
         self._events = bytearray()
         self.dropped_bytes = 0
         """Caller audio dropped for running ahead of the agent (`MAX_CALLER_BACKLOG_FRAMES`)."""
@@ -57,19 +61,29 @@ class Mixer:
     def caller(self, data: str | bytes) -> None:
         """A client frame: an append's audio is queued, mute and unmute change what it is; the rest
         (and anything unreadable, which the pod refuses) is no audio."""
-        try:
-            message = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return
-        if not isinstance(message, dict):
-            return
-        kind = message.get("type")
-        if kind == _APPEND:
-            audio = message.get("audio")
-            if not isinstance(audio, str):
-                return
+        audio: object = None
+        if isinstance(data, str) and data.startswith(_APPEND_PREFIX):  # compact, `type` first: no parse
+            end = data.find('"', len(_APPEND_PREFIX))
+            if end > 0 and data[end + 1:end + 2] in ("}", ","):
+                audio = data[len(_APPEND_PREFIX):end]
+        if audio is None:
             try:
-                raw = base64.b64decode(audio, validate=True)
+                message = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                return
+            if not isinstance(message, dict):
+                return
+            kind = message.get("type")
+            if kind == _MUTE:
+                self._muted = True
+            elif kind == _UNMUTE:
+                self._muted = False
+            if kind != _APPEND:
+                return
+            audio = message.get("audio")
+        if isinstance(audio, str):
+            try:
+                raw = binascii.a2b_base64(audio, strict_mode=True)  # base64's validate=True runs a regex
             except (binascii.Error, ValueError):
                 return
             if len(raw) % self._caller_in.codec.sample_bytes:
@@ -80,47 +94,42 @@ class Mixer:
                 excess += excess % _SAMPLE_BYTES
                 del self._caller[:excess]
                 self.dropped_bytes += excess
-        elif kind == _MUTE:
-            self._muted = True
-        elif kind == _UNMUTE:
-            self._muted = False
 
     def agent(self, message: str) -> None:
         """An audio delta (`events.AUDIO_DELTA_PREFIX`): one frame of the recording."""
         end = message.find('"', len(_PREFIX))
         try:
-            raw = base64.b64decode(message[len(_PREFIX):end]) if end > 0 else b""
+            raw = binascii.a2b_base64(message[len(_PREFIX):end], strict_mode=True) if end > 0 else b""
         except (binascii.Error, ValueError):
             raw = b""
         self._agent += self._agent_in.convert(raw, False)
-        agent = self._take(self._agent)
-        caller = self._take(self._caller)
-        both = np.empty(frames.FRAME_SAMPLES * 2, "<i2")
-        both[0::2] = np.frombuffer(caller, "<i2")
-        both[1::2] = np.frombuffer(agent, "<i2")
-        self._pcm += both.tobytes()
+        self._take(self._agent, self._said)
+        self._take(self._caller, self._heard)
         self.frame += 1
 
     def event(self, text: str) -> None:
-        """A relayed event (not audio), kept with the frame it arrived at."""
-        try:
-            event = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return
-        self._events += orjson.dumps({"frame": self.frame, "event": event}) + b"\n"
+        """A relayed event (not audio: the pod's JSON object, as relayed), kept with the frame it
+        arrived at."""
+        self._events += b'{"frame":%d,"event":%s}\n' % (self.frame, text.encode())
 
     def take(self) -> tuple[int, bytes, bytes]:
         """What was mixed since the last take: its first frame, the recording's bytes (whole
-        frames, `layout.FRAME_BYTES` each) and the events' JSON lines."""
-        out = (self._chunk_frame, bytes(self._pcm), bytes(self._events))
-        self._pcm.clear()
+        frames, `layout.FRAME_BYTES` each, the channels interleaved) and the events' JSON lines."""
+        both = np.empty(len(self._heard), "<i2")  # two channels of half the bytes each
+        both[0::2] = np.frombuffer(self._heard, "<i2")
+        both[1::2] = np.frombuffer(self._said, "<i2")
+        out = (self._chunk_frame, both.tobytes(), bytes(self._events))
+        self._heard.clear()
+        self._said.clear()
         self._events.clear()
         self._chunk_frame = self.frame
         return out
 
     @staticmethod
-    def _take(queue: bytearray) -> bytes:
-        """One frame's samples off `queue`, padded with silence when it holds fewer."""
-        out = bytes(queue[:_FRAME_BYTES])
+    def _take(queue: bytearray, into: bytearray) -> None:
+        """One frame's samples off `queue` onto `into`, padded with silence when it holds fewer."""
+        got = len(queue)
+        into += queue[:_FRAME_BYTES]
         del queue[:_FRAME_BYTES]
-        return out + bytes(_FRAME_BYTES - len(out)) if len(out) < _FRAME_BYTES else out
+        if got < _FRAME_BYTES:
+            into += bytes(_FRAME_BYTES - got)

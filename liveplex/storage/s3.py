@@ -12,6 +12,7 @@ and give up quickly (`TIMEOUT_S`, `RETRIES`): a store that is down must not hold
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,9 @@ class S3Store:
             await obstore.put_async(self._store, key, data)
         except Exception as exc:
             raise StoreError(f"put {key}: {exc}") from exc
+
+    async def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        await asyncio.gather(*(self.put(key, data) for key, data in items))
 
     async def get(self, key: str) -> bytes | None:
         try:

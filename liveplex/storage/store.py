@@ -37,6 +37,11 @@ class ObjectStore(Protocol):
         """Write (or replace) one object, whole: a reader sees the old object or the new one."""
         ...
 
+    async def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        """`put` each (key, data), as one request where the backend can: a stored call's flush
+        writes a few objects at once, and a directory store hands them to its thread once."""
+        ...
+
     async def get(self, key: str) -> bytes | None:
         """One object's bytes; None: no such object."""
         ...

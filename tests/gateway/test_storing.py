@@ -49,6 +49,10 @@ class Down(DirectoryStore):
             raise StoreError("no space left on device")
         await super().put(key, data)
 
+    async def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        for key, data in items:
+            await self.put(key, data)
+
 
 def _recorder(store: DirectoryStore, stats: GatewayStats, retention_days: int = 30) -> storing.Recorder:
     return storing.Recorder(store, StoreSettings(directory=Path("/unused"), flush_s=FLUSH_S,

@@ -148,13 +148,36 @@ async def wrong_values(ctx: Context) -> str:
 
 
 async def unsupported(ctx: Context) -> str:
-    return await refused_sessions(ctx, [
+    refused = await refused_sessions(ctx, [
         ({**MODEL, "delegation": {"type": "decisions"}}, "unsupported_value", "session.delegation.type"),
         ({**MODEL, "delegation": {"type": "foo"}}, "invalid_value", "session.delegation.type"),
-        ({**MODEL, "store": True}, "unsupported_value", "session.store"),
+        ({**MODEL, "store": "yes"}, "invalid_type", "session.store"),
         ({**MODEL, "triggers": [{"type": "foo"}]}, "unsupported_parameter", "session.triggers"),
         ({**MODEL, "client": {}}, "unsupported_parameter", "session.client"),
     ])
+    return f"{refused}; {await _store_true(ctx)}"
+
+
+async def _store_true(ctx: Context) -> str:
+    """`store: true` (openai 3.63 `SessionConfig.store`): a server that stores sessions starts it
+    and says so (`session.store` true); one that does not refuses it by name, never silently
+    starts an unstored session (docs/storage.md)."""
+    async with await ctx.wire() as w:
+        await w.send({"type": "session.start", "event_id": "store", "session": {**MODEL, "store": True}})
+        event = await w.next_event()
+        if event.get("type") == "error":
+            body = event["error"]
+            assert isinstance(body, dict)
+            expect((body.get("code"), body.get("param")) == ("unsupported_value", "session.store"),
+                   f"store: true refused as {brief(event)}, expected unsupported_value on session.store")
+            await w.start()
+            return "store: true refused by name (this server stores nothing)"
+        expect(event.get("type") == "session.started", f"store: true answered {brief(event)}")
+        resource = event["session"]
+        assert isinstance(resource, dict)
+        expect(resource.get("store") is True, f"a stored session's resource says store {resource.get('store')!r}")
+        await w.close_session()
+    return "store: true started a stored session (session.store true)"
 
 
 async def no_ops(ctx: Context) -> str:
@@ -175,6 +198,7 @@ async def no_ops(ctx: Context) -> str:
                if delegation is not None else f"{case}: a null delegation should not be echoed")
         for key in ("input", "triggers", "client"):
             expect(key not in resource, f"{case}: session.{key} should never be echoed")
+        expect(resource.get("store") is False, f"{case}: session.store {resource.get('store')!r}, expected false")
     return f"{len(cases)} no-op settings accepted"
 
 
