@@ -16,6 +16,7 @@ import numpy as np
 
 from liveplex import cli
 from liveplex.bench import synth
+from liveplex.bench import talk as talk_mod
 from liveplex.gptlive import g711
 
 SYNTHETIC = "synthetic"
@@ -70,18 +71,22 @@ def read_wav(path: str, rate: int) -> np.ndarray:
     return samples
 
 
-def wire(source: Source, audio_format: str, rate: int, seconds: float, index: int) -> bytes:
-    """Session `index`'s caller audio in `audio_format` at `rate` Hz (looped by the caller)."""
+def wire(source: Source, audio_format: str, rate: int, seconds: float, index: int,
+         talk: talk_mod.Talk | None = None) -> bytes:
+    """Session `index`'s caller audio in `audio_format` at `rate` Hz (looped by the caller), shaped
+    by its talk profile when it has one (`bench.talk`)."""
     if source.synthetic:
-        return _encode(synth.speech(seconds, rate, source.seed + index), audio_format)
-    return _file_wire(source.path or recording_path(), audio_format, rate)
+        samples = synth.speech(seconds, rate, source.seed + index)
+        return _encode(samples if talk is None else talk_mod.shape(samples, talk, rate), audio_format)
+    return _file_wire(source.path or recording_path(), audio_format, rate, talk)
 
 
 @functools.lru_cache(maxsize=4)
-def _file_wire(path: str, audio_format: str, rate: int) -> bytes:
-    """One shared copy of a file's audio per format: every session of a level loops the same
-    bytes."""
-    return _encode(read_wav(path, rate), audio_format)
+def _file_wire(path: str, audio_format: str, rate: int, talk: talk_mod.Talk | None) -> bytes:
+    """One shared copy of a file's audio per format and profile: every session of a level loops
+    the same bytes."""
+    samples = read_wav(path, rate)
+    return _encode(samples if talk is None else talk_mod.shape(samples, talk, rate), audio_format)
 
 
 def _encode(samples: np.ndarray, audio_format: str) -> bytes:

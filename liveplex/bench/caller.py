@@ -15,12 +15,13 @@ import base64
 import dataclasses
 import time
 
+import numpy as np
 import orjson
 from websockets import exceptions as ws_exceptions
 from websockets.asyncio import client as ws_client
 
 from liveplex import percentiles
-from liveplex.bench import jitter, roundtrip
+from liveplex.bench import jitter, roundtrip, talk
 from liveplex.bench import timeline as timeline_mod
 from liveplex.gptlive import events
 
@@ -59,6 +60,14 @@ class CallSettings:
     """Stamp every caller frame and time its echo (`roundtrip`; `audio/pcm` at 24 kHz only)."""
     jitter: str = "none"
     """The caller's network (`bench.jitter.PROFILES`): when each chunk leaves against its deadline."""
+    talk: str = "continuous"
+    """How much of each minute the caller speaks (`bench.talk.PROFILES`; `audio/pcm` at 24 kHz
+    unless `continuous`)."""
+
+    @property
+    def talk_profile(self) -> talk.Talk | None:
+        """The talk profile's shape; None: the input looped as it is."""
+        return talk.PROFILES[self.talk]
 
     @property
     def sample_bytes(self) -> int:
@@ -120,6 +129,14 @@ class CallResult:
     echo_silent: int = 0
     """With `echo_rtt`: silent frames heard between two stamped ones: ticks the caller's frame
     missed (the server's buffer ran dry), each an 80 ms underrun."""
+    pauses: int = 0
+    """`session.paused` events heard (the pod's idle pause)."""
+    resumes: int = 0
+    """`session.resumed` events heard."""
+    wake_ms: array.array = dataclasses.field(default_factory=lambda: array.array("d"))
+    """With a talk profile, per wake: speech onset sent to `session.resumed` heard (`talk.Wakes`)."""
+    pre_roll_ms: array.array = dataclasses.field(default_factory=lambda: array.array("d"))
+    """With a talk profile, per wake: audio from before the resume that the model heard."""
 
     def since_start_us(self, at_ns: int) -> int | None:
         """µs from `session.start` to `at_ns` (None: it never happened)."""
@@ -142,6 +159,10 @@ class CallResult:
             "late_max_ms": late.max,
             "close_reason": self.close_reason,
             "transcript": self.transcript,
+            "pauses": self.pauses,
+            "resumes": self.resumes,
+            "wake_ms": list(self.wake_ms),
+            "pre_roll_ms": list(self.pre_roll_ms),
         }
 
 
@@ -177,9 +198,11 @@ async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Ta
         settings.rate, settings.sample_bytes, settings.playout_ms * 1_000_000
     )
     trips = roundtrip.RoundTrips() if settings.echo_rtt else None
+    shape = settings.talk_profile
+    wakes = None if shape is None else talk.Wakes(shape, talk.onset_frame(np.frombuffer(sound, "<i2")))
     try:
         async with asyncio.timeout(settings.seconds + TIMEOUT_SLACK_S):
-            await _converse(settings, sound, late_ns, timeline, trips, result, tally)
+            await _converse(settings, sound, late_ns, timeline, trips, wakes, result, tally)
     except TimeoutError:
         result.error = "timeout"
     except timeline_mod.TimelineError as exc:
@@ -194,6 +217,8 @@ async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Ta
     if trips is not None:
         result.echo_rtt_us, result.arrivals_ns = trips.rtt_us, trips.arrivals_ns
         result.echo_skipped, result.echo_repeated, result.echo_silent = trips.skipped, trips.repeated, trips.silent
+    if wakes is not None:
+        result.wake_ms, result.pre_roll_ms = wakes.wake_ms, wakes.pre_roll_ms
     if result.error is None:
         if result.close_reason is None:
             result.error = "socket ended without session.closed"
@@ -213,6 +238,7 @@ async def _converse(
     late_ns: list[int],
     timeline: timeline_mod.Timeline,
     trips: roundtrip.RoundTrips | None,
+    wakes: talk.Wakes | None,
     result: CallResult,
     tally: Tally,
 ) -> None:
@@ -234,9 +260,9 @@ async def _converse(
         started_ns = time.perf_counter_ns()
         result.started_ms = (started_ns - connect_ns) / 1e6
         tally.started += 1
-        writer = asyncio.create_task(_write(ws, settings, sound, late_ns, started_ns, result, trips))
+        writer = asyncio.create_task(_write(ws, settings, sound, late_ns, started_ns, result, trips, wakes))
         try:
-            await _read(ws, timeline, trips, result, tally)
+            await _read(ws, timeline, trips, wakes, result, tally)
         finally:
             if not writer.done():
                 writer.cancel()
@@ -249,6 +275,7 @@ async def _read(
     ws: ws_client.ClientConnection,
     timeline: timeline_mod.Timeline,
     trips: roundtrip.RoundTrips | None,
+    wakes: talk.Wakes | None,
     result: CallResult,
     tally: Tally,
 ) -> None:
@@ -263,6 +290,8 @@ async def _read(
                 timeline.audio(arrival_ns, b64_length(message[prefix_len:-2]))
                 if trips is not None:
                     trips.heard(message[prefix_len:prefix_len + roundtrip.STAMP_B64_CHARS], arrival_ns)
+                if wakes is not None:
+                    wakes.heard(message[prefix_len:prefix_len + talk.STAMP_B64_CHARS])
                 tally.frames += 1
                 continue
             event = orjson.loads(message)
@@ -273,9 +302,18 @@ async def _read(
                 timeline.audio(arrival_ns, len(base64.b64decode(event["delta"])))
                 if trips is not None:
                     trips.heard(event["delta"], arrival_ns)
+                if wakes is not None:
+                    wakes.heard(event["delta"])
                 tally.frames += 1
             elif kind == "session.output_transcript.delta":
                 timeline.text(int(event["start_ms"]), str(event["delta"]))
+            elif kind == "session.paused":  # the pod's idle pause: no audio until session.resumed
+                result.pauses += 1
+            elif kind == "session.resumed":
+                result.resumes += 1
+                timeline.resume()
+                if wakes is not None:
+                    wakes.resumed(arrival_ns)
             elif kind == "session.closed":
                 result.close_reason = str(event.get("reason"))
                 return
@@ -294,6 +332,7 @@ async def _write(
     start_ns: int,
     result: CallResult,
     trips: roundtrip.RoundTrips | None,
+    wakes: talk.Wakes | None = None,
 ) -> None:
     """Send chunk `k` at `start_ns + k · chunk_ms + late_ns[k]`, looping `sound`, then `session.close`.
 
@@ -321,6 +360,8 @@ async def _write(
         send_late_us.append(max(0, now_ns - due_ns) // 1000)
         if trips is not None:
             trips.sent((k + 1) * size, now_ns)
+        if wakes is not None:
+            wakes.sent((k + 1) * size, now_ns)
         if k == frame0:
             result.frame0_sent_ns = now_ns
         await ws.send('{"type":"session.input_audio.append","audio":"' + audio + '"}')

@@ -10,7 +10,7 @@ from liveplex.bench import audio, caller
 def prepare(settings: caller.CallSettings, source: audio.Source, indices: list[int]) -> list[bytes]:
     """Each session's caller audio, made before the level's epoch so synthesis never delays a
     start."""
-    return [audio.wire(source, settings.audio_format, settings.rate, settings.seconds, i)
+    return [audio.wire(source, settings.audio_format, settings.rate, settings.seconds, i, settings.talk_profile)
             for i in indices]
 
 

@@ -20,7 +20,7 @@ import sys
 import orjson
 
 from liveplex import listen
-from liveplex.bench import audio, caller, jitter, loop, plot, progress, roundtrip, table
+from liveplex.bench import audio, caller, jitter, loop, plot, progress, roundtrip, table, talk
 from liveplex.bench import level as level_mod
 from liveplex.bench import pool as pool_mod
 from liveplex.bench import target as target_mod
@@ -90,6 +90,11 @@ class DuplexSettings:
     """Stamp the caller's frames and time each echo against the server's floor (`roundtrip`)."""
     jitter: str = "none"
     """The callers' network profile (`bench.jitter`)."""
+    talk: str = "continuous"
+    """How much of each minute the callers speak (`bench.talk`)."""
+    stats_url: str | None = None
+    """Read the pod's `/live/stats` here rather than at `base_url` (a pod behind the gateway under
+    test: the pod's ticks, pauses and wakes are its own)."""
 
     def call_settings(self, model: str, url: str) -> caller.CallSettings:
         """What each session of a level against `url` is told."""
@@ -97,6 +102,7 @@ class DuplexSettings:
             url=url, model=model, voice=self.voice, instructions=self.instructions,
             audio_format=self.audio_format, rate=self.rate, seconds=self.seconds,
             chunk_ms=self.chunk_ms, playout_ms=self.playout_ms, echo_rtt=self.echo_rtt, jitter=self.jitter,
+            talk=self.talk,
         )
 
 
@@ -119,6 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-ms", type=int, default=20, help="caller audio per append, ms (default: %(default)s)")
     p.add_argument("--jitter", choices=jitter.PROFILES, default="none",
                    help="the callers' network: when each chunk leaves against its deadline (default: %(default)s)")
+    p.add_argument("--caller", dest="talk", choices=tuple(talk.PROFILES), default="continuous",
+                   help="how much of each minute the callers speak: speak5of60 is 5 s of the input then 55 s "
+                        "of silence, for a pod's idle pause (needs audio/pcm at 24000 Hz and real speech) "
+                        "(default: %(default)s)")
+    p.add_argument("--stats-url", default=None, metavar="BASE_URL",
+                   help="read the pod's /live/stats here, e.g. the pod behind the --base-url gateway "
+                        "(default: --base-url's)")
     p.add_argument("--stagger-ms", type=int, default=20, help="between session starts, ms (default: %(default)s)")
     p.add_argument("--playout-ms", type=int, default=120,
                    help="the caller's playout buffer, ms: later frames count as late (default: %(default)s)")
@@ -166,6 +179,12 @@ def parse(argv: list[str]) -> DuplexSettings:
     if a.echo_rtt and (a.audio_format, a.rate) != ("audio/pcm", frames.SAMPLE_RATE):
         p.error(f"--echo-rtt needs --format audio/pcm at --rate {frames.SAMPLE_RATE}: the frame stamps "
                 f"must come back byte for byte, and {a.audio_format} at {a.rate} Hz is converted on the way")
+    if a.talk != "continuous" and (a.audio_format, a.rate) != ("audio/pcm", frames.SAMPLE_RATE):
+        p.error(f"--caller {a.talk} needs --format audio/pcm at --rate {frames.SAMPLE_RATE}: its frame stamps "
+                "must come back byte for byte")
+    if a.talk != "continuous" and a.echo_rtt:
+        p.error(f"--caller {a.talk} and --echo-rtt both stamp the frames: --echo-rtt's full-scale stamp would "
+                "lift every silent frame over the detector's gate (the quiet caller has its own: wake ms, pre-roll ms)")
     synthetic = a.input == audio.SYNTHETIC
     return DuplexSettings(
         base_url=a.base_url, model=a.model, voice=a.voice, instructions=a.instructions,
@@ -176,7 +195,8 @@ def parse(argv: list[str]) -> DuplexSettings:
         late_p99_ms=a.late_p99_ms, workers=a.workers, out=a.out, plot=a.plot, label=a.label,
         vs_baseline=a.vs_baseline, baseline_port=a.baseline_port, server_pid=a.server_pid,
         serve_cmd=a.serve_cmd, show_progress=not a.no_progress, strict=a.strict,
-        vs_url=a.vs_url, vs_pid=a.vs_pid, echo_rtt=a.echo_rtt, jitter=a.jitter,
+        vs_url=a.vs_url, vs_pid=a.vs_pid, echo_rtt=a.echo_rtt, jitter=a.jitter, talk=a.talk,
+        stats_url=a.stats_url,
     )
 
 
@@ -291,8 +311,10 @@ async def _pod(settings: DuplexSettings) -> target_mod.Target:
     if settings.serve_cmd is not None:
         pod = target_mod.start_shell("pod", settings.base_url, settings.serve_cmd)
         await pod.wait_ready()
-        return pod
-    return target_mod.Target("pod", settings.base_url, settings.server_pid)
+    else:
+        pod = target_mod.Target("pod", settings.base_url, settings.server_pid)
+    pod.stats_url = settings.stats_url
+    return pod
 
 
 async def _ramp(
@@ -356,7 +378,7 @@ def _config(settings: DuplexSettings, model: str) -> dict[str, object]:
         "seed": settings.source.seed, "rate": settings.rate,
         "format": settings.audio_format, "late_p99_ms": settings.late_p99_ms,
         "workers": settings.workers, "vs_baseline": settings.vs_baseline, "label": settings.label,
-        "echo_rtt": settings.echo_rtt,
+        "echo_rtt": settings.echo_rtt, "caller": settings.talk, "stats_url": settings.stats_url,
     }
 
 

@@ -29,10 +29,11 @@ CLIENT_LIMIT_MS = 5.0
 ERROR_KEY_CHARS = 80
 """Errors are grouped by their first 80 characters."""
 
-_STATS_COUNTERS = ("ticks", "tick_busy_us", "late_ticks", "underruns")
+_STATS_COUNTERS = ("ticks", "tick_busy_us", "late_ticks", "underruns", "pauses", "wakes", "refused_wakes")
 """Cumulative `/live/stats` fields whose difference over a level is reported (gpt-live §11);
-`underruns`: the callers' dry spells, silence fed to the model (counted as each session closes)."""
-_STATS_HISTOGRAMS = ("caller_wait", "tick_lateness")
+`underruns`: the callers' dry spells, silence fed to the model (counted as each session closes);
+`pauses`, `wakes`, `refused_wakes`: a pausing pod's (docs/pause.md; a refused wake must not happen)."""
+_STATS_HISTOGRAMS = ("caller_wait", "tick_lateness", "wake_latency")
 """`/live/stats` histograms whose sum, count and p50 / p99 a run diffs (`server["caller_wait_us"]`,
 `..._n`, `..._p50_us`, `..._p99_us`)."""
 
@@ -69,6 +70,12 @@ class Level:
     """Per session: ticks its caller's frame missed (silence echoed between stamps) x 80 ms."""
     echo_lost: percentiles.Summary
     """Per session: caller frames never heard back (dropped: the cap, or delay given back)."""
+    pauses: int
+    """`session.paused` events the callers heard."""
+    wake_ms: percentiles.Summary
+    """Per wake, pooled: the caller's speech onset sent to `session.resumed` heard (a talk profile)."""
+    pre_roll_ms: percentiles.Summary
+    """Per wake, pooled: audio from before the resume that the model heard (a talk profile)."""
     underrun_sessions: int
     frames: int
     audio_s: float
@@ -161,12 +168,20 @@ def judge(
         first_reaction_ms=percentiles.summarize(_present(r.since_start_us(r.reaction_ns) for r in results)),
         echo_underrun_ms=percentiles.summarize([r.echo_silent * FRAME_US for r in results if r.echo_rtt_us]),
         echo_lost=percentiles.summarize([r.echo_skipped * 1000 for r in results if r.echo_rtt_us]),
+        pauses=sum(r.pauses for r in results),
+        wake_ms=percentiles.summarize(_pooled_ms(r.wake_ms for r in results)),
+        pre_roll_ms=percentiles.summarize(_pooled_ms(r.pre_roll_ms for r in results)),
         underrun_sessions=underrun_sessions,
         frames=sum(r.frames for r in results),
         audio_s=round(sum(r.audio_s for r in results), 3),
         server=stats_delta(stats_before, stats_after),
         cpu_s=cpu_s,
     )
+
+
+def _pooled_ms(parts: Iterable[array.array]) -> list[int]:
+    """All sessions' ms figures (float arrays) as integer µs, the unit `percentiles` takes."""
+    return [round(v * 1000) for p in parts for v in p]
 
 
 def _present(values: Iterable[int | None]) -> list[int]:

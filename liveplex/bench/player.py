@@ -41,6 +41,11 @@ class Player:
             start = dry_at
         self._dry_at_scaled = start + samples * _NS_PER_S
 
+    def restart(self) -> None:
+        """The stream starts over (a paused session resumed): the next audio starts playback
+        without a stall, as the first did."""
+        self._dry_at_scaled = None
+
     @property
     def stall_ns(self) -> float:
         """Total time the player was dry between its first audio and its last, in ns."""

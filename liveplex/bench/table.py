@@ -19,12 +19,16 @@ def render_level(level: level_mod.Level) -> str:
     if level.echo_floor_ms is not None:
         rows += [("echo rtt ms", level.echo_rtt_ms), ("caller dry ms", level.echo_underrun_ms),
                  ("caller lost", level.echo_lost)]
+    if level.wake_ms.count or level.pre_roll_ms.count:
+        rows += [("wake ms", level.wake_ms), ("pre-roll ms", level.pre_roll_ms)]
     for name, summary in rows:
         lines.append(f"  {name:<14}{_row(summary)}")
     if level.echo_floor_ms is not None:
         lines.append("  " + render_echo(level))
     lines.append(f"  frames {level.frames} ({level.audio_s:.1f} audio-s), sessions with underrun "
                  f"> {level_mod.UNDERRUN_LIMIT_MS:g} ms: {level.underrun_sessions}")
+    if level.pauses:
+        lines.append(f"  pauses heard {level.pauses}, wakes timed {level.wake_ms.count}")
     if level.cpu_us_per_frame is not None:
         lines.append(f"  server CPU {level.cpu_s:.2f} s, {level.cpu_us_per_frame:.1f} µs per frame pair")
     if level.server:

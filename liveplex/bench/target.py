@@ -50,6 +50,8 @@ class Target:
     """The server process, for CPU sampling; None when unknown."""
     process: subprocess.Popen[bytes] | None = None
     """Set when the bench started the server and must stop it."""
+    stats_url: str | None = None
+    """Another base URL whose `/live/stats` stands for this target's (the pod behind a gateway)."""
 
     @property
     def sessions_url(self) -> str:
@@ -70,8 +72,9 @@ class Target:
         return [str(m["id"]) for m in body.get("data", [])]
 
     async def stats(self) -> dict[str, object] | None:
-        """`GET /live/stats`, or None when the server has none (the baseline)."""
-        body = await asyncio.to_thread(_get_json, self.root_url + "/live/stats")
+        """`GET /live/stats` (of `stats_url` when set), or None when the server has none (the baseline)."""
+        root = self.root_url if self.stats_url is None else self.stats_url.rstrip("/").removesuffix("/v1")
+        body = await asyncio.to_thread(_get_json, root + "/live/stats")
         return body if isinstance(body, dict) else None
 
     async def config(self) -> dict[str, object] | None:

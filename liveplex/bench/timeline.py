@@ -35,6 +35,8 @@ class Timeline:
         self.samples = 0
         self.transcript: list[str] = []
         self._t0_ns: int | None = None
+        self._t0_samples = 0
+        """Samples received before `_t0_ns`'s delta: slots count from there."""
         self._last_arrival_ns: int | None = None
         self._last_text_start_ms = -1
 
@@ -54,15 +56,22 @@ class Timeline:
             )
         self._last_arrival_ns = arrival_ns
         if self._t0_ns is None:
-            self._t0_ns = arrival_ns
+            self._t0_ns, self._t0_samples = arrival_ns, self.samples
         t0 = self._t0_ns
         # Slot of this delta: t0 + samples / rate; scaled by rate to stay an integer.
-        late_scaled = (arrival_ns - t0) * self.rate - self.samples * _NS_PER_S
+        late_scaled = (arrival_ns - t0) * self.rate - (self.samples - self._t0_samples) * _NS_PER_S
         self.lateness_us.append(max(0, late_scaled) // (self.rate * 1000))
         samples = nbytes // self.sample_bytes
         self.player.arrive(max(arrival_ns, t0 + self.playout_ns), samples)
         self.samples += samples
         self.frames += 1
+
+    def resume(self) -> None:
+        """The session comes back from a pause (`session.resumed`): its audio starts over, on a
+        new clock and with the player's start-up buffer again, so the pause is neither lateness
+        nor a stall (the paused time carried no audio by design, docs/pause.md)."""
+        self._t0_ns = None
+        self.player.restart()
 
     def text(self, start_ms: int, delta: str) -> None:
         """Account one `session.output_transcript.delta`: it must follow the audio of its frame
