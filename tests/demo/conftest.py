@@ -38,13 +38,7 @@ def _speech(seconds: float, rate: int) -> np.ndarray:
 
 @pytest.fixture(scope="session")
 def speech_wav(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    path = tmp_path_factory.mktemp("mic") / "speech.wav"
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(SPEECH_RATE)
-        out.writeframes(_speech(4.0, SPEECH_RATE).tobytes())
-    return path
+    return write_wav(tmp_path_factory.mktemp("mic") / "speech.wav", _speech(4.0, SPEECH_RATE))
 
 
 # Package scope, not session: Playwright's sync API keeps an event loop running on the main
@@ -57,21 +51,38 @@ def browser(speech_wav: pathlib.Path) -> Iterator[sync_api.Browser]:
                     "(apt-get install chromium fonts-dejavu-core); to run without it, deselect these "
                     "tests with -m 'not browser'.")
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=[
-                "--use-fake-ui-for-media-stream",
-                "--use-fake-device-for-media-stream",
-                f"--use-file-for-fake-audio-capture={speech_wav}",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
+        browser = launch(playwright.chromium, speech_wav)
         yield browser
         browser.close()
+
+
+def launch(kind: sync_api.BrowserType, microphone: pathlib.Path) -> sync_api.Browser:
+    """Headless Chromium whose fake microphone plays `microphone` (a WAV, looped). A test that needs
+    another microphone launches its own from the package browser's `browser_type`: Playwright's sync
+    API runs one instance at a time."""
+    return kind.launch(
+        executable_path=str(CHROMIUM),
+        args=[
+            "--use-fake-ui-for-media-stream",
+            "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-audio-capture={microphone}",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ],
+    )
+
+
+def write_wav(path: pathlib.Path, samples: np.ndarray, rate: int = SPEECH_RATE) -> pathlib.Path:
+    """`samples` (int16, mono) as a WAV at `rate` Hz: a fake microphone's file."""
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(samples.astype("<i2").tobytes())
+    return path
 
 
 @contextlib.contextmanager

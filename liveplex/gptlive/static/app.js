@@ -56,6 +56,9 @@ const ui = {
   transport: $('stat-transport'),
   reconnect: $('stat-reconnect'),
   agentAudio: $('agent-audio'),
+  wakeField: $('wake-field'),
+  wake: $('wake'),
+  engineState: $('engine-state'),
 };
 
 const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
@@ -74,6 +77,7 @@ let turn = null; // the transcript paragraph of the current call
 let muted = false;
 let starting = false; // inside startCall: a transport's own `idle` on the way is not the call's end
 let lastStats = null;
+let wakeAsked = false; // the current call's create asked to wait for speech (its resource does not say)
 const tickHistory = [];
 
 // ---- settings ---------------------------------------------------------------------------------
@@ -93,6 +97,14 @@ async function loadConfig() {
   ui.persona.value = config.instructions;
   ui.persona.placeholder = config.instructions;
   countPersona();
+  showWake();
+}
+
+/** "Wake on speech" is offered only where it can work: a WebRTC call (the fields are a call's,
+ * docs/webrtc.md) to a server whose `/live/config` says it can pause (`pauses`); else a server
+ * would refuse the create by name. */
+function showWake() {
+  ui.wakeField.hidden = !(config?.pauses && call.transport === 'WebRTC');
   setControls();
 }
 
@@ -107,8 +119,10 @@ function countPersona() {
   setControls();
 }
 
+/** The settings a start sends; remembers whether they ask the model to wait for speech. */
 function settings() {
-  return { model: config.model, instructions: ui.persona.value, voice: ui.voice.value };
+  wakeAsked = ui.wake.checked && !ui.wakeField.hidden;
+  return { model: config.model, instructions: ui.persona.value, voice: ui.voice.value, wake: wakeAsked };
 }
 
 // ---- call controls ----------------------------------------------------------------------------
@@ -143,6 +157,7 @@ async function startCall() {
     } catch (error) {
       if (!(error instanceof WebRtcUnavailable)) throw error;
       use(new Call(socketUrl)); // this server has no WebRTC: the socket, from now on
+      showWake();
       await call.start(settings(), key);
     }
   } catch (error) {
@@ -173,6 +188,15 @@ function resetCallStats() {
   ui.billed.textContent = '0.0 s';
   ui.sessionId.textContent = '—';
   ui.reconnect.textContent = '—';
+  showEngine(null);
+}
+
+/** Whether the model hears the caller: `listening`, `paused` (out of the batch until speech, a
+ * wake-on-speech call's state before its first words too), or null between calls. */
+function showEngine(state) {
+  ui.engineState.textContent = state ?? '—';
+  if (state) document.body.dataset.engine = state;
+  else delete document.body.dataset.engine;
 }
 
 function onChunk(pcm) {
@@ -223,6 +247,8 @@ function wire(target) {
 
   on('started', (event) => {
     liveSince = performance.now();
+    // a wake policy's call starts waiting for speech: its first `session.resumed` says it runs
+    showEngine(wakeAsked ? 'paused' : 'listening');
     ui.sessionId.textContent = event.detail.session.id;
     turn = document.createElement('p');
     turn.className = 'turn';
@@ -257,6 +283,10 @@ function wire(target) {
     ui.billed.textContent = `${event.detail.seconds.toFixed(1)} s`;
   });
 
+  on('paused', (event) => {
+    showEngine(event.detail.paused ? 'paused' : 'listening');
+  });
+
   on('muted', (event) => {
     muted = event.detail.muted;
     setControls();
@@ -272,6 +302,7 @@ function wire(target) {
     if (seconds !== null) ui.billed.textContent = `${seconds.toFixed(1)} s`;
     note('ended', `call ended: ${reason.replaceAll('_', ' ')}`);
     turn = null;
+    showEngine(null);
     if (link) {
       draining = true;
       link.stopCapture();
@@ -314,7 +345,7 @@ function setControls() {
   const state = call.state;
   const personaOk = ui.persona.getAttribute('aria-invalid') !== 'true';
   ui.start.disabled = !config || !personaOk || !(state === 'idle' || state === 'ready') || draining;
-  ui.voice.disabled = ui.persona.disabled = ui.apiKey.disabled = !(state === 'idle' || state === 'ready');
+  ui.voice.disabled = ui.persona.disabled = ui.apiKey.disabled = ui.wake.disabled = !(state === 'idle' || state === 'ready');
   ui.mute.disabled = state !== 'live';
   ui.end.disabled = !(state === 'live' || state === 'ready' || state === 'starting');
   ui.mute.setAttribute('aria-pressed', String(muted));

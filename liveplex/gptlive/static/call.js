@@ -126,6 +126,10 @@ export class Call extends EventTarget {
       case 'session.usage.updated':
         this.emit('usage', { seconds: event.usage.seconds });
         break;
+      case 'session.paused':
+      case 'session.resumed':
+        this.emit('paused', { paused: event.type === 'session.paused' });
+        break;
       case 'session.input_audio.muted':
       case 'session.input_audio.unmuted':
         this.emit('muted', { muted: event.type === 'session.input_audio.muted' });

@@ -22,14 +22,20 @@ export function eventId(prefix) {
  * @param {{model: string, instructions?: string, voice?: string}} settings
  */
 export function start(settings, id) {
-  const session = mediaSession(settings);
+  const session = mediaSession({ ...settings, wake: false }); // a socket's start refuses the wake fields
   session.audio = { ...session.audio, format: FORMAT };
   return { type: 'session.start', event_id: id, session };
 }
 
-/** The session of a WebRTC create (`MediaSessionConfig`): no format, the transport negotiates it. */
+/** Seconds of quiet after which a "wake on speech" call's model pauses (`idle_timeout_s`). */
+export const WAKE_IDLE_S = 5;
+
+/** The session of a WebRTC create (`MediaSessionConfig`): no format, the transport negotiates it.
+ * With `settings.wake`, the model waits for the caller's speech and pauses after `WAKE_IDLE_S` of
+ * quiet (`wake_policy`, `idle_timeout_s`: docs/pause.md); a socket's start has no such fields. */
 export function mediaSession(settings) {
   const session = { model: settings.model };
+  if (settings.wake) Object.assign(session, { wake_policy: { type: 'speech' }, idle_timeout_s: WAKE_IDLE_S });
   if (settings.instructions && settings.instructions.trim()) session.instructions = settings.instructions;
   if (settings.voice) session.audio = { output: { voice: settings.voice } };
   return session;

@@ -87,6 +87,17 @@ export class RtcCall extends Call {
     this.heardAt = null; // performance.now() when the current call's packet count last grew
     this.lostAt = null; // when the call was taken for lost (re-offering since), or null
     this.answeredAt = null; // when a re-offer's answer was applied, until its first packets
+    this.quiet = false; // the model is paused (`session.paused`): no agent packets, by design
+  }
+
+  /** A paused call's agent sends nothing (docs/pause.md), so its silence is not a lost gateway:
+   * the stall watch waits while it is out, and counts again from its `session.resumed`. */
+  receive(event) {
+    if (event.type === 'session.paused' || event.type === 'session.resumed') {
+      this.quiet = event.type === 'session.paused';
+      this.heardAt = performance.now();
+    }
+    super.receive(event);
   }
 
   /** Make the offer with `stream`'s microphone track, post it, apply the answer. */
@@ -97,6 +108,7 @@ export class RtcCall extends Call {
     this.startId = null;
     this.sessionId = null;
     this.lastEventId = null;
+    this.quiet = false;
     this.offered = { settings, key, stream };
     this.setState('connecting');
     let response;
@@ -189,7 +201,7 @@ export class RtcCall extends Call {
         this.heardAt = now;
       } else if (this.lostAt !== null) {
         if (this.answeredAt !== null && now - this.answeredAt > ANSWERED_WAIT_MS) this.reoffer();
-      } else if (this.state === 'live' && counted > 0 && now - this.heardAt > STALL_MS) {
+      } else if (this.state === 'live' && counted > 0 && !this.quiet && now - this.heardAt > STALL_MS) {
         this.recover();
       }
     }, WATCH_MS);
