@@ -610,7 +610,7 @@ def main(argv: list[str]) -> int:
         "kv_bytes_per_frame": floor["kv_bytes_per_frame"], "spec_kv_bytes_per_frame": 512 * 1024,
         "spec_bytes_per_slot": 1_572_864_000 + 16_500_000 if args.config == "personaplex-7b" else None,
         "floor_inputs": floor})
-    slots = max(levels[-1], *args.group_batches)
+    slots = max([levels[-1], *args.group_batches])
     if device.type == "cuda":
         torch.cuda.empty_cache()  # the fp32 weights just cast to bf16 are cached, not free
         free, _ = torch.cuda.mem_get_info(device)

@@ -69,7 +69,7 @@ def test_the_kv_leg_measures_both_rings_and_the_8_bit_stages_run(tmp_path):
     module = _script()
     out = tmp_path / "check.json"
     assert module.main(["--config", "tiny", "--device", "cpu", "--batch", "2", "--ticks", "2", "--warmup", "1",
-                        "--kv-dtype", "fp8", "--kv-leg", "1,3", "--out", str(out)]) == 0
+                        "--kv-dtype", "fp8", "--kv-leg", "1,3", "--group-batch", "", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["kv_dtype"] == "torch.float8_e4m3fn" and report["replay_vs_eager"]["tokens_identical"]
     assert all("error" not in row and row["finite"] for row in report["levels"])
@@ -81,6 +81,7 @@ def test_the_kv_leg_measures_both_rings_and_the_8_bit_stages_run(tmp_path):
         assert all(r["finite"] and r["full_context"] for r in ring_["levels"])
     assert set(report["kv_leg"]["verdict"]) == {"fp8_sessions_ratio", "fp8_ready", "reasons", "tier_b"}
     assert report["kv_leg"]["verdict"]["tier_b"]["p99_ms"] is None  # batch 128 was not asked for
+    assert "groups_run" not in report and report["slots"] == 2  # stage 6b skipped: '' asks for no batch
 
 
 def _ring(name, admitted, p99, finite=True):
