@@ -104,7 +104,10 @@ class StoredCall:
         self._record = record
         self._notify = notify
         self._mixer = Mixer(resource.format, first_frame)
-        self._pending: list[tuple[int, str | bytes]] = []
+        self._pending: list[str | bytes] = []
+        self._kinds = bytearray()
+        """`_pending`'s kinds (`_UP`, `_DOWN`, `_EVENT`), one byte each: no object a frame (a tuple
+        would be one more the collector tracks, held for a flush period)."""
         self._pending_bytes = 0
         self._record_written = 0
         self._written = 0
@@ -122,7 +125,8 @@ class StoredCall:
     def up(self, data: str | bytes) -> None:
         """A client frame on its way to the pod."""
         if self._on:
-            self._pending.append((_UP, data))
+            self._pending.append(data)
+            self._kinds.append(_UP)
             self._pending_bytes += len(data)
             if self._pending_bytes > MAX_PENDING_BYTES:
                 self._fail("the store fell behind the call")
@@ -130,7 +134,8 @@ class StoredCall:
     def down(self, message: str) -> None:
         """An audio delta on its way to the caller."""
         if self._on:
-            self._pending.append((_DOWN, message))
+            self._pending.append(message)
+            self._kinds.append(_DOWN)
             self._pending_bytes += len(message)
             if self._pending_bytes > MAX_PENDING_BYTES:
                 self._fail("the store fell behind the call")
@@ -138,7 +143,8 @@ class StoredCall:
     def event(self, text: str) -> None:
         """A relayed event (not audio)."""
         if self._on:
-            self._pending.append((_EVENT, text))
+            self._pending.append(text)
+            self._kinds.append(_EVENT)
 
     def end(self, ended: bool) -> None:
         """The relay let go of the call: `ended` (its meta says so), or it goes on elsewhere (a
@@ -173,6 +179,7 @@ class StoredCall:
         finally:
             self._on = False
             self._pending.clear()
+            self._kinds.clear()
             self._recorder.closed(self, "failed" if self._failed else "complete", self._written)
 
     async def _meta(self) -> layout.Meta:
@@ -190,9 +197,10 @@ class StoredCall:
     async def _flush(self) -> None:
         """Mix what the relay kept since the last flush and write it: the recording's chunk, the
         events', and the resume record's growth."""
-        pending, self._pending, self._pending_bytes = self._pending, [], 0
+        pending, kinds = self._pending, self._kinds
+        self._pending, self._kinds, self._pending_bytes = [], bytearray(), 0
         mixer = self._mixer
-        for kind, data in pending:
+        for kind, data in zip(kinds, pending, strict=True):
             if kind == _DOWN:
                 mixer.agent(data if isinstance(data, str) else data.decode())
             elif kind == _UP:
@@ -227,6 +235,7 @@ class StoredCall:
         self._failed = True
         self._on = False
         self._pending.clear()
+        self._kinds.clear()
         self._pending_bytes = 0
         self._wake.set()
         logger.warning("stored call no longer stored", extra={

@@ -21,6 +21,7 @@ import binascii
 
 import numpy as np
 import orjson
+import pybase64
 
 from liveplex.gptlive import events, formats
 from liveplex.live import frames
@@ -83,7 +84,7 @@ class Mixer:
             audio = message.get("audio")
         if isinstance(audio, str):
             try:
-                raw = binascii.a2b_base64(audio, strict_mode=True)  # base64's validate=True runs a regex
+                raw = pybase64.b64decode(audio, validate=True)
             except (binascii.Error, ValueError):
                 return
             if len(raw) % self._caller_in.codec.sample_bytes:
@@ -99,7 +100,7 @@ class Mixer:
         """An audio delta (`events.AUDIO_DELTA_PREFIX`): one frame of the recording."""
         end = message.find('"', len(_PREFIX))
         try:
-            raw = binascii.a2b_base64(message[len(_PREFIX):end], strict_mode=True) if end > 0 else b""
+            raw = pybase64.b64decode(message[len(_PREFIX):end], validate=True) if end > 0 else b""
         except (binascii.Error, ValueError):
             raw = b""
         self._agent += self._agent_in.convert(raw, False)

@@ -41,6 +41,9 @@ MATRIX: dict[str, dict[str, Any]] = {
                         "helmTest": {"only": "1-12"}},
     "sample autoscaled": {"sample": {"enabled": True, "autoscaling": {"enabled": True, "provider": "keda"}}},
     "open": {"crds": {"install": False}, "networkPolicy": {"enabled": False}},
+    "stored in a bucket": {"gateway": {"store": {"s3": {
+        "bucket": "liveplex-calls", "endpoint": "http://minio.storage:9000", "region": "eu-west-1",
+        "prefix": "calls", "credentialsSecret": "calls-bucket"}, "retentionDays": 90, "flushSeconds": 1}}},
     "turn": {"turn": {"enabled": True, "externalIp": "203.0.113.7", "serviceAnnotations": {"a": "b"},
                       "tls": {"enabled": True, "existingSecret": "turn-tls", "host": "turn.example.com"}}},
     "public tls": {"gateway": {"tls": {"existingSecret": "gateway-tls"},
@@ -259,6 +262,29 @@ def test_the_gateway_serves_tls_from_a_secret_behind_an_ingress_and_a_route_that
         render.render({"gateway": {"httpRoute": {"enabled": True}}})
 
 
+def test_stored_calls_reach_the_gateways_as_a_shared_claim_or_a_bucket_with_credentials_from_a_secret() -> None:
+    """docs/storage.md: a ReadWriteMany claim mounted by every replica (the directory store), or a
+    bucket whose credentials come from a Secret as environment, never an argument; none: no store
+    flag, and the gateways refuse `store: true`."""
+    def gateway(values: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        pod = one(render.render(values), "Deployment", f"{FULL}-gateway")["spec"]["template"]["spec"]
+        args = gateway_cli.build_parser().parse_args(_args(pod["containers"][0])[1:])
+        return pod, args
+
+    pod, args = gateway({"gateway": {"store": {"claimName": "stored-calls", "retentionDays": 7}}})
+    assert (str(args.store_dir), args.store_retention_days, args.store_flush_s) == ("/var/lib/liveplex/stored", 7, 2)
+    [mount] = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "stored"]
+    assert mount["mountPath"] == "/var/lib/liveplex/stored" and not mount.get("readOnly")
+    assert {"name": "stored", "persistentVolumeClaim": {"claimName": "stored-calls"}} in pod["volumes"]
+    pod, args = gateway(MATRIX["stored in a bucket"])
+    assert (args.store_dir, args.store_s3_bucket, args.store_s3_endpoint, args.store_s3_region,
+            args.store_s3_prefix, args.store_retention_days, args.store_flush_s) == (
+        None, "liveplex-calls", "http://minio.storage:9000", "eu-west-1", "calls", 90, 1.0)
+    assert pod["containers"][0]["envFrom"] == [{"secretRef": {"name": "calls-bucket"}}]
+    _, args = gateway({})
+    assert (args.store_dir, args.store_s3_bucket) == (None, None)
+
+
 SECRET_ENV = ("LIVEPLEX_REDIS_URL", "LIVEPLEX_POD_KEY", "LIVEPLEX_API_KEYS")
 
 
@@ -348,6 +374,9 @@ BAD: dict[str, tuple[dict[str, Any], str]] = {
     "string for a bool": ({"crds": {"install": "yes"}}, "/crds/install"),
     "sample name": ({"sample": {"enabled": True, "name": "Sim"}}, "/sample/name"),
     "runtime class": ({"engine": {"runtimeClassName": "NVIDIA"}}, "/engine/runtimeClassName"),
+    "two stores": ({"gateway": {"store": {"claimName": "calls", "s3": {"bucket": "calls"}}}}, "/gateway/store"),
+    "store endpoint": ({"gateway": {"store": {"s3": {"bucket": "calls", "endpoint": "minio:9000"}}}},
+                       "/gateway/store/s3/endpoint"),
 }
 
 

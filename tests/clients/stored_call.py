@@ -36,7 +36,8 @@ async def main() -> int:
     p.add_argument("seconds", type=float)
     args = p.parse_args()
     client = AsyncOpenAI(base_url=args.base_url, api_key="local-key", max_retries=0)
-    out: dict[str, object] = {"deltas": 0}
+    out: dict[str, object] = {}
+    deltas = 0
     async with client.live.connect() as conn:
         await conn.session.start(session={"model": "gpt-live-1", "store": True})
         started = await conn.recv()
@@ -50,10 +51,11 @@ async def main() -> int:
         async for event in conn:
             STRICT.validate_python(event.model_dump(mode="json", exclude_unset=True))
             if event.type == "session.output_audio.delta":
-                out["deltas"] = int(out["deltas"]) + 1  # type: ignore[call-overload]
+                deltas += 1
             elif event.type == "session.closed":
                 out["reason"] = event.reason
                 break
+    out["deltas"] = deltas
     await asyncio.sleep(0.5)  # the call's last chunk is written as it ends
     recording = await client.live.sessions.download_recording(session_id)
     with wave.open(io.BytesIO(recording.content)) as wav:
