@@ -44,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--schedule", choices=engine_settings.SCHEDULES,
                         default=engine_settings.DEFAULT_SCHEDULE,
                         help="which user codes enter the fed column (default: %(default)s)")
+    parser.add_argument("--host-budget-gib", type=float, default=512,
+                        help="with --count: pinned host memory for paused sessions (default: %(default)s)")
     parser.add_argument("--out", type=pathlib.Path, help="write the report as JSON (default: none)")
     return parser
 

@@ -29,7 +29,10 @@ import torch
 from liveplex.bench import counts
 from liveplex.engine_pod import memory, program, settings, staging
 from liveplex.engine_pod import model as model_mod
+from liveplex.flags import default_of
+from liveplex.live import frames
 from liveplex.personaplex import checkpoint, config, depformer, mimi, prefill, prompt, ring, sampling, temporal
+from liveplex.pod import pause, wake
 
 VOICE_FRAMES = 50
 ROLE_TOKENS = 26
@@ -64,6 +67,36 @@ class NewcomerCounts(TypedDict):
     kv_bytes: int
     kv_measured: bool
     valid_kv_bytes: int
+
+
+class ParkCounts(TypedDict):
+    """What the idle pause's park and wake move per session, and what a GPU then admits (issue 43),
+    for one GPU and ring dtype (a row of `bench engine --count`'s pause table)."""
+
+    gpu: str
+    ring: str
+    park_bytes: int
+    """One slot's state rows, every pool (KV ring, Mimi, token state): what a park copies to the
+    host and a wake copies back."""
+    copy_ms: float
+    """`park_bytes` over the host link, one way."""
+    wakes_per_tick: int
+    """Whole wakes the link copies in one 80 ms tick."""
+    slots: int
+    """Sessions the device admits without the pause (`memory.max_sessions`)."""
+    paused: int
+    """Paused sessions the host budget holds."""
+    held: int
+    """Sessions the pod admits with the pause, each paused once admitted (`most_held`)."""
+    active: int
+    """Of `held`, the most in the batch at once once `wake_reserve` paused ones hold their slots."""
+
+
+FREE_AFTER_LOAD_GIB = {"H100 80GB": 63.7, "H200": 123.7}
+"""Device memory free once the 7B's weights, Mimi and voices are resident (docs/engine_pod.md,
+"Memory per session": visible 79.1 and 139 GiB less ≈15.4 GiB)."""
+PCIE5_BYTES_S = 50e9
+"""A pinned host copy over PCIe 5 x16, each way: 64 GB/s raw per direction, ≈50 GB/s sustained."""
 
 
 class EngineSyncs(TypedDict):
@@ -162,6 +195,47 @@ def kv_bytes_per_session(cfg: config.LMConfig) -> dict[str, int]:
             for name, dtype in model_mod.KV_DTYPES.items()}
 
 
+def park_bytes(model: Model, kv_dtype: torch.dtype) -> int:
+    """One slot's state at `model`'s shapes with a `kv_dtype` ring (`program.Pools`, one slot, its
+    caller-frame input left out: a park copies state, not the next tick's input)."""
+    pools = program.Pools(model.lm, model.codec, 1, kv_dtype)
+    return pools.slot_bytes - pools.pcm_in[0].numel() * pools.pcm_in.element_size()
+
+
+def parks(model: Model, host_budget: int, link_bytes_s: float = PCIE5_BYTES_S,
+          reserve_gib: float = default_of(settings.EngineSettings, "memory_reserve_gib"),
+          wake_reserve: int = default_of(pause.PauseSettings, "wake_reserve")) -> list[ParkCounts]:
+    """Per GPU and ring dtype of the 7B: the bytes a park and a wake copy, the copy's time over the
+    host link, and the sessions the device admits without the pause and with `host_budget` bytes
+    of pinned host memory for paused ones (the pod's admission, `wake.free_slots`)."""
+    rows = []
+    for gpu, free_gib in FREE_AFTER_LOAD_GIB.items():
+        for name, dtype in model_mod.KV_DTYPES.items():
+            if dtype.itemsize > 2:
+                continue
+            per = park_bytes(model, dtype)
+            slots = memory.max_sessions(0, int(free_gib * memory.GIB), int(reserve_gib * memory.GIB), per)
+            paused = host_budget // per
+            held = most_held(slots, paused, wake_reserve)
+            copy_s = per / link_bytes_s
+            rows.append(ParkCounts(gpu=gpu, ring=name, park_bytes=per, copy_ms=round(copy_s * 1e3, 2),
+                                   wakes_per_tick=int(frames.PERIOD_NS / 1e9 / copy_s), slots=slots, paused=paused,
+                                   held=held, active=slots - wake_reserve))
+    return rows
+
+
+def most_held(slots: int, max_paused: int, wake_reserve: int) -> int:
+    """The most sessions a pod admits (`wake.free_slots`) when each pauses once admitted, while the
+    host budget holds it: admit while it admits, pause what may pause, until neither changes."""
+    active = paused = 0
+    while True:
+        admitted = wake.free_slots(slots, active, paused, wake_reserve, max_paused)
+        pausing = min(active + admitted, max_paused - paused)
+        if admitted == pausing == 0:
+            return active + paused
+        active, paused = active + admitted - pausing, paused + pausing
+
+
 def weight_bytes(model: Model) -> int:
     """The weights one step reads (temporal, depformer, Mimi): what each extra tick group reads again."""
     return sum(t.numel() * t.element_size() for m in (model.lm.temporal, model.lm.depformer, model.codec)
@@ -192,7 +266,7 @@ def engine_syncs(ticks: int = 4) -> EngineSyncs:
     the same for both backends): two sessions running, then a third admitted and prefilled."""
     from liveplex.engine_pod import engine
     from liveplex.engine_pod import model as model_mod
-    from liveplex.live import by_hand, channel, contract, frames
+    from liveplex.live import by_hand, channel, contract
     from liveplex.personaplex import tiny_checkpoint
 
     with tempfile.TemporaryDirectory() as tmp:

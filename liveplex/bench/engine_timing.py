@@ -122,10 +122,19 @@ def count(args: argparse.Namespace) -> dict[str, object]:
     for g in groups:
         print(f"{g['batch']:>6} {g['groups']:>7} {g['ops_per_period']:>11} "
               f"{g['weight_bytes_per_period'] / 2 ** 30:>19.2f} {g['kv_bytes_per_period'] / 2 ** 30:>14.2f}")
+    parks = engine_counts.parks(model, int(args.host_budget_gib * 2 ** 30))
+    print(f"idle pause (per session, PCIe 5 at {engine_counts.PCIE5_BYTES_S / 1e9:.0f} GB/s each way; "
+          f"{args.host_budget_gib:g} GiB host budget):")
+    print(f"{'gpu':>10} {'ring':>5} {'park/wake GiB':>14} {'copy ms':>8} {'wakes/tick':>11} {'today':>6} "
+          f"{'paused':>7} {'held':>5} {'active':>7}")
+    for p in parks:
+        print(f"{p['gpu']:>10} {p['ring']:>5} {p['park_bytes'] / 2 ** 30:>14.3f} {p['copy_ms']:>8.1f} "
+              f"{p['wakes_per_tick']:>11} {p['slots']:>6} {p['paused']:>7} {p['held']:>5} {p['active']:>7}")
     return {"config": args.config, "device": args.device, "dtype": str(dtype), "kv_dtype": args.kv_dtype,
             "kv_bytes_per_session": per_session, "attention": backend.value,
             "torch": torch.__version__, "date": datetime.date.today().isoformat(), "levels": levels,
-            "newcomer": newcomer, "engine": host, "weight_bytes": weights, "tick_groups": groups}
+            "newcomer": newcomer, "engine": host, "weight_bytes": weights, "tick_groups": groups,
+            "parks": parks}
 
 
 def run(args: argparse.Namespace) -> int:

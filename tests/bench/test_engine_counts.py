@@ -75,6 +75,31 @@ def test_an_8_bit_ring_holds_a_session_in_half_the_bytes_at_the_real_shapes():
     assert per_session["bf16"] == 1_572_864_000 == 2 * per_session["fp8"]
 
 
+def test_a_park_moves_every_pool_row_of_one_slot_and_the_pause_multiplies_what_a_gpu_holds(real, small):
+    """Issue 43: a park copies one slot's rows of every state pool (counted against the rows of a
+    two-slot pool); at the 7B shapes that is the KV ring plus Mimi's ~20 MB, a wake's copy fits
+    an 80 ms tick at PCIe 5 rates, and a 512 GiB host holds many times the device's sessions."""
+    from liveplex.engine_pod import program
+    pools = program.Pools(small.lm, small.codec, 2)
+    row = sum(t[0].nbytes for s in (pools.kv, pools.codec, pools.tokens) for t in s.tensors())
+    assert engine_counts.park_bytes(small, torch.float32) == row
+    rows = engine_counts.parks(real, 512 << 30)
+    by = {(r["gpu"], r["ring"]): r for r in rows}
+    assert [by[g, "bf16"]["slots"] for g in engine_counts.FREE_AFTER_LOAD_GIB] == [37, 78]  # docs/engine_pod.md
+    assert [by[g, "fp8"]["slots"] for g in engine_counts.FREE_AFTER_LOAD_GIB] == [74, 154]
+    for r in rows:
+        kv = engine_counts.kv_bytes_per_session(real.cfg)[r["ring"]]
+        assert 0 < r["park_bytes"] - kv < 25e6
+        assert r["copy_ms"] < 80 and r["wakes_per_tick"] >= 1
+        assert r["held"] == max(r["slots"], r["paused"]) == r["paused"] > 4 * r["slots"]
+
+
+def test_the_most_sessions_held_is_the_host_budget_or_the_device_whichever_is_more():
+    assert engine_counts.most_held(37, 345, 2) == 345
+    assert engine_counts.most_held(37, 10, 2) == 37
+    assert engine_counts.most_held(4, 0, 2) == 4
+
+
 @pytest.fixture(scope="module")
 def real_newcomer(real):
     return engine_counts.newcomer(real, ring.Backend.FLASH)
