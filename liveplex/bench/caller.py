@@ -137,6 +137,8 @@ class CallResult:
     """With a talk profile, per wake: speech onset sent to `session.resumed` heard (`talk.Wakes`)."""
     pre_roll_ms: array.array = dataclasses.field(default_factory=lambda: array.array("d"))
     """With a talk profile, per wake: audio from before the resume that the model heard."""
+    onset_echo_ms: array.array = dataclasses.field(default_factory=lambda: array.array("d"))
+    """With a talk profile, per wake: the speech onset frame sent to its echo heard (`talk.Wakes`)."""
 
     def since_start_us(self, at_ns: int) -> int | None:
         """µs from `session.start` to `at_ns` (None: it never happened)."""
@@ -163,6 +165,7 @@ class CallResult:
             "resumes": self.resumes,
             "wake_ms": list(self.wake_ms),
             "pre_roll_ms": list(self.pre_roll_ms),
+            "onset_echo_ms": list(self.onset_echo_ms),
         }
 
 
@@ -218,7 +221,7 @@ async def call(settings: CallSettings, sound: bytes, start_at_ns: int, tally: Ta
         result.echo_rtt_us, result.arrivals_ns = trips.rtt_us, trips.arrivals_ns
         result.echo_skipped, result.echo_repeated, result.echo_silent = trips.skipped, trips.repeated, trips.silent
     if wakes is not None:
-        result.wake_ms, result.pre_roll_ms = wakes.wake_ms, wakes.pre_roll_ms
+        result.wake_ms, result.pre_roll_ms, result.onset_echo_ms = wakes.wake_ms, wakes.pre_roll_ms, wakes.onset_echo_ms
     if result.error is None:
         if result.close_reason is None:
             result.error = "socket ended without session.closed"
@@ -291,7 +294,7 @@ async def _read(
                 if trips is not None:
                     trips.heard(message[prefix_len:prefix_len + roundtrip.STAMP_B64_CHARS], arrival_ns)
                 if wakes is not None:
-                    wakes.heard(message[prefix_len:prefix_len + talk.STAMP_B64_CHARS])
+                    wakes.heard(message[prefix_len:prefix_len + talk.STAMP_B64_CHARS], arrival_ns)
                 tally.frames += 1
                 continue
             event = orjson.loads(message)
@@ -303,7 +306,7 @@ async def _read(
                 if trips is not None:
                     trips.heard(event["delta"], arrival_ns)
                 if wakes is not None:
-                    wakes.heard(event["delta"])
+                    wakes.heard(event["delta"], arrival_ns)
                 tally.frames += 1
             elif kind == "session.output_transcript.delta":
                 timeline.text(int(event["start_ms"]), str(event["delta"]))

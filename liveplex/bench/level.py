@@ -76,6 +76,9 @@ class Level:
     """Per wake, pooled: the caller's speech onset sent to `session.resumed` heard (a talk profile)."""
     pre_roll_ms: percentiles.Summary
     """Per wake, pooled: audio from before the resume that the model heard (a talk profile)."""
+    onset_echo_ms: percentiles.Summary
+    """Per wake, pooled: the speech onset frame sent to its echo heard; less the echo delay, when
+    the model heard the onset (a talk profile, an echoing server)."""
     underrun_sessions: int
     frames: int
     audio_s: float
@@ -171,6 +174,7 @@ def judge(
         pauses=sum(r.pauses for r in results),
         wake_ms=percentiles.summarize(_pooled_ms(r.wake_ms for r in results)),
         pre_roll_ms=percentiles.summarize(_pooled_ms(r.pre_roll_ms for r in results)),
+        onset_echo_ms=percentiles.summarize(_pooled_ms(r.onset_echo_ms for r in results)),
         underrun_sessions=underrun_sessions,
         frames=sum(r.frames for r in results),
         audio_s=round(sum(r.audio_s for r in results), 3),

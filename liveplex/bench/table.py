@@ -20,7 +20,7 @@ def render_level(level: level_mod.Level) -> str:
         rows += [("echo rtt ms", level.echo_rtt_ms), ("caller dry ms", level.echo_underrun_ms),
                  ("caller lost", level.echo_lost)]
     if level.wake_ms.count or level.pre_roll_ms.count:
-        rows += [("wake ms", level.wake_ms), ("pre-roll ms", level.pre_roll_ms)]
+        rows += [("wake ms", level.wake_ms), ("onset echo ms", level.onset_echo_ms), ("pre-roll ms", level.pre_roll_ms)]
     for name, summary in rows:
         lines.append(f"  {name:<14}{_row(summary)}")
     if level.echo_floor_ms is not None:

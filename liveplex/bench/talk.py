@@ -115,8 +115,8 @@ class Wakes:
     `session.resumed` arrived is pre-roll that reached the model.
     """
 
-    __slots__ = ("_counting", "_cycle", "_last", "_onset", "_resumed_ns", "_seeking", "pre_roll_ms", "sent_ns",
-                 "wake_ms")
+    __slots__ = ("_counting", "_cycle", "_last", "_onset", "_onset_k", "_resumed_ns", "_seeking", "onset_echo_ms",
+                 "pre_roll_ms", "sent_ns", "wake_ms")
 
     def __init__(self, talk: Talk, onset: int) -> None:
         self._cycle = talk.cycle_frames
@@ -127,6 +127,10 @@ class Wakes:
         """Per `session.resumed`: its arrival minus the send of its cycle's speech onset frame."""
         self.pre_roll_ms = array.array("d")
         """Per wake: audio sent before `session.resumed` arrived that the model heard, ms."""
+        self.onset_echo_ms = array.array("d")
+        """Per wake whose onset frame the model heard: that frame's send to its echo's arrival. Less
+        the sim's echo delay (`echo_frames`, 480 ms) it is when the model heard the speech onset."""
+        self._onset_k = -1
         self._last = -1
         self._resumed_ns = 0
         self._seeking = False
@@ -145,10 +149,11 @@ class Wakes:
         onset = (sent - 1 - self._onset) // self._cycle * self._cycle + self._onset if sent > self._onset else -1
         if onset >= 0:
             self.wake_ms.append((at_ns - self.sent_ns[onset]) / 1e6)
+        self._onset_k = onset
         self._resumed_ns, self._seeking = at_ns, True
 
-    def heard(self, head: str) -> None:
-        """An output delta whose base64 text begins with `head`."""
+    def heard(self, head: str, arrival_ns: int) -> None:
+        """An output delta whose base64 text begins with `head` arrived at `arrival_ns`."""
         j = index(head)
         sent = len(self.sent_ns)
         if j is None or sent == 0:
@@ -156,6 +161,9 @@ class Wakes:
         k = (sent - 1 - j) // self._cycle * self._cycle + j  # the latest frame sent with that index
         if k < 0:
             return
+        if k == self._onset_k:
+            self.onset_echo_ms.append((arrival_ns - self.sent_ns[k]) / 1e6)
+            self._onset_k = -1
         if self._seeking and k > self._last + 1:
             self._seeking, self._counting = False, 0
         if self._counting is not None and k > self._last:

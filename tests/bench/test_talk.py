@@ -67,7 +67,7 @@ def test_a_wake_is_timed_from_the_onset_and_its_pre_roll_counted_from_the_jump()
         wakes.sent((k + 1) * frames.FRAME_BYTES, k * 80 * MS)
 
     def hear(k: int) -> None:
-        wakes.heard(_head(_frame(cycle, k % n)))
+        wakes.heard(_head(_frame(cycle, k % n)), (k + 6) * 80 * MS + 2 * MS)  # the sim's 6-frame echo, 2 ms back
 
     for k in range(26):  # active: each frame echoed 6 frames later
         send(k)
@@ -82,6 +82,7 @@ def test_a_wake_is_timed_from_the_onset_and_its_pre_roll_counted_from_the_jump()
     hear(n + 2)  # sent after the resume: live, not pre-roll
     assert list(wakes.wake_ms) == [85.0]
     assert list(wakes.pre_roll_ms) == [240.0]
+    assert list(wakes.onset_echo_ms) == [482.0]  # the onset frame n, in the pre-roll, heard
 
 
 def test_a_pause_is_neither_lateness_nor_a_stall() -> None:
@@ -115,6 +116,7 @@ def test_quiet_callers_pause_and_wake_on_a_pausing_pod(tmp_path: Path) -> None:
     assert level["pre_roll_ms"]["count"] == level["server"]["wakes"]
     assert all(ms >= 200 for r in records for ms in r["pre_roll_ms"])
     assert 0 < level["wake_ms"]["max"] < 500
+    assert level["onset_echo_ms"]["count"] == level["pre_roll_ms"]["count"]  # every onset reached the model
 
 
 @pytest.mark.parametrize("flags", [("--format", "audio/pcmu"), ("--rate", "16000"), ("--echo-rtt",)])
