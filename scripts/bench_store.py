@@ -3,11 +3,13 @@ against unstored ones, side by side (issue 45; docs/storage.md, "What it costs")
 
 One Redis, one sim pod, and two gateways in front of it that differ only in what their calls ask
 for: each round runs `--calls` real-time calls for `--seconds` through gateway U with
-`store: false` and through gateway S (`--store-dir`, a temporary directory) with `store: true`, in
-alternating order, and reads each gateway's process CPU (user + system, its writer threads
-included) and the audio deltas it relayed (`liveplex_gateway_relay_frames_total{direction="down"}`):
-CPU per frame pair = CPU seconds / deltas, as `scripts/bench-gateway` reports it. A shared 2-core
-machine drifts more than the difference, so the figure is the median of the rounds' ratios.
+`store: false` and, at the same time, as many through gateway S (`--store-dir`, a temporary
+directory) with `store: true`, and reads each gateway's process CPU (user + system, its writer
+threads included) and the audio deltas it relayed
+(`liveplex_gateway_relay_frames_total{direction="down"}`): CPU per frame pair = CPU seconds /
+deltas, as `scripts/bench-gateway` reports it. Side by side in time, not in turn: a shared 2-core
+machine's load drifts more than the difference between runs a minute apart, and both gateways then
+run under the same load. The figure is the median of the rounds' ratios.
 
     .venv/bin/python scripts/bench_store.py --rounds 5 --calls 20 --seconds 10
 
@@ -89,6 +91,11 @@ async def _run(port: int, store: bool, calls: int, seconds: float) -> None:
             await asyncio.sleep(0.02)
 
 
+async def _together(targets: list[tuple[int, bool]], calls: int, seconds: float) -> None:
+    """`calls` calls through each (port, store) target at once."""
+    await asyncio.gather(*(_run(port, store, calls, seconds) for port, store in targets))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -120,13 +127,13 @@ def main() -> int:
                 gateways[name] = (port, admin, proc.pid)
             ratios, per = [], {name: [] for name in gateways}
             for round_ in range(args.rounds):
-                order = list(gateways) if round_ % 2 == 0 else list(reversed(gateways))
+                before = {name: (_cpu_s(pid), _deltas(admin)) for name, (_, admin, pid) in gateways.items()}
+                asyncio.run(_together([(port, name == "stored") for name, (port, _, _) in gateways.items()],
+                                      args.calls, args.seconds))
+                time.sleep(1.0)  # the stored calls' last writes
                 got: dict[str, float] = {}
-                for name in order:
-                    port, admin, pid = gateways[name]
-                    cpu, deltas = _cpu_s(pid), _deltas(admin)
-                    asyncio.run(_run(port, name == "stored", args.calls, args.seconds))
-                    time.sleep(args.seconds / 4 if name == "stored" else 0.5)  # its last writes
+                for name, (_, admin, pid) in gateways.items():
+                    cpu, deltas = before[name]
                     pairs = _deltas(admin) - deltas
                     got[name] = (_cpu_s(pid) - cpu) / pairs * 1e6
                     per[name].append(got[name])
