@@ -77,8 +77,8 @@ def build_parser(environ: Mapping[str, str] = os.environ) -> argparse.ArgumentPa
                              "`liveplex up --kube` writing --kubeconfig is ready, print that path and exit "
                              "(`export KUBECONFIG=$(liveplex up --kube --wait)`) (default: off)")
     parser.add_argument("--store-dir", type=Path, default=state / "stored",
-                        help="where the gateway keeps stored calls (store: true, docs/storage.md; default: %(default)s, "
-                             "from $XDG_STATE_HOME)")
+                        help="where the gateway keeps stored calls (store: true, docs/storage.md; default: "
+                             "%(default)s, from $XDG_STATE_HOME)")
     parser.add_argument("--runtime", choices=("process", "podman"), default="process",
                         help="with --kube: run pods as local processes or as podman containers from local images "
                              "(default: %(default)s)")

@@ -19,7 +19,7 @@ import openai
 import pytest
 
 from liveplex.live import frames
-from tests.support import clients, pods, platform, webrtc
+from tests.support import clients, platform, pods, webrtc
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
