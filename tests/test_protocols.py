@@ -35,6 +35,9 @@ from liveplex.pod import backend as pod_backend
 from liveplex.pod import heartbeat, parking, pause, vad
 from liveplex.pod import pod as pod_shell
 from liveplex.sim_pod.engine import SimEngine
+from liveplex.storage.directory import DirectoryStore
+from liveplex.storage.s3 import S3Store
+from liveplex.storage.store import ObjectStore
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "liveplex"
 
@@ -68,6 +71,8 @@ _silero_detector: type[vad.Detector] = vad.SileroStream
 _call_holders: type[forward.Holders] = CallHolders
 _prompt_receive: type[receive.ReceiveBuffer] = receive.Prompt
 _aiortc_receive: type[receive.ReceiveBuffer] = JitterBuffer  # the bench caller's (bench/receive.py)
+_directory_store: type[ObjectStore] = DirectoryStore
+_s3_store: type[ObjectStore] = S3Store
 _draw: typing.Callable[..., step.Draw] = step.sampled_draws  # a function that makes one
 
 
