@@ -141,6 +141,10 @@ class EngineLeg:
                 start = i + 1
         return outputs[start:] if start else outputs
 
+    def handed_over(self) -> None:
+        """The session left this pod out of the engine (a paused one moved): its socket closes."""
+        self._handed_over([])
+
     def _handed_over(self, outputs: list[contract.Output]) -> None:
         """The session left the engine: its last frames, then the socket closes with the hop's
         `HANDED_OVER_CLOSE` and no `session.closed` (the gateway continues it elsewhere)."""
@@ -194,8 +198,9 @@ class EngineLeg:
             self._opened.audio.close()
 
     def ask_to_move(self) -> None:
-        """The pod drains: ask the gateway relaying this session to move it (`hop.MOVE_REQUESTED`)."""
-        if self._opened is not None:
+        """Ask the gateway relaying this session to move it (`hop.MOVE_REQUESTED`): the pod drains,
+        or its wake found the pod full. A paused session moves as its blob (`Pausing.move_out`)."""
+        if self._opened is not None or (self.pausing is not None and self.pausing.movable()):
             self._peer.send_verbatim(hop.MOVE_REQUEST, False)
 
     def release(self) -> None:
@@ -298,6 +303,8 @@ class EngineBackend:
         resends the session's next pod those it sent after them."""
         leg, handle = self._legs.get(session_id), self.handle
         engine_id = None if leg is None else leg.engine_id
+        if leg is not None and engine_id is None and leg.pausing is not None and leg.pausing.movable():
+            return await self._export_paused(leg, after)
         if leg is None or engine_id is None:
             return handover.NOT_FOUND
         if handle is None:
@@ -306,6 +313,18 @@ class EngineBackend:
         read = leg.freeze()
         data = await handover.wait(handle.export(engine_id))
         return handover.NOT_RUNNING if data is None else handover.Exported(data, read)
+
+    async def _export_paused(self, leg: EngineLeg, after: int) -> handover.Exported | replies.Reply:
+        """A paused session's export: its blob is held here, marked with its pause; its socket
+        then closes as a running one's does after its last frame (`hop.HANDED_OVER_CLOSE`)."""
+        await leg.caught_up(after)
+        pausing = leg.pausing
+        if pausing is None or not pausing.movable():  # woken or ended meanwhile
+            return handover.NOT_RUNNING
+        read = leg.freeze()
+        data = pausing.move_out()
+        asyncio.get_running_loop().call_soon(leg.handed_over)
+        return handover.Exported(data, read)
 
     def _may_pause(self) -> bool:
         return self.pause_stats.paused < self._pause.max_paused
@@ -415,6 +434,9 @@ class EngineBackend:
                 why = "is unknown or expired" if held is None else f"holds voice {held.header.voice}"
                 peer.refuse(errors.server_error(f"the import {errors.echo(key)} {why}"))
                 return None
+            moved = pause.unmark(held.data) if self._pause.on or self.served.pauses else None
+            if moved is not None:
+                return self._arrived(start, peer, handle, checkpoints, session_id, held, moved)
             result = handle.resume(start.session, held.data, checkpoints)
         if result is channel.Rejected.FULL:
             peer.refuse(errors.server_busy(self.served.info.max_sessions))
@@ -440,13 +462,33 @@ class EngineBackend:
         asyncio.get_running_loop().call_soon(leg.deliver, started)
         return leg
 
+    def _arrived(self, start: connection.Start, peer: backend.Peer, handle: channel.LiveHandle,
+                 checkpoints: bool, session_id: str | None, held: handover.Held, moved: pause.Moved) -> EngineLeg:
+        """A paused session moved here (`pause.Moved`): started where it ran (its `Started` is the
+        pod's, the gateway swallows it), held paused, woken at once if its caller spoke."""
+        leg = EngineLeg(None, peer, checkpoints)
+        self._pausing(leg, handle, start, checkpoints, wait_first=False, always=True)
+        if session_id is not None:
+            self._legs[session_id] = leg
+        pausing = leg.pausing
+        assert pausing is not None
+
+        def arrive() -> None:
+            leg.deliver([contract.Started(held.header.frames)])
+            pausing.arrive(moved)
+        asyncio.get_running_loop().call_soon(arrive)
+        return leg
+
     def _pausing(self, leg: EngineLeg, handle: channel.LiveHandle, start: connection.Start,
-                 checkpoints: bool, wait_first: bool) -> None:
-        """The session's idle pause: its call's wake policy, else the pod's for its sockets."""
+                 checkpoints: bool, wait_first: bool, always: bool = False) -> None:
+        """The session's idle pause: its call's wake policy, else the pod's for its sockets
+        (`always`: a paused session that moved here, on a pod that can pause, without either)."""
         if start.wake is not None:
             policy = wake.Policy(start.wake.vad_threshold, start.wake.idle_timeout_s, wait_first)
         elif self._pause.on:
             policy = self._pause.policy()
+        elif always:
+            policy = wake.Policy(self._pause.vad_threshold)
         else:
             return
         if self._detector is None:

@@ -12,6 +12,11 @@ ends at its wall-clock end (a timer, and the resumed line's `max_frames` shrunk 
 
 A call with a wake policy starts out of the engine (the machine's waiting state, an empty blob:
 it never ran), billed as paused, and its first wake is the engine's start.
+
+A paused session moves like a running one (a gateway relays it): its blob is what a move carries,
+marked with the pause (`mark`: its time out and its ring), so that a draining pod hands it over
+and the next pod holds it paused (`Pausing.arrive`), and a wake that finds the pod full asks the
+gateway to move it to a pod with a free slot, where it wakes at once (`MOVE_WAIT_S`).
 """
 
 from __future__ import annotations
@@ -20,10 +25,14 @@ import asyncio
 import concurrent.futures
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+
+from liveplex.continuity import blob as blobs
 from liveplex.gptlive.server import hop
 from liveplex.live import channel, contract, frames
 from liveplex.live.buckets import Buckets
@@ -73,6 +82,59 @@ class PauseStats:
                              self.parked_bytes, Buckets(self.wake.bounds, list(self.wake.counts), self.wake.total))
 
 
+MOVE_WAIT_S = 2.0
+"""How long a wake that found the pod full waits for its gateway to move it (`ask_to_move`); past
+it no pod had room (the move `Stayed`), and the wake counts as refused."""
+MARK = "pod.paused"
+"""A moved paused session's blob: the header state key of its pause (`mark`)."""
+RING = "pod.ring"
+"""...and the array of its ring, [frames, samples] int16."""
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """A paused session's blob as a move carries it (`mark`, `unmark`)."""
+
+    blob: bytes
+    """The engine's blob (the mark beside it: engines read their own keys only)."""
+    out_frames: int
+    """Frames of its current pause so far."""
+    before_frames: int
+    """Frames of its earlier pauses (its usage and its wall-clock end count them)."""
+    waking: bool
+    """Its caller spoke and no slot was free: it wakes where it lands, `ring` its pre-roll."""
+    ring: tuple[bytes, ...]
+
+
+def mark(moved: Moved) -> bytes:
+    """`moved.blob` with its pause beside the engine's keys."""
+    got = blobs.decode(moved.blob)
+    assert isinstance(got, blobs.Handover), "an engine's own blob decodes"
+    state = {**got.header.state, MARK: {"out": moved.out_frames, "before": moved.before_frames,
+                                        "waking": moved.waking}}
+    ring = np.frombuffer(b"".join(moved.ring), "<i2").reshape(len(moved.ring), frames.FRAME_SAMPLES)
+    header = blobs.Header(got.header.kind, got.header.model, got.header.context, got.header.voice,
+                          got.header.frames, got.header.engine, state)
+    return blobs.encode(header, {**got.arrays, RING: ring})
+
+
+def unmark(data: bytes) -> Moved | None:
+    """The pause a moved blob carries; None: a running session's blob (or not one `mark` made)."""
+    got = blobs.decode(data)
+    if isinstance(got, blobs.HandoverError):
+        return None
+    paused = got.header.state.get(MARK)
+    ring = got.arrays.get(RING)
+    if not isinstance(paused, dict) or ring is None or ring.dtype != np.dtype("<i2") or ring.ndim != 2 \
+            or ring.shape[1] != frames.FRAME_SAMPLES or ring.shape[0] > wake.PRE_ROLL_FRAMES:
+        return None
+    out, before, waking = paused.get("out"), paused.get("before"), paused.get("waking")
+    if not (isinstance(out, int) and isinstance(before, int) and out >= 0 and before >= 0
+            and isinstance(waking, bool)):
+        return None
+    return Moved(data, out, before, waking, tuple(row.tobytes() for row in ring))
+
+
 WAKE_BUCKETS_S: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0)
 """Wake latency bounds around the issue's targets (p50 <= 100 ms, p99 <= 200 ms)."""
 
@@ -118,6 +180,9 @@ class Leg(Protocol):
         """The session is out of the engine a while longer: a relaying gateway hears the pod lives
         (`hop.OUT_BEAT`), since no tick sends it audio."""
 
+    def ask_to_move(self) -> None:
+        """Ask the gateway relaying the session to move it to another pod (`hop.MOVE_REQUEST`)."""
+
 
 class Pausing:
     """One session's idle pause; see the module docstring."""
@@ -148,6 +213,12 @@ class Pausing:
         """Frames of time spent paused so far, over all pauses."""
         self._expiry: asyncio.TimerHandle | None = None
         self._beats: asyncio.TimerHandle | None = None
+        self._waking_pre_roll: tuple[bytes, ...] = ()
+        """The pre-roll of the wake in flight (a move carries it when the wake finds no slot)."""
+        self._moving: deque[bytes] | None = None
+        """A wake found the pod full and its gateway was asked to move it: the caller's latest
+        frames, its pre-roll where it lands (the machine is not fed meanwhile)."""
+        self._move_wait: asyncio.TimerHandle | None = None
         if machine.phase is wake.Phase.WAITING:  # out of the engine from the start: billed as paused
             self._parked(b"")
             self._stats.waiting += 1
@@ -165,6 +236,9 @@ class Pausing:
         whole = len(data) - len(data) % frames.FRAME_BYTES
         for at in range(0, whole, frames.FRAME_BYTES):
             frame = data[at:at + frames.FRAME_BYTES]
+            if self._moving is not None:
+                self._moving.append(frame)
+                continue
             spoke, self._spoke = self._spoke, False
             self._perform(self.machine.frame(frame, self._detector.prob(frame), spoke))
         self._partial = data[whole:]
@@ -240,6 +314,7 @@ class Pausing:
         outside = self._outside_frames + self._frames_out()
         opened = (self._handle.resume(self._session, blob, self._checkpoints, outside) if blob
                   else self._handle.start(self._session, self._checkpoints, outside))
+        self._waking_pre_roll = pre_roll
         if isinstance(opened, channel.Rejected):
             self._refused()
             return
@@ -252,10 +327,29 @@ class Pausing:
         return (time.monotonic_ns() - self._paused_ns) // frames.PERIOD_NS
 
     def _refused(self) -> None:
-        self._stats.refused_wakes += 1
-        logger.warning("wake refused: no free slot", extra={"paused": self._stats.paused})
+        """The wake found no slot: a relayed session with a blob to carry asks its gateway to move
+        it (a pod with a free slot wakes it), else, or when no move came in `MOVE_WAIT_S`, the wake
+        is refused (a call that never ran has no blob: it is refused at once)."""
+        pre_roll = self._waking_pre_roll
         self._waking = None
         self._leg.detach()
+        if self._checkpoints and self._move_wait is None and self.movable():
+            self._moving = deque(pre_roll, maxlen=self.machine.policy.pre_roll_frames)
+            self._move_wait = asyncio.get_running_loop().call_later(MOVE_WAIT_S, self._not_moved)
+            logger.info("wake found the pod full: moving", extra={"paused": self._stats.paused})
+            self._leg.ask_to_move()
+            return
+        self._refuse()
+
+    def _not_moved(self) -> None:
+        """No move came: the wake is refused here, and the next speech frame tries again (a later
+        refusal asks for a move again: a pod may have room by then)."""
+        self._moving = self._move_wait = None
+        self._refuse()
+
+    def _refuse(self) -> None:
+        self._stats.refused_wakes += 1
+        logger.warning("wake refused: no free slot", extra={"paused": self._stats.paused})
         self._perform(self.machine.refused())
 
     def outputs(self, outputs: list[contract.Output]) -> list[contract.Output] | None:
@@ -294,10 +388,40 @@ class Pausing:
                 self._stats.waiting -= 1
             self._stats.parked_bytes -= len(self._blob)
             self._blob = None
-        for timer in (self._expiry, self._beats):
+        for timer in (self._expiry, self._beats, self._move_wait):
             if timer is not None:
                 timer.cancel()
-        self._expiry = self._beats = None
+        self._expiry = self._beats = self._move_wait = None
+
+    # --- moves: a paused session leaves this pod, or arrives from another -------------------------------
+
+    def movable(self) -> bool:
+        """Whether the session is paused here with a blob a move carries (a waiting call, which
+        never ran, has none; a wake or a pause in flight is not out yet)."""
+        return bool(self._blob) and self._waking is None and not self._exporting
+
+    def move_out(self) -> bytes:
+        """The session leaves this pod paused (an export: a drain, or a wake that found no slot):
+        its marked blob; it is no longer paused here."""
+        assert self._blob, "movable"
+        waking = self._moving is not None
+        ring = tuple(self._moving) if self._moving is not None else self.machine.kept
+        moved = Moved(self._blob, self._frames_out(), self._outside_frames, waking, ring)
+        self._moving = None
+        self._settle()
+        return mark(moved)
+
+    def arrive(self, moved: Moved) -> None:
+        """The session continues here paused, as it left its last pod (`move_out`); its usage
+        learns the earlier pauses' time, and a waking one wakes at once with its ring."""
+        self._outside_frames = moved.before_frames
+        if moved.before_frames:  # an empty delivery would end the session (`Peer.deliver`)
+            self._leg.deliver([contract.Resumed(moved.before_frames, woke=False)])
+        self._parked(moved.blob)
+        self._paused_ns -= moved.out_frames * frames.PERIOD_NS
+        self.machine.arrived(moved.ring)
+        if moved.waking:
+            self._wake(moved.ring)
 
     # --- the end ---------------------------------------------------------------------------------------
 

@@ -148,6 +148,18 @@ class Machine:
         """The wake found no slot: out again, its pre-roll refilled by the frames to come."""
         return self._step(Heard.REFUSED, b"")
 
+    @property
+    def kept(self) -> tuple[bytes, ...]:
+        """The frames the ring holds now (a move carries them)."""
+        return tuple(self._ring)
+
+    def arrived(self, kept: tuple[bytes, ...]) -> None:
+        """The session continues here, paused, after a move (`pause.Moved`): `kept` its ring."""
+        self.phase = Phase.PAUSED
+        self._idle = 0
+        self._ring.clear()
+        self._ring.extend(kept)
+
     def _step(self, heard: Heard, pcm: bytes) -> Command | None:
         found = TABLE.get((self.phase, heard))
         if found is None:

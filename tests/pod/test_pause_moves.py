@@ -1,0 +1,110 @@
+"""A paused session moves like a running one (issue 43, docs/pause.md "Moves"): real sim pods and a
+gateway over real Redis. A wake that finds its pod full is moved to a pod with a free slot and
+heard there, no wake refused; a draining pod hands its paused sessions over, and they wake on the
+next pod."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+
+import orjson
+import websockets
+
+from liveplex.live import frames
+from tests.pod.test_pause import SILENCE, append, speech, stream
+from tests.support import clients, platform
+
+PAUSING = ("--idle-pause-s", "1", "--max-sessions", "2", "--wake-reserve", "0")
+"""Every WebSocket session pauses after 1 s of quiet; two slots, none kept for wakes: a pod whose
+two slots run fills while a session is paused on it."""
+
+
+def _pause_stats(root: str) -> dict:
+    return platform.get_json(root + "/live/stats")  # type: ignore[return-value]
+
+
+async def _paused(ws: websockets.ClientConnection) -> None:
+    """Quiet until the pod says `session.paused`."""
+    sender = asyncio.create_task(stream(ws, [SILENCE] * 60))
+    await clients.until(ws, "session.paused", timeout=8)
+    sender.cancel()
+
+
+async def _heard_again(ws: websockets.ClientConnection) -> list[dict]:
+    """The caller speaks: `session.resumed`, then the echo of its speech (loud audio)."""
+    sender = asyncio.create_task(stream(ws, speech()))
+    _, seen = await clients.until(ws, "session.resumed", timeout=10)
+    loud = 0
+    async with asyncio.timeout(10):
+        while loud < 3:
+            event = orjson.loads(await ws.recv())
+            seen.append(event)
+            if event["type"] == "session.output_audio.delta" and any(base64.b64decode(event["delta"])):
+                loud += 1
+    await sender
+    return seen
+
+
+async def _talking(ws: websockets.ClientConnection) -> None:
+    """A caller who never stops talking (never paused), reading what comes back."""
+    async def read() -> None:
+        async for _ in ws:
+            pass
+    reader = asyncio.create_task(read())
+    try:
+        for chunk in itertools.cycle(speech()):
+            await ws.send(append(chunk))
+            await asyncio.sleep(frames.FRAME_MS / 1000)
+    finally:
+        reader.cancel()
+
+
+def _moves(p: platform.Platform) -> float:
+    from tests.gateway.test_moves import _metric
+    return _metric(p.gateway.admin_root, "liveplex_gateway_session_moves_total").get(
+        'liveplex_gateway_session_moves_total{result="moved"}', 0.0)
+
+
+def test_a_wake_on_a_full_pod_moves_to_a_pod_with_a_free_slot_and_none_is_refused(redis_url, tmp_path) -> None:
+    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=PAUSING) as p:
+        async def scenario() -> tuple[list[dict], list[int]]:
+            ws, _ = await clients.started(p.gateway.ws_url)
+            await _paused(ws)
+            fillers = [await clients.started(p.gateway.ws_url) for _ in range(2)]
+            talking = [asyncio.create_task(_talking(f)) for f, _ in fillers]
+            platform.eventually(lambda: p.pod_sessions() == [2], "the paused call's pod full")
+            with platform.pod(redis_url, tmp_path, 1, PAUSING) as second:
+                p.pods.append(second)
+                platform.eventually(lambda: p.stats()["pods"] == 2, "the gateway to see the second pod")
+                seen = await _heard_again(ws)
+                for t in talking:
+                    t.cancel()
+                await ws.close()
+                return seen, [_pause_stats(r.admin_root)["refused_wakes"] for r, _ in p.pods]  # while both run
+
+        seen, refused = asyncio.run(scenario())
+        assert not [e for e in seen if e["type"] == "error"], seen
+        assert _moves(p) == 1.0  # through the gateway's move, not a slot freed on the full pod
+        assert refused == [0, 0]
+
+
+def test_a_draining_pods_paused_session_moves_and_wakes_on_the_next_pod(redis_url, tmp_path) -> None:
+    with platform.platform(redis_url, tmp_path, n_pods=2, pod_flags=PAUSING) as p:
+        async def scenario() -> tuple[list[dict], int, object]:
+            ws, _ = await clients.started(p.gateway.ws_url)
+            await _paused(ws)
+            source = [_pause_stats(r.admin_root)["paused"] for r, _ in p.pods].index(1)
+            drained = await asyncio.to_thread(
+                platform.get_json, p.pods[source][0].admin_root + "/drain?deadline_s=30")
+            assert _pause_stats(p.pods[1 - source][0].admin_root)["paused"] == 1  # it waits there, paused
+            seen = await _heard_again(ws)
+            await ws.close()
+            return seen, source, drained
+
+        seen, source, drained = asyncio.run(scenario())
+        assert drained == {"drained": True, "ended_at_deadline": 0}  # moved, not ended at the deadline
+        assert not [e for e in seen if e["type"] in ("error", "session.paused")], seen
+        assert _moves(p) == 1.0
+        assert _pause_stats(p.pods[1 - source][0].admin_root)["wakes"] == 1
