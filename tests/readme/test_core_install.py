@@ -128,8 +128,13 @@ def test_up_with_two_pods_serves_an_sdk_session_through_its_gateway(core: Path, 
 
 
 def test_every_command_answers_help(core: Path) -> None:
-    """`liveplex <command> --help` for every command and subcommand, extras or not."""
-    for path in cli.command_paths():
-        done = subprocess.run([str(core / "liveplex"), *path, "--help"], capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, f"liveplex {' '.join(path)} --help: {done.stderr}"
-        assert re.match(r"usage: liveplex", done.stdout), (path, done.stdout)
+    """`liveplex <command> --help` for every command and subcommand, extras or not (four at a time:
+    each is a process start, most of it waiting on imports)."""
+    def helped(path: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(core / "liveplex"), *path, "--help"], capture_output=True, text=True, timeout=60)
+
+    paths = cli.command_paths()
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        for path, done in zip(paths, pool.map(helped, paths)):
+            assert done.returncode == 0, f"liveplex {' '.join(path)} --help: {done.stderr}"
+            assert re.match(r"usage: liveplex", done.stdout), (path, done.stdout)
