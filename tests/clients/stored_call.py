@@ -9,25 +9,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import io
 import json
-import math
 import wave
 
 from openai import AsyncOpenAI
-from openai.types.live import ConnectServerEvent
-from pydantic import TypeAdapter
-
-RATE = 24_000
-FRAME = RATE * 80 // 1000
-STRICT = TypeAdapter(ConnectServerEvent)
-
-
-def tone(i: int) -> str:
-    pcm = b"".join(int(12000 * math.sin(2 * math.pi * 220 * (i * FRAME + n) / RATE)).to_bytes(2, "little", signed=True)
-                   for n in range(FRAME))
-    return base64.b64encode(pcm).decode()
+from openai_call import STRICT, tone  # its sibling, run from this folder
 
 
 async def main() -> int:
