@@ -33,9 +33,9 @@ from liveplex.engine_pod.history import History
 from liveplex.engine_pod.settings import CPU_MAX_SESSIONS, MAX_COMMENTARY_PIECES, EngineSettings
 from liveplex.live import channel, contract, frames, groups
 from liveplex.live.jitter import Jitter, caller_buffer
-from liveplex.live.line import Line
+from liveplex.live.line import Carried, Line
 from liveplex.live.pulse import Pulse
-from liveplex.personaplex import prefill, prompt, ring, sampling, step, tokenizer, voice_names
+from liveplex.personaplex import prefill, prompt, ring, sampling, slots, step, tokenizer, voice_names
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +122,42 @@ class _Running:
     recorded: int = -1
     """Frames its resume record covers (`line.checkpoints`); -1: its head is not sent yet;
     `handover.VOID`: void."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Parked:
+    """A paused session (`export(park=True)`, docs/pause.md): every pool's row of its slot in host
+    memory (its KV ring, Mimi's state, its token and sampler row: `program.Pools.park`) and its
+    host row, unserialized. Woken on the engine that parked it, the rows are copied back into a
+    free slot between ticks (`take`), so the wake costs a copy, not the prefill of its history an
+    import's blob needs; anywhere else it is its blob (`blob`). One wake: the woken session goes on
+    with its host row."""
+
+    engine: PersonaPlexEngine
+    voice: str
+    carried: Carried
+    """What its line carried (its caller audio and counters)."""
+    row: _Running
+    """Its host row as it left the batch (its line closed `HANDED_OVER`)."""
+    rows: program.HostRows
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows.nbytes
+
+    def blob(self) -> bytes:
+        """Its handover blob, as a move's export of the running session would have made it."""
+        return _blob(self.engine, self.voice, self.carried, self.row, self.rows.tokens, self.rows.codec)
+
+
+def _blob(engine: PersonaPlexEngine, voice: str, carried: Carried, r: _Running, tokens: step.TokenState,
+          codec: slots.RowState) -> bytes:
+    """`handover.export` of session row `r` that left its line, its slot's token and Mimi rows one-row host copies."""
+    return handover.export(
+        engine.handover_format, voice, r.line.frames, carried, pos=r.pos, history=r.history,
+        detok=r.detok.state(), waiting=[list(p) for p in r.waiting], loaded=r.loaded, said=r.said,
+        tokens={f.name: getattr(tokens, f.name)[0].numpy() for f in dataclasses.fields(tokens)},
+        codec=[t[0].numpy() for t in codec.tensors()])
 
 
 def _spec(t: torch.Tensor) -> handover.Spec:
@@ -331,6 +367,9 @@ class PersonaPlexEngine:
 
         Moshi's prompt is the same empty one for every session (its voice name chooses nothing)."""
         m, s = self._model, self._settings
+        if isinstance(sub.state, Parked) and sub.state.engine is self:
+            self._wake(sub, sub.state)
+            return
         if sub.state is not None:
             self._take_handover(sub)
             return
@@ -430,22 +469,31 @@ class PersonaPlexEngine:
 
     def _move(self, g: _Group, i: int, to: _Group) -> None:
         """Session `i` of group `g` continues in group `to`: its rows copied to `to`'s first free
-        slot (a partial prefill there moves up one first), its old slot released."""
-        slot = to.base + to.leases.acquire()
-        head = self._queue[0] if self._queue else None
-        if head is not None and head.done > 0 and self._groups[head.group] is to:
-            self.pools.move(slot, slot + 1)
+        slot, its old slot released."""
+        slot = self._acquire(to)
         self.pools.move(g.base + i, slot)
         to.rows.append(g.rows[i])
         self._release(g, i)
 
+    def _acquire(self, to: _Group) -> int:
+        """The slot a session joining group `to` gets: its first free one (a partial prefill
+        there moves up one first)."""
+        slot = to.base + to.leases.acquire()
+        head = self._queue[0] if self._queue else None
+        if head is not None and head.done > 0 and self._groups[head.group] is to:
+            self.pools.move(slot, slot + 1)
+        return slot
+
     def _joining(self, now: int) -> int | None:
-        """The group the queue's head joins: the one its partial prefill borrows a slot in, else,
-        of those with room, the one with the fewest sessions (the most headroom), the soonest
-        turn from group `now` on ties."""
-        head, G = self._queue[0], len(self._groups)
-        if head.done:
-            return head.group
+        """The group the queue's head joins: the one its partial prefill borrows a slot in, else
+        the roomiest (`_roomiest`)."""
+        head = self._queue[0]
+        return head.group if head.done else self._roomiest(now)
+
+    def _roomiest(self, now: int) -> int | None:
+        """Of the groups with room, the one with the fewest sessions (the most headroom), the
+        soonest turn from group `now` on ties."""
+        G = len(self._groups)
         open_ = [k for k, g in enumerate(self._groups) if self._room(g)]
         return min(open_, key=lambda k: (len(self._groups[k].rows), (k - now) % G), default=None)
 
@@ -658,10 +706,11 @@ class PersonaPlexEngine:
 
     # --- handover (docs/continuity.md): the format is `handover`'s, the slots are the engine's -------
 
-    def export(self, session_id: int) -> bytes | None:
-        """Between ticks: the running session's blob (`handover.export`), and its slot back (see
-        `Ticker.export`). None when it does not run, ends anyway at the next tick, or outgrew its
-        history (`History.full`)."""
+    def export(self, session_id: int, park: bool = False) -> bytes | Parked | None:
+        """Between ticks: the running session's blob (`handover.export`), or with `park` (a pause)
+        its slot's rows copied to host memory (`Parked`), and its slot back (see `Ticker.export`).
+        None when it does not run, ends anyway at the next tick, or outgrew its history
+        (`History.full`: a blob could not rebuild its ring)."""
         found = self._find(session_id)
         if found is None:
             return None
@@ -674,13 +723,40 @@ class PersonaPlexEngine:
         carried = r.line.hand_over()
         if carried is None:
             return None
-        data = handover.export(
-            self._format, self._voice(r), r.line.frames, carried, pos=r.pos, history=r.history,
-            detok=r.detok.state(), waiting=[list(p) for p in r.waiting], loaded=r.loaded, said=r.said,
-            tokens={name: t[slot].cpu().numpy() for name, t in self._token_fields()},
-            codec=[t[slot].cpu().numpy() for t in self.pools.codec.tensors()])
+        voice = self._voice(r)
+        data = (Parked(self, voice, carried, r, self.pools.park(slot)) if park else
+                _blob(self, voice, carried, r, self.pools.tokens.parked(slot), self.pools.codec.parked(slot)))
         self._release(g, i)
         return data
+
+    @property
+    def handover_format(self) -> handover.Format:
+        """What this engine's blobs and records say and must match."""
+        return self._format
+
+    @torch.no_grad()
+    def _wake(self, sub: channel.LiveSubmission, parked: Parked) -> None:
+        """A session this engine parked continues: its rows copied back into the roomiest group's
+        first free slot and its row started where it left, in this tick's batch. Refused `BUSY`
+        when no group has room (`drive` admits only below `max_sessions`, so one always has)."""
+        j = self._roomiest(0)
+        if j is None:
+            sub.refuse(contract.CloseReason.BUSY)
+            return
+        g = self._groups[j]
+        slot = self._acquire(g)
+        self.pools.unpark(slot, parked.rows)
+        jitter = self._jitter()
+        Line.restore(jitter, parked.carried)
+        line = Line.start(sub, jitter, self._info.max_frames, parked.row.line.frames)
+        row = line or Line(sub.input, sub.sink, jitter, self._info.max_frames)
+        # its resume record starts over with a head, as an import's does
+        g.rows.append(dataclasses.replace(parked.row, id=sub.id, line=row, recorded=-1))
+        if line is None:  # nobody listens any more
+            self._release(g, len(g.rows) - 1)
+        elif (reason := line.listen()) is not None:
+            line.close(reason)
+            self._release(g, len(g.rows) - 1)
 
     def _handover_format(self) -> handover.Format:
         """What this engine's blobs and records say and must match (`handover.Format`)."""
@@ -708,7 +784,7 @@ class PersonaPlexEngine:
         assert sub.state is not None
         jitter = self._jitter()
         try:
-            resume = handover.restore(sub.state, self._format, sub.session.voice, jitter)
+            resume = handover.restore(channel.blob_of(sub.state), self._format, sub.session.voice, jitter)
         except errors.HandoverError as exc:
             logger.warning("handover refused", extra={"session_id": sub.id, "code": exc.code.value,
                                                       "param": exc.param, "reason": exc.message})

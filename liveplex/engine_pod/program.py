@@ -46,6 +46,24 @@ class TickOutput:
     """[Bk, PACKED_WIDTH] int32: `EMITTED`, `FINITE`, `SAID`, `PCM`, `FED`, `TAIL` columns."""
 
 
+@dataclass(frozen=True, slots=True)
+class HostRows:
+    """One slot's rows of every pool that holds session state, in host memory (`Pools.park`):
+    pinned on CUDA, plain on the CPU. `pcm_in` is not among them: each tick overwrites it."""
+
+    kv: ring.KVPool
+    codec: mimi.MimiState
+    tokens: step.TokenState
+
+    def states(self) -> tuple[slots.RowState, ...]:
+        """In `Pools._states` order."""
+        return (self.kv, self.codec, self.tokens)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(s.nbytes for s in self.states())
+
+
 class Pools:
     """Every per-slot tensor, allocated once for `slots` sessions and never resized."""
 
@@ -78,6 +96,15 @@ class Pools:
         """Compaction: slot `src`'s session continues in slot `dst`."""
         for state in self._states():
             state.copy_rows(slice(dst, dst + 1), state, slice(src, src + 1))
+
+    def park(self, slot: int) -> HostRows:
+        """Slot `slot`'s rows of every pool, copied to host memory (a pause, docs/pause.md)."""
+        return HostRows(self.kv.parked(slot), self.codec.parked(slot), self.tokens.parked(slot))
+
+    def unpark(self, slot: int, parked: HostRows) -> None:
+        """`park`'s rows back into slot `slot` (a wake): the session continues there as it was."""
+        for state, rows in zip(self._states(), parked.states(), strict=True):
+            state.copy_rows(slice(slot, slot + 1), rows, slice(0, 1))
 
     def reset(self, rows: slots.Rows) -> None:
         """Zero every row of `rows` (a newcomer's slot; after a non-finite session, whose masked

@@ -26,14 +26,17 @@ from liveplex.live.submissions import (
     TIMEOUT,
     ExportRequest,
     LiveSubmission,
+    Parked,
     Queue,
     Queued,
     Signal,
+    State,
+    blob_of,
 )
 
 __all__ = ["CLOSED", "DEFAULT_QUEUE", "TIMEOUT", "AudioReceiver", "AudioSender", "ExportRequest", "Handoff",
-           "LiveHandle", "LiveInbox", "LiveSubmission", "Opened", "OutputReceiver", "OutputSink", "Queued",
-           "Rejected", "Signal", "live_channel", "over"]
+           "LiveHandle", "LiveInbox", "LiveSubmission", "Opened", "OutputReceiver", "OutputSink", "Parked",
+           "Queued", "Rejected", "Signal", "State", "blob_of", "live_channel", "over"]
 
 
 class Rejected(enum.Enum):
@@ -87,28 +90,29 @@ class LiveHandle(_End):
         `outside_frames`: as `resume`'s (a call that waited for its caller's speech, woken)."""
         return self._submit(session, None, checkpoints, outside_frames)
 
-    def resume(self, session: contract.Session, state: bytes, checkpoints: bool = False,
+    def resume(self, session: contract.Session, state: State, checkpoints: bool = False,
                outside_frames: int = 0) -> Opened | Rejected:
-        """Start a session that continues from a handover blob or a resume record (`Ticker.take`
-        imports it); one the engine cannot import ends it `Closed(ABORTED)` before `Started`.
+        """Start a session that continues from a handover blob, a resume record or a parked state
+        (`Ticker.take` imports it); one the engine cannot import ends it `Closed(ABORTED)` before `Started`.
         `outside_frames`: `LiveSubmission.outside_frames` (a paused session woken)."""
         return self._submit(session, state, checkpoints, outside_frames)
 
-    def export(self, session_id: int) -> concurrent.futures.Future[bytes | None]:
+    def export(self, session_id: int, park: bool = False) -> concurrent.futures.Future[State | None]:
         """Hand session `session_id` (`Opened.id`) over at the next tick boundary: the future gets
         its blob (or None), its receiver `Closed(HANDED_OVER)` last. Never blocks; None at once
-        when the engine has stopped or its queue is full."""
-        reply: concurrent.futures.Future[bytes | None] = concurrent.futures.Future()
+        when the engine has stopped or its queue is full. `park`: a pause, answered with a
+        `Parked` state where the engine keeps one (its wake on this engine needs no prefill)."""
+        reply: concurrent.futures.Future[State | None] = concurrent.futures.Future()
         q = self._q
         with q.cond:
             if q.stopped or self._closed or len(q.items) >= q.capacity:
                 reply.set_result(None)
                 return reply
-            q.items.append(ExportRequest(session_id, reply))
+            q.items.append(ExportRequest(session_id, reply, park))
             q.cond.notify()
         return reply
 
-    def _submit(self, session: contract.Session, state: bytes | None, checkpoints: bool,
+    def _submit(self, session: contract.Session, state: State | None, checkpoints: bool,
                 outside_frames: int = 0) -> Opened | Rejected:
         q = self._q
         with q.cond:

@@ -55,10 +55,11 @@ class Ticker(Protocol):
         """Admit a session between ticks (importing `sub.state` when it carries one); may raise."""
         ...
 
-    def export(self, session_id: int) -> bytes | Pending | None:
+    def export(self, session_id: int, park: bool = False) -> channel.State | Pending | None:
         """Between ticks: take running session `session_id` out of the batch and return its
         handover blob, after sending its sink `Closed(HANDED_OVER)`; None if it does not run;
-        `Pending.NEXT_TICK` to be asked again after the next tick."""
+        `Pending.NEXT_TICK` to be asked again after the next tick. `park` (a pause): it may return
+        a `channel.Parked` state instead, which `take` resumes without a prefill."""
         ...
 
     def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
@@ -99,7 +100,7 @@ def drive(
         exports.clear()
         for i, sub in enumerate(asked):
             try:
-                blob = engine.export(sub.id)
+                blob = engine.export(sub.id, sub.park)
             except BaseException:  # an engine fault still answers this one; the rest are refused with the loop
                 sub.reply.set_result(None)
                 exports.extend(asked[i + 1:])

@@ -31,8 +31,8 @@ class FailingAfter:
     def take(self, sub: channel.LiveSubmission) -> None:
         self.engine.take(sub)
 
-    def export(self, session_id: int) -> bytes | Pending | None:
-        return self.engine.export(session_id)
+    def export(self, session_id: int, park: bool = False) -> channel.State | Pending | None:
+        return self.engine.export(session_id, park)
 
     def tick(self, skipped: int, group: int = 0, due_ns: int | None = None) -> None:
         if self._left <= 0:

@@ -12,6 +12,7 @@ import itertools
 import threading
 from collections import deque
 from dataclasses import dataclass
+from typing import Protocol
 
 from liveplex.live import contract
 from liveplex.live.caller_audio import AudioReceiver
@@ -35,6 +36,30 @@ CLOSED = Signal.CLOSED
 TIMEOUT = Signal.TIMEOUT
 
 
+class Parked(Protocol):
+    """A paused session's whole state held in host memory by the engine that ran it, unserialized
+    (docs/pause.md): resumed on that engine it is copied back into a slot as it was, no prefill;
+    anywhere else (a move) it is its handover blob."""
+
+    @property
+    def nbytes(self) -> int:
+        """Host bytes it holds."""
+        ...
+
+    def blob(self) -> bytes:
+        """Its handover blob, what a move carries (built when asked)."""
+        ...
+
+
+State = bytes | Parked
+"""What a session continues from: a handover blob or resume record, or a parked state."""
+
+
+def blob_of(state: State) -> bytes:
+    """`state` as bytes: a parked state's blob."""
+    return state if isinstance(state, bytes) else state.blob()
+
+
 @dataclass(slots=True)
 class LiveSubmission:
     """A session on its way to the engine."""
@@ -43,9 +68,9 @@ class LiveSubmission:
     session: contract.Session
     input: AudioReceiver
     sink: OutputSink
-    state: bytes | None = None
-    """A handover blob or a resume record (`liveplex.continuity`): the session continues from
-    it; None: a fresh one."""
+    state: State | None = None
+    """A handover blob or a resume record (`liveplex.continuity`), or a parked state: the
+    session continues from it; None: a fresh one."""
     checkpoints: bool = False
     """Send `contract.Checkpoint`s: a gateway keeps them to resume the session elsewhere."""
     outside_frames: int = 0
@@ -62,8 +87,10 @@ class ExportRequest:
     """Take running session `id` out of the engine right after the next tick (docs/continuity.md)."""
 
     id: int
-    reply: concurrent.futures.Future[bytes | None]
+    reply: concurrent.futures.Future[State | None]
     """Its blob, or None when it does not run (unknown, ended, not yet started, engine stopped)."""
+    park: bool = False
+    """A pause: the engine may answer a `Parked` state instead of a blob."""
 
     def refuse(self, reason: contract.CloseReason) -> None:
         """The engine stopped before the boundary: nothing was exported."""

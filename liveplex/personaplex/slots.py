@@ -109,6 +109,18 @@ class RowState:
         """Views of the first `n` rows: running a bucket on them updates this state in place."""
         return _map(self, lambda t: t[:n])
 
+    def parked(self: _S, row: int) -> _S:
+        """A host copy of row `row` (one row; pinned when the state is on CUDA, so the copy back
+        is a DMA): a paused session's part, off the device until `copy_rows` lays it back."""
+
+        def host(t: torch.Tensor) -> torch.Tensor:
+            src = t[row:row + 1]
+            copy = torch.empty(src.shape, dtype=src.dtype, device="cpu", pin_memory=src.is_cuda)
+            _bits(copy).copy_(_bits(src))
+            return copy
+
+        return _map(self, host)
+
     def clone(self: _S) -> _S:
         """A deep copy (for snapshots in tests and templates)."""
         return _map(self, torch.clone)

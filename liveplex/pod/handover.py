@@ -25,6 +25,7 @@ from starlette.responses import Response
 from liveplex.continuity import blob
 from liveplex.continuity.errors import HandoverError
 from liveplex.gptlive.server import hop, replies
+from liveplex.live import channel
 
 IMPORT_TTL_S = 10.0
 """How long a held import waits for its socket."""
@@ -116,6 +117,7 @@ def now() -> float:
     return time.monotonic()
 
 
-async def wait(future: concurrent.futures.Future[bytes | None]) -> bytes | None:
-    """An engine's export future, awaited on the loop."""
-    return await asyncio.wrap_future(future)
+async def wait(future: concurrent.futures.Future[channel.State | None]) -> bytes | None:
+    """An engine's export future, awaited on the loop, as the blob a move carries."""
+    state = await asyncio.wrap_future(future)
+    return None if state is None else channel.blob_of(state)

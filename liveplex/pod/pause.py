@@ -2,9 +2,10 @@
 detector (`pod.vad`) into its wake machine (`pod.wake`), and the machine's commands performed on
 the engine's channel.
 
-A pause is an export into the pod's memory (`LiveHandle.export`: the blob a move carries, so the
-continuation is exactly a move's); a wake is a resume of that blob on the same pod, the pre-roll
-fed first. Between the two the session is in no engine: no tick steps it, its caller's frames go
+A pause is an export into the pod's memory (`LiveHandle.export(park=True)`: the engine's parked
+state, which PersonaPlex keeps as its slot's rows in host memory, the sim as its blob); a wake is
+a resume of that state on the same pod (PersonaPlex copies the rows back: no prefill), the
+pre-roll fed first. Between the two the session is in no engine: no tick steps it, its caller's frames go
 to the detector and the ring, its usage counts paused time (wall clock, in frames), and it still
 ends at its wall-clock end (a timer, and the resumed line's `max_frames` shrunk by the time out).
 `session.paused` is said once the engine let the session go, `session.resumed` once it runs again
@@ -13,7 +14,7 @@ ends at its wall-clock end (a timer, and the resumed line's `max_frames` shrunk 
 A call with a wake policy starts out of the engine (the machine's waiting state, an empty blob:
 it never ran), billed as paused, and its first wake is the engine's start.
 
-A paused session moves like a running one (a gateway relays it): its blob is what a move carries,
+A paused session moves like a running one (a gateway relays it): its state's blob is what a move carries,
 marked with the pause (`mark`: its time out and its ring), so that a draining pod hands it over
 and the next pod holds it paused (`Pausing.arrive`), and a wake that finds the pod full asks the
 gateway to move it to a pod with a free slot, where it wakes at once (`MOVE_WAIT_S`).
@@ -202,7 +203,9 @@ class Pausing:
         self._partial = b""
         self._spoke = False
         """The model spoke since the last caller frame."""
-        self._blob: bytes | None = None
+        self._blob: channel.State | None = None
+        """Its state while out of the engine: a parked state (a pause), a blob (a move's arrival),
+        empty (it never ran)."""
         self._exporting = False
         self._pending_wake: tuple[bytes, ...] | None = None
         """A wake decided before the export's blob came back."""
@@ -263,11 +266,11 @@ class Pausing:
             self._perform(self.machine.stayed())
             return
         self._exporting = True
-        future = self._handle.export(engine_id)
+        future = self._handle.export(engine_id, park=True)
         loop = asyncio.get_running_loop()
         future.add_done_callback(lambda f: loop.call_soon_threadsafe(self._exported, f))
 
-    def _exported(self, future: concurrent.futures.Future[bytes | None]) -> None:
+    def _exported(self, future: concurrent.futures.Future[channel.State | None]) -> None:
         """The export's answer; its `Closed(HANDED_OVER)` comes through `outputs`."""
         self._exporting = False
         blob = future.result()
@@ -281,12 +284,12 @@ class Pausing:
             pre_roll, self._pending_wake = self._pending_wake, None
             self._wake(pre_roll)
 
-    def _parked(self, blob: bytes) -> None:
+    def _parked(self, blob: channel.State) -> None:
         """The session is out of the engine, `blob` its state (empty: it never ran)."""
         self._blob = blob
         self._paused_ns = time.monotonic_ns()
         self._stats.paused += 1
-        self._stats.parked_bytes += len(blob)
+        self._stats.parked_bytes += _size(blob)
         self._arm_expiry()
         if self._checkpoints:  # a gateway relays it, and watches for silence (the first after `Started`)
             self._beats = asyncio.get_running_loop().call_later(hop.OUT_BEAT_S, self._beat)
@@ -312,7 +315,7 @@ class Pausing:
             self._pending_wake = pre_roll
             return
         outside = self._outside_frames + self._frames_out()
-        opened = (self._handle.resume(self._session, blob, self._checkpoints, outside) if blob
+        opened = (self._handle.resume(self._session, blob, self._checkpoints, outside) if blob != b""
                   else self._handle.start(self._session, self._checkpoints, outside))
         self._waking_pre_roll = pre_roll
         if isinstance(opened, channel.Rejected):
@@ -384,9 +387,9 @@ class Pausing:
         self._waking = None
         if self._blob is not None:
             self._stats.paused -= 1
-            if not self._blob:
+            if self._blob == b"":
                 self._stats.waiting -= 1
-            self._stats.parked_bytes -= len(self._blob)
+            self._stats.parked_bytes -= _size(self._blob)
             self._blob = None
         for timer in (self._expiry, self._beats, self._move_wait):
             if timer is not None:
@@ -398,15 +401,15 @@ class Pausing:
     def movable(self) -> bool:
         """Whether the session is paused here with a blob a move carries (a waiting call, which
         never ran, has none; a wake or a pause in flight is not out yet)."""
-        return bool(self._blob) and self._waking is None and not self._exporting
+        return self._blob is not None and self._blob != b"" and self._waking is None and not self._exporting
 
     def move_out(self) -> bytes:
         """The session leaves this pod paused (an export: a drain, or a wake that found no slot):
         its marked blob; it is no longer paused here."""
-        assert self._blob, "movable"
+        assert self._blob is not None and self._blob != b"", "movable"
         waking = self._moving is not None
         ring = tuple(self._moving) if self._moving is not None else self.machine.kept
-        moved = Moved(self._blob, self._frames_out(), self._outside_frames, waking, ring)
+        moved = Moved(channel.blob_of(self._blob), self._frames_out(), self._outside_frames, waking, ring)
         self._moving = None
         self._settle()
         return mark(moved)
@@ -444,3 +447,8 @@ class Pausing:
         """The session is let go (its socket's end): nothing more is done for it."""
         self._pending_wake = None
         self._settle()
+
+
+def _size(state: channel.State) -> int:
+    """The host bytes a paused session's state holds."""
+    return len(state) if isinstance(state, bytes) else state.nbytes

@@ -86,9 +86,10 @@ class SimEngine:
                 line.checkpoint(handover.record_head(self._info, self._voice(line), line.frames, core))
             self._arriving.append(((line, core), due))
 
-    def export(self, session_id: int) -> bytes | Pending | None:
+    def export(self, session_id: int, park: bool = False) -> bytes | Pending | None:
         """The session's blob: its line's part (jitter, counters) and its echo (delayed frames,
         counters, words to say). Exact: the importing sim says and plays what this one would.
+        A pause (`park`) holds it too: a sim's state is a few kB.
         Asked after another group's turn: `Pending.NEXT_TICK`."""
         last_group, last_due = self._last
         for g, calls in enumerate(self._groups):
@@ -136,7 +137,7 @@ class SimEngine:
         is refused `ABORTED` (logged with its code and parameter)."""
         assert sub.state is not None
         try:
-            return handover.restore(sub.state, self._info, sub.session.voice, jitter, core)
+            return handover.restore(channel.blob_of(sub.state), self._info, sub.session.voice, jitter, core)
         except errors.HandoverError as exc:
             logger.warning("handover refused", extra={"session_id": sub.id, "code": exc.code.value,
                                                       "param": exc.param, "reason": exc.message})

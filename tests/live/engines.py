@@ -55,7 +55,7 @@ class Silent:
                       if line.say(pcm, None if self.words is None else next(self.words, None))]
         self.ticked.set()
 
-    def export(self, session_id: int) -> bytes | None:
+    def export(self, session_id: int, park: bool = False) -> bytes | None:
         """The session's frame count as its blob (a real engine's is its whole state)."""
         for line in self.lines:
             if line.id == session_id and line.hand_over() is not None:

@@ -129,9 +129,9 @@ async def test_an_export_the_engine_defers_is_asked_again_after_the_next_tick() 
     class Deferring(Silent):
         asked = 0
 
-        def export(self, session_id: int) -> bytes | Pending | None:
+        def export(self, session_id: int, park: bool = False) -> bytes | Pending | None:
             self.asked += 1
-            return Pending.NEXT_TICK if self.asked == 1 else super().export(session_id)
+            return Pending.NEXT_TICK if self.asked == 1 else super().export(session_id, park)
 
     now = [0]
     handle, inbox = live_channel(make_info(), loop=asyncio.get_running_loop())
@@ -153,7 +153,7 @@ async def test_an_export_that_faults_the_engine_still_answers_every_export_asked
     await until(a, Audio)
     await until(b, Audio)
 
-    def fault(session_id: int) -> bytes | None:
+    def fault(session_id: int, park: bool = False) -> bytes | None:
         raise RuntimeError("export fault")
 
     p.engine.export = fault  # type: ignore[method-assign]
