@@ -243,7 +243,8 @@ class Pausing:
                 self._moving.append(frame)
                 continue
             spoke, self._spoke = self._spoke, False
-            self._perform(self.machine.frame(frame, self._detector.prob(frame), spoke))
+            prob = self._detector.prob(frame) if self.machine.measures(spoke) else None
+            self._perform(self.machine.frame(frame, prob, spoke))
         self._partial = data[whole:]
 
     def _perform(self, command: wake.Command | None) -> None:

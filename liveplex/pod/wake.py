@@ -25,6 +25,13 @@ PRE_ROLL_FRAMES = 3
 it still fits the engine's 4-frame jitter cap (320 ms), so no pre-roll frame is dropped on arrival."""
 
 
+HANGOVER_FRAMES = 5
+"""While active, a caller frame within this many frames (400 ms) of a speech frame is not measured:
+it counts as speech (a VAD's hangover). A caller who keeps talking then costs one detector call in
+six instead of every frame (the detector was most of an always-talking pod's CPU: docs/bench.md),
+and an idle pause comes at most 400 ms later than it would with every frame measured."""
+
+
 class Phase(enum.Enum):
     WAITING = "waiting"
     """Connected, not yet woken (a `wake_policy` call before its first speech): billed as paused;
@@ -127,17 +134,29 @@ class Machine:
         self.phase = Phase.WAITING if policy.wait_first else Phase.ACTIVE
         self._idle = 0
         """Quiet frames in a row while active."""
+        self._since_speech = HANGOVER_FRAMES
+        """Frames since the last speech frame while active (`HANGOVER_FRAMES` and more: none lately)."""
         self._idle_frames = policy.idle_frames
         self._ring: deque[bytes] = deque(maxlen=policy.pre_roll_frames)
 
-    def frame(self, pcm: bytes, prob: float, model_spoke: bool) -> Command | None:
-        """One caller frame: `prob` its speech probability; `model_spoke`: since the last frame."""
-        if prob >= self.policy.vad_threshold or model_spoke:
+    def measures(self, model_spoke: bool) -> bool:
+        """Whether the next frame's speech probability can change anything: not when the model
+        spoke (that is speech), nor while active within `HANGOVER_FRAMES` of a speech frame."""
+        return not model_spoke and (self.phase is not Phase.ACTIVE or self._since_speech >= HANGOVER_FRAMES)
+
+    def frame(self, pcm: bytes, prob: float | None, model_spoke: bool) -> Command | None:
+        """One caller frame: `prob` its speech probability, None where `measures` said it need not
+        be measured (it counts as speech); `model_spoke`: since the last frame."""
+        if prob is None or prob >= self.policy.vad_threshold or model_spoke:
             heard = Heard.SPEECH
+            measured = prob is not None and prob >= self.policy.vad_threshold
+            self._since_speech = 0 if measured or model_spoke else self._since_speech + 1
         elif self.phase is Phase.ACTIVE and self._idle_frames is not None and self._idle + 1 >= self._idle_frames:
             heard = Heard.IDLE
         else:
             heard = Heard.QUIET
+        if heard is not Heard.SPEECH:
+            self._since_speech = HANGOVER_FRAMES
         return self._step(heard, pcm)
 
     def stayed(self) -> Command | None:

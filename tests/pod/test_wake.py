@@ -162,3 +162,22 @@ def test_with_a_reserve_as_large_as_the_paused_every_wake_finds_a_slot() -> None
         elif paused:
             active, paused = active + 1, paused - 1
         assert active <= slots
+
+
+def test_a_talking_caller_is_measured_once_in_six_frames_and_an_unmeasured_frame_is_speech() -> None:
+    """The hangover: after a speech frame the next `HANGOVER_FRAMES` go unmeasured (speech), so a
+    caller who keeps talking costs one detector call in six; quiet measured frames end it, and the
+    idle count then runs from the last unmeasured frame. Paused, every frame is measured."""
+    m = w.Machine(w.Policy(idle_timeout_s=1))  # 13 frames
+    measured = []
+    for i in range(24):
+        measured.append(m.measures(False))
+        m.frame(frame(i), LOUD if measured[-1] else None, False)
+    assert measured == [True, False, False, False, False, False] * 4
+    assert not m.measures(True)  # the model spoke: speech anyway
+    assert m.measures(False)
+    for i in range(12):
+        assert m.frame(frame(i), QUIET, False) == w.Feed((frame(i),))
+        assert m.measures(False)  # quiet: every frame measured again
+    assert m.frame(frame(12), QUIET, False) == w.Pause()
+    assert m.measures(False)  # paused: every caller frame measured (a wake)
