@@ -16,6 +16,7 @@ import typing
 
 from aiortc.jitterbuffer import JitterBuffer
 
+from liveplex.engine_pod.engine import Parked as PersonaPlexParked
 from liveplex.engine_pod.engine import PersonaPlexEngine
 from liveplex.gateway import leg, watchdog
 from liveplex.gateway.backend import GatewayBackend
@@ -26,7 +27,7 @@ from liveplex.gptlive import served, start
 from liveplex.gptlive.server import backend, native, sweeper
 from liveplex.gptlive.server.webrtc import forward, receive, sideband
 from liveplex.gptlive.server.webrtc.call import Call as WebRtcCall
-from liveplex.live import drive, fault
+from liveplex.live import drive, fault, submissions
 from liveplex.operator import apply, pool
 from liveplex.operator.kube import OfficialClient
 from liveplex.operator.placement_store import PlacementLoads, PlacementRoutes
@@ -73,6 +74,7 @@ _prompt_receive: type[receive.ReceiveBuffer] = receive.Prompt
 _aiortc_receive: type[receive.ReceiveBuffer] = JitterBuffer  # the bench caller's (bench/receive.py)
 _directory_store: type[ObjectStore] = DirectoryStore
 _s3_store: type[ObjectStore] = S3Store
+_personaplex_parked: type[submissions.Parked] = PersonaPlexParked
 _draw: typing.Callable[..., step.Draw] = step.sampled_draws  # a function that makes one
 
 

@@ -56,8 +56,8 @@ async def test_frames_sent_while_an_export_runs_are_in_the_blob_up_to_the_count_
         monkeypatch: pytest.MonkeyPatch) -> None:
     export = SimEngine.export
 
-    def slow_export(engine: SimEngine, session_id: int) -> bytes | Pending | None:
-        data = export(engine, session_id)
+    def slow_export(engine: SimEngine, session_id: int, park: bool = False) -> bytes | Pending | None:
+        data = export(engine, session_id, park)
         if data is not Pending.NEXT_TICK:  # asked after its own group's turn: that turn took long
             time.sleep(0.15)  # the tick the export waits for takes this long (a GPU tick is up to 35 ms)
         return data
