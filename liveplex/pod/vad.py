@@ -105,25 +105,35 @@ class Silero:
         return float(out[0, 0]), state
 
 
-def _zero_state() -> Samples:
-    return np.zeros((2, 1, 128), np.float32)
+def _constant(a: Samples) -> Samples:
+    a.flags.writeable = False
+    return a
+
+
+_ZERO_STATE = _constant(np.zeros((2, 1, 128), np.float32))
+_NO_TAIL = _constant(np.zeros(0, np.float32))
+_NO_CONTEXT = _constant(np.zeros(CONTEXT, np.float32))
+"""A stream's start (shared, read-only: each is replaced, never written, as the stream goes on)."""
 
 
 class SileroStream:
     """One session's `Detector`: the model's state and the 8 kHz samples not yet judged."""
 
+    _state: Samples
+    _tail: Samples
+    _context: Samples
+
     def __init__(self, model: Silero) -> None:
         self._model = model
-        self._state = _zero_state()
-        self._tail = np.zeros(0, np.float32)
-        self._context = np.zeros(CONTEXT, np.float32)
+        self._start_over()
+
+    def _start_over(self) -> None:
+        self._state, self._tail, self._context = _ZERO_STATE, _NO_TAIL, _NO_CONTEXT
 
     def prob(self, pcm: bytes) -> float:
         x = np.frombuffer(pcm, "<i2").astype(np.float32) * (1 / 32768)
         if x.size == 0 or float(np.sqrt(np.mean(x * x))) < GATE_RMS:
-            self._state = _zero_state()
-            self._tail = np.zeros(0, np.float32)
-            self._context = np.zeros(CONTEXT, np.float32)
+            self._start_over()  # no allocation: a paused caller's silence is most frames
             return 0.0
         low = x[: x.size - x.size % DECIMATE].reshape(-1, DECIMATE).mean(axis=1)
         pending = np.concatenate((self._tail, low))
