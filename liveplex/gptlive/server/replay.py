@@ -13,6 +13,7 @@ Pure.
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 
 from liveplex.gptlive import events
@@ -47,12 +48,10 @@ class Replay:
         """The texts a caller who last saw event `after` missed, oldest first; `after` empty (it
         names none): those made since the socket went away."""
         ids = [event_id for event_id, _ in self._sent]
-        if after and after in ids:
-            start = ids.index(after) + 1
-        elif after:
-            start = 0  # older than every event kept: all of them came after it
+        if after:  # an id older than every event kept: all of them came after it
+            start = ids.index(after) + 1 if after in ids else 0
         else:
             since = 0 if self._parked_at is None else self._count - self._parked_at
             start = max(0, len(ids) - since)
         self._parked_at = None
-        return [text for _, text in list(self._sent)[start:]]
+        return [text for _, text in itertools.islice(self._sent, start, None)]
