@@ -463,9 +463,7 @@ class PersonaPlexEngine:
 
     def _room(self, g: _Group) -> bool:
         """Whether group `g` has a slot for one more session (a partial prefill keeps one)."""
-        head = self._queue[0] if self._queue else None
-        partial = head is not None and head.done > 0 and self._groups[head.group] is g
-        return g.leases.live + partial < g.capacity
+        return g.leases.live + (self._partial() is g) < g.capacity
 
     def _move(self, g: _Group, i: int, to: _Group) -> None:
         """Session `i` of group `g` continues in group `to`: its rows copied to `to`'s first free
@@ -479,10 +477,14 @@ class PersonaPlexEngine:
         """The slot a session joining group `to` gets: its first free one (a partial prefill
         there moves up one first)."""
         slot = to.base + to.leases.acquire()
-        head = self._queue[0] if self._queue else None
-        if head is not None and head.done > 0 and self._groups[head.group] is to:
+        if self._partial() is to:
             self.pools.move(slot, slot + 1)
         return slot
+
+    def _partial(self) -> _Group | None:
+        """The group whose first free slot the queue head's partial prefill borrows, if any."""
+        head = self._queue[0] if self._queue else None
+        return self._groups[head.group] if head is not None and head.done else None
 
     def _joining(self, now: int) -> int | None:
         """The group the queue's head joins: the one its partial prefill borrows a slot in, else
@@ -509,7 +511,7 @@ class PersonaPlexEngine:
                                self.sessions(), owed, frames.PERIOD_NS / 1e9, most=max(self._layouts))
         self._pulse.groups_reason = choice.reason
         G = self._hold.update(choice.groups)
-        if G == self._active or (self._queue and self._queue[0].done):
+        if G == self._active or self._partial() is not None:
             return
         logger.info("tick groups changed", extra={"tick_groups": G, "was": self._active, "reason": choice.reason,
                                                   "sessions": self.sessions()})
@@ -842,8 +844,7 @@ class PersonaPlexEngine:
         if move is not None:
             self.pools.move(g.base + move.src, g.base + move.dst)
             g.rows[move.dst] = last
-        head = self._queue[0] if self._queue else None
-        if head is not None and head.done and self._groups[head.group] is g:
+        if self._partial() is g:
             self.pools.move(g.base + g.leases.live + 1, g.base + g.leases.live)
 
     def _warm_up(self) -> tuple[grouping.PrefillCost, dict[int, float]]:
