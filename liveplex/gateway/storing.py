@@ -43,20 +43,6 @@ _DOWN: Literal[1] = 1
 _EVENT: Literal[2] = 2
 
 
-def _keeper(kind: int, doc: str) -> Callable[[StoredCall, str | bytes], None]:
-    """`up` and `down`: an append whose bytes count toward `MAX_PENDING_BYTES` (`kind` a closure
-    constant: no more work a frame than a method written out)."""
-    def keep(self: StoredCall, data: str | bytes) -> None:
-        if self._on:
-            self._pending.append(data)
-            self._kinds.append(kind)
-            self._pending_bytes += len(data)
-            if self._pending_bytes > MAX_PENDING_BYTES:
-                self._fail("the store fell behind the call")
-    keep.__doc__ = doc
-    return keep
-
-
 class Recorder:
     """A gateway's stored calls: the store, its settings, the counters; sweeps retention."""
 
@@ -136,8 +122,23 @@ class StoredCall:
 
     # --- the relay's side (per frame) --------------------------------------------------------------
 
-    up = _keeper(_UP, "A client frame on its way to the pod.")
-    down = _keeper(_DOWN, "An audio delta on its way to the caller.")
+    def up(self, data: str | bytes) -> None:
+        """A client frame on its way to the pod."""
+        if self._on:
+            self._keep(data, _UP)
+
+    def down(self, message: str) -> None:
+        """An audio delta on its way to the caller."""
+        if self._on:
+            self._keep(message, _DOWN)
+
+    def _keep(self, data: str | bytes, kind: int) -> None:
+        """A frame for the next flush, its bytes counted toward `MAX_PENDING_BYTES`."""
+        self._pending.append(data)
+        self._kinds.append(kind)
+        self._pending_bytes += len(data)
+        if self._pending_bytes > MAX_PENDING_BYTES:
+            self._fail("the store fell behind the call")
 
     def event(self, text: str) -> None:
         """A relayed event (not audio)."""
