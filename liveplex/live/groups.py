@@ -61,8 +61,7 @@ def choose(step_s: Callable[[int], float], sessions: int, prefill_s: float, peri
     (`step_s(rows)`: seconds of one step, measured or modeled) plus `prefill_s` end within the
     period (else every period starts later than the last) and start every turn within `margin_s`
     of its due time; one group when none does."""
-    fits: Choice | None = None
-    tried: list[str] = []
+    tried: str | None = None
     for groups in sorted((g for g in CHOICES if g <= most), reverse=True):
         rows = -(-sessions // groups)
         step = step_s(rows) if rows else 0.0
@@ -70,12 +69,11 @@ def choose(step_s: Callable[[int], float], sessions: int, prefill_s: float, peri
         summary = (f"{groups} x {step * 1e3:.1f} ms ({rows} rows) + prefill {prefill_s * 1e3:.1f} ms "
                    f"ends at {busy * 1e3:.1f} of {period_s * 1e3:.0f} ms, turns up to {late * 1e3:.1f} ms late")
         if busy <= period_s and late <= margin_s:
-            fits = Choice(groups, f"{summary}: fits" + (f"; not {tried[-1]}" if tried else ""), busy, late)
-            break
-        tried.append(summary)
-        fits = Choice(groups, f"{summary}: none fits, one group", busy, late)
-    assert fits is not None, "CHOICES holds 1"
-    return fits
+            return Choice(groups, f"{summary}: fits" + (f"; not {tried}" if tried else ""), busy, late)
+        if groups == 1:
+            return Choice(groups, f"{summary}: none fits, one group", busy, late)
+        tried = summary
+    raise AssertionError("CHOICES holds 1")
 
 
 class Steps:
