@@ -20,6 +20,7 @@ from liveplex.placement.errors import PlacementError
 logger = logging.getLogger(__name__)
 
 HOLD_TTL_S = 86_400
+"""How long a record (this one, a session's in `sessions`) outlives a crashed gateway: a session's longest."""
 
 
 class CallHolders:

@@ -26,14 +26,12 @@ from typing import Any
 
 import orjson
 
+from liveplex.gateway.calls import HOLD_TTL_S
 from liveplex.placement import PlacementClient
 from liveplex.placement.errors import PlacementError
 
 logger = logging.getLogger(__name__)
 
-HOLD_TTL_S = 86_400
-"""A record outlives a session that ended without its gateway's word (the gateway and its pod both
-gone) for at most a day, a session's longest."""
 MAX_START_BYTES = 64 << 10
 """The largest `session.start` kept for a re-attach: any instructions, and a long history."""
 
