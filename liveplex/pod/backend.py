@@ -425,7 +425,7 @@ class EngineBackend:
         session_id = self._given.get(peer.conn)
         checkpoints = session_id is not None  # a gateway relays it: it keeps the resume record
         if start.wake is not None and key is None:
-            return self._waiting(start, peer, handle, checkpoints, session_id)
+            return self._waiting(start, peer, handle, session_id)
         if key is None:
             result = handle.start(start.session, checkpoints)
         else:
@@ -436,7 +436,7 @@ class EngineBackend:
                 return None
             moved = pause.unmark(held.data) if self._pause.on or self.served.pauses else None
             if moved is not None:
-                return self._arrived(start, peer, handle, checkpoints, session_id, held, moved)
+                return self._arrived(start, peer, handle, session_id, held, moved)
             result = handle.resume(start.session, held.data, checkpoints)
         if result is channel.Rejected.FULL:
             peer.refuse(errors.server_busy(self.served.info.max_sessions))
@@ -444,32 +444,22 @@ class EngineBackend:
         if isinstance(result, channel.Rejected):
             peer.refuse(errors.server_error(result.value))
             return None
-        leg = EngineLeg(result, peer, checkpoints)
-        self._pausing(leg, handle, start, checkpoints, wait_first=False)
-        if session_id is not None:
-            self._legs[session_id] = leg
-        return leg
+        return self._leg(result, peer, handle, start, session_id)
 
     def _waiting(self, start: connection.Start, peer: backend.Peer, handle: channel.LiveHandle,
-                 checkpoints: bool, session_id: str | None) -> EngineLeg:
+                 session_id: str | None) -> EngineLeg:
         """A call with a wake policy: connected and started, billed as paused, in no engine until
         its caller speaks (the wake machine's waiting state); its `session.started` is the pod's."""
-        leg = EngineLeg(None, peer, checkpoints)
-        self._pausing(leg, handle, start, checkpoints, wait_first=True)
-        if session_id is not None:
-            self._legs[session_id] = leg
+        leg = self._leg(None, peer, handle, start, session_id, wait_first=True)
         started: list[contract.Output] = [contract.Started()]
         asyncio.get_running_loop().call_soon(leg.deliver, started)
         return leg
 
     def _arrived(self, start: connection.Start, peer: backend.Peer, handle: channel.LiveHandle,
-                 checkpoints: bool, session_id: str | None, held: handover.Held, moved: pause.Moved) -> EngineLeg:
+                 session_id: str | None, held: handover.Held, moved: pause.Moved) -> EngineLeg:
         """A paused session moved here (`pause.Moved`): started where it ran (its `Started` is the
         pod's, the gateway swallows it), held paused, woken at once if its caller spoke."""
-        leg = EngineLeg(None, peer, checkpoints)
-        self._pausing(leg, handle, start, checkpoints, wait_first=False, always=True)
-        if session_id is not None:
-            self._legs[session_id] = leg
+        leg = self._leg(None, peer, handle, start, session_id, always=True)
         pausing = leg.pausing
         assert pausing is not None
 
@@ -479,10 +469,16 @@ class EngineBackend:
         asyncio.get_running_loop().call_soon(arrive)
         return leg
 
-    def _pausing(self, leg: EngineLeg, handle: channel.LiveHandle, start: connection.Start,
-                 checkpoints: bool, wait_first: bool, always: bool = False) -> None:
-        """The session's idle pause: its call's wake policy, else the pod's for its sockets
-        (`always`: a paused session that moved here, on a pod that can pause, without either)."""
+    def _leg(self, opened: channel.Opened | None, peer: backend.Peer, handle: channel.LiveHandle,
+             start: connection.Start, session_id: str | None, wait_first: bool = False,
+             always: bool = False) -> EngineLeg:
+        """The session's leg, kept by its given id, with its idle pause: its call's wake policy,
+        else the pod's for its sockets (`always`: a paused session that moved here, on a pod that
+        can pause, without either)."""
+        checkpoints = session_id is not None  # a gateway relays it: it keeps the resume record
+        leg = EngineLeg(opened, peer, checkpoints)
+        if session_id is not None:
+            self._legs[session_id] = leg
         if start.wake is not None:
             policy = wake.Policy(start.wake.vad_threshold, start.wake.idle_timeout_s, wait_first)
         elif self._pause.on:
@@ -490,8 +486,9 @@ class EngineBackend:
         elif always:
             policy = wake.Policy(self._pause.vad_threshold)
         else:
-            return
+            return leg
         if self._detector is None:
             self._detector = vad.Silero()
         leg.pausing = pause.Pausing(leg, handle, start.session, checkpoints, wake.Machine(policy),
                                     self._detector.stream(), self.pause_stats, self._may_pause)
+        return leg
