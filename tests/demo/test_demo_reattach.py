@@ -17,7 +17,7 @@ from liveplex.placement import keys
 from tests.demo.test_demo_page import CALL_TIMEOUT_MS, start_call
 from tests.support import haproxy, platform, pods
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(120)]  # aiortc re-offers by default
 
 
 def _replica(port: int) -> tuple[str, ...]:

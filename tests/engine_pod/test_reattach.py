@@ -26,7 +26,7 @@ import websockets
 
 from tests.support import clients, platform, pods
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]  # ~13 s: the default suite is at its limit
 
 BEFORE, AFTER = 10, 10
 """Audio frames heard before the kill and after the re-attach (0.8 s each)."""
