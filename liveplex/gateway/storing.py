@@ -34,8 +34,8 @@ from liveplex.storage.store import ObjectStore, StoreError
 logger = logging.getLogger(__name__)
 
 MAX_PENDING_BYTES = 8 << 20
-"""Relayed frames a stored call may hold for its next write (≈60 s of 24 kHz audio both ways, in
-base64): a store slower than that is as good as down for this call."""
+"""Relayed frames a stored call may hold for its next write, audio and events alike (≈60 s of
+24 kHz audio both ways, in base64): a store slower than that is as good as down for this call."""
 STORE_UNAVAILABLE = "store_unavailable"
 """The `info` code a stored call's caller gets when storing stops before the call's end."""
 _UP: Literal[0] = 0
@@ -141,10 +141,10 @@ class StoredCall:
             self._fail("the store fell behind the call")
 
     def event(self, text: str) -> None:
-        """A relayed event (not audio)."""
+        """A relayed event (not audio), counted as audio is: a call of long transcripts (or any
+        mix) holds no more than `MAX_PENDING_BYTES` for a store that fell behind."""
         if self._on:
-            self._pending.append(text)
-            self._kinds.append(_EVENT)
+            self._keep(text, _EVENT)
 
     def end(self, ended: bool) -> None:
         """The relay let go of the call: `ended` (its meta says so), or it goes on elsewhere (a

@@ -105,13 +105,19 @@ async def test_a_store_that_fails_stops_storing_the_call_with_one_event(tmp_path
     assert orjson.loads(told[0])["type"] == "info"
 
 
-async def test_a_store_that_falls_behind_is_as_good_as_down(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("relayed", ["audio", "events"])
+async def test_a_store_that_falls_behind_is_as_good_as_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            relayed: str) -> None:
+    """Whatever the relay hands over counts toward the bound: audio, and events (transcripts)."""
     monkeypatch.setattr(storing, "MAX_PENDING_BYTES", 40 * len(DELTA))
     store, stats, told = DirectoryStore(tmp_path), GatewayStats(), []
     call = _recorder(store, stats).open(RESOURCE, "ab" * 32, 0, lambda: None, told.append)
+    transcript = orjson.dumps({"type": "session.output_transcript.delta", "delta": "x" * len(DELTA)}).decode()
     for _ in range(50):  # faster than any flush
-        call.down(DELTA)
+        if relayed == "audio":
+            call.down(DELTA)
+        else:
+            call.event(transcript)
     await asyncio.wait_for(call.written, 5)
     assert stats.stored["failed"] == 1 and len(told) == 1
 
