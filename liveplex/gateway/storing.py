@@ -8,7 +8,8 @@ per call mixes them into the recording (`storage.recording.Mixer`) and writes th
 (`storage.layout`) in the background. So a gateway lost mid-call loses at most the last
 `flush_s` (plus one write's time) of the recording; the pod's own checkpoints and the caller's
 re-attach carry the call on, and its next gateway continues the recording from the frame it
-resumes at.
+resumes at. Every `retention.LIVE_TOUCH_S` a flush also rewrites the call's `live/<id>`: a call
+that stops doing so without its end was lost, and the sweep marks it so (`retention.end_lost`).
 
 A store that fails (down, refused, out of space) or falls behind (`MAX_PENDING_BYTES` waiting)
 never touches the call: storing stops for that call, its caller gets one `info`
@@ -74,10 +75,12 @@ class Recorder:
         return day.isoformat()
 
     async def run(self) -> None:
-        """Delete the sessions past their retention every `sweep_s`, until cancelled."""
+        """Delete the sessions past their retention, and mark the calls lost as ended, every
+        `sweep_s`, until cancelled."""
         while True:
             try:
                 await retention.sweep(self.store, datetime.datetime.now(datetime.UTC).date())
+                await retention.end_lost(self.store, time.time())
             except StoreError as exc:
                 logger.warning("retention sweep failed", extra={"store": self.store.describe, "error": str(exc)})
             await asyncio.sleep(self.settings.sweep_s)
@@ -111,6 +114,8 @@ class StoredCall:
         self._pending_bytes = 0
         self._record_written = 0
         self._written = 0
+        self._touch_at = 0.0
+        """When `_flush` next rewrites the call's `live/<id>` (loop time): its proof of life."""
         self._failed = False
         self._on = True
         """Still storing: false once ended or failed (the hot path then appends nothing)."""
@@ -159,9 +164,10 @@ class StoredCall:
         session_id = self._resource.id
         try:
             meta = await self._meta()
-            await self._put(layout.meta_key(session_id), meta.dump())
+            first = [(layout.meta_key(session_id), meta.dump()), self._touch()]
             if meta.expires_on is not None:
-                await self._put(layout.expiry_key(datetime.date.fromisoformat(meta.expires_on), session_id), b"")
+                first.append((layout.expiry_key(datetime.date.fromisoformat(meta.expires_on), session_id), b""))
+            await self._put_many(first)
             while self._ended is None and self._on:
                 try:
                     await asyncio.wait_for(self._wake.wait(), self._recorder.settings.flush_s)
@@ -173,7 +179,8 @@ class StoredCall:
                 if self._ended:
                     meta = layout.Meta(meta.session_id, meta.key, meta.created_at, meta.expires_on, meta.session,
                                        "ended", self._mixer.frame, int(time.time()))
-                    await self._put(layout.meta_key(session_id), meta.dump())
+                    await self._put_many([(layout.meta_key(session_id), meta.dump())])
+                    await self._store.delete([layout.live_key(session_id)])
         except StoreError as exc:
             self._fail(str(exc))
         finally:
@@ -218,15 +225,21 @@ class StoredCall:
         written = self._record_written
         if record is not None and len(record) > written:
             items.append((layout.record_key(session_id, written), bytes(record[written:])))
+        if asyncio.get_running_loop().time() >= self._touch_at:
+            items.append(self._touch())
         if items:
-            await self._store.put_many(items)
-            self._written += sum(len(data) for _, data in items)
+            await self._put_many(items)
         if record is not None:
             self._record_written = max(written, len(record))
 
-    async def _put(self, key: str, data: bytes) -> None:
-        await self._store.put(key, data)
-        self._written += len(data)
+    def _touch(self) -> tuple[str, bytes]:
+        """The call's `live/<id>` entry, due again in `retention.LIVE_TOUCH_S`."""
+        self._touch_at = asyncio.get_running_loop().time() + retention.LIVE_TOUCH_S
+        return layout.live_key(self._resource.id), b""
+
+    async def _put_many(self, items: list[tuple[str, bytes]]) -> None:
+        await self._store.put_many(items)
+        self._written += sum(len(data) for _, data in items)
 
     def _fail(self, why: str) -> None:
         """Storing stops for this call (once): the caller is told, the log and the counter say why."""

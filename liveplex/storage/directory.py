@@ -110,10 +110,10 @@ class DirectoryStore:
                     continue
                 path = Path(folder, name)
                 try:
-                    size = path.stat().st_size
+                    stat = path.stat()
                 except FileNotFoundError:  # deleted meanwhile
                     continue
-                found.append(Entry(path.relative_to(self._root).as_posix(), size))
+                found.append(Entry(path.relative_to(self._root).as_posix(), stat.st_size, stat.st_mtime))
         found.sort(key=lambda entry: entry.key)
         return found
 

@@ -10,9 +10,12 @@ together (pure: keys, documents and byte arithmetic; no I/O).
     sessions/<id>/record/<offset>.bin         the resume record (the pod's checkpoints, docs/continuity.md)
                                               from byte <offset> on; concatenated in order, the record
     expiry/<YYYY-MM-DD>/<id>                  empty: the session is deleted after that day (`retention`)
+    live/<id>                                 empty: the call is live; its writer rewrites it every
+                                              `retention.LIVE_TOUCH_S`, deletes it at the call's end
+                                              (one left untouched: a call lost, `retention.end_lost`)
 
 Numbers in keys are zero-padded so that keys sort as numbers. Every object is written once
-(chunks) except `meta.json` (at the start and the end): S3 has no append, and a gateway lost
+(chunks) except `meta.json` (at the start and the end) and `live/<id>`: S3 has no append, and a gateway lost
 mid-call loses only the chunk it had not written yet.
 """
 
@@ -39,6 +42,9 @@ WAV_HEADER_BYTES = 44
 MEDIA_TYPE = "audio/wav"
 SESSIONS = "sessions/"
 EXPIRY = "expiry/"
+LIVE = "live/"
+LOST = "lost"
+"""`Meta.reason` of a call whose gateway died and whose caller never re-attached (`retention.end_lost`)."""
 _FRAME_DIGITS = 10
 _OFFSET_DIGITS = 12
 
@@ -71,6 +77,10 @@ def expiry_key(day: datetime.date, session_id: str) -> str:
     return f"{EXPIRY}{day.isoformat()}/{session_id}"
 
 
+def live_key(session_id: str) -> str:
+    return f"{LIVE}{session_id}"
+
+
 def frame_of(key: str) -> int | None:
     """The first frame an audio chunk's key names; None for anything else."""
     name = key.rsplit("/", 1)[-1]
@@ -97,6 +107,8 @@ class Meta:
     ended_at: int | None = None
     degraded: str | None = None
     """Why storing stopped before the call's end (the store failed): what is stored ends there."""
+    reason: str | None = None
+    """Why it is "ended" when the call's own end was never written: `LOST`; None: the call ended."""
 
     def owned_by(self, digest: str) -> bool:
         return hmac.compare_digest(self.key, digest)
@@ -105,7 +117,7 @@ class Meta:
         return orjson.dumps({
             "version": 1, "session_id": self.session_id, "key_sha256": self.key, "created_at": self.created_at,
             "expires_on": self.expires_on, "status": self.status, "frames": self.frames,
-            "ended_at": self.ended_at, "degraded": self.degraded,
+            "ended_at": self.ended_at, "degraded": self.degraded, "reason": self.reason,
             "recording": {"media_type": MEDIA_TYPE, "sample_rate": SAMPLE_RATE, "channels": ["caller", "agent"]},
             "session": self.session,
         }, option=orjson.OPT_INDENT_2)
@@ -117,7 +129,7 @@ class Meta:
             raw = orjson.loads(data)
             return Meta(str(raw["session_id"]), str(raw["key_sha256"]), int(raw["created_at"]),
                         raw["expires_on"], dict(raw["session"]), str(raw["status"]), raw["frames"],
-                        raw["ended_at"], raw["degraded"])
+                        raw["ended_at"], raw["degraded"], raw.get("reason"))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             return None
 
@@ -139,6 +151,12 @@ class Piece:
     key: str | None
     skip: int
     size: int
+
+
+def frames_stored(chunks: Sequence[Entry]) -> int:
+    """The frame after the last whole one the audio chunks hold: a lost call's length (0: none)."""
+    ends = [frame + entry.size // FRAME_BYTES for entry in chunks if (frame := frame_of(entry.key)) is not None]
+    return max(ends, default=0)
 
 
 def assemble(chunks: Sequence[Entry]) -> tuple[list[Piece], int]:

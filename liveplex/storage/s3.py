@@ -79,7 +79,8 @@ class S3Store:
         found: list[Entry] = []
         try:
             async for batch in obstore.list(self._store, prefix=prefix, chunk_size=1000):
-                found.extend(Entry(str(meta["path"]), int(meta["size"])) for meta in batch)
+                found.extend(Entry(str(meta["path"]), int(meta["size"]), meta["last_modified"].timestamp())
+                             for meta in batch)
         except Exception as exc:
             raise StoreError(f"list {prefix}: {exc}") from exc
         found.sort(key=lambda entry: entry.key)

@@ -8,7 +8,7 @@ client's text), so a backend may map them onto paths.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -19,10 +19,12 @@ class StoreError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One stored object: its key and size in bytes."""
+    """One stored object: its key and size in bytes (what identifies it), and when it was last
+    written, by the store's clock (Unix seconds): the sweep of lost calls reads it."""
 
     key: str
     size: int
+    modified: float = field(default=0.0, compare=False)
 
 
 class ObjectStore(Protocol):

@@ -2,13 +2,15 @@
 hands it is written every `flush_s` (so a gateway lost mid-call loses at most that much: the bound
 docs/storage.md states), its meta says live, then ended with its length; a store that fails, or
 falls behind, stops storing that call with one `info store_unavailable` to its caller and the
-failure counted, never an exception into the relay. Retention deletes what is past its day."""
+failure counted, never an exception into the relay. Retention deletes what is past its day, and
+a call whose gateway let go of it without its end, never continued, is marked ended, `lost`."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import datetime
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -135,3 +137,47 @@ async def test_retention_deletes_sessions_past_their_day_and_nothing_else(tmp_pa
                                                   layout.expiry_key(today, "sess_new")])
     assert _recorder(store, GatewayStats(), retention_days=0).expires_on(0) is None
     assert _recorder(store, GatewayStats(), retention_days=2).expires_on(0) == "1970-01-03"
+
+
+async def test_a_call_never_continued_is_marked_ended_lost_by_the_sweep(tmp_path: Path) -> None:
+    """Its gateway let go of it (died, or drained and the caller never re-attached): its meta says
+    live until its `live/` entry is `LOST_AFTER_S` old, then ended, `lost`, with the frames stored.
+    A call that ended is no live entry, and a live one whose entry is fresh is left alone."""
+    store, stats = DirectoryStore(tmp_path), GatewayStats()
+    recorder = _recorder(store, stats)
+    ended = events.SessionResource("sess_ended", 0, "gpt-live-1", "hi", events.DEFAULT_FORMAT, "NATF2", store=True)
+    calls = [(recorder.open(RESOURCE, "ab" * 32, 100, lambda: None, [].append), False),
+             (recorder.open(ended, "ab" * 32, 0, lambda: None, [].append), True)]
+    for call, _ in calls:
+        for _ in range(3):
+            call.up(APPEND)
+            call.down(DELTA)
+    await asyncio.sleep(FLUSH_S * 1.5)
+    assert [e.key for e in await store.list(layout.LIVE)] == sorted(layout.live_key(c) for c in (RESOURCE.id, ended.id))
+    for call, really in calls:
+        call.end(ended=really)
+        await call.written
+    assert [e.key for e in await store.list(layout.LIVE)] == [layout.live_key(RESOURCE.id)]
+    assert await retention.end_lost(store, time.time() + retention.LOST_AFTER_S - 5) == []
+    assert await retention.end_lost(store, time.time() + retention.LOST_AFTER_S + 1) == [RESOURCE.id]
+    meta = layout.Meta.load(await store.get(layout.meta_key(RESOURCE.id)) or b"")
+    assert meta is not None and (meta.status, meta.reason, meta.frames) == ("ended", layout.LOST, 103)
+    assert meta.owned_by("ab" * 32) and meta.ended_at is not None and meta.ended_at <= time.time()
+    assert await store.list(layout.LIVE) == []
+    other = layout.Meta.load(await store.get(layout.meta_key(ended.id)) or b"")
+    assert other is not None and (other.status, other.reason, other.frames) == ("ended", None, 3)
+
+
+async def test_a_live_call_touches_its_live_entry_even_when_it_writes_no_audio(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A paused call relays no audio deltas: its writer's touch alone keeps it from being lost."""
+    monkeypatch.setattr(retention, "LIVE_TOUCH_S", FLUSH_S)
+    store = DirectoryStore(tmp_path)
+    call = _recorder(store, GatewayStats()).open(RESOURCE, "ab" * 32, 0, lambda: None, [].append)
+    await asyncio.sleep(FLUSH_S)
+    first = (await store.list(layout.LIVE))[0].modified
+    await asyncio.sleep(FLUSH_S * 2.5)
+    assert (await store.list(layout.LIVE))[0].modified > first
+    assert await store.list(layout.audio_prefix(RESOURCE.id)) == []
+    call.end(ended=True)
+    await call.written

@@ -1,11 +1,13 @@
 """Both backends keep the one `ObjectStore` contract: whole objects by key, listed sorted by key
-under a prefix, deleted (a missing key no error), a missing object None; a store that cannot be
-reached fails with `StoreError`, never another exception. The S3 backend runs against moto's real
-S3 server over HTTP (its signing, listing and errors as a real store answers them)."""
+under a prefix with when each was written, deleted (a missing key no error), a missing object
+None; a store that cannot be reached fails with `StoreError`, never another exception. The S3
+backend runs against moto's real S3 server over HTTP (its signing, listing and errors as a real
+store answers them)."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -34,6 +36,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 async def test_objects_are_kept_listed_and_deleted_by_key(store: ObjectStore) -> None:
     assert await store.get("sessions/a/meta.json") is None
+    before = time.time()
     await store.put("sessions/a/audio/0000000010.pcm", b"late")
     await store.put("sessions/a/audio/0000000000.pcm", b"early!")
     await store.put("sessions/a/meta.json", b"{}")
@@ -42,6 +45,7 @@ async def test_objects_are_kept_listed_and_deleted_by_key(store: ObjectStore) ->
     assert await store.get("sessions/a/meta.json") == b'{"v": 2}'
     assert await store.list("sessions/a/audio/") == [Entry("sessions/a/audio/0000000000.pcm", 6),
                                                      Entry("sessions/a/audio/0000000010.pcm", 4)]
+    assert all(before - 2 <= e.modified <= time.time() + 2 for e in await store.list("sessions/"))  # 1 s clocks
     assert [e.key for e in await store.list("sessions/a/")] == [
         "sessions/a/audio/0000000000.pcm", "sessions/a/audio/0000000010.pcm", "sessions/a/meta.json"]
     await store.delete(["sessions/a/audio/0000000000.pcm", "sessions/a/never-written"])
