@@ -7,6 +7,8 @@ samples, 480 ms or more later) in channel 1. Another key and an unknown id are o
 `session_id`; the call is hung up through B (`client.live.sessions.hangup`), which relays it to A,
 and ends as GPT-Live ends a hung-up call (`session.closed` `close_requested`). Then the store goes
 down: a new stored call goes on, told once (`info store_unavailable`), and the metric counts it.
+A directory store that refuses writes mid-call (its folder became a file: ENOTDIR, as a volume
+full or read-only refuses) is the same: the call goes on to its own end, told once.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import shutil
 import wave
 from pathlib import Path
 
@@ -23,6 +26,7 @@ import pytest
 
 from liveplex.gateway.storing import STORE_UNAVAILABLE
 from liveplex.live import frames
+from liveplex.storage import layout
 from tests.gateway.test_moves import _metric
 from tests.support import platform, pods, s3
 
@@ -119,6 +123,8 @@ async def _stored_call(a: pods.Running, b: pods.Running) -> None:
         if len(agent) >= (SPOKEN_FRAMES + 10) * frames.FRAME_SAMPLES:
             break
         await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("the call's last chunk was never stored")
     heard, said = _frames_of(caller), _frames_of(agent)
     assert len(heard) == len(said) >= SPOKEN_FRAMES + 10
     where_heard = [heard.index(frame) for frame in spoken if frame in heard]
@@ -144,3 +150,45 @@ async def _store_down(gateway: pods.Running) -> None:
                         break
         assert told == [STORE_UNAVAILABLE]  # once, and the call went on
         await conn.session.close()
+
+
+def test_a_store_that_refuses_writes_mid_call_stops_storing_it_and_the_call_goes_on(
+        redis_url: str, tmp_path: Path) -> None:
+    stored = tmp_path / "stored"
+    flags = ("--store-dir", str(stored), "--store-flush-s", FLUSH_S)
+    with platform.platform(redis_url, tmp_path, n_pods=1, gateway_flags=flags) as running:
+        asyncio.run(_refused_mid_call(running.gateway, stored))
+        counted = _metric(running.gateway.admin_root, "liveplex_gateway_stored_sessions_total")
+        assert counted['liveplex_gateway_stored_sessions_total{result="failed"}'] == 1.0
+        assert counted.get('liveplex_gateway_stored_sessions_total{result="complete"}', 0.0) == 0.0
+
+
+async def _refused_mid_call(gateway: pods.Running, stored: Path) -> None:
+    """Once the call's first chunk is written its audio folder becomes a file, so the writer's next
+    put fails (ENOTDIR); the call runs 2 s more and ends by the caller's close."""
+    async with openai.AsyncOpenAI(base_url=gateway.base_url, api_key=KEY, max_retries=0).live.connect() as conn:
+        await conn.session.start(session={"model": "gpt-live-1", "store": True})
+        started = await conn.recv()
+        assert started.type == "session.started" and started.session.store is True
+        audio = stored / layout.audio_prefix(started.session.id)
+        told, deltas, refused_at = [], 0, None
+        async with asyncio.timeout(30):
+            async for event in conn:
+                assert event.type != "error", event
+                if event.type == "info":
+                    told.append(event.code)
+                elif event.type == "session.output_audio.delta":
+                    deltas += 1
+                    if refused_at is None and audio.is_dir() and any(audio.iterdir()):
+                        shutil.rmtree(audio)
+                        audio.write_bytes(b"")
+                        refused_at = deltas
+                    elif refused_at is not None and told and deltas > refused_at + 25:
+                        break
+            await conn.session.close()
+            async for event in conn:
+                assert event.type not in ("info", "error"), event
+                if event.type == "session.closed":
+                    assert event.reason == "close_requested"
+                    break
+        assert told == [STORE_UNAVAILABLE]  # once, and the call went on to its end
