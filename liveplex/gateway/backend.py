@@ -10,20 +10,29 @@ socket's machine is the pump's `passthrough.Passthrough`.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
+from typing import Any
 
 from websockets.datastructures import Headers
 
+from liveplex.gateway import forking
 from liveplex.gateway.leg import Reattach, Shared, UpstreamLeg
 from liveplex.gateway.quota import Quota
+from liveplex.gateway.sessions import key_digest
 from liveplex.gateway.settings import GatewaySettings
 from liveplex.gateway.view import PoolView
 from liveplex.gptlive import connection, errors, events
+from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.server import auth, backend, replies
 from liveplex.gptlive.settings import Settings
 from liveplex.gptlive.urls import LAST_EVENT_QUERY, REATTACH_QUERY
+from liveplex.storage.store import StoreError
+
+logger = logging.getLogger(__name__)
 
 
 class GatewayBackend:
@@ -41,6 +50,10 @@ class GatewayBackend:
         """Each leg's API key, for the quota (a re-attach's too: `Quota.hold`)."""
         self._conn_keys: weakref.WeakKeyDictionary[connection.Connection, str] = weakref.WeakKeyDictionary()
         """The API key each socket authenticated with (for the per-key limit)."""
+        self._fork_records: weakref.WeakKeyDictionary[connection.Connection, bytes] = weakref.WeakKeyDictionary()
+        """A fork's stored record, read for its socket's start (`forking`)."""
+        self._reading: set[asyncio.Task[None]] = set()
+        """Forks' reads of the store under way (held: the loop keeps only weak references)."""
         self.draining = False
         """Set by the gateway's drain: new starts are refused, relayed sessions go on."""
 
@@ -72,6 +85,33 @@ class GatewayBackend:
         peer.close_with(*refusal)
         return None
 
+    def fork(self, peer: backend.Peer, session_id: str, headers: Headers) -> None:
+        """A fork's socket: read the stored session for the socket's key, then let its start fork it."""
+        recorder = self._shared.recorder
+        if recorder is None:  # nothing is stored here
+            peer.close_with(errors.stored_session_not_found(session_id), connection.POLICY_VIOLATION)
+            return
+        key = self._conn_keys.get(peer.conn, "")
+        read = forking.read(recorder.store, session_id, key_digest(key), webrtc=False)
+        self._reading.add(asyncio.get_running_loop().create_task(self._forked(peer, read)))
+
+    async def _forked(self, peer: backend.Peer, read: Coroutine[Any, Any, forking.Stored | ProtocolError]) -> None:
+        try:
+            stored = await read
+        except StoreError as exc:
+            logger.warning("fork: the store cannot be read", extra={"error": str(exc)})
+            stored = errors.server_error("the session store cannot be reached; retry.")
+        if isinstance(stored, ProtocolError):
+            self._shared.stats.forks["refused"] += 1
+            peer.close_with(stored, connection.POLICY_VIOLATION)
+            return
+        self.forking(peer, stored)
+
+    def forking(self, peer: backend.Peer, stored: forking.Stored) -> None:
+        """`peer`'s start forks `stored` (read for its key): its leg resumes the stored record."""
+        self._fork_records[peer.conn] = stored.record
+        peer.fork_from(stored.source)
+
     def park(self, peer: backend.Peer, leg: backend.Leg) -> bool:
         """A caller's socket dropped: its session ends, on its pod too, and its slot is free at
         once, as a GPT-Live server frees it (conformance check 19). What a pod keeps for a
@@ -101,7 +141,8 @@ class GatewayBackend:
             self._shared.stats.rejected[(pool, "key_limit")] += 1
             peer.refuse(refusal)
             return None
-        leg = UpstreamLeg(self._shared, start, peer, pool, self._leg_done, key)
+        leg = UpstreamLeg(self._shared, start, peer, pool, self._leg_done, key,
+                          record=self._fork_records.pop(peer.conn, None))
         self._leg_keys[leg] = key
         return leg
 

@@ -102,7 +102,7 @@ class UpstreamLeg:
     when the leg lets go of the session."""
 
     def __init__(self, shared: Shared, start: connection.Start | Reattach, peer: backend.Peer, pool: str,
-                 done: Callable[[UpstreamLeg], None], key: str = "") -> None:
+                 done: Callable[[UpstreamLeg], None], key: str = "", record: bytes | None = None) -> None:
         self._placer = shared.placer
         self._link = shared.link
         self._stats = shared.stats
@@ -120,6 +120,8 @@ class UpstreamLeg:
         self._key = key
         """The API key the client's socket carries: a re-attach must carry the session's."""
         self._done_with = done
+        self._fork_record = record
+        """A fork's: the stored session's resume record, which the pod placed rebuilds it from."""
         self._handed_back = False
         """Let go of while the session goes on (this gateway stops): its pod parks it, its record stays."""
         self._machine: relaying.Relaying | None = None
@@ -255,7 +257,14 @@ class UpstreamLeg:
                     command = machine.rechecked()
                 case placing.Dial(placed=placed):
                     assert self._start is not None  # a start's leg
-                    opened = await self._link.open(placed, self._session_id, self._pool, self._start.text)
+                    import_id = None
+                    if self._fork_record is not None:
+                        import_id = await self._link.offer(placed, self._fork_record, resume=True)
+                        if import_id is None:  # it does not fit that pod (or the pod is full): try another
+                            placer.give_back(placed, self._session_id)
+                            command = machine.unreachable(placed)
+                            continue
+                    opened = await self._link.open(placed, self._session_id, self._pool, self._start.text, import_id)
                     if opened is None:
                         await placer.unreachable(placed, self._session_id)
                         command = machine.unreachable(placed)
@@ -267,6 +276,9 @@ class UpstreamLeg:
                         self._up = opened.up  # before the hand-off: the pump replays the client's parked frames to us
                 case placing.Start():
                     stats.placed(self._pool, (time.monotonic_ns() - started_ns) / 1e9, retried=command.retried)
+                    if self._fork_record is not None:
+                        stats.forks["started"] += 1
+                        self._fork_record = None  # the pod holds it now
                     self._machine = relaying.Relaying(command.placed)
                     self._store_from(0)
                     peer.send_verbatim(command.text, False)
@@ -274,6 +286,8 @@ class UpstreamLeg:
                     self._hold(command.placed)
                     return opened
                 case placing.Refuse(error=error, relay=relay, busy=busy):
+                    if self._fork_record is not None:
+                        stats.forks["failed"] += 1
                     if busy is not None:
                         stats.refused(self._pool, busy)
                     if relay is not None:

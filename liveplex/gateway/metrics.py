@@ -9,6 +9,7 @@ from prometheus_client.registry import Collector
 
 from liveplex.gateway import relaying
 from liveplex.gateway.stats import (
+    FORK_RESULTS,
     HANGUP_RESULTS,
     PLACEMENT_RESULTS,
     REATTACH_RESULTS,
@@ -68,6 +69,8 @@ class GatewayCollector(Collector):
              {**dict.fromkeys(STORED_RESULTS, 0), **s.stored}),
             ("liveplex_gateway_hangups", "Hangup requests, by result.", ["result"],
              {**dict.fromkeys(HANGUP_RESULTS, 0), **s.hangups}),
+            ("liveplex_gateway_forks", "Forks of stored sessions, by result.", ["result"],
+             {**dict.fromkeys(FORK_RESULTS, 0), **s.forks}),
         ):
             family = CounterMetricFamily(name, doc, labels=labels)
             for key, n in sorted(counts.items()):

@@ -23,6 +23,8 @@ STORED_RESULTS = ("complete", "failed")
 """`stored`'s results, exported from 0."""
 HANGUP_RESULTS = ("hung_up", "relayed", "not_found")
 """`hangups`' results, exported from 0."""
+FORK_RESULTS = ("started", "refused", "failed")
+"""`forks`' results, exported from 0."""
 ROOM_REFUSALS = ("server_busy", "no_engines")
 """`rejected`'s reasons for want of room, exported from 0 likewise: a counter whose first scrape
 already holds its first events loses them from every `rate()`."""
@@ -71,6 +73,10 @@ class GatewayStats:
     hangups: Counter[str] = field(default_factory=Counter)
     """Result -> `POST /v1/live/sessions/{id}/hangup` answers: `hung_up` (here), `relayed` (to the
     replica holding the call), `not_found`."""
+    forks: Counter[str] = field(default_factory=Counter)
+    """Result -> forks of stored sessions (docs/storage.md "Forks"): `started`, `refused` (the
+    stored session unknown to the key, still starting, or the store unreadable), `failed` (read,
+    and no pod rebuilt it)."""
 
     def placed(self, pool: str, seconds: float, retried: bool) -> None:
         """A session started on a pod, `seconds` after its start was valid (retried: not on the

@@ -36,7 +36,7 @@ import enum
 from dataclasses import dataclass
 from typing import final
 
-from liveplex.gptlive import errors, events, formats, start
+from liveplex.gptlive import errors, events, fork, formats, start
 from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.served import Served
 from liveplex.gptlive.settings import Settings
@@ -280,6 +280,8 @@ class Connection:
         self._stores = stores
         """`store: true` may be accepted: a gateway with a store, or a pod's machine for a
         gateway's socket (the gateway stores the session)."""
+        self._fork: fork.Source | None = None
+        """Set by `fork_from`: a `session.start` continues this stored session (a fork's socket)."""
         self._next_usage_ms = settings.usage_period_ms
         self._close_event_id: str | None = None
         self.outcomes: list[Outcome] = []
@@ -313,6 +315,12 @@ class Connection:
         self._last_message_ns = now_ns
         if state is _IDLE:  # the idle guard restarts on every client message
             self._due(now_ns + self.settings.idle_guard_ms * 1_000_000)
+        if self._fork is not None and state is _IDLE:
+            forked = fork.start_text(self._fork, data)
+            if type(forked) is events.Invalid:
+                self.outcomes.append(Refused("invalid"))
+                return [self._error(forked.error, forked.event_id)]
+            data = forked
         event = events.parse(data)
         if type(event) is events.Invalid:
             return [self._error(event.error, event.event_id)]
@@ -357,6 +365,12 @@ class Connection:
         self._close_event_id = event.event_id
         self._due(now_ns + self.settings.close_grace_ms * 1_000_000)
         return [Hangup()]
+
+    def fork_from(self, source: fork.Source) -> None:
+        """This socket's start forks `source` (its settings read from the store): the client's
+        `session.start` carries only a fork's overrides (`fork.start_text`), and the session gets
+        a new id. Before it, a fork's socket is not read (`passthrough.Pending`)."""
+        self._fork = source
 
     def media(self, pcm: bytes) -> list[Command]:
         """Caller audio from a media transport (a WebRTC call's RTP, decoded to 24 kHz PCM: the
@@ -489,11 +503,17 @@ class Connection:
         self._due(None)
 
     def _started(self, frames: int) -> list[Command]:
-        """`frames`: what the session ran on another pod before a handover; usage counts on."""
+        """`frames`: what the session ran before it was imported here (a handover, a resume, a
+        fork); usage counts on, and it expires when what its engine allows is spent, earlier than a
+        new session would by those frames."""
         pending = self._pending
         if self.state is not State.STARTING or pending is None:
             return []
-        self._begin(pending, pending.resource)
+        resource = pending.resource
+        if frames:
+            spent_s = pending.served.info.frame_ms(frames) // 1000
+            resource = dataclasses.replace(resource, expires_at=resource.expires_at - spent_s)
+        self._begin(pending, resource)
         if pending.wake is not None and self._paused_frames is None:
             self._paused_frames = 0
         if frames:
@@ -503,8 +523,8 @@ class Connection:
         self._inbound = formats.Inbound(pending.resource.format)
         self._outbound = formats.Outbound(pending.resource.format)
         self.state = State.LIVE
-        self.outcomes.append(Accepted(pending.resource.id))
-        started = Send(events.SessionStarted(pending.resource, self._pending_event_id))
+        self.outcomes.append(Accepted(resource.id))
+        started = Send(events.SessionStarted(resource, self._pending_event_id))
         return [started, *(Send(note) for note in pending.notes)]
 
     def _refuse(self, error: ProtocolError | None) -> list[Command]:

@@ -200,6 +200,13 @@ def stored_session_not_found(session_id: str) -> ProtocolError:
                          f"No stored session {echo(session_id)!r} for this API key.")
 
 
+def stored_session_starting(session_id: str) -> ProtocolError:
+    """A fork of a stored session that has run no frame the store holds yet: nothing to continue."""
+    return ProtocolError(Code.INVALID_VALUE, ("session_id",),
+                         f"Invalid value for 'session_id': the stored session {echo(session_id)!r} is still "
+                         "starting; nothing of it is stored yet to fork. Retry in a few seconds.")
+
+
 def call_not_found(session_id: str) -> ProtocolError:
     """A hangup (`POST /v1/live/sessions/{id}/hangup`) of no live call of this API key: unknown,
     ended, or another key's, told alike."""

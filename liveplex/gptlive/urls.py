@@ -14,6 +14,18 @@ REATTACH_QUERY = "session_id"
 re-offer's `POST` (`client.live.create(..., extra_query={"session_id": sid})`)."""
 LAST_EVENT_QUERY = "last_event_id"
 """...and the last server event the caller saw: it gets those after it it missed."""
+FORK_PATH = LIVE_PATH + "/{session_id}/fork"
+"""A stored session's fork: the fork socket (`client.live.forks.connect(session_id=...)`) and a
+WebRTC fork's `POST` (`client.live.sessions.fork`), docs/storage.md "Forks"."""
+_FORK_HEAD, _FORK_TAIL = FORK_PATH.split("{session_id}")
+
+
+def fork_source(path: str) -> str | None:
+    """The stored session a fork's path (query stripped) names; None for any other path."""
+    if not (path.startswith(_FORK_HEAD) and path.endswith(_FORK_TAIL)):
+        return None
+    session_id = path[len(_FORK_HEAD):-len(_FORK_TAIL)]
+    return session_id if session_id and "/" not in session_id else None
 
 
 def ws_url(base_url: str, suffix: str = LIVE_SUFFIX) -> str:

@@ -347,6 +347,10 @@ class EngineBackend:
     def parking_snapshot(self) -> stats.ParkingSnapshot:
         return self.parking.snapshot(len(self._parked))
 
+    def fork(self, peer: backend.Peer, session_id: str, headers: Headers) -> None:
+        """A pod keeps no stored session (its gateway does, docs/storage.md): nothing to fork."""
+        peer.close_with(errors.stored_session_not_found(session_id), connection.POLICY_VIOLATION)
+
     def reattach(self, peer: backend.Peer, headers: Headers, query: Mapping[str, str]) -> EngineLeg | None:
         """A gateway continues the session `SESSION_ID_HEADER` names (`hop.REATTACH_HEADER`):
         `peer.conn` is already its machine (`connection`). The socket that held it is closed, the

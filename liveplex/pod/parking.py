@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 
-from liveplex.gptlive import connection, events
+from liveplex.gptlive import connection, events, fork
 from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.server import backend, hop
 from liveplex.gptlive.server.front import Front
@@ -129,6 +129,9 @@ class Parked:
 
     def await_upstream(self) -> None:
         raise RuntimeError("a pod's session has no upstream")
+
+    def fork_from(self, source: fork.Source) -> None:
+        raise RuntimeError("a pod forks nothing")
 
     def close_with(self, error: ProtocolError, code: int) -> None:
         raise RuntimeError("a parked session has no socket to close")

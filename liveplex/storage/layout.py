@@ -69,8 +69,12 @@ def events_key(session_id: str, frame: int) -> str:
     return f"{session_prefix(session_id)}events/{frame:0{_FRAME_DIGITS}d}.jsonl"
 
 
+def record_prefix(session_id: str) -> str:
+    return f"{session_prefix(session_id)}record/"
+
+
 def record_key(session_id: str, offset: int) -> str:
-    return f"{session_prefix(session_id)}record/{offset:0{_OFFSET_DIGITS}d}.bin"
+    return f"{record_prefix(session_id)}{offset:0{_OFFSET_DIGITS}d}.bin"
 
 
 def expiry_key(day: datetime.date, session_id: str) -> str:

@@ -27,7 +27,7 @@ from typing import Protocol
 
 from websockets.datastructures import Headers
 
-from liveplex.gptlive import connection
+from liveplex.gptlive import connection, fork
 from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.server.replay import Replay
 from liveplex.live import contract
@@ -77,6 +77,9 @@ class Peer(Protocol):
     def await_upstream(self) -> None:
         """This socket continues a running session (a re-attach): read nothing until the upstream
         takes it (`handed_off`, after its start is given to `conn`) or it is refused (`close_with`)."""
+
+    def fork_from(self, source: fork.Source) -> None:
+        """This fork's stored session was read: its start forks `source`; read the client again."""
 
     def close_with(self, error: ProtocolError, code: int) -> None:
         """Tell the client `error` and close with `code`."""
@@ -165,6 +168,13 @@ class Backend(Observer, Protocol):
         `REATTACH_HEADER`, and `peer.conn` is then that session's `Connection`, from `connection`;
         a gateway: the caller's `session_id` query), or None for a socket whose session, if any,
         starts with `session.start`."""
+        ...
+
+    def fork(self, peer: Peer, session_id: str, headers: Headers) -> None:
+        """A fork's socket (`urls.FORK_PATH`) just opened, not read (`Peer.await_upstream`): read
+        the stored session `session_id` for the upgrade's key (`headers`), then `Peer.fork_from` it
+        (its start then forks it), or `Peer.close_with` why not (a server without stored sessions:
+        `stored_session_not_found`)."""
         ...
 
     def park(self, peer: Peer, leg: Leg) -> bool:

@@ -69,7 +69,9 @@ class LiveProtocol(WebSocketsSansIOProtocol):
 
     def handle_connect(self, event: Request) -> None:
         front: Front | None = self.app_state.get(FRONT)
-        if front is None or event.path.partition("?")[0] != urls.LIVE_PATH:
+        path = event.path.partition("?")[0]
+        fork_of = urls.fork_source(path)
+        if front is None or (path != urls.LIVE_PATH and fork_of is None):
             super().handle_connect(event)
             return
         self.request = event
@@ -101,7 +103,8 @@ class LiveProtocol(WebSocketsSansIOProtocol):
         if hop.SESSION_ID_HEADER in event.headers:  # a gateway's socket: a wedged one is found in seconds
             self.ping_interval, self.ping_timeout = hop.PING_INTERVAL_S, hop.PING_TIMEOUT_S
         self.start_keepalive()
-        self.live = LiveSocket(self, front, event.headers, dict(parse.parse_qsl(parse.urlsplit(event.path).query)))
+        self.live = LiveSocket(self, front, event.headers, dict(parse.parse_qsl(parse.urlsplit(event.path).query)),
+                               fork_of)
 
     def _answer(self, response: Response) -> None:
         """An HTTP answer instead of an upgrade; the connection ends with it."""
@@ -193,7 +196,8 @@ class LiveProtocol(WebSocketsSansIOProtocol):
 class LiveSocket(PeerCore):
     """One live socket: performs its protocol machine's steps on the protocol, synchronously."""
 
-    def __init__(self, proto: LiveProtocol, front: Front, headers: Headers, query: dict[str, str]) -> None:
+    def __init__(self, proto: LiveProtocol, front: Front, headers: Headers, query: dict[str, str],
+                 fork_of: str | None = None) -> None:
         assert front.sweeper is not None  # checked by refusal()
         super().__init__(front.backend.connection(headers, time.monotonic_ns(), query))
         self._proto = proto
@@ -221,7 +225,11 @@ class LiveSocket(PeerCore):
         self._done = False
         front.join(self)
         self._stats.sockets_open += 1
-        self._leg = self._backend.reattach(self, headers, query)
+        if fork_of is None:
+            self._leg = self._backend.reattach(self, headers, query)
+        else:  # the fork socket: its start waits for the stored session (`Backend.fork`)
+            self.await_upstream()
+            self._backend.fork(self, fork_of, headers)
         self._track()
 
     # --- inputs -----------------------------------------------------------------------------------

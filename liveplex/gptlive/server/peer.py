@@ -14,7 +14,7 @@ import abc
 import asyncio
 from collections import deque
 
-from liveplex.gptlive import connection, events
+from liveplex.gptlive import connection, events, fork
 from liveplex.gptlive.errors import ProtocolError
 from liveplex.gptlive.server import hop, passthrough
 from liveplex.gptlive.server.replay import Replay
@@ -98,6 +98,11 @@ class PeerCore(abc.ABC):
 
     def await_upstream(self) -> None:
         self._machine = passthrough.Pending()
+
+    def fork_from(self, source: fork.Source) -> None:
+        self.conn.fork_from(source)
+        self._machine = self.conn
+        self._perform([])  # read again: what the client sent meanwhile, its start first
 
     def close_with(self, error: ProtocolError, code: int) -> None:
         self._perform([connection.Send(events.Error(error, None)), connection.Close(code)])

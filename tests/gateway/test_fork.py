@@ -1,0 +1,112 @@
+"""Forks of stored sessions over the fork socket (issue 45): `/v1/live/sessions/{id}/fork`, then a
+`session.start` carrying only a fork's overrides (openai 3.63 `ForkSessionConfig`).
+
+Real processes: Redis, two sim pods, a gateway with keys and a directory store; raw sockets as the
+callers (the newest SDK's `client.live.forks.connect` is tests/clients/test_fork_sdk.py). A stored
+call runs on one pod; a fork of it, taken while it runs, starts as a new session with the stored
+settings and continues the stored conversation: the sim's words go on from where the stored record
+left them ("I hear you loud..." does not start over), and the original call goes on untouched. Then
+the original's pod is killed: the gateway resumes the call on the other pod, and it can still be
+forked. Another key and an unknown id are `session_not_found` (close 1008); an override GPT-Live
+does not allow (`model`) is refused by name and the socket stays open for a good start; a fork may
+change its socket's audio format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+import websockets
+
+from liveplex.sim_pod.echo import WORDS
+from tests.gateway.test_moves import _metric
+from tests.support import clients, platform, pods
+
+pytestmark = pytest.mark.timeout(120)
+
+KEY, OTHER = "fork-key", "other-key"
+BEARER = {"Authorization": f"Bearer {KEY}"}
+
+
+def _fork_url(gateway: pods.Running, session_id: str) -> str:
+    return f"{gateway.ws_url}/{session_id}/fork"
+
+
+def _words(seen: list[dict]) -> list[str]:
+    return [e["delta"].strip() for e in seen if e["type"] == "session.output_transcript.delta"]
+
+
+async def _refused(url: str, key: str) -> dict:
+    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as ws:
+        await ws.send(orjson.dumps({"type": "session.start", "session": {}}).decode())
+        error = orjson.loads(await ws.recv())
+        with pytest.raises(websockets.ConnectionClosed):
+            await ws.recv()
+    assert ws.close_code == 1008
+    return error["error"]
+
+
+def test_a_stored_call_is_forked_while_it_runs_and_after_its_pod_dies(redis_url: str, tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text(f"{KEY}\n{OTHER}\n")
+    flags = ("--api-key-file", str(keys), "--store-dir", str(tmp_path / "store"), "--store-flush-s", "0.3")
+    with platform.platform(redis_url, tmp_path, n_pods=2, gateway_flags=flags) as running:
+        asyncio.run(_forks(running))
+
+
+async def _forks(running: platform.Platform) -> None:
+    gateway = running.gateway
+    stored_start = {"type": "session.start", "session": {"model": "gpt-live-1", "instructions": "Be brief.",
+                                                          "store": True}}
+    began = time.time()
+    original, started = await clients.started(gateway.ws_url, BEARER, stored_start)
+    longest_s = started["session"]["expires_at"] - began  # a session's whole time
+    session_id = started["session"]["id"]
+    said, _ = await clients.events_while_speaking(original, 2.5)
+    assert _words(said)[:3] == list(WORDS[:3])
+    await asyncio.sleep(0.8)  # the store has it all
+
+    assert (await _refused(_fork_url(gateway, session_id), OTHER))["code"] == "session_not_found"
+    assert (await _refused(_fork_url(gateway, "sess_unknown"), KEY))["code"] == "session_not_found"
+
+    fork = await websockets.connect(_fork_url(gateway, session_id), additional_headers=BEARER, max_queue=None)
+    await fork.send(orjson.dumps({"type": "session.start", "event_id": "f0", "session": {"model": "x"}}).decode())
+    refused, _ = await clients.until(fork, "error")
+    assert (refused["error"]["code"], refused["error"]["param"]) == ("unsupported_parameter", "session.model")
+    await fork.send(orjson.dumps({"type": "session.start", "event_id": "f1", "session": {
+        "audio": {"format": {"type": "audio/pcm", "rate": 16000}}}}).decode())
+    forked, _ = await clients.until(fork, "session.started")
+    resource = forked["session"]
+    assert resource["id"] != session_id and forked["client_event_id"] == "f1"
+    assert (resource["model"], resource["instructions"], resource["store"]) == ("gpt-live-1", "Be brief.", True)
+    assert resource["audio"]["format"] == {"type": "audio/pcm", "rate": 16000}
+    assert resource["expires_at"] <= time.time() + longest_s - 2  # the stored seconds are spent
+    heard, _ = await clients.events_while_speaking(fork, 1.2)
+    words = _words(heard)
+    assert words and words[0] != WORDS[0], words  # the stored conversation goes on: no fresh start
+    still, deltas = await clients.events_while_speaking(original, 0.8)
+    assert deltas > 5 and not any(e["type"] in ("error", "session.closed") for e in still)  # untouched
+    await fork.close()
+
+    # The original's pod dies: the gateway resumes the call on the other pod; it forks still.
+    stats = [platform.get_json(p.admin_root + "/live/stats") for p, _ in running.pods]
+    serving = next(i for i, s in enumerate(stats) if s["sessions"])  # type: ignore[index]
+    running.pods[serving][1].send_signal(signal.SIGKILL)
+    after, deltas = await clients.events_while_speaking(original, 1.5)
+    assert deltas > 5 and not any(e["type"] in ("error", "session.closed") for e in after)
+    again = await websockets.connect(_fork_url(gateway, session_id), additional_headers=BEARER, max_queue=None)
+    await again.send(orjson.dumps({"type": "session.start", "session": {"store": False}}).decode())
+    forked, _ = await clients.until(again, "session.started")
+    assert forked["session"]["store"] is False
+    _, deltas = await clients.events_while_speaking(again, 0.6)
+    assert deltas > 3
+    await again.close()
+    await original.close()
+    forks = _metric(gateway.admin_root, "liveplex_gateway_forks_total")
+    assert forks == {f'liveplex_gateway_forks_total{{result="{result}"}}': n
+                     for result, n in (("failed", 0.0), ("refused", 2.0), ("started", 2.0))}
