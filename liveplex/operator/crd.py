@@ -254,6 +254,11 @@ SPEC = _obj("What to run: the engine, its model, its capacity and its pods.", {
         "maxPaused": _int("Sessions a pod holds paused at most, in host memory (`serve --max-paused`); 0: none "
                           "pause, and WebRTC calls' wake_policy and idle_timeout_s are refused.",
                           minimum=0, default=DEFAULT_MAX_PAUSED),
+        "hostBudgetGiB": _int("Host memory a pod's paused sessions' state may hold, GiB (`serve "
+                              "--pause-host-budget-bytes` over 2^30; a PersonaPlex 7B park is 1.48 GiB bf16, "
+                              "0.75 GiB fp8): a pause past it keeps its session in the batch, and the pod admits "
+                              "no more than it can pause; 0: no bound but maxPaused.",
+                              minimum=0, default=0),
     }, default={}),
     "autoscaling": _obj("The autoscaler the operator renders on the scale subresource (platform §8).", {
         "enabled": {"type": "boolean", "description": "Render an autoscaler that drives spec.replicas.",

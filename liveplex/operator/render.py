@@ -31,6 +31,8 @@ PROBE_PERIOD_S = 5
 STARTUP_BUDGET_S = {"personaplex": 1800, "sim": 300}
 """How long a pod may take to turn ready the first time: weights load and CUDA warm-up take minutes."""
 GPU_RESOURCE = "nvidia.com/gpu"
+GIB = 1 << 30
+"""`spec.pause.hostBudgetGiB`'s unit, in the pod's bytes (`--pause-host-budget-bytes`)."""
 SCALE_UP_PERIOD_S = 15
 SCALE_UP_POLICIES: tuple[tuple[str, int], ...] = (("Percent", 100), ("Pods", 4))
 """Scale up without stabilisation by the larger of doubling or four pods per period (the HPA's own
@@ -74,7 +76,8 @@ def serve_args(le: LiveEngine, settings: OperatorSettings) -> list[str]:
             "--drain-deadline-s", str(s.drain_grace_seconds),
             "--reattach-grace-s", str(s.reattach_grace_seconds),
             "--idle-pause-s", str(s.pause.idle_seconds), "--vad-threshold", str(s.pause.vad_threshold_percent / 100),
-            "--wake-reserve", str(s.pause.wake_reserve), "--max-paused", str(s.pause.max_paused)]
+            "--wake-reserve", str(s.pause.wake_reserve), "--max-paused", str(s.pause.max_paused),
+            "--pause-host-budget-bytes", str(s.pause.host_budget_gib * GIB)]
     if s.pacing is not None:
         args += ["--pace-lead-ms", str(s.pacing.lead_millis), "--pace-spread-ms", str(s.pacing.spread_millis)]
     if settings.pod_tls_secret is not None:

@@ -117,13 +117,15 @@ class Pacing:
 @dataclass(frozen=True, slots=True)
 class Pause:
     """`spec.pause`: the pod's idle pause (`serve --idle-pause-s`, `--vad-threshold`, `--wake-reserve`,
-    `--max-paused`)."""
+    `--max-paused`, `--pause-host-budget-bytes`)."""
 
     idle_seconds: int
     """0: WebSocket sessions never pause (WebRTC calls may still ask, while `max_paused` > 0)."""
     vad_threshold_percent: int
     wake_reserve: int
     max_paused: int
+    host_budget_gib: int
+    """0: no bound but `max_paused`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,7 +276,8 @@ def _pacing(raw: Json | None) -> Pacing | None:
 
 
 def _pause(raw: Json) -> Pause:
-    return Pause(raw["idleSeconds"], raw["vadThresholdPercent"], raw["wakeReserve"], raw["maxPaused"])
+    return Pause(raw["idleSeconds"], raw["vadThresholdPercent"], raw["wakeReserve"], raw["maxPaused"],
+                 raw["hostBudgetGiB"])
 
 
 def _image(raw: Json) -> Image:

@@ -327,7 +327,8 @@ class EngineBackend:
         return handover.Exported(data, read)
 
     def _may_pause(self) -> bool:
-        return self.pause_stats.paused < self._pause.max_paused
+        s, p = self.pause_stats, self._pause
+        return wake.may_pause(s.paused, s.leaving, s.parked_bytes, s.park_bytes, p.max_paused, p.host_budget_bytes)
 
     # --- re-attach: a relayed session outlives its gateway's socket ---------------------------------
 
@@ -347,9 +348,11 @@ class EngineBackend:
     def parking_snapshot(self) -> stats.ParkingSnapshot:
         return self.parking.snapshot(len(self._parked))
 
+    forks = False
+    """A pod keeps no stored session (its gateway does, docs/storage.md): nothing to fork."""
+
     def fork(self, peer: backend.Peer, session_id: str, headers: Headers) -> None:
-        """A pod keeps no stored session (its gateway does, docs/storage.md): nothing to fork."""
-        peer.close_with(errors.stored_session_not_found(session_id), connection.POLICY_VIOLATION)
+        raise RuntimeError("a pod forks nothing")
 
     def reattach(self, peer: backend.Peer, headers: Headers, query: Mapping[str, str]) -> EngineLeg | None:
         """A gateway continues the session `SESSION_ID_HEADER` names (`hop.REATTACH_HEADER`):
@@ -406,9 +409,9 @@ class EngineBackend:
         if not self._pause.on and not self.served.pauses:
             return None
         held = 0 if self.front is None else self.front.stats.sessions_open
-        paused = self.pause_stats.paused
-        return wake.free_slots(self.served.info.max_sessions, max(0, held - paused), paused,
-                               self._pause.wake_reserve, self._pause.max_paused)
+        paused, p = self.pause_stats.paused, self._pause
+        return wake.free_slots(self.served.info.max_sessions, max(0, held - paused), paused, p.wake_reserve,
+                               wake.most_paused(p.max_paused, p.host_budget_bytes, self.pause_stats.park_bytes))
 
     def occupancy(self) -> Occupancy:
         """What the heartbeat publishes (`PodRecord`): sessions in the engine's batch, those held

@@ -52,6 +52,9 @@ class PauseSettings:
     """Engine slots kept free for wakes, one per paused session up to this many (`wake.free_slots`)."""
     max_paused: int = 256
     """Sessions the pod holds paused at most (the host budget, in sessions)."""
+    host_budget_bytes: int = 0
+    """Host memory the paused sessions' state may hold, bytes (`wake.may_pause`, `wake.most_paused`);
+    0: no bound but `max_paused`."""
 
     @property
     def on(self) -> bool:
@@ -77,6 +80,11 @@ class PauseStats:
     """Each wake's latency: the waking frame's arrival to the resumed session's `Started`."""
     parked_bytes: int = 0
     """Bytes of the paused sessions' state held in the pod's memory."""
+    leaving: int = 0
+    """Pauses decided whose export has not answered yet: counted against the host budget too."""
+    park_bytes: int = 0
+    """The largest one session's state held so far (0: none yet): what one more pause is counted
+    to hold against the host budget (PersonaPlex's parks are all one size; the sim's vary by bytes)."""
 
     def snapshot(self) -> PauseSnapshot:
         return PauseSnapshot(self.paused, self.waiting, self.pauses, self.wakes, self.refused_wakes,
@@ -267,6 +275,7 @@ class Pausing:
             self._perform(self.machine.stayed())
             return
         self._exporting = True
+        self._stats.leaving += 1
         future = self._handle.export(engine_id, park=True)
         loop = asyncio.get_running_loop()
         future.add_done_callback(lambda f: loop.call_soon_threadsafe(self._exported, f))
@@ -274,6 +283,7 @@ class Pausing:
     def _exported(self, future: concurrent.futures.Future[channel.State | None]) -> None:
         """The export's answer; its `Closed(HANDED_OVER)` comes through `outputs`."""
         self._exporting = False
+        self._stats.leaving -= 1
         blob = future.result()
         if blob is None:  # it ends at the next tick anyway, or the engine stopped
             self._pending_wake = None
@@ -291,6 +301,7 @@ class Pausing:
         self._paused_ns = time.monotonic_ns()
         self._stats.paused += 1
         self._stats.parked_bytes += _size(blob)
+        self._stats.park_bytes = max(self._stats.park_bytes, _size(blob))
         self._arm_expiry()
         if self._checkpoints:  # a gateway relays it, and watches for silence (the first after `Started`)
             self._beats = asyncio.get_running_loop().call_later(hop.OUT_BEAT_S, self._beat)

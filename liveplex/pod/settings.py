@@ -112,6 +112,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="engine slots kept free for wakes, one per paused session up to K (default: %(default)s)")
     g.add_argument("--max-paused", type=int, default=default_of(p, "max_paused"), metavar="N",
                    help="sessions held paused at most (the host budget) (default: %(default)s)")
+    g.add_argument("--pause-host-budget-bytes", type=int, default=default_of(p, "host_budget_bytes"), metavar="B",
+                   help="host memory the paused sessions' state may hold, bytes: a pause past it keeps its "
+                        "session in the batch, and the pod admits no more than it can pause; 0: no bound but "
+                        "--max-paused (default: %(default)s)")
     g.add_argument("--pace-spread-ms", type=float, default=default_of(d, "pace_spread_ms"),
                    help=f"...in waves {pacing.STEP_NS // 1_000_000} ms apart over this long; 0: one burst "
                         "(default: %(default)s)")
@@ -147,8 +151,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
             flag, value = (("--vad-threshold", args.vad_threshold) if bad[0] == "vad_threshold"
                            else ("--idle-pause-s", args.idle_pause_s))
             raise ValueError(f"{flag} must be {bad[1]}, got {value}")
-    if args.idle_pause_s < 0 or args.wake_reserve < 0 or args.max_paused < 0:
-        raise ValueError("--idle-pause-s, --wake-reserve and --max-paused must be >= 0")
+    if args.idle_pause_s < 0 or args.wake_reserve < 0 or args.max_paused < 0 or args.pause_host_budget_bytes < 0:
+        raise ValueError("--idle-pause-s, --wake-reserve, --max-paused and --pause-host-budget-bytes must be >= 0")
     if args.lateness_budget_ms <= 0:
         raise ValueError(f"--lateness-budget-ms must be > 0, got {args.lateness_budget_ms}")
     for flag, value in (("--pace-lead-ms", args.pace_lead_ms), ("--pace-spread-ms", args.pace_spread_ms)):
@@ -164,5 +168,6 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         drain_deadline_s=args.drain_deadline_s,
         lateness_budget_ms=args.lateness_budget_ms, pace_lead_ms=args.pace_lead_ms,
         pace_spread_ms=args.pace_spread_ms, reattach_grace_s=args.reattach_grace_s,
-        pause=PauseSettings(args.idle_pause_s, args.vad_threshold, args.wake_reserve, args.max_paused),
+        pause=PauseSettings(args.idle_pause_s, args.vad_threshold, args.wake_reserve, args.max_paused,
+                            args.pause_host_budget_bytes),
     )

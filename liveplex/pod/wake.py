@@ -204,13 +204,38 @@ class Machine:
         return Wake(kept)
 
 
+def most_paused(max_paused: int, budget_bytes: int, park_bytes: int) -> int:
+    """Sessions a pod may hold paused: `max_paused`, and no more than a host budget of
+    `budget_bytes` holds at `park_bytes` a session (budget 0: no byte bound; `park_bytes` 0: not
+    known until the pod's first pause, and until then every session it admits has a slot anyway)."""
+    if budget_bytes == 0 or park_bytes == 0:
+        return max_paused
+    return min(max_paused, budget_bytes // park_bytes)
+
+
+def may_pause(paused: int, leaving: int, parked_bytes: int, park_bytes: int, max_paused: int,
+              budget_bytes: int) -> bool:
+    """Whether one more session may leave the batch, `leaving` pauses still on their way out: the
+    pod holds fewer than `max_paused` and, with a host budget of `budget_bytes` (0: none), one more
+    park of `park_bytes` fits beside the `parked_bytes` held and those leaving. Before the pod knows
+    a park's size (`park_bytes` 0) one pause leaves at a time: the first teaches it. A pause it
+    refuses keeps its session in the batch."""
+    if paused + leaving >= max_paused:
+        return False
+    if budget_bytes == 0:
+        return True
+    if park_bytes == 0:
+        return leaving == 0
+    return parked_bytes + (leaving + 1) * park_bytes <= budget_bytes
+
+
 def free_slots(slots: int, active: int, paused: int, reserve: int, max_paused: int) -> int:
     """How many more sessions a pod with `slots` engine slots admits: `active` run in the batch,
     `paused` wait out of it. A new session starts active, so it needs a slot beyond those kept for
     wakes (one per paused session, up to `reserve`), and the pod holds at most `max(slots,
     max_paused)` sessions in all, so that every one of them may pause within the host budget
-    (`max_paused` below `slots`: a pause past the budget keeps its session in the batch). What the
-    heartbeat publishes and `start` checks."""
+    (`max_paused`, `most_paused` of it; below `slots`: a pause past the budget keeps its session in
+    the batch). What the heartbeat publishes and `start` checks."""
     in_batch = slots - active - min(reserve, paused)
     on_host = max(slots, max_paused) - active - paused
     return max(0, min(in_batch, on_host))

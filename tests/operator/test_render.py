@@ -40,7 +40,8 @@ CASES: dict[str, tuple[dict[str, Any], OperatorSettings]] = {
     "sim-standalone": (objects.liveengine(objects.sim_spec(pacing={"leadMillis": 0, "spreadMillis": 8},
                                                            continuity={"reattachGraceSeconds": 0},
                                                            pause={"idleSeconds": 3, "vadThresholdPercent": 35,
-                                                                  "wakeReserve": 4, "maxPaused": 64}),
+                                                                  "wakeReserve": 4, "maxPaused": 64,
+                                                                  "hostBudgetGiB": 512}),
                                           labels={"team": "qa"}), OperatorSettings()),
     "personaplex-fetch-hf": (objects.liveengine(objects.personaplex_spec(
         model={"name": "nvidia/personaplex-7b-v1", "source": {"fetch": {
@@ -176,13 +177,13 @@ def _flags(args: list[str], *names_: str) -> tuple[str, ...]:
     return tuple(args[args.index(flag) + 1] for flag in names_)
 
 
-PAUSE_FLAGS = ("--idle-pause-s", "--vad-threshold", "--wake-reserve", "--max-paused")
+PAUSE_FLAGS = ("--idle-pause-s", "--vad-threshold", "--wake-reserve", "--max-paused", "--pause-host-budget-bytes")
 
 
 def test_the_idle_pause_is_off_for_websocket_sessions_unless_the_spec_opts_the_pool_in() -> None:
     for case in ("sim", "personaplex"):  # defaults: WebRTC's wake policy honoured, WebSocket never paused
-        assert _flags(_container(case)["args"], *PAUSE_FLAGS) == ("0", "0.5", "2", "256"), case
-    assert _flags(_container("sim-standalone")["args"], *PAUSE_FLAGS) == ("3", "0.35", "4", "64")
+        assert _flags(_container(case)["args"], *PAUSE_FLAGS) == ("0", "0.5", "2", "256", "0"), case
+    assert _flags(_container("sim-standalone")["args"], *PAUSE_FLAGS) == ("3", "0.35", "4", "64", str(512 << 30))
     for percent, shown in ((0, "0.0"), (100, "1.0"), (7, "0.07")):
         le = spec.parse(objects.liveengine(objects.sim_spec(pause={"vadThresholdPercent": percent})))
         assert _flags(render.serve_args(le, REDIS), "--vad-threshold") == (shown,)
@@ -195,12 +196,14 @@ def test_the_crds_pause_bounds_and_defaults_are_the_pods_own() -> None:
     assert crd.MAX_IDLE_PAUSE_SECONDS == MAX_IDLE_TIMEOUT_S
     assert (crd.DEFAULT_VAD_THRESHOLD_PERCENT / 100, crd.DEFAULT_WAKE_RESERVE, crd.DEFAULT_MAX_PAUSED) == (
         d.vad_threshold, d.wake_reserve, d.max_paused)
-    assert d.idle_timeout_s == 0 == crd.SPEC["properties"]["pause"]["properties"]["idleSeconds"]["default"]
+    pause = crd.SPEC["properties"]["pause"]["properties"]
+    assert d.idle_timeout_s == 0 == pause["idleSeconds"]["default"]
+    assert d.host_budget_bytes == 0 == pause["hostBudgetGiB"]["default"]
 
 
 @pytest.mark.parametrize(("field", "value"), [("idleSeconds", -1), ("idleSeconds", 3601), ("vadThresholdPercent", 101),
                                               ("vadThresholdPercent", 0.5), ("wakeReserve", -1), ("maxPaused", -1),
-                                              ("maxPaused", "256")])
+                                              ("maxPaused", "256"), ("hostBudgetGiB", -1), ("hostBudgetGiB", 0.5)])
 def test_a_pause_setting_out_of_range_is_refused(field: str, value: object) -> None:
     body = objects.liveengine(objects.sim_spec(pause={field: value}))
     with pytest.raises(spec.SpecError) as caught:
@@ -209,16 +212,18 @@ def test_a_pause_setting_out_of_range_is_refused(field: str, value: object) -> N
     assert not kubeschemas.validator(crd.object_schema()).is_valid(body)
 
 
-@pytest.mark.parametrize(("idle", "vad", "reserve", "paused"), [(1, 0, 0, 1), (3600, 100, 1024, 1), (0, 50, 2, 0)])
+@pytest.mark.parametrize(("idle", "vad", "reserve", "paused", "gib"),
+                         [(1, 0, 0, 1, 0), (3600, 100, 1024, 1, 4096), (0, 50, 2, 0, 1)])
 def test_the_pod_accepts_every_pause_the_crd_accepts_at_its_bounds(idle: int, vad: int, reserve: int,
-                                                                   paused: int) -> None:
+                                                                   paused: int, gib: int) -> None:
     from liveplex import serve
     from liveplex.pod import settings as pod_settings
-    pause = {"idleSeconds": idle, "vadThresholdPercent": vad, "wakeReserve": reserve, "maxPaused": paused}
+    pause = {"idleSeconds": idle, "vadThresholdPercent": vad, "wakeReserve": reserve, "maxPaused": paused,
+             "hostBudgetGiB": gib}
     args = render.serve_args(spec.parse(objects.liveengine(objects.sim_spec(pause=pause))), OperatorSettings())
     got = pod_settings.settings_from_args(serve.build_parser().parse_args(args[1:]), {}).pause
-    assert (got.idle_timeout_s, got.vad_threshold, got.wake_reserve, got.max_paused) == (
-        idle, vad / 100, reserve, paused)
+    assert (got.idle_timeout_s, got.vad_threshold, got.wake_reserve, got.max_paused, got.host_budget_bytes) == (
+        idle, vad / 100, reserve, paused, gib << 30)
 
 
 @pytest.mark.parametrize("seconds", [-1, 301, 1.5, "15"])
@@ -326,8 +331,9 @@ def test_liveplex_serve_accepts_the_rendered_command_line(case: str) -> None:
     assert parsed.subpools == spec.parse(CASES[case][0]).spec.sub_pools
     assert parsed.reattach_grace_s == spec.parse(CASES[case][0]).spec.reattach_grace_seconds
     pause = spec.parse(CASES[case][0]).spec.pause
-    assert (parsed.idle_pause_s, parsed.vad_threshold, parsed.wake_reserve, parsed.max_paused) == (
-        pause.idle_seconds, pause.vad_threshold_percent / 100, pause.wake_reserve, pause.max_paused)
+    assert (parsed.idle_pause_s, parsed.vad_threshold, parsed.wake_reserve, parsed.max_paused,
+            parsed.pause_host_budget_bytes) == (pause.idle_seconds, pause.vad_threshold_percent / 100,
+                                                pause.wake_reserve, pause.max_paused, pause.host_budget_gib << 30)
     model = spec.parse(CASES[case][0]).spec.model
     if parsed.engine == "personaplex":
         assert model is not None

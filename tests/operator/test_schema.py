@@ -57,7 +57,8 @@ def test_defaults_fill_absent_fields_recursively_without_changing_the_input() ->
     assert raw == before
     assert s["replicas"] == 1 and s["drain"] == {"gracePeriodSeconds": 600}
     assert s["continuity"] == {"reattachGraceSeconds": 15}
-    assert s["pause"] == {"idleSeconds": 0, "vadThresholdPercent": 50, "wakeReserve": 2, "maxPaused": 256}
+    assert s["pause"] == {"idleSeconds": 0, "vadThresholdPercent": 50, "wakeReserve": 2, "maxPaused": 256,
+                          "hostBudgetGiB": 0}
     assert s["capacity"] == {"maxSessions": 32, "maxSeconds": 240, "jitterFrames": 4, "prebufferFrames": 0,
                              "latenessBudgetMillis": 20}
     assert s["engine"]["sim"] == {"tickBaseMicros": 0, "tickPerSessionMicros": 0, "echoFrames": 6}

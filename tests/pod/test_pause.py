@@ -100,3 +100,33 @@ def test_the_pod_refuses_a_bad_threshold() -> None:
         assert "--vad-threshold" in str(exc)
     else:
         raise AssertionError("a threshold above 1 was taken")
+
+
+async def test_a_pause_past_the_host_budget_keeps_its_session_in_the_batch() -> None:
+    """Two callers silent past the timeout on a pod whose host budget is one byte: the first pause
+    teaches the pod a park's size (the sim's: a few kB), and the other session, whose park would
+    pass the budget, stays in the batch (no `session.paused`, its audio goes on)."""
+    async with pods.in_process("--idle-pause-s", "1", "--pause-host-budget-bytes", "1") as pod:
+        assert pod.built is not None
+        backend = pod.built.pod.backend
+        (a, _), (b, _) = [await clients.started(pod.ws_url) for _ in range(2)]
+        async with a, b:
+            senders = [asyncio.create_task(stream(ws, [SILENCE] * 30)) for ws in (a, b)]  # 2.4 s
+            seen: dict[str, list[str]] = {"a": [], "b": []}
+
+            async def read(name: str, ws: websockets.ClientConnection) -> None:
+                while True:
+                    seen[name].append(orjson.loads(await ws.recv())["type"])
+
+            readers = [asyncio.create_task(read(n, ws)) for n, ws in (("a", a), ("b", b))]
+            async with asyncio.timeout(10):
+                await asyncio.gather(*senders)
+            for task in readers:
+                task.cancel()
+            stats = backend.pause_stats
+            assert stats.pauses == 1 and stats.paused == 1 and 0 < stats.park_bytes == stats.parked_bytes
+            # no more parks fit: the slots bound all sessions, the paused one's kept for its wake
+            assert backend.free_slots() == pod.built.pod.served.info.max_sessions - 2
+        paused, stayed = sorted(seen.values(), key=lambda kinds: "session.paused" not in kinds)
+        assert "session.paused" not in stayed
+        assert stayed[-20:].count("session.output_audio.delta") >= 10, "the session over budget kept running"

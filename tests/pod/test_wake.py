@@ -150,6 +150,48 @@ def test_free_slots(slots: int, active: int, paused: int, reserve: int, max_paus
     assert w.free_slots(slots, active, paused, reserve, max_paused) == free
 
 
+@pytest.mark.parametrize(("max_paused", "budget", "park", "most"), [
+    (256, 0, 1000, 256),      # no byte budget: the count alone
+    (256, 10_000, 0, 256),    # no park yet: its size is not known
+    (256, 10_000, 3000, 3),   # the budget holds three parks
+    (2, 10_000, 3000, 2),     # ... the count is lower
+    (256, 2999, 3000, 0),     # not one
+])
+def test_most_paused(max_paused: int, budget: int, park: int, most: int) -> None:
+    assert w.most_paused(max_paused, budget, park) == most
+
+
+@pytest.mark.parametrize(("paused", "leaving", "parked", "park", "max_paused", "budget", "may"), [
+    (0, 0, 0, 0, 256, 0, True),
+    (2, 0, 6000, 3000, 256, 0, True),        # no byte budget
+    (2, 0, 6000, 3000, 256, 9000, True),     # the third park fits exactly
+    (3, 0, 9000, 3000, 256, 9000, False),    # the fourth does not
+    (2, 1, 6000, 3000, 256, 9000, False),    # ... nor a fourth while a third leaves
+    (1, 0, 3000, 3000, 1, 0, False),         # the count is full
+    (0, 1, 0, 0, 1, 0, False),               # ... with the one leaving
+    (0, 0, 0, 0, 256, 1, True),              # a park's size not known yet: the first teaches it
+    (0, 1, 0, 0, 256, 1, False),             # ... alone
+])
+def test_may_pause(paused: int, leaving: int, parked: int, park: int, max_paused: int, budget: int,
+                   may: bool) -> None:
+    assert w.may_pause(paused, leaving, parked, park, max_paused, budget) is may
+
+
+def test_a_pod_admits_no_more_than_its_host_budget_can_pause() -> None:
+    """Admit while `free_slots` says so, and pause whatever `may_pause` lets out of the batch: the
+    parked bytes never pass the budget, and every admitted session either pauses or holds a slot."""
+    slots, reserve, park, budget = 4, 2, 3000, 10_000
+    active = paused = 0
+    for _ in range(50):
+        most = w.most_paused(256, budget, park)
+        if w.free_slots(slots, active, paused, reserve, most) > 0:
+            active += 1
+        if active and w.may_pause(paused, 0, paused * park, park, 256, budget):
+            active, paused = active - 1, paused + 1
+        assert paused * park <= budget and active <= slots
+    assert (active, paused) == (1, 3)  # the budget's three parks; past them the slots bound all sessions
+
+
 def test_with_a_reserve_as_large_as_the_paused_every_wake_finds_a_slot() -> None:
     """Admit while a slot is free, then pause and wake in any order: active never passes slots."""
     slots, reserve = 4, 100
