@@ -34,6 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--expect-fault", action="store_true",
                         help="the server injects an engine fault, e.g. --fail-after-ticks (check 37)")
     parser.add_argument("--custom-voice", metavar="ID", help="a custom voice id registered on the server (check 14)")
+    parser.add_argument("--expect-store", action="store_true",
+                        help="the server stores sessions, e.g. a gateway with --store-dir (check 43)")
+    parser.add_argument("--other-api-key", metavar="K",
+                        help="a second API key the server accepts: it may not read the first's recording (check 43)")
     parser.add_argument("--list", action="store_true", help="list the checks and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log check internals")
     return parser
@@ -45,7 +49,8 @@ def parse_args(argv: list[str]) -> tuple[target.Options, str | None, bool]:
         base_url=args.base_url, api_key=args.api_key, timeout_s=args.timeout, concurrency=args.concurrency,
         expect_capacity=args.expect_capacity, idle_guard_s=args.idle_guard_s,
         expect_max_seconds=args.expect_max_seconds, auth_token=args.auth_token,
-        expect_fault=args.expect_fault, custom_voice=args.custom_voice)
+        expect_fault=args.expect_fault, custom_voice=args.custom_voice, expect_store=args.expect_store,
+        other_api_key=args.other_api_key)
     if args.verbose:
         logging.basicConfig(level=logging.DEBUG)
     return options, args.only, args.list

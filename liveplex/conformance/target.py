@@ -32,6 +32,10 @@ class Options:
     """The server injects an engine fault (sim `--fail-after-ticks`); enables check 37."""
     custom_voice: str | None = None
     """A voice id registered on the server; check 14 starts a session with `{"id": ...}`."""
+    expect_store: bool = False
+    """The server stores sessions (a gateway with `--store-dir`): check 43 fails on a refusal."""
+    other_api_key: str | None = None
+    """A second key the server accepts: check 43 downloads the first key's recording with it (a 404)."""
 
     @property
     def bearer(self) -> str:
