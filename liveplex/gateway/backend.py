@@ -85,12 +85,14 @@ class GatewayBackend:
         peer.close_with(*refusal)
         return None
 
+    @property
+    def forks(self) -> bool:
+        return self._shared.recorder is not None
+
     def fork(self, peer: backend.Peer, session_id: str, headers: Headers) -> None:
         """A fork's socket: read the stored session for the socket's key, then let its start fork it."""
         recorder = self._shared.recorder
-        if recorder is None:  # nothing is stored here
-            peer.close_with(errors.stored_session_not_found(session_id), connection.POLICY_VIOLATION)
-            return
+        assert recorder is not None  # `forks`
         key = self._conn_keys.get(peer.conn, "")
         read = forking.read(recorder.store, session_id, key_digest(key), webrtc=False)
         self._reading.add(asyncio.get_running_loop().create_task(self._forked(peer, read)))

@@ -170,11 +170,16 @@ class Backend(Observer, Protocol):
         starts with `session.start`."""
         ...
 
+    @property
+    def forks(self) -> bool:
+        """Whether this server keeps stored sessions to fork (a gateway with a store): elsewhere
+        the fork socket's path is not served (404)."""
+        ...
+
     def fork(self, peer: Peer, session_id: str, headers: Headers) -> None:
         """A fork's socket (`urls.FORK_PATH`) just opened, not read (`Peer.await_upstream`): read
         the stored session `session_id` for the upgrade's key (`headers`), then `Peer.fork_from` it
-        (its start then forks it), or `Peer.close_with` why not (a server without stored sessions:
-        `stored_session_not_found`)."""
+        (its start then forks it), or `Peer.close_with` why not; only where `forks`."""
         ...
 
     def park(self, peer: Peer, leg: Leg) -> bool:

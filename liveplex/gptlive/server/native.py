@@ -70,7 +70,7 @@ class LiveProtocol(WebSocketsSansIOProtocol):
     def handle_connect(self, event: Request) -> None:
         front: Front | None = self.app_state.get(FRONT)
         path = event.path.partition("?")[0]
-        fork_of = urls.fork_source(path)
+        fork_of = urls.fork_source(path) if front is not None and front.backend.forks else None
         if front is None or (path != urls.LIVE_PATH and fork_of is None):
             super().handle_connect(event)
             return
