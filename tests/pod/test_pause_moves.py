@@ -1,7 +1,8 @@
 """A paused session moves like a running one (issue 43, docs/pause.md "Moves"): real sim pods and a
 gateway over real Redis. A wake that finds its pod full is moved to a pod with a free slot and
 heard there, no wake refused; a draining pod hands its paused sessions over, and they wake on the
-next pod."""
+next pod, their usage going on across the move (its paused time neither restarted nor counted
+twice)."""
 
 from __future__ import annotations
 
@@ -26,17 +27,20 @@ def _pause_stats(root: str) -> dict:
     return platform.get_json(root + "/live/stats")  # type: ignore[return-value]
 
 
-async def _paused(ws: websockets.ClientConnection) -> None:
-    """Quiet until the pod says `session.paused`."""
+async def _paused(ws: websockets.ClientConnection) -> float:
+    """Quiet until the pod says `session.paused`; when it did (the loop's clock)."""
     sender = asyncio.create_task(stream(ws, [SILENCE] * 60))
     await clients.until(ws, "session.paused", timeout=8)
     sender.cancel()
+    return asyncio.get_running_loop().time()
 
 
-async def _heard_again(ws: websockets.ClientConnection) -> list[dict]:
-    """The caller speaks: `session.resumed`, then the echo of its speech (loud audio)."""
+async def _heard_again(ws: websockets.ClientConnection) -> tuple[list[dict], float]:
+    """The caller speaks: `session.resumed` (when: the loop's clock), then the echo of its speech
+    (loud audio)."""
     sender = asyncio.create_task(stream(ws, speech()))
     _, seen = await clients.until(ws, "session.resumed", timeout=10)
+    resumed_at = asyncio.get_running_loop().time()
     loud = 0
     async with asyncio.timeout(10):
         while loud < 3:
@@ -45,7 +49,7 @@ async def _heard_again(ws: websockets.ClientConnection) -> list[dict]:
             if event["type"] == "session.output_audio.delta" and any(base64.b64decode(event["delta"])):
                 loud += 1
     await sender
-    return seen
+    return seen, resumed_at
 
 
 async def _talking(ws: websockets.ClientConnection) -> None:
@@ -80,7 +84,7 @@ def test_a_wake_on_a_full_pod_moves_to_a_pod_with_a_free_slot_and_none_is_refuse
             with platform.pod(redis_url, tmp_path, 1, PAUSING) as second:
                 p.pods.append(second)
                 platform.eventually(lambda: p.stats()["pods"] == 2, "the gateway to see the second pod")
-                seen = await _heard_again(ws)
+                seen, _ = await _heard_again(ws)
                 for t in talking:
                     t.cancel()
                 await ws.close()
@@ -93,20 +97,37 @@ def test_a_wake_on_a_full_pod_moves_to_a_pod_with_a_free_slot_and_none_is_refuse
 
 
 def test_a_draining_pods_paused_session_moves_and_wakes_on_the_next_pod(redis_url, tmp_path) -> None:
+    """...and its usage goes on: paused `paused_s` on each pod, the `session.closed` it gets on
+    the next pod counts the whole pause once (a restart would lose the first pod's part, a double
+    count add it twice) and the session's whole wall-clock time."""
+    paused_s = 1.2  # on each pod: a restart or a double count is off by more than a second
     with platform.platform(redis_url, tmp_path, n_pods=2, pod_flags=PAUSING) as p:
-        async def scenario() -> tuple[list[dict], int, object]:
+        async def scenario() -> tuple[list[dict], int, object, dict, float, float]:
+            loop = asyncio.get_running_loop()
+            began = loop.time()
             ws, _ = await clients.started(p.gateway.ws_url)
-            await _paused(ws)
+            paused_at = await _paused(ws)
+            await asyncio.sleep(paused_s)
             source = [_pause_stats(r.admin_root)["paused"] for r, _ in p.pods].index(1)
             drained = await asyncio.to_thread(
                 platform.get_json, p.pods[source][0].admin_root + "/drain?deadline_s=30")
-            assert _pause_stats(p.pods[1 - source][0].admin_root)["paused"] == 1  # it waits there, paused
-            seen = await _heard_again(ws)
+            target = p.pods[1 - source][0].admin_root
+            await asyncio.to_thread(platform.eventually, lambda: _pause_stats(target)["paused"] == 1,
+                                    "the session to wait on the next pod, paused")
+            await asyncio.sleep(paused_s)
+            seen, resumed_at = await _heard_again(ws)
+            await ws.send(orjson.dumps({"type": "session.close"}).decode())
+            closed, _ = await clients.until(ws, "session.closed")
+            ended = loop.time()
             await ws.close()
-            return seen, source, drained
+            return seen, source, drained, closed["usage"], resumed_at - paused_at, ended - began
 
-        seen, source, drained = asyncio.run(scenario())
+        seen, source, drained, usage, paused, whole = asyncio.run(scenario())
         assert drained == {"drained": True, "ended_at_deadline": 0}  # moved, not ended at the deadline
         assert not [e for e in seen if e["type"] in ("error", "session.paused")], seen
         assert _moves(p) == 1.0
         assert _pause_stats(p.pods[1 - source][0].admin_root)["wakes"] == 1
+        # whole seconds, paused rounded down (the pod counts it in whole frames from its own clock)
+        assert paused - 1 < usage["paused_seconds"] <= paused + 0.5, (usage, paused)
+        assert whole - 1.5 < usage["seconds"] <= whole + 0.5, (usage, whole)
+        assert usage["active_seconds"] == usage["seconds"] - usage["paused_seconds"]
