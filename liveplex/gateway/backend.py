@@ -89,12 +89,12 @@ class GatewayBackend:
     def forks(self) -> bool:
         return self._shared.recorder is not None
 
-    def fork(self, peer: backend.Peer, session_id: str, headers: Headers) -> None:
+    def fork(self, peer: backend.Peer, session_id: str, headers: Headers, webrtc: bool = False) -> None:
         """A fork's socket: read the stored session for the socket's key, then let its start fork it."""
         recorder = self._shared.recorder
         assert recorder is not None  # `forks`
         key = self._conn_keys.get(peer.conn, "")
-        read = forking.read(recorder.store, session_id, key_digest(key), webrtc=False)
+        read = forking.read(recorder.store, session_id, key_digest(key), webrtc)
         self._reading.add(asyncio.get_running_loop().create_task(self._forked(peer, read)))
 
     async def _forked(self, peer: backend.Peer, read: Coroutine[Any, Any, forking.Stored | ProtocolError]) -> None:

@@ -1,5 +1,6 @@
-"""Forks of stored sessions over the fork socket (issue 45): `/v1/live/sessions/{id}/fork`, then a
-`session.start` carrying only a fork's overrides (openai 3.63 `ForkSessionConfig`).
+"""Forks of stored sessions (issue 45): over the fork socket (`/v1/live/sessions/{id}/fork`, then a
+`session.start` carrying only a fork's overrides, openai 3.63 `ForkSessionConfig`) and onto a new
+WebRTC call (`POST /v1/live/sessions/{id}/fork`, an aiortc caller's offer).
 
 Real processes: Redis, two sim pods, a gateway with keys and a directory store; raw sockets as the
 callers (the newest SDK's `client.live.forks.connect` is tests/clients/test_fork_sdk.py). A stored
@@ -7,9 +8,9 @@ call runs on one pod; a fork of it, taken while it runs, starts as a new session
 settings and continues the stored conversation: the sim's words go on from where the stored record
 left them ("I hear you loud..." does not start over), and the original call goes on untouched. Then
 the original's pod is killed: the gateway resumes the call on the other pod, and it can still be
-forked. Another key and an unknown id are `session_not_found` (close 1008); an override GPT-Live
-does not allow (`model`) is refused by name and the socket stays open for a good start; a fork may
-change its socket's audio format.
+forked, over the socket and over WebRTC. Another key and an unknown id are `session_not_found`
+(close 1008; 404 for WebRTC); an override GPT-Live does not allow (`model`; `audio` on WebRTC) is
+refused by name and the socket stays open for a good start; a socket's fork may change its format.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ import signal
 import time
 from pathlib import Path
 
+import httpx
 import orjson
 import pytest
 import websockets
 
 from liveplex.sim_pod.echo import WORDS
 from tests.gateway.test_moves import _metric
-from tests.support import clients, platform, pods
+from tests.support import clients, platform, pods, webrtc
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -105,7 +107,35 @@ async def _forks(running: platform.Platform) -> None:
     _, deltas = await clients.events_while_speaking(again, 0.6)
     assert deltas > 3
     await again.close()
+    await _webrtc_forks(gateway, session_id)
     await original.close()
     forks = _metric(gateway.admin_root, "liveplex_gateway_forks_total")
     assert forks == {f'liveplex_gateway_forks_total{{result="{result}"}}': n
-                     for result, n in (("failed", 0.0), ("refused", 2.0), ("started", 2.0))}
+                     for result, n in (("failed", 0.0), ("refused", 4.0), ("started", 3.0))}
+
+
+async def _webrtc_forks(gateway: pods.Running, session_id: str) -> None:
+    """`POST /v1/live/sessions/{id}/fork` (`client.live.sessions.fork`): an aiortc caller's offer
+    answered, the fork's `session.started` on its data channel, the sim's echo heard; refusals as
+    the SDK reads them (an OpenAI error body)."""
+    url = f"{gateway.base_url}/live/sessions/{{}}/fork"
+    caller = webrtc.Caller()
+    body = {"transport": {"type": "webrtc", "sdp": await caller.offer()}, "session": {"store": False}}
+    async with httpx.AsyncClient(timeout=10, headers=BEARER) as http:
+        for sid, key, override, status, code in (
+                (session_id, OTHER, {}, 404, "session_not_found"),
+                ("sess_unknown", KEY, {}, 404, "session_not_found"),
+                (session_id, KEY, {"audio": {"format": {"type": "audio/pcmu"}}}, 400, "unsupported_parameter")):
+            refused = await http.post(url.format(sid), json={**body, "session": override},
+                                      headers={"Authorization": f"Bearer {key}"})
+            assert (refused.status_code, refused.json()["error"]["code"]) == (status, code), refused.text
+        answered = await http.post(url.format(session_id), json=body)
+    assert answered.status_code == 200, answered.text
+    created = answered.json()
+    assert created["session"]["id"] not in (session_id, "") and created["transport"]["type"] == "webrtc"
+    await caller.accept(created["transport"]["sdp"])
+    started, _ = await caller.until("session.started")
+    assert started["session"]["id"] == created["session"]["id"] and started["session"]["store"] is False
+    await asyncio.sleep(1.0)
+    assert len(caller.heard) > 20  # its audio flows
+    await caller.close()

@@ -95,6 +95,15 @@ class LiveCreateRequest(BaseModel):
     transport: WebRtcTransport
 
 
+class LiveForkRequest(BaseModel):
+    """`client.live.sessions.fork`'s body (`SessionForkParams`): `session` is the overrides
+    (`MediaSessionForkConfigParam`: `client`, `delegation`, `store`), merged into the stored
+    session's settings (`gptlive.fork`); omitted or empty, the stored ones."""
+
+    session: dict[str, Any] | None = None
+    transport: WebRtcTransport
+
+
 class CreatedSession(BaseModel):
     """`live_create_response.Session`."""
 

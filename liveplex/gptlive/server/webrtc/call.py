@@ -45,7 +45,7 @@ from aiortc import (
 from aiortc.mediastreams import MediaStreamTrack
 from websockets.datastructures import Headers
 
-from liveplex.gptlive import connection, errors, events, urls
+from liveplex.gptlive import connection, errors, events, fork, urls
 from liveplex.gptlive.server import backend, passthrough, replies
 from liveplex.gptlive.server.peer import PeerCore
 from liveplex.gptlive.server.webrtc import channel, ice, media, receive
@@ -92,7 +92,7 @@ class Call(PeerCore):
     """See the module docstring; made by the POST, which then awaits `answer`."""
 
     def __init__(self, front: Front, offer: Offer, headers: Headers, key: str,
-                 query: Mapping[str, str] | None = None) -> None:
+                 query: Mapping[str, str] | None = None, fork_of: str | None = None) -> None:
         query = query or {}
         super().__init__(front.backend.connection(headers, time.monotonic_ns(), query, media=True))
         self._front = front
@@ -101,6 +101,8 @@ class Call(PeerCore):
         """The POST's query: a re-offer's `session_id` (and `last_event_id`)."""
         self._continues = query.get(urls.REATTACH_QUERY)
         """The running session this call continues (a re-offer), or None: the offer's session starts."""
+        self._fork_of = fork_of
+        """The stored session this call forks (`POST .../{id}/fork`): its start waits for it."""
         self.key = key
         """The API key of the create: a sideband must attach with it."""
         self.sideband: Sideband | None = None
@@ -172,6 +174,10 @@ class Call(PeerCore):
         """The offer's session starts; a re-offer's continues on this call instead, if this
         server's backend holds it for the caller's key (a gateway's record); a server that
         continues no session (a lone pod) knows none."""
+        if self._fork_of is not None:  # read from the store first (`Backend.fork`), then `fork_from`
+            self.await_upstream()
+            self._backend.fork(self, self._fork_of, self._headers, webrtc=True)
+            return
         session_id = self._continues
         if session_id is None:
             self._dispatch(self._offer.start_text)
@@ -180,6 +186,11 @@ class Call(PeerCore):
         self._leg = self._backend.reattach(self, self._headers, self._query)
         if self._leg is None and not self._answer.done():
             self.close_with(errors.session_not_found(session_id), connection.POLICY_VIOLATION)
+
+    def fork_from(self, source: fork.Source) -> None:
+        """The stored session was read: the offer's start (its overrides) forks it."""
+        super().fork_from(source)
+        self._dispatch(self._offer.start_text)
 
     def handed_off(self, expires_at: int | None, frames: int = 0) -> None:
         """On a re-offer, the session is this call's from now on: its sideband finds it here, and

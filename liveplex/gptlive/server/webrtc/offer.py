@@ -63,14 +63,7 @@ class Offer:
 
 def read(body: bytes) -> Offer:
     """The request body -> an `Offer`; raises the `ProtocolError` naming the first offender."""
-    if len(body) > MAX_BODY_BYTES:
-        raise errors.string_above_max_length(("body",), len(body), MAX_BODY_BYTES)
-    try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        raise errors.invalid_json("not valid JSON") from None
-    if not isinstance(obj, dict):
-        raise errors.invalid_json("expected an object")
+    obj = _body(body)
     for key in obj:
         if key not in ("session", "transport"):
             raise errors.unknown_parameter((key,))
@@ -80,6 +73,36 @@ def read(body: bytes) -> Offer:
     session, policy = _session(obj["session"])
     sdp = _transport(obj["transport"])
     return Offer(orjson.dumps({"type": "session.start", "session": session}).decode(), sdp, policy)
+
+
+def read_fork(body: bytes) -> Offer:
+    """A WebRTC fork's request body (`client.live.sessions.fork`: `transport`, and `session`, the
+    overrides, optional) -> an `Offer` whose start carries the overrides (`gptlive.fork` merges
+    them into the stored session's settings) and whose policy is `session.client`'s (omitted: every
+    event type); raises the `ProtocolError` naming the first offender."""
+    obj = _body(body)
+    for key in obj:
+        if key not in ("session", "transport"):
+            raise errors.unknown_parameter((key,))
+    if "transport" not in obj:
+        raise errors.missing_required_parameter(("transport",))
+    session = _object(obj.get("session") or {}, ("session",))
+    overrides = {key: item for key, item in session.items() if key != "client"}
+    policy = _client(session["client"], ("session", "client")) if "client" in session else Policy()
+    sdp = _transport(obj["transport"])
+    return Offer(orjson.dumps({"type": "session.start", "session": overrides}).decode(), sdp, policy)
+
+
+def _body(body: bytes) -> dict[str, Any]:
+    if len(body) > MAX_BODY_BYTES:
+        raise errors.string_above_max_length(("body",), len(body), MAX_BODY_BYTES)
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise errors.invalid_json("not valid JSON") from None
+    if not isinstance(obj, dict):
+        raise errors.invalid_json("expected an object")
+    return obj
 
 
 def _object(value: object, path: Path) -> dict[str, Any]:

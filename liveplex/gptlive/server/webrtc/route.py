@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import orjson
@@ -70,6 +71,23 @@ def add(app: FastAPI, front: Front) -> None:
         key = front.key(request.headers.getlist("authorization"))
         if key is None:
             return replies.response(replies.UNAUTHORIZED)
+        return await _answer(request, key, offer.read)
+
+    async def fork(request: Request) -> Response:
+        """Fork a stored session onto a new WebRTC call (`client.live.sessions.fork`): the
+        request's `session` overrides the stored settings (`gptlive.fork`), the pod placed
+        resumes the stored record as a new session, and the answer is the create's."""
+        session_id = request.path_params["session_id"]
+        key = front.key(request.headers.getlist("authorization"))
+        if key is None:
+            return replies.response(replies.UNAUTHORIZED)
+        if not front.backend.forks:
+            return replies.response(replies.protocol_error(errors.stored_session_not_found(session_id)))
+        return await _answer(request, key, offer.read_fork, fork_of=session_id)
+
+    async def _answer(request: Request, key: str, read_offer: Callable[[bytes], offer.Offer],
+                      fork_of: str | None = None) -> Response:
+        """A call's answer once its caller's key was checked: the server ready, the body read."""
         if not WEBRTC:
             return replies.response(NO_WEBRTC)
         if front.sweeper is None:
@@ -81,12 +99,13 @@ def add(app: FastAPI, front: Front) -> None:
         try:
             if body is None:
                 raise errors.string_above_max_length(("body",), offer.MAX_BODY_BYTES + 1, offer.MAX_BODY_BYTES)
-            read = offer.read(body)
+            read = read_offer(body)
         except ProtocolError as error:
             return replies.response(replies.protocol_error(error))
         headers = Headers([("Authorization", value) for value in request.headers.getlist("authorization")])
         call = await asyncio.to_thread(_call_type)  # once per process, off the loop other calls run on
-        return replies.response(await call(front, read, headers, key, dict(request.query_params)).answer())
+        return replies.response(await call(front, read, headers, key, dict(request.query_params),
+                                           fork_of).answer())
 
     async def ice_servers(request: Request) -> Response:
         """The STUN/TURN servers a caller gives its `RTCPeerConnection`, a TURN login minted for it."""
@@ -108,6 +127,11 @@ def add(app: FastAPI, front: Front) -> None:
                       responses=api.failures(400, 401, 413, 501, 503),
                       openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                           "schema": {k: v for k, v in body.items() if k != "$defs"}}}}})
+    fork_body = api.LiveForkRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+    app.add_api_route(urls.FORK_PATH, fork, methods=["POST"], response_model=api.LiveCreateResponse,
+                      responses=api.failures(400, 401, 404, 413, 501, 503),
+                      openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                          "schema": {k: v for k, v in fork_body.items() if k != "$defs"}}}}})
     app.add_api_route(ICE_SERVERS_PATH, ice_servers, methods=["GET"], response_model=api.IceServers,
                       responses=api.failures(401))
     if WEBRTC:
