@@ -64,6 +64,22 @@ PANELS: tuple[Panel, ...] = (
         ("{{pod}}", f"sum by (pod) (rate(liveplex_engine_ticks_late_total{{{SELECTOR}}}[1m])) "
                     f"/ sum by (pod) (rate(liveplex_engine_ticks_total{{{SELECTOR}}}[1m]))"),
     )),
+    Panel("Sessions by state (the idle pause)", "short", (
+        ("active", f"sum(liveplex_engine_sessions_active{{{SELECTOR}}})"),
+        ("{{state}}", f"sum by (state) (liveplex_engine_sessions_out{{{SELECTOR}}})"),
+    )),
+    Panel("Pauses, wakes and refused wakes", "ops", (
+        ("pauses", f"sum(rate(liveplex_engine_pauses_total{{{SELECTOR}}}[1m]))"),
+        ("wakes", f"sum(rate(liveplex_engine_wakes_total{{{SELECTOR}}}[1m]))"),
+        ("refused wakes (must stay 0)", f"sum(rate(liveplex_engine_wakes_refused_total{{{SELECTOR}}}[1m]))"),
+    )),
+    Panel("Wake latency", "s", (
+        ("p50", _quantile(0.5, "liveplex_engine_wake_latency_seconds", SELECTOR)),
+        ("p99", _quantile(0.99, "liveplex_engine_wake_latency_seconds", SELECTOR)),
+    )),
+    Panel("Parked state in host memory", "bytes", (
+        ("{{pod}}", f"sum by (pod) (liveplex_engine_parked_bytes{{{SELECTOR}}})"),
+    )),
     Panel("Gateway placements", "reqps", (
         ("{{result}}", f"sum by (result) (rate(liveplex_gateway_placements_total{{{SELECTOR}}}[1m]))"),
     )),

@@ -1,13 +1,15 @@
 """The shipped alerts and dashboard, proven on a real Prometheus (Debian's `prometheus` and
 `promtool`, installed by scripts/test): every alert fires on synthetic series (`promtool test
 rules`), and every alert signal and every dashboard query returns series while Prometheus scrapes
-real sim pods and a gateway under load."""
+real sim pods and a gateway under load, the idle pause's panels numbers from a call that paused
+and woke."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -24,8 +26,9 @@ import websockets
 import yaml
 
 from liveplex.operator import alerts, chart, dashboard, metrics
+from tests.pod.test_pause import SILENCE, speech, stream
 from tests.support import platform, pods
-from tests.support.clients import START, until
+from tests.support.clients import START, started, until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -140,7 +143,7 @@ def _operator_endpoint() -> Iterator[str]:
 
 def test_every_dashboard_query_and_alert_signal_returns_series_from_real_pods(redis_url: str, tmp_path: Path) -> None:
     assert PROMETHEUS, "prometheus is Debian's prometheus package (scripts/test installs it)"
-    with platform.platform(redis_url, tmp_path, pod_flags=("--max-sessions", "1")) as p, \
+    with platform.platform(redis_url, tmp_path, pod_flags=("--max-sessions", "1", "--idle-pause-s", "1")) as p, \
             _operator_endpoint() as operator:
         rules = tmp_path / "rules.yaml"
         rules.write_text(chart.rule_file())
@@ -165,7 +168,8 @@ def test_every_dashboard_query_and_alert_signal_returns_series_from_real_pods(re
         root = f"http://127.0.0.1:{port}"
         try:
             async def load() -> None:
-                """Both pods' one slot taken, one start refused for want of room, 6 s of calls."""
+                """Both pods' one slot taken, one start refused for want of room, 6 s of calls (that
+                send no audio: never paused); then a caller silent past the idle timeout who speaks."""
                 calls = []
                 for _ in range(2):
                     ws = await websockets.connect(p.gateway.ws_url, max_queue=None)
@@ -179,12 +183,24 @@ def test_every_dashboard_query_and_alert_signal_returns_series_from_real_pods(re
                 await asyncio.sleep(6)
                 for ws in (*calls, refused):
                     await ws.close()
+                first = p.pods[0][0]  # straight to a pod whose slot is free again
+                await asyncio.to_thread(platform.eventually, lambda: p.pod_sessions()[0] == 0, "a free slot")
+                quiet, _ = await started(first.ws_url)
+                async with quiet:
+                    sender = asyncio.create_task(stream(quiet, [SILENCE] * 20 + speech()))
+                    await until(quiet, "session.resumed")
+                    sender.cancel()
             asyncio.run(load())
             platform.eventually(lambda: all(t["health"] == "up" for t in json.loads(urllib.request.urlopen(
                 f"{root}/api/v1/targets", timeout=5).read())["data"]["activeTargets"]), "every target scraped", 30)
             time.sleep(3)  # a few scrapes after the load, so every rate has two samples
             empty = [q for q in dashboard.queries("test", "pool") if not _query(root, q)]
             assert empty == [], f"dashboard queries without series: {empty}"
+            pause = [q for q in dashboard.queries("test", "pool")
+                     if re.search(r"liveplex_engine_(sessions_out|pauses|wakes|parked_bytes|wake_latency)", q)]
+            assert len(pause) == 7
+            not_numbers = [q for q in pause if not all(math.isfinite(float(r["value"][1])) for r in _query(root, q))]
+            assert not_numbers == [], f"the idle pause's panels without a number: {not_numbers}"
             silent = [a.name for a in alerts.ALERTS if not _query(root, a.signal)]
             assert silent == [], f"alert signals without series: {silent}"
             rule_groups = json.loads(urllib.request.urlopen(f"{root}/api/v1/rules", timeout=5).read())
