@@ -223,14 +223,14 @@ class StoredCall:
             items.append((layout.events_key(session_id, frame), lines))
         record = self._record()
         written = self._record_written
-        if record is not None and len(record) > written:
-            items.append((layout.record_key(session_id, written), bytes(record[written:])))
+        end = written if record is None else len(record)  # the relay appends on while this writes
+        if record is not None and end > written:
+            items.append((layout.record_key(session_id, written), bytes(record[written:end])))
         if asyncio.get_running_loop().time() >= self._touch_at:
             items.append(self._touch())
         if items:
             await self._put_many(items)
-        if record is not None:
-            self._record_written = max(written, len(record))
+        self._record_written = end
 
     def _touch(self) -> tuple[str, bytes]:
         """The call's `live/<id>` entry, due again in `retention.LIVE_TOUCH_S`."""
