@@ -10,7 +10,6 @@ socket's machine is the pump's `passthrough.Passthrough`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 import weakref
@@ -31,6 +30,7 @@ from liveplex.gptlive.server import auth, backend, replies
 from liveplex.gptlive.settings import Settings
 from liveplex.gptlive.urls import LAST_EVENT_QUERY, REATTACH_QUERY
 from liveplex.storage.store import StoreError
+from liveplex.tasks import Tasks
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +52,8 @@ class GatewayBackend:
         """The API key each socket authenticated with (for the per-key limit)."""
         self._fork_records: weakref.WeakKeyDictionary[connection.Connection, bytes] = weakref.WeakKeyDictionary()
         """A fork's stored record, read for its socket's start (`forking`)."""
-        self._reading: set[asyncio.Task[None]] = set()
-        """Forks' reads of the store under way (held: the loop keeps only weak references)."""
+        self._reading = Tasks()
+        """Forks' reads of the store under way."""
         self.draining = False
         """Set by the gateway's drain: new starts are refused, relayed sessions go on."""
 
@@ -95,7 +95,7 @@ class GatewayBackend:
         assert recorder is not None  # `forks`
         key = self._conn_keys.get(peer.conn, "")
         read = forking.read(recorder.store, session_id, key_digest(key), webrtc)
-        self._reading.add(asyncio.get_running_loop().create_task(self._forked(peer, read)))
+        self._reading.spawn(self._forked(peer, read))
 
     async def _forked(self, peer: backend.Peer, read: Coroutine[Any, Any, forking.Stored | ProtocolError]) -> None:
         try:

@@ -10,12 +10,12 @@ call goes on, only a sideband reaching another replica is refused (404), and it 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from liveplex.gptlive.server.tls import Tls
 from liveplex.placement import PlacementClient
 from liveplex.placement.errors import PlacementError
+from liveplex.tasks import Tasks
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ class CallHolders:
         self._client = client
         self.url = url
         self.tls = tls
-        self._forgetting: set[asyncio.Task[None]] = set()
+        self._forgetting = Tasks()
 
     async def hold(self, session_id: str) -> None:
         try:
@@ -47,9 +47,7 @@ class CallHolders:
             return None
 
     def forget(self, session_id: str) -> None:
-        task = asyncio.get_running_loop().create_task(self._forget(session_id))
-        self._forgetting.add(task)
-        task.add_done_callback(self._forgetting.discard)
+        self._forgetting.spawn(self._forget(session_id))
 
     async def _forget(self, session_id: str) -> None:
         try:

@@ -43,6 +43,7 @@ from liveplex.gateway.storing import Recorder, StoredCall
 from liveplex.gptlive import connection, errors, events
 from liveplex.gptlive.server import backend, hop
 from liveplex.placement import Busy, Placed
+from liveplex.tasks import Tasks
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +131,7 @@ class UpstreamLeg:
         self._done = False
         self._target: Opened | None = None
         """The dialled target of a move, until it answers."""
-        self._io: set[asyncio.Task[None]] = set()
+        self._io = Tasks()
         self._awaiting_turn = False
         self._turn: moving.Moving | None = None
         """The move that holds one of the gateway's `move_turns`, while it is under way."""
@@ -483,9 +484,7 @@ class UpstreamLeg:
                 assert_never(command)
 
     def _spawn(self, io: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(io)
-        self._io.add(task)
-        task.add_done_callback(self._io.discard)
+        self._io.spawn(io)
 
     async def _move_placed(self, machine: relaying.Relaying, move: moving.Moving, exclude: frozenset[str]) -> None:
         self._perform(machine.placed(move, await self._placer.place(self._pool, self._session_id, set(exclude))))
@@ -546,7 +545,7 @@ class UpstreamLeg:
             self._stored.end(ended=not self._handed_back)
         if self._machine is not None:
             self._machine.end()
-        for task in list(self._io):
+        for task in self._io:
             task.cancel()
         self._end_turn()
         for up in (self._up, None if self._target is None else self._target.up):

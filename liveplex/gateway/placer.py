@@ -9,7 +9,6 @@ placement for a while; a slot no session will use is given back in the (sub-)poo
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 import time
@@ -20,6 +19,7 @@ from liveplex.gateway.stats import GatewayStats
 from liveplex.gateway.view import PoolView
 from liveplex.gptlive import errors
 from liveplex.placement import Busy, Placed, PlacementClient, PlacementError, choose
+from liveplex.tasks import Tasks
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class RedisPlacer:
         self._view = view
         self._stats = stats
         self._breaker = Breaker(settings.breaker_ms)
-        self._giving_back: set[asyncio.Task[None]] = set()
+        self._giving_back = Tasks()
 
     def tripped(self) -> frozenset[str]:
         """The pods the breakers exclude now."""
@@ -72,9 +72,7 @@ class RedisPlacer:
     def give_back(self, placed: Placed, session_id: str) -> None:
         """`unreserve` in a task of the placer's own, which outlives the leg that asked (a move
         that is lost right after it abandoned a target ends its leg, and cancels the leg's I/O)."""
-        task = asyncio.get_running_loop().create_task(self.unreserve(placed, session_id))
-        self._giving_back.add(task)
-        task.add_done_callback(self._giving_back.discard)
+        self._giving_back.spawn(self.unreserve(placed, session_id))
 
     async def unreserve(self, placed: Placed, session_id: str) -> None:
         """Give back a slot placement reserved and no session will use, in the (sub-)pool holding it."""

@@ -16,7 +16,6 @@ Redis down: the session goes on; a record not written means no re-attach, and it
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import logging
@@ -29,6 +28,7 @@ import orjson
 from liveplex.gateway.calls import HOLD_TTL_S
 from liveplex.placement import PlacementClient
 from liveplex.placement.errors import PlacementError
+from liveplex.tasks import Tasks
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class SessionHolders:
 
     def __init__(self, client: PlacementClient) -> None:
         self._client = client
-        self._writes: set[asyncio.Task[None]] = set()
+        self._writes = Tasks()
 
     def hold(self, session_id: str, held: Held) -> None:
         """Record `held` (in the background: the session goes on meanwhile)."""
@@ -107,6 +107,4 @@ class SessionHolders:
             except PlacementError as exc:
                 logger.warning(f"session record not {what}", extra={"session_id": session_id, "error": str(exc)})
 
-        task = asyncio.get_running_loop().create_task(run())
-        self._writes.add(task)
-        task.add_done_callback(self._writes.discard)
+        self._writes.spawn(run())

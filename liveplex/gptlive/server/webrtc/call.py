@@ -51,6 +51,7 @@ from liveplex.gptlive.server.peer import PeerCore
 from liveplex.gptlive.server.webrtc import channel, ice, media, receive
 from liveplex.gptlive.server.webrtc.offer import Offer, Policy, ask_fec
 from liveplex.gptlive.server.webrtc.sideband import Sideband
+from liveplex.tasks import Tasks
 
 if TYPE_CHECKING:
     from liveplex.gptlive.server.front import Front
@@ -65,7 +66,7 @@ CLOSE_GRACE_S = 2.0
 MAX_BACKLOG = 64
 """Channel messages held while the machine is not reading (an error budget spent)."""
 
-_CLOSING: set[asyncio.Task[None]] = set()
+_CLOSING = Tasks()
 """Peer connections being closed (a task the loop must not lose)."""
 _AUDIO_PREFIX = events.AUDIO_DELTA_PREFIX
 _ERROR_PREFIX = '{"type":"' + events.SERVER_TYPES[events.Error] + '"'
@@ -464,9 +465,7 @@ class Call(PeerCore):
         self._finish(code)
         if not self._closed:
             self._closed = True
-            task = asyncio.get_running_loop().create_task(self._hang_up())
-            _CLOSING.add(task)
-            task.add_done_callback(_CLOSING.discard)
+            _CLOSING.spawn(self._hang_up())
 
     async def _hang_up(self) -> None:
         """Close once the channel has sent what it holds (aiortc's `bufferedamountlow`, at 0 bytes:
