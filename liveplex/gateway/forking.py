@@ -11,6 +11,7 @@ its gateway wrote so far (all but its last `--store-flush-s`).
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,11 +49,9 @@ async def read(store: ObjectStore, session_id: str, key_digest: str, webrtc: boo
     meta = None if known is None else layout.Meta.load(known)
     if meta is None or not meta.owned_by(key_digest):
         return errors.stored_session_not_found(session_id)
-    record = bytearray()
-    for entry in await store.list(layout.record_prefix(session_id)):
-        chunk = await store.get(entry.key)
-        if chunk is not None:
-            record += chunk
+    entries = await store.list(layout.record_prefix(session_id))
+    chunks = await asyncio.gather(*(store.get(entry.key) for entry in entries))  # one round trip, not one a chunk
+    record = b"".join(chunk for chunk in chunks if chunk is not None)
     if not record:
         return errors.stored_session_starting(session_id)
-    return Stored(fork.Source(session_id, settings_of(meta.session), webrtc), bytes(record))
+    return Stored(fork.Source(session_id, settings_of(meta.session), webrtc), record)
