@@ -113,6 +113,10 @@ class StoredCall:
         would be one more the collector tracks, held for a flush period)."""
         self._pending_bytes = 0
         self._record_written = 0
+        self._record_base = 0
+        """Where this writer's record goes on in the stored one: after what an earlier writer of the
+        same session stored (a re-attach's record starts anew with a head, `hop.CHECKPOINT`, so the
+        stored record is the old one then the new: a resume or fork reads from its last head)."""
         self._written = 0
         self._touch_at = 0.0
         """When `_flush` next rewrites the call's `live/<id>` (loop time): its proof of life."""
@@ -196,6 +200,7 @@ class StoredCall:
         known = await self._store.get(layout.meta_key(session_id))
         old = None if known is None else layout.Meta.load(known)
         if old is not None and old.owned_by(self._key):
+            self._record_base = layout.record_end(await self._store.list(layout.record_prefix(session_id)))
             return layout.Meta(session_id, old.key, old.created_at, old.expires_on, old.session)
         now = time.time()
         return layout.Meta(session_id, self._key, int(now), self._recorder.expires_on(now),
@@ -225,7 +230,7 @@ class StoredCall:
         written = self._record_written
         end = written if record is None else len(record)  # the relay appends on while this writes
         if record is not None and end > written:
-            items.append((layout.record_key(session_id, written), bytes(record[written:end])))
+            items.append((layout.record_key(session_id, self._record_base + written), bytes(record[written:end])))
         if asyncio.get_running_loop().time() >= self._touch_at:
             items.append(self._touch())
         if items:

@@ -77,6 +77,15 @@ def record_key(session_id: str, offset: int) -> str:
     return f"{record_prefix(session_id)}{offset:0{_OFFSET_DIGITS}d}.bin"
 
 
+def record_end(chunks: Sequence[Entry]) -> int:
+    """The stored record's length from its chunks (sorted by key): where a next writer goes on."""
+    for entry in reversed(chunks):
+        stem = entry.key.rsplit("/", 1)[-1].partition(".")[0]
+        if stem.isdigit():
+            return int(stem) + entry.size
+    return 0
+
+
 def expiry_key(day: datetime.date, session_id: str) -> str:
     return f"{EXPIRY}{day.isoformat()}/{session_id}"
 

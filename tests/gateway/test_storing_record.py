@@ -48,3 +48,23 @@ async def test_a_checkpoint_kept_during_a_write_is_stored_by_the_next(tmp_path: 
     await call.written
     kept = b"".join([await store.get(e.key) or b"" for e in await store.list(layout.record_prefix(RESOURCE.id))])
     assert kept == bytes(record)  # every checkpoint, in order: none lost at a write's boundary
+
+
+async def test_a_call_continued_by_another_writer_stores_its_record_after_the_first(tmp_path: Path) -> None:
+    """A re-attached call's writer (another gateway's) starts from the pod's whole record, a head
+    first: it goes on after what the first writer stored, so the stored record read in order is
+    the first's then the second's, and a resume (or fork) reads it from its last head."""
+    store = DirectoryStore(tmp_path)
+    first = bytearray(b"H000T001")
+    call = _recorder(store, GatewayStats()).open(RESOURCE, "ab" * 32, 0, lambda: first, lambda _: None)
+    call.down(DELTA)
+    call.end(ended=False)  # handed back: the call goes on through another gateway
+    await call.written
+    again = bytearray(b"H000T001T002")
+    call = _recorder(store, GatewayStats()).open(RESOURCE, "ab" * 32, 1, lambda: again, lambda _: None)
+    call.down(DELTA)
+    call.end(ended=True)
+    await call.written
+    chunks = await store.list(layout.record_prefix(RESOURCE.id))
+    kept = b"".join([await store.get(e.key) or b"" for e in chunks])
+    assert kept == bytes(first + again) and layout.record_end(chunks) == len(kept)
