@@ -20,8 +20,9 @@ from liveplex.gptlive.errors import ProtocolError
 from liveplex.storage import layout
 from liveplex.storage.store import ObjectStore
 
-RESOURCE_ONLY = ("id", "status", "expires_at")
-"""What the stored resource says of that one session alone: a fork has its own."""
+NOT_STARTED = ("id", "status", "expires_at", "client")
+"""What the stored session says that a fork's `session.start` does not carry: what named that one
+session (a fork has its own), and a WebRTC call's `client`, which its call reads (`Source.client`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,7 @@ class Stored:
 def settings_of(resource: dict[str, Any]) -> dict[str, Any]:
     """A stored session's `session.start` settings from its resource: model, instructions, audio
     format and voice, delegation, safety identifier and `store`, as the session ran with them."""
-    return {key: value for key, value in resource.items() if key not in RESOURCE_ONLY}
+    return {key: value for key, value in resource.items() if key not in NOT_STARTED}
 
 
 async def read(store: ObjectStore, session_id: str, key_digest: str, webrtc: bool) -> Stored | ProtocolError:
@@ -54,4 +55,4 @@ async def read(store: ObjectStore, session_id: str, key_digest: str, webrtc: boo
     record = b"".join(chunk for chunk in chunks if chunk is not None)
     if not record:
         return errors.stored_session_starting(session_id)
-    return Stored(fork.Source(session_id, settings_of(meta.session), webrtc), record)
+    return Stored(fork.Source(session_id, settings_of(meta.session), webrtc, meta.session.get("client")), record)

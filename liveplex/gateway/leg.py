@@ -311,7 +311,7 @@ class UpstreamLeg:
         if self._recorder is None or start is None or machine is None or not start.resource.store:
             return
         self._stored = self._recorder.open(start.resource, key_digest(self._key), frame,
-                                           lambda: machine.record, self._notify)
+                                           lambda: machine.record, self._notify, self._peer.client_config)
 
     def _notify(self, text: str) -> None:
         """An event of the gateway's own for the caller (a stored call's `store_unavailable`)."""

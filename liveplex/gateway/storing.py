@@ -23,7 +23,7 @@ import datetime
 import logging
 import time
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 from liveplex.gateway.stats import GatewayStats
 from liveplex.gptlive import events
@@ -54,10 +54,11 @@ class Recorder:
         self._calls: set[StoredCall] = set()
 
     def open(self, resource: events.SessionResource, key_digest: str, first_frame: int,
-             record: Callable[[], bytes | bytearray | None], notify: Callable[[str], None]) -> StoredCall:
+             record: Callable[[], bytes | bytearray | None], notify: Callable[[str], None],
+             client: dict[str, Any] | None = None) -> StoredCall:
         """Start storing the call `resource` describes (from `first_frame`: a re-attached call's
         frame count); `record`: its resume record so far; `notify`: sends the caller an event."""
-        call = StoredCall(self, resource, key_digest, first_frame, record, notify)
+        call = StoredCall(self, resource, key_digest, first_frame, record, notify, client)
         self._calls.add(call)
         return call
 
@@ -99,8 +100,12 @@ class StoredCall:
     `event` (the hot path: an append), and `end` once."""
 
     def __init__(self, recorder: Recorder, resource: events.SessionResource, key_digest: str, first_frame: int,
-                 record: Callable[[], bytes | bytearray | None], notify: Callable[[str], None]) -> None:
+                 record: Callable[[], bytes | bytearray | None], notify: Callable[[str], None],
+                 client: dict[str, Any] | None = None) -> None:
         self._recorder = recorder
+        self._client = client
+        """A WebRTC call's `session.client` (its data channel's permissions): kept with its
+        settings, for a fork to inherit."""
         self._store = recorder.store
         self._resource = resource
         self._key = key_digest
@@ -203,8 +208,10 @@ class StoredCall:
             self._record_base = layout.record_end(await self._store.list(layout.record_prefix(session_id)))
             return layout.Meta(session_id, old.key, old.created_at, old.expires_on, old.session)
         now = time.time()
-        return layout.Meta(session_id, self._key, int(now), self._recorder.expires_on(now),
-                           events.resource_json(self._resource))
+        session = events.resource_json(self._resource)
+        if self._client is not None:
+            session["client"] = self._client
+        return layout.Meta(session_id, self._key, int(now), self._recorder.expires_on(now), session)
 
     async def _flush(self) -> None:
         """Mix what the relay kept since the last flush and write it: the recording's chunk, the

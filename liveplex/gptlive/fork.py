@@ -41,6 +41,9 @@ class Source:
     session_id: str
     settings: dict[str, Any]
     webrtc: bool
+    client: object = None
+    """The stored WebRTC call's `session.client` (its data channel's permissions), which a WebRTC
+    fork that gives none inherits (`webrtc.offer.policy_of`); None: every event type."""
 
 
 def _object(value: object, path: Path) -> dict[str, Any]:

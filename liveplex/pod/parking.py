@@ -120,6 +120,8 @@ class Parked:
     def taken_over(self) -> None:
         self.unpark()
 
+    client_config = None
+
     @property
     def reconnects(self) -> bool:
         return False

@@ -115,12 +115,15 @@ async def _forks(running: platform.Platform) -> None:
 
 
 async def _webrtc_forks(gateway: pods.Running, session_id: str) -> None:
-    """`POST /v1/live/sessions/{id}/fork` (`client.live.sessions.fork`): an aiortc caller's offer
-    answered, the fork's `session.started` on its data channel, the sim's echo heard; refusals as
-    the SDK reads them (an OpenAI error body)."""
+    """`POST /v1/live/sessions/{id}/fork` (`client.live.sessions.fork`): refusals as the SDK reads
+    them (an OpenAI error body); then a stored WebRTC call whose data channel carries only the
+    session's start and end is forked onto a new call that names no `client`: the fork's
+    `session.started` on its channel, the sim's echo heard, and no transcript on the channel (the
+    stored call's permissions, inherited)."""
     url = f"{gateway.base_url}/live/sessions/{{}}/fork"
-    caller = webrtc.Caller()
-    body = {"transport": {"type": "webrtc", "sdp": await caller.offer()}, "session": {"store": False}}
+    quiet = {"data_channel": {"allowed_server_events": ["session.started", "session.closed"]}}
+    stored_caller, caller = webrtc.Caller(), webrtc.Caller()
+    body = {"transport": {"type": "webrtc", "sdp": await caller.offer()}, "session": {}}
     async with httpx.AsyncClient(timeout=10, headers=BEARER) as http:
         for sid, key, override, status, code in (
                 (session_id, OTHER, {}, 404, "session_not_found"),
@@ -129,13 +132,23 @@ async def _webrtc_forks(gateway: pods.Running, session_id: str) -> None:
             refused = await http.post(url.format(sid), json={**body, "session": override},
                                       headers={"Authorization": f"Bearer {key}"})
             assert (refused.status_code, refused.json()["error"]["code"]) == (status, code), refused.text
-        answered = await http.post(url.format(session_id), json=body)
+        created = await http.post(f"{gateway.base_url}/live/sessions", json={
+            "transport": {"type": "webrtc", "sdp": await stored_caller.offer()},
+            "session": {"model": "gpt-live-1", "store": True, "client": quiet}})
+        assert created.status_code == 200, created.text
+        await stored_caller.accept(created.json()["transport"]["sdp"])
+        await stored_caller.until("session.started")
+        await asyncio.sleep(1.5)  # its tone heard and stored
+        stored_id = created.json()["session"]["id"]
+        answered = await http.post(url.format(stored_id), json=body)
     assert answered.status_code == 200, answered.text
-    created = answered.json()
-    assert created["session"]["id"] not in (session_id, "") and created["transport"]["type"] == "webrtc"
-    await caller.accept(created["transport"]["sdp"])
+    forked = answered.json()
+    assert forked["session"]["id"] not in (stored_id, "") and forked["transport"]["type"] == "webrtc"
+    await caller.accept(forked["transport"]["sdp"])
     started, _ = await caller.until("session.started")
-    assert started["session"]["id"] == created["session"]["id"] and started["session"]["store"] is False
-    await asyncio.sleep(1.0)
-    assert len(caller.heard) > 20  # its audio flows
-    await caller.close()
+    assert started["session"]["id"] == forked["session"]["id"] and started["session"]["store"] is True
+    await asyncio.sleep(1.5)
+    assert len(caller.heard) > 30  # its audio flows
+    assert caller.events.empty()  # no transcript, no usage: the stored call's channel permissions
+    for call in (caller, stored_caller):
+        await call.close()

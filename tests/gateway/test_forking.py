@@ -13,7 +13,8 @@ from liveplex.storage import layout
 from liveplex.storage.directory import DirectoryStore
 
 RESOURCE = {"id": "sess_a", "status": "active", "expires_at": 1, "model": "gpt-live-1", "instructions": "Hi",
-            "audio": {"format": {"type": "audio/pcm", "rate": 24000}, "output": {"voice": "NATF2"}}, "store": True}
+            "audio": {"format": {"type": "audio/pcm", "rate": 24000}, "output": {"voice": "NATF2"}}, "store": True,
+            "client": {"data_channel": {"allowed_server_events": ["session.started"]}}}
 
 
 async def test_a_fork_reads_the_stored_settings_and_record_for_its_key_only(tmp_path: Path) -> None:
@@ -30,7 +31,9 @@ async def test_a_fork_reads_the_stored_settings_and_record_for_its_key_only(tmp_
     read = await forking.read(store, "sess_a", key_digest("k"), webrtc=True)
     assert isinstance(read, forking.Stored)
     assert read.record == b"H12T4"
-    assert read.source.settings == {k: v for k, v in RESOURCE.items() if k not in ("id", "status", "expires_at")}
+    assert read.source.settings == {k: v for k, v in RESOURCE.items() if k not in ("id", "status", "expires_at",
+                                                                                 "client")}
+    assert read.source.client == RESOURCE["client"]  # the call reads it: a start may not carry it
     assert (read.source.session_id, read.source.webrtc) == ("sess_a", True)
     for other in (("sess_a", "other"), ("sess_b", "k"), ("../sess_a", "k")):
         assert await code(*other) == ("session_not_found", "session_id")

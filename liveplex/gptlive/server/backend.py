@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from websockets.datastructures import Headers
 
@@ -93,6 +93,12 @@ class Peer(Protocol):
 
     def passthrough_lost(self, why: str) -> None:
         """The upstream went away mid-session: the client hears `why` and `connection_lost`."""
+
+    @property
+    def client_config(self) -> dict[str, Any] | None:
+        """A WebRTC call's `session.client` as its create gave it (its data channel's
+        permissions: a stored call keeps them for its forks); None for a socket."""
+        ...
 
     @property
     def reconnects(self) -> bool:

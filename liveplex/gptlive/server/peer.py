@@ -13,6 +13,7 @@ from __future__ import annotations
 import abc
 import asyncio
 from collections import deque
+from typing import Any
 
 from liveplex.gptlive import connection, events, fork
 from liveplex.gptlive.errors import ProtocolError
@@ -110,6 +111,9 @@ class PeerCore(abc.ABC):
     def passthrough_ended(self, reason: str, code: int) -> None:
         if self._passthrough is not None:
             self._perform(self._passthrough.ended(reason, code))
+
+    client_config: dict[str, Any] | None = None
+    """A socket's: it configures no data channel (a WebRTC call sets its own)."""
 
     @property
     def reconnects(self) -> bool:

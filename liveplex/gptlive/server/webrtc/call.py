@@ -49,7 +49,7 @@ from liveplex.gptlive import connection, errors, events, fork, urls
 from liveplex.gptlive.server import backend, passthrough, replies
 from liveplex.gptlive.server.peer import PeerCore
 from liveplex.gptlive.server.webrtc import channel, ice, media, receive
-from liveplex.gptlive.server.webrtc.offer import Offer, Policy, ask_fec
+from liveplex.gptlive.server.webrtc.offer import Offer, Policy, ask_fec, policy_of
 from liveplex.gptlive.server.webrtc.sideband import Sideband
 from liveplex.tasks import Tasks
 
@@ -115,6 +115,7 @@ class Call(PeerCore):
         self._stats = front.stats
         self._offer = offer
         self._policy = offer.policy
+        self.client_config = offer.client
         self._leg: backend.Leg | None = None
         self._pc = RTCPeerConnection(ice_configuration(front.settings))
         self._agent = media.AgentTrack()
@@ -189,7 +190,11 @@ class Call(PeerCore):
             self.close_with(errors.session_not_found(session_id), connection.POLICY_VIOLATION)
 
     def fork_from(self, source: fork.Source) -> None:
-        """The stored session was read: the offer's start (its overrides) forks it."""
+        """The stored session was read: the offer's start (its overrides) forks it; a fork that
+        gives no `client` inherits the stored call's data channel permissions."""
+        if self._offer.client is None and source.client is not None:
+            self._policy = policy_of(source.client)
+            self.client_config = source.client if isinstance(source.client, dict) else None
         super().fork_from(source)
         self._dispatch(self._offer.start_text)
 

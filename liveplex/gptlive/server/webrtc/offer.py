@@ -59,6 +59,8 @@ class Offer:
     """The `session.start` the call's `Connection` reads."""
     sdp: str
     policy: Policy
+    client: dict[str, Any] | None = None
+    """`session.client` as given (None: not given): kept with a stored call for its forks."""
 
 
 def read(body: bytes) -> Offer:
@@ -72,7 +74,8 @@ def read(body: bytes) -> Offer:
             raise errors.missing_required_parameter((key,))
     session, policy = _session(obj["session"])
     sdp = _transport(obj["transport"])
-    return Offer(orjson.dumps({"type": "session.start", "session": session}).decode(), sdp, policy)
+    return Offer(orjson.dumps({"type": "session.start", "session": session}).decode(), sdp, policy,
+                 obj["session"].get("client"))
 
 
 def read_fork(body: bytes) -> Offer:
@@ -88,9 +91,15 @@ def read_fork(body: bytes) -> Offer:
         raise errors.missing_required_parameter(("transport",))
     session = _object(obj.get("session") or {}, ("session",))
     overrides = {key: item for key, item in session.items() if key != "client"}
-    policy = _client(session["client"], ("session", "client")) if "client" in session else Policy()
+    policy = policy_of(session["client"]) if "client" in session else Policy()
     sdp = _transport(obj["transport"])
-    return Offer(orjson.dumps({"type": "session.start", "session": overrides}).decode(), sdp, policy)
+    return Offer(orjson.dumps({"type": "session.start", "session": overrides}).decode(), sdp, policy,
+                 session.get("client"))
+
+
+def policy_of(client: object) -> Policy:
+    """The data channel's policy a `session.client` gives (a create's, a fork's or a stored call's)."""
+    return _client(client, ("session", "client"))
 
 
 def _body(body: bytes) -> dict[str, Any]:
