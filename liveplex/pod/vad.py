@@ -7,7 +7,11 @@ the default ONNX file and 300 µs for its TorchScript). The package's own module
 the file is found without importing it. 24 kHz caller audio becomes 8 kHz by averaging each three
 samples (a box filter: cheap, and enough for a detector). A frame quieter than `GATE_RMS` is not
 speech and costs no model call (a paused caller is mostly silence); the detector's state starts
-over after such a frame, so each burst is judged from its own start.
+over after such a frame, so each burst is judged from its own start. A burst's first frame is
+judged on the windows that end where it ends (its first 16 ms, before them, is their context
+only): a burst begins somewhere inside that frame, so its speech is at the frame's end, and judged
+there a wake is decided on the first frame of speech more often (docs/bench.md, "Wake latency:
+the detector's first frame").
 
 `pip install 'liveplex[pause]'` and `pip install --no-deps silero-vad` (its declared torch would
 replace the pinned one).
@@ -139,6 +143,10 @@ class SileroStream:
         pending = np.concatenate((self._tail, low))
         best = 0.0
         at = 0
+        if self._state is _ZERO_STATE:  # a burst's first frame: its windows end where it ends
+            at = pending.size % CHUNK
+            if at >= CONTEXT:
+                self._context = pending[at - CONTEXT:at]
         while pending.size - at >= CHUNK:
             chunk = np.concatenate((self._context, pending[at:at + CHUNK]))
             p, self._state = self._model.run(chunk, self._state)
