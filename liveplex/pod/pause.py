@@ -12,7 +12,8 @@ ends at its wall-clock end (a timer, and the resumed line's `max_frames` shrunk 
 (its `Started`); both reach the socket as outputs in order (`contract.Paused`/`Resumed`).
 
 A call with a wake policy starts out of the engine (the machine's waiting state, an empty blob:
-it never ran), billed as paused, and its first wake is the engine's start.
+it never ran), billed as paused, and its first wake is the engine's start; it moves as a blob
+with no engine state (`waiting_blob`), which its next pod holds waiting.
 
 A paused session moves like a running one (a gateway relays it): its state's blob is what a move carries,
 marked with the pause (`mark`: its time out and its ring), so that a draining pod hands it over
@@ -98,6 +99,8 @@ MARK = "pod.paused"
 """A moved paused session's blob: the header state key of its pause (`mark`)."""
 RING = "pod.ring"
 """...and the array of its ring, [frames, samples] int16."""
+WAITING_KIND = "pod.waiting"
+"""`blob.Header.kind` of a call that never ran, as a move carries it (`waiting_blob`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +108,8 @@ class Moved:
     """A paused session's blob as a move carries it (`mark`, `unmark`)."""
 
     blob: bytes
-    """The engine's blob (the mark beside it: engines read their own keys only)."""
+    """The engine's blob (the mark beside it: engines read their own keys only); empty: a call
+    waiting for its first speech, which never ran."""
     out_frames: int
     """Frames of its current pause so far."""
     before_frames: int
@@ -113,6 +117,13 @@ class Moved:
     waking: bool
     """Its caller spoke and no slot was free: it wakes where it lands, `ring` its pre-roll."""
     ring: tuple[bytes, ...]
+
+
+def waiting_blob(info: contract.LiveInfo, voice: str) -> bytes:
+    """A call that never ran as a blob: no engine state, only the header the import route checks
+    (the pod's model, window and engine settings, the call's voice), so that it moves like the
+    others and its next pod holds it waiting (`unmark` gives it back empty)."""
+    return blobs.encode(blobs.Header(WAITING_KIND, info.model, info.context_frames, voice, 0, dict(info.engine)), {})
 
 
 def mark(moved: Moved) -> bytes:
@@ -141,7 +152,8 @@ def unmark(data: bytes) -> Moved | None:
     if not (isinstance(out, int) and isinstance(before, int) and out >= 0 and before >= 0
             and isinstance(waking, bool)):
         return None
-    return Moved(data, out, before, waking, tuple(row.tobytes() for row in ring))
+    return Moved(b"" if got.header.kind == WAITING_KIND else data, out, before, waking,
+                 tuple(row.tobytes() for row in ring))
 
 
 WAKE_BUCKETS_S: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0)
@@ -342,9 +354,8 @@ class Pausing:
         return (time.monotonic_ns() - self._paused_ns) // frames.PERIOD_NS
 
     def _refused(self) -> None:
-        """The wake found no slot: a relayed session with a blob to carry asks its gateway to move
-        it (a pod with a free slot wakes it), else, or when no move came in `MOVE_WAIT_S`, the wake
-        is refused (a call that never ran has no blob: it is refused at once)."""
+        """The wake found no slot: a relayed session asks its gateway to move it (a pod with a
+        free slot wakes it), else, or when no move came in `MOVE_WAIT_S`, the wake is refused."""
         pre_roll = self._waking_pre_roll
         self._waking = None
         self._leg.detach()
@@ -411,30 +422,34 @@ class Pausing:
     # --- moves: a paused session leaves this pod, or arrives from another -------------------------------
 
     def movable(self) -> bool:
-        """Whether the session is paused here with a blob a move carries (a waiting call, which
-        never ran, has none; a wake or a pause in flight is not out yet)."""
-        return self._blob is not None and self._blob != b"" and self._waking is None and not self._exporting
+        """Whether the session is out of the engine here, paused or waiting, for a move to carry
+        (a wake or a pause in flight is not out yet)."""
+        return self._blob is not None and self._waking is None and not self._exporting
 
     def move_out(self) -> bytes:
-        """The session leaves this pod paused (an export: a drain, or a wake that found no slot):
-        its marked blob; it is no longer paused here."""
-        assert self._blob is not None and self._blob != b"", "movable"
+        """The session leaves this pod paused or waiting (an export: a drain, or a wake that found
+        no slot): its marked blob (a waiting call's `waiting_blob`); it is no longer held here."""
+        assert self._blob is not None, "movable"
         waking = self._moving is not None
         ring = tuple(self._moving) if self._moving is not None else self.machine.kept
-        moved = Moved(channel.blob_of(self._blob), self._frames_out(), self._outside_frames, waking, ring)
+        blob = (channel.blob_of(self._blob) if self._blob != b""
+                else waiting_blob(self._handle.info, self._session.voice))
+        moved = Moved(blob, self._frames_out(), self._outside_frames, waking, ring)
         self._moving = None
         self._settle()
         return mark(moved)
 
     def arrive(self, moved: Moved) -> None:
-        """The session continues here paused, as it left its last pod (`move_out`); its usage
-        learns the earlier pauses' time, and a waking one wakes at once with its ring."""
+        """The session continues here paused or waiting, as it left its last pod (`move_out`); its
+        usage learns the earlier pauses' time, and a waking one wakes at once with its ring."""
         self._outside_frames = moved.before_frames
         if moved.before_frames:  # an empty delivery would end the session (`Peer.deliver`)
             self._leg.deliver([contract.Resumed(moved.before_frames, woke=False)])
         self._parked(moved.blob)
+        if moved.blob == b"":
+            self._stats.waiting += 1
         self._paused_ns -= moved.out_frames * frames.PERIOD_NS
-        self.machine.arrived(moved.ring)
+        self.machine.arrived(moved.ring, waiting=moved.blob == b"")
         if moved.waking:
             self._wake(moved.ring)
 

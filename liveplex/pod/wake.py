@@ -172,9 +172,10 @@ class Machine:
         """The frames the ring holds now (a move carries them)."""
         return tuple(self._ring)
 
-    def arrived(self, kept: tuple[bytes, ...]) -> None:
-        """The session continues here, paused, after a move (`pause.Moved`): `kept` its ring."""
-        self.phase = Phase.PAUSED
+    def arrived(self, kept: tuple[bytes, ...], waiting: bool = False) -> None:
+        """The session continues here after a move (`pause.Moved`), paused, or `waiting` for its
+        first speech (it never ran): `kept` its ring."""
+        self.phase = Phase.WAITING if waiting else Phase.PAUSED
         self._idle = 0
         self._ring.clear()
         self._ring.extend(kept)

@@ -2,7 +2,7 @@
 gateway over real Redis. A wake that finds its pod full is moved to a pod with a free slot and
 heard there, no wake refused; a draining pod hands its paused sessions over, and they wake on the
 next pod, their usage going on across the move (its paused time neither restarted nor counted
-twice)."""
+twice); a call waiting for its first speech moves too, and waits on the next pod."""
 
 from __future__ import annotations
 
@@ -131,3 +131,27 @@ def test_a_draining_pods_paused_session_moves_and_wakes_on_the_next_pod(redis_ur
         assert paused - 1 < usage["paused_seconds"] <= paused + 0.5, (usage, paused)
         assert whole - 1.5 < usage["seconds"] <= whole + 0.5, (usage, whole)
         assert usage["active_seconds"] == usage["seconds"] - usage["paused_seconds"]
+
+
+def test_a_draining_pods_waiting_call_moves_and_its_first_speech_wakes_it_on_the_next_pod(redis_url, tmp_path) -> None:
+    """A WebRTC call waiting for its first speech (it never ran: no engine state) moves off a
+    draining pod as a blob with none, is held waiting on the next, and wakes and pauses there."""
+    from tests.gptlive.test_webrtc_pause import _out, _wakes_and_pauses
+    with platform.platform(redis_url, tmp_path, n_pods=2) as p:
+        roots = [r.admin_root for r, _ in p.pods]
+        drained: list[object] = []
+        target: list[str] = []
+
+        async def waiting() -> None:
+            source = [_pause_stats(r)["waiting"] for r in roots].index(1)
+            drained.append(await asyncio.to_thread(platform.get_json, roots[source] + "/drain?deadline_s=30"))
+            target.append(roots[1 - source])
+            await asyncio.to_thread(platform.eventually, lambda: _pause_stats(target[0])["waiting"] == 1,
+                                    "the call to wait on the next pod")
+
+        async def paused() -> None:
+            _out(await asyncio.to_thread(_pause_stats, target[0]), waiting=0, paused=1, wakes=1, pauses=1)
+
+        asyncio.run(_wakes_and_pauses(p.gateway.base_url, waiting, paused))
+        assert drained == [{"drained": True, "ended_at_deadline": 0}]  # moved, not ended at the deadline
+        assert _moves(p) == 1.0
