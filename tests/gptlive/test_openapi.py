@@ -108,12 +108,12 @@ async def test_a_pods_listeners_answer_as_their_documents_say(tmp_path: Path) ->
 
 
 async def test_a_gateways_listeners_answer_as_their_documents_say(redis_url: str, tmp_path: Path) -> None:
-    with platform.platform(redis_url, tmp_path, n_pods=1) as running:
+    with platform.platform(redis_url, tmp_path, n_pods=1, gateway_flags=("--store-dir", str(tmp_path))) as running:
         public = await walk(running.gateway.root, {})
         admin = await walk(running.gateway.admin_root, {})
     assert {"GET /v1/models", "POST /v1/live/sessions", "GET /v1/live/ice_servers", "GET /live/config",
             "GET /live/stats", "GET /ready", "GET /health", "GET /", "GET /v1/live/sessions/{session_id}/content",
-            "POST /v1/live/sessions/{session_id}/hangup"} == set(public)
+            "POST /v1/live/sessions/{session_id}/hangup", "POST /v1/live/sessions/{session_id}/fork"} == set(public)
     assert {"GET /health", "GET /ready", "GET /live/config", "GET /live/stats", "GET /metrics",
             "GET /drain", "POST /drain"} == set(admin)
 

@@ -73,16 +73,13 @@ def add(app: FastAPI, front: Front) -> None:
             return replies.response(replies.UNAUTHORIZED)
         return await _answer(request, key, offer.read)
 
-    async def fork(request: Request) -> Response:
+    async def fork(request: Request, session_id: str) -> Response:
         """Fork a stored session onto a new WebRTC call (`client.live.sessions.fork`): the
         request's `session` overrides the stored settings (`gptlive.fork`), the pod placed
         resumes the stored record as a new session, and the answer is the create's."""
-        session_id = request.path_params["session_id"]
         key = front.key(request.headers.getlist("authorization"))
         if key is None:
             return replies.response(replies.UNAUTHORIZED)
-        if not front.backend.forks:
-            return replies.response(replies.protocol_error(errors.stored_session_not_found(session_id)))
         return await _answer(request, key, offer.read_fork, fork_of=session_id)
 
     async def _answer(request: Request, key: str, read_offer: Callable[[bytes], offer.Offer],
@@ -127,11 +124,12 @@ def add(app: FastAPI, front: Front) -> None:
                       responses=api.failures(400, 401, 413, 501, 503),
                       openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                           "schema": {k: v for k, v in body.items() if k != "$defs"}}}}})
-    fork_body = api.LiveForkRequest.model_json_schema(ref_template="#/components/schemas/{model}")
-    app.add_api_route(urls.FORK_PATH, fork, methods=["POST"], response_model=api.LiveCreateResponse,
-                      responses=api.failures(400, 401, 404, 413, 501, 503),
-                      openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                          "schema": {k: v for k, v in fork_body.items() if k != "$defs"}}}}})
+    if front.backend.forks:  # where sessions are stored (a gateway with a store)
+        fork_body = api.LiveForkRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+        app.add_api_route(urls.FORK_PATH, fork, methods=["POST"], response_model=api.LiveCreateResponse,
+                          responses=api.failures(400, 401, 404, 413, 501, 503),
+                          openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                              "schema": {k: v for k, v in fork_body.items() if k != "$defs"}}}}})
     app.add_api_route(ICE_SERVERS_PATH, ice_servers, methods=["GET"], response_model=api.IceServers,
                       responses=api.failures(401))
     if WEBRTC:
