@@ -18,7 +18,7 @@ import httpx
 import jsonschema
 import openai.types
 import pydantic
-from openai.types.live import live_create_params, live_create_response
+from openai.types.live import live_create_params, live_create_response, session_fork_params, session_fork_response
 from typing_extensions import is_typeddict
 
 from liveplex.gptlive.server import api
@@ -146,3 +146,7 @@ def test_the_gptlive_routes_models_are_the_sdks() -> None:
     ours, theirs = _shape(api.LiveCreateRequest), _shape(live_create_params.LiveCreateParams)
     assert {k: v[0] for k, v in ours.items()} == {k: v[0] for k, v in theirs.items()}
     assert ours["transport"] == theirs["transport"]  # the session is MediaSessionConfig, checked as a start is
+    assert _shape(api.LiveCreateResponse) == _shape(session_fork_response.SessionForkResponse)
+    ours, theirs = _shape(api.LiveForkRequest), _shape(session_fork_params.SessionForkParams)
+    assert {k: v[0] for k, v in ours.items()} == {k: v[0] for k, v in theirs.items()}
+    assert ours["transport"] == theirs["transport"]  # the session is the overrides, checked as a fork's are
