@@ -2,7 +2,7 @@
 
 One server per setting the checklist needs (gpt-live §14): the defaults; capacity 1; auth, a 2 s
 idle guard, a 5 s session limit and a custom voice; an injected engine fault; and a gateway that
-stores sessions (check 43, with two API keys), before a sim pod over real Redis.
+stores sessions (checks 43 and 44, with two API keys), before a sim pod over real Redis.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from tests.support import platform, pods
 
 pytestmark = pytest.mark.timeout(300)
 
-SPECIAL = {2: "auth", 3: "idle guard", 18: "capacity", 19: "capacity", 36: "expiry", 37: "fault", 43: "store"}
+SPECIAL = {2: "auth", 3: "idle guard", 18: "capacity", 19: "capacity", 36: "expiry", 37: "fault", 43: "store",
+           44: "store"}
 """Checks that only partly run, or SKIP, against a default server."""
 
 
@@ -34,9 +35,9 @@ def test_the_full_checklist_passes_at_its_default_concurrency_against_a_four_slo
     with servers.serve("--max-sessions", "4", log=tmp_path / "serve.log") as base:
         code, lines = servers.check(base)
     statuses = _assert_clean(code, lines)
-    assert set(statuses) == set(range(1, 44))
+    assert set(statuses) == set(range(1, 45))
     skipped = {n for n, s in statuses.items() if s == "SKIP"}
-    assert skipped <= {36, 37, 43}, "\n".join(lines)
+    assert skipped <= {36, 37, 43, 44}, "\n".join(lines)
     assert "at most 4 checks and 4 sockets at once" in lines
 
 
@@ -73,18 +74,18 @@ def test_the_fault_check_passes_against_a_failing_engine(tmp_path):
 
 def test_the_store_checks_pass_against_a_gateway_that_stores_and_fail_against_a_pod_said_to(
         redis_url: str, tmp_path: Path) -> None:
-    """A pod serving clients itself refuses `store: true` by name: check 43 skips, or fails when
-    told the server stores."""
+    """A pod serving clients itself refuses `store: true` by name: checks 43 and 44 skip, or fail
+    when told the server stores."""
     keys = tmp_path / "keys"
     keys.write_text("first-key\nsecond-key\n")
     flags = ("--store-dir", str(tmp_path / "stored"), "--store-flush-s", "0.3", "--api-key-file", str(keys))
     with platform.platform(redis_url, tmp_path, n_pods=1, gateway_flags=flags) as running:
-        code, lines = servers.check(running.gateway.base_url, "--only", "13,43", "--api-key", "first-key",
+        code, lines = servers.check(running.gateway.base_url, "--only", "1,13,43,44", "--api-key", "first-key",
                                     "--other-api-key", "second-key", "--expect-store")
-        assert _assert_clean(code, lines) == {13: "PASS", 43: "PASS"}
-        assert any("so is another key's" in line for line in lines), "\n".join(lines)
-        code, lines = servers.check(running.pods[0][0].base_url, "--only", "43", "--expect-store")
-    assert code == 1 and servers.report(lines) == {43: "FAIL"}, "\n".join(lines)
+        assert _assert_clean(code, lines) == {1: "PASS", 13: "PASS", 43: "PASS", 44: "PASS"}
+        assert sum("so is another key's" in line for line in lines) == 2, "\n".join(lines)
+        code, lines = servers.check(running.pods[0][0].base_url, "--only", "43,44", "--expect-store")
+    assert code == 1 and servers.report(lines) == {43: "FAIL", 44: "FAIL"}, "\n".join(lines)
 
 
 def test_the_checker_fails_against_a_server_that_is_not_there():

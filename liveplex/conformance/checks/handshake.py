@@ -9,6 +9,7 @@ import secrets
 import websockets
 
 from liveplex.conformance.checklist import Check, Failed, expect
+from liveplex.conformance.checks.forks import FORK_PATH, refused_fork
 from liveplex.conformance.context import Context
 from liveplex.gptlive import urls
 
@@ -45,15 +46,31 @@ async def upgrade(ctx: Context) -> str:
         expect(extensions is None, f"server negotiated extensions: {extensions!r}")
     base = ctx.options.base_url
     # a server with WebRTC calls serves sidebands: an attach to a call it does not hold is `session_not_found`
-    for suffix, codes in (("/live/sessions/x/attach", ("unsupported_endpoint", "session_not_found")),
-                          ("/live/sessions/x/fork", ("unsupported_endpoint",))):
-        status, body = await _refused_status(ctx, urls.ws_url(base, suffix))
-        expect(status == 404, f"{suffix}: HTTP {status}, expected 404")
-        expect(_error_code(body) in codes,
-               f"{suffix}: 404 body should be an OpenAI-style error with code {' or '.join(codes)}, got {body[:200]!r}")
+    suffix = "/live/sessions/x/attach"
+    status, body = await _refused_status(ctx, urls.ws_url(base, suffix))
+    _expect_404(suffix, status, body, ("unsupported_endpoint", "session_not_found"))
     status, _ = await _refused_status(ctx, urls.ws_url(base, "/other"))
     expect(status == 404, f"/other: HTTP {status}, expected 404")
-    return "101 without subprotocol or compression; attach, fork and /other are 404"
+    return "101 without subprotocol or compression; attach and /other are 404; " + await _fork_of_nothing(ctx)
+
+
+def _expect_404(suffix: str, status: int, body: bytes, codes: tuple[str, ...]) -> None:
+    expect(status == 404, f"{suffix}: HTTP {status}, expected 404")
+    expect(_error_code(body) in codes,
+           f"{suffix}: 404 body should be an OpenAI-style error with code {' or '.join(codes)}, got {body[:200]!r}")
+
+
+async def _fork_of_nothing(ctx: Context) -> str:
+    """The fork socket of no session: a server that stores nothing to fork serves no such path
+    (404 `unsupported_endpoint`); one that forks (a gateway with a store, check 44) upgrades it and
+    tells the caller `session_not_found`, then closes 1008."""
+    try:
+        await refused_fork(ctx, "x", ctx.options.bearer, "a fork of no session")
+    except websockets.InvalidStatus as exc:
+        body = exc.response.body or b""
+        _expect_404(FORK_PATH.format(session_id="x"), exc.response.status_code, body, ("unsupported_endpoint",))
+        return "fork is 404"
+    return "a fork of no session is session_not_found (this server forks)"
 
 
 async def auth(ctx: Context) -> str:

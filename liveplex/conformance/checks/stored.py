@@ -33,10 +33,14 @@ CONTENT_PATH = "/live/sessions/{session_id}/content"
 """The recording, under the `/v1` base (the SDK's `download_recording`)."""
 
 
-async def start_stored(w: Wire) -> Json | None:
-    """Start a session with `store: true` on `w`: its resource when the server stores it (which
-    must say `store` true); None when the server refused it by name."""
-    await w.send({"type": "session.start", "event_id": "store", "session": {"model": DEFAULT_MODEL, "store": True}})
+async def start_stored(w: Wire, instructions: str | None = None) -> Json | None:
+    """Start a session with `store: true` (and `instructions` when given) on `w`: its resource
+    when the server stores it (which must say `store` true); None when the server refused it by
+    name."""
+    session: Json = {"model": DEFAULT_MODEL, "store": True}
+    if instructions is not None:
+        session["instructions"] = instructions
+    await w.send({"type": "session.start", "event_id": "store", "session": session})
     event = await w.next_event()
     if event.get("type") == "error":
         body = event["error"]
@@ -48,6 +52,17 @@ async def start_stored(w: Wire) -> Json | None:
     resource = event["session"]
     assert isinstance(resource, dict)
     expect(resource.get("store") is True, f"a stored session's resource says store {resource.get('store')!r}")
+    return resource
+
+
+async def stored_or_skip(ctx: Context, w: Wire, instructions: str | None = None) -> Json:
+    """`start_stored` for a check that needs a stored session: a server that stores nothing skips
+    it, or fails it when `--expect-store` says the server stores."""
+    resource = await start_stored(w, instructions)
+    if resource is None:
+        expect(not ctx.options.expect_store, "store: true refused by name, but --expect-store says it stores")
+        raise Skipped("the server stores nothing (store: true refused by name): run a gateway with "
+                      "--store-dir DIR and pass --expect-store")
     return resource
 
 
@@ -84,11 +99,7 @@ async def _not_found(ctx: Context, http: httpx.AsyncClient, url: str, bearer: st
 
 async def stored(ctx: Context) -> str:
     async with await ctx.wire() as w:
-        resource = await start_stored(w)
-        if resource is None:
-            expect(not ctx.options.expect_store, "store: true refused by name, but --expect-store says it stores")
-            raise Skipped("the server stores nothing (store: true refused by name): run a gateway with "
-                          "--store-dir DIR and pass --expect-store")
+        resource = await stored_or_skip(ctx, w)
         session_id = str(resource.get("id"))
         await w.play(signals.speech(SPOKEN_MS))
         await w.close_session()
