@@ -33,6 +33,7 @@ from liveplex.gateway import forking
 from liveplex.gptlive import fork
 from liveplex.gptlive.server import hop
 from liveplex.storage import layout
+from tests.engine_pod import tiny_pod
 from tests.support import clients, platform
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]  # ~15 s: a PersonaPlex pod starts, three calls run
@@ -43,21 +44,6 @@ STORED_START = {"type": "session.start", "session": {"model": "gpt-live-1", "ins
                                                      "store": True}}
 
 
-def _engine(tiny_dir: Path) -> tuple[str, ...]:
-    return ("--engine", "personaplex", "--model-path", str(tiny_dir), "--device", "cpu",
-            "--greedy", "--max-sessions", "2")
-
-
-async def _audio(ws: websockets.ClientConnection, n: int) -> list[str]:
-    """The next `n` audio deltas (base64, as sent), reading past other events."""
-    heard: list[str] = []
-    async with asyncio.timeout(30):
-        while len(heard) < n:
-            event = orjson.loads(await ws.recv())
-            assert event["type"] not in ("error", "session.closed"), event
-            if event["type"] == "session.output_audio.delta":
-                heard.append(event["delta"])
-    return heard
 
 
 def _stored(store: Path, session_id: str) -> tuple[layout.Meta, bytes]:
@@ -78,7 +64,7 @@ def _stored(store: Path, session_id: str) -> tuple[layout.Meta, bytes]:
 def test_a_forks_first_frames_are_a_resumed_twins(tiny_dir: Path, redis_url: str, tmp_path: Path) -> None:
     store = tmp_path / "store"
     flags = ("--store-dir", str(store), "--store-flush-s", "0.3")
-    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=_engine(tiny_dir),
+    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=tiny_pod.flags(tiny_dir),
                            gateway_flags=flags) as running:
         original, forked, twin, rec = asyncio.run(_calls(running, store))
     got = record.decode(rec)
@@ -92,7 +78,7 @@ async def _calls(running: platform.Platform, store: Path) -> tuple[list[str], li
     gateway = running.gateway
     ws, started = await clients.started(gateway.ws_url, start=STORED_START)
     session_id = started["session"]["id"]
-    original = await _audio(ws, STORED)
+    original = await tiny_pod.audio(ws, STORED)
     await ws.send(orjson.dumps({"type": "session.close"}).decode())
     await clients.until(ws, "session.closed")
     await ws.close()
@@ -103,7 +89,7 @@ async def _calls(running: platform.Platform, store: Path) -> tuple[list[str], li
     await ws.send(orjson.dumps({"type": "session.start", "session": {}}).decode())
     begun, _ = await clients.until(ws, "session.started", timeout=30)
     assert begun["session"]["id"] != session_id
-    forked = await _audio(ws, FIRST)
+    forked = await tiny_pod.audio(ws, FIRST)
     await ws.close()
     await asyncio.to_thread(platform.eventually, lambda: running.pod_sessions() == [0], "the fork to end")
 
@@ -116,6 +102,6 @@ async def _calls(running: platform.Platform, store: Path) -> tuple[list[str], li
         hop.SESSION_ID_HEADER: "sess_twin1", hop.IMPORT_HEADER: held.json()["import_id"]})
     await ws.send(orjson.dumps({"type": "session.start", "session": settings}).decode())
     await clients.until(ws, "session.started", timeout=30)
-    twin = await _audio(ws, FIRST)
+    twin = await tiny_pod.audio(ws, FIRST)
     await ws.close()
     return original, forked, twin, rec

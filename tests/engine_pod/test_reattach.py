@@ -20,10 +20,10 @@ import asyncio
 import signal
 from pathlib import Path
 
-import orjson
 import pytest
 import websockets
 
+from tests.engine_pod import tiny_pod
 from tests.support import clients, platform, pods
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]  # ~13 s: the default suite is at its limit
@@ -35,26 +35,11 @@ TWIN = BEFORE + AFTER + 25
 more here: 6 frames; up to 25 are allowed for a loaded machine)."""
 
 
-def _engine(tiny_dir: Path) -> tuple[str, ...]:
-    return ("--engine", "personaplex", "--model-path", str(tiny_dir), "--device", "cpu",
-            "--greedy", "--max-sessions", "2")
-
-
-async def _audio(ws: websockets.ClientConnection, n: int) -> list[str]:
-    """The next `n` audio deltas (base64, as sent), reading past other events."""
-    heard: list[str] = []
-    async with asyncio.timeout(30):
-        while len(heard) < n:
-            event = orjson.loads(await ws.recv())
-            assert event["type"] != "error", event
-            if event["type"] == "session.output_audio.delta":
-                heard.append(event["delta"])
-    return heard
 
 
 def test_a_personaplex_session_goes_on_with_its_model_state_through_another_gateway(
         tiny_dir: Path, redis_url: str, tmp_path: Path) -> None:
-    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=_engine(tiny_dir)) as running, \
+    with platform.platform(redis_url, tmp_path, n_pods=1, pod_flags=tiny_pod.flags(tiny_dir)) as running, \
             pods.subprocess_pod("--redis-url", redis_url, "--pool", platform.POOL,
                                 log=tmp_path / "gateway-b.log", command="gateway") as (second, _):
         platform.eventually(lambda: platform.get_json(second.admin_root + "/live/stats")["pods"] == 1,  # type: ignore[index]
@@ -69,16 +54,16 @@ def test_a_personaplex_session_goes_on_with_its_model_state_through_another_gate
 
 async def _calls(running: platform.Platform, second: pods.Running) -> tuple[list[str], list[str], list[str]]:
     ws, _ = await clients.started(running.gateway.ws_url)
-    twin = await _audio(ws, TWIN)
+    twin = await tiny_pod.audio(ws, TWIN)
     await ws.close()
     await asyncio.to_thread(platform.eventually, lambda: running.pod_sessions() == [0], "the twin to end")
 
     ws, started = await clients.started(running.gateway.ws_url)
-    before = await _audio(ws, BEFORE)
+    before = await tiny_pod.audio(ws, BEFORE)
     running.gateway_process.send_signal(signal.SIGKILL)  # the gateway carrying the call dies
     await asyncio.sleep(0.5)
     query = f"?session_id={started['session']['id']}"
     again = await websockets.connect(second.ws_url + query, max_queue=None)
-    after = await _audio(again, AFTER)
+    after = await tiny_pod.audio(again, AFTER)
     await again.close()
     return twin, before, after

@@ -43,15 +43,6 @@ def _words(seen: list[dict]) -> list[str]:
     return [e["delta"].strip() for e in seen if e["type"] == "session.output_transcript.delta"]
 
 
-async def _refused(url: str, key: str) -> dict:
-    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as ws:
-        error = orjson.loads(await ws.recv())
-        with pytest.raises(websockets.ConnectionClosed):
-            await ws.recv()
-    assert ws.close_code == 1008
-    return error["error"]
-
-
 def test_a_stored_call_is_forked_while_it_runs_and_after_its_pod_dies(redis_url: str, tmp_path: Path) -> None:
     keys = tmp_path / "keys"
     keys.write_text(f"{KEY}\n{OTHER}\n")
@@ -72,8 +63,8 @@ async def _forks(running: platform.Platform) -> None:
     assert _words(said)[:3] == list(WORDS[:3])
     await asyncio.sleep(0.8)  # the store has it all
 
-    assert (await _refused(_fork_url(gateway, session_id), OTHER))["code"] == "session_not_found"
-    assert (await _refused(_fork_url(gateway, "sess_unknown"), KEY))["code"] == "session_not_found"
+    assert (await clients.refused(_fork_url(gateway, session_id), OTHER))["code"] == "session_not_found"
+    assert (await clients.refused(_fork_url(gateway, "sess_unknown"), KEY))["code"] == "session_not_found"
 
     fork = await websockets.connect(_fork_url(gateway, session_id), additional_headers=BEARER, max_queue=None)
     await fork.send(orjson.dumps({"type": "session.start", "event_id": "f0", "session": {"model": "x"}}).decode())

@@ -34,16 +34,6 @@ def _ws(gateway: pods.Running, **query: str) -> str:
     return gateway.ws_url + (f"?{tail}" if tail else "")
 
 
-async def _refused(url: str, key: str) -> dict:
-    """A re-attach that is refused: the error it is told, and the close code."""
-    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as ws:
-        error = orjson.loads(await ws.recv())
-        with pytest.raises(websockets.ConnectionClosed):
-            await ws.recv()
-    assert ws.close_code == 1008
-    return error["error"]
-
-
 async def _received(ws: websockets.ClientConnection, seconds: float) -> list[dict]:
     """What `ws` is sent for `seconds`, or until it closes."""
     got = []
@@ -76,8 +66,8 @@ async def _call(running: platform.Platform, second: pods.Running) -> None:
     running.gateway_process.send_signal(signal.SIGKILL)  # its gateway dies under the call
     await asyncio.sleep(0.5)
 
-    assert (await _refused(_ws(second, session_id=session_id), OTHER))["code"] == "session_not_found"
-    assert (await _refused(_ws(second, session_id="sess_unknown"), KEY))["code"] == "session_not_found"
+    assert (await clients.refused(_ws(second, session_id=session_id), OTHER))["code"] == "session_not_found"
+    assert (await clients.refused(_ws(second, session_id="sess_unknown"), KEY))["code"] == "session_not_found"
 
     url = _ws(second, session_id=session_id, last_event_id=seen["event_id"])
     again = await websockets.connect(url, additional_headers=bearer, max_queue=None)
@@ -100,7 +90,7 @@ async def _call(running: platform.Platform, second: pods.Running) -> None:
     assert closed["usage"]["seconds"] >= usage[-1]
     await again.close()
     await asyncio.sleep(0.3)
-    assert (await _refused(url, KEY))["code"] == "session_not_found"  # ended: nothing to continue
+    assert (await clients.refused(url, KEY))["code"] == "session_not_found"  # ended: nothing to continue
 
 
 

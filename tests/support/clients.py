@@ -9,6 +9,7 @@ import time
 import numpy as np
 import openai
 import orjson
+import pytest
 import websockets
 
 from liveplex.bench import roundtrip
@@ -71,6 +72,17 @@ async def started(ws_url: str, headers: dict[str, str] | None = None,
     await ws.send(orjson.dumps(start).decode())
     event, _ = await until(ws, "session.started")
     return ws, event
+
+
+async def refused(url: str, key: str) -> dict:
+    """A socket refused once open (a re-attach or a fork of nothing this key has): the error it is
+    told; it closes 1008."""
+    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as ws:
+        error = orjson.loads(await ws.recv())
+        with pytest.raises(websockets.ConnectionClosed):
+            await ws.recv()
+    assert ws.close_code == 1008
+    return error["error"]
 
 
 SPEECH_MS = 3000
