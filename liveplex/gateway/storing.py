@@ -19,6 +19,7 @@ never touches the call: storing stops for that call, its caller gets one `info`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import logging
 import time
@@ -126,6 +127,8 @@ class StoredCall:
         self._touch_at = 0.0
         """When `_flush` next rewrites the call's `live/<id>` (loop time): its proof of life."""
         self._failed = False
+        self._degraded: str | None = None
+        """Why storing stopped before the call's end, for its meta (`Meta.degraded`)."""
         self._on = True
         """Still storing: false once ended or failed (the hot path then appends nothing)."""
         self._ended: bool | None = None
@@ -171,6 +174,7 @@ class StoredCall:
 
     async def _run(self) -> None:
         session_id = self._resource.id
+        meta: layout.Meta | None = None
         try:
             meta = await self._meta()
             first = [(layout.meta_key(session_id), meta.dump()), self._touch()]
@@ -196,7 +200,19 @@ class StoredCall:
             self._on = False
             self._pending.clear()
             self._kinds.clear()
-            self._recorder.closed(self, "failed" if self._failed else "complete", self._written)
+        if self._degraded is not None and meta is not None:
+            await self._say_degraded(meta, self._degraded)
+        self._recorder.closed(self, "failed" if self._failed else "complete", self._written)
+
+    async def _say_degraded(self, meta: layout.Meta, why: str) -> None:
+        """Storing stopped early: the meta says why, once, if the store takes it (fallen behind, or
+        up again); the call's `live/` entry is no longer touched, so the sweep ends it as lost and
+        keeps the reason (`retention.end_lost`)."""
+        try:
+            await self._put_many([(layout.meta_key(meta.session_id), dataclasses.replace(meta, degraded=why).dump())])
+        except StoreError as exc:
+            logger.info("stored call's meta not marked degraded", extra={
+                "session_id": meta.session_id, "error": str(exc)})
 
     async def _meta(self) -> layout.Meta:
         """The call's meta: as stored already when a re-attach continues it (its owner checked by
@@ -258,6 +274,7 @@ class StoredCall:
         if self._failed:
             return
         self._failed = True
+        self._degraded = why
         self._on = False
         self._pending.clear()
         self._kinds.clear()

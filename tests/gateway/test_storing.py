@@ -102,7 +102,7 @@ async def test_a_store_that_fails_stops_storing_the_call_with_one_event(tmp_path
     await asyncio.wait_for(call.written, 5)
     call.down(DELTA)  # the relay goes on: nothing is kept any more, nothing raised
     call.end(ended=True)
-    assert stats.stored["failed"] == 1 and store.puts == after + 1
+    assert stats.stored["failed"] == 1 and store.puts == after + 2  # the write that failed, then the meta's try
     assert [orjson.loads(t)["code"] for t in told] == [storing.STORE_UNAVAILABLE]
     assert orjson.loads(told[0])["type"] == "info"
 
@@ -122,6 +122,8 @@ async def test_a_store_that_falls_behind_is_as_good_as_down(tmp_path: Path, monk
             call.event(transcript)
     await asyncio.wait_for(call.written, 5)
     assert stats.stored["failed"] == 1 and len(told) == 1
+    meta = layout.Meta.load(await store.get(layout.meta_key(RESOURCE.id)) or b"")
+    assert meta is not None and (meta.status, meta.degraded) == ("live", "the store fell behind the call")
 
 
 async def test_retention_deletes_sessions_past_their_day_and_nothing_else(tmp_path: Path) -> None:
