@@ -5,7 +5,8 @@ S3-compatible server (moto's, in this process); its recording is downloaded thro
 length, both channels, the caller's own frames in channel 0 and the sim's echo of them (the same
 samples, 480 ms or more later) in channel 1. Another key and an unknown id are one 404 naming
 `session_id`; the call is hung up through B (`client.live.sessions.hangup`), which relays it to A,
-and ends as GPT-Live ends a hung-up call (`session.closed` `close_requested`). Then the store goes
+and ends as GPT-Live ends a hung-up call (`session.closed` `close_requested`); B forks it
+(`client.live.forks.connect`) from its record in S3. Then the store goes
 down: a new stored call goes on, told once (`info store_unavailable`), and the metric counts it.
 A directory store that refuses writes mid-call (its folder became a file: ENOTDIR, as a volume
 full or read-only refuses) is the same: the call goes on to its own end, told once.
@@ -134,6 +135,28 @@ async def _stored_call(a: pods.Running, b: pods.Running) -> None:
     assert len(where_echoed) >= SPOKEN_FRAMES - 2  # the sim's echo, sample for sample
     lags = {said.index(frame) - heard.index(frame) for frame in spoken if frame in said}
     assert min(lags) >= 6 and max(lags) - min(lags) <= 2, lags  # 480 ms and more, steady
+    await _forked(at_b, other, session_id)
+
+
+async def _forked(at_b: openai.AsyncOpenAI, other: openai.AsyncOpenAI, session_id: str) -> None:
+    """The ended call forked through replica B (`client.live.forks.connect`), its record read from
+    S3: a new session with the stored settings whose audio flows; another key is told nothing."""
+    async with other.live.forks.connect(session_id=session_id) as refused:
+        error = await refused.recv()
+        assert error.type == "error" and (error.error.code, error.error.param) == ("session_not_found", "session_id")
+    async with at_b.live.forks.connect(session_id=session_id) as fork:
+        await fork.session.start(session={"store": False})
+        started = await fork.recv()
+        assert started.type == "session.started" and started.session.id != session_id
+        assert (started.session.model, started.session.store) == ("gpt-live-1", False)
+        deltas = 0
+        async with asyncio.timeout(10):
+            async for event in fork:
+                assert event.type != "error", event
+                deltas += event.type == "session.output_audio.delta"
+                if deltas == 5:
+                    break
+        await fork.session.close()
 
 
 async def _store_down(gateway: pods.Running) -> None:
