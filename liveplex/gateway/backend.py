@@ -89,8 +89,8 @@ class GatewayBackend:
     def forks(self) -> bool:
         return self._shared.recorder is not None
 
-    def fork(self, peer: backend.Peer, session_id: str, headers: Headers, webrtc: bool = False) -> None:
-        """A fork's socket: read the stored session for the socket's key, then let its start fork it."""
+    def fork(self, peer: backend.Peer, session_id: str, webrtc: bool = False) -> None:
+        """A fork: read the stored session for the key `peer` came with, then let its start fork it."""
         recorder = self._shared.recorder
         assert recorder is not None  # `forks`
         key = self._conn_keys.get(peer.conn, "")
@@ -107,11 +107,7 @@ class GatewayBackend:
             self._shared.stats.forks["refused"] += 1
             peer.close_with(stored, connection.POLICY_VIOLATION)
             return
-        self.forking(peer, stored)
-
-    def forking(self, peer: backend.Peer, stored: forking.Stored) -> None:
-        """`peer`'s start forks `stored` (read for its key): its leg resumes the stored record."""
-        self._fork_records[peer.conn] = stored.record
+        self._fork_records[peer.conn] = stored.record  # its start's leg resumes it (`start`)
         peer.fork_from(stored.source)
 
     def park(self, peer: backend.Peer, leg: backend.Leg) -> bool:

@@ -351,7 +351,7 @@ class EngineBackend:
     forks = False
     """A pod keeps no stored session (its gateway does, docs/storage.md): nothing to fork."""
 
-    def fork(self, peer: backend.Peer, session_id: str, headers: Headers, webrtc: bool = False) -> None:
+    def fork(self, peer: backend.Peer, session_id: str, webrtc: bool = False) -> None:
         raise RuntimeError("a pod forks nothing")
 
     def reattach(self, peer: backend.Peer, headers: Headers, query: Mapping[str, str]) -> EngineLeg | None:

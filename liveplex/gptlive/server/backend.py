@@ -182,11 +182,11 @@ class Backend(Observer, Protocol):
         the fork socket's path is not served (404)."""
         ...
 
-    def fork(self, peer: Peer, session_id: str, headers: Headers, webrtc: bool = False) -> None:
+    def fork(self, peer: Peer, session_id: str, webrtc: bool = False) -> None:
         """A fork (`urls.FORK_PATH`: a socket just opened, or a WebRTC fork's call, `webrtc`) not
-        read yet (`Peer.await_upstream`): read the stored session `session_id` for the key of
-        `headers`, then `Peer.fork_from` it (its start then forks it), or `Peer.close_with` why
-        not; only where `forks`."""
+        read yet (`Peer.await_upstream`): read the stored session `session_id` for the key `peer`
+        came with (`connection`'s headers), then `Peer.fork_from` it (its start then forks it), or
+        `Peer.close_with` why not; only where `forks`."""
         ...
 
     def park(self, peer: Peer, leg: Leg) -> bool:

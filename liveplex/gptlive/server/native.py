@@ -229,7 +229,7 @@ class LiveSocket(PeerCore):
             self._leg = self._backend.reattach(self, headers, query)
         else:  # the fork socket: its start waits for the stored session (`Backend.fork`)
             self.await_upstream()
-            self._backend.fork(self, fork_of, headers)
+            self._backend.fork(self, fork_of)
         self._track()
 
     # --- inputs -----------------------------------------------------------------------------------

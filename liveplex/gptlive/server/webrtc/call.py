@@ -178,7 +178,7 @@ class Call(PeerCore):
         continues no session (a lone pod) knows none."""
         if self._fork_of is not None:  # read from the store first (`Backend.fork`), then `fork_from`
             self.await_upstream()
-            self._backend.fork(self, self._fork_of, self._headers, webrtc=True)
+            self._backend.fork(self, self._fork_of, webrtc=True)
             return
         session_id = self._continues
         if session_id is None:
