@@ -63,6 +63,9 @@ class CallSettings:
     talk: str = "continuous"
     """How much of each minute the caller speaks (`bench.talk.PROFILES`; `audio/pcm` at 24 kHz
     unless `continuous`)."""
+    store: bool = False
+    """Sent as `session.store` true: a gateway with a store keeps the call (issue 45), so what
+    storing costs a call is measured on the same figures as any other call."""
 
     @property
     def talk_profile(self) -> talk.Talk | None:
@@ -92,6 +95,8 @@ class CallSettings:
         session: dict[str, object] = {"model": self.model, "audio": audio}
         if self.instructions is not None:
             session["instructions"] = self.instructions
+        if self.store:
+            session["store"] = True
         return orjson.dumps({"type": "session.start", "session": session})
 
 
@@ -259,6 +264,9 @@ async def _converse(
         first = orjson.loads(await ws.recv())
         if first.get("type") != "session.started":
             result.error = _unexpected(first)
+            return
+        if settings.store and first["session"].get("store") is not True:
+            result.error = "store: true asked, but session.started says the call is not stored"
             return
         started_ns = time.perf_counter_ns()
         result.started_ms = (started_ns - connect_ns) / 1e6

@@ -95,6 +95,8 @@ class DuplexSettings:
     stats_url: str | None = None
     """Read the pod's `/live/stats` here rather than at `base_url` (a pod behind the gateway under
     test: the pod's ticks, pauses and wakes are its own)."""
+    store: bool = False
+    """Start every call with `store: true` (a gateway with `--store-dir`, issue 45)."""
 
     def call_settings(self, model: str, url: str) -> caller.CallSettings:
         """What each session of a level against `url` is told."""
@@ -102,7 +104,7 @@ class DuplexSettings:
             url=url, model=model, voice=self.voice, instructions=self.instructions,
             audio_format=self.audio_format, rate=self.rate, seconds=self.seconds,
             chunk_ms=self.chunk_ms, playout_ms=self.playout_ms, echo_rtt=self.echo_rtt, jitter=self.jitter,
-            talk=self.talk,
+            talk=self.talk, store=self.store,
         )
 
 
@@ -132,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stats-url", default=None, metavar="BASE_URL",
                    help="read the pod's /live/stats here, e.g. the pod behind the --base-url gateway "
                         "(default: --base-url's)")
+    p.add_argument("--store", action="store_true",
+                   help="start every call with store: true, for a gateway that stores calls (default: off)")
     p.add_argument("--stagger-ms", type=int, default=20, help="between session starts, ms (default: %(default)s)")
     p.add_argument("--playout-ms", type=int, default=120,
                    help="the caller's playout buffer, ms: later frames count as late (default: %(default)s)")
@@ -196,7 +200,7 @@ def parse(argv: list[str]) -> DuplexSettings:
         vs_baseline=a.vs_baseline, baseline_port=a.baseline_port, server_pid=a.server_pid,
         serve_cmd=a.serve_cmd, show_progress=not a.no_progress, strict=a.strict,
         vs_url=a.vs_url, vs_pid=a.vs_pid, echo_rtt=a.echo_rtt, jitter=a.jitter, talk=a.talk,
-        stats_url=a.stats_url,
+        stats_url=a.stats_url, store=a.store,
     )
 
 
@@ -379,6 +383,7 @@ def _config(settings: DuplexSettings, model: str) -> dict[str, object]:
         "format": settings.audio_format, "late_p99_ms": settings.late_p99_ms,
         "workers": settings.workers, "vs_baseline": settings.vs_baseline, "label": settings.label,
         "echo_rtt": settings.echo_rtt, "caller": settings.talk, "stats_url": settings.stats_url,
+        "store": settings.store,
     }
 
 

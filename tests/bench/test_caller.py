@@ -8,7 +8,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from liveplex.bench import caller
+from liveplex.bench import caller, duplex
 
 
 def _settings(**changes: object) -> caller.CallSettings:
@@ -27,6 +27,12 @@ def test_voice_and_instructions_are_sent_when_given() -> None:
     session = orjson.loads(_settings(voice="marin", instructions="Be brief.").start_event())["session"]
     assert session["audio"]["output"] == {"voice": "marin"}
     assert session["instructions"] == "Be brief."
+
+
+def test_store_is_sent_only_when_asked() -> None:
+    assert "store" not in orjson.loads(_settings().start_event())["session"]
+    stored = duplex.parse(["--store"]).call_settings("m", "ws://x")  # `bench duplex --store`
+    assert orjson.loads(stored.start_event())["session"]["store"] is True
 
 
 def test_chunks_cover_the_seconds_rounding_up() -> None:
