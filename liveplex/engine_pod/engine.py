@@ -21,17 +21,19 @@ import secrets
 import statistics
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from liveplex.continuity import errors
-from liveplex.engine_pod import buckets, grouping, handover, leases, memory, program, staging
+from liveplex.engine_pod import buckets, copies, grouping, handover, leases, memory, program, staging
 from liveplex.engine_pod import model as model_mod
 from liveplex.engine_pod.history import History
 from liveplex.engine_pod.settings import CPU_MAX_SESSIONS, MAX_COMMENTARY_PIECES, EngineSettings
 from liveplex.live import channel, contract, frames, groups
+from liveplex.live.drive import Pending
 from liveplex.live.jitter import Jitter, caller_buffer
 from liveplex.live.line import Carried, Line
 from liveplex.live.pulse import Pulse
@@ -41,6 +43,14 @@ logger = logging.getLogger(__name__)
 
 UNLIMITED_FRAMES = 1 << 31
 """`max_seconds = 0`: sessions never expire (about 5 years of frames)."""
+
+@dataclass(frozen=True, slots=True)
+class _Landing:
+    """A wake through the spare (docs/pause.md "The copy stream"): taken, its rows not yet in a group."""
+
+    sub: channel.LiveSubmission
+    parked: Parked
+
 
 @dataclass(frozen=True, slots=True)
 class _Resume:
@@ -129,9 +139,9 @@ class Parked:
     """A paused session (`export(park=True)`, docs/pause.md): every pool's row of its slot in host
     memory (its KV ring, Mimi's state, its token and sampler row: `program.Pools.park`) and its
     host row, unserialized. Woken on the engine that parked it, the rows are copied back into a
-    free slot between ticks (`take`), so the wake costs a copy, not the prefill of its history an
-    import's blob needs; anywhere else it is its blob (`blob`). One wake: the woken session goes on
-    with its host row."""
+    free slot (`take`), so the wake costs a copy, not the prefill of its history an import's blob
+    needs; anywhere else it is its blob (`blob`). One wake: the woken session goes on with its host
+    row. Through the spare (`--park-copies spare`) its rows are in host memory once `copied` is done."""
 
     engine: PersonaPlexEngine
     voice: str
@@ -140,6 +150,8 @@ class Parked:
     row: _Running
     """Its host row as it left the batch (its line closed `HANDED_OVER`)."""
     rows: program.HostRows
+    copied: copies.Copy
+    """The copy that fills `rows` (on the copy stream: read them once it is done)."""
 
     @property
     def nbytes(self) -> int:
@@ -147,6 +159,7 @@ class Parked:
 
     def blob(self) -> bytes:
         """Its handover blob, as a move's export of the running session would have made it."""
+        self.copied.wait()
         return _blob(self.engine, self.voice, self.carried, self.row, self.rows.tokens, self.rows.codec)
 
 
@@ -175,8 +188,8 @@ def slot_bytes(model: model_mod.Model, settings: EngineSettings) -> memory.SlotB
 
 
 def session_cap(model: model_mod.Model, settings: EngineSettings) -> int:
-    """`max_sessions` for this device (spec §5.12): derived from free memory on CUDA, counting a
-    varying G's spare slot and the outputs of every group's graphs (`memory.graph_bytes`)."""
+    """`max_sessions` for this device (spec §5.12): derived from free memory on CUDA, counting the
+    spare slot (`spare_slots`) and the outputs of every group's graphs (`memory.graph_bytes`)."""
     if not settings.device.startswith("cuda"):
         return settings.max_sessions or CPU_MAX_SESSIONS
     per_slot = slot_bytes(model, settings).total
@@ -197,9 +210,10 @@ def group_counts(settings: EngineSettings) -> tuple[int, ...]:
 
 
 def spare_slots(settings: EngineSettings) -> int:
-    """Slots the pools hold beyond `max_sessions`: a varying G's regroup passes its cycles of
-    moves through one (`leases.permute`)."""
-    return int(settings.tick_groups == 0)
+    """Slots the pools hold beyond `max_sessions`: one, which a varying G's regroup passes its
+    cycles of moves through (`leases.permute`) and a pause's copies through the spare go to and
+    from (`EngineSettings.park_spare`), one at a time."""
+    return int(settings.tick_groups == 0 or settings.park_spare)
 
 
 def live_info(model: model_mod.Model, settings: EngineSettings, max_sessions: int) -> contract.LiveInfo:
@@ -254,7 +268,20 @@ class PersonaPlexEngine:
         """The varying G's hysteresis; None: G fixed."""
         counts = group_counts(settings)
         self.pools = program.Pools(model.lm, model.codec, S + spare_slots(settings), kv_dtype)
-        """Slots 0..S-1, and under a varying G one spare that a regroup's cycles of moves pass through."""
+        """Slots 0..S-1, and the spare S that no tick group holds (`spare_slots`)."""
+        self._spare = S
+        self._copies = copies.Copies(self._device) if settings.park_spare else None
+        """A pause's copies through the spare; None: inline, between ticks (`_wake`)."""
+        self._held: copies.Copy | None = None
+        """The copy the spare is held for: a park's rows going down or a wake's coming up. It is
+        freed at the first tick boundary at which it is done (`_land`)."""
+        self._landing: _Landing | None = None
+        """The wake whose rows the spare holds (or will once `_held` is done)."""
+        self._wakes: deque[_Landing] = deque()
+        """Wakes waiting for the spare, in arrival order."""
+        self._park_next = False
+        """A park found a wake holding the spare: the spare goes to a park before the next wake
+        (`_launch`), so parks and wakes alternate while both wait."""
         self._attention = ring.Backend(settings.attention or ("flash" if self._device.type == "cuda" else "masked"))
         self._layouts = {G: [self._group(G, j) for j in range(G)] for G in counts if G <= S}
         """Every group count this engine may run, its groups built once (their programs' graphs)."""
@@ -360,7 +387,7 @@ class PersonaPlexEngine:
         return found + (self._primed.tensors() if self._primed is not None else [])
 
     def sessions(self) -> int:
-        return self.running + len(self._queue)
+        return self.running + len(self._queue) + len(self._wakes) + (self._landing is not None)
 
     def take(self, sub: channel.LiveSubmission) -> None:
         """Lay out the session's prompt and queue it for the next tick's prefill (spec §5.4).
@@ -395,9 +422,12 @@ class PersonaPlexEngine:
         group they join, passes a session whose frame is not whole to the next group's turn
         (`Jitter.later`), runs one frame for each of the others, and moves those whose frames
         wait longer than they need to an earlier group (`Jitter.earlier`). A move copies the
-        session's rows to the other group's first free slot."""
+        session's rows to the other group's first free slot. Through the spare, a boundary first
+        lands a wake whose copy is done, and after `_choose` starts the next (`_land`, `_launch`)."""
+        self._land()
         if group == 0 and self._hold is not None:
             self._choose()
+        self._launch()
         j = groups.turn(group, self._active, self._most)
         if j is None:
             return
@@ -503,7 +533,8 @@ class PersonaPlexEngine:
         """A period's start under a varying G: the groups the measured steps leave room for
         (`groups.choose`, held by `groups.Hold`) for the sessions running and queued, with the
         least prefill the queue owes a period; a change regroups (`_regroup`). Not while a
-        partial prefill borrows a slot (its group's layout must hold till it completes)."""
+        partial prefill borrows a slot (its group's layout must hold till it completes), nor while
+        a copy holds the spare its cycles of moves pass through (a period later)."""
         assert self._hold is not None
         S = self._info.max_sessions
         owed = self._cost.of([grouping.head_rows(self._model.cfg.context)]) if self._queue else 0.0
@@ -511,7 +542,7 @@ class PersonaPlexEngine:
                                self.sessions(), owed, frames.PERIOD_NS / 1e9, most=max(self._layouts))
         self._pulse.groups_reason = choice.reason
         G = self._hold.update(choice.groups)
-        if G == self._active or self._partial() is not None:
+        if G == self._active or self._partial() is not None or self._held is not None:
             return
         logger.info("tick groups changed", extra={"tick_groups": G, "was": self._active, "reason": choice.reason,
                                                   "sessions": self.sessions()})
@@ -559,7 +590,7 @@ class PersonaPlexEngine:
             r.waiting.extend(pieces[:room])
 
     def abort(self) -> None:
-        """After a fault: every running line gets `Closed(ABORTED)`, every newcomer is refused."""
+        """After a fault: every running line gets `Closed(ABORTED)`, every newcomer and wake on its way is refused."""
         for g in self._groups:
             for r in g.rows:
                 r.line.close(contract.CloseReason.ABORTED)
@@ -568,6 +599,11 @@ class PersonaPlexEngine:
         for w in self._queue:
             w.sub.refuse(contract.CloseReason.ABORTED)
         self._queue.clear()
+        for landing in (*self._wakes, self._landing):
+            if landing is not None:
+                landing.sub.refuse(contract.CloseReason.ABORTED)
+        self._wakes.clear()
+        self._landing = None
         self._pulse.kv_positions = 0
 
     def _forget_hung_up(self) -> None:
@@ -708,11 +744,16 @@ class PersonaPlexEngine:
 
     # --- handover (docs/continuity.md): the format is `handover`'s, the slots are the engine's -------
 
-    def export(self, session_id: int, park: bool = False) -> bytes | Parked | None:
+    def export(self, session_id: int, park: bool = False) -> bytes | Parked | Pending | None:
         """Between ticks: the running session's blob (`handover.export`), or with `park` (a pause)
         its slot's rows copied to host memory (`Parked`), and its slot back (see `Ticker.export`).
         None when it does not run, ends anyway at the next tick, or outgrew its history
-        (`History.full`: a blob could not rebuild its ring)."""
+        (`History.full`: a blob could not rebuild its ring). `Pending.NEXT_TICK` for a wake not yet
+        landed, and for a park through the spare while a copy holds it."""
+        if park:
+            self._park_next = False
+        if any(w.sub.id == session_id for w in (*self._wakes, self._landing) if w is not None):
+            return Pending.NEXT_TICK
         found = self._find(session_id)
         if found is None:
             return None
@@ -721,15 +762,28 @@ class PersonaPlexEngine:
         if r.history.full:
             logger.warning("session too long to hand over; it stays", extra={"session_id": r.id, "position": r.pos})
             return None
+        if park and self._held is not None:
+            self._park_next = self._landing is not None
+            return Pending.NEXT_TICK
         self._queue_commentary(r)
         carried = r.line.hand_over()
         if carried is None:
             return None
         voice = self._voice(r)
-        data = (Parked(self, voice, carried, r, self.pools.park(slot)) if park else
+        data = (Parked(self, voice, carried, r, *self._park(slot)) if park else
                 _blob(self, voice, carried, r, self.pools.tokens.parked(slot), self.pools.codec.parked(slot)))
         self._release(g, i)
         return data
+
+    def _park(self, slot: int) -> tuple[program.HostRows, copies.Copy]:
+        """`slot`'s rows in host memory: copied now (inline), or moved into the spare on the tick's
+        stream (a device copy) and copied down from there on the copy stream, the spare held for it
+        (the slot is free at once: compaction may move another session into it)."""
+        if self._copies is None:
+            return self.pools.park(slot), copies.DONE
+        self.pools.move(slot, self._spare)
+        rows, self._held = self._copies.down(self.pools, self._spare)
+        return rows, self._held
 
     @property
     def handover_format(self) -> handover.Format:
@@ -738,16 +792,46 @@ class PersonaPlexEngine:
 
     @torch.no_grad()
     def _wake(self, sub: channel.LiveSubmission, parked: Parked) -> None:
-        """A session this engine parked continues: its rows copied back into the roomiest group's
-        first free slot and its row started where it left, in this tick's batch. Refused `BUSY`
-        when no group has room (`drive` admits only below `max_sessions`, so one always has)."""
+        """A session this engine parked continues. Inline: its rows copied back now (`_join`), in
+        this tick's batch. Through the spare: it waits its turn for the spare (`_launch`), its rows
+        go up on the copy stream, and it joins at the first tick boundary its copy is done (`_land`)."""
+        if self._copies is None:
+            self._join(sub, parked, lambda slot: self.pools.unpark(slot, parked.rows))
+            return
+        self._wakes.append(_Landing(sub, parked))
+        self._launch()
+
+    def _launch(self) -> None:
+        """The next wake's rows start up to the spare, once it is free and not a park's turn."""
+        if self._held is not None or self._park_next or not self._wakes:
+            return
+        assert self._copies is not None
+        self._landing = self._wakes.popleft()
+        self._held = self._copies.up(self.pools, self._spare, self._landing.parked.rows)
+
+    @torch.no_grad()
+    def _land(self) -> None:
+        """A tick boundary: the spare's copy, if done, frees the spare; a wake's rows there move into
+        a group's slot (a device copy on the tick's stream) and it joins (`_join`)."""
+        if self._held is None or not self._held.done():
+            return
+        held, self._held = self._held, None
+        held.before(self._device)
+        if self._landing is not None:
+            landing, self._landing = self._landing, None
+            self._join(landing.sub, landing.parked, lambda slot: self.pools.move(self._spare, slot))
+
+    def _join(self, sub: channel.LiveSubmission, parked: Parked, lay: Callable[[int], None]) -> None:
+        """A woken session's rows laid into the roomiest group's first free slot (`lay`) and its row
+        started where it left, in this tick's batch. Refused `BUSY` when no group has room (`drive`
+        admits only below `max_sessions`, counting wakes on their way, so one always has)."""
         j = self._roomiest(0)
         if j is None:
             sub.refuse(contract.CloseReason.BUSY)
             return
         g = self._groups[j]
         slot = self._acquire(g)
-        self.pools.unpark(slot, parked.rows)
+        lay(slot)
         jitter = self._jitter()
         Line.restore(jitter, parked.carried)
         line = Line.start(sub, jitter, self._info.max_frames, parked.row.line.frames)

@@ -97,14 +97,17 @@ class Pools:
         for state in self._states():
             state.copy_rows(slice(dst, dst + 1), state, slice(src, src + 1))
 
-    def park(self, slot: int) -> HostRows:
-        """Slot `slot`'s rows of every pool, copied to host memory (a pause, docs/pause.md)."""
-        return HostRows(self.kv.parked(slot), self.codec.parked(slot), self.tokens.parked(slot))
+    def park(self, slot: int, non_blocking: bool = False) -> HostRows:
+        """Slot `slot`'s rows of every pool, copied to host memory (a pause, docs/pause.md);
+        `non_blocking` on CUDA: queued on the current stream (`copies.Copies.down`)."""
+        return HostRows(self.kv.parked(slot, non_blocking), self.codec.parked(slot, non_blocking),
+                        self.tokens.parked(slot, non_blocking))
 
-    def unpark(self, slot: int, parked: HostRows) -> None:
-        """`park`'s rows back into slot `slot` (a wake): the session continues there as it was."""
+    def unpark(self, slot: int, parked: HostRows, non_blocking: bool = False) -> None:
+        """`park`'s rows back into slot `slot` (a wake): the session continues there as it was;
+        `non_blocking` on CUDA: queued on the current stream (`copies.Copies.up`)."""
         for state, rows in zip(self._states(), parked.states(), strict=True):
-            state.copy_rows(slice(slot, slot + 1), rows, slice(0, 1))
+            state.copy_rows(slice(slot, slot + 1), rows, slice(0, 1), non_blocking)
 
     def reset(self, rows: slots.Rows) -> None:
         """Zero every row of `rows` (a newcomer's slot; after a non-finite session, whose masked

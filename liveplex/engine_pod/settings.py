@@ -30,6 +30,9 @@ SCHEDULES: tuple[str, ...] = ("reference", "upstream")
 KV_DTYPES: tuple[str, ...] = ("bf16", "fp32", "fp8")
 """`--kv-dtype` values: the weights' own (it must then equal `--dtype`) or `fp8`."""
 
+PARK_COPIES: tuple[str, ...] = ("auto", "spare", "inline")
+"""`--park-copies` values: how a pause's state goes to host memory and back (docs/pause.md)."""
+
 ATTENTION: tuple[str, ...] = ("flash", "masked")
 """`personaplex.ring.Backend` values (spec §5.6)."""
 
@@ -96,6 +99,10 @@ class EngineSettings:
     tick_groups: int = 0
     """Tick groups (issue 44): 0 = as many as the measured step leaves room for, chosen each period
     from 1, 2 or 4 (`live.groups.choose`); 1, 2 or 4 = that many, always."""
+    park_copies: str = "auto"
+    """A pause's host copies (docs/pause.md, "The copy stream"): `spare`, through the spare slot
+    on a copy stream beside the ticks (on the CPU the same order, the copies synchronous);
+    `inline`, between ticks, the tick's stream waiting for them; `auto`, spare on CUDA."""
     cpu_threads: int = 1
     """Torch intra-op threads when the engine runs on the CPU. 1: the tiny model's ops are too small
     to split, and extra workers spin on the cores the front end and callers need (docs/engine_pod.md)."""
@@ -104,6 +111,11 @@ class EngineSettings:
     def ring_dtype(self) -> str:
         """The temporal KV ring's dtype: `kv_dtype`, else `dtype`."""
         return self.kv_dtype or self.dtype
+
+    @property
+    def park_spare(self) -> bool:
+        """Whether a pause's copies go through the spare slot (`park_copies`)."""
+        return self.park_copies == "spare" or (self.park_copies == "auto" and self.device.startswith("cuda"))
 
     def __post_init__(self) -> None:
         checks = {
@@ -123,6 +135,7 @@ class EngineSettings:
             "jitter_frames": self.jitter_frames > 0,
             "prebuffer_frames": 0 <= self.prebuffer_frames <= self.jitter_frames,
             "cpu_threads": self.cpu_threads >= 1,
+            "park_copies": self.park_copies in PARK_COPIES,
             "tick_groups": self.tick_groups in (0, *groups.CHOICES),
         }
         bad = [name for name, ok in checks.items() if not ok]
@@ -163,6 +176,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> tuple[argparse.Action, ...
         g.add_argument("--seed", type=int, default=None, help="derive session seeds from this (default: random)"),
         g.add_argument("--default-voice", default=default_of(d, "default_voice"),
                        help="voice used when a client names none (default: %(default)s)"),
+        g.add_argument("--park-copies", choices=PARK_COPIES, default=default_of(d, "park_copies"),
+                       help="a pause's host copies: spare (a copy stream beside the ticks, through the spare "
+                            "slot), inline (between ticks, the tick waits), auto = spare on CUDA "
+                            "(default: %(default)s)"),
         g.add_argument("--cpu-threads", type=int, default=default_of(d, "cpu_threads"),
                        help="torch threads on --device cpu (default: %(default)s)"),
     )
@@ -189,7 +206,8 @@ def settings_from_args(args: argparse.Namespace) -> EngineSettings:
         cuda_graphs=not args.no_cuda_graphs, greedy=args.greedy,
         seed=args.seed, custom_voices_dir=args.voice_dir, default_voice=args.default_voice,
         jitter_frames=args.jitter_frames, prebuffer_frames=args.prebuffer_frames,
-        cpu_threads=args.cpu_threads, tick_groups=0 if args.tick_groups is None else args.tick_groups,
+        cpu_threads=args.cpu_threads, park_copies=args.park_copies,
+        tick_groups=0 if args.tick_groups is None else args.tick_groups,
     )
 
 

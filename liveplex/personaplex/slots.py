@@ -89,15 +89,16 @@ class RowState:
             else:
                 tensor.index_fill_(0, index, 0)
 
-    def copy_rows(self, rows: Rows, source: RowState, source_rows: Rows) -> None:
-        """Copy `source`'s `source_rows` into this state's `rows` (priming, slot compaction)."""
+    def copy_rows(self, rows: Rows, source: RowState, source_rows: Rows, non_blocking: bool = False) -> None:
+        """Copy `source`'s `source_rows` into this state's `rows` (priming, slot compaction);
+        `non_blocking` from pinned host rows: queued on the current stream, not waited for."""
         mine, theirs = tensors(self), tensors(source)
         assert len(mine) == len(theirs), "states of different shapes"
         dst, src = _index(rows, mine[0].device), _index(source_rows, theirs[0].device)
         for d, s in zip(map(_bits, mine), map(_bits, theirs), strict=True):
             values = s[src] if isinstance(src, slice) else s.index_select(0, src)
             if isinstance(dst, slice):
-                d[dst].copy_(values)
+                d[dst].copy_(values, non_blocking=non_blocking)
             else:
                 d.index_copy_(0, dst, values)
 
@@ -109,14 +110,15 @@ class RowState:
         """Views of the first `n` rows: running a bucket on them updates this state in place."""
         return _map(self, lambda t: t[:n])
 
-    def parked(self: _S, row: int) -> _S:
+    def parked(self: _S, row: int, non_blocking: bool = False) -> _S:
         """A host copy of row `row` (one row; pinned when the state is on CUDA, so the copy back
-        is a DMA): a paused session's part, off the device until `copy_rows` lays it back."""
+        is a DMA): a paused session's part, off the device until `copy_rows` lays it back.
+        `non_blocking` (CUDA): queued on the current stream, its values there once the stream did it."""
 
         def host(t: torch.Tensor) -> torch.Tensor:
             src = t[row:row + 1]
             copy = torch.empty(src.shape, dtype=src.dtype, device="cpu", pin_memory=src.is_cuda)
-            _bits(copy).copy_(_bits(src))
+            _bits(copy).copy_(_bits(src), non_blocking=non_blocking)
             return copy
 
         return _map(self, host)
