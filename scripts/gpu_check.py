@@ -57,7 +57,18 @@ Stages, the JSON rewritten after each, so a failure late still leaves the earlie
    full context) and the peak device memory; then a verdict: does fp8 admit at least 1.9 times
    the sessions, keep every level inside the 80 ms tick and every value finite; and spec
    performance §6.5's tier B (128 sessions at full context, p99 <= 40 ms), met or not.
-   `--kv-leg-only` runs stages 1-3 and this one alone (what a short lent GPU runs first).
+   `--kv-leg-only` runs stages 1-3 and this one alone (what a short lent GPU runs first);
+11. the pause's copies (issue 43, docs/pause.md "The copy stream"), after stage 9 on its bench:
+   the largest level B below the slots runs at full context while one session's slot is parked
+   and woken as the engine does through the spare (`engine_pod.copies`: a device move into the
+   spare, the spare down to pinned host memory on the copy stream; up again, then moved back).
+   Reported: each copy alone (ms, synchronised), the host time `down` took (the first park's
+   pinned allocation, then a warm one), the ticks that ran while each copy was in flight (wall
+   ms) against B's ticks without one. Asserted (`verdict`): the woken slot's rows equal, bit
+   for bit, what they were when parked; and every tick that overlapped a copy took at most
+   `COPY_TICK_SLACK_MS` more than the baseline's p99 (a tick held for the copy, as an inline
+   park holds it, is late by the whole copy: 16-32 ms at the 7B). `--config tiny` times it at
+   the tiny shapes; a bench too small for a spare slot, or a failure (memory), is reported.
 
 `--kv-dtype fp8` runs stages 2-9 on the 8-bit ring instead of the weights' dtype.
 """
@@ -77,8 +88,8 @@ import torch
 
 from liveplex import percentiles
 from liveplex.bench import tick_groups
+from liveplex.engine_pod import copies, program, staging
 from liveplex.engine_pod import model as engine_model
-from liveplex.engine_pod import program, staging
 from liveplex.live import frames, groups
 from liveplex.personaplex import (
     checkpoint,
@@ -107,6 +118,11 @@ TICK_MS = frames.PERIOD_NS / 1e6
 """The tick's budget: one 80 ms frame."""
 TIER_B = (128, 40.0)
 """Spec performance §6.5 tier B: fp8 KV, 128 sessions at full context, tick p99 <= 40 ms (H200)."""
+COPY_TICK_SLACK_MS = 2.0
+"""Stage 11's bound: a tick overlapping a park's or a wake's copy takes at most this much over the
+baseline ticks' p99 (its own small copies may queue behind the DMA on the copy engines)."""
+PAUSE_TICKS = 20
+"""Stage 11's baseline ticks; the copies overlap as many ticks as they last, run back to back."""
 FP8_SESSIONS_RATIO = 1.9
 """The KV leg's bar: the 8-bit ring admits at least this many times the weights' ring's sessions
 (2 for the ring alone; Mimi's state and the token rows do not shrink)."""
@@ -482,6 +498,66 @@ def _admitted(device: torch.device, per_slot: int) -> int | None:
     return int((free - RESERVE_BYTES) // per_slot)
 
 
+def _overlapped(bench: _Bench, batch: int, copy: copies.Copy) -> list[float]:
+    """Ticks of `batch` rows, back to back, while `copy` is in flight: each one's wall ms."""
+    ticks = []
+    while not copy.done():
+        t0 = time.perf_counter()
+        bench.tick(bench.sampled, batch)
+        ticks.append((time.perf_counter() - t0) * 1e3)
+    return ticks
+
+
+def _pause_copies(bench: _Bench, levels: list[int]) -> dict[str, object]:
+    """Stage 11 (module docstring): a park and a wake through the spare beside B's ticks."""
+    if not levels:
+        return {"skipped": "no level leaves a spare slot"}
+    batch, pools, device = levels[-1], bench.pools, bench.device
+    spare, slot = pools.slots - 1, batch - 1
+    stream = copies.Copies(device)
+    _fill(bench, batch, full=True)
+    for _ in range(3):  # warm
+        bench.tick(bench.sampled, batch)
+    base = []
+    for _ in range(PAUSE_TICKS):
+        t0 = time.perf_counter()
+        bench.tick(bench.sampled, batch)
+        base.append((time.perf_counter() - t0) * 1e3)
+    row: dict[str, object] = {"batch": batch, "slot_bytes": pools.slot_bytes, "baseline": _summary(base)}
+
+    def alone(issue: Callable[[], copies.Copy]) -> dict[str, float]:
+        """A copy with nothing else queued: host ms to issue it, ms until it is done."""
+        bench.sync()
+        t0 = time.perf_counter()
+        copy = issue()
+        issued = time.perf_counter()
+        copy.wait()
+        return {"host_ms": (issued - t0) * 1e3, "copy_ms": (time.perf_counter() - t0) * 1e3}
+
+    row["first_park"] = alone(lambda: stream.down(pools, slot)[1])  # allocates the pinned rows; freed at once
+    row["warm_park"] = alone(lambda: stream.down(pools, slot)[1])  # the host allocator's cached rows again
+    state = [t for s in (pools.kv, pools.codec, pools.tokens) for t in s.tensors()]
+    snapshot = [t[slot:slot + 1].clone() for t in state]
+    bench.sync()
+    pools.move(slot, spare)  # the park: the slot's rows into the spare, then down on the copy stream
+    rows, park = stream.down(pools, spare)
+    row["park_ticks"] = _overlapped(bench, batch, park)
+    park.wait()
+    row["wake_alone"] = alone(lambda: stream.up(pools, spare, rows))
+    wake = stream.up(pools, spare, rows)  # the wake: up into the spare beside the ticks, then moved back
+    row["wake_ticks"] = _overlapped(bench, batch, wake)
+    wake.before(device)
+    pools.move(spare, slot)
+    bench.sync()
+    exact = all(torch.equal(a.view(torch.uint8), t[slot:slot + 1].view(torch.uint8))
+                for a, t in zip(snapshot, state, strict=True))
+    bound = row["baseline"]["p99_ms"] + COPY_TICK_SLACK_MS  # type: ignore[index]
+    late = [ms for ms in row["park_ticks"] + row["wake_ticks"] if ms > bound]  # type: ignore[operator]
+    row["verdict"] = {"woken_bit_exact": exact, "tick_bound_ms": bound, "ticks_over_bound": late,
+                      "ok": exact and not late}
+    return row
+
+
 def _kv_leg_ring(lm: checkpoint.LM, codec: mimi.Mimi, name: str, batches: list[int], graphs: bool,
                  backend: ring.Backend, device: torch.device, args: argparse.Namespace,
                  floor: dict[str, float]) -> dict[str, object]:
@@ -689,6 +765,12 @@ def _stages(lm: checkpoint.LM, codec: mimi.Mimi, levels: list[int], slots: int, 
     except Exception as e:  # noqa: BLE001
         report["fused"] = {"error": repr(e)}
     save()
+    try:
+        report["pause_copies"] = _pause_copies(bench, [b for b in runnable if b < slots])
+    except Exception as e:  # noqa: BLE001  (memory for the pinned rows and the snapshot, say)
+        report["pause_copies"] = {"error": repr(e)}
+    save()
+    print(json.dumps(report["pause_copies"]), flush=True)
     del bench
     if device.type == "cuda":
         torch.cuda.empty_cache()
