@@ -19,13 +19,16 @@ import orjson
 import pytest
 import websockets
 
+from liveplex.conformance import checks
 from tests.conformance import servers
 from tests.support import clients, platform, pods
 
 pytestmark = pytest.mark.timeout(300)
 
-SIM_ONLY = {18, 19, 36, 37}
-"""Checks that SKIP against a default server (capacity 1, expiry, fault need their own servers)."""
+SIM_ONLY = {18, 19, 36, 37, 43, 44}
+"""Checks that SKIP against a default server (capacity 1, expiry, fault need their own servers; a
+pod stores nothing to download or fork)."""
+EVERY_CHECK = {c.number for c in checks.ALL}
 
 
 @contextlib.contextmanager
@@ -69,7 +72,7 @@ def test_the_full_checklist_passes_against_the_tiny_model(tiny_dir, tmp_path):
         code, lines = servers.check(base, "--concurrency", "2")
         stats = servers.get_json(base.removesuffix("/v1") + "/live/stats")
     statuses = _clean(code, lines)
-    assert set(statuses) == set(range(1, 43))
+    assert set(statuses) == EVERY_CHECK
     assert {n for n, s in statuses.items() if s == "SKIP"} <= SIM_ONLY, "\n".join(lines)
     assert config["voices"] == ["NATF2", "NATM1", "cedar", "marin"]  # the OpenAI names mapped onto them
     assert config["max_instructions_chars"] == (3000 - 15 - 7) // 4 - 18  # D5 with the longest voice, 7 frames
@@ -105,8 +108,8 @@ def test_the_full_checklist_passes_through_a_gateway_against_an_8_bit_kv_ring(ti
     with _fp8_behind_a_gateway(tiny_dir, redis_url, tmp_path, 8) as base:
         code, lines = servers.check(base, "--concurrency", "2")
     statuses = _clean(code, lines)
-    assert set(statuses) == set(range(1, 43))
-    assert {n for n, s in statuses.items() if s == "SKIP"} == {36, 37}, "\n".join(lines)  # expiry, fault: own pods
+    assert set(statuses) == EVERY_CHECK
+    assert {n for n, s in statuses.items() if s == "SKIP"} == {36, 37, 43, 44}, "\n".join(lines)  # + no store
 
 
 def test_the_full_checklist_passes_against_a_moshi_checkpoint(tiny_moshi_dir, tmp_path):
@@ -115,7 +118,7 @@ def test_the_full_checklist_passes_against_a_moshi_checkpoint(tiny_moshi_dir, tm
         config = servers.get_json(base.removesuffix("/v1") + "/live/config")
         code, lines = servers.check(base, "--concurrency", "2")
     statuses = _clean(code, lines)
-    assert set(statuses) == set(range(1, 43))
+    assert set(statuses) == EVERY_CHECK
     assert {n for n, s in statuses.items() if s == "SKIP"} <= SIM_ONLY, "\n".join(lines)
     assert {"NATF2", "NATM1", "cedar", "marin"} <= set(config["voices"])
     assert (config["max_instructions_chars"], config["instructions"], config["schedule"]) == (0, "", "upstream")
