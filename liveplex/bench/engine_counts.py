@@ -83,7 +83,8 @@ class ParkCounts(TypedDict):
     wakes_per_tick: int
     """Whole wakes the link copies in one 80 ms tick."""
     slots: int
-    """Sessions the device admits without the pause (`memory.max_sessions`)."""
+    """Sessions the device admits without the pause: the engine's own cap on CUDA with its
+    defaults (`engine.cuda_cap`: the spare slot and every group's graphs counted)."""
     paused: int
     """Paused sessions the host budget holds."""
     held: int
@@ -206,21 +207,28 @@ def parks(model: Model, host_budget: int, link_bytes_s: float = PCIE5_BYTES_S,
           reserve_gib: float = default_of(settings.EngineSettings, "memory_reserve_gib"),
           wake_reserve: int = default_of(pause.PauseSettings, "wake_reserve")) -> list[ParkCounts]:
     """Per GPU and ring dtype of the 7B: the bytes a park and a wake copy, the copy's time over the
-    host link, and the sessions the device admits without the pause and with `host_budget` bytes
-    of pinned host memory for paused ones (the pod's admission, `wake.free_slots`)."""
+    host link, and the sessions the device admits without the
+    pause (the engine's cap with its defaults on CUDA: `--tick-groups 0`, `--park-copies auto`,
+    so one spare slot, and CUDA graphs) and with `host_budget` bytes of pinned host memory for
+    paused ones (the pod's admission, `wake.free_slots`)."""
+    from liveplex.engine_pod import engine
+
     rows = []
     for gpu, free_gib in FREE_AFTER_LOAD_GIB.items():
         for name, dtype in model_mod.KV_DTYPES.items():
             if dtype.itemsize > 2:
                 continue
             per = park_bytes(model, dtype)
-            slots = memory.max_sessions(0, int(free_gib * memory.GIB), int(reserve_gib * memory.GIB), per)
+            on_cuda = settings.EngineSettings(pathlib.Path(), device="cuda", dtype="bf16", kv_dtype=name,
+                                              memory_reserve_gib=reserve_gib)
+            slots = engine.cuda_cap(on_cuda, int(free_gib * memory.GIB),
+                                    engine.slot_bytes_of(model.cfg, model.codec, name).total)
             paused = host_budget // per
             held = most_held(slots, paused, wake_reserve)
             copy_s = per / link_bytes_s
-            rows.append(ParkCounts(gpu=gpu, ring=name, park_bytes=per, copy_ms=round(copy_s * 1e3, 2),
-                                   wakes_per_tick=int(frames.PERIOD_NS / 1e9 / copy_s), slots=slots, paused=paused,
-                                   held=held, active=slots - wake_reserve))
+            rows.append(ParkCounts(gpu=gpu, ring=name, park_bytes=per,
+                                   copy_ms=round(copy_s * 1e3, 2), wakes_per_tick=int(frames.PERIOD_NS / 1e9 / copy_s),
+                                   slots=slots, paused=paused, held=held, active=slots - wake_reserve))
     return rows
 
 

@@ -37,7 +37,7 @@ from liveplex.live.drive import Pending
 from liveplex.live.jitter import Jitter, caller_buffer
 from liveplex.live.line import Carried, Line
 from liveplex.live.pulse import Pulse
-from liveplex.personaplex import prefill, prompt, ring, sampling, slots, step, tokenizer, voice_names
+from liveplex.personaplex import config, mimi, prefill, prompt, ring, sampling, slots, step, tokenizer, voice_names
 
 logger = logging.getLogger(__name__)
 
@@ -181,10 +181,15 @@ def _spec(t: torch.Tensor) -> handover.Spec:
 def slot_bytes(model: model_mod.Model, settings: EngineSettings) -> memory.SlotBytes:
     """What one session costs on the device: its KV ring in the ring's own element size (one
     byte under `--kv-dtype fp8`), its Mimi state, its token rows."""
-    cfg = model.cfg
-    element = model_mod.KV_DTYPES[settings.ring_dtype].itemsize
+    return slot_bytes_of(model.cfg, model.codec, settings.ring_dtype)
+
+
+def slot_bytes_of(cfg: config.LMConfig, codec: mimi.Mimi, ring_dtype: str) -> memory.SlotBytes:
+    """`slot_bytes` of an LM of `cfg` and `codec` with a `ring_dtype` ring (`bench engine --count`
+    counts the 7B's shapes with it, on the meta device)."""
+    element = model_mod.KV_DTYPES[ring_dtype].itemsize
     return memory.SlotBytes(kv=memory.kv_bytes(cfg.num_layers, cfg.context, cfg.dim, element),
-                            mimi=model.codec.init_state(1).nbytes, tokens=64 * 1024)
+                            mimi=codec.init_state(1).nbytes, tokens=64 * 1024)
 
 
 def session_cap(model: model_mod.Model, settings: EngineSettings) -> int:
@@ -192,14 +197,19 @@ def session_cap(model: model_mod.Model, settings: EngineSettings) -> int:
     spare slot (`spare_slots`) and the outputs of every group's graphs (`memory.graph_bytes`)."""
     if not settings.device.startswith("cuda"):
         return settings.max_sessions or CPU_MAX_SESSIONS
-    per_slot = slot_bytes(model, settings).total
     free, _ = torch.cuda.mem_get_info(torch.device(settings.device))
+    return cuda_cap(settings, free, slot_bytes(model, settings).total)
+
+
+def cuda_cap(settings: EngineSettings, free_bytes: int, per_slot: int) -> int:
+    """`session_cap` on CUDA with `free_bytes` free and `per_slot` bytes a slot: what the pools
+    and graphs the engine allocates leave room for (`bench engine --count` counts the 7B with it)."""
     counts = group_counts(settings)
 
     def graphs(sessions: int) -> int:
         return memory.graph_bytes(sessions, counts, settings.buckets, program.PACKED_WIDTH * 4)
 
-    return memory.max_sessions(settings.max_sessions, free, int(settings.memory_reserve_gib * memory.GIB),
+    return memory.max_sessions(settings.max_sessions, free_bytes, int(settings.memory_reserve_gib * memory.GIB),
                                per_slot, spare_slots(settings), graphs if settings.cuda_graphs else None)
 
 
