@@ -78,6 +78,9 @@ class ParkCounts(TypedDict):
     park_bytes: int
     """One slot's state rows, every pool (KV ring, Mimi, token state): what a park copies to the
     host and a wake copies back."""
+    held_bytes: int
+    """The pinned host memory a park holds: each of its tensors a power-of-two block of torch's
+    pinned host allocator (`program.pinned_block_bytes`); what the host budget counts."""
     copy_ms: float
     """`park_bytes` over the host link, one way."""
     wakes_per_tick: int
@@ -86,7 +89,7 @@ class ParkCounts(TypedDict):
     """Sessions the device admits without the pause: the engine's own cap on CUDA with its
     defaults (`engine.cuda_cap`: the spare slot and every group's graphs counted)."""
     paused: int
-    """Paused sessions the host budget holds."""
+    """Paused sessions the host budget holds, at `held_bytes` each."""
     held: int
     """Sessions the pod admits with the pause, each paused once admitted (`most_held`)."""
     active: int
@@ -203,11 +206,17 @@ def park_bytes(model: Model, kv_dtype: torch.dtype) -> int:
     return pools.slot_bytes - pools.pcm_in[0].numel() * pools.pcm_in.element_size()
 
 
+def park_held_bytes(model: Model, kv_dtype: torch.dtype) -> int:
+    """The pinned host memory a park from CUDA holds at `model`'s shapes (`HostRows.held_bytes`:
+    each tensor of `Pools.park` rounded up to a power of two by torch's pinned allocator)."""
+    return program.held_bytes(program.Pools(model.lm, model.codec, 1, kv_dtype).park_sizes(), pinned=True)
+
+
 def parks(model: Model, host_budget: int, link_bytes_s: float = PCIE5_BYTES_S,
           reserve_gib: float = default_of(settings.EngineSettings, "memory_reserve_gib"),
           wake_reserve: int = default_of(pause.PauseSettings, "wake_reserve")) -> list[ParkCounts]:
     """Per GPU and ring dtype of the 7B: the bytes a park and a wake copy, the copy's time over the
-    host link, and the sessions the device admits without the
+    host link, the pinned host memory a park holds, and the sessions the device admits without the
     pause (the engine's cap with its defaults on CUDA: `--tick-groups 0`, `--park-copies auto`,
     so one spare slot, and CUDA graphs) and with `host_budget` bytes of pinned host memory for
     paused ones (the pod's admission, `wake.free_slots`)."""
@@ -218,15 +227,15 @@ def parks(model: Model, host_budget: int, link_bytes_s: float = PCIE5_BYTES_S,
         for name, dtype in model_mod.KV_DTYPES.items():
             if dtype.itemsize > 2:
                 continue
-            per = park_bytes(model, dtype)
+            per, pinned = park_bytes(model, dtype), park_held_bytes(model, dtype)
             on_cuda = settings.EngineSettings(pathlib.Path(), device="cuda", dtype="bf16", kv_dtype=name,
                                               memory_reserve_gib=reserve_gib)
             slots = engine.cuda_cap(on_cuda, int(free_gib * memory.GIB),
                                     engine.slot_bytes_of(model.cfg, model.codec, name).total)
-            paused = host_budget // per
+            paused = host_budget // pinned
             held = most_held(slots, paused, wake_reserve)
             copy_s = per / link_bytes_s
-            rows.append(ParkCounts(gpu=gpu, ring=name, park_bytes=per,
+            rows.append(ParkCounts(gpu=gpu, ring=name, park_bytes=per, held_bytes=pinned,
                                    copy_ms=round(copy_s * 1e3, 2), wakes_per_tick=int(frames.PERIOD_NS / 1e9 / copy_s),
                                    slots=slots, paused=paused, held=held, active=slots - wake_reserve))
     return rows

@@ -125,11 +125,12 @@ def count(args: argparse.Namespace) -> dict[str, object]:
     parks = engine_counts.parks(model, int(args.host_budget_gib * 2 ** 30))
     print(f"idle pause (per session, PCIe 5 at {engine_counts.PCIE5_BYTES_S / 1e9:.0f} GB/s each way; "
           f"{args.host_budget_gib:g} GiB host budget):")
-    print(f"{'gpu':>10} {'ring':>5} {'park/wake GiB':>14} {'copy ms':>8} {'wakes/tick':>11} {'today':>6} "
-          f"{'paused':>7} {'held':>5} {'active':>7}")
+    print(f"{'gpu':>10} {'ring':>5} {'park/wake GiB':>14} {'pinned GiB':>11} {'copy ms':>8} {'wakes/tick':>11} "
+          f"{'today':>6} {'paused':>7} {'held':>5} {'active':>7}")
     for p in parks:
-        print(f"{p['gpu']:>10} {p['ring']:>5} {p['park_bytes'] / 2 ** 30:>14.3f} {p['copy_ms']:>8.1f} "
-              f"{p['wakes_per_tick']:>11} {p['slots']:>6} {p['paused']:>7} {p['held']:>5} {p['active']:>7}")
+        print(f"{p['gpu']:>10} {p['ring']:>5} {p['park_bytes'] / 2 ** 30:>14.3f} {p['held_bytes'] / 2 ** 30:>11.3f} "
+              f"{p['copy_ms']:>8.1f} {p['wakes_per_tick']:>11} {p['slots']:>6} {p['paused']:>7} {p['held']:>5} "
+              f"{p['active']:>7}")
     return {"config": args.config, "device": args.device, "dtype": str(dtype), "kv_dtype": args.kv_dtype,
             "kv_bytes_per_session": per_session, "attention": backend.value,
             "torch": torch.__version__, "date": datetime.date.today().isoformat(), "levels": levels,

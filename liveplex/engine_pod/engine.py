@@ -155,7 +155,9 @@ class Parked:
 
     @property
     def nbytes(self) -> int:
-        return self.rows.nbytes
+        """The host memory its rows hold, pinned blocks as torch rounds them (`HostRows.held_bytes`):
+        what `parked_bytes` and the host budget count."""
+        return self.rows.held_bytes
 
     def blob(self) -> bytes:
         """Its handover blob, as a move's export of the running session would have made it."""

@@ -46,6 +46,23 @@ class TickOutput:
     """[Bk, PACKED_WIDTH] int32: `EMITTED`, `FINITE`, `SAID`, `PCM`, `FED`, `TAIL` columns."""
 
 
+def pinned_block_bytes(nbytes: int) -> int:
+    """The pinned host memory torch holds for one pinned allocation of `nbytes`: its caching host
+    allocator (torch 2.13, `ATen/core/CachingHostAllocator.h`, `allocate`) rounds every request up
+    to a power of two (`c10::llvm::PowerOf2Ceil`) unless `PYTORCH_CUDA_ALLOC_CONF` sets
+    `pinned_max_round_threshold_mb` or `pinned_max_cached_size_mb` below it, and keeps a freed block
+    cached for the next request of its size class, page-locked. The engine sets neither (with them
+    torch would either hand out a cached block by size class alone, unchecked against the request,
+    or free each block with `cudaFreeHost`), so a park holds this much per tensor (docs/pause.md)."""
+    return 1 << (nbytes - 1).bit_length() if nbytes > 1 else nbytes
+
+
+def held_bytes(sizes: list[int], pinned: bool) -> int:
+    """Host memory held by allocations of `sizes` bytes: each a power-of-two pinned block when
+    `pinned` (`pinned_block_bytes`), exactly its size otherwise (the CPU's plain tensors)."""
+    return sum(map(pinned_block_bytes, sizes)) if pinned else sum(sizes)
+
+
 @dataclass(frozen=True, slots=True)
 class HostRows:
     """One slot's rows of every pool that holds session state, in host memory (`Pools.park`):
@@ -54,6 +71,8 @@ class HostRows:
     kv: ring.KVPool
     codec: mimi.MimiState
     tokens: step.TokenState
+    pinned: bool = False
+    """Pinned (parked from CUDA): each tensor is a block of torch's pinned host allocator."""
 
     def states(self) -> tuple[slots.RowState, ...]:
         """In `Pools._states` order."""
@@ -61,7 +80,14 @@ class HostRows:
 
     @property
     def nbytes(self) -> int:
+        """The rows' bytes: what a park or a wake copies."""
         return sum(s.nbytes for s in self.states())
+
+    @property
+    def held_bytes(self) -> int:
+        """The host memory they hold: `nbytes`, each pinned tensor rounded up to its block
+        (`pinned_block_bytes`): what the pod's host budget counts (`Parked.nbytes`)."""
+        return held_bytes([t.numel() * t.element_size() for s in self.states() for t in s.tensors()], self.pinned)
 
 
 class Pools:
@@ -101,7 +127,7 @@ class Pools:
         """Slot `slot`'s rows of every pool, copied to host memory (a pause, docs/pause.md);
         `non_blocking` on CUDA: queued on the current stream (`copies.Copies.down`)."""
         return HostRows(self.kv.parked(slot, non_blocking), self.codec.parked(slot, non_blocking),
-                        self.tokens.parked(slot, non_blocking))
+                        self.tokens.parked(slot, non_blocking), pinned=self.kv.kv.is_cuda)
 
     def unpark(self, slot: int, parked: HostRows, non_blocking: bool = False) -> None:
         """`park`'s rows back into slot `slot` (a wake): the session continues there as it was;
@@ -120,6 +146,10 @@ class Pools:
         offsets = [self.offsets.starts, self.offsets.cu_k, self.offsets.cu_q]
         offsets += [t for t in (self.kv.scale, self.kv.inverse) if t is not None]
         return [t for state in self._states() for t in state.tensors()] + [self.pcm_in] + offsets
+
+    def park_sizes(self) -> list[int]:
+        """The bytes of each host tensor a park of one slot allocates (`park`, `HostRows`)."""
+        return [t[0].numel() * t.element_size() for state in self._states() for t in state.tensors()]
 
     @property
     def slot_bytes(self) -> int:
