@@ -119,7 +119,7 @@ Gateways = dict[str, tuple[int, int, int]]
 
 
 @contextlib.contextmanager
-def _platform(work: Path) -> Iterator[tuple[int, Gateways]]:
+def _platform(work: Path, store_flags: list[str]) -> Iterator[tuple[int, Gateways]]:
     """Redis, one sim pod and the two gateways, stopped at the end: the pod's port, the gateways."""
     py = sys.executable
     procs: list[subprocess.Popen[bytes]] = []
@@ -135,7 +135,7 @@ def _platform(work: Path) -> Iterator[tuple[int, Gateways]]:
                                       stderr=subprocess.DEVNULL))
         _wait_ready(f"http://127.0.0.1:{pod_admin}/ready")
         gateways: Gateways = {}
-        for name, extra in (("unstored", []), ("stored", ["--store-dir", str(work / "store")])):
+        for name, extra in (("unstored", []), ("stored", ["--store-dir", str(work / "store"), *store_flags])):
             port, admin = free_port(), free_port()
             proc = subprocess.Popen([py, "-m", "liveplex.cli", "gateway", "--pool", "bench/pool",
                                      "--port", str(port), "--admin-port", str(admin), *extra],
@@ -227,9 +227,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--store-flags", default="", help="more flags for the storing gateway, e.g. "
+                        "'--store-flush-s 10' (what a flush's fixed cost is)")
     args = parser.parse_args(sys.argv[1:split])
     duplex = sys.argv[split + 1:]
-    with tempfile.TemporaryDirectory() as work, _platform(Path(work)) as (pod_port, gateways):
+    with tempfile.TemporaryDirectory() as work, _platform(Path(work), args.store_flags.split()) as (pod_port, gateways):
         if duplex:
             _duplex_rounds(args, duplex, pod_port, gateways, Path(work))
         else:
