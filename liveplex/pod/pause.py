@@ -263,7 +263,8 @@ class Pausing:
                 self._moving.append(frame)
                 continue
             spoke, self._spoke = self._spoke, False
-            prob = self._detector.prob(frame) if self.machine.measures(spoke) else None
+            prob = (self._detector.prob(frame, self.machine.policy.vad_threshold)
+                    if self.machine.measures(spoke) else None)
             self._perform(self.machine.frame(frame, prob, spoke))
         self._partial = data[whole:]
 

@@ -20,6 +20,7 @@ replace the pinned one).
 from __future__ import annotations
 
 import importlib.util
+import math
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -46,8 +47,9 @@ INSTALL = cli.install_line(("pause",))
 class Detector(Protocol):
     """One session's detector: the speech probability (0..1) of each caller frame, in order."""
 
-    def prob(self, pcm: bytes) -> float:
-        """One 80 ms frame of 24 kHz s16le."""
+    def prob(self, pcm: bytes, enough: float = math.inf) -> float:
+        """One 80 ms frame of 24 kHz s16le; `enough`: a probability that decides the frame (the
+        wake threshold), at which the detector may answer without judging the rest of it."""
         ...
 
 
@@ -134,7 +136,11 @@ class SileroStream:
     def _start_over(self) -> None:
         self._state, self._tail, self._context = _ZERO_STATE, _NO_TAIL, _NO_CONTEXT
 
-    def prob(self, pcm: bytes) -> float:
+    def prob(self, pcm: bytes, enough: float = math.inf) -> float:
+        """The frame's best window; with `enough`, the first window that reaches it, the rest of
+        the frame left unjudged (`Pausing.append` passes the threshold: the frame is speech either
+        way, and the next frame it judges comes after the hangover's unjudged ones, so the samples
+        left would not join it anyway; the model's state goes on, warm)."""
         x = np.frombuffer(pcm, "<i2").astype(np.float32) * (1 / 32768)
         if x.size == 0 or float(np.sqrt(np.mean(x * x))) < GATE_RMS:
             self._start_over()  # no allocation: a paused caller's silence is most frames
@@ -150,6 +156,10 @@ class SileroStream:
         while pending.size - at >= CHUNK:
             chunk = np.concatenate((self._context, pending[at:at + CHUNK]))
             p, self._state = self._model.run(chunk, self._state)
+            if p >= enough:  # the windows it skips are those the full frame would judge
+                end = pending.size - (pending.size - at) % CHUNK
+                self._context, self._tail = pending[end - CONTEXT:end], pending[end:]
+                return p
             best = max(best, p)
             self._context = chunk[-CONTEXT:]
             at += CHUNK
