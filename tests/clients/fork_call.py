@@ -19,7 +19,7 @@ from pathlib import Path
 
 from openai import AsyncOpenAI
 from openai.types.live.fork_server_event import ForkServerEvent
-from openai_call import STRICT, tone  # its sibling, run from this folder
+from openai_call import STRICT, tone, until_closed  # its sibling, run from this folder
 from pydantic import TypeAdapter
 
 FORK_STRICT = TypeAdapter(ForkServerEvent)
@@ -51,7 +51,6 @@ async def main() -> int:
         session_id = started.session.id
         await _speak(conn.session.input_audio.append, 20)
         await asyncio.sleep(1.0)  # the store has the call so far
-        deltas = 0
         async with client.live.forks.connect(session_id=session_id) as fork:
             await fork.session.start(session={})
             forked = await fork.recv()
@@ -59,17 +58,9 @@ async def main() -> int:
             assert forked.type == "session.started"
             out["fork"] = {"id": forked.session.id, "model": forked.session.model,
                            "instructions": forked.session.instructions, "store": forked.session.store}
-            speaking = asyncio.create_task(_speak(fork.session.input_audio.append, 12))
-            await speaking
+            await _speak(fork.session.input_audio.append, 12)
             await fork.session.close()
-            async for event in fork:
-                FORK_STRICT.validate_python(event.model_dump(mode="json", exclude_unset=True))
-                if event.type == "session.output_audio.delta":
-                    deltas += 1
-                elif event.type == "session.closed":
-                    out["fork_reason"] = event.reason
-                    break
-        out["fork_deltas"] = deltas
+            out["fork_deltas"], out["fork_reason"] = await until_closed(fork, FORK_STRICT)
         out["original"] = session_id
     print(json.dumps(out))
     return 0

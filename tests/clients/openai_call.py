@@ -33,6 +33,19 @@ def tone(i: int) -> str:
     return base64.b64encode(pcm).decode()
 
 
+async def until_closed(conn: object, strict: TypeAdapter[object]) -> tuple[int, str]:
+    """Read `conn` (the SDK's live or fork connection) to its `session.closed`, every event parsed
+    strictly: the audio deltas read on the way, and the close's reason."""
+    deltas = 0
+    async for event in conn:  # type: ignore[attr-defined]
+        strict.validate_python(event.model_dump(mode="json", exclude_unset=True))
+        if event.type == "session.output_audio.delta":
+            deltas += 1
+        elif event.type == "session.closed":
+            return deltas, event.reason
+    raise RuntimeError("the connection ended without session.closed")
+
+
 async def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("base_url")

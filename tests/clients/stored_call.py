@@ -14,7 +14,7 @@ import json
 import wave
 
 from openai import AsyncOpenAI
-from openai_call import STRICT, tone  # its sibling, run from this folder
+from openai_call import STRICT, tone, until_closed  # its sibling, run from this folder
 
 
 async def main() -> int:
@@ -24,7 +24,6 @@ async def main() -> int:
     args = p.parse_args()
     client = AsyncOpenAI(base_url=args.base_url, api_key="local-key", max_retries=0)
     out: dict[str, object] = {}
-    deltas = 0
     async with client.live.connect() as conn:
         await conn.session.start(session={"model": "gpt-live-1", "store": True})
         started = await conn.recv()
@@ -35,14 +34,7 @@ async def main() -> int:
             await conn.session.input_audio.append(audio=tone(i))
             await asyncio.sleep(0.08)
         await client.live.sessions.hangup(session_id)
-        async for event in conn:
-            STRICT.validate_python(event.model_dump(mode="json", exclude_unset=True))
-            if event.type == "session.output_audio.delta":
-                deltas += 1
-            elif event.type == "session.closed":
-                out["reason"] = event.reason
-                break
-    out["deltas"] = deltas
+        out["deltas"], out["reason"] = await until_closed(conn, STRICT)
     await asyncio.sleep(0.5)  # the call's last chunk is written as it ends
     recording = await client.live.sessions.download_recording(session_id)
     with wave.open(io.BytesIO(recording.content)) as wav:
