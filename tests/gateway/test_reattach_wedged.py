@@ -53,6 +53,8 @@ async def _call(running: platform.Platform, second: pods.Running) -> None:
     running.gateway_process.send_signal(signal.SIGSTOP)  # up, its sockets open, relaying nothing
     await asyncio.to_thread(platform.eventually, lambda: _parked(running) == 1, "the pod to park the call", 10)
     assert time.monotonic() - wedged < BOUND_S + 1.0  # the bound, and a poll's and a loaded box's slack
+    pod_stats = platform.get_json(running.pods[0][0].admin_root + "/live/stats")
+    assert pod_stats["dropped_connections"].get("ping_timeout", 0) == 0  # type: ignore[index,union-attr]  # parked, not dropped
 
     url = f"{second.ws_url}?session_id={session}&last_event_id={before[-1]['event_id']}"
     again = await websockets.connect(url, max_queue=None)

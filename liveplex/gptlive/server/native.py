@@ -159,13 +159,14 @@ class LiveProtocol(WebSocketsSansIOProtocol):
     def keepalive_timeout(self) -> None:
         """No pong: a session the backend parks closes with `hop.SILENT_CLOSE` (`LiveSocket.silent`);
         any other connection is aborted, since uvicorn's close waits for a send buffer a
-        non-reading client never drains."""
-        front: Front | None = self.app_state.get(FRONT)
-        if front is not None:
-            front.stats.dropped["ping_timeout"] += 1
+        non-reading client never drains (counted as dropped: a parked session is the backend's
+        to count, as it goes on)."""
         if self.live is not None and self.live.silent():
             self.pong_timer = None
             return
+        front: Front | None = self.app_state.get(FRONT)
+        if front is not None:
+            front.stats.dropped["ping_timeout"] += 1
         super().keepalive_timeout()
         self.transport.abort()
 
