@@ -26,6 +26,10 @@ class Buckets:
         self.counts[bisect.bisect_left(self.bounds, value)] += 1
         self.total += value
 
+    def copy(self) -> Buckets:
+        """A snapshot: what a reader gets while the owner goes on observing."""
+        return Buckets(self.bounds, list(self.counts), self.total)
+
     def cumulative(self) -> list[int]:
         """Counts at or below each bound, then the overall count (Prometheus' layout)."""
         out, running = [], 0

@@ -89,7 +89,7 @@ class PauseStats:
 
     def snapshot(self) -> PauseSnapshot:
         return PauseSnapshot(self.paused, self.waiting, self.pauses, self.wakes, self.refused_wakes,
-                             self.parked_bytes, Buckets(self.wake.bounds, list(self.wake.counts), self.wake.total))
+                             self.parked_bytes, self.wake.copy())
 
 
 MOVE_WAIT_S = 2.0

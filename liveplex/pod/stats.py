@@ -33,10 +33,6 @@ PARKED_ENDS: tuple[str, ...] = ("window_passed", "expired")
 WINDOW_PASSED = "window_passed"
 
 
-def _copy(buckets: Buckets) -> Buckets:
-    return Buckets(buckets.bounds, list(buckets.counts), buckets.total)
-
-
 @dataclass(frozen=True, slots=True)
 class ParkingSnapshot:
     """`Parking` at one moment, with the sessions parked then."""
@@ -75,7 +71,7 @@ class Parking:
         self.parked_ended[WINDOW_PASSED if reason == "remote_hangup" else reason] += 1
 
     def snapshot(self, parked: int) -> ParkingSnapshot:
-        return ParkingSnapshot(parked, dict(self.reattaches), dict(self.parked_ended), _copy(self.gap))
+        return ParkingSnapshot(parked, dict(self.reattaches), dict(self.parked_ended), self.gap.copy())
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +135,8 @@ def snapshot(info: contract.LiveInfo, pulse: Pulse | None, front: FrontSnapshot,
         info=info, front=front, ready=ready, draining=draining, sessions=p.sessions, reserved=reserved,
         ticks=p.ticks,
         busy_us=p.busy_us, last_tick_us=p.last_tick_us, late_ticks=p.late_ticks,
-        lateness=_copy(p.lateness), duration=_copy(p.duration), batch=_copy(p.batch),
-        prefill=_copy(p.prefill), caller_wait=_copy(p.caller_wait), kv_positions=p.kv_positions,
+        lateness=p.lateness.copy(), duration=p.duration.copy(), batch=p.batch.copy(),
+        prefill=p.prefill.copy(), caller_wait=p.caller_wait.copy(), kv_positions=p.kv_positions,
         kv_capacity=p.kv_capacity,
         tick_groups=p.tick_groups or info.tick_groups, groups_reason=p.groups_reason, regroups=p.regroups,
         model_load_s=model_load_s, lateness_budget_ms=lateness_budget_ms,

@@ -99,10 +99,7 @@ class FrontStats:
             sockets_open=self.sockets_open, sessions_open=self.accepted - ended,
             accepted=self.accepted, rejected=dict(self.rejected), closed=dict(self.closed),
             errors=dict(self.errors), underruns=self.underruns, dropped_samples=self.dropped_samples,
-            session_seconds=_copy(self.session_seconds), dropped=dict(self.dropped),
-            start_seconds=_copy(self.start_seconds), first_audio_seconds=_copy(self.first_audio_seconds),
+            session_seconds=self.session_seconds.copy(), dropped=dict(self.dropped),
+            start_seconds=self.start_seconds.copy(), first_audio_seconds=self.first_audio_seconds.copy(),
         )
 
-
-def _copy(buckets: Buckets) -> Buckets:
-    return Buckets(buckets.bounds, list(buckets.counts), buckets.total)
