@@ -64,7 +64,7 @@ def chosen(batch: int, steps_ms: Mapping[int, float], prefill_ms: float) -> dict
     ms measured at each group's rows (`steps_ms`, by rows: the G = 1, 2, 4 steps of B / G rows)
     with `prefill_ms` owed; rows not measured weigh as the next measured above (the engine's
     bucket)."""
-    def step_s(rows: int) -> float:
+    def step_s(groups_: int, rows: int) -> float:
         return steps_ms[min(r for r in steps_ms if r >= rows)] / 1e3
 
     choice = groups.choose(step_s, batch, prefill_ms / 1e3, frames.PERIOD_NS / 1e9)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import secrets
 import statistics
 import time
@@ -548,10 +549,8 @@ class PersonaPlexEngine:
         partial prefill borrows a slot (its group's layout must hold till it completes), nor while
         a copy holds the spare its cycles of moves pass through (a period later)."""
         assert self._hold is not None
-        S = self._info.max_sessions
         owed = self._cost.of([grouping.head_rows(self._model.cfg.context)]) if self._queue else 0.0
-        choice = groups.choose(lambda rows: self._ticks[buckets.bucket_for(min(rows, S), self._buckets)],
-                               self.sessions(), owed, frames.PERIOD_NS / 1e9, most=max(self._layouts))
+        choice = groups.choose(self._step_s, self.sessions(), owed, frames.PERIOD_NS / 1e9, most=max(self._layouts))
         self._pulse.groups_reason = choice.reason
         G = self._hold.update(choice.groups)
         if G == self._active or self._partial() is not None or self._held is not None:
@@ -561,6 +560,14 @@ class PersonaPlexEngine:
         self._regroup(G)
         self._pulse.tick_groups = G
         self._pulse.regroups += 1
+
+    def _step_s(self, G: int, rows: int) -> float:
+        """One step of `rows` rows in G's groups, at the bucket each runs (a layout's groups cut the
+        buckets at their own capacity, so G = 2's 9 rows run its 16, not G = 4's 9)."""
+        layout = self._layouts.get(G)
+        if layout is None:  # G is more groups than slots
+            return math.inf
+        return max(self._ticks[buckets.bucket_for(min(rows, g.capacity), g.buckets)] for g in layout)
 
     def _regroup(self, G: int) -> None:
         """Every running session to its group of the G-group layout (`groups.regroup`: the first new

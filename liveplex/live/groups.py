@@ -55,16 +55,17 @@ def _period(step_s: float, groups: int, prefill_s: float, period_s: float) -> tu
     return end, late
 
 
-def choose(step_s: Callable[[int], float], sessions: int, prefill_s: float, period_s: float,
+def choose(step_s: Callable[[int, int], float], sessions: int, prefill_s: float, period_s: float,
            margin_s: float = LATE_MARGIN_S, most: int = CHOICES[-1]) -> Choice:
     """The largest G in `CHOICES` (at most `most`) whose G steps of ceil(sessions / G) rows
-    (`step_s(rows)`: seconds of one step, measured or modeled) plus `prefill_s` end within the
+    (`step_s(G, rows)`: seconds of one step of G's groups, measured or modeled: an engine's groups
+    of G run their own buckets) plus `prefill_s` end within the
     period (else every period starts later than the last) and start every turn within `margin_s`
     of its due time; one group when none does."""
     tried: str | None = None
     for groups in sorted((g for g in CHOICES if g <= most), reverse=True):
         rows = -(-sessions // groups)
-        step = step_s(rows) if rows else 0.0
+        step = step_s(groups, rows) if rows else 0.0
         busy, late = _period(step, groups, prefill_s, period_s)
         summary = (f"{groups} x {step * 1e3:.1f} ms ({rows} rows) + prefill {prefill_s * 1e3:.1f} ms "
                    f"ends at {busy * 1e3:.1f} of {period_s * 1e3:.0f} ms, turns up to {late * 1e3:.1f} ms late")

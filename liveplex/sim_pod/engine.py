@@ -148,7 +148,7 @@ class SimEngine:
         """A period's start under `AUTO`: the groups the modeled tick leaves room for; when they
         change, every session moves to the first new turn at or after its old one."""
         assert self._hold is not None
-        choice = groups.choose(self.profile.step_s, self.sessions(), 0.0, frames.PERIOD_NS / 1e9,
+        choice = groups.choose(lambda _, rows: self.profile.step_s(rows), self.sessions(), 0.0, frames.PERIOD_NS / 1e9,
                                most=self._most)
         G = self._hold.update(choice.groups)
         self._pulse.groups_reason = choice.reason

@@ -51,6 +51,17 @@ def test_a_startup_measure_too_slow_gives_way_to_the_steps_the_engine_runs(tiny_
     assert eng._ticks[1] < 0.05 and eng.tick_groups > 1 and eng._pulse.regroups == 2
 
 
+def test_each_g_is_priced_at_the_buckets_its_own_groups_run(tiny_model) -> None:
+    """Six slots: one group cuts its buckets at 6 (1, 2, 4, 6), two groups at 3 (1, 2, 3). Three
+    rows run bucket 4 in the one group and bucket 3 in each of two: the rule weighs each G at
+    what it would run, not at the smallest bucket any layout has."""
+    eng = harness.Pod(*harness.build(tiny_model, max_sessions=6, tick_groups=0)).engine
+    eng._ticks = groups.Steps({b: b / 1e3 for b in eng._buckets})
+    assert 3 in eng._buckets  # a bucket the one group does not have
+    assert (eng._step_s(1, 3), eng._step_s(2, 3)) == (0.004, 0.003)
+    assert eng._step_s(8, 1) == float("inf")  # more groups than slots: never chosen
+
+
 OPS = st.lists(st.sampled_from(["start", "hang_up", "regroup_1", "regroup_2", "regroup_4", "tick"]),
                min_size=6, max_size=18)
 

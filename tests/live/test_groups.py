@@ -12,8 +12,8 @@ from liveplex.live import groups
 PERIOD = 0.08
 
 
-def linear(base_ms: float, per_row_ms: float):  # noqa: ANN201 - a step cost, rows -> seconds
-    return lambda rows: (base_ms + per_row_ms * rows) / 1e3
+def linear(base_ms: float, per_row_ms: float):  # noqa: ANN201 - a step cost, (G, rows) -> seconds
+    return lambda groups, rows: (base_ms + per_row_ms * rows) / 1e3
 
 
 def test_the_largest_g_whose_steps_and_prefill_fit_the_period() -> None:
@@ -50,17 +50,17 @@ def test_the_prefill_owed_counts_and_the_most_caps_g() -> None:
 def test_a_step_longer_than_a_turn_makes_later_turns_late_past_the_margin() -> None:
     """Four 23 ms steps end at 92 ms (> 80); three of 26 ms at turns 20 ms apart would not even be
     tried (G is 1, 2 or 4); two 36 ms steps end at 76 ms with the second turn on time."""
-    assert groups.choose(lambda rows: 0.023, 4, 0.0, PERIOD).groups == 2
-    late = groups.choose(lambda rows: 0.0300, 4, 0.0, PERIOD, margin_s=0.0)
+    assert groups.choose(lambda groups, rows: 0.023, 4, 0.0, PERIOD).groups == 2
+    late = groups.choose(lambda groups, rows: 0.0300, 4, 0.0, PERIOD, margin_s=0.0)
     assert late.groups == 2 and late.late_s == 0.0
     # 45 ms steps: the second of two turns starts 5 ms late and the period ends at 90: one group
-    assert groups.choose(lambda rows: 0.045, 4, 0.0, PERIOD).groups == 1
+    assert groups.choose(lambda groups, rows: 0.045, 4, 0.0, PERIOD).groups == 1
 
 
 @given(st.integers(0, 200), st.floats(0, 0.03), st.floats(0.1, 5), st.floats(0, 0.05))
 def test_more_sessions_never_get_more_groups(sessions: int, base_s: float, per_row_ms: float,
                                               prefill_s: float) -> None:
-    def step(rows: int) -> float:
+    def step(_groups: int, rows: int) -> float:
         return base_s + per_row_ms * rows / 1e3
 
     chosen = groups.choose(step, sessions, prefill_s, PERIOD)
