@@ -458,7 +458,8 @@ class PersonaPlexEngine:
             for i in reversed(range(len(g.rows))):
                 if self._room(after) and g.rows[i].line.jitter.later():
                     self._move(g, i, after)
-        self._pulse.kv_positions = sum(min(r.pos, self._model.cfg.context) for x in self._groups for r in x.rows)
+        if j == 0:  # once a period: it counts every group's rows
+            self._pulse.kv_positions = sum(min(r.pos, self._model.cfg.context) for x in self._groups for r in x.rows)
         if g.rows:
             self._step(g, skipped, due_ns)
         if len(self._groups) > 1:
