@@ -55,4 +55,6 @@ async def read(store: ObjectStore, session_id: str, key_digest: str, webrtc: boo
     record = b"".join(chunk for chunk in chunks if chunk is not None)
     if not record:
         return errors.stored_session_starting(session_id)
-    return Stored(fork.Source(session_id, settings_of(meta.session), webrtc, meta.session.get("client")), record)
+    client = meta.session.get("client")
+    return Stored(fork.Source(session_id, settings_of(meta.session), webrtc,
+                              client if isinstance(client, dict) else None), record)

@@ -126,9 +126,8 @@ class StoredCall:
         self._written = 0
         self._touch_at = 0.0
         """When `_flush` next rewrites the call's `live/<id>` (loop time): its proof of life."""
-        self._failed = False
         self._degraded: str | None = None
-        """Why storing stopped before the call's end, for its meta (`Meta.degraded`)."""
+        """Why storing stopped before the call's end (it failed), for its meta (`Meta.degraded`)."""
         self._on = True
         """Still storing: false once ended or failed (the hot path then appends nothing)."""
         self._ended: bool | None = None
@@ -190,8 +189,8 @@ class StoredCall:
             if self._on:
                 await self._flush()
                 if self._ended:
-                    meta = layout.Meta(meta.session_id, meta.key, meta.created_at, meta.expires_on, meta.session,
-                                       "ended", self._mixer.frame, int(time.time()))
+                    meta = dataclasses.replace(meta, status="ended", frames=self._mixer.frame,
+                                               ended_at=int(time.time()))
                     await self._put_many([(layout.meta_key(session_id), meta.dump())])
                     await self._store.delete([layout.live_key(session_id)])
         except StoreError as exc:
@@ -202,7 +201,7 @@ class StoredCall:
             self._kinds.clear()
         if self._degraded is not None and meta is not None:
             await self._say_degraded(meta, self._degraded)
-        self._recorder.closed(self, "failed" if self._failed else "complete", self._written)
+        self._recorder.closed(self, "complete" if self._degraded is None else "failed", self._written)
 
     async def _say_degraded(self, meta: layout.Meta, why: str) -> None:
         """Storing stopped early: the meta says why, once, if the store takes it (fallen behind, or
@@ -271,9 +270,8 @@ class StoredCall:
 
     def _fail(self, why: str) -> None:
         """Storing stops for this call (once): the caller is told, the log and the counter say why."""
-        if self._failed:
+        if self._degraded is not None:
             return
-        self._failed = True
         self._degraded = why
         self._on = False
         self._pending.clear()

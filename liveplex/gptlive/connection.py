@@ -315,12 +315,12 @@ class Connection:
         self._last_message_ns = now_ns
         if state is _IDLE:  # the idle guard restarts on every client message
             self._due(now_ns + self.settings.idle_guard_ms * 1_000_000)
-        if self._fork is not None and state is _IDLE:
-            forked = fork.start_text(self._fork, data)
-            if type(forked) is events.Invalid:
-                self.outcomes.append(Refused("invalid"))
-                return [self._error(forked.error, forked.event_id)]
-            data = forked
+            if self._fork is not None:  # a fork's start carries only its overrides
+                forked = fork.start_text(self._fork, data)
+                if type(forked) is events.Invalid:
+                    self.outcomes.append(Refused("invalid"))
+                    return [self._error(forked.error, forked.event_id)]
+                data = forked
         event = events.parse(data)
         if type(event) is events.Invalid:
             return [self._error(event.error, event.event_id)]

@@ -35,13 +35,14 @@ INHERITS_MODEL = "a fork inherits the stored session's model, voice, instruction
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """What a fork continues: the stored session's `session.start` settings (its `session`
-    object as its client sent it, `storage.layout.Meta.start`), and the fork's transport."""
+    """What a fork continues: the stored session's `session.start` settings (its resource as
+    `session.started` gave it, less what named that one session: `gateway.forking.settings_of`),
+    and the fork's transport."""
 
     session_id: str
     settings: dict[str, Any]
     webrtc: bool
-    client: object = None
+    client: dict[str, Any] | None = None
     """The stored WebRTC call's `session.client` (its data channel's permissions), which a WebRTC
     fork that gives none inherits (`webrtc.offer.policy_of`); None: every event type."""
 

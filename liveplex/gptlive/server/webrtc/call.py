@@ -194,7 +194,7 @@ class Call(PeerCore):
         gives no `client` inherits the stored call's data channel permissions."""
         if self._offer.client is None and source.client is not None:
             self._policy = policy_of(source.client)
-            self.client_config = source.client if isinstance(source.client, dict) else None
+            self.client_config = source.client
         super().fork_from(source)
         self._dispatch(self._offer.start_text)
 

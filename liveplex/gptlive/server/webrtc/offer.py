@@ -66,9 +66,7 @@ class Offer:
 def read(body: bytes) -> Offer:
     """The request body -> an `Offer`; raises the `ProtocolError` naming the first offender."""
     obj = _body(body)
-    for key in obj:
-        if key not in ("session", "transport"):
-            raise errors.unknown_parameter((key,))
+    _closed(obj, ("session", "transport"), ())
     for key in ("session", "transport"):
         if key not in obj:
             raise errors.missing_required_parameter((key,))
@@ -84,9 +82,7 @@ def read_fork(body: bytes) -> Offer:
     them into the stored session's settings) and whose policy is `session.client`'s (omitted: every
     event type); raises the `ProtocolError` naming the first offender."""
     obj = _body(body)
-    for key in obj:
-        if key not in ("session", "transport"):
-            raise errors.unknown_parameter((key,))
+    _closed(obj, ("session", "transport"), ())
     if "transport" not in obj:
         raise errors.missing_required_parameter(("transport",))
     session = _object(obj.get("session") or {}, ("session",))
